@@ -1,0 +1,72 @@
+"""Provenance stamps: what produced a result, so that results can be reproduced.
+
+Every result (summary.json, a posterior, a report) carries the package version,
+the model and its priors, a summary of the data and the versions of the
+numerical stack. Only the standard library and already-imported modules are
+consulted, so stamping never imports PyMC.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+from sdcbayes._version import __version__
+
+_STACK = ("numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "arviz")
+
+
+def package_versions(names: tuple[str, ...] = _STACK) -> dict[str, str]:
+    """Installed versions of the numerical stack (``"not installed"`` when absent)."""
+    out = {"python": platform.python_version(), "sdcbayes": __version__}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def command_line() -> str:
+    """The command that is running, as typed (best effort)."""
+    import shlex
+
+    argv = list(sys.argv)
+    if argv and argv[0].endswith(("sdcbayes", "sdcbayes.exe", "__main__.py")):
+        argv[0] = "sdcbayes"
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def stamp(
+    model: str,
+    *,
+    priors: dict[str, Any] | None = None,
+    data_summary: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Return a JSON-serialisable provenance record.
+
+    Parameters
+    ----------
+    model : str
+        Model or method name (``"closed-form"``, ``"poisson-gamma"``, ...).
+    priors : dict, optional
+        The merged prior configuration (posterior models).
+    data_summary : dict, optional
+        :meth:`sdcbayes.Microdata.summary` or a model's data summary.
+    settings : dict, optional
+        Fitting settings (draws, chains, seed, method, ...).
+    """
+    return {
+        "sdcbayes_version": __version__,
+        "model": model,
+        "priors": priors,
+        "data": data_summary,
+        "settings": settings or {},
+        "versions": package_versions(),
+        "command": command_line(),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }

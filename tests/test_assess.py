@@ -1,0 +1,95 @@
+"""Closed-form assessment end to end: Microdata -> per-record risk -> file summary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcbayes import Microdata
+from sdcbayes.risk.assess import assess_closed_form, cells_to_records
+
+# IHSN guide (seed 001_, Table 1) = sdcMicro's `francdat` (shared/data/sdcmicro/francdat.csv),
+# kept here because a fresh clone has no shared folder.
+FRANCDAT = pd.DataFrame(
+    {
+        "Num1": [0.3, 0.12, 0.18, 1.9, 1.0, 1.0, 0.1, 0.15],
+        "Key1": [1, 1, 1, 3, 4, 4, 6, 1],
+        "Num2": [0.4, 0.22, 0.8, 9.0, 1.3, 1.4, 0.01, 0.5],
+        "Key2": [2, 2, 2, 3, 3, 3, 2, 2],
+        "Key3": [5, 1, 1, 1, 1, 1, 1, 5],
+        "Key4": [1, 1, 1, 5, 4, 1, 5, 1],
+        "Num3": [4, 22, 8, 91, 13, 14, 1, 5],
+        "w": [18, 45.5, 39, 17, 541, 8, 5, 92],
+    }
+)
+# Table 1, last column (record-level risk), and "the expected number of re-identifications
+# is 0.966, the sum of the last column" (seed 001_, section 3.4).
+IHSN_TABLE1_RISK = [0.0171, 0.0220, 0.0220, 0.1771, 0.0117, 0.2971, 0.4024, 0.0171]
+IHSN_TABLE1_FK = [2, 2, 2, 1, 1, 1, 1, 2]
+
+
+@pytest.fixture(scope="module")
+def francdat_result():
+    md = Microdata(FRANCDAT, keys=["Key1", "Key2", "Key3", "Key4"], weight="w")
+    return md, assess_closed_form(md)
+
+
+def test_ihsn_table1_record_risks(francdat_result):
+    _, res = francdat_result
+    np.testing.assert_array_equal(res.records["fk"], IHSN_TABLE1_FK)
+    np.testing.assert_allclose(res.records["risk"], IHSN_TABLE1_RISK, atol=5e-5)
+
+
+def test_ihsn_expected_reidentifications(francdat_result):
+    _, res = francdat_result
+    assert res.summary["expected_reidentifications"] == pytest.approx(0.966, abs=5e-4)
+    assert res.summary["n_sample_uniques"] == 4
+    assert res.summary["n_records"] == 8
+
+
+def test_tau_plugins_follow_definitions(francdat_result):
+    md, res = francdat_result
+    cells = res.cells
+    su = cells["fk"] == 1
+    # tau1 plug-in: sum over sample uniques of P(F=1 | f=1) = p_k (negative binomial, r = 1)
+    assert res.summary["tau1"] == pytest.approx(float((1 / cells.loc[su, "Fk_hat"]).sum()))
+    assert res.summary["tau2"] == pytest.approx(float(cells.loc[su, "risk"].sum()))
+
+
+def test_input_frame_untouched(francdat_result):
+    before = FRANCDAT.copy(deep=True)
+    Microdata(FRANCDAT, keys=["Key1", "Key2"], weight="w")
+    pd.testing.assert_frame_equal(FRANCDAT, before)
+
+
+def test_household_risk_is_one_minus_product():
+    frame = FRANCDAT.assign(hid=[1, 1, 2, 2, 2, 3, 4, 4])
+    md = Microdata(frame, keys=["Key1", "Key2", "Key3", "Key4"], weight="w", household="hid")
+    res = assess_closed_form(md)
+    r = res.records["risk"].to_numpy()
+    expect = np.empty(8)
+    for h in np.unique(frame["hid"]):
+        members = (frame["hid"] == h).to_numpy()
+        expect[members] = 1 - np.prod(1 - r[members])
+    np.testing.assert_allclose(res.records["household_risk"], expect, rtol=1e-12)
+    assert res.summary["household_expected_reidentifications"] == pytest.approx(expect.sum())
+
+
+def test_cells_to_records_marks_dropped_records_nan():
+    out = cells_to_records(np.array([0.5, 0.25]), np.array([1, -1, 0]))
+    assert out[0] == 0.25 and np.isnan(out[1]) and out[2] == 0.5
+
+
+def test_threshold_count():
+    md = Microdata(FRANCDAT, keys=["Key1", "Key2", "Key3", "Key4"], weight="w")
+    res = assess_closed_form(md, threshold=0.1)
+    assert res.summary["n_above_threshold"] == sum(r > 0.1 for r in IHSN_TABLE1_RISK)
+
+
+def test_labelled_view_has_record_and_cell_dims(francdat_result):
+    _, res = francdat_result
+    ds = res.to_xarray()
+    assert ds["risk"].dims == ("record",)
+    assert ds["cell_risk"].dims == ("cell",)
+    assert ds.attrs["model"] == "closed-form"

@@ -1,0 +1,238 @@
+"""The command line, run as a user runs it: a subprocess of the installed console script."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+EXE = shutil.which("sdcbayes") or str(Path(sys.executable).with_name("sdcbayes"))
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [EXE, *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("sdcbayes: error:")
+    assert "Traceback" not in proc.stderr
+    for frag in fragments:
+        assert frag in lines[0], lines[0]
+
+
+class _Checker(HTMLParser):
+    """Checks that every opened element is closed in order (void elements aside)."""
+
+    VOID = {"meta", "br", "img", "hr", "input", "link", "rect", "line", "polyline", "path"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.add(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}>, open: {self.stack[-3:]}")
+        else:
+            self.stack.pop()
+
+
+def check_html(text: str) -> _Checker:
+    c = _Checker()
+    c.feed(text)
+    c.close()
+    assert not c.errors, c.errors[:5]
+    assert not c.stack, c.stack
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text and "<script" not in text  # self-contained, no network
+    return c
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "out"
+    proc = run_cli("assess", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return proc, out
+
+
+def test_demo_run_prints_summary_with_truth(demo_run):
+    proc, out = demo_run
+    text = proc.stdout
+    for label in ("records", "sample uniques", "expected re-identifications", "tau1", "tau2"):
+        assert label in text
+    assert text.count("(true ") >= 2  # truth printed beside tau1 and tau2
+
+
+def test_demo_output_folder_follows_design(demo_run):
+    _, out = demo_run
+    summary = json.loads((out / "summary.json").read_text())
+    for key in (
+        "sdcbayes_version",
+        "model",
+        "n_records",
+        "n_cells",
+        "n_sample_uniques",
+        "expected_reidentifications",
+        "tau1",
+        "tau2",
+        "n_above_benchmark",
+        "household_expected_reidentifications",
+    ):
+        assert key in summary, key
+    assert summary["model"] == "closed-form"
+    assert summary["truth"]["tau1"] >= 0
+    with open(out / "records.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames
+        rows = list(reader)
+    assert header[:5] == ["record", "cell", "fk", "Fk_hat", "risk"]
+    assert "household_risk" in header
+    assert len(rows) == summary["n_records_input"]
+    assert [int(r["record"]) for r in rows] == list(range(len(rows)))
+    risks = np.array([float(r["risk"]) for r in rows])
+    assert np.all((risks > 0) & (risks <= 1))
+    assert risks.sum() == pytest.approx(summary["expected_reidentifications"], rel=1e-9)
+    html = (out / "report.html").read_text()
+    checker = check_html(html)
+    assert "svg" in checker.tags and "table" in checker.tags
+
+
+def test_rerun_replaces_previous_output(demo_run, tmp_path):
+    _, out = demo_run
+    target = tmp_path / "again"
+    shutil.copytree(out, target)
+    (target / "records.csv").write_text("stale")
+    proc = run_cli("assess", "--out", str(target), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert (target / "records.csv").read_text().startswith("record,")
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name or ".old-" in p.name]
+
+
+def test_json_flag_prints_summary(tmp_path):
+    proc = run_cli("assess", "--out", str(tmp_path / "o"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["model"] == "closed-form"
+
+
+@pytest.fixture()
+def small_csv(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 200
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(0, 8, n),
+            "sex": rng.choice(["m", "f"], n),
+            "region": rng.integers(1, 5, n),
+            "w": rng.uniform(20, 80, n),
+            "hid": np.repeat(np.arange(n // 2), 2),
+        }
+    )
+    path = tmp_path / "small.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_file_run_matches_python_api(small_csv, tmp_path):
+    path, frame = small_csv
+    out = tmp_path / "res"
+    proc = run_cli(
+        "assess", str(path), "--keys", "age,sex,region", "--weight", "w",
+        "--household", "hid", "--out", str(out), "-q",
+    )
+    assert proc.returncode == 0, proc.stderr
+    from sdcbayes import Microdata
+    from sdcbayes.risk.assess import assess_closed_form
+
+    expected = assess_closed_form(
+        Microdata(frame, keys=["age", "sex", "region"], weight="w", household="hid")
+    )
+    got = pd.read_csv(out / "records.csv")
+    np.testing.assert_allclose(got["risk"], expected.records["risk"], rtol=1e-12)
+    np.testing.assert_allclose(
+        got["household_risk"], expected.records["household_risk"], rtol=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("make_args", "fragments"),
+    [
+        (lambda p, t: ["assess", str(t / "nope.csv"), "--keys", "age"], ["nope.csv"]),
+        (lambda p, t: ["assess", str(p)], ["--keys"]),
+        (lambda p, t: ["assess", str(p), "--keys", "age,colour"], ["colour"]),
+        (lambda p, t: ["assess", str(p), "--keys", "age", "--weight", "wt"], ["wt"]),
+        (lambda p, t: ["assess", str(p), "--keys", "age", "--model", "magic"], ["magic"]),
+        (lambda p, t: ["assess", str(p), "--keys", "age", "--alpha", "3"], ["--alpha"]),
+        (lambda p, t: ["assess", str(p), "--keys", "age", "--household", "none"], ["none"]),
+    ],
+    ids=[
+        "missing-file",
+        "no-keys",
+        "unknown-key",
+        "unknown-weight",
+        "unknown-model",
+        "bad-alpha",
+        "unknown-household",
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(small_csv, tmp_path, make_args, fragments):
+    path, _ = small_csv
+    out = tmp_path / "out"
+    proc = run_cli(*make_args(path, tmp_path), "--out", str(out))
+    assert_one_line_error(proc, *fragments)
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+def test_bad_weights_are_reported_before_any_output(small_csv, tmp_path):
+    path, frame = small_csv
+    bad = frame.copy()
+    bad.loc[5, "w"] = -3.0
+    bad_path = tmp_path / "bad.csv"
+    bad.to_csv(bad_path, index=False)
+    out = tmp_path / "out"
+    proc = run_cli("assess", str(bad_path), "--keys", "age,sex", "--weight", "w", "--out", str(out))
+    assert_one_line_error(proc, "w")
+    assert not out.exists()
+
+
+def test_refuses_to_overwrite_a_foreign_folder(small_csv, tmp_path):
+    path, _ = small_csv
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "thesis.tex").write_text("do not delete")
+    proc = run_cli("assess", str(path), "--keys", "age", "--out", str(out))
+    assert_one_line_error(proc, "precious")
+    assert (out / "thesis.tex").read_text() == "do not delete"
+
+
+def test_help_explains_options():
+    proc = run_cli("assess", "--help")
+    assert proc.returncode == 0
+    for opt in ("--keys", "--weight", "--household", "--model", "--missing", "--out"):
+        assert opt in proc.stdout

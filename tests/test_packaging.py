@@ -1,0 +1,61 @@
+"""Packaging: the layer folders import only under the sdcbayes namespace."""
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+
+def _run(code: str) -> str:
+    # A fresh interpreter: sys.modules of the test process is polluted by other tests.
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+    )
+    return out.stdout.strip()
+
+
+def test_no_bare_layer_modules_after_import():
+    code = (
+        "import sys, sdcbayes, sdcbayes.models, sdcbayes.inference, sdcbayes.risk;"
+        "print(sorted(m for m in ('models','inference','risk') if m in sys.modules))"
+    )
+    assert _run(code) == "[]"
+
+
+def test_layers_resolve_inside_the_namespace():
+    for name in ("sdcbayes.models", "sdcbayes.inference", "sdcbayes.risk"):
+        mod = importlib.import_module(name)
+        assert mod.__name__ == name
+        assert mod.__doc__ and "import" in mod.__doc__  # each states what it may import
+
+
+def test_import_sdcbayes_and_closed_form_do_not_import_pymc():
+    code = (
+        "import sys, sdcbayes, sdcbayes.risk.assess, sdcbayes.cli;"
+        "print(sorted(m for m in ('pymc','arviz','pytensor','matplotlib') if m in sys.modules))"
+    )
+    assert _run(code) == "[]"
+
+
+def test_console_script_entry_point_is_declared():
+    from importlib import metadata
+
+    eps = metadata.entry_points(group="console_scripts")
+    assert any(ep.name == "sdcbayes" and ep.value == "sdcbayes.cli:main" for ep in eps)
+
+
+def test_version_matches_distribution_metadata():
+    from importlib import metadata
+
+    import sdcbayes
+
+    assert sdcbayes.__version__ == metadata.version("sdcbayes")
+
+
+@pytest.mark.parametrize("name", ["nonexistent_thing"])
+def test_unknown_attribute_raises(name):
+    import sdcbayes
+
+    with pytest.raises(AttributeError):
+        getattr(sdcbayes, name)
