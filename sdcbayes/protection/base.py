@@ -1,0 +1,181 @@
+"""Shared pieces of the protection methods: the result container and input checks.
+
+Every protection function of :mod:`sdcbayes.protection` takes a pandas
+DataFrame, the names of the columns it acts on and (where it is random) a seed,
+and returns a :class:`ProtectionResult` holding a *new* frame, a log of what
+changed and a summary. The input frame is never modified.
+
+This module may import NumPy and pandas only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdcbayes.exceptions import InputError
+
+__all__ = ["ProtectionResult"]
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class ProtectionResult:
+    """A protected copy of the data and the record of what was done to it.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        The protected data: a new frame, same rows and columns as the input, in
+        input order. The input frame is left untouched.
+    log : pandas.DataFrame
+        What changed. Methods that change single values (suppression, PRAM,
+        recoding of categories) log one row per changed value or per mapped
+        level; methods that change whole numeric columns (micro-aggregation,
+        noise) log one row per variable or group. Each function documents its
+        columns.
+    summary : dict
+        Parameters used and totals (for example suppressions per variable),
+        JSON-serialisable where possible.
+    """
+
+    frame: pd.DataFrame
+    log: pd.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def __iter__(self):
+        # Lets callers write ``frame, log = result`` as well.
+        yield self.frame
+        yield self.log
+
+
+def check_frame(frame: Any, what: str = "frame") -> pd.DataFrame:
+    """Raise :class:`InputError` unless ``frame`` is a pandas DataFrame."""
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(
+            f"{what} must be a pandas DataFrame, got {type(frame).__name__}; "
+            "pass the microdata as a DataFrame (pandas.read_csv, sdcbayes.read_microdata)"
+        )
+    return frame
+
+
+def check_columns(frame: pd.DataFrame, columns: Any, what: str = "columns") -> list[str]:
+    """Normalise ``columns`` (one name or an iterable of names) and check they exist.
+
+    Raises
+    ------
+    InputError
+        Naming every missing column and the available ones, or when the list is
+        empty or repeats a name.
+    """
+    if isinstance(columns, str):
+        names = [columns]
+    elif isinstance(columns, Iterable):
+        names = list(columns)
+    else:
+        names = [columns]
+    if not names:
+        raise InputError(f"{what} is empty; name at least one column of the frame")
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        available = ", ".join(map(str, frame.columns[:20]))
+        raise InputError(
+            f"{what} {missing} not found in the frame; choose among the columns: {available}"
+        )
+    dup = sorted({str(c) for c in names if names.count(c) > 1})
+    if dup:
+        raise InputError(f"{what} repeats {dup}; name each column once")
+    return names
+
+
+def rng_from(seed: Any) -> np.random.Generator:
+    """A NumPy Generator from an int, None, a SeedSequence or a Generator."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"seed={seed!r} is not usable ({exc}); pass an integer, None or a numpy Generator"
+        ) from None
+
+
+def codes_of(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes of a column (-1 for missing) and the levels they index.
+
+    Categorical columns keep their category order (unused categories included);
+    other columns are factorised in sorted order.
+    """
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.cat.codes.to_numpy(dtype=np.int64), pd.Index(series.cat.categories)
+    codes, uniques = pd.factorize(series, sort=True, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+
+
+def pack_rows(columns: list[np.ndarray], radices: list[int]) -> np.ndarray:
+    """Mixed-radix packing of non-negative code columns into one int64 per row.
+
+    Equal tuples give equal packed values; when the product of the radices
+    would overflow int64 the partial code is renumbered densely first.
+    """
+    if not columns:
+        return np.zeros(0, dtype=np.int64)
+    packed = np.asarray(columns[0], dtype=np.int64).copy()
+    total = int(radices[0])
+    for codes, radix in zip(columns[1:], radices[1:], strict=True):
+        if total * int(radix) > _INT64_MAX:
+            uniq, packed = np.unique(packed, return_inverse=True)
+            packed = packed.reshape(-1).astype(np.int64)
+            total = int(uniq.size)
+        packed = packed * int(radix) + codes
+        total *= int(radix)
+    return packed
+
+
+def with_missing(frame: pd.DataFrame, column: str, mask: np.ndarray) -> pd.Series:
+    """Column ``column`` of ``frame`` with the positions in ``mask`` set to missing.
+
+    Integer columns become pandas' nullable ``Int64`` so that the other values
+    stay integers; categorical columns keep their categories.
+    """
+    s = frame[column]
+    if pd.api.types.is_integer_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype):
+        s = s.astype("Int64")
+    elif pd.api.types.is_bool_dtype(s.dtype):
+        s = s.astype("boolean")
+    return s.mask(pd.Series(mask, index=s.index))
+
+
+def code_strata(frame: pd.DataFrame, strata: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    """Stratum number of each record (0-based, in sorted order) and the stratum labels.
+
+    Labels join the values of several stratum columns with "-". Only the
+    distinct strata are formatted (no per-record string work).
+
+    Raises
+    ------
+    InputError
+        When a stratum column has missing values.
+    """
+    if not strata:
+        return np.zeros(len(frame), dtype=np.int64), ["all"]
+    parts = []
+    for s in strata:
+        c, _ = codes_of(frame[s])
+        if (c < 0).any():
+            raise InputError(
+                f"stratum column {s!r} has missing values; fill them (e.g. with a level "
+                "'unknown') before working within strata"
+            )
+        parts.append(c)
+    packed = pack_rows(parts, [int(p.max()) + 1 if p.size else 1 for p in parts])
+    _, first, inv = np.unique(packed, return_index=True, return_inverse=True)
+    names = [
+        "-".join(str(frame[s].iloc[i]) for s in strata) for i in first
+    ]  # one string per stratum
+    return inv.reshape(-1).astype(np.int64), names

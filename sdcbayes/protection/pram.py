@@ -1,0 +1,648 @@
+"""Post-randomisation (PRAM) of categorical variables.
+
+Two mechanisms:
+
+* **Invariant PRAM** (seed 001, section 4.1.3; Gouweleeuw, Kooiman,
+  Willenborg & de Wolf 1998, cited in seed 002): each value of a variable is
+  changed at random by a transition matrix whose invariant distribution is the
+  observed one, so the expected frequencies after PRAM equal the observed
+  frequencies. Construction as in sdcMicro's ``pram``: a matrix P with
+  diagonal entries p_ii drawn uniformly in [pd, 1] and the rest of each row
+  spread evenly; its "backward" matrix Q with q_ji = p_ij T_i / λ_j,
+  λ = T'P; R = PQ satisfies T'R = T'; finally R_α = αR + (1 − α)I (α tunes
+  the amount of change) keeps the invariance.
+
+* **Nayak-Zhang PRAM** (seed 002): a data-dependent matrix, applied to the
+  cross-classified key ("cells"), within groups of cells. In a group of k
+  cells with counts T_i (seed 002, "Our choice of PRAM matrix"):
+  p_ii = 1 − θ/T_i and p_ji = θ/((k − 1) T_i) (j ≠ i), where the seed writes
+  p_ji = P(i → j). The expected number of units leaving a cell is θ, so the
+  released counts are unbiased, E(S_i | T) = T_i. θ is the smallest value with
+  φ_T(θ) = (T − θ)/(T(T − θ) + θ²) <= ξ for T = 1 and 2 (seed 002, "Solution of
+  θ and k"), which bounds the correct-match probability
+  P(CM | S_j = a, X_B = c_j) <= ξ for a = 1; a = 2 is handled by the minimum
+  group size k, and a >= 3 gives at most 1/3 <= ξ.
+
+Matrices here are row-stochastic: ``P[i, j]`` is the probability that a value in
+category i is released as j (the transpose of the seed's display).
+
+This module may import NumPy, SciPy and pandas only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.protection.base import (
+    ProtectionResult,
+    check_columns,
+    check_frame,
+    code_strata,
+    codes_of,
+    pack_rows,
+    rng_from,
+)
+
+__all__ = [
+    "invariant_transition_matrix",
+    "invariant_pram",
+    "apply_transition",
+    "nayak_zhang_phi",
+    "nayak_zhang_theta",
+    "nayak_zhang_matrix",
+    "nayak_zhang_cm_probability",
+    "nayak_zhang_min_group_size",
+    "nayak_zhang_pram",
+    "correct_match_probability",
+]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def apply_transition(
+    codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Draw a new category for each code from row ``codes[i]`` of ``matrix``.
+
+    Codes < 0 (missing) are returned unchanged. Vectorised: one uniform draw per
+    value, looked up in the cumulative row with :func:`numpy.searchsorted`;
+    the loop runs over categories, never over records.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    matrix = np.asarray(matrix, dtype=np.float64)
+    out = codes.copy()
+    cum = np.cumsum(matrix, axis=1)
+    cum[:, -1] = 1.0  # guard against rounding: the last category closes every row
+    u = rng.random(codes.shape)
+    for i in np.unique(codes[codes >= 0]):
+        sel = codes == i
+        out[sel] = np.searchsorted(cum[i], u[sel], side="right")
+    return out
+
+
+def _check_stochastic(matrix: np.ndarray, name: str) -> None:
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise InputError(f"{name} must be a square matrix, got shape {matrix.shape}")
+    if (matrix < -1e-12).any() or not np.allclose(matrix.sum(axis=1), 1.0, atol=1e-9):
+        raise InputError(f"{name} must have non-negative rows summing to 1 (row-stochastic)")
+
+
+# --------------------------------------------------------------------------- invariant PRAM
+
+
+def invariant_transition_matrix(
+    counts: Sequence[float] | np.ndarray,
+    pd_min: float = 0.8,
+    alpha: float = 0.5,
+    *,
+    seed: Any = None,
+    random_diagonal: bool = True,
+) -> np.ndarray:
+    """Invariant PRAM matrix R_α for observed category counts T (seed 001, sec. 4.1.3).
+
+    Gouweleeuw et al. (1998) construction, as in sdcMicro's ``pram``:
+
+    * P: p_ii = d_i, p_ij = (1 − d_i)/(L − 1) for j ≠ i, with d_i ~ U(pd_min, 1)
+      (or d_i = pd_min when ``random_diagonal`` is False);
+    * λ = T'P, the expected counts after applying P;
+    * Q: q_ji = p_ij T_i / λ_j (the backward matrix; rows sum to 1);
+    * R = PQ, which satisfies T'R = T' (invariance);
+    * R_α = αR + (1 − α)I.
+
+    Parameters
+    ----------
+    counts : array_like
+        Observed counts T_i >= 0 of the L categories.
+    pd_min : float, default 0.8
+        Minimum diagonal entry of P, in (0, 1].
+    alpha : float, default 0.5
+        Amount of perturbation in [0, 1]; 0 gives the identity.
+    seed : int, Generator or None
+        Randomness of the diagonal entries.
+    random_diagonal : bool, default True
+        Draw d_i uniformly in [pd_min, 1] (sdcMicro) or use d_i = pd_min.
+
+    Returns
+    -------
+    numpy.ndarray
+        (L, L) row-stochastic matrix R_α with T'R_α = T'.
+    """
+    t = np.asarray(counts, dtype=np.float64)
+    if t.ndim != 1 or t.size == 0 or (t < 0).any() or not np.isfinite(t).all():
+        raise InputError("counts must be a non-empty 1-d array of non-negative numbers")
+    if not (0.0 < pd_min <= 1.0):
+        raise InputError(f"pd={pd_min!r} must be in (0, 1] (the minimum diagonal of P)")
+    if not (0.0 <= alpha <= 1.0):
+        raise InputError(f"alpha={alpha!r} must be in [0, 1] (the amount of perturbation)")
+    n_cat = t.size
+    if n_cat == 1:
+        return np.ones((1, 1))
+    rng = rng_from(seed)
+    d = rng.uniform(pd_min, 1.0, n_cat) if random_diagonal else np.full(n_cat, pd_min)
+    p = np.repeat(((1.0 - d) / (n_cat - 1))[:, None], n_cat, axis=1)
+    np.fill_diagonal(p, d)
+    lam = t @ p
+    # Q[j, i] = P[i, j] T_i / λ_j; a category with λ_j = 0 never occurs after P.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = (p * t[:, None]).T / lam[:, None]
+    q[lam <= 0] = np.eye(n_cat)[lam <= 0]
+    r = p @ q
+    return alpha * r + (1.0 - alpha) * np.eye(n_cat)
+
+
+def invariant_pram(
+    frame: pd.DataFrame,
+    columns: Sequence[str] | str,
+    *,
+    pd_min: float = 0.8,
+    alpha: float = 0.5,
+    strata: Sequence[str] | str | None = None,
+    matrices: dict[str, np.ndarray] | None = None,
+    seed: Any = None,
+) -> ProtectionResult:
+    """Invariant PRAM of categorical variables, each variable independently (seed 001, 4.1.3).
+
+    For each column (and each stratum, when given) the observed level counts T
+    define the matrix of :func:`invariant_transition_matrix`; every value is
+    replaced by a draw from its row. The expected level counts after PRAM
+    equal T. Missing values are left as they are.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Not modified.
+    columns : str or sequence of str
+        Categorical variables to randomise (all levels of a categorical dtype
+        take part, unused ones included).
+    pd_min, alpha : float
+        See :func:`invariant_transition_matrix`.
+    strata : str or sequence of str, optional
+        Apply PRAM within each stratum, with the stratum's own counts.
+    matrices : dict, optional
+        Column -> user transition matrix (row-stochastic, ordered like the
+        column's levels: categories, or sorted values); used instead of the
+        invariant one, and in every stratum.
+    seed : int, Generator or None
+
+    Returns
+    -------
+    ProtectionResult
+        ``log``: one row per changed value (``record``, ``variable``,
+        ``original``, ``released``). ``summary``: ``changed`` (per variable),
+        ``matrices`` (variable -> {stratum -> matrix as nested lists}),
+        ``levels`` (variable -> list of level labels), parameters.
+    """
+    frame = check_frame(frame)
+    columns = check_columns(frame, columns, "columns")
+    strata_l = check_columns(frame, strata, "strata") if strata is not None else None
+    matrices = dict(matrices or {})
+    unknown = [c for c in matrices if c not in columns]
+    if unknown:
+        raise InputError(f"matrices given for {unknown}, which are not among columns {columns}")
+    rng = rng_from(seed)
+    stratum, stratum_names = code_strata(frame, strata_l)
+    out = frame.copy(deep=True)
+    logs, changed, used, level_lists = [], {}, {}, {}
+    for col in columns:
+        codes, levels = codes_of(frame[col])
+        n_lev = len(levels)
+        if n_lev == 0:
+            changed[col] = 0
+            continue
+        new = codes.copy()
+        used[col] = {}
+        for s_i, s_name in enumerate(stratum_names):
+            sel = np.flatnonzero(stratum == s_i)
+            c = codes[sel]
+            if col in matrices:
+                m = np.asarray(matrices[col], dtype=np.float64)
+                _check_stochastic(m, f"matrices[{col!r}]")
+                if m.shape[0] != n_lev:
+                    raise InputError(
+                        f"matrices[{col!r}] is {m.shape[0]}x{m.shape[0]} but {col!r} has "
+                        f"{n_lev} levels {list(levels)[:10]}; give one row per level"
+                    )
+            else:
+                counts = np.bincount(c[c >= 0], minlength=n_lev).astype(float)
+                m = invariant_transition_matrix(counts, pd_min, alpha, seed=rng)
+            new[sel] = apply_transition(c, m, rng)
+            used[col][s_name] = m.tolist()
+        idx = np.flatnonzero(new != codes)
+        changed[col] = int(idx.size)
+        level_lists[col] = [_plain(v) for v in levels]
+        released = np.asarray(levels, dtype=object)[new]
+        released[new < 0] = None
+        if isinstance(frame[col].dtype, pd.CategoricalDtype):
+            out[col] = pd.Categorical.from_codes(new, dtype=frame[col].dtype)
+        else:
+            series = pd.Series(np.asarray(levels)[np.maximum(new, 0)], index=frame.index)
+            out[col] = series.where(new >= 0, frame[col])
+        logs.append(
+            pd.DataFrame(
+                {
+                    "record": idx.astype(np.int64),
+                    "variable": col,
+                    "original": frame[col].to_numpy(dtype=object)[idx],
+                    "released": released[idx],
+                }
+            )
+        )
+    log = pd.concat(logs, ignore_index=True) if logs else _empty_log()
+    summary = {
+        "method": "invariant_pram",
+        "columns": columns,
+        "pd": pd_min,
+        "alpha": alpha,
+        "strata": strata_l,
+        "changed": changed,
+        "total_changed": int(sum(changed.values())),
+        "matrices": used,
+        "levels": level_lists,
+    }
+    return ProtectionResult(out, log, summary)
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _empty_log() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "record": np.array([], dtype=np.int64),
+            "variable": np.array([], dtype=object),
+            "original": np.array([], dtype=object),
+            "released": np.array([], dtype=object),
+        }
+    )
+
+
+# --------------------------------------------------------------------------- Nayak-Zhang
+
+
+def nayak_zhang_phi(theta: float | np.ndarray, count: float | np.ndarray = 1) -> np.ndarray:
+    """φ(θ) = (T − θ)/(T(T − θ) + θ²), the bound on P(CM | S_j = 1) (seed 002).
+
+    Seed 002, "Solution of θ and k": with T = T_j the original count of the
+    target's cell, P(CM | S_j = 1, X_B = c_j, T) <= φ(θ), because the number of
+    units moving into the cell, N, has P(N = 1)/P(N = 0) >= E N = θ.
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    t = np.asarray(count, dtype=np.float64)
+    return (t - theta) / (t * (t - theta) + theta**2)
+
+
+def nayak_zhang_theta(xi: float, counts: Sequence[int] = (1, 2)) -> float:
+    """Smallest θ in [0, 1] with φ_T(θ) <= ξ for every T in ``counts`` (seed 002).
+
+    Solved in closed form: (T − θ) <= ξ(T(T − θ) + θ²) ⟺
+    ξθ² + (1 − ξT)θ − T(1 − ξT) >= 0, whose positive root is the boundary
+    (φ_T decreases on [0, 1] for T <= 2). The seed
+    requires ξ >= 1/3 ("limited to ξ >= 1/3"): for doubletons θ = 1 gives
+    φ_2(1) = 1/3 exactly.
+
+    Parameters
+    ----------
+    xi : float
+        Bound on the correct-match probability, 1/3 <= ξ < 1.
+    counts : sequence of int, default (1, 2)
+        Cell counts T that are randomised (singletons and doubletons).
+
+    Returns
+    -------
+    float
+        θ, with φ_T(θ) = ξ for the binding T (equality at the boundary).
+    """
+    if not (isinstance(xi, (int, float, np.floating)) and 0.0 < xi < 1.0):
+        raise InputError(f"xi={xi!r} must be a probability in [1/3, 1); e.g. xi=0.5")
+    if xi < 1.0 / 3.0 - 1e-12:
+        raise InputError(
+            f"xi={xi!r} is below 1/3, which Nayak-Zhang PRAM cannot guarantee (seed 002: "
+            "'limited to xi >= 1/3'); use xi >= 1/3"
+        )
+    thetas = []
+    for t in counts:
+        t = float(t)
+        if 1.0 / t <= xi:  # φ_T(0) = 1/T already meets the bound
+            thetas.append(0.0)
+            continue
+        a, b, c = xi, 1.0 - xi * t, -t * (1.0 - xi * t)
+        root = (-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
+        thetas.append(float(root))
+    theta = max(thetas)
+    # θ = 1 is the largest allowed value (p_ii = 1 − θ for singletons); ξ = 1/3 hits it.
+    return float(min(theta, 1.0))
+
+
+def nayak_zhang_matrix(counts: Sequence[float] | np.ndarray, theta: float) -> np.ndarray:
+    """Nayak-Zhang transition matrix of one group of cells (seed 002).
+
+    Row-stochastic: ``P[i, i] = 1 − θ/T_i``, ``P[i, j] = θ/((k − 1) T_i)`` for
+    j ≠ i, with k the number of cells of the group; the seed prints the
+    transpose (its p_ji is the probability of moving from c_i to c_j).
+    """
+    t = np.asarray(counts, dtype=np.float64)
+    k = t.size
+    if k < 2:
+        raise InputError("a Nayak-Zhang group needs at least 2 cells")
+    if not (0.0 <= theta <= t.min()):
+        raise InputError(f"theta={theta!r} must be in [0, min T_i] so probabilities are valid")
+    p = np.repeat((theta / ((k - 1) * t))[:, None], k, axis=1)
+    np.fill_diagonal(p, 1.0 - theta / t)
+    return p
+
+
+def _binom_pmf_head(n: np.ndarray, p: np.ndarray, upto: int) -> np.ndarray:
+    """pmf of Bin(n, p) at 0..upto (broadcast over n, p), last axis the value."""
+    from scipy import stats  # imported here: keeps `import sdcbayes` cheap
+
+    x = np.arange(upto + 1)
+    return stats.binom.pmf(x, np.asarray(n)[..., None], np.asarray(p)[..., None])
+
+
+def nayak_zhang_cm_probability(
+    counts: Sequence[float] | np.ndarray, theta: float, a: int | Sequence[int] = (1, 2)
+) -> np.ndarray:
+    """Exact P(CM | S_j = a, X_B = c_j, T) for every cell j of one group (seed 002).
+
+    The intruder knows target B's original cell c_j, sees S_j released records
+    in c_j and picks one at random; a correct match needs B to have stayed in
+    c_j. With Z = (other units of c_j that stay) + (units moving in from the
+    other cells), S_j = I(B stays) + Z and
+
+        P(CM | S_j = a) = s P(Z = a − 1) / (a [s P(Z = a − 1) + (1 − s) P(Z = a)]),
+
+    s = 1 − θ/T_j. Z is a sum of binomials: Bin(T_j − 1, s) and, for the cells
+    of each count T, Bin(T·m_T, θ/((k − 1)T)). Evaluated exactly.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (len(a), k): rows follow ``a``, columns the cells. NaN where
+        P(S_j = a) = 0.
+    """
+    t = np.asarray(counts, dtype=np.float64)
+    k = t.size
+    a_arr = np.atleast_1d(np.asarray(a, dtype=np.int64))
+    top = int(a_arr.max())
+    levels, inv = np.unique(t, return_inverse=True)
+    n_per = np.bincount(inv, minlength=levels.size)
+    out = np.full((a_arr.size, k), np.nan)
+    # Cells with the same count have the same probability: loop over distinct counts.
+    for li, tj in enumerate(levels):
+        s = 1.0 - theta / tj
+        pmf = _binom_pmf_head(tj - 1, s, top)
+        others = n_per.copy()
+        others[li] -= 1
+        for lv, m in zip(levels, others, strict=True):
+            if m == 0:
+                continue
+            part = _binom_pmf_head(lv * m, theta / ((k - 1) * lv), top)
+            pmf = np.convolve(pmf, part)[: top + 1]
+        for ai, av in enumerate(a_arr):
+            num = s * pmf[av - 1]
+            den = num + (1.0 - s) * pmf[av]
+            if den > 0:
+                out[ai, inv == li] = num / (av * den)
+    return out
+
+
+def nayak_zhang_min_group_size(
+    xi: float, theta: float | None = None, *, counts: Sequence[int] = (1, 2), k_max: int = 500
+) -> int:
+    """Smallest group size k that meets the seed's criterion for every group make-up.
+
+    Seed 002, "Solution of θ and k": with θ from :func:`nayak_zhang_theta`,
+    P(CM | S_j = 1) <= φ(θ) <= ξ; k is the smallest group size such that
+    P(CM | S_j = 2) <= P(CM | S_j = 1) for every target cell, whatever the mix
+    of singleton and doubleton cells in the group and for every group size
+    k..2k − 1 (groups of at least k cells, the remainder joins the last group).
+    Both probabilities are computed exactly (:func:`nayak_zhang_cm_probability`).
+    """
+    if theta is None:
+        theta = nayak_zhang_theta(xi, counts)
+    counts = [int(c) for c in counts]
+
+    def ok(g: int) -> bool:
+        for mix in _mixes(g, counts):
+            pr = nayak_zhang_cm_probability(mix, theta, (1, 2))
+            p1 = np.nan_to_num(pr[0], nan=0.0)
+            p2 = np.nan_to_num(pr[1], nan=0.0)
+            if (p2 > p1 + 1e-12).any() or (np.maximum(p1, p2) > xi + 1e-12).any():
+                return False
+        return True
+
+    for g in range(2, k_max + 1):
+        if all(ok(h) for h in range(g, 2 * g)):
+            return g
+    raise InputError(
+        f"no group size up to {k_max} meets the bound xi={xi} with theta={theta}; raise xi"
+    )
+
+
+def _mixes(g: int, counts: list[int]) -> list[np.ndarray]:
+    """All multisets of ``g`` cell counts drawn from ``counts`` (one array each)."""
+    if len(counts) == 1:
+        return [np.full(g, counts[0])]
+    out = []
+    for n_first in range(g + 1):
+        for rest in _mixes(g - n_first, counts[1:]):
+            out.append(np.concatenate([np.full(n_first, counts[0]), rest]))
+    return out
+
+
+def nayak_zhang_pram(
+    frame: pd.DataFrame,
+    keys: Sequence[str] | str,
+    xi: float = 1.0 / 3.0,
+    *,
+    theta: float | None = None,
+    group_size: int | None = None,
+    seed: Any = None,
+) -> ProtectionResult:
+    """Nayak-Zhang PRAM of the cross-classified key (seed 002, "Our perturbation mechanism").
+
+    1. θ: the smallest value with φ_T(θ) <= ξ for T = 1, 2 (:func:`nayak_zhang_theta`).
+    2. k: the minimum group size (:func:`nayak_zhang_min_group_size`).
+    3. Only singleton and doubleton cells are randomised: they are taken in the
+       order of their key values (neighbouring cells together) and cut into
+       groups of k cells; the remainder joins the last group.
+    4. Each group is randomised independently with the matrix of
+       :func:`nayak_zhang_matrix`: a unit of cell i stays with probability
+       1 − θ/T_i, otherwise moves to one of the other k_g − 1 cells of its group
+       uniformly. The whole key combination of a moved record is replaced by
+       that of its new cell, so the released file only has observed cells.
+
+    Missing key values form their own level here (a cell like any other).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Not modified.
+    keys : str or sequence of str
+    xi : float, default 1/3
+        Bound on P(CM | S_j = a, X_B = c_j), ξ >= 1/3.
+    theta : float, optional
+        Override θ (then the guarantee is only what the summary reports).
+    group_size : int, optional
+        Override the minimum group size k.
+    seed : int, Generator or None
+
+    Returns
+    -------
+    ProtectionResult
+        ``log``: one row per moved record: ``record``, ``cell_from``, ``cell_to``
+        (0-based cell numbers in sorted key order), ``group``, and the original
+        and released value of each key (``<key>_original``, ``<key>_released``).
+        ``summary``: ``xi``, ``theta``, ``group_size``, ``n_groups``,
+        ``n_cells_randomised``, ``n_records_randomised``, ``n_moved``,
+        ``max_cm_probability`` (exact, over the groups formed, a = 1, 2).
+
+    Raises
+    ------
+    InputError
+        Bad ξ, or fewer singleton and doubleton cells than the group size.
+    """
+    frame = check_frame(frame)
+    keys = check_columns(frame, keys, "keys")
+    if theta is None:
+        theta = nayak_zhang_theta(xi)
+    elif not (0.0 <= theta <= 1.0):
+        raise InputError(f"theta={theta!r} must be in [0, 1]; leave it unset to solve φ(θ) <= ξ")
+    k = nayak_zhang_min_group_size(xi, theta) if group_size is None else int(group_size)
+    if k < 2:
+        raise InputError(f"group_size={group_size!r} must be an integer >= 2")
+    rng = rng_from(seed)
+
+    cols, rad = [], []
+    for key in keys:
+        c, lev = codes_of(frame[key])
+        cols.append(c + 1)  # missing is level 0 of its own
+        rad.append(len(lev) + 1)
+    packed = pack_rows(cols, rad)
+    _, rep, cell, counts = np.unique(
+        packed, return_index=True, return_inverse=True, return_counts=True
+    )
+    cell = cell.reshape(-1)
+    small = np.flatnonzero(counts <= 2)  # sorted by key values
+    n_small = small.size
+    n = len(frame)
+    if n_small == 0:
+        return ProtectionResult(
+            frame.copy(deep=True),
+            _nz_empty_log(keys),
+            _nz_summary(xi, theta, k, 0, 0, 0, 0, np.nan),
+        )
+    if n_small < k:
+        raise InputError(
+            f"only {n_small} singleton/doubleton cells but the minimum group size for "
+            f"xi={xi:.4g} is {k}; raise xi, pass a smaller group_size, or recode keys first"
+        )
+    n_groups = n_small // k
+    group_of_small = np.minimum(np.arange(n_small) // k, n_groups - 1)
+    group_sizes = np.bincount(group_of_small, minlength=n_groups)
+    pos_in_group = np.arange(n_small) - np.concatenate([[0], np.cumsum(group_sizes)[:-1]])[
+        group_of_small
+    ]
+    group_start = np.concatenate([[0], np.cumsum(group_sizes)[:-1]])
+
+    small_index = np.full(counts.size, -1, dtype=np.int64)
+    small_index[small] = np.arange(n_small)
+    rec_small = small_index[cell]
+    sel = np.flatnonzero(rec_small >= 0)
+    si = rec_small[sel]
+    g = group_of_small[si]
+    kg = group_sizes[g]
+    t_i = counts[small[si]].astype(np.float64)
+    move = rng.random(sel.size) < theta / t_i
+    offset = rng.integers(1, np.maximum(kg, 2))  # 1..k_g − 1: uniform over the other cells
+    new_pos = np.where(move, (pos_in_group[si] + offset) % kg, pos_in_group[si])
+    new_small = group_start[g] + new_pos
+    new_cell = cell.copy()
+    new_cell[sel] = small[new_small]
+
+    source = np.arange(n)
+    moved = np.flatnonzero(new_cell != cell)
+    source[moved] = rep[new_cell[moved]]
+    out = frame.copy(deep=True)
+    for key in keys:
+        vals = frame[key].iloc[source]
+        vals.index = frame.index
+        out[key] = vals
+
+    log = pd.DataFrame(
+        {
+            "record": moved.astype(np.int64),
+            "cell_from": cell[moved].astype(np.int64),
+            "cell_to": new_cell[moved].astype(np.int64),
+            "group": group_of_small[small_index[cell[moved]]].astype(np.int64),
+        }
+    )
+    for key in keys:
+        log[f"{key}_original"] = frame[key].to_numpy(dtype=object)[moved]
+        log[f"{key}_released"] = frame[key].to_numpy(dtype=object)[source[moved]]
+
+    # Exact worst case over the groups actually formed (one per distinct make-up).
+    worst = 0.0
+    makeups = {
+        (int(sz), int(n1))
+        for sz, n1 in zip(
+            group_sizes,
+            np.bincount(group_of_small, weights=counts[small] == 1, minlength=n_groups),
+            strict=True,
+        )
+    }
+    for sz, n1 in makeups:
+        mix = np.concatenate([np.ones(n1), np.full(sz - n1, 2.0)])
+        pr = nayak_zhang_cm_probability(mix, theta, (1, 2))
+        worst = max(worst, float(np.nanmax(pr)) if np.isfinite(pr).any() else 0.0)
+    summary = _nz_summary(
+        xi, theta, k, n_groups, n_small, int(sel.size), int(moved.size), worst
+    )
+    return ProtectionResult(out, log, summary)
+
+
+def _nz_empty_log(keys: list[str]) -> pd.DataFrame:
+    cols = {c: np.array([], dtype=np.int64) for c in ("record", "cell_from", "cell_to", "group")}
+    for key in keys:
+        cols[f"{key}_original"] = np.array([], dtype=object)
+        cols[f"{key}_released"] = np.array([], dtype=object)
+    return pd.DataFrame(cols)
+
+
+def _nz_summary(xi, theta, k, n_groups, n_cells, n_records, n_moved, worst) -> dict[str, Any]:
+    return {
+        "method": "nayak_zhang_pram",
+        "xi": float(xi),
+        "theta": float(theta),
+        "group_size": int(k),
+        "n_groups": int(n_groups),
+        "n_cells_randomised": int(n_cells),
+        "n_records_randomised": int(n_records),
+        "n_moved": int(n_moved),
+        "max_cm_probability": float(worst),
+    }
+
+
+def correct_match_probability(frame: pd.DataFrame, keys: Sequence[str] | str) -> np.ndarray:
+    """P(record i is correctly matched) = 1/f_i for unperturbed data (seed 002, "Example").
+
+    The intruder knows the target's key values and picks at random among the
+    f_i records that share them (missing values are a level of their own).
+    Seed 002's example: John (a unique) 1, Susan (one of two) 0.5.
+    """
+    frame = check_frame(frame)
+    keys = check_columns(frame, keys, "keys")
+    cols, rad = [], []
+    for key in keys:
+        c, lev = codes_of(frame[key])
+        cols.append(c + 1)
+        rad.append(len(lev) + 1)
+    _, inv, counts = np.unique(pack_rows(cols, rad), return_inverse=True, return_counts=True)
+    return 1.0 / counts[inv.reshape(-1)]

@@ -1,0 +1,260 @@
+"""Global recoding (seed 001, section 4.1.1).
+
+Global recoding makes the key variables coarser for *all* records: merging
+categories of a categorical variable, cutting a numeric variable into bands,
+and top or bottom coding (values above/below a threshold replaced by the
+threshold or another value). Each function returns a new frame and a log.
+
+This module may import NumPy and pandas only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.protection.base import ProtectionResult, check_columns, check_frame
+
+__all__ = ["merge_levels", "band", "top_code", "bottom_code"]
+
+
+def _one_column(frame: pd.DataFrame, column: Any) -> str:
+    cols = check_columns(frame, column, "column")
+    if len(cols) != 1:
+        raise InputError(f"column={column!r} must name one column; recode columns one at a time")
+    return cols[0]
+
+
+def merge_levels(
+    frame: pd.DataFrame, column: str, mapping: Mapping[Any, Any]
+) -> ProtectionResult:
+    """Merge categories: every value ``old`` in ``mapping`` becomes ``mapping[old]``.
+
+    Values not in ``mapping`` are kept; missing values stay missing. A
+    categorical column stays categorical, with the merged categories in order of
+    first appearance among the old categories.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Not modified.
+    column : str
+    mapping : mapping
+        Old level -> new level, e.g. ``{"20s": "20-39", "30s": "20-39"}``.
+
+    Returns
+    -------
+    ProtectionResult
+        ``log``: one row per mapped level: ``variable``, ``original``,
+        ``recoded``, ``n_records``. ``summary``: ``n_changed`` (records whose
+        value changed), ``levels_before``, ``levels_after``.
+
+    Raises
+    ------
+    InputError
+        A level of ``mapping`` does not occur in the column (likely a typo).
+    """
+    frame = check_frame(frame)
+    col = _one_column(frame, column)
+    if not isinstance(mapping, Mapping) or not mapping:
+        raise InputError("mapping must be a non-empty dict old level -> new level")
+    s = frame[col]
+    is_cat = isinstance(s.dtype, pd.CategoricalDtype)
+    present = pd.Index(s.cat.categories) if is_cat else pd.Index(s.dropna().unique())
+    unknown = [k for k in mapping if k not in present]
+    if unknown:
+        raise InputError(
+            f"levels {unknown} of mapping do not occur in column {col!r}; use its levels "
+            f"{list(present[:20])}"
+        )
+    mapped = s.isin(list(mapping)).to_numpy()
+    if is_cat:
+        old = list(s.cat.categories)
+        new_of_old = [mapping.get(c, c) for c in old]
+        new_cats = list(dict.fromkeys(new_of_old))
+        code_map = np.array([new_cats.index(v) for v in new_of_old] + [-1], dtype=np.int64)
+        codes = s.cat.codes.to_numpy()
+        recoded = pd.Series(
+            pd.Categorical.from_codes(code_map[codes], categories=new_cats, ordered=s.cat.ordered),
+            index=s.index,
+        )
+    else:
+        recoded = s.astype(object).where(~mapped, s.map(dict(mapping)))
+        try:  # keep a numeric dtype when the new levels allow it
+            recoded = recoded.infer_objects()
+        except (TypeError, ValueError):  # pragma: no cover - defensive
+            pass
+    out = frame.copy(deep=True)
+    out[col] = recoded
+    counts = s.value_counts(dropna=True)
+    log = pd.DataFrame(
+        {
+            "variable": col,
+            "original": list(mapping.keys()),
+            "recoded": list(mapping.values()),
+            "n_records": [int(counts.get(k, 0)) for k in mapping],
+        }
+    )
+    changed = mapped & (s.astype(object).to_numpy() != recoded.astype(object).to_numpy())
+    summary = {
+        "method": "merge_levels",
+        "variable": col,
+        "n_changed": int(changed.sum()),
+        "levels_before": int(s.nunique(dropna=True)),
+        "levels_after": int(recoded.nunique(dropna=True)),
+    }
+    return ProtectionResult(out, log, summary)
+
+
+def band(
+    frame: pd.DataFrame,
+    column: str,
+    breaks: Sequence[float],
+    *,
+    labels: Sequence[Any] | None = None,
+    right: bool = False,
+) -> ProtectionResult:
+    """Cut a numeric variable into bands (intervals) given by ``breaks``.
+
+    With ``right=False`` (default) the bands are [b_0, b_1), [b_1, b_2), ...,
+    the last one closed [b_{m−1}, b_m]; with ``right=True`` they are
+    [b_0, b_1], (b_1, b_2], .... The result is an ordered categorical.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Not modified.
+    column : str
+        Numeric variable.
+    breaks : sequence of float
+        Strictly increasing, covering every observed value.
+    labels : sequence, optional
+        One label per band (default: pandas interval labels as strings,
+        e.g. ``"[20, 30)"``).
+    right : bool, default False
+
+    Returns
+    -------
+    ProtectionResult
+        ``log``: one row per band: ``variable``, ``band``, ``lower``, ``upper``,
+        ``n_records``. ``summary``: ``breaks``, ``n_bands``.
+    """
+    frame = check_frame(frame)
+    col = _one_column(frame, column)
+    s = frame[col]
+    if not pd.api.types.is_numeric_dtype(s.dtype):
+        raise InputError(f"column {col!r} is not numeric; band numeric variables only")
+    b = np.asarray(breaks, dtype=np.float64)
+    if b.ndim != 1 or b.size < 2 or not (np.diff(b) > 0).all():
+        raise InputError(
+            f"breaks={list(breaks)!r} must be at least two strictly increasing numbers"
+        )
+    v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    obs = ~np.isnan(v)
+    if (v[obs] < b[0]).any() or (v[obs] > b[-1]).any():
+        raise InputError(
+            f"values of {col!r} outside the breaks [{b[0]}, {b[-1]}] (observed range "
+            f"[{np.nanmin(v)}, {np.nanmax(v)}]); extend the breaks, e.g. with -inf/inf"
+        )
+    n_bands = b.size - 1
+    if labels is None:
+        def fmt(x: float) -> str:
+            return f"{x:g}"
+
+        if right:
+            labels = [
+                ("[" if i == 0 else "(") + f"{fmt(b[i])}, {fmt(b[i + 1])}]" for i in range(n_bands)
+            ]
+        else:
+            labels = [
+                f"[{fmt(b[i])}, {fmt(b[i + 1])}" + ("]" if i == n_bands - 1 else ")")
+                for i in range(n_bands)
+            ]
+    labels = list(labels)
+    if len(labels) != n_bands or len(set(labels)) != n_bands:
+        raise InputError(f"labels must be {n_bands} distinct values, one per band")
+    # Band index: searchsorted puts each value in its interval; the closed end goes inside.
+    if right:
+        idx = np.searchsorted(b, v, side="left") - 1
+        idx = np.where(v == b[0], 0, idx)
+    else:
+        idx = np.searchsorted(b, v, side="right") - 1
+        idx = np.where(v == b[-1], n_bands - 1, idx)
+    idx = np.where(obs, idx, -1).astype(np.int64)
+    out = frame.copy(deep=True)
+    out[col] = pd.Categorical.from_codes(idx, categories=labels, ordered=True)
+    log = pd.DataFrame(
+        {
+            "variable": col,
+            "band": labels,
+            "lower": b[:-1],
+            "upper": b[1:],
+            "n_records": np.bincount(idx[idx >= 0], minlength=n_bands),
+        }
+    )
+    summary = {"method": "band", "variable": col, "breaks": b.tolist(), "n_bands": n_bands}
+    return ProtectionResult(out, log, summary)
+
+
+def _threshold_code(
+    frame: pd.DataFrame, column: str, threshold: float, replacement: Any, top: bool
+) -> ProtectionResult:
+    frame = check_frame(frame)
+    col = _one_column(frame, column)
+    s = frame[col]
+    if not pd.api.types.is_numeric_dtype(s.dtype):
+        raise InputError(f"column {col!r} is not numeric; top/bottom code numeric variables only")
+    if not np.isscalar(threshold) or not np.isfinite(threshold):
+        raise InputError(f"threshold={threshold!r} must be a finite number")
+    rep = threshold if replacement is None else replacement
+    v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    hit = (v > threshold) if top else (v < threshold)
+    out = frame.copy(deep=True)
+    new = s.copy()
+    if hit.any():
+        if pd.api.types.is_integer_dtype(s.dtype) and float(rep) != int(rep):
+            new = new.astype(np.float64)
+        new = new.mask(pd.Series(hit, index=s.index), rep)
+    out[col] = new
+    idx = np.flatnonzero(hit)
+    log = pd.DataFrame(
+        {
+            "record": idx.astype(np.int64),
+            "variable": col,
+            "original": s.to_numpy()[idx],
+            "recoded": np.full(idx.size, rep, dtype=np.float64),
+        }
+    )
+    summary = {
+        "method": "top_code" if top else "bottom_code",
+        "variable": col,
+        "threshold": float(threshold),
+        "replacement": float(rep),
+        "n_changed": int(idx.size),
+    }
+    return ProtectionResult(out, log, summary)
+
+
+def top_code(
+    frame: pd.DataFrame, column: str, threshold: float, *, replacement: float | None = None
+) -> ProtectionResult:
+    """Top coding: values above ``threshold`` become ``replacement`` (default the threshold).
+
+    ``log``: one row per changed value (``record``, ``variable``, ``original``,
+    ``recoded``); ``summary["n_changed"]``.
+    """
+    return _threshold_code(frame, column, threshold, replacement, top=True)
+
+
+def bottom_code(
+    frame: pd.DataFrame, column: str, threshold: float, *, replacement: float | None = None
+) -> ProtectionResult:
+    """Bottom coding: values below ``threshold`` become ``replacement`` (default the threshold).
+
+    ``log`` and ``summary`` as for :func:`top_code`.
+    """
+    return _threshold_code(frame, column, threshold, replacement, top=False)

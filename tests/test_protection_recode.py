@@ -1,0 +1,90 @@
+"""Global recoding (seed 001, section 4.1.1): merge levels, bands, top/bottom coding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.protection import band, bottom_code, merge_levels, top_code
+
+
+@pytest.fixture
+def frame():
+    return pd.DataFrame(
+        {
+            "age": [18, 25, 30, 39, 40, 64, 65, 90, np.nan],
+            "educ": ["primary", "lower sec", "upper sec", "university", "phd",
+                     "primary", "lower sec", None, "phd"],
+            "region": pd.Categorical(list("ABCDABCDA"), categories=list("ABCDE")),
+            "income": [0, 100, 2000, 3000, 5000, 7000, 9000, 250000, 400000],
+        }
+    )
+
+
+def test_merge_levels_maps_as_specified_and_logs(frame):
+    before = frame.copy(deep=True)
+    mapping = {"lower sec": "secondary", "upper sec": "secondary", "phd": "tertiary",
+               "university": "tertiary"}
+    res = merge_levels(frame, "educ", mapping)
+    pd.testing.assert_frame_equal(frame, before)
+    expected = ["primary", "secondary", "secondary", "tertiary", "tertiary", "primary",
+                "secondary", None, "tertiary"]
+    got = res.frame["educ"]
+    assert got.isna().tolist() == [v is None for v in expected]
+    assert got.dropna().tolist() == [v for v in expected if v is not None]
+    assert res.log.set_index("original")["n_records"].to_dict() == {
+        "lower sec": 2, "upper sec": 1, "phd": 2, "university": 1}
+    assert res.log.set_index("original")["recoded"].to_dict() == mapping
+    assert res.summary["n_changed"] == 6
+    assert (res.summary["levels_before"], res.summary["levels_after"]) == (5, 3)
+    pd.testing.assert_series_equal(res.frame["age"], frame["age"])
+
+
+def test_merge_levels_categorical_keeps_categorical(frame):
+    res = merge_levels(frame, "region", {"C": "CD", "D": "CD", "E": "CD"})
+    out = res.frame["region"]
+    assert isinstance(out.dtype, pd.CategoricalDtype)
+    assert list(out.cat.categories) == ["A", "B", "CD"]
+    assert out.astype(str).tolist() == ["A", "B", "CD", "CD", "A", "B", "CD", "CD", "A"]
+    assert res.summary["n_changed"] == 4
+
+
+def test_merge_levels_unknown_level_is_an_input_error(frame):
+    with pytest.raises(InputError, match="do not occur"):
+        merge_levels(frame, "educ", {"Primary": "basic"})
+
+
+def test_band_boundaries(frame):
+    res = band(frame, "age", [0, 20, 40, 65, 120])
+    assert list(res.frame["age"].cat.categories) == ["[0, 20)", "[20, 40)", "[40, 65)", "[65, 120]"]
+    # 39 -> [20, 40), 40 -> [40, 65), 64 -> [40, 65), 65 -> [65, 120]; NaN stays missing.
+    assert res.frame["age"].astype(object).tolist()[:8] == [
+        "[0, 20)", "[20, 40)", "[20, 40)", "[20, 40)", "[40, 65)", "[40, 65)", "[65, 120]",
+        "[65, 120]"]
+    assert pd.isna(res.frame["age"].iloc[8])
+    assert res.log["n_records"].tolist() == [1, 3, 2, 2]
+    right = band(frame, "age", [18, 40, 90], right=True, labels=["young", "old"])
+    assert right.frame["age"].astype(object).tolist()[:8] == [
+        "young", "young", "young", "young", "young", "old", "old", "old"]
+    with pytest.raises(InputError, match="outside the breaks"):
+        band(frame, "age", [20, 100])
+    with pytest.raises(InputError, match="increasing"):
+        band(frame, "age", [0, 50, 40])
+
+
+def test_top_and_bottom_coding(frame):
+    before = frame.copy(deep=True)
+    res = top_code(frame, "income", 10000)
+    pd.testing.assert_frame_equal(frame, before)
+    assert res.frame["income"].tolist() == [0, 100, 2000, 3000, 5000, 7000, 9000, 10000, 10000]
+    assert res.log["record"].tolist() == [7, 8]
+    assert res.log["original"].tolist() == [250000, 400000]
+    assert res.summary["n_changed"] == 2
+    res2 = bottom_code(frame, "income", 1000, replacement=500)
+    assert res2.frame["income"].tolist()[:3] == [500, 500, 2000]
+    assert res2.summary["n_changed"] == 2
+    assert pd.api.types.is_integer_dtype(res2.frame["income"].dtype)
+    with pytest.raises(InputError, match="not numeric"):
+        top_code(frame, "educ", 3)
