@@ -9,113 +9,25 @@ line on stderr with exit status 2, no traceback.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from sdcbayes._cliutils import (
+    EXIT_INPUT,
+    check_out_dir,
+    echo_table,
+    json_default,
+    nan_to_none,
+    split_names,
+    write_csv,
+    write_json,
+    write_output_folder,
+)
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError, SdcbayesError
-
-EXIT_INPUT = 2
-MARKER_FILE = "summary.json"  # an output folder of ours always has one
-
-
-# --------------------------------------------------------------------------- helpers
-def _split_names(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    return names or None
-
-
-def _check_out_dir(out: Path) -> None:
-    """Refuse to overwrite a folder that is not a previous sdcbayes output."""
-    if out.exists():
-        if not out.is_dir():
-            raise InputError(f"--out {out} exists and is a file; give a folder name")
-        contents = list(out.iterdir())
-        if contents and not (out / MARKER_FILE).exists():
-            raise InputError(
-                f"--out {out} exists and holds files that sdcbayes did not write; "
-                "choose a new folder or empty it"
-            )
-
-
-def write_output_folder(out: Path, writers: dict[str, Callable[[Path], None]]) -> None:
-    """Write every file into a temporary sibling folder, then move it into place.
-
-    A previous sdcbayes output in ``out`` is replaced only once the new one is
-    complete, so an interrupted run leaves the old results intact.
-    """
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
-        for name, write in writers.items():
-            write(tmp / name)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _json_default(o: Any):
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON (NumPy scalars converted; NaN -> null)."""
-    text = json.dumps(_nan_to_none(obj), indent=2, default=_json_default)
-    path.write_text(text + "\n", encoding="utf-8")
-
-
-def _nan_to_none(obj: Any) -> Any:
-    import math
-
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_nan_to_none(v) for v in obj]
-    return obj
-
-
-def write_csv(path: Path, frame) -> None:
-    """Fast CSV writer (pyarrow; pandas' writer costs seconds at 10^6 rows)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    pacsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path)
-
-
-def _echo_table(rows: list[tuple[str, str]]) -> None:
-    width = max(len(k) for k, _ in rows)
-    for k, v in rows:
-        click.echo(f"  {k:<{width}}  {v}")
-
 
 # --------------------------------------------------------------------------- CLI
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -230,7 +142,7 @@ def assess(
     from sdcbayes.microdata import Microdata, read_microdata
 
     truth = None
-    key_list = _split_names(keys)
+    key_list = split_names(keys)
     if data is None:
         from sdcbayes.datasets import load_demo
 
@@ -250,7 +162,7 @@ def assess(
             )
         frame = read_microdata(data)
         source = str(data)
-    _check_out_dir(out)
+    check_out_dir(out)
     if not 0.0 <= alpha <= 1.0:
         raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
     if threshold is not None and not 0.0 < threshold < 1.0:
@@ -295,7 +207,7 @@ def assess(
         },
     )
     if as_json:
-        click.echo(json.dumps(_nan_to_none(summary), indent=2, default=_json_default))
+        click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(summary, out)
 
@@ -327,8 +239,23 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         rows.append(
             ("household expected re-identifications", f"{s['household_expected_reidentifications']:.2f}")
         )
-    _echo_table(rows)
+    echo_table(rows)
     click.echo(f"written: {out}/summary.json, records.csv, report.html")
+
+
+# --------------------------------------------------------------------------- more commands
+# Each command lives in its own module under sdcbayes/commands/ (cheap to import:
+# heavy libraries are imported inside the command function).
+def _register_commands() -> None:
+    import importlib
+
+    for name in _COMMAND_MODULES:
+        module = importlib.import_module(f"sdcbayes.commands.{name}")
+        cli.add_command(module.command)
+
+
+_COMMAND_MODULES: list[str] = []  # e.g. ["decide", "suda", "protect"]
+_register_commands()
 
 
 # --------------------------------------------------------------------------- entry point

@@ -1,0 +1,1 @@
+"""CLI commands beyond `assess`, one module each (registered in sdcbayes/cli.py)."""
