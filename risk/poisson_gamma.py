@@ -1,0 +1,543 @@
+"""Bethlehem-Keller-Pannekoek Poisson-gamma model: estimates and conditionals.
+
+Imports NumPy and SciPy only (never PyMC or ArviZ). The functions broadcast, so the
+same call serves point estimates and ``(chain, draw)`` arrays of (alpha, beta).
+
+Model (seed ``000_…`` section 2.3, eq. 10; DESIGN.md "Poisson-gamma cell
+frequencies"): cell probabilities π_k ~ Gamma(shape α, scale β), F_k | π_k ~
+Poisson(N π_k) and, under Bernoulli sampling at rate n/N, f_k | π_k ~ Poisson(n π_k).
+Marginally f_k ~ NegBin(α, 1/(1 + nβ)):
+
+.. math::
+
+    P(f = j) = \\frac{\\Gamma(\\alpha + j)}{\\Gamma(\\alpha)\\, j!}
+               \\Big(\\frac{1}{1 + n\\beta}\\Big)^{\\alpha}
+               \\Big(\\frac{n\\beta}{1 + n\\beta}\\Big)^{j},
+
+so the likelihood depends on the sample only through the counts of counts m_j.
+Given (α, β): π_k | f_k ~ Gamma(α + f_k, rate 1/β + n) and
+F_k - f_k | f_k ~ NegBin(α + f_k, ρ), ρ = (1 + nβ)/(1 + Nβ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from scipy import optimize, special
+
+from sdcbayes.exceptions import InputError, ModelError
+from sdcbayes.risk.individual import negbin_inverse_moment
+
+__all__ = [
+    "PoissonGammaFit",
+    "expected_inverse_frequency",
+    "expected_population_uniques",
+    "fit_poisson_gamma",
+    "fraction_population_uniques",
+    "negbin_counts_of_counts_loglik",
+    "population_given_sample_pmf",
+    "prob_population_unique",
+    "sampling_rho",
+    "tau_estimates",
+]
+
+_CONSTRAINTS = (None, "alpha_beta_1_over_K")
+_METHODS = ("ml", "moments")
+
+
+# --------------------------------------------------------------------------- #
+# validation helpers
+# --------------------------------------------------------------------------- #
+
+
+def _positive(x, name: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise InputError(f"{name} must be finite and > 0; check the value passed.")
+    return arr
+
+
+def _sizes(n, N=None) -> tuple[np.ndarray, np.ndarray | None]:
+    n = _positive(n, "n (sample size)")
+    if N is None:
+        return n, None
+    N = _positive(N, "N (population size)")
+    if np.any(n > N):
+        raise InputError("n (sample size) exceeds N (population size); swap or fix them.")
+    return n, N
+
+
+def _out(x: np.ndarray):
+    x = np.asarray(x, dtype=float)
+    return x[()] if x.ndim == 0 else x
+
+
+def _counts_arrays(m, m0) -> tuple[np.ndarray, np.ndarray]:
+    """Return (j, m_j) with j = 0..J; m is a mapping j -> m_j (j >= 1) or an array m[j-1]."""
+    if isinstance(m, Mapping) or hasattr(m, "index"):
+        items = dict(m.items()) if hasattr(m, "items") else dict(m)
+        j = np.asarray(list(items.keys()), dtype=float)
+        mj = np.asarray(list(items.values()), dtype=float)
+    else:
+        mj = np.asarray(m, dtype=float).ravel()
+        j = np.arange(1, mj.size + 1, dtype=float)
+    if j.size and (np.any(j < 1) or np.any(j != np.round(j))):
+        raise InputError(
+            "counts of counts must be indexed by whole j >= 1; pass m_0 (empty cells) as m0."
+        )
+    if np.any(~np.isfinite(mj)) or np.any(mj < 0):
+        raise InputError("counts of counts m_j must be finite and >= 0.")
+    m0 = 0.0 if m0 is None else float(m0)
+    if not np.isfinite(m0) or m0 < 0:
+        raise InputError(
+            "m0 (number of empty cells, K - observed cells) must be >= 0; K is too small."
+        )
+    return np.concatenate([[0.0], j]), np.concatenate([[m0], mj])
+
+
+# --------------------------------------------------------------------------- #
+# likelihood (seed 000 eq. 10; Bethlehem, Keller, Pannekoek 1990)
+# --------------------------------------------------------------------------- #
+
+
+def _negbin_logpmf(j, alpha, nbeta):
+    # log P(f = j) with P(f = j) = Γ(α+j)/(Γ(α) j!) (1+nβ)^-α (nβ/(1+nβ))^j.
+    return (
+        special.gammaln(alpha + j)
+        - special.gammaln(alpha)
+        - special.gammaln(j + 1.0)
+        - alpha * np.log1p(nbeta)
+        + special.xlogy(j, nbeta)
+        - j * np.log1p(nbeta)
+    )
+
+
+def negbin_counts_of_counts_loglik(m, alpha, beta, n, m0=0):
+    """Log-likelihood Σ_j m_j log P(f = j) of counts of counts under Poisson-gamma.
+
+    f_k ~ NegBin(α, 1/(1 + nβ)) independently over the K cells (seed ``000_…``
+    section 2.3; DESIGN.md), so with m_j = #{k : f_k = j}
+
+    .. math::
+
+        \\ell(\\alpha, \\beta) = \\sum_{j \\ge 0} m_j \\Big[\\log\\Gamma(\\alpha + j)
+            - \\log\\Gamma(\\alpha) - \\log j! - \\alpha \\log(1 + n\\beta)
+            + j \\log\\frac{n\\beta}{1 + n\\beta}\\Big] .
+
+    This is the exact reference for the PyMC Poisson-gamma model's logp (the
+    multinomial coefficient K!/Π m_j! is not included).
+
+    Parameters
+    ----------
+    m : mapping or pandas.Series or array_like
+        Counts of counts: a mapping/Series j -> m_j for j >= 1 (e.g.
+        ``CellTable.counts_of_counts``), or an array with ``m[j-1] = m_j``.
+    alpha, beta : array_like
+        Gamma shape and scale, > 0; broadcast against each other.
+    n : float
+        Sample size (the Poisson rate of cell k is n π_k).
+    m0 : float, default 0
+        m_0 = K - (number of observed cells), the empty cells of a cell space of
+        known size K.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        ℓ with the broadcast shape of (alpha, beta).
+    """
+    j, mj = _counts_arrays(m, m0)
+    alpha = _positive(alpha, "alpha")
+    beta = _positive(beta, "beta")
+    n, _ = _sizes(n)
+    alpha, beta = np.broadcast_arrays(alpha, beta)
+    nbeta = (n * beta)[..., None]
+    keep = mj > 0  # zero counts contribute nothing; skip their gammaln calls
+    terms = _negbin_logpmf(j[keep], alpha[..., None], nbeta)
+    return _out(terms @ mj[keep])
+
+
+def _score(alpha, beta, n, j, mj):
+    # Analytic gradient of the log-likelihood in (α, β).
+    K, S = mj.sum(), (j * mj).sum()
+    d_alpha = np.sum(mj * (special.digamma(alpha + j) - special.digamma(alpha))) - K * np.log1p(
+        n * beta
+    )
+    d_beta = S / beta - (alpha * K + S) * n / (1.0 + n * beta)
+    return d_alpha, d_beta
+
+
+def _hessian(alpha, beta, n, j, mj):
+    K, S = mj.sum(), (j * mj).sum()
+    h_aa = np.sum(mj * (special.polygamma(1, alpha + j) - special.polygamma(1, alpha)))
+    h_ab = -K * n / (1.0 + n * beta)
+    h_bb = -S / beta**2 + (alpha * K + S) * n**2 / (1.0 + n * beta) ** 2
+    return np.array([[h_aa, h_ab], [h_ab, h_bb]])
+
+
+# --------------------------------------------------------------------------- #
+# fitting
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class PoissonGammaFit:
+    """Estimated Poisson-gamma hyperparameters (seed ``000_…`` section 2.3).
+
+    Attributes
+    ----------
+    alpha, beta : float
+        Gamma shape and scale of the cell probabilities π_k.
+    n, N, K : float
+        Sample size, population size and size of the cell space.
+    method : {"ml", "moments"}
+        How (α, β) were estimated.
+    constraint : {None, "alpha_beta_1_over_K"}
+        Whether αβ = 1/K was imposed.
+    loglik : float
+        :func:`negbin_counts_of_counts_loglik` at (α, β), with m_0 = K - cells.
+    converged : bool
+        Whether the optimiser reported success with an interior optimum (always
+        True for moments).
+    cov : numpy.ndarray or None
+        Asymptotic covariance of (α, β) from the observed information (ML only).
+    n_cells_observed : int
+        Number of cells with f_k >= 1.
+    message : str
+        Optimiser message or a note.
+    """
+
+    alpha: float
+    beta: float
+    n: float
+    N: float
+    K: float
+    method: str
+    constraint: str | None
+    loglik: float
+    converged: bool
+    cov: np.ndarray | None = field(default=None, compare=False, repr=False)
+    n_cells_observed: int = 0
+    message: str = ""
+
+    @property
+    def se(self) -> tuple[float, float]:
+        """Standard errors of (α, β) (NaN when no covariance is available)."""
+        if self.cov is None:
+            return (float("nan"), float("nan"))
+        return (float(np.sqrt(self.cov[0, 0])), float(np.sqrt(self.cov[1, 1])))
+
+    @property
+    def rho(self) -> float:
+        """ρ = (1 + nβ)/(1 + Nβ), success probability of F - f | f."""
+        return float(sampling_rho(self.beta, self.n, self.N))
+
+    @property
+    def expected_population_uniques(self) -> float:
+        """μ = K α Nβ (1 + Nβ)^-(1+α) (seed ``000_…`` eq. 10, general form)."""
+        return float(expected_population_uniques(self.alpha, self.beta, self.N, K=self.K))
+
+    @property
+    def fraction_population_uniques(self) -> float:
+        """f_u = μ / N (seed ``000_…`` eq. 10)."""
+        return self.expected_population_uniques / self.N
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python summary (JSON-serialisable)."""
+        se_a, se_b = self.se
+        return {
+            "alpha": float(self.alpha),
+            "beta": float(self.beta),
+            "se_alpha": se_a,
+            "se_beta": se_b,
+            "n": float(self.n),
+            "N": float(self.N),
+            "K": float(self.K),
+            "method": self.method,
+            "constraint": self.constraint,
+            "loglik": float(self.loglik),
+            "converged": bool(self.converged),
+            "n_cells_observed": int(self.n_cells_observed),
+            "expected_population_uniques": self.expected_population_uniques,
+            "fraction_population_uniques": self.fraction_population_uniques,
+        }
+
+
+def fit_poisson_gamma(
+    counts_of_counts,
+    n,
+    N,
+    K,
+    method: Literal["ml", "moments"] = "ml",
+    constraint: Literal["alpha_beta_1_over_K"] | None = None,
+) -> PoissonGammaFit:
+    """Estimate (α, β) of the Poisson-gamma model from counts of counts.
+
+    Moments (Bethlehem, Keller, Pannekoek 1990; seed ``000_…`` section 2.3): with
+    f̄ and s² the mean and variance of f_k over all K cells (empty ones included),
+    E f = αnβ and Var f = αnβ(1 + nβ) give nβ̂ = s²/f̄ - 1 and α̂ = f̄/(nβ̂).
+
+    Maximum likelihood: the β-score vanishes at nβ = f̄/α for every α, so ℓ is
+    maximised over log α alone on the profile β = f̄/(nα). With
+    ``constraint="alpha_beta_1_over_K"`` (seed ``000_…``: α = 1/(Kβ), so that the
+    cell probabilities average 1/K) the curve is β = 1/(Kα) instead; the two
+    coincide when n = Σ j m_j. The covariance comes from the observed information.
+
+    Parameters
+    ----------
+    counts_of_counts : mapping or pandas.Series
+        j -> m_j for j >= 1 (e.g. ``CellTable.counts_of_counts``).
+    n, N : float
+        Sample and population sizes (n <= N).
+    K : float
+        Size of the cell space; m_0 = K - Σ_j m_j.
+    method : {"ml", "moments"}
+    constraint : {None, "alpha_beta_1_over_K"}
+
+    Returns
+    -------
+    PoissonGammaFit
+
+    Raises
+    ------
+    InputError
+        On bad sizes, K below the number of observed cells, or unknown options.
+    ModelError
+        If the counts show no over-dispersion (s² <= f̄): the Poisson-gamma model
+        then degenerates to a Poisson model (β -> 0, α -> ∞).
+    """
+    if method not in _METHODS:
+        raise InputError(f"unknown method {method!r}; use one of {_METHODS}.")
+    if constraint not in _CONSTRAINTS:
+        raise InputError(f"unknown constraint {constraint!r}; use one of {_CONSTRAINTS}.")
+    n_arr, N_arr = _sizes(n, N)
+    n, N = float(n_arr), float(N_arr)
+    K = float(_positive(K, "K (size of the cell space)"))
+    j_obs, m_obs = _counts_arrays(counts_of_counts, 0)
+    cells = float(m_obs.sum())
+    if cells > K:
+        raise InputError(
+            f"K = {K:g} is smaller than the {cells:g} observed cells; pass the size of "
+            "the full cell space (product of the key variables' numbers of levels)."
+        )
+    j, mj = _counts_arrays(counts_of_counts, K - cells)
+    S = float((j * mj).sum())
+    mean = S / K
+    var = float((mj * (j - mean) ** 2).sum()) / K
+    if var <= mean:
+        raise ModelError(
+            "the sample counts show no over-dispersion (variance <= mean), so the "
+            "Poisson-gamma model degenerates to Poisson; use a coarser key or a larger K."
+        )
+    slope = mean / n if constraint is None else 1.0 / K  # alpha * beta on the profile
+
+    if method == "moments":
+        nbeta = var / mean - 1.0
+        beta = nbeta / n
+        alpha = slope / beta
+        return PoissonGammaFit(
+            alpha=alpha,
+            beta=beta,
+            n=n,
+            N=N,
+            K=K,
+            method="moments",
+            constraint=constraint,
+            loglik=float(negbin_counts_of_counts_loglik(mj[1:], alpha, beta, n, m0=mj[0]))
+            if np.array_equal(j[1:], np.arange(1, j.size))
+            else float(np.dot(mj, _negbin_logpmf(j, alpha, n * beta))),
+            converged=True,
+            n_cells_observed=int(cells),
+            message="moment estimates",
+        )
+
+    keep = mj > 0
+    jk, mk = j[keep], mj[keep]
+
+    def negprof(log_alpha: float) -> float:
+        a = np.exp(log_alpha)
+        return -float(np.dot(mk, _negbin_logpmf(jk, a, n * slope / a)))
+
+    # Start from the moment estimate (when sensible) and bracket generously.
+    a_mom = slope * n / (var / mean - 1.0)
+    lo, hi = np.log(a_mom) - 15.0, np.log(a_mom) + 15.0
+    res = optimize.minimize_scalar(
+        negprof, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10, "maxiter": 500}
+    )
+    log_a = float(res.x)
+    alpha = float(np.exp(log_a))
+    beta = slope / alpha
+    interior = (log_a - lo > 1e-3) and (hi - log_a > 1e-3)
+    converged = bool(res.success) and interior
+
+    H = _hessian(alpha, beta, n, j, mj)
+    cov: np.ndarray | None
+    if constraint is None:
+        info = -H
+        cov = np.linalg.inv(info) if np.all(np.linalg.eigvalsh(info) > 0) else None
+    else:
+        # Along β = 1/(Kα): d²ℓ/dα² = H_aa + 2 H_ab β' + H_bb β'² + ℓ_β β''.
+        db = -beta / alpha
+        d2b = 2.0 * beta / alpha**2
+        _, l_b = _score(alpha, beta, n, j, mj)
+        curv = H[0, 0] + 2 * H[0, 1] * db + H[1, 1] * db**2 + l_b * d2b
+        if curv < 0:
+            var_a = -1.0 / curv
+            cov = var_a * np.array([[1.0, db], [db, db**2]])
+        else:
+            cov = None
+    return PoissonGammaFit(
+        alpha=alpha,
+        beta=beta,
+        n=n,
+        N=N,
+        K=K,
+        method="ml",
+        constraint=constraint,
+        loglik=-float(res.fun),
+        converged=converged,
+        cov=cov,
+        n_cells_observed=int(cells),
+        message=str(getattr(res, "message", "")),
+    )
+
+
+# --------------------------------------------------------------------------- #
+# conditionals given (alpha, beta) (DESIGN.md; seed 000 eq. 10)
+# --------------------------------------------------------------------------- #
+
+
+def sampling_rho(beta, n, N):
+    """ρ = (1 + nβ)/(1 + Nβ): F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (DESIGN.md)."""
+    beta = _positive(beta, "beta")
+    n, N = _sizes(n, N)
+    # exp(log1p - log1p) keeps ρ accurate when nβ and Nβ are tiny.
+    return _out(np.exp(np.log1p(n * beta) - np.log1p(N * beta)))
+
+
+def prob_population_unique(alpha, beta, n, N):
+    """P(F_k = 1 | f_k = 1) = ρ^(α+1), ρ = (1 + nβ)/(1 + Nβ) (DESIGN.md).
+
+    The NegBin(α + 1, ρ) probability of no further population units in a sample
+    unique's cell.
+    """
+    alpha = _positive(alpha, "alpha")
+    beta = _positive(beta, "beta")
+    n, N = _sizes(n, N)
+    return _out(np.exp((alpha + 1.0) * (np.log1p(n * beta) - np.log1p(N * beta))))
+
+
+def expected_inverse_frequency(f, alpha, beta, n, N):
+    """E(1/F_k | f_k) = ρ^r/f · ₂F₁(r, f; f + 1; 1 - ρ), r = α + f (DESIGN.md).
+
+    Evaluated by :func:`sdcbayes.risk.individual.negbin_inverse_moment`.
+
+    Parameters
+    ----------
+    f : array_like of int
+        Sample frequencies (>= 1).
+    alpha, beta : array_like
+        Hyperparameters, broadcast against ``f`` (e.g. ``(chain, draw, 1)``).
+    n, N : float
+        Sample and population sizes.
+    """
+    alpha = _positive(alpha, "alpha")
+    rho = np.asarray(sampling_rho(beta, n, N))
+    f = np.asarray(f, dtype=float)
+    return negbin_inverse_moment(f, alpha + f, rho)
+
+
+def expected_population_uniques(alpha, beta, N, K=None):
+    r"""Expected number of population uniques μ = K P(F = 1) (seed ``000_…`` eq. 10).
+
+    .. math::
+
+        \mu = K \alpha N\beta (1 + N\beta)^{-(1+\alpha)}
+             = N (1 + N\beta)^{-(1+\alpha)} \quad (\alpha\beta = 1/K).
+
+    Parameters
+    ----------
+    alpha, beta : array_like
+        Hyperparameters.
+    N : float
+        Population size.
+    K : float, optional
+        Size of the cell space. Without it the seed's form N (1 + Nβ)^-(1+α) is
+        used, which assumes αβ = 1/K; with it the general K α Nβ (1 + Nβ)^-(1+α).
+    """
+    alpha = _positive(alpha, "alpha")
+    beta = _positive(beta, "beta")
+    _, N = _sizes(1.0, N)
+    scale = N if K is None else _positive(K, "K") * alpha * N * beta
+    return _out(scale * np.exp(-(1.0 + alpha) * np.log1p(N * beta)))
+
+
+def fraction_population_uniques(alpha, beta, N):
+    """f_u = μ/N = (1 + Nβ)^-(1+α) (seed ``000_…`` eq. 10)."""
+    alpha = _positive(alpha, "alpha")
+    beta = _positive(beta, "beta")
+    _, N = _sizes(1.0, N)
+    return _out(np.exp(-(1.0 + alpha) * np.log1p(N * beta)))
+
+
+def tau_estimates(m1, alpha, beta, n, N):
+    """Plug-in τ1 and τ2 from the number of sample uniques m_1 (DESIGN.md Notation).
+
+    τ1 = Σ_k I(f_k = 1, F_k = 1) is estimated by m_1 · P(F = 1 | f = 1) = m_1 ρ^(α+1),
+    τ2 = Σ_k I(f_k = 1)/F_k by m_1 · E(1/F | f = 1).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray or float)
+        (τ1, τ2), broadcast over the inputs.
+    """
+    m1 = np.asarray(m1, dtype=float)
+    if np.any(m1 < 0) or not np.all(np.isfinite(m1)):
+        raise InputError("m1 (number of sample uniques) must be a finite count >= 0.")
+    p1 = np.asarray(prob_population_unique(alpha, beta, n, N))
+    e1 = np.asarray(expected_inverse_frequency(1.0, alpha, beta, n, N))
+    return _out(m1 * p1), _out(m1 * e1)
+
+
+def population_given_sample_pmf(f, alpha, beta, n, N, max_F):
+    """P(F_k = h | f_k), h = 0..max_F, with F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (DESIGN.md).
+
+    Parameters
+    ----------
+    f : array_like
+        Sample frequencies (>= 0).
+    alpha, beta : array_like
+        Hyperparameters, broadcast against ``f``.
+    n, N : float
+        Sample and population sizes.
+    max_F : int
+        Largest population frequency tabulated.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``broadcast(f, alpha, beta) + (max_F + 1,)``; entry h is P(F = h | f)
+        (zero for h < f). Mass beyond max_F is not included.
+    """
+    f = np.asarray(f, dtype=float)
+    if np.any(f < 0) or np.any(f != np.round(f)):
+        raise InputError("f must hold whole sample frequencies >= 0.")
+    if int(max_F) != max_F or max_F < 0:
+        raise InputError("max_F must be a whole number >= 0.")
+    alpha = _positive(alpha, "alpha")
+    rho = np.asarray(sampling_rho(beta, n, N))
+    f, alpha, rho = np.broadcast_arrays(f, alpha, rho)
+    h = np.arange(int(max_F) + 1, dtype=float)
+    x = h - f[..., None]
+    r = (alpha + f)[..., None]
+    xs = np.maximum(x, 0.0)
+    logp = (
+        special.gammaln(xs + r)
+        - special.gammaln(r)
+        - special.gammaln(xs + 1.0)
+        + r * np.log(rho[..., None])
+        + special.xlog1py(xs, -rho[..., None])
+    )
+    return np.where(x >= 0, np.exp(logp), 0.0)

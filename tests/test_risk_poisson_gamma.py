@@ -1,0 +1,248 @@
+"""Bethlehem-Keller-Pannekoek Poisson-gamma model (seed 000 section 2.3, eq. 10).
+
+References: per-cell scipy.stats.nbinom log-pmfs, simulation of the
+superpopulation (π_k ~ Gamma, F_k ~ Poisson(N π_k), f_k ~ Bin(F_k, n/N)), and the
+fractions of population uniques printed in seed 000 Table 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize, stats
+
+from sdcbayes.exceptions import InputError, ModelError
+from sdcbayes.risk.individual import negbin_inverse_moment
+from sdcbayes.risk.poisson_gamma import (
+    PoissonGammaFit,
+    expected_inverse_frequency,
+    expected_population_uniques,
+    fit_poisson_gamma,
+    fraction_population_uniques,
+    negbin_counts_of_counts_loglik,
+    population_given_sample_pmf,
+    prob_population_unique,
+    sampling_rho,
+    tau_estimates,
+)
+
+
+def counts_of_counts(f):
+    cc = np.bincount(f)
+    return pd.Series(cc[1:], index=pd.RangeIndex(1, cc.size, name="count"), name="m"), int(cc[0])
+
+
+# --------------------------------------------------------------------------- #
+# likelihood
+# --------------------------------------------------------------------------- #
+
+
+def test_loglik_equals_sum_of_per_cell_negbin_logpmf():
+    f = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 5, 5, 9, 0, 1, 14, 0, 2])
+    m, m0 = counts_of_counts(f)
+    n = f.sum()
+    for alpha, beta in [(0.3, 0.01), (2.5, 0.2), (0.05, 1.7)]:
+        # f_k ~ NegBin(α, success prob 1/(1 + nβ)) (seed 000 section 2.3)
+        per_cell = stats.nbinom.logpmf(f, alpha, 1.0 / (1.0 + n * beta)).sum()
+        got = negbin_counts_of_counts_loglik(m, alpha, beta, n, m0=m0)
+        assert got == pytest.approx(per_cell, rel=1e-13, abs=1e-10)
+        # array input m[j-1] = m_j gives the same
+        assert negbin_counts_of_counts_loglik(m.to_numpy(), alpha, beta, n, m0=m0) == got
+
+
+def test_loglik_broadcasts_over_hyperparameter_draws():
+    m = {1: 40, 2: 11, 3: 4, 7: 1}
+    alpha = np.array([[0.2], [0.9], [3.0]])
+    beta = np.array([0.001, 0.01, 0.1, 1.0])
+    grid = negbin_counts_of_counts_loglik(m, alpha, beta, 500, m0=300)
+    assert grid.shape == (3, 4)
+    for i in range(3):
+        for k in range(4):
+            one = negbin_counts_of_counts_loglik(m, alpha[i, 0], beta[k], 500, m0=300)
+            assert grid[i, k] == pytest.approx(one, rel=1e-14)
+
+
+# --------------------------------------------------------------------------- #
+# fitting
+# --------------------------------------------------------------------------- #
+
+K_SIM, ALPHA_SIM, N_SIM, FRAC_SIM = 200_000, 0.4, 2_000_000, 0.1
+BETA_SIM = 1.0 / (K_SIM * ALPHA_SIM)  # αβ = 1/K
+
+
+@pytest.fixture(scope="module")
+def superpopulation():
+    rng = np.random.default_rng(1990)
+    pi = rng.gamma(ALPHA_SIM, BETA_SIM, size=K_SIM)
+    F = rng.poisson(N_SIM * pi)
+    f = rng.binomial(F, FRAC_SIM)  # Bernoulli sampling: binomial thinning of F
+    N = int(F.sum())
+    return f, F, N
+
+
+@pytest.fixture(scope="module")
+def ml_fit(superpopulation):
+    f, _, N = superpopulation
+    m, _ = counts_of_counts(f)
+    return fit_poisson_gamma(m, n=int(f.sum()), N=N, K=K_SIM)
+
+
+def test_ml_recovers_truth_within_standard_errors(ml_fit):
+    fit = ml_fit
+    assert isinstance(fit, PoissonGammaFit) and fit.converged
+    se_a, se_b = fit.se
+    assert abs(fit.alpha - ALPHA_SIM) < 4 * se_a
+    # f_k ~ Poisson(FRAC N_SIM π_k): the sample identifies nβ, here FRAC·N_SIM·β_sim
+    assert abs(fit.n * fit.beta - FRAC_SIM * N_SIM * BETA_SIM) < 4 * fit.n * se_b
+    assert se_a / fit.alpha < 0.02  # K = 2e5 cells pin α down to a few per cent
+
+
+def test_ml_is_a_stationary_point_of_the_full_likelihood(superpopulation, ml_fit):
+    f, _, _ = superpopulation
+    m, m0 = counts_of_counts(f)
+    n = f.sum()
+
+    def negll(theta):
+        return -negbin_counts_of_counts_loglik(m, np.exp(theta[0]), np.exp(theta[1]), n, m0=m0)
+
+    theta = np.log([ml_fit.alpha, ml_fit.beta])
+    best = optimize.minimize(negll, theta + [0.2, -0.2], method="Nelder-Mead",
+                             options={"xatol": 1e-9, "fatol": 1e-9, "maxiter": 4000})
+    np.testing.assert_allclose(np.exp(best.x), [ml_fit.alpha, ml_fit.beta], rtol=1e-5)
+    assert ml_fit.loglik == pytest.approx(-negll(theta), rel=1e-12)
+    assert ml_fit.loglik >= -best.fun - 1e-6
+
+
+def test_constraint_is_inactive_when_n_is_the_sample_total(superpopulation, ml_fit):
+    f, _, N = superpopulation
+    m, _ = counts_of_counts(f)
+    con = fit_poisson_gamma(m, n=int(f.sum()), N=N, K=K_SIM, constraint="alpha_beta_1_over_K")
+    assert con.alpha == pytest.approx(ml_fit.alpha, rel=1e-8)
+    assert con.alpha * con.beta == pytest.approx(1.0 / K_SIM, rel=1e-12)
+    # with n different from Σ j m_j the constraint binds and costs likelihood
+    free = fit_poisson_gamma(m, n=1.3 * f.sum(), N=N, K=K_SIM)
+    bound = fit_poisson_gamma(m, n=1.3 * f.sum(), N=N, K=K_SIM, constraint="alpha_beta_1_over_K")
+    assert bound.loglik < free.loglik
+
+
+def test_moments_agree_with_ml(superpopulation, ml_fit):
+    f, _, N = superpopulation
+    m, _ = counts_of_counts(f)
+    mom = fit_poisson_gamma(m, n=int(f.sum()), N=N, K=K_SIM, method="moments")
+    # moment equations hold exactly: E f = αnβ, Var f = αnβ(1 + nβ)
+    n = f.sum()
+    assert mom.alpha * n * mom.beta == pytest.approx(f.mean(), rel=1e-12)
+    assert mom.alpha * n * mom.beta * (1 + n * mom.beta) == pytest.approx(f.var(), rel=1e-12)
+    se_a, _ = ml_fit.se
+    assert abs(mom.alpha - ml_fit.alpha) < 5 * se_a
+    assert mom.loglik <= ml_fit.loglik
+
+
+def test_fit_rejects_bad_input():
+    with pytest.raises(ModelError, match="over-dispersion"):
+        fit_poisson_gamma({1: 100}, n=100, N=1000, K=1000)
+    with pytest.raises(InputError, match="smaller than"):
+        fit_poisson_gamma({1: 10, 2: 5}, n=20, N=100, K=12)
+    with pytest.raises(InputError, match="unknown method"):
+        fit_poisson_gamma({1: 10, 3: 5}, n=25, N=100, K=50, method="bayes")
+    with pytest.raises(InputError, match="exceeds N"):
+        fit_poisson_gamma({1: 10, 3: 5}, n=25, N=10, K=50)
+
+
+# --------------------------------------------------------------------------- #
+# conditionals given (alpha, beta) against the simulated superpopulation
+# --------------------------------------------------------------------------- #
+
+
+def test_conditionals_match_simulation(superpopulation):
+    # f_k | π_k ~ Poisson(n π_k) needs Bernoulli sampling at rate n/N; binomial
+    # thinning of F_k ~ Poisson(N π_k) gives exactly f ~ Poisson(n π), F - f ~
+    # Poisson((N-n) π) independent, so the DESIGN.md conditionals hold with n = N·FRAC.
+    f, F, _ = superpopulation
+    a, b = ALPHA_SIM, BETA_SIM
+    n, N = FRAC_SIM * N_SIM, float(N_SIM)
+    su = f == 1
+    m1 = su.sum()
+    p_hat = np.mean(F[su] == 1)
+    p = prob_population_unique(a, b, n, N)
+    assert abs(p_hat - p) < 4 * np.sqrt(p * (1 - p) / m1)
+    for j in (1, 2, 4):
+        inv = 1.0 / F[f == j]
+        e = expected_inverse_frequency(j, a, b, n, N)
+        assert abs(inv.mean() - e) < 4 * inv.std(ddof=1) / np.sqrt(inv.size)
+    tau1, tau2 = tau_estimates(m1, a, b, n, N)
+    assert abs(np.sum(su & (F == 1)) - tau1) < 4 * np.sqrt(tau1)
+    assert abs(np.sum(1.0 / F[su]) - tau2) < 4 * np.sqrt(m1) * (1.0 / F[su]).std()
+    # the whole conditional pmf of F | f = 2
+    pmf = population_given_sample_pmf(2, a, b, n, N, max_F=60)
+    emp = np.bincount(F[f == 2], minlength=61)[:61] / np.sum(f == 2)
+    se = np.sqrt(pmf * (1 - pmf) / np.sum(f == 2))
+    assert np.all(np.abs(emp - pmf) < 4.5 * se + 1e-12)
+
+
+def test_population_pmf_properties():
+    a, b, n, N = 0.7, 2e-4, 300.0, 30_000.0
+    pmf = population_given_sample_pmf(np.array([1, 3]), a, b, n, N, max_F=20_000)
+    assert pmf.shape == (2, 20_001)
+    np.testing.assert_allclose(pmf.sum(axis=-1), 1.0, rtol=1e-10)
+    assert np.all(pmf[0, :1] == 0) and np.all(pmf[1, :3] == 0)
+    assert pmf[0, 1] == pytest.approx(prob_population_unique(a, b, n, N), rel=1e-13)
+    h = np.arange(20_001)
+    np.testing.assert_allclose((pmf / np.where(h == 0, 1, h)).sum(-1),
+                               expected_inverse_frequency([1, 3], a, b, n, N), rtol=1e-10)
+    # a census (n = N): F = f
+    full = population_given_sample_pmf(2, a, b, N, N, max_F=5)
+    np.testing.assert_array_equal(full, [0, 0, 1, 0, 0, 0])
+    assert expected_inverse_frequency(4, a, b, N, N) == 0.25
+
+
+def test_conditionals_broadcast_over_draws():
+    alpha = np.array([[0.2, 0.5, 1.3]])  # (chain, draw)
+    beta = np.array([[1e-4, 3e-4, 1e-3]])
+    f = np.array([1, 2, 5])[:, None, None]  # (cell, 1, 1)
+    e = expected_inverse_frequency(f, alpha, beta, 1000.0, 50_000.0)
+    assert e.shape == (3, 1, 3)
+    rho = sampling_rho(beta, 1000.0, 50_000.0)
+    assert e[1, 0, 2] == pytest.approx(negbin_inverse_moment(2, 1.3 + 2, rho[0, 2]), rel=1e-15)
+    assert np.asarray(prob_population_unique(alpha, beta, 1000.0, 50_000.0)).shape == (1, 3)
+
+
+# --------------------------------------------------------------------------- #
+# seed 000 eq. (10) and Table 1
+# --------------------------------------------------------------------------- #
+
+
+def test_seed000_table1_fraction_of_population_uniques():
+    # Seed 000 section 3.2: a key with k = 1108 values; Keller and Bethlehem's minimal
+    # subpopulation size 63 624 is where f_u = 0.001 (eq. 12 with α = 1/(kβ)). Solving
+    # that for β must reproduce Table 1's f_u x 10^3 = 2.17, 1.00, 0.46 for
+    # N = 31 812, 63 624, 127 248.
+    k = 1108
+
+    def log_fu(beta, N):
+        return np.log(fraction_population_uniques(1.0 / (k * beta), beta, N))
+
+    beta = optimize.brentq(lambda b: log_fu(b, 63_624) - np.log(1e-3), 4e-3, 0.1, xtol=1e-15)
+    fu = [1e3 * np.exp(log_fu(beta, N)) for N in (31_812, 63_624, 127_248)]
+    np.testing.assert_allclose(fu, [2.17, 1.00, 0.46], atol=0.005)
+
+
+def test_expected_population_uniques_forms_agree():
+    K, alpha, N = 5000.0, 0.35, 1e6
+    beta = 1.0 / (K * alpha)
+    mu_seed = expected_population_uniques(alpha, beta, N)
+    mu_general = expected_population_uniques(alpha, beta, N, K=K)
+    assert mu_seed == pytest.approx(mu_general, rel=1e-14)
+    # μ = K · P(F = 1), F ~ NegBin(α, 1/(1 + Nβ))
+    assert mu_general == pytest.approx(K * stats.nbinom.pmf(1, alpha, 1 / (1 + N * beta)), rel=1e-12)
+    assert fraction_population_uniques(alpha, beta, N) == pytest.approx(mu_seed / N, rel=1e-15)
+
+
+def test_fit_summary_properties(ml_fit):
+    d = ml_fit.to_dict()
+    assert d["method"] == "ml" and d["converged"] is True
+    assert d["expected_population_uniques"] == pytest.approx(
+        expected_population_uniques(ml_fit.alpha, ml_fit.beta, ml_fit.N, K=ml_fit.K)
+    )
+    assert ml_fit.rho == pytest.approx((1 + ml_fit.n * ml_fit.beta) / (1 + ml_fit.N * ml_fit.beta))
