@@ -60,7 +60,8 @@ class Assessment:
         """Labelled view: a Dataset with dims ``record`` and ``cell`` and provenance attrs."""
         import xarray as xr
 
-        rec = self.records.set_index("record")
+        # the record's cell index is a variable named record_cell ("cell" is a dim)
+        rec = self.records.set_index("record").rename(columns={"cell": "record_cell"})
         ds = xr.Dataset(
             {f"{c}": ("record", rec[c].to_numpy()) for c in rec.columns}
             | {

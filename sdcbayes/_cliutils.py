@@ -101,11 +101,23 @@ def nan_to_none(obj: Any) -> Any:
 
 
 def write_csv(path: Path, frame) -> None:
-    """Fast CSV writer (pyarrow; pandas' writer costs seconds at 10^6 rows)."""
+    """Fast CSV writer (pyarrow; pandas' writer costs seconds at 10^6 rows).
+
+    The header is written with the csv module so that names are quoted only
+    when needed (pyarrow always quotes header names).
+    """
+    import csv
+    import io
+
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    pacsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path)
+    head = io.StringIO()
+    csv.writer(head, lineterminator="\n").writerow([str(c) for c in frame.columns])
+    options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+    with open(path, "wb") as fh:
+        fh.write(head.getvalue().encode("utf-8"))
+        pacsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), fh, options)
 
 
 def echo_table(rows: list[tuple[str, str]]) -> None:
