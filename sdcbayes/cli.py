@@ -254,7 +254,7 @@ def _register_commands() -> None:
         cli.add_command(module.command)
 
 
-_COMMAND_MODULES: list[str] = []  # e.g. ["decide", "suda", "protect"]
+_COMMAND_MODULES: list[str] = ["decide", "suda", "protect"]
 _register_commands()
 
 

@@ -386,3 +386,308 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
         sections,
         summary.get("provenance"),
     )
+
+
+# --------------------------------------------------------------------------- decide
+def decision_report(result, summary: Mapping[str, Any], domain_col: str | None = None,
+                    top: int = 30) -> str:
+    """The ``report.html`` of ``sdcbayes decide`` (Zaslavsky & Horton 1998, seed 003).
+
+    Sections: losses and hyperparameters, the decisions at the chosen trade-off,
+    the frontier (reference losses, each alternative ranking evaluated under the
+    reference losses, and random suppression, as in the seed's Figure 1), the
+    sensitivity table, the Jensen check (seed 003, Section 3: plugging in
+    ``E[Y | y]`` understates a loss convex in ``Y``) and the domains in
+    publication order.
+    """
+    s = summary
+    h = s.get("hyperparameters") or {}
+
+    def hp(name):
+        v = h.get(name)
+        if isinstance(v, Mapping):
+            return [v.get("mean"), v.get("interval_90")]
+        return [v, "–"]
+
+    sat = s.get("suppression_at_target") or {}
+    setting_rows = [
+        ("disclosure loss L1 (publish)", (s.get("disclosure_loss") or {}).get("spec", "")),
+        ("nonpublication loss L0 (suppress)", (s.get("suppression_loss") or {}).get("spec", "")),
+        ("hyperparameters from", h.get("source", "")),
+        ("domains", s.get("n_domains")),
+        ("target disclosure share", s.get("target_risk")),
+        ("trade-off c (publish if R1 < c·R0)", s.get("c") if s.get("c") is not None else "∞"),
+        ("c chosen by", s.get("c_source")),
+        ("domains published", s.get("n_published")),
+        ("domains suppressed", s.get("n_suppressed")),
+    ]
+    hyper_rows = [(name, *hp(name)) for name in ("alpha", "beta", "mean", "concentration")
+                  if name in h]
+    sections = [
+        (
+            "Losses and decisions",
+            table(setting_rows, header=("item", "value"))
+            + "<p class='note'>R1 and R0 are posterior expected losses of publishing and of "
+            "suppressing each domain, averaged over the predictive distribution of the "
+            "population count Y and over the hyperparameters (seed 003, Section 2).</p>",
+        ),
+        (
+            "Hyperparameters of the Beta prior",
+            table(hyper_rows, header=("parameter", "estimate", "90% interval"))
+            + (
+                "<p class='note'>A point estimate (maximum likelihood or fixed): no interval, "
+                "and its uncertainty is not carried into the risks.</p>"
+                if h.get("source") in ("ml", "fixed")
+                else ""
+            ),
+        ),
+    ]
+    diag = s.get("diagnostics")
+    if diag:
+        drows = [(k, diag.get(k)) for k in
+                 ("chains", "draws", "max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences")]
+        problems = diag.get("problems") or []
+        sections.append(
+            (
+                "Sampling diagnostics",
+                table(drows, header=("diagnostic", "value"))
+                + "".join(f"<p class='note'>⚠ {esc(p)}</p>" for p in problems),
+            )
+        )
+    series = {"reference: " + (s.get("disclosure_loss") or {}).get("spec", ""): (
+        result.frontier["disclosure_share"].to_numpy(),
+        result.frontier["nonpublication_share"].to_numpy(),
+    )}
+    for label, fr in result.alternative_frontiers.items():
+        series[f"ranked by {label}"] = (
+            fr["disclosure_share"].to_numpy(), fr["nonpublication_share"].to_numpy()
+        )
+    rb = result.random_baseline
+    series["random suppression"] = (
+        rb["disclosure_share"].to_numpy(), rb["nonpublication_share"].to_numpy()
+    )
+    sens_rows = [("random suppression", 1.0 - float(s.get("target_risk", 0)), "", "")]
+    for row in result.sensitivity.itertuples(index=False):
+        sens_rows.insert(
+            len(sens_rows) - 1,
+            (row.pair + (" (reference)" if row.role == "reference" else ""),
+             row.suppression_at_target, row.suppression_at_target_min,
+             row.suppression_at_target_max),
+        )
+    sections.append(
+        (
+            "Frontier: disclosure against nonpublication",
+            svg_lines(
+                series,
+                title="Share of disclosure risk published vs share of data suppressed",
+                xlabel="disclosure share (0 = nothing published, 1 = all)",
+                ylabel="nonpublication share",
+                xlim=(0.0, 1.0),
+                ylim=(0.0, 1.0),
+                width=720,
+            )
+            + "<p class='note'>Domains are published in order of R1/R0; each point is the "
+            "state after publishing one more domain, both losses normalised to run from 0 to "
+            "1 (seed 003, Figure 1). Alternative rankings are evaluated with the reference "
+            "losses; the straight line is random suppression.</p>"
+            + f"<p>Suppression needed to bring disclosure risk down to "
+            f"{100 * float(s.get('target_risk', 0)):.0f}% of its full-publication value:</p>"
+            + table(sens_rows, header=("ranking", "suppressed share", "min over ties",
+                                       "max over ties")),
+        )
+    )
+    if result.jensen is not None:
+        j = result.jensen
+        jt = s.get("jensen") or {}
+        labels = result.table["domain"].to_numpy()
+        biggest = np.argsort(-np.abs(j["bias"].to_numpy()), kind="stable")[:top]
+        jrows = [
+            (labels[i], float(j["E_Y"].iloc[i]), float(j["plug_in_R1"].iloc[i]),
+             float(j["R1"].iloc[i]), float(j["bias"].iloc[i]))
+            for i in biggest
+        ]
+        sections.append(
+            (
+                "Jensen check: plug-in against expected loss",
+                table(
+                    [("total plug-in L1(y, E[Y])", jt.get("plug_in_total")),
+                     ("total expected R1 = E[L1(y, Y)]", jt.get("expected_total")),
+                     ("relative bias of the plug-in", jt.get("relative_bias"))],
+                    header=("quantity", "value"),
+                )
+                + f"<p>The {len(jrows)} domains where the plug-in is furthest off:</p>"
+                + table(jrows, header=(domain_col or "domain", "E[Y | y]", "plug-in L1",
+                                       "R1", "R1 − plug-in"))
+                + "<p class='note'>Seed 003, Section 3: for a loss convex in Y (the "
+                "uniques losses) plugging in the posterior mean of Y is never larger than "
+                "the expected loss, so plug-in rules understate disclosure risk.</p>",
+            )
+        )
+    t = result.table.sort_values("order").head(top)
+    drows = [
+        (r.domain, r.R1, r.R0, r.ratio, bool(r.publish))
+        for r in t.itertuples(index=False)
+    ]
+    sections.append(
+        (
+            f"The first {len(drows)} domains in publication order",
+            table(drows, header=(domain_col or "domain", "R1", "R0", "R1/R0", "publish")),
+        )
+    )
+    return render("Publish or suppress: decisions by expected loss", sections,
+                  s.get("provenance"))
+
+
+# --------------------------------------------------------------------------- suda
+def suda_report(result, summary: Mapping[str, Any]) -> str:
+    """The ``report.html`` of ``sdcbayes suda`` (seed 001, section 3.5).
+
+    Sections: file-level results (MSU counts, DIS estimate), the distribution of
+    SUDA and DIS-SUDA scores, the DIS-SUDA bands of sdcMicro's print method and
+    the contribution of each key to the total score. No record is shown.
+    """
+    s = summary
+    rows = [
+        ("records", s.get("n_records")),
+        ("key variables", ", ".join(map(str, s.get("keys", [])))),
+        ("largest MSU size searched", s.get("max_size")),
+        ("MSU weighting", s.get("score_method")),
+        ("records with at least one MSU", s.get("n_records_with_msu")),
+        ("minimal sample uniques (MSUs)", s.get("n_msus")),
+        ("sample uniques on all keys (U)", s.get("n_sample_uniques")),
+        ("records in pairs on all keys (P)", s.get("n_in_pairs")),
+        ("sampling fraction for DIS", s.get("dis_fraction")),
+        ("DIS: P(correct match | unique match)", s.get("dis")),
+        ("largest SUDA score", s.get("suda_score_max")),
+        ("largest DIS-SUDA score", s.get("dis_suda_score_max")),
+    ]
+    by_size = s.get("n_msus_by_size") or {}
+    sections = [
+        (
+            "File-level results",
+            table(rows, header=("quantity", "value"))
+            + "<p class='note'>A minimal sample unique (MSU) of a record is a smallest set "
+            "of keys on which no other record shares its values; an MSU of size k among M "
+            "keys scores (M − k)! (seed 001, section 3.5). DIS-SUDA calibrates the scores to "
+            "the data intrusion simulation estimate of a correct match.</p>",
+        ),
+        (
+            "MSUs by size",
+            table(list(by_size.items()), header=("MSU size", "number of MSUs")),
+        ),
+    ]
+    scores = np.asarray(result.scores, dtype=float)
+    positive = scores[scores > 0]
+    plots = (
+        svg_histogram(
+            positive,
+            bins=min(40, max(1, np.unique(positive).size)),
+            title="SUDA scores of records with at least one MSU",
+            xlabel="SUDA score",
+            log_y=True,
+        )
+        if positive.size
+        else "<p class='note'>No record has a special unique on these keys.</p>"
+    )
+    plots += svg_histogram(
+        np.asarray(result.dis_scores, dtype=float),
+        bins=40,
+        title="DIS-SUDA scores (all records)",
+        xlabel="DIS-SUDA score (estimated probability of a correct match)",
+        log_y=True,
+    )
+    sections.append(("Score distribution", plots))
+    bands = s.get("dis_suda_intervals") or {}
+    if bands:
+        sections.append(
+            ("DIS-SUDA bands", table(list(bands.items()), header=("DIS-SUDA score", "records")))
+        )
+    contrib = s.get("attribute_contributions") or {}
+    if contrib:
+        sections.append(
+            (
+                "Contribution of each key",
+                table(sorted(contrib.items(), key=lambda kv: -kv[1]),
+                      header=("key", "% of total SUDA score"))
+                + "<p class='note'>Share of the total score from MSUs containing the key "
+                "(sdcMicro's definition); shares add up to more than 100% when MSUs have "
+                "several keys. Recoding or suppressing the top keys lowers risk most.</p>",
+            )
+        )
+    return render("Special uniques: SUDA and DIS-SUDA", sections, s.get("provenance"))
+
+
+# --------------------------------------------------------------------------- protect
+_PROTECT_RISK_LABELS = {
+    "n_records": "records",
+    "n_cells": "key combinations (cells)",
+    "n_sample_uniques": "sample uniques",
+    "k_anonymity_violations": "records violating k-anonymity (f < k)",
+    "expected_reidentifications": "expected re-identifications",
+    "expected_reidentification_rate": "expected re-identification rate",
+    "max_risk": "largest record risk",
+    "n_above_benchmark": "records above the benchmark rule",
+    "n_missing_key_records": "records with a missing (suppressed) key",
+}
+
+
+def protection_report(summary: Mapping[str, Any]) -> str:
+    """The ``report.html`` of ``sdcbayes protect`` (seed 001, sections 4-5).
+
+    Sections: the steps applied, risk before and after (closed-form
+    Benedetti-Franconi risk, seed 004 eq. 1-3; k-anonymity with missing values
+    as wildcards, seed 001 section 3.2), information loss per variable (seed 001
+    section 5.1) and the provenance.
+    """
+    s = summary
+    risk = s.get("risk") or {}
+    before, after = risk.get("before") or {}, risk.get("after") or {}
+    k = risk.get("k")
+    rows = []
+    for key, label in _PROTECT_RISK_LABELS.items():
+        if key in before or key in after:
+            if key == "k_anonymity_violations":
+                label = f"records violating {k}-anonymity (f < {k})"
+            rows.append((label, before.get(key), after.get(key)))
+    step_rows = []
+    for st in s.get("steps") or []:
+        params = ", ".join(f"{p}={v}" for p, v in (st.get("parameters") or {}).items())
+        step_rows.append((st.get("step"), st.get("name"), params))
+    sections = [
+        (
+            "Steps applied, in order",
+            table(step_rows, header=("#", "method", "parameters"))
+            + f"<p>Protected file: <code>{esc(s.get('protected_file', ''))}</code>"
+            + (f" — {esc(s['note'])}" if s.get("note") else "")
+            + "</p>",
+        ),
+        (
+            "Disclosure risk before and after",
+            table(rows, header=("quantity", "original", "protected"))
+            + "<p class='note'>Closed-form individual risk r = E(1/F | f) with the plug-in "
+            "p = f/F̂ (Benedetti-Franconi; seed 004, eq. 1–3), as sdcMicro computes it; "
+            "missing key values (e.g. after local suppression) match any value. "
+            f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
+            f"{esc(s.get('weight') or 'none (every record its own population)')}.</p>",
+        ),
+    ]
+    loss = (s.get("information_loss") or {}).get("per_variable") or {}
+    if loss:
+        lrows = [
+            (var, v.get("n_changed"), v.get("n_suppressed"), v.get("share_lost"), v.get("il1"))
+            for var, v in loss.items()
+        ]
+        il1_all = (s.get("information_loss") or {}).get("il1_numeric")
+        sections.append(
+            (
+                "Information loss",
+                table(lrows, header=("variable", "values changed", "values suppressed",
+                                     "share lost", "IL1"))
+                + (f"<p>IL1 over all numeric variables changed: {fmt(il1_all)}</p>"
+                   if il1_all is not None else "")
+                + "<p class='note'>Seed 001, section 5.1: share of values changed or set to "
+                "missing; IL1 = mean |x − z| / (√2 S) for numeric variables (Yancey, Winkler "
+                "and Creecy 2002).</p>",
+            )
+        )
+    return render("Protection: risk before and after", sections, s.get("provenance"))

@@ -1,0 +1,899 @@
+"""``sdcbayes protect``: apply protection methods and show risk before and after.
+
+Seed ``001_…`` (Templ, Meindl, Kowarik & Chen 2014, IHSN *Introduction to SDC*),
+section 4 (methods) and section 5 (information loss); seed ``002_…``
+(Nayak & Zhang) for the PRAM of the cross-classified key. The methods
+themselves live in :mod:`sdcbayes.protection`; this module
+
+1. reads the file and the steps (command-line options or a recipe) and checks
+   all of them before any work: step names, parameters, columns, numbers;
+2. measures risk on the original file with the closed-form assessment
+   (:func:`sdcbayes.risk.assess.assess_closed_form`, Benedetti-Franconi
+   individual risk, seed 004 eq. 1-3);
+3. applies the steps in order, each on the output of the previous one;
+4. measures risk again on the protected file and the information loss
+   (:mod:`sdcbayes.protection.infoloss`: changed and suppressed shares per
+   variable, IL1 for numeric variables, seed 001 section 5.1);
+5. writes the protected file in the input's format, ``log.csv`` (the change
+   logs of all steps, one after the other), ``summary.json`` and
+   ``report.html`` atomically.
+
+Order of the steps given as options (the usual workflow of seed 001, Figure 2):
+recode -> local suppression -> invariant PRAM -> Nayak-Zhang PRAM ->
+micro-aggregation -> noise. A recipe runs its steps in the order listed.
+
+Randomness: one NumPy Generator, ``numpy.random.default_rng(seed)``, is handed
+to the random steps (PRAM, Nayak-Zhang PRAM, noise) in the order they run, so a
+run is reproduced by the same steps and seed.
+
+Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
+
+    {"seed": 1,
+     "steps": [
+       {"step": "recode", "column": "age", "mapping": {"20s": "20-39", "30s": "20-39"}},
+       {"step": "band", "column": "income", "breaks": [0, 1000, 5000, 1e9]},
+       {"step": "top_code", "column": "income", "threshold": 10000},
+       {"step": "suppress", "k": 3, "importance": {"age": 2, "sex": 1}},
+       {"step": "pram", "columns": ["region"], "pd": 0.8},
+       {"step": "nayak_zhang", "xi": 0.5},
+       {"step": "microaggregate", "columns": ["income", "expenses"], "k": 3},
+       {"step": "noise", "columns": ["income"], "level": 0.1}
+     ]}
+
+Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sdcbayes._cliutils import (
+    check_out_dir,
+    echo_table,
+    json_default,
+    nan_to_none,
+    split_names,
+    write_json,
+    write_output_folder,
+)
+from sdcbayes.exceptions import InputError
+
+#: step name -> (required parameters, optional parameters). "keys" defaults to --keys.
+STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "recode": (("column", "mapping"), ()),
+    "band": (("column", "breaks"), ("labels", "right")),
+    "top_code": (("column", "threshold"), ("replacement",)),
+    "bottom_code": (("column", "threshold"), ("replacement",)),
+    "suppress": (("k",), ("keys", "importance", "strata", "combs")),
+    "pram": (("columns",), ("pd", "alpha", "strata")),
+    "nayak_zhang": ((), ("xi", "keys", "theta", "group_size")),
+    "microaggregate": (("columns",), ("k", "standardize", "aggregate")),
+    "noise": (("columns",), ("level", "method")),
+}
+# Steps that change numeric values (IL1 applies); the others change categories.
+_NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "noise")
+#: Default k for counting k-anonymity violations when no suppression step sets one.
+DEFAULT_RISK_K = 3
+
+
+@click.command("protect")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--keys",
+    required=True,
+    help="Key variables the intruder knows, comma-separated (e.g. age,sex,region). Risk "
+    "before and after is measured on them; local suppression and Nayak-Zhang PRAM act on "
+    "them.",
+)
+@click.option(
+    "--recipe",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A file listing the steps in order (RECIPE.json; RECIPE.yaml needs PyYAML). "
+    "See the module documentation for the format. Use either a recipe or the step "
+    "options below.",
+)
+@click.option(
+    "--recode",
+    "recodes",
+    multiple=True,
+    metavar="COL:OLD1+OLD2=NEW",
+    help="Global recoding (repeatable): merge categories OLD1, OLD2, ... of column COL "
+    "into one category NEW, e.g. --recode age:20s+30s=20-39.",
+)
+@click.option(
+    "--suppress-k",
+    type=int,
+    default=None,
+    help="Local suppression: blank out as few key values as possible until every "
+    "combination of keys is shared by at least K records (k-anonymity; a blank matches "
+    "any value).",
+)
+@click.option(
+    "--importance",
+    default=None,
+    help="With --suppress-k: rank of each key, 1 = most important (suppressed last), as "
+    "KEY=RANK pairs (age=3,sex=1,region=2) or ranks in the order of --keys (3,1,2). "
+    "Default: keys with more categories are suppressed first.",
+)
+@click.option(
+    "--pram",
+    "pram_cols",
+    default=None,
+    help="Invariant PRAM: comma-separated categorical variables whose values are changed at "
+    "random, keeping their expected frequencies (seed 001, 4.1.3).",
+)
+@click.option(
+    "--pram-pd",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="With --pram: smallest probability that a value is kept (the diagonal of the "
+    "transition matrix is drawn in [pd, 1]); lower means more change.",
+)
+@click.option(
+    "--nayak-zhang-xi",
+    type=float,
+    default=None,
+    help="Nayak-Zhang PRAM of the key combination (seed 002): randomise sample uniques and "
+    "pairs so that the probability of a correct match is at most XI (between 1/3 and 1, "
+    "e.g. 0.5).",
+)
+@click.option(
+    "--microaggregate",
+    "mdav_cols",
+    default=None,
+    help="Micro-aggregation (MDAV): comma-separated numeric variables replaced by the mean "
+    "of groups of at least --mdav-k similar records (seed 001, 4.2.1).",
+)
+@click.option(
+    "--mdav-k",
+    type=int,
+    default=3,
+    show_default=True,
+    help="With --microaggregate: minimum group size.",
+)
+@click.option(
+    "--noise",
+    "noise_cols",
+    default=None,
+    help="Noise addition: comma-separated numeric variables to which random normal noise "
+    "is added (seed 001, 4.2.2).",
+)
+@click.option(
+    "--noise-level",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="With --noise: noise standard deviation as a fraction of each variable's standard "
+    "deviation.",
+)
+@click.option("--seed", type=int, default=None, help="Random seed (reproducible PRAM and noise).")
+@click.option(
+    "--weight",
+    help="Sampling-weight column, used to measure risk before and after (population "
+    "frequencies estimated by summed weights). Without it every record counts as its own "
+    "population, which overstates risk for a sample.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("sdcbayes-protect"),
+    show_default=True,
+    help="Output folder: the protected file, log.csv, summary.json, report.html.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+def command(
+    data: Path,
+    keys: str,
+    recipe: Path | None,
+    recodes: tuple[str, ...],
+    suppress_k: int | None,
+    importance: str | None,
+    pram_cols: str | None,
+    pram_pd: float,
+    nayak_zhang_xi: float | None,
+    mdav_cols: str | None,
+    mdav_k: int,
+    noise_cols: str | None,
+    noise_level: float,
+    seed: int | None,
+    weight: str | None,
+    out: Path,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Protect a microdata file and compare disclosure risk before and after.
+
+    DATA is a CSV, Parquet, SPSS (.sav), Stata (.dta) or SAS file. The protected
+    file is written in the same format (SAS .sas7bdat input is written as
+    Parquet, since SAS files cannot be written). Steps given as options run in
+    the order recode, suppression, PRAM, Nayak-Zhang PRAM, micro-aggregation,
+    noise; a recipe runs its steps in its own order.
+    """
+    from sdcbayes.microdata import _extension, read_microdata
+
+    # ---- every check before any work ----------------------------------------------
+    key_list = split_names(keys)
+    if not key_list:
+        raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
+    check_out_dir(out)
+    flag_steps = _steps_from_options(
+        recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
+        mdav_cols, mdav_k, noise_cols, noise_level,
+    )
+    if recipe is not None:
+        if flag_steps:
+            raise InputError(
+                "give the steps either in --recipe or as options (--recode, --suppress-k, ...), "
+                "not both"
+            )
+        steps, recipe_seed = _read_recipe(recipe)
+        if seed is None:
+            seed = recipe_seed
+    else:
+        steps = flag_steps
+    if not steps:
+        raise InputError(
+            "no protection step given: use --recode, --suppress-k, --pram, --nayak-zhang-xi, "
+            "--microaggregate, --noise or --recipe"
+        )
+    ext = _extension(data)
+    frame = read_microdata(data)
+    steps = [_validate_step(i, s, frame, key_list) for i, s in enumerate(steps, start=1)]
+    absent = [k for k in key_list if k not in frame.columns]
+    if weight is not None and weight not in frame.columns:
+        absent.append(weight)
+    if absent:
+        raise InputError(
+            f"column(s) {absent} not in {data.name}; available columns are "
+            f"{', '.join(map(str, frame.columns[:30]))}"
+        )
+    risk_k = next((s["k"] for s in reversed(steps) if s["step"] == "suppress"), DEFAULT_RISK_K)
+    # The "before" assessment doubles as validation of keys and weights.
+    before = _risk(frame, key_list, weight, risk_k)
+
+    # ---- work ------------------------------------------------------------------------
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    current = frame
+    logs, step_summaries, touched, numeric = [], [], [], []
+    for i, step in enumerate(steps, start=1):
+        res = _run_step(step, current, rng)
+        current = res.frame
+        logs.append(_tag_log(res.log, i, step["step"]))
+        step_summaries.append({"step": i, "name": step["step"], "parameters": _params(step),
+                               "result": _jsonable(res.summary)})
+        touched += [c for c in _columns_of(step) if c not in touched]
+        if step["step"] in _NUMERIC_STEPS:
+            numeric += [c for c in _columns_of(step) if c not in numeric]
+    after = _risk(current, key_list, weight, risk_k)
+    loss = _information_loss(frame, current, touched, numeric)
+
+    from sdcbayes._version import __version__
+    from sdcbayes.provenance import stamp
+
+    out_name, out_note = _output_name(ext)
+    summary: dict[str, Any] = {
+        "command": "protect",
+        "sdcbayes_version": __version__,
+        "data": str(data),
+        "protected_file": out_name,
+        "keys": key_list,
+        "weight": weight,
+        "seed": seed,
+        "steps": step_summaries,
+        "risk": {"k": risk_k, "before": before, "after": after},
+        "information_loss": loss,
+    }
+    if out_note:
+        summary["note"] = out_note
+    summary["provenance"] = stamp(
+        "closed-form",
+        data_summary={"n_records": int(len(frame)), "keys": key_list, "weight": weight},
+        settings={"steps": [_params(s) | {"step": s["step"]} for s in steps], "seed": seed},
+    )
+    log = _concat_logs(logs)
+
+    from sdcbayes.report import protection_report
+
+    html = protection_report(summary)
+    write_output_folder(
+        out,
+        {
+            "summary.json": lambda p: write_json(p, summary),
+            out_name: lambda p: _write_protected(p, current, data, ext),
+            "log.csv": lambda p: log.to_csv(p, index=False),
+            "report.html": lambda p: p.write_text(html, encoding="utf-8"),
+        },
+    )
+    if as_json:
+        click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
+    elif not quiet:
+        _print_summary(summary, out)
+
+
+# --------------------------------------------------------------------------- steps
+def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi, mdav_cols,
+                        mdav_k, noise_cols, noise_level) -> list[dict[str, Any]]:
+    """The option steps in the fixed workflow order (module docstring)."""
+    steps: list[dict[str, Any]] = []
+    for spec in recodes:
+        col, sep, rest = spec.partition(":")
+        olds, eq, new = rest.rpartition("=")
+        old_list = [o for o in olds.split("+") if o != ""]
+        if not sep or not col or not eq or not old_list or new == "":
+            raise InputError(
+                f"--recode {spec!r} must read COL:OLD1+OLD2=NEW, e.g. --recode age:20s+30s=20-39"
+            )
+        steps.append({"step": "recode", "column": col, "mapping": {o: new for o in old_list},
+                      "_from_text": True})
+    if importance is not None and suppress_k is None:
+        raise InputError("--importance ranks keys for local suppression; add --suppress-k K")
+    if suppress_k is not None:
+        step: dict[str, Any] = {"step": "suppress", "k": suppress_k}
+        if importance is not None:
+            step["importance"] = _parse_importance(importance)
+        steps.append(step)
+    if pram_cols is not None:
+        steps.append({"step": "pram", "columns": split_names(pram_cols) or [], "pd": pram_pd})
+    if xi is not None:
+        steps.append({"step": "nayak_zhang", "xi": xi})
+    if mdav_cols is not None:
+        steps.append({"step": "microaggregate", "columns": split_names(mdav_cols) or [],
+                      "k": mdav_k})
+    if noise_cols is not None:
+        steps.append({"step": "noise", "columns": split_names(noise_cols) or [],
+                      "level": noise_level})
+    return steps
+
+
+def _parse_importance(text: str):
+    """``"age=3,sex=1"`` -> ``{"age": 3.0, "sex": 1.0}``; ``"3,1"`` -> ``[3.0, 1.0]``."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        if all("=" in p for p in parts):
+            return {k.strip(): float(v) for k, v in (p.split("=", 1) for p in parts)}
+        if not any("=" in p for p in parts):
+            return [float(p) for p in parts]
+    except ValueError:
+        pass
+    raise InputError(
+        f"--importance {text!r} must be KEY=RANK pairs (age=3,sex=1) or ranks in the order of "
+        "--keys (3,1); 1 = most important"
+    )
+
+
+def _read_recipe(path: Path) -> tuple[list[dict[str, Any]], int | None]:
+    """Steps (and seed) of a JSON or YAML recipe."""
+    if not path.exists():
+        raise InputError(f"recipe file not found: '{path}'; check the path")
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise InputError(
+                f"reading the YAML recipe {path.name} needs the PyYAML package "
+                "(pip install pyyaml); or write the recipe as JSON (RECIPE.json)"
+            ) from None
+        try:
+            content = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise InputError(f"recipe {path.name} is not valid YAML: {' '.join(str(e).split())}")
+    elif suffix == ".json":
+        try:
+            content = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(
+                f"recipe {path.name} is not valid JSON: {e.msg} at line {e.lineno}, "
+                f"column {e.colno}"
+            ) from None
+    else:
+        raise InputError(
+            f"recipe {path.name}: unknown file type {suffix or '(none)'}; use .json (or .yaml "
+            "with PyYAML installed)"
+        )
+    seed = None
+    if isinstance(content, dict):
+        unknown = sorted(set(content) - {"steps", "seed"})
+        if unknown:
+            raise InputError(
+                f"recipe {path.name}: unknown entries {unknown}; a recipe has 'steps' (a list) "
+                "and optionally 'seed'"
+            )
+        seed = content.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise InputError(f"recipe {path.name}: seed must be a whole number; got {seed!r}")
+        content = content.get("steps")
+    if not isinstance(content, list) or not content:
+        raise InputError(
+            f"recipe {path.name} must hold a non-empty list of steps, e.g. "
+            '{"steps": [{"step": "suppress", "k": 3}]}'
+        )
+    steps = []
+    for i, s in enumerate(content, start=1):
+        if not isinstance(s, dict) or "step" not in s:
+            raise InputError(
+                f"recipe {path.name}: step {i} must be a mapping with a 'step' name, e.g. "
+                '{"step": "suppress", "k": 3}'
+            )
+        steps.append(dict(s))
+    return steps, seed
+
+
+def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str]) -> dict[str, Any]:
+    """Check one step's name, parameters, columns and numbers; fill defaults."""
+    name = step.get("step")
+    where = f"step {i} ({name})"
+    if name not in STEPS:
+        raise InputError(
+            f"step {i}: unknown step {name!r}; valid steps are {', '.join(STEPS)}"
+        )
+    required, optional = STEPS[name]
+    given = {k for k in step if k not in ("step", "_from_text")}
+    unknown = sorted(given - set(required) - set(optional))
+    missing = [p for p in required if p not in step]
+    if unknown or missing:
+        raise InputError(
+            f"{where}: "
+            + (f"unknown parameter(s) {unknown}" if unknown else "")
+            + ("; " if unknown and missing else "")
+            + (f"missing parameter(s) {missing}" if missing else "")
+            + f"; it takes {list(required)} and optionally {list(optional)}"
+        )
+    s = dict(step)
+    cols: list[str] = []
+    if "column" in s:
+        if not isinstance(s["column"], str):
+            raise InputError(f"{where}: column must be one column name; got {s['column']!r}")
+        cols.append(s["column"])
+    if "columns" in s:
+        v = s["columns"]
+        v = split_names(v) if isinstance(v, str) else v
+        if not isinstance(v, list) or not v or not all(isinstance(c, str) for c in v):
+            raise InputError(f"{where}: columns must be a non-empty list of column names")
+        s["columns"] = v
+        cols += v
+    for opt in ("keys", "strata"):
+        if opt in s:
+            v = split_names(s[opt]) if isinstance(s[opt], str) else s[opt]
+            if not isinstance(v, list) or not v:
+                raise InputError(f"{where}: {opt} must be a list of column names")
+            s[opt] = v
+            cols += v
+    if name in ("suppress", "nayak_zhang"):
+        s.setdefault("keys", list(keys))
+    absent = [c for c in dict.fromkeys(cols) if c not in frame.columns]
+    if absent:
+        raise InputError(
+            f"{where}: column(s) {absent} not in the data; available columns are "
+            f"{', '.join(map(str, frame.columns[:30]))}"
+        )
+
+    def number(param, lo=None, hi=None, integer=False, lo_open=False, default=None):
+        v = s.get(param, default)
+        if v is None:
+            return
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        ok = ok and (not integer or float(v).is_integer())
+        ok = ok and (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or v <= hi)
+        if not ok:
+            rng = ("an integer" if integer else "a number") + (
+                f" {'>' if lo_open else '>='} {lo}" if lo is not None else ""
+            ) + (f" and <= {hi}" if hi is not None else "")
+            opt = {"suppress": "--suppress-k", "pram": "--pram-pd",
+                   "nayak_zhang": "--nayak-zhang-xi", "microaggregate": "--mdav-k",
+                   "noise": "--noise-level"}.get(name, param)
+            raise InputError(f"{where}: {param} ({opt}) must be {rng}; got {v!r}")
+        s[param] = int(v) if integer else float(v)
+
+    if name == "recode":
+        m = s["mapping"]
+        if not isinstance(m, dict) or not m:
+            raise InputError(f"{where}: mapping must be a non-empty mapping old level -> new level")
+    elif name == "band":
+        b = s["breaks"]
+        if not isinstance(b, list) or len(b) < 2:
+            raise InputError(f"{where}: breaks must be a list of at least two increasing numbers")
+    elif name in ("top_code", "bottom_code"):
+        number("threshold")
+        number("replacement")
+    elif name == "suppress":
+        number("k", lo=1, integer=True)
+    elif name == "pram":
+        number("pd", lo=0, hi=1, lo_open=True, default=0.8)
+        number("alpha", lo=0, hi=1)
+    elif name == "nayak_zhang":
+        number("xi", lo=1 / 3, hi=1, default=1 / 3)
+        number("theta", lo=0, hi=1)
+        number("group_size", lo=2, integer=True)
+    elif name == "microaggregate":
+        number("k", lo=1, integer=True, default=3)
+    elif name == "noise":
+        number("level", lo=0, default=0.1)
+    return s
+
+
+def _columns_of(step: dict[str, Any]) -> list[str]:
+    out = []
+    if "column" in step:
+        out.append(step["column"])
+    out += step.get("columns", [])
+    if step["step"] in ("suppress", "nayak_zhang"):
+        out += step["keys"]
+    return out
+
+
+def _params(step: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in step.items() if k not in ("step", "_from_text")}
+
+
+def _level_lookup(series, tokens, where: str) -> dict:
+    """Map text tokens (from the command line or JSON keys) to the column's own levels."""
+    import pandas as pd
+
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        levels = list(series.cat.categories)
+    else:
+        levels = list(pd.unique(series.dropna()))
+    by_text: dict[str, Any] = {}
+    for lev in levels:
+        by_text.setdefault(_as_text(lev), lev)
+    out = {}
+    for t in tokens:
+        if t in levels and not isinstance(t, str):
+            out[t] = t
+        elif _as_text(t) in by_text:
+            out[t] = by_text[_as_text(t)]
+        else:
+            shown = ", ".join(_as_text(v) for v in levels[:20])
+            raise InputError(
+                f"{where}: level {t!r} does not occur in the column; its levels are {shown}"
+            )
+    return out
+
+
+def _as_text(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _new_value(series, new):
+    """NEW from the command line: a number when the column is numeric and NEW reads as one."""
+    import pandas as pd
+
+    if isinstance(new, str) and pd.api.types.is_numeric_dtype(series.dtype) and not isinstance(
+        series.dtype, pd.CategoricalDtype
+    ):
+        try:
+            v = float(new)
+        except ValueError:
+            return new
+        return int(v) if v.is_integer() else v
+    return new
+
+
+def _run_step(step: dict[str, Any], frame, rng):
+    """Apply one validated step with :mod:`sdcbayes.protection`."""
+    from sdcbayes import protection as P
+
+    name = step["step"]
+    where = f"recode of {step.get('column')!r}"
+    if name == "recode":
+        col = step["column"]
+        lookup = _level_lookup(frame[col], list(step["mapping"]), where)
+        mapping = {lookup[old]: _new_value(frame[col], new) if step.get("_from_text") else new
+                   for old, new in step["mapping"].items()}
+        return P.merge_levels(frame, col, mapping)
+    if name == "band":
+        return P.band(frame, step["column"], step["breaks"], labels=step.get("labels"),
+                      right=bool(step.get("right", False)))
+    if name in ("top_code", "bottom_code"):
+        fn = P.top_code if name == "top_code" else P.bottom_code
+        return fn(frame, step["column"], step["threshold"], replacement=step.get("replacement"))
+    if name == "suppress":
+        return P.local_suppression(frame, step["keys"], step["k"],
+                                   importance=step.get("importance"),
+                                   strata=step.get("strata"), combs=step.get("combs"))
+    if name == "pram":
+        kw = {"alpha": step["alpha"]} if "alpha" in step else {}
+        return P.invariant_pram(frame, step["columns"], pd_min=step["pd"],
+                                strata=step.get("strata"), seed=rng, **kw)
+    if name == "nayak_zhang":
+        return P.nayak_zhang_pram(frame, step["keys"], xi=step["xi"], theta=step.get("theta"),
+                                  group_size=step.get("group_size"), seed=rng)
+    if name == "microaggregate":
+        kw = {k: step[k] for k in ("standardize", "aggregate") if k in step}
+        return P.mdav(frame, step["columns"], step["k"], **kw)
+    if name == "noise":
+        return P.add_noise(frame, step["columns"], step["level"],
+                           method=step.get("method", "additive"), seed=rng)
+    raise AssertionError(name)  # pragma: no cover - _validate_step rejects unknown steps
+
+
+# --------------------------------------------------------------------------- measures
+def _risk(frame, keys: list[str], weight: str | None, k: int) -> dict[str, Any]:
+    """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations."""
+    import numpy as np
+
+    from sdcbayes.microdata import Microdata
+    from sdcbayes.risk.assess import assess_closed_form
+
+    md = Microdata(frame, keys, weight=weight)
+    res = assess_closed_form(md)
+    s = res.summary
+    fk = res.records["fk"].to_numpy(dtype=float)
+    return {
+        "n_records": s["n_records"],
+        "n_cells": s["n_cells"],
+        "n_sample_uniques": s["n_sample_uniques"],
+        "expected_reidentifications": s["expected_reidentifications"],
+        "expected_reidentification_rate": s["expected_reidentification_rate"],
+        "max_risk": s["max_risk"],
+        "n_above_benchmark": s["n_above_benchmark"],
+        # fk with missing values as wildcards (sdcMicro's freqCalc), as in seed 001 sec. 3.2
+        "k_anonymity_violations": int(np.count_nonzero(fk < k)),
+        "n_missing_key_records": int(md.n_missing_key_records),
+    }
+
+
+def _information_loss(original, protected, columns: list[str], numeric_cols: list[str]
+                      ) -> dict[str, Any]:
+    """Changed/suppressed shares per touched variable (seed 001, 5.1).
+
+    IL1 is added for the variables a numeric method changed (micro-aggregation,
+    noise, top/bottom coding) when they are still numeric: on integer codes of a
+    categorical variable it would mean nothing.
+    """
+    import pandas as pd
+
+    from sdcbayes.protection.infoloss import categorical_loss, il1
+
+    if not columns:
+        return {"per_variable": {}}
+    cat = categorical_loss(original, protected, columns)
+    per_var = {c: {k: _plain(v) for k, v in row.items()} for c, row in cat.iterrows()}
+    for c in numeric_cols:
+        a, b = original[c], protected[c]
+        numeric = all(
+            pd.api.types.is_numeric_dtype(x.dtype) and not isinstance(x.dtype, pd.CategoricalDtype)
+            for x in (a, b)
+        )
+        if numeric and a.nunique(dropna=True) > 1:
+            per_var[c]["il1"] = il1(original, protected, [c])
+    out: dict[str, Any] = {"per_variable": per_var}
+    num = [c for c in numeric_cols if "il1" in per_var[c]]
+    if num:
+        out["il1_numeric"] = il1(original, protected, num)
+        out["il1_columns"] = num
+    return out
+
+
+def _plain(v):
+    import numpy as np
+
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
+
+
+def _jsonable(obj, limit: int = 1000):
+    """A step summary made JSON-safe; per-record arrays are left out (they are in the log)."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v, limit) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        arr = list(obj)
+        if len(arr) > limit:
+            return f"<{len(arr)} values omitted>"
+        return [_jsonable(v, limit) for v in arr]
+    if isinstance(obj, (np.generic,)):
+        return obj.item()
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return str(obj)
+
+
+def _tag_log(log, i: int, name: str):
+    out = log.copy()
+    out.insert(0, "method", name)
+    out.insert(0, "step", i)
+    return out
+
+
+def _concat_logs(logs):
+    """One table of all change logs; cells holding lists become JSON text."""
+    import numpy as np
+    import pandas as pd
+
+    logs = [lg for lg in logs if len(lg)] or logs[:1]
+    log = pd.concat(logs, ignore_index=True, sort=False) if logs else pd.DataFrame()
+    for c in log.columns:
+        v = log[c]
+        if pd.api.types.is_float_dtype(v.dtype):
+            x = v.to_numpy()
+            ok = ~np.isnan(x)
+            if ok.any() and np.all(x[ok] == np.round(x[ok])) and np.all(np.abs(x[ok]) < 2**53):
+                # Counts and record numbers turned float by the concatenation's blanks.
+                log[c] = v.astype("Int64")
+        elif v.dtype == object:
+            log[c] = log[c].map(
+                lambda v: json.dumps(_jsonable(v, 10**9))
+                if isinstance(v, (list, tuple, np.ndarray, dict))
+                else v
+            )
+    return log
+
+
+# --------------------------------------------------------------------------- output file
+def _output_name(ext: str) -> tuple[str, str | None]:
+    if ext == ".sas7bdat":
+        return "protected.parquet", (
+            "SAS .sas7bdat files cannot be written (pyreadstat reads them only); the protected "
+            "file is Parquet"
+        )
+    return f"protected{ext}", None
+
+
+def _write_protected(path: Path, frame, source: Path, ext: str) -> None:
+    """Write ``frame`` in the input's format (value labels restored for SPSS/Stata)."""
+    if ext in (".csv", ".csv.gz", ".tsv"):
+        frame.to_csv(path, index=False, sep="\t" if ext == ".tsv" else ",")
+        return
+    if ext in (".parquet", ".pq", ".sas7bdat"):
+        _arrow_safe(frame).to_parquet(path, index=False)
+        return
+    import pyreadstat
+
+    from sdcbayes.exceptions import DataError
+
+    df, labels = _labelled(frame, source, ext)
+    try:
+        if ext in (".sav", ".zsav"):
+            pyreadstat.write_sav(df, str(path), variable_value_labels=labels,
+                                 compress=ext == ".zsav")
+        elif ext == ".dta":
+            pyreadstat.write_dta(df, str(path), variable_value_labels=labels)
+        elif ext == ".por":
+            pyreadstat.write_por(df, str(path))
+        elif ext == ".xpt":
+            pyreadstat.write_xport(df, str(path))
+        else:  # pragma: no cover - read_microdata accepts only the endings above
+            raise InputError(f"cannot write files of type {ext}")
+    except (pyreadstat.ReadstatError, ValueError, TypeError) as e:
+        # Format limits (name lengths, string widths, label types) surface here.
+        raise DataError(
+            f"could not write the protected file as {ext}: {' '.join(str(e).split())}; "
+            "convert the input to CSV or Parquet and run again"
+        ) from None
+
+
+def _arrow_safe(frame):
+    """Object columns that mix types (e.g. numbers recoded to text) become text."""
+    import pandas as pd
+
+    out = frame.copy()
+    for c in out.columns:
+        s = out[c]
+        if s.dtype == object:
+            kinds = {type(v) for v in s.dropna().to_numpy()}
+            if len(kinds) > 1:
+                out[c] = s.map(lambda v: v if pd.isna(v) else _as_text(v))
+    return out
+
+
+def _labelled(frame, source: Path, ext: str):
+    """Categoricals back to numeric codes with value labels (SPSS, Stata).
+
+    read_microdata turned labelled columns into categoricals of label names; the
+    original code of every label is read again from the file's metadata, so
+    untouched columns keep their codes. New categories (from recoding) get new
+    codes above the largest one; categories that were unlabelled codes (text
+    like ``"7"``) get their code back without a label.
+    """
+    import numpy as np
+    import pandas as pd
+    import pyreadstat
+
+    reader = {".sav": pyreadstat.read_sav, ".zsav": pyreadstat.read_sav,
+              ".dta": pyreadstat.read_dta, ".por": pyreadstat.read_por,
+              ".xpt": pyreadstat.read_xport}[ext]
+    try:
+        _, meta = reader(str(source), metadataonly=True)
+        original = dict(meta.variable_value_labels or {})
+    except Exception:  # metadata are a nicety; write fresh codes if they cannot be read
+        original = {}
+    out = _arrow_safe(frame)
+    labels: dict[str, dict] = {}
+    for c in out.columns:
+        s = out[c]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            code_of = {str(lab): code for code, lab in original.get(c, {}).items()}
+            cats = [str(x) for x in s.cat.categories]
+            codes: dict[str, float] = {}
+            used = {float(v) for v in code_of.values() if isinstance(v, (int, float))}
+            for cat in cats:
+                if cat in code_of:
+                    codes[cat] = float(code_of[cat])
+                else:
+                    try:
+                        v = float(cat)
+                    except ValueError:
+                        continue
+                    if v not in used:
+                        codes[cat] = v
+                        used.add(v)
+            nxt = (max(used) if used else 0.0) + 1.0
+            for cat in cats:
+                if cat not in codes:
+                    codes[cat] = nxt
+                    used.add(nxt)
+                    nxt += 1.0
+            arr = np.array([codes[x] for x in cats] + [np.nan])
+            out[c] = arr[s.cat.codes.to_numpy()]
+            lab = {
+                (int(v) if float(v).is_integer() else v): cat
+                for cat, v in codes.items()
+                if cat in code_of or not _is_number(cat)
+            }
+            if lab:
+                labels[c] = lab
+        elif pd.api.types.is_extension_array_dtype(s.dtype) and pd.api.types.is_numeric_dtype(
+            s.dtype
+        ):
+            out[c] = s.astype("float64")  # nullable integers: missing becomes system missing
+    return out, labels
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- printing
+def _print_summary(s: dict[str, Any], out: Path) -> None:
+    b, a = s["risk"]["before"], s["risk"]["after"]
+    click.echo(
+        f"sdcbayes {s['sdcbayes_version']} — protect: "
+        + " -> ".join(st["name"] for st in s["steps"])
+    )
+    click.echo(f"data: {s['data']}")
+    if s.get("note"):
+        click.echo(f"note: {s['note']}")
+    rows = [
+        ("", "before -> after"),
+        ("sample uniques", f"{b['n_sample_uniques']:,} -> {a['n_sample_uniques']:,}"),
+        (
+            "expected re-identifications",
+            f"{b['expected_reidentifications']:.2f} -> {a['expected_reidentifications']:.2f}",
+        ),
+        (
+            f"records violating {s['risk']['k']}-anonymity",
+            f"{b['k_anonymity_violations']:,} -> {a['k_anonymity_violations']:,}",
+        ),
+    ]
+    for var, v in s["information_loss"]["per_variable"].items():
+        text = (
+            f"{100 * v['share_changed']:.1f}% changed, "
+            f"{100 * v['share_suppressed']:.1f}% suppressed"
+        )
+        if "il1" in v:
+            text += f", IL1 {v['il1']:.3g}"
+        rows.append((f"  {var}", text))
+    echo_table(rows)
+    click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html")

@@ -1,0 +1,223 @@
+"""``sdcbayes suda``: SUDA and DIS-SUDA scores of every record (seed 001, section 3.5).
+
+Special uniques detection (Elliot et al.): a record scores for every *minimal
+sample unique* (MSU) it has, a smallest set of key variables on which no other
+record shares its values; small MSUs score most (an MSU of size ``k`` among
+``M`` keys scores ``(M - k)!``, seed 001 section 3.5 and DESIGN.md). DIS-SUDA
+spreads the data intrusion simulation estimate of the probability that a
+unique match is correct over the records, in proportion to their scores.
+The computation is :func:`sdcbayes.risk.suda.suda`; this module reads the
+file, checks the options, and writes ``records.csv``, ``summary.json`` and
+``report.html`` atomically.
+
+Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sdcbayes._cliutils import (
+    check_out_dir,
+    echo_table,
+    json_default,
+    nan_to_none,
+    split_names,
+    write_csv,
+    write_json,
+    write_output_folder,
+)
+from sdcbayes.exceptions import InputError
+
+
+@click.command("suda")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--keys",
+    required=True,
+    help="Key variables the intruder may know, comma-separated column names "
+    "(e.g. age,sex,region,occupation). SUDA looks for the smallest combinations of "
+    "them that single a record out.",
+)
+@click.option(
+    "--max-size",
+    type=int,
+    default=None,
+    help="Largest combination of keys searched for special uniques (1..number of keys). "
+    "Default: all keys. Smaller values are faster and assume the intruder combines at "
+    "most this many variables.",
+)
+@click.option(
+    "--dis-fraction",
+    type=float,
+    default=0.01,
+    show_default=True,
+    help="Sampling fraction of the file (sample size / population size) used by the data "
+    "intrusion simulation (DIS) that calibrates the DIS-SUDA scores to a probability of "
+    "correct re-identification.",
+)
+@click.option(
+    "--missing",
+    "missing_codes",
+    default=None,
+    help="Comma-separated codes that mean 'missing' in the key columns besides empty cells "
+    "(e.g. -999,99). A missing value is never part of a special unique and matches no "
+    "value (sdcMicro's SUDA2 behaviour).",
+)
+@click.option(
+    "--score-method",
+    type=click.Choice(["elliot", "ihsn"]),
+    default="elliot",
+    show_default=True,
+    help="Weight of an MSU of size k: elliot gives (M - k)! (seed 001, sdcMicro's "
+    "original_scores = TRUE); ihsn is the older IHSN/OECD weighting.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("sdcbayes-suda"),
+    show_default=True,
+    help="Output folder: records.csv, summary.json, report.html.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+def command(
+    data: Path,
+    keys: str,
+    max_size: int | None,
+    dis_fraction: float,
+    missing_codes: str | None,
+    score_method: str,
+    out: Path,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Score every record by its special uniques (SUDA) and estimate DIS-SUDA risk.
+
+    DATA is a CSV, Parquet, SPSS (.sav), Stata (.dta) or SAS (.sas7bdat) file.
+    records.csv holds, in input order, each record's SUDA score, its DIS-SUDA
+    score (an estimate of the probability that a unique match on the keys is
+    a correct re-identification) and the share of its score due to each key.
+    """
+    import math
+
+    from sdcbayes.microdata import read_microdata
+
+    key_list = split_names(keys)
+    if not key_list:
+        raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
+    dup = sorted({k for k in key_list if key_list.count(k) > 1})
+    if dup:
+        raise InputError(f"--keys repeats {dup}; name each key once")
+    check_out_dir(out)
+    if max_size is not None and not 1 <= max_size <= len(key_list):
+        raise InputError(
+            f"--max-size must be between 1 and the number of keys ({len(key_list)}); got {max_size}"
+        )
+    if not (math.isfinite(dis_fraction) and 0.0 < dis_fraction < 1.0):
+        raise InputError(
+            f"--dis-fraction must lie strictly between 0 and 1 (sample size / population "
+            f"size); got {dis_fraction}"
+        )
+    missing = _parse_missing(missing_codes)
+    frame = read_microdata(data)
+    absent = [k for k in key_list if k not in frame.columns]
+    if absent:
+        raise InputError(
+            f"key column(s) {absent} not in {data.name}; available columns are "
+            f"{', '.join(map(str, frame.columns[:30]))}"
+        )
+    if len(frame) == 0:
+        raise InputError(f"{data.name} has no records")
+
+    from sdcbayes.provenance import stamp
+    from sdcbayes.risk.suda import suda
+
+    result = suda(
+        frame,
+        key_list,
+        max_size=max_size,
+        dis_fraction=dis_fraction,
+        missing=missing,
+        score_method=score_method,
+    )
+    records = result.records_frame()
+    summary: dict[str, Any] = {"command": "suda", "data": str(data), **result.summary()}
+    summary["missing_codes"] = missing
+    summary["provenance"] = stamp(
+        "suda",
+        data_summary={"n_records": int(len(frame)), "keys": key_list},
+        settings={
+            "max_size": result.max_size,
+            "dis_fraction": dis_fraction,
+            "score_method": score_method,
+            "missing": missing,
+        },
+    )
+
+    from sdcbayes.report import suda_report
+
+    html = suda_report(result, summary)
+    write_output_folder(
+        out,
+        {
+            "summary.json": lambda p: write_json(p, summary),
+            "records.csv": lambda p: write_csv(p, records),
+            "report.html": lambda p: p.write_text(html, encoding="utf-8"),
+        },
+    )
+    if as_json:
+        click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
+    elif not quiet:
+        _print_summary(summary, out)
+
+
+def _parse_missing(text: str | None) -> list[Any] | None:
+    """``"-999,99,NA"`` -> ``[-999, 99, 'NA']``: numbers as numbers, the rest as text.
+
+    Each number is given both as int/float and as its text, so that a code
+    matches whether the column was read as numbers or as strings.
+    """
+    if text is None:
+        return None
+    out: list[Any] = []
+    for raw in (t.strip() for t in text.split(",")):
+        if not raw:
+            continue
+        out.append(raw)
+        try:
+            v = float(raw)
+        except ValueError:
+            continue
+        out.append(int(v) if v.is_integer() else v)
+        if v.is_integer():
+            out.append(float(v))
+    if not out:
+        raise InputError("--missing is empty; give codes such as --missing -999,99")
+    return list(dict.fromkeys(out))
+
+
+def _print_summary(s: dict[str, Any], out: Path) -> None:
+    click.echo(
+        f"sdcbayes {s['sdcbayes_version']} — SUDA on {s['n_keys']} keys "
+        f"(MSUs up to size {s['max_size']}, {s['score_method']} scores)"
+    )
+    click.echo(f"data: {s['data']}")
+    rows = [
+        ("records", f"{s['n_records']:,}"),
+        ("records with a special unique", f"{s['n_records_with_msu']:,}"),
+        ("minimal sample uniques", f"{s['n_msus']:,}"),
+        ("sample uniques on all keys", f"{s['n_sample_uniques']:,}"),
+        ("DIS estimate (P correct match | unique)", f"{s['dis']:.4g}"),
+        ("largest SUDA score", f"{s['suda_score_max']:.4g}"),
+        ("largest DIS-SUDA score", f"{s['dis_suda_score_max']:.4g}"),
+    ]
+    contrib = s.get("attribute_contributions") or {}
+    for k, v in sorted(contrib.items(), key=lambda kv: -kv[1])[:5]:
+        rows.append((f"  contribution of {k}", f"{v:.1f}%"))
+    echo_table(rows)
+    click.echo(f"written: {out}/records.csv, summary.json, report.html")

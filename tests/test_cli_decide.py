@@ -1,0 +1,280 @@
+"""`sdcbayes decide`, run as a user runs it: a subprocess of the installed console script.
+
+Reference numbers: seed 003 (Zaslavsky & Horton 1998), Table 2, through the CLI
+with the seed's fixed hyperparameters alpha = 1, beta = 10; everything else is
+checked against the Python API on the same input.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+EXE = shutil.which("sdcbayes") or str(Path(sys.executable).with_name("sdcbayes"))
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=600)
+
+
+def run_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+    """The console script's entry point, called in this process (no interpreter start-up).
+
+    ``sdcbayes.cli.main`` is what the ``sdcbayes`` script runs; the bad-input cases
+    use it directly so that a dozen of them cost a fraction of a second each.
+    """
+    from sdcbayes.cli import main
+
+    capsys.readouterr()
+    rc = main(list(args))
+    cap = capsys.readouterr()
+    return subprocess.CompletedProcess(args, rc, cap.out, cap.err)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("sdcbayes: error:")
+    assert "Traceback" not in proc.stderr
+    for frag in fragments:
+        assert frag in lines[0], lines[0]
+
+
+def assert_printed(value: float, printed: str, what: str = "") -> None:
+    """``value`` rounds to the printed number (half a unit in its last digit)."""
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    tol = 0.5 * 10.0**-decimals + 1e-12
+    assert abs(value - float(printed)) <= tol, f"{what}: {value!r} vs printed {printed}"
+
+
+# --- seed 003, Table 2 (literals copied from tests/test_risk_decisions.py) -------------
+# Two domain types (n, N) = (3, 8) with probability 0.25 and (5, 20) with 0.75;
+# L1 = y exp(-Y/10), L0 = y, alpha = 1, beta = 10. Columns: n N y, then the cumulative
+# sum_pub P R1 and the sum P L0 of the suppressed rest, in the printed publication order.
+TABLE2 = """
+3 8 0 0.000 0.409
+5 20 0 0.000 0.409
+5 20 5 0.0004 0.408
+5 20 4 0.005 0.398
+5 20 3 0.026 0.357
+5 20 2 0.096 0.247
+3 8 3 0.097 0.244
+3 8 2 0.110 0.227
+5 20 1 0.246 0.048
+3 8 1 0.287 0.000
+"""
+
+
+@pytest.fixture(scope="module")
+def table2_csv(tmp_path_factory):
+    # Weights P(n, N) P(y | n, N) from scipy's beta-binomial (independent of sdcbayes).
+    rows = [
+        {"dom": f"{n}/{N}/{y}", "y": y, "n": n, "N": N, "w": p * stats.betabinom.pmf(y, n, 1, 10)}
+        for n, N, p in ((3, 8, 0.25), (5, 20, 0.75))
+        for y in range(n + 1)
+    ]
+    path = tmp_path_factory.mktemp("t2") / "table2.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_table2_order_and_cumulative_columns_through_cli(table2_csv, tmp_path):
+    out = tmp_path / "t2"
+    proc = run_cli(
+        "decide", str(table2_csv), "--y", "y", "--n", "n", "--N", "N", "--domain", "dom",
+        "--weight", "w", "--alpha", "1", "--beta", "10", "--out", str(out), "-q",
+    )
+    assert proc.returncode == 0, proc.stderr
+    fr = pd.read_csv(out / "frontier.csv", keep_default_na=False, na_values=[""])
+    printed = [line.split() for line in TABLE2.strip().splitlines()]
+    assert len(fr) == len(printed) + 1  # row 0: nothing published
+    assert fr["disclosure_share"].iloc[0] == 0 and fr["nonpublication_share"].iloc[0] == 1
+    for j, row in enumerate(printed, start=1):
+        assert fr["dom"].iloc[j] == "/".join(row[:3]), f"publication order at line {j}"
+        assert_printed(fr["disclosure"].iloc[j], row[3], f"sum_pub P R1 at line {j}")
+        assert_printed(fr["nonpublication"].iloc[j], row[4], f"sum P L0 at line {j}")
+    # Section 4: "the cumulative sum 0.026 ... and 0.357" after the first five lines.
+    assert_printed(fr["disclosure"].iloc[5], "0.026")
+    assert_printed(fr["nonpublication"].iloc[5], "0.357")
+    # Shares are the sums normalised to [0, 1].
+    np.testing.assert_allclose(
+        fr["disclosure_share"], fr["disclosure"] / fr["disclosure"].iloc[-1], rtol=1e-12
+    )
+    dec = pd.read_csv(out / "decisions.csv")
+    assert list(dec.columns) == ["dom", "R1", "R0", "ratio", "publish", "order"]
+    assert dec["dom"].tolist() == pd.read_csv(table2_csv)["dom"].tolist()  # input order
+    # Table 1 (n = 3, N = 8): R1 = 0.846, 1.479, 1.939 for y = 1, 2, 3.
+    for y, printed_r1 in ((1, "0.846"), (2, "1.479"), (3, "1.939")):
+        assert_printed(dec.loc[dec["dom"] == f"3/8/{y}", "R1"].item(), printed_r1, f"R1({y})")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["hyperparameters"]["source"] == "fixed"
+    assert summary["hyperparameters"]["alpha"] == 1.0 and summary["hyperparameters"]["beta"] == 10.0
+
+
+@pytest.fixture(scope="module")
+def domains(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    m = 30
+    n = rng.integers(4, 40, m)
+    N = n * rng.integers(2, 12, m)
+    y = rng.binomial(n, rng.beta(1.5, 10.0, m))
+    frame = pd.DataFrame({"area": [f"A{i:02d}" for i in range(m)], "cnt": y, "ss": n, "pop": N})
+    frame = frame.sample(frac=1.0, random_state=3).reset_index(drop=True)  # not sorted
+    path = tmp_path_factory.mktemp("dom") / "domains.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+ALTS = ("uniques-equal:S=1/y", "known-respondents:S=10/y", "uniques-equal:S=10/constant")
+
+
+def test_ml_route_matches_python_api(domains, tmp_path):
+    path, frame = domains
+    out = tmp_path / "ml"
+    args = ["decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop", "--domain", "area",
+            "--hyperparameters", "ml", "--target-risk", "0.3", "--out", str(out), "--json"]
+    for a in ALTS:
+        args += ["--alternative", a]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+
+    from sdcbayes.risk.beta_binomial import fit_beta_binomial
+    from sdcbayes.risk.decisions import decide
+
+    expected = decide(
+        frame["cnt"], frame["ss"], frame["pop"], fit_method="ml", alternatives=list(ALTS),
+        target_risk=0.3, domain_names=frame["area"],
+    )
+    dec = pd.read_csv(out / "decisions.csv")
+    assert list(dec.columns) == ["area", "R1", "R0", "ratio", "publish", "order"]
+    assert dec["area"].tolist() == frame["area"].tolist()
+    for col in ("R1", "R0"):
+        np.testing.assert_allclose(dec[col], expected.table[col], rtol=1e-12)
+    np.testing.assert_array_equal(dec["publish"], expected.table["publish"])
+    fr = pd.read_csv(out / "frontier.csv")
+    assert list(fr.columns[:5]) == [
+        "step", "position", "area", "disclosure_share", "nonpublication_share"
+    ]
+    assert fr["disclosure_share"].between(0, 1).all()
+    assert fr["nonpublication_share"].between(0, 1).all()
+    np.testing.assert_allclose(
+        fr["disclosure_share"], expected.frontier["disclosure_share"], rtol=1e-12, atol=1e-15
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary == printed
+    fit = fit_beta_binomial(frame["cnt"], frame["ss"])
+    assert summary["hyperparameters"]["source"] == "ml"
+    assert summary["hyperparameters"]["alpha"] == pytest.approx(fit.alpha, rel=1e-12)
+    sat = summary["suppression_at_target"]
+    assert sat["reference"] == pytest.approx(expected.suppression_at_target, rel=1e-12)
+    assert sat["random_suppression"] == pytest.approx(0.7)
+    assert sorted(sat["alternatives"]) == sorted(expected.summary()["suppression_at_target"]
+                                                 ["alternatives"])
+    # The reference ranking is the optimum: no alternative needs less suppression (seed 003,
+    # Section 4: "the lowest that can be attained with any nondisclosure rule").
+    assert all(v >= sat["reference"] - 1e-12 for v in sat["alternatives"].values())
+    assert summary["provenance"]["command"].startswith("sdcbayes decide")
+    html = (out / "report.html").read_text()
+    # frontier plot: reference + 3 alternatives + random suppression
+    assert html.count("<polyline") == 2 + len(ALTS)
+    assert "Jensen" in html and "<script" not in html
+
+
+def test_posterior_smoke(domains, tmp_path):
+    path, frame = domains
+    out = tmp_path / "post"
+    proc = run_cli(
+        "decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop",
+        "--draws", "20", "--tune", "20", "--chains", "1", "--max-draws", "8", "--seed", "5",
+        "--out", str(out), "-q",
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    h = summary["hyperparameters"]
+    assert h["source"] == "posterior draws"
+    assert h["n_draws"] == 20 and h["n_draws_used"] == 8
+    lo, hi = h["alpha"]["interval_90"]
+    assert 0 < lo <= h["alpha"]["mean"] <= hi
+    assert {"max_r_hat", "min_ess_bulk", "divergences"} <= set(summary["diagnostics"])
+    assert summary["settings"]["max_draws"] == 8
+    dec = pd.read_csv(out / "decisions.csv")
+    assert list(dec.columns) == ["R1", "R0", "ratio", "publish", "order"]  # no --domain
+    assert len(dec) == len(frame)
+    np.testing.assert_array_equal(dec["R0"], frame["cnt"])  # L0 = y
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (["--y", "nope"], ["nope"]),
+        (["--disclosure-loss", "uniques-eqaul:S=10"], ["uniques-eqaul", "uniques-equal:S=..."]),
+        (["--suppression-loss", "rows"], ["rows", "constant"]),
+        (["--alternative", "uniques-equal:S=1"], ["DISCLOSURE/SUPPRESSION"]),
+        (["--alternative", "bogus/y"], ["bogus"]),
+        (["--target-risk", "0"], ["--target-risk"]),
+        (["--target-risk", "1.5"], ["--target-risk"]),
+        (["--alpha", "1"], ["--beta"]),
+        (["--c", "-1"], ["--c"]),
+    ],
+    ids=["missing-column", "bad-disclosure-loss", "bad-suppression-loss", "bad-alternative",
+         "unknown-alternative-loss", "target-0", "target-1.5", "alpha-without-beta", "bad-c"],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(
+    domains, tmp_path, capsys, extra, fragments
+):
+    # Default (posterior) route: the error must come before any fitting (PyMC would log).
+    path, _ = domains
+    # A later option overrides an earlier one (click), so `extra` can replace a column.
+    args = ["decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop", *extra]
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, *args, "--out", str(out))
+    assert_one_line_error(proc, *fragments)
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragments"),
+    [
+        (lambda f: f.assign(cnt=f["ss"] + 1), ["y (cnt) > n (ss)"]),
+        (lambda f: f.assign(pop=f["ss"] - 1), ["n (ss) > N (pop)"]),
+        (lambda f: f.assign(cnt=f["cnt"] + 0.5), ["whole numbers"]),
+        (lambda f: f.assign(area="same"), ["repeats"]),
+    ],
+    ids=["y-above-n", "n-above-N", "fractional-count", "duplicate-domain"],
+)
+def test_bad_counts_are_rejected(domains, tmp_path, capsys, edit, fragments):
+    _, frame = domains
+    bad = tmp_path / "bad.csv"
+    edit(frame.copy()).to_csv(bad, index=False)
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "decide", str(bad), "--y", "cnt", "--n", "ss", "--N", "pop",
+                          "--domain", "area", "--out", str(out))
+    assert_one_line_error(proc, *fragments)
+    assert not out.exists()
+
+
+def test_missing_file_through_the_console_script(tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli("decide", str(tmp_path / "nope.csv"), "--y", "a", "--n", "b", "--N", "c",
+                   "--out", str(out))
+    assert_one_line_error(proc, "nope.csv")
+    assert not out.exists()
+
+
+def test_help_explains_options(capsys):
+    proc = run_in_process(capsys, "decide", "--help")
+    assert proc.returncode == 0
+    for opt in ("--y", "--n", "--N", "--disclosure-loss", "--suppression-loss", "--alternative",
+                "--target-risk", "--hyperparameters", "--max-draws", "--alpha", "--out"):
+        assert opt in proc.stdout
