@@ -35,11 +35,11 @@ from sdcbayes import Microdata
 from sdcbayes.datasets import make_benchmark_file
 from sdcbayes.risk.assess import assess_closed_form
 
-KEYS = ["k1", "k2", "k3", "k4", "k5"]
+KEYS = ["key1", "key2", "key3", "key4", "key5"]
 
 
 def run_once(frame, household: bool):
-    md = Microdata(frame, keys=KEYS, weight="weight", household="household" if household else None)
+    md = Microdata(frame, keys=KEYS, weight="weight", household="household_id" if household else None)
     return assess_closed_form(md)
 
 
@@ -95,7 +95,7 @@ def main() -> None:
         path = Path(tmp) / "bench_1e6.parquet"
         frames[10**6].to_parquet(path)
         cmd = [exe, "assess", str(path), "--keys", ",".join(KEYS), "--weight", "weight",
-               "--household", "household", "--model", "closed-form",
+               "--household", "household_id", "--model", "closed-form",
                "--out", str(Path(tmp) / "out"), "--quiet"]
         times = []
         for _ in range(args.repeats):

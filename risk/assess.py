@@ -33,6 +33,18 @@ def cells_to_records(cell_values: np.ndarray, record_cell: np.ndarray) -> np.nda
     return padded[record_cell]
 
 
+def _counts_to_records(cell_counts, record_cell: np.ndarray):
+    """Like :func:`cells_to_records` but keeps integer counts integer (shorter CSV)."""
+    counts = np.asarray(cell_counts)
+    if np.issubdtype(counts.dtype, np.integer):
+        if record_cell.size == 0 or record_cell.min() >= 0:
+            return counts[record_cell]
+        out = pd.array(counts[record_cell], dtype="Int64")
+        out[record_cell < 0] = pd.NA
+        return out
+    return cells_to_records(counts, record_cell)
+
+
 @dataclass
 class Assessment:
     """Per-record and per-cell risk with a file summary and provenance.
@@ -112,7 +124,7 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         {
             "record": np.arange(record_cell.size),
             "cell": record_cell,
-            "fk": cells_to_records(fk, record_cell),
+            "fk": _counts_to_records(cells.fk, record_cell),
             "Fk_hat": cells_to_records(Fk_hat, record_cell),
             "risk": rec_risk,
         }

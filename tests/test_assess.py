@@ -94,3 +94,19 @@ def test_labelled_view_has_record_and_cell_dims(francdat_result):
     assert ds["risk"].dims == ("record",)
     assert ds["cell_risk"].dims == ("cell",)
     assert ds.attrs["model"] == "closed-form"
+
+
+def test_dropped_records_keep_their_row_with_missing_risk():
+    frame = FRANCDAT.astype({"Key1": "float"})
+    frame.loc[2, "Key1"] = np.nan
+    md = Microdata(frame, keys=["Key1", "Key2", "Key3", "Key4"], weight="w", missing="drop")
+    res = assess_closed_form(md)
+    assert len(res.records) == 8
+    assert res.records["fk"].isna().tolist() == [i == 2 for i in range(8)]
+    assert np.isnan(res.records.loc[2, "risk"])
+    assert res.summary["n_records"] == 7
+    # the other records' risks are those of the 7-record file
+    md7 = Microdata(frame.drop(index=2), keys=["Key1", "Key2", "Key3", "Key4"], weight="w")
+    np.testing.assert_allclose(
+        res.records["risk"].drop(index=2), assess_closed_form(md7).records["risk"], rtol=1e-12
+    )
