@@ -19,8 +19,9 @@ What is here, by section of the paper:
   :func:`disclosure_risk_hypergeometric` (the without-replacement distribution
   stated before eq. 5), :func:`maximal_sample_fraction` (eq. 7-9).
 - Section 2.3: the Poisson-gamma model, :func:`poisson_gamma_alpha`
-  (``alpha = 1/(k beta)``), :func:`expected_population_uniques` and
-  :func:`uniques_fraction` (eq. 10; per subpopulation, eq. 11 and 12).
+  (``alpha = 1/(k beta)``) and :func:`uniques_fraction` (eq. 10; per
+  subpopulation, eq. 11 and 12); mu itself is
+  :func:`sdcbayes.risk.poisson_gamma.expected_population_uniques`.
 - Section 3: :func:`subpopulation_risk` (eq. 13),
   :func:`maximal_subpopulation_risk` (eq. 13-15),
   :func:`minimal_subpopulation_size` (eq. 16-17).
@@ -62,7 +63,6 @@ __all__ = [
     "disclosure_risk",
     "disclosure_risk_hypergeometric",
     "expected_disclosures",
-    "expected_population_uniques",
     "expected_union_size",
     "expected_union_size_unequal",
     "key_disclosure_probabilities",
@@ -424,6 +424,8 @@ def poisson_gamma_alpha(beta: Any, k: Any) -> Any:
 
 def _uniques_fraction(N: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     # exp/log1p form: (1 + N beta)^-(1 + alpha) underflows gracefully for big N.
+    # (Kept local rather than calling sdcbayes.risk.poisson_gamma, which requires
+    # N >= n >= 1; Mokken's subpopulation search evaluates N in [0, inf).)
     return np.exp(-(1.0 + alpha) * np.log1p(N * beta))
 
 
@@ -461,26 +463,6 @@ def uniques_fraction(N: Any, alpha: Any, beta: Any) -> Any:
     alpha = _check_range("alpha", alpha, 0.0, low_open=True)
     beta = _check_range("beta", beta, 0.0, low_open=True)
     return _scalar(_uniques_fraction(N, alpha, beta))
-
-
-@_labelled
-def expected_population_uniques(N: Any, alpha: Any, beta: Any) -> Any:
-    r"""Expected number of population uniques ``mu``, seed 000 eq. (10).
-
-    .. math:: \mu = N (1 + N\beta)^{-(1+\alpha)}
-
-    For subpopulations (eq. 11-12) evaluate per subpopulation and sum:
-    ``mu = sum_j mu_j``. See :func:`uniques_fraction` for the parameters.
-
-    Returns
-    -------
-    numpy.ndarray or float
-        ``mu``, broadcast.
-    """
-    N = _check_range("N", N, 0.0)
-    alpha = _check_range("alpha", alpha, 0.0, low_open=True)
-    beta = _check_range("beta", beta, 0.0, low_open=True)
-    return _scalar(N * _uniques_fraction(N, alpha, beta))
 
 
 # -------------------------------------------------------------- Section 3: subpopulations

@@ -22,6 +22,7 @@ from scipy import optimize, stats
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.risk import mokken as mk
+from sdcbayes.risk.poisson_gamma import expected_population_uniques
 
 # ----------------------------------------------------------------------------- Table 1
 
@@ -235,7 +236,7 @@ def test_uniques_fraction_equals_k_times_negative_binomial_pmf():
     N = 63_624
     alpha = mk.poisson_gamma_alpha(beta, k)
     pr1 = stats.nbinom.pmf(1, alpha, 1 / (1 + N * beta))
-    np.testing.assert_allclose(mk.expected_population_uniques(N, alpha, beta), k * pr1, rtol=1e-10)
+    np.testing.assert_allclose(expected_population_uniques(alpha, beta, N), k * pr1, rtol=1e-10)
     # mean N beta alpha = N / k
     mean = stats.nbinom.mean(alpha, 1 / (1 + N * beta))
     np.testing.assert_allclose(mean, np.broadcast_to(N / k, mean.shape), rtol=1e-12)
@@ -250,7 +251,7 @@ def test_expected_uniques_by_simulation():
     pi = rng.gamma(alpha, beta, size=(reps, k))
     Y = rng.poisson(N * pi)
     uniques = (Y == 1).sum(axis=1)
-    mu = mk.expected_population_uniques(N, alpha, beta)
+    mu = expected_population_uniques(alpha, beta, N)
     se = uniques.std(ddof=1) / math.sqrt(reps)
     assert abs(uniques.mean() - mu) < 4 * se
 
