@@ -4,5 +4,57 @@ The closed-form modules import NumPy, SciPy, pandas and xarray only -- never
 PyMC or ArviZ -- so a closed-form assessment starts in well under a second.
 Array functions work on point values and on ``(chain, draw, cell)`` arrays alike;
 labelled wrappers add dims and provenance. The posterior part of the layer
-(issue 4) consumes fitted posteriors through ``sdcbayes.inference``.
+(:mod:`sdcbayes.risk.posterior`, :mod:`sdcbayes.risk.posterior_assess`) consumes
+fitted posteriors through ``sdcbayes.inference``.
+
+Modules (see ARCHITECTURE.md): ``individual`` (Benedetti-Franconi / Polettini),
+``poisson_gamma`` (Bethlehem-Keller-Pannekoek), ``mokken`` (Mokken et al.),
+``beta_binomial`` and ``losses`` (Zaslavsky-Horton), ``decisions``, ``measures``
+(household risk, k-anonymity, l-diversity, benchmark rule), ``suda``,
+``linkage``, ``loglinear`` and ``dis`` (baselines), ``assess`` (closed-form file
+assessment), ``posterior`` / ``posterior_assess`` (posterior risk).
+
+The most used functions are re-exported here lazily (importing this package
+imports none of its modules until a name is used).
 """
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "benedetti_franconi_risk": "individual",
+    "negbin_inverse_moment": "individual",
+    "polettini_closed_form": "individual",
+    "fit_poisson_gamma": "poisson_gamma",
+    "prob_population_unique": "poisson_gamma",
+    "expected_inverse_frequency": "poisson_gamma",
+    "expected_population_uniques": "poisson_gamma",
+    "tau_estimates": "poisson_gamma",
+    "fit_beta_binomial": "beta_binomial",
+    "posterior_predictive_pmf": "beta_binomial",
+    "expected_loss": "beta_binomial",
+    "parse_loss": "losses",
+    "decide": "decisions",
+    "household_risk": "measures",
+    "benchmark_rule": "measures",
+    "k_anonymity_violations": "measures",
+    "l_diversity": "measures",
+    "suda": "suda",
+    "linkage_risk": "linkage",
+    "fit_loglinear": "loglinear",
+    "assess_closed_form": "assess",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sdcbayes.risk' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sdcbayes.risk.{module}"), name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

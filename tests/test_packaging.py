@@ -59,3 +59,13 @@ def test_unknown_attribute_raises(name):
 
     with pytest.raises(AttributeError):
         getattr(sdcbayes, name)
+
+
+def test_risk_reexports_resolve_to_their_modules():
+    import sdcbayes.risk as risk
+
+    for name in risk.__all__:
+        obj = getattr(risk, name)
+        assert obj.__module__.startswith("sdcbayes.risk."), (name, obj.__module__)
+    with pytest.raises(AttributeError):
+        risk.no_such_function  # noqa: B018

@@ -1,0 +1,106 @@
+r"""Skinner-Elliot (2002) DIS measure: probability of a correct match given a unique match.
+
+An intruder takes a population unit at random and looks for its key values in the
+released sample. Among the population units whose key matches exactly one sample
+record (cells with f_k = 1), the match is correct when the unit is that record
+(Skinner & Elliot 2002, "A measure of disclosure risk for microdata", JRSS B 64,
+855-867, the definition of theta; the paper is not among the seeds, so no
+equation numbers are cited):
+
+.. math::
+
+    \theta = P(\mathrm{CM} \mid \mathrm{UM})
+           = \frac{\sum_k I(f_k = 1)}{\sum_k F_k\, I(f_k = 1)} .
+
+Under Bernoulli sampling at rate :math:`\pi` (within a cell of size F,
+:math:`P(f = 1) = F\pi(1-\pi)^{F-1}` and :math:`P(f = 2) = \binom F2 \pi^2(1-\pi)^{F-2}`),
+:math:`E[(F_k - 1) I(f_k = 1)] = \tfrac{2(1-\pi)}{\pi} P(f_k = 2)`, so the
+denominator has the unbiased estimator :math:`n_1 + 2(1-\pi)n_2/\pi` and
+
+.. math::
+
+    \hat\theta = \frac{\pi n_1}{\pi n_1 + 2(1-\pi) n_2}
+
+(Skinner & Elliot 2002, their estimator of theta), with n_1, n_2 the numbers of
+sample cells of size 1 and 2. No model is needed: it is the "Data Intrusion Simulation" measure that
+DIS-SUDA distributes over records (IHSN guide, seed ``001_``, section 3.5).
+
+Imports NumPy only; the functions broadcast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sdcbayes.exceptions import InputError
+
+__all__ = ["dis_estimate", "dis_from_frequencies", "dis_truth"]
+
+
+def dis_estimate(n1, n2, sampling_fraction):
+    r"""Skinner-Elliot estimate :math:`\hat\theta = \pi n_1 / (\pi n_1 + 2(1-\pi) n_2)`.
+
+    Skinner & Elliot (2002), estimator of theta (see the module docstring for the derivation).
+
+    Parameters
+    ----------
+    n1, n2 : array_like
+        Numbers of sample uniques and of sample pairs (cells with f_k = 1, 2).
+    sampling_fraction : array_like
+        pi in (0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        The estimate; NaN where n1 = n2 = 0 (no sample uniques: theta undefined).
+    """
+    n1 = np.asarray(n1, dtype=float)
+    n2 = np.asarray(n2, dtype=float)
+    pi = np.asarray(sampling_fraction, dtype=float)
+    if not np.all((pi > 0) & (pi <= 1)):
+        raise InputError("sampling_fraction must be in (0, 1]; pass n/N, e.g. 0.05.")
+    if np.any(n1 < 0) or np.any(n2 < 0):
+        raise InputError("n1 and n2 are counts of cells and must be >= 0.")
+    num = pi * n1
+    den = num + 2.0 * (1.0 - pi) * n2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def dis_from_frequencies(fk, sampling_fraction) -> float:
+    """:func:`dis_estimate` from the sample cell frequencies f_k of the observed cells.
+
+    Parameters
+    ----------
+    fk : array_like of int
+        Sample frequency of each observed cell.
+    sampling_fraction : float
+        pi in (0, 1].
+
+    Returns
+    -------
+    float
+    """
+    fk = np.asarray(fk)
+    return float(dis_estimate(np.count_nonzero(fk == 1), np.count_nonzero(fk == 2),
+                              sampling_fraction))
+
+
+def dis_truth(fk, Fk) -> float:
+    r"""True :math:`\theta = \sum_k I(f_k=1) / \sum_k F_k I(f_k=1)` (Skinner & Elliot 2002).
+
+    Parameters
+    ----------
+    fk, Fk : array_like
+        Sample and population frequencies of the sample cells.
+
+    Returns
+    -------
+    float
+        NaN without sample uniques.
+    """
+    fk = np.asarray(fk)
+    Fk = np.asarray(Fk, dtype=float)
+    unique = fk == 1
+    den = Fk[unique].sum()
+    return float(np.count_nonzero(unique) / den) if den > 0 else float("nan")

@@ -1,0 +1,771 @@
+r"""Accuracy harness: known populations, repeated samples, every estimator scored.
+
+A population is a file whose every record is known, so for each sample drawn from it
+the disclosure-risk targets of ``DESIGN.md`` (Notation) are known exactly:
+
+- :math:`\tau_1 = \sum_k I(f_k = 1, F_k = 1)` (sample uniques that are population uniques),
+- :math:`\tau_2 = \sum_k I(f_k = 1)/F_k`,
+- the expected re-identifications :math:`\sum_i 1/F_{k(i)}` (IHSN guide, seed ``001_``,
+  section 3.4),
+- Skinner & Elliot's (2002) :math:`\theta = \sum_k I(f_k=1) / \sum_k F_k I(f_k=1)`
+  (:mod:`sdcbayes.risk.dis`),
+
+and, per sample-unique record, whether it is a population unique. :func:`run_design`
+draws seeded samples (simple random, or stratified with unequal weights), runs every
+method on each and records estimate, truth, interval and time in a tidy table;
+:func:`summarise` reduces it to relative bias, relative RMSE, 90% interval coverage
+and width, Brier score and AUC (record-level calibration and ranking of
+P(F_k = 1 | f_k = 1) among sample uniques) and run time.
+
+Methods share one interface (:class:`Method`): a callable
+``method(sample, keys, weight, N) -> Estimate``. The closed-form baselines are in
+:data:`BASELINES`; posterior models plug in the same way (return intervals in
+:attr:`Estimate.intervals`).
+
+Populations (:func:`load_population`): the synthetic census of
+:mod:`sdcbayes.datasets` and the real files of the shared data folder (UCI Adult,
+48,842 records, 6 and 9 keys; Scotland's 2011 census teaching file, 63,388 records,
+7 and 13 keys). The folder is ``../shared/data`` beside the project root, or
+``$SDCBAYES_SHARED_DATA``, or ``data_dir=``; when it is absent the real designs raise
+:class:`SkipDesign` with a message that says how to point to it.
+
+Imports NumPy, SciPy, pandas and the closed-form risk modules only (no PyMC).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from sdcbayes.datasets import DEMO_KEYS, joint_codes, simulate_population
+from sdcbayes.exceptions import InputError
+
+__all__ = [
+    "BASELINES",
+    "DATA_ENV",
+    "DESIGN_KINDS",
+    "POPULATIONS",
+    "QUANTITIES",
+    "Design",
+    "Estimate",
+    "Method",
+    "Population",
+    "SkipDesign",
+    "auc",
+    "benedetti_franconi_method",
+    "brier_score",
+    "calibration_table",
+    "dis_method",
+    "load_population",
+    "loglinear_method",
+    "poisson_gamma_method",
+    "run_design",
+    "shared_data_dir",
+    "summarise",
+    "truth_of_sample",
+]
+
+#: Environment variable naming the shared data folder.
+DATA_ENV = "SDCBAYES_SHARED_DATA"
+
+#: Sampling designs of :class:`Design`.
+DESIGN_KINDS = ("srs", "stratified")
+
+#: File-level targets, in table order.
+QUANTITIES = ("tau1", "tau2", "expected_reidentifications", "theta")
+
+_ADULT_COLUMNS = (
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
+    "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
+    "hours-per-week", "native-country", "income",
+)  # fmt: skip
+_ADULT6 = ("age", "sex", "race", "marital-status", "education", "native-country")
+_SCOT7 = ("age", "sex", "Marital_Status", "Country_Of_Birth", "Ethnic_Group", "religion", "health")
+_SCOT13 = _SCOT7 + (
+    "Family_Composition", "Economic_Activity", "Occupation", "industry",
+    "Hours_Worked_Per_Week", "Approximate_Social_Grade",
+)  # fmt: skip
+
+#: Known populations: name -> (source, key variables, default strata column).
+POPULATIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "adult6": ("adult", _ADULT6, "income"),
+    "adult9": ("adult", _ADULT6 + ("workclass", "relationship", "occupation"), "income"),
+    "scotland7": ("scotland", _SCOT7, "RESIDENCE_TYPE"),
+    "scotland13": ("scotland", _SCOT13, "RESIDENCE_TYPE"),
+    "synthetic": ("synthetic", tuple(DEMO_KEYS), "region"),
+}
+
+SYNTHETIC_HOUSEHOLDS = 40_000
+SYNTHETIC_SEED = 20140801
+
+
+class SkipDesign(InputError):
+    """A design cannot run here (its data folder is absent); the message says why and how."""
+
+
+# --------------------------------------------------------------------------------------
+# populations
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Population:
+    """A fully known population and the key variables the risk refers to.
+
+    Attributes
+    ----------
+    name : str
+    frame : pandas.DataFrame
+        One row per population unit (treat as read-only: it may be cached).
+    keys : tuple of str
+    strata : str or None
+        Column used by stratified designs.
+    """
+
+    name: str
+    frame: pd.DataFrame
+    keys: tuple[str, ...]
+    strata: str | None = None
+
+    @property
+    def N(self) -> int:
+        """Population size."""
+        return len(self.frame)
+
+
+def shared_data_dir(data_dir=None) -> Path:
+    """The shared data folder: ``data_dir``, ``$SDCBAYES_SHARED_DATA``, or ``../shared/data``.
+
+    The default is the sibling ``shared/data`` of the project root (the folder that
+    holds ``sdcbayes/``); it exists in the development checkout only.
+    """
+    if data_dir is not None:
+        return Path(data_dir)
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _require(path: Path, what: str) -> None:
+    if not path.is_file():
+        raise SkipDesign(
+            f"{what} not found at {path}: real-data designs are skipped; set "
+            f"{DATA_ENV}=/path/to/shared/data or pass data_dir= to run them."
+        )
+
+
+@lru_cache(maxsize=4)
+def _read_adult(folder: str) -> pd.DataFrame:
+    parts = []
+    for name in ("adult.data", "adult.test"):
+        path = Path(folder) / "adult" / name
+        _require(path, f"Adult file {name}")
+        # UCI's adult.test starts with a '|1x3 Cross validator' line; comment='|' skips it.
+        part = pd.read_csv(path, header=None, names=list(_ADULT_COLUMNS), dtype=str,
+                           skipinitialspace=True, comment="|")
+        parts.append(part)
+    frame = pd.concat(parts, ignore_index=True).dropna(how="all")
+    for col in frame.columns:
+        frame[col] = frame[col].str.strip()
+    # adult.test labels income '<=50K.'; the trailing dot is not a different level.
+    frame["income"] = frame["income"].str.rstrip(".")
+    # '?' (not recorded) stays a level of its own: it is what a released file shows
+    # and what an intruder would match on, in population and sample alike.
+    return frame.reset_index(drop=True)
+
+
+@lru_cache(maxsize=2)
+def _read_scotland(folder: str) -> pd.DataFrame:
+    path = Path(folder) / "scotland" / "Scotland_teaching_file_1PCT.csv"
+    _require(path, "Scotland census teaching file")
+    # Read as text: 'X' (not applicable) is a regular level of its key.
+    return pd.read_csv(path, dtype=str)
+
+
+@lru_cache(maxsize=2)
+def _synthetic(n_households: int, seed: int) -> pd.DataFrame:
+    return simulate_population(n_households=n_households, seed=seed)
+
+
+def load_population(
+    name: str,
+    data_dir=None,
+    n_households: int = SYNTHETIC_HOUSEHOLDS,
+    seed: int = SYNTHETIC_SEED,
+) -> Population:
+    """Load a known population by name.
+
+    Parameters
+    ----------
+    name : {"adult6", "adult9", "scotland7", "scotland13", "synthetic"}
+        Adult (adult.data + adult.test, 48,842 records; '?' kept as a level, trailing
+        '.' of the test file's income removed) with the 6 or 9 key set; the Scotland
+        2011 teaching file (63,388 records; 'X' = not applicable kept as a level) with
+        the 7 or 13 key set; or the synthetic census (:func:`simulate_population`,
+        keys :data:`sdcbayes.datasets.DEMO_KEYS`).
+    data_dir : path, optional
+        Shared data folder (see :func:`shared_data_dir`).
+    n_households, seed : int
+        Size and seed of the synthetic census.
+
+    Returns
+    -------
+    Population
+
+    Raises
+    ------
+    SkipDesign
+        The real data files are absent.
+    InputError
+        Unknown name.
+    """
+    if name not in POPULATIONS:
+        raise InputError(f"unknown population {name!r}; choose from {list(POPULATIONS)}.")
+    source, keys, strata = POPULATIONS[name]
+    if source == "synthetic":
+        frame = _synthetic(int(n_households), int(seed))
+    else:
+        folder = shared_data_dir(data_dir)
+        if not folder.is_dir():
+            raise SkipDesign(
+                f"shared data folder {folder} is absent: real-data designs are skipped; set "
+                f"{DATA_ENV}=/path/to/shared/data or pass data_dir= to run them."
+            )
+        reader = _read_adult if source == "adult" else _read_scotland
+        frame = reader(str(folder.resolve()))
+    return Population(name=name, frame=frame, keys=tuple(keys), strata=strata)
+
+
+# --------------------------------------------------------------------------------------
+# designs, estimates, methods
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Design:
+    """One sampling design on one population, replicated with seeded samples.
+
+    Attributes
+    ----------
+    population : str or Population
+        A name for :func:`load_population`, or a loaded population.
+    fraction : float
+        Overall sampling fraction n / N in (0, 1).
+    kind : {"srs", "stratified"}
+        Simple random sampling without replacement (weights N/n), or stratified
+        SRS with n_h proportional to sqrt(N_h) (small strata over-sampled, unequal
+        weights N_h/n_h), the allocation of :func:`sdcbayes.datasets.draw_sample`.
+    replicates : int
+        Number of samples.
+    seed : int
+        Replicate r uses ``numpy.random.default_rng([seed, r])``: the same samples
+        for every method, independent across replicates.
+    keys : tuple of str, optional
+        Override the population's key set.
+    strata : str, optional
+        Override the population's strata column (stratified designs).
+    """
+
+    population: str | Population
+    fraction: float
+    kind: str = "srs"
+    replicates: int = 100
+    seed: int = 0
+    keys: tuple[str, ...] | None = None
+    strata: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in DESIGN_KINDS:
+            raise InputError(
+                f"kind={self.kind!r} is not a design; use one of {list(DESIGN_KINDS)}."
+            )
+        if not 0 < float(self.fraction) < 1:
+            raise InputError(f"fraction must be in (0, 1), got {self.fraction}; pass e.g. 0.05.")
+        if int(self.replicates) < 1:
+            raise InputError(f"replicates must be >= 1, got {self.replicates}.")
+
+    @property
+    def label(self) -> str:
+        """Short name, e.g. ``adult6/srs/1%``."""
+        name = self.population if isinstance(self.population, str) else self.population.name
+        return f"{name}/{self.kind}/{100 * self.fraction:g}%"
+
+
+@dataclass
+class Estimate:
+    """What a method returns for one sample.
+
+    Attributes
+    ----------
+    tau1, tau2, expected_reidentifications, theta : float
+        Point estimates (NaN: the method does not estimate it).
+    intervals : dict of str to (float, float)
+        Optional 90% intervals, keyed by the quantity names above.
+    record_prob_unique : ndarray, shape (n_records,), optional
+        P(F_k = 1 | f_k) of each sample record, sample order; the harness scores it
+        on the sample uniques (Brier score, AUC).
+    note : str
+        Anything worth reporting (e.g. why a quantity is missing).
+    """
+
+    tau1: float = math.nan
+    tau2: float = math.nan
+    expected_reidentifications: float = math.nan
+    theta: float = math.nan
+    intervals: dict = field(default_factory=dict)
+    record_prob_unique: np.ndarray | None = None
+    note: str = ""
+
+
+class Method(Protocol):
+    """An estimator the harness can score."""
+
+    def __call__(self, sample: pd.DataFrame, keys: Sequence[str], weight: str, N: int) -> Estimate:
+        """Estimate the risk targets from one sample with weight column ``weight``."""
+        ...
+
+
+def _sample_cells(sample: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Cell of each record (dense codes) and f_k of each cell."""
+    _, record_cell = np.unique(joint_codes(sample, keys), return_inverse=True)
+    record_cell = record_cell.reshape(-1)
+    return record_cell, np.bincount(record_cell)
+
+
+def benedetti_franconi_method(sample, keys, weight, N) -> Estimate:
+    r"""Benedetti-Franconi plug-in: p̂_k = f_k / F̂_k, what sdcMicro and mu-Argus report.
+
+    F_k - f_k | f_k ~ NegBin(f_k, p_k) (seed ``004_``, eq. 2-6), so
+    P(F_k = 1 | f_k = 1) = p_k, E(1/F_k | f_k) = r_k
+    (:func:`sdcbayes.risk.individual.benedetti_franconi_risk`, exact), and
+    tau1 = Σ_SU p̂_k, tau2 = Σ_SU r_k, re-identifications Σ_i r_{k(i)}.
+    """
+    from sdcbayes.risk.individual import benedetti_franconi_risk
+
+    record_cell, fk = _sample_cells(sample, keys)
+    Fhat = np.bincount(record_cell, weights=sample[weight].to_numpy(dtype=float))
+    pk = np.minimum(fk / Fhat, 1.0)
+    r = np.asarray(benedetti_franconi_risk(fk, pk, method="exact"), dtype=float)
+    su = fk == 1
+    return Estimate(
+        tau1=float(pk[su].sum()),
+        tau2=float(r[su].sum()),
+        expected_reidentifications=float(np.dot(fk, r)),
+        record_prob_unique=np.where(su, pk, 0.0)[record_cell],
+    )
+
+
+def poisson_gamma_method(sample, keys, weight, N) -> Estimate:
+    r"""Poisson-gamma (Bethlehem-Keller-Pannekoek) plug-in, ML (α, β) from counts of counts.
+
+    Seed ``000_``, eq. 10-12, and ``DESIGN.md``: F_k - f_k | f_k ~ NegBin(α + f_k, ρ),
+    P(F_k = 1 | f_k = 1) = ρ^{α+1}. K is the product of the numbers of levels seen in
+    the sample (what the data holder knows from the file itself).
+    """
+    from sdcbayes.risk import poisson_gamma as pg
+
+    record_cell, fk = _sample_cells(sample, keys)
+    n = int(fk.sum())
+    K = math.prod(int(sample[k].nunique(dropna=False)) for k in keys)
+    m = np.bincount(fk)
+    j = np.flatnonzero(m[1:]) + 1
+    fit = pg.fit_poisson_gamma(pd.Series(m[j], index=j), n, N, K, method="ml")
+    p1 = float(pg.prob_population_unique(fit.alpha, fit.beta, n, N))
+    r_j = np.asarray(pg.expected_inverse_frequency(j.astype(float), fit.alpha, fit.beta, n, N))
+    r = np.zeros(m.size)
+    r[j] = r_j
+    tau1, tau2 = pg.tau_estimates(m[1] if m.size > 1 else 0, fit.alpha, fit.beta, n, N)
+    su = fk == 1
+    return Estimate(
+        tau1=float(tau1),
+        tau2=float(tau2),
+        expected_reidentifications=float(np.dot(m, r * np.arange(m.size))),
+        record_prob_unique=np.where(su, p1, 0.0)[record_cell],
+        note="" if fit.converged else f"ML not converged: {fit.message}",
+    )
+
+
+def loglinear_method(
+    interactions: str = "main", max_iter: int = 200, tol: float = 1e-5, max_cells: int = 2_000_000
+) -> Callable:
+    """Poisson log-linear plug-in (Skinner-Holmes 1998, Skinner-Shlomo 2008).
+
+    Returns a :class:`Method` fitting :func:`sdcbayes.risk.loglinear.fit_loglinear` with
+    pi = n / N; it also estimates Skinner-Elliot's theta as
+    n_1 / Σ_SU E(F_k | f_k = 1) = n_1 / Σ_SU (1 + λ_k(1 - π)).
+    """
+    from sdcbayes.risk.loglinear import fit_loglinear
+
+    def method(sample, keys, weight, N) -> Estimate:
+        pi = len(sample) / N
+        fit = fit_loglinear(sample, list(keys), interactions=interactions, sampling_fraction=pi,
+                            max_cells=max_cells, tol=tol, max_iter=max_iter)
+        su = fit.fk == 1
+        excess = fit.lam[su] * (1.0 - pi)
+        note = ""
+        if interactions == "two-way" and fit.max_margin_error > tol * len(sample):
+            note = (
+                f"IPF stopped after {fit.n_iter} sweeps "
+                f"(margin error {fit.max_margin_error:.2g})"
+            )
+        return Estimate(
+            tau1=fit.tau1,
+            tau2=fit.tau2,
+            expected_reidentifications=fit.expected_reidentifications,
+            theta=float(su.sum() / (su.sum() + excess.sum())) if su.any() else math.nan,
+            record_prob_unique=fit.prob_population_unique()[fit.record_cell],
+            note=note,
+        )
+
+    method.__name__ = f"loglinear_{interactions.replace('-', '_')}"
+    return method
+
+
+def dis_method(sample, keys, weight, N) -> Estimate:
+    """Skinner-Elliot (2002) DIS estimate of theta = P(correct match | unique match)."""
+    from sdcbayes.risk.dis import dis_from_frequencies
+
+    _, fk = _sample_cells(sample, keys)
+    return Estimate(theta=dis_from_frequencies(fk, len(sample) / N))
+
+
+#: The closed-form baselines, by name.
+BASELINES: dict[str, Callable] = {
+    "benedetti-franconi": benedetti_franconi_method,
+    "poisson-gamma": poisson_gamma_method,
+    "loglinear-main": loglinear_method("main"),
+    "loglinear-2way": loglinear_method("two-way"),
+    "dis": dis_method,
+}
+
+
+# --------------------------------------------------------------------------------------
+# truth, sampling, metrics
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SampleTruth:
+    """True targets of one sample (see the module docstring).
+
+    Attributes
+    ----------
+    tau1, tau2, expected_reidentifications, theta : float
+    record_fk, record_Fk : ndarray of int64, shape (n,)
+        f_k and F_k of each sample record, sample order.
+    """
+
+    tau1: float
+    tau2: float
+    expected_reidentifications: float
+    theta: float
+    record_fk: np.ndarray
+    record_Fk: np.ndarray
+
+    def value(self, quantity: str) -> float:
+        """The true value of one of :data:`QUANTITIES`."""
+        return float(getattr(self, quantity))
+
+
+def _population_cells(frame: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Population cell of every unit (dense codes) and F_k of every population cell."""
+    _, cell = np.unique(joint_codes(frame, keys), return_inverse=True)
+    cell = cell.reshape(-1)
+    return cell, np.bincount(cell)
+
+
+def truth_of_sample(pop_cell: np.ndarray, pop_counts: np.ndarray, index: np.ndarray) -> SampleTruth:
+    r"""True tau1, tau2, re-identifications and theta of the sample ``index``.
+
+    Parameters
+    ----------
+    pop_cell : ndarray of int, shape (N,)
+        Population cell of every unit.
+    pop_counts : ndarray of int, shape (n_population_cells,)
+        F_k of every population cell.
+    index : ndarray of int, shape (n,)
+        Population rows in the sample.
+
+    Returns
+    -------
+    SampleTruth
+    """
+    cell = pop_cell[index]
+    f_of_cell = np.bincount(cell, minlength=pop_counts.size)
+    fk = f_of_cell[cell].astype(np.int64)
+    Fk = pop_counts[cell].astype(np.int64)
+    su = fk == 1  # a sample-unique record is its cell
+    return SampleTruth(
+        tau1=float(np.count_nonzero(su & (Fk == 1))),
+        tau2=float(np.sum(1.0 / Fk[su])),
+        expected_reidentifications=float(np.sum(1.0 / Fk)),
+        theta=float(su.sum() / Fk[su].sum()) if su.any() else math.nan,
+        record_fk=fk,
+        record_Fk=Fk,
+    )
+
+
+def _draw(rng: np.random.Generator, stratum: np.ndarray | None, fraction: float, N: int):
+    """Sample rows (sorted) and their weights: SRS, or stratified with n_h ∝ sqrt(N_h)."""
+    if stratum is None:
+        n = max(1, round(fraction * N))
+        index = np.sort(rng.choice(N, size=n, replace=False))
+        return index, np.full(n, N / n)
+    sizes = np.bincount(stratum)
+    total = round(fraction * N)
+    take = np.clip(np.rint(total * np.sqrt(sizes) / np.sqrt(sizes).sum()), 1, sizes).astype(int)
+    # Random key per unit, ranked within its stratum: the take[h] smallest are drawn.
+    order = np.lexsort((rng.random(N), stratum))
+    start = np.cumsum(sizes) - sizes
+    rank = np.empty(N, dtype=np.int64)
+    rank[order] = np.arange(N) - np.repeat(start, sizes)
+    index = np.flatnonzero(rank < take[stratum])
+    return index, (sizes / take)[stratum[index]]
+
+
+def brier_score(prob, outcome) -> float:
+    """Mean squared difference between predicted probabilities and 0/1 outcomes."""
+    prob = np.asarray(prob, dtype=float)
+    outcome = np.asarray(outcome, dtype=float)
+    return float(np.mean((prob - outcome) ** 2)) if prob.size else math.nan
+
+
+def auc(score, outcome) -> float:
+    """Area under the ROC curve: P(score of a positive > score of a negative), ties 1/2.
+
+    Mann-Whitney form with mid-ranks; NaN when only one class is present.
+    """
+    score = np.asarray(score, dtype=float)
+    outcome = np.asarray(outcome, dtype=bool)
+    n_pos = int(outcome.sum())
+    n_neg = outcome.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return math.nan
+    ranks = stats.rankdata(score)
+    return float((ranks[outcome].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _resolve_methods(methods) -> dict[str, Callable]:
+    if methods is None:
+        return dict(BASELINES)
+    if isinstance(methods, Mapping):
+        return dict(methods)
+    out = {}
+    for m in methods:
+        if isinstance(m, str):
+            if m not in BASELINES:
+                raise InputError(f"unknown method {m!r}; choose from {list(BASELINES)}.")
+            out[m] = BASELINES[m]
+        else:
+            out[getattr(m, "__name__", repr(m))] = m
+    return out
+
+
+def run_design(
+    design: Design,
+    methods=None,
+    data_dir=None,
+    calibration_bins: int = 10,
+) -> pd.DataFrame:
+    """Run every method on every replicate of a design.
+
+    A method that raises :class:`~sdcbayes.exceptions.InputError` (e.g. a two-way
+    log-linear table too large) is recorded with NaN estimates and the message in
+    ``note``, and not tried again on the later replicates of the design.
+
+    Parameters
+    ----------
+    design : Design
+    methods : mapping of name to Method, or sequence of names / callables, optional
+        Default: all of :data:`BASELINES`.
+    data_dir : path, optional
+        Shared data folder (:func:`shared_data_dir`).
+    calibration_bins : int, default 10
+        Equal-width bins of P(F=1|f=1) for :func:`calibration_table`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Tidy: one row per (replicate, method, quantity) with columns ``design``,
+        ``population``, ``kind``, ``fraction``, ``replicate``, ``method``,
+        ``quantity`` (:data:`QUANTITIES`, then ``brier`` and ``auc`` whose
+        ``estimate`` is the score and ``truth`` NaN), ``truth``, ``estimate``,
+        ``lo``, ``hi``, ``time_s`` (the method's run time on that sample),
+        ``n``, ``n_sample_uniques``, ``note``. ``attrs["calibration"]`` holds the
+        binned calibration counts (read them with :func:`calibration_table`).
+
+    Raises
+    ------
+    SkipDesign
+        The population's data are absent.
+    """
+    methods = _resolve_methods(methods)
+    pop = (
+        design.population
+        if isinstance(design.population, Population)
+        else load_population(design.population, data_dir=data_dir)
+    )
+    keys = list(design.keys or pop.keys)
+    frame = pop.frame
+    N = len(frame)
+    strata = design.strata or pop.strata
+    stratum = None
+    if design.kind == "stratified":
+        if strata not in frame.columns:
+            raise InputError(f"strata column {strata!r} is not in population {pop.name!r}.")
+        stratum = pd.factorize(frame[strata], sort=True)[0].astype(np.int64)
+    pop_cell, pop_counts = _population_cells(frame, keys)
+    columns = list(dict.fromkeys(keys + ([strata] if stratum is not None else [])))
+    weight = "__weight__"
+    edges = np.linspace(0.0, 1.0, calibration_bins + 1)
+    calib = {name: np.zeros((3, calibration_bins)) for name in methods}  # count, sum p, sum y
+    failed: dict[str, str] = {}
+    rows = []
+    for r in range(int(design.replicates)):
+        rng = np.random.default_rng([int(design.seed), r])
+        index, w = _draw(rng, stratum, float(design.fraction), N)
+        sample = frame.iloc[index][columns].reset_index(drop=True)
+        sample[weight] = w
+        truth = truth_of_sample(pop_cell, pop_counts, index)
+        su = truth.record_fk == 1
+        is_pu = truth.record_Fk[su] == 1
+        base = {
+            "design": design.label,
+            "population": pop.name,
+            "kind": design.kind,
+            "fraction": float(design.fraction),
+            "replicate": r,
+            "n": int(index.size),
+            "n_sample_uniques": int(su.sum()),
+        }
+        for name, method in methods.items():
+            if name in failed:
+                est, elapsed = Estimate(note=failed[name]), math.nan
+            else:
+                t0 = time.perf_counter()
+                try:
+                    est = method(sample, keys, weight, N)
+                except InputError as exc:
+                    failed[name] = str(exc)
+                    est = Estimate(note=str(exc))
+                elapsed = time.perf_counter() - t0
+            for q in QUANTITIES:
+                lo, hi = est.intervals.get(q, (math.nan, math.nan))
+                rows.append({**base, "method": name, "quantity": q, "truth": truth.value(q),
+                             "estimate": float(getattr(est, q)), "lo": lo, "hi": hi,
+                             "time_s": elapsed, "note": est.note})
+            if est.record_prob_unique is not None:
+                p = np.asarray(est.record_prob_unique, dtype=float)[su]
+                scores = {"brier": brier_score(p, is_pu), "auc": auc(p, is_pu)}
+                b = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, calibration_bins - 1)
+                calib[name] += np.stack([
+                    np.bincount(b, minlength=calibration_bins),
+                    np.bincount(b, weights=p, minlength=calibration_bins),
+                    np.bincount(b, weights=is_pu.astype(float), minlength=calibration_bins),
+                ])
+            else:
+                scores = {"brier": math.nan, "auc": math.nan}
+            for q, v in scores.items():
+                rows.append({**base, "method": name, "quantity": q, "truth": math.nan,
+                             "estimate": v, "lo": math.nan, "hi": math.nan,
+                             "time_s": elapsed, "note": est.note})
+    out = pd.DataFrame(rows)
+    # Stored as plain lists: pandas compares attrs when concatenating results.
+    out.attrs["calibration"] = _calibration_frame(design.label, calib, edges).to_dict("list")
+    return out
+
+
+def _calibration_frame(label: str, calib: dict, edges: np.ndarray) -> pd.DataFrame:
+    parts = []
+    for name, (count, sum_p, sum_y) in calib.items():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts.append(pd.DataFrame({
+                "design": label, "method": name, "bin_lo": edges[:-1], "bin_hi": edges[1:],
+                "n": count.astype(int), "mean_predicted": sum_p / count,
+                "observed": sum_y / count,
+            }))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def calibration_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Binned calibration of P(F=1|f=1) over sample uniques (data of a calibration plot).
+
+    One row per (design, method, bin) with the number of sample-unique records whose
+    predicted probability fell in the bin, their mean prediction, and the observed
+    share of population uniques, pooled over replicates. Empty bins have NaN means.
+    Works on the output of :func:`run_design` (concatenating results of several
+    designs drops pandas ``attrs``: concatenate their calibration tables instead).
+    """
+    return pd.DataFrame(results.attrs.get("calibration", {}))
+
+
+def summarise(results: pd.DataFrame) -> pd.DataFrame:
+    r"""The method x design x metric table.
+
+    For each (design, method, quantity) over replicates r with estimate
+    :math:`\hat t_r` and truth :math:`t_r`:
+
+    - ``rel_bias`` = :math:`\overline{\hat t - t} / \bar t` and
+      ``rel_rmse`` = :math:`\sqrt{\overline{(\hat t - t)^2}} / \bar t` (ratios of
+      means, so that replicates with t_r = 0 -- e.g. tau1 at 1% -- are usable);
+    - ``coverage``: share of replicates with lo <= t <= hi, ``width``: mean hi - lo
+      (NaN for methods without intervals);
+    - ``brier``, ``auc``: means over replicates of the record-level scores;
+    - ``time_s``: mean run time of the method per sample.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (design, method, quantity) for the quantities of
+        :data:`QUANTITIES`, with columns ``replicates``, ``truth`` (mean),
+        ``estimate`` (mean), ``rel_bias``, ``rel_rmse``, ``coverage``, ``width``,
+        ``brier``, ``auc``, ``time_s``; quantities a method does not estimate are
+        left out.
+    """
+    keys = ["design", "method"]
+    file_level = results[results["quantity"].isin(QUANTITIES)].copy()
+    file_level = file_level[np.isfinite(file_level["estimate"])]
+    err = file_level["estimate"] - file_level["truth"]
+    file_level["err"] = err
+    file_level["sq"] = err**2
+    has_int = np.isfinite(file_level["lo"]) & np.isfinite(file_level["hi"])
+    inside = (file_level["lo"] <= file_level["truth"]) & (file_level["truth"] <= file_level["hi"])
+    file_level["covered"] = np.where(has_int, inside, np.nan)
+    file_level["width"] = np.where(has_int, file_level["hi"] - file_level["lo"], np.nan)
+    g = file_level.groupby(keys + ["quantity"], sort=False)
+    table = g.agg(
+        replicates=("estimate", "size"),
+        truth=("truth", "mean"),
+        estimate=("estimate", "mean"),
+        mean_err=("err", "mean"),
+        mse=("sq", "mean"),
+        coverage=("covered", "mean"),
+        width=("width", "mean"),
+        time_s=("time_s", "mean"),
+    ).reset_index()
+    table["rel_bias"] = table["mean_err"] / table["truth"]
+    table["rel_rmse"] = np.sqrt(table["mse"]) / table["truth"]
+    record = results[results["quantity"].isin(["brier", "auc"])]
+    scores = record.pivot_table(index=keys, columns="quantity", values="estimate",
+                                aggfunc="mean", dropna=False)
+    scores = scores.reindex(columns=["brier", "auc"]).reset_index()
+    table = table.merge(scores, on=keys, how="left")
+    # Keep designs and methods in the order they were run; quantities in QUANTITIES order.
+    table["_d"] = table["design"].map({d: i for i, d in enumerate(pd.unique(results["design"]))})
+    table["_m"] = table["method"].map({m: i for i, m in enumerate(pd.unique(results["method"]))})
+    table["_q"] = table["quantity"].map({q: i for i, q in enumerate(QUANTITIES)})
+    table = table.sort_values(["_d", "_m", "_q"], kind="stable")
+    cols = keys + ["quantity", "replicates", "truth", "estimate", "rel_bias", "rel_rmse",
+                   "coverage", "width", "brier", "auc", "time_s"]
+    return table[cols].reset_index(drop=True)
