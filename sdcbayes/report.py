@@ -48,10 +48,12 @@ def fmt(value: Any, digits: int = 4) -> str:
         v = float(value)
         if not math.isfinite(v):
             return str(v)
-        if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+        if v != 0 and (abs(v) >= 1e9 or abs(v) < 1e-3):
             return f"{v:.{digits - 1}e}"
-        if float(v).is_integer() and abs(v) < 1e6:
-            return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.{max(digits - 3, 1)}f}"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
+        if float(v).is_integer():
+            return f"{v:.{max(digits - 3, 1)}f}"
         return f"{v:.{digits}g}"
     if isinstance(value, (list, tuple)) and len(value) == 2:
         return f"[{fmt(value[0], digits)}, {fmt(value[1], digits)}]"
@@ -312,7 +314,12 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
         row.append(lo_hi if lo_hi is not None else "")
         row.append(truth.get(key, "") if truth else "")
         rows.append(row)
-    header = ["quantity", "estimate", "90% interval", "truth" if truth else ""]
+    header = ["quantity", "estimate", "90% interval", "truth"]
+    # drop columns that are empty for this run (no intervals for closed forms, no truth
+    # outside the demo)
+    keep = [0, 1] + [i for i in (2, 3) if any(r[i] != "" for r in rows)]
+    header = [header[i] for i in keep]
+    rows = [[r[i] for i in keep] for r in rows]
     sections = [
         (
             "File-level risk",
@@ -350,9 +357,11 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
         )
     )
     risk = result.records["risk"].to_numpy()
+    top_risk = float(np.nanmax(risk)) if np.isfinite(risk).any() else 1.0
+    upper = min(1.0, max(0.05, np.ceil(top_risk * 20) / 20))  # zoom to the data
     plots = svg_histogram(
         risk,
-        bins=np.linspace(0, 1, 41),
+        bins=np.linspace(0, upper, 41),
         title="Per-record risk",
         xlabel="risk r = E(1/F | f)",
         log_y=True,

@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -33,45 +32,6 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) ->
         assert frag in lines[0], lines[0]
 
 
-class _Checker(HTMLParser):
-    """Checks that every opened element is closed in order (void elements aside)."""
-
-    VOID = {"meta", "br", "img", "hr", "input", "link", "rect", "line", "polyline", "path"}
-
-    def __init__(self):
-        super().__init__()
-        self.stack: list[str] = []
-        self.errors: list[str] = []
-        self.tags: set[str] = set()
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.add(tag)
-        if tag not in self.VOID:
-            self.stack.append(tag)
-
-    def handle_startendtag(self, tag, attrs):
-        self.tags.add(tag)
-
-    def handle_endtag(self, tag):
-        if tag in self.VOID:
-            return
-        if not self.stack or self.stack[-1] != tag:
-            self.errors.append(f"unexpected </{tag}>, open: {self.stack[-3:]}")
-        else:
-            self.stack.pop()
-
-
-def check_html(text: str) -> _Checker:
-    c = _Checker()
-    c.feed(text)
-    c.close()
-    assert not c.errors, c.errors[:5]
-    assert not c.stack, c.stack
-    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert "https://" not in text and "<script" not in text  # self-contained, no network
-    return c
-
-
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "out"
@@ -88,7 +48,7 @@ def test_demo_run_prints_summary_with_truth(demo_run):
     assert text.count("(true ") >= 2  # truth printed beside tau1 and tau2
 
 
-def test_demo_output_folder_follows_design(demo_run):
+def test_demo_output_folder_follows_design(demo_run, check_html):
     _, out = demo_run
     summary = json.loads((out / "summary.json").read_text())
     for key in (

@@ -1,0 +1,52 @@
+"""Shared test fixtures."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pytest
+
+
+class _Checker(HTMLParser):
+    """Checks that every opened element is closed in order (void elements aside)."""
+
+    VOID = {"meta", "br", "img", "hr", "input", "link", "rect", "line", "polyline", "path"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.add(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}>, open: {self.stack[-3:]}")
+        else:
+            self.stack.pop()
+
+
+def _check_html(text: str) -> _Checker:
+    c = _Checker()
+    c.feed(text)
+    c.close()
+    assert not c.errors, c.errors[:5]
+    assert not c.stack, c.stack
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text and "<script" not in text  # self-contained, no network
+    return c
+
+
+@pytest.fixture()
+def check_html():
+    """Validate a self-contained HTML page: balanced tags, no scripts, no network."""
+    return _check_html
