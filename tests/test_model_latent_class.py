@@ -1,0 +1,338 @@
+"""Latent-class model: likelihood, Gibbs sampler, structural zeros, risk formulas.
+
+References: Dunson & Xing (2009) and Manrique-Vallier & Reiter (2014) for the
+model and sampler; Skinner & Holmes (1998) / seed ``001_…`` section 3.4 for the
+Poisson risk formulas. Every check compares with an independent computation:
+exact enumeration, importance sampling from the prior, brute-force sums or
+simulation with fixed seeds.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.models.latent_class import (
+    LatentClassModel,
+    StructuralZeros,
+    _expected_inverse_frequency_f,
+    detect_structural_zeros,
+    expected_inverse_frequency,
+    latent_class_loglik,
+    prob_population_unique,
+    simulate_tau,
+    stick_breaking_weights,
+)
+
+
+def _random_params(rng, H, n_levels, a=1.0):
+    w = stick_breaking_weights(rng.beta(1.0, 2.0, size=H - 1))
+    phi = [rng.dirichlet(np.full(L, a), size=H) for L in n_levels]
+    return w, phi
+
+
+def _all_cells(n_levels):
+    return np.array(list(itertools.product(*[range(L) for L in n_levels])))
+
+
+def _simulate_records(rng, w, phi, n):
+    z = rng.choice(len(w), size=n, p=w)
+    cols = [(rng.random(n)[:, None] > np.cumsum(p[z], axis=1)).sum(axis=1) for p in phi]
+    return np.minimum(np.column_stack(cols), [p.shape[1] - 1 for p in phi])
+
+
+# ------------------------------------------------------------------ likelihood
+
+
+def test_stick_breaking_weights_sum_to_one_and_match_definition():
+    V = np.array([0.3, 0.5, 0.9])
+    w = stick_breaking_weights(V)
+    np.testing.assert_allclose(w, [0.3, 0.7 * 0.5, 0.7 * 0.5 * 0.9, 0.7 * 0.5 * 0.1])
+    assert w.sum() == pytest.approx(1.0)
+
+
+def test_loglik_equals_record_level_sum():
+    # sum_k f_k log pi_k over distinct cells == sum over records of log pi_{k(i)}
+    rng = np.random.default_rng(0)
+    n_levels = [3, 2, 4]
+    w, phi = _random_params(rng, 4, n_levels)
+    rec = _simulate_records(rng, w, phi, 500)
+    cells, counts = np.unique(rec, axis=0, return_counts=True)
+    pi_rec = np.array([sum(w[h] * np.prod([phi[j][h, r[j]] for j in range(3)]) for h in range(4))
+                       for r in rec])
+    assert latent_class_loglik(cells, counts, w, phi) == pytest.approx(np.log(pi_rec).sum(),
+                                                                       rel=1e-12)
+
+
+@pytest.mark.parametrize("with_zeros", [False, True])
+def test_pymc_loglik_matches_numpy(with_zeros):
+    rng = np.random.default_rng(1)
+    n_levels = [3, 2, 4]
+    keys = ["a", "b", "c"]
+    rules = [{"a": [0], "b": [1]}, {"a": [0, 1], "c": [3]}] if with_zeros else None
+    w0, phi0 = _random_params(rng, 3, n_levels)
+    rec = _simulate_records(rng, w0, phi0, 300)
+    if with_zeros:
+        sz = StructuralZeros(rules, keys, [range(L) for L in n_levels])
+        rec = rec[~sz.contains(rec)]
+    cells, counts = np.unique(rec, axis=0, return_counts=True)
+    model = LatentClassModel(cells, counts, n_levels, keys=keys, n_classes=5,
+                             structural_zeros=rules)
+    pm_model = model.build()
+    w, phi = _random_params(rng, 5, n_levels, a=2.0)
+    V = w[:-1] / (1.0 - np.r_[0.0, np.cumsum(w)[:-2]])
+    values = {"alpha": 0.7, "V": V, **{f"phi_{k}": p for k, p in zip(keys, phi, strict=True)}}
+    point = {}
+    for rv in pm_model.free_RVs:
+        tr = pm_model.rvs_to_transforms[rv]
+        val = np.asarray(values[rv.name], dtype=float)
+        point[pm_model.rvs_to_values[rv].name] = (
+            tr.forward(val, *rv.owner.inputs).eval() if tr is not None else val
+        )
+    def compiled(name):
+        # the graph in terms of the value variables; FAST_COMPILE: no C compilation
+        out = pm_model.replace_rvs_by_values([pm_model[name]])[0]
+        return pm_model.compile_fn(out, inputs=pm_model.value_vars, on_unused_input="ignore",
+                                   mode="FAST_COMPILE")
+
+    expected = model.loglik(w, phi)
+    assert float(compiled("loglik")(point)) == pytest.approx(expected, abs=1e-8)
+    # and the Deterministic w is the stick-breaking of V
+    np.testing.assert_allclose(compiled("w")(point), w, atol=1e-12)
+
+
+# ------------------------------------------------------------------ structural zeros
+
+
+def test_structural_zero_rectangles_are_disjoint_and_cover_the_union():
+    rng = np.random.default_rng(2)
+    n_levels = [4, 3, 3, 2]
+    keys = list("abcd")
+    levels = [list(range(L)) for L in n_levels]
+    rules = []
+    for _ in range(6):
+        rule = {}
+        for j in rng.choice(4, size=rng.integers(1, 4), replace=False):
+            sel = rng.choice(n_levels[j], size=rng.integers(1, n_levels[j] + 1), replace=False)
+            rule[keys[j]] = sel.tolist()
+        rules.append(rule)
+    rules.append({"a": {"not": [0]}, "b": [2]})
+    sz = StructuralZeros(rules, keys, levels)
+    cells = _all_cells(n_levels)
+    in_union = np.zeros(len(cells), dtype=bool)
+    for rule in rules:
+        m = np.ones(len(cells), dtype=bool)
+        for k, v in rule.items():
+            j = keys.index(k)
+            lv = [x for x in range(n_levels[j]) if x not in v["not"]] if isinstance(v, dict) else v
+            m &= np.isin(cells[:, j], lv)
+        in_union |= m
+    np.testing.assert_array_equal(sz.contains(cells), in_union)
+    per_rect = np.ones((len(cells), sz.n_rectangles), dtype=bool)
+    for j in range(4):
+        per_rect &= sz.masks[j].T[cells[:, j]]
+    assert per_rect.sum(axis=1).max() == 1  # disjoint
+    np.testing.assert_array_equal(per_rect.any(axis=1), in_union)
+    # class mass of S = brute-force sum over enumerated cells of S
+    w, phi = _random_params(rng, 3, n_levels)
+    brute = np.array([sum(np.prod([phi[j][h, c[j]] for j in range(4)]) for c in cells[in_union])
+                      for h in range(3)])
+    np.testing.assert_allclose(sz.class_mass(phi), brute, rtol=1e-12)
+
+
+def test_truncated_cell_probabilities_put_zero_mass_on_structural_zeros():
+    rng = np.random.default_rng(3)
+    n_levels = [3, 3, 2]
+    rules = [{"k0": [0], "k1": {"not": [0]}}, {"k0": [2], "k2": [1]}]
+    cells = np.array([[0, 0, 0], [1, 1, 1], [2, 0, 0], [1, 2, 0]])
+    model = LatentClassModel(cells, [1, 2, 1, 3], n_levels, keys=["k0", "k1", "k2"],
+                             n_classes=4, structural_zeros=rules)
+    w, phi = _random_params(rng, 4, n_levels)
+    full = _all_cells(n_levels)
+    pi = model.cell_probabilities(w, phi, full)
+    inside = model.structural_zeros.contains(full)
+    assert inside.sum() == 2 * 2 + 3  # (0, 1|2, any of 2) and (2, any of 3, 1)
+    assert np.all(pi[inside] == 0.0)
+    assert pi.sum() == pytest.approx(1.0, abs=1e-12)
+    # the truncated log-likelihood is the log of these renormalised probabilities
+    idx = [np.flatnonzero((full == c).all(axis=1))[0] for c in cells]
+    assert model.loglik(w, phi) == pytest.approx(np.dot([1, 2, 1, 3], np.log(pi[idx])), rel=1e-12)
+
+
+def test_data_inside_structural_zeros_and_bad_rules_are_rejected():
+    cells = np.array([[0, 1], [1, 0]])
+    with pytest.raises(InputError, match="structural-zero set"):
+        LatentClassModel(cells, [1, 1], [2, 2], keys=["a", "b"], structural_zeros=[{"a": [0],
+                                                                                      "b": [1]}])
+    with pytest.raises(InputError, match="unknown key"):
+        LatentClassModel(cells, [1, 1], [2, 2], keys=["a", "b"], structural_zeros=[{"z": [0]}])
+    with pytest.raises(InputError, match="does not have"):
+        LatentClassModel(cells, [1, 1], [2, 2], keys=["a", "b"], structural_zeros=[{"a": [7]}])
+    with pytest.raises(InputError, match="unknown prior"):
+        LatentClassModel(cells, [1, 1], [2, 2], priors={"beta": {"dist": "Gamma"}})
+
+
+def test_detect_structural_zeros_finds_planted_implication_and_pair():
+    rng = np.random.default_rng(4)
+    n = 3000
+    age = rng.choice(["child", "adult", "old"], size=n, p=[0.25, 0.5, 0.25])
+    occ = np.where(age == "child", "X", rng.choice(["a", "b", "c"], size=n))
+    colour = rng.choice(["red", "blue", "green"], size=n)
+    shape = rng.choice(["sq", "tri"], size=n)
+    shape[(colour == "red")] = "sq"  # red never with tri: a pair zero
+    frame = pd.DataFrame({"age": age, "occ": occ, "colour": colour, "shape": shape})
+    cands = detect_structural_zeros(frame, ["age", "occ", "colour", "shape"])
+    imp = cands[cands.kind == "implication"]
+    assert ((imp.key == "age") & (imp.level == "child") & (imp.other_key == "occ")
+            & (imp.other_level == "X")).any()
+    # a red implies sq, found as an implication; no spurious rule among independent keys
+    across = cands.key.isin(["age", "occ"]) & cands.other_key.isin(["colour", "shape"])
+    assert not across.any()
+    assert ((cands.key == "colour") & (cands.level == "red") & (cands.other_key == "shape")).any()
+    rule = imp.loc[imp.level == "child", "rule"].iloc[0]
+    model = LatentClassModel.from_frame(frame, ["age", "occ"], structural_zeros=[rule])
+    assert model.structural_zeros.n_rectangles == 1
+
+
+# ------------------------------------------------------------------ Gibbs sampler
+
+
+def test_gibbs_recovers_a_two_class_population():
+    rng = np.random.default_rng(5)
+    n_levels = [3, 3, 3, 3]
+    w = np.array([0.6, 0.4])
+    phi = [np.array([[0.8, 0.15, 0.05], [0.1, 0.2, 0.7]]) for _ in n_levels]
+    rec = _simulate_records(rng, w, phi, 3000)
+    cells, counts = np.unique(rec, axis=0, return_counts=True)
+    model = LatentClassModel(cells, counts, n_levels, n_classes=8)
+    # the sampler starts all H classes near the margins; 600 sweeps let the extra ones empty
+    idata = model.sample(draws=300, tune=600, chains=1, random_seed=1, store="all")
+    true_pi = model.cell_probabilities(w, phi)
+    est = idata.posterior["pi"].mean(("chain", "draw")).values
+    # the posterior mean is closer to the truth than the raw sample proportions
+    tv_model = 0.5 * np.abs(est - true_pi).sum()
+    tv_raw = 0.5 * np.abs(counts / counts.sum() - true_pi).sum()
+    assert tv_model < 0.65 * tv_raw, (tv_model, tv_raw)
+    wpost = np.sort(idata.posterior["w"].mean(("chain", "draw")).values)[::-1]
+    np.testing.assert_allclose(wpost[:2], w, atol=0.05)
+
+
+def _prior_importance(model, functional, n_draws, rng):
+    """Posterior mean of functional(w, phi) by importance sampling from the prior."""
+    H = model.H
+    a0, b0 = model.priors["alpha"]["alpha"], model.priors["alpha"]["beta"]
+    alpha = rng.gamma(a0, 1.0 / b0, size=n_draws)
+    V = rng.beta(1.0, np.maximum(alpha, 1e-300)[:, None] * np.ones((1, H - 1)))
+    w = stick_breaking_weights(V)
+    phi = [rng.dirichlet(np.full(L, model.phi_concentration(j)), size=(n_draws, H))
+           for j, L in enumerate(model.n_levels)]
+    # vectorised log-likelihood over draws (products, not the module's log-space code)
+    prod = w[:, None, :] * np.ones((1, model.codes.shape[0], 1))
+    for j in range(len(phi)):
+        prod = prod * phi[j][:, :, model.codes[:, j]].transpose(0, 2, 1)
+    pi_star = prod.sum(axis=2)                           # (draws, cells)
+    ll = np.log(pi_star) @ model.counts
+    if model.structural_zeros is not None:
+        # brute force: enumerate every cell of the 2 x 2 space and sum those in S
+        full = _all_cells(model.n_levels)
+        in_s = full[model.structural_zeros.contains(full)]
+        mass = sum((w * np.prod([phi[j][:, :, c[j]] for j in range(len(phi))], axis=0)).sum(1)
+                   for c in in_s)
+        ll -= model.n * np.log1p(-mass)
+        pi_star = pi_star / (1.0 - mass)[:, None]
+    lw = ll - ll.max()
+    wt = np.exp(lw) / np.exp(lw).sum()
+    vals = functional(w, pi_star)
+    mean = wt @ vals
+    ess = 1.0 / (wt ** 2).sum()
+    return mean, np.sqrt(wt @ (vals - mean) ** 2 / ess)
+
+
+@pytest.mark.parametrize("with_zeros", [False, True])
+def test_gibbs_stationary_distribution_matches_importance_sampling(with_zeros):
+    # 2 keys x 2 levels, H = 2: the posterior of pi_(0,0) and of w_1 by prior
+    # importance sampling vs the Gibbs sampler (with structural zero (1, 1) the
+    # truncated likelihood of Manrique-Vallier & Reiter 2014, eq. 2).
+    cells = np.array([[0, 0], [0, 1], [1, 0]] + ([] if with_zeros else [[1, 1]]))
+    counts = np.array([4, 2, 1] + ([] if with_zeros else [3]))
+    rules = [{"k0": [1], "k1": [1]}] if with_zeros else None
+    model = LatentClassModel(cells, counts, [2, 2], keys=["k0", "k1"], n_classes=2,
+                             structural_zeros=rules, priors={"phi": {"a": 1.0}})
+
+    def functional(w, pi):
+        return np.column_stack([pi[:, 0], w[:, 0]])
+
+    is_mean, is_se = _prior_importance(model, functional, 100_000, np.random.default_rng(6))
+    idata = model.sample(draws=4000, tune=200, chains=2, random_seed=7, store="all")
+    pi00 = idata.posterior["pi"].sel(cell=0).values
+    w1 = idata.posterior["w"].sel(latent_class=0).values
+    for k, draws in enumerate((pi00, w1)):
+        # batch-means standard error of the Gibbs mean (40 batches per chain)
+        batches = draws.reshape(draws.shape[0], 40, -1).mean(axis=2).ravel()
+        se = batches.std(ddof=1) / np.sqrt(batches.size)
+        assert abs(draws.mean() - is_mean[k]) < 4 * np.hypot(se, is_se[k]) + 1e-3, (
+            k, draws.mean(), is_mean[k], se, is_se[k])
+
+
+def test_sample_returns_labelled_inference_data():
+    rng = np.random.default_rng(8)
+    n_levels = [4, 3, 5]
+    w, phi = _random_params(rng, 3, n_levels, a=0.5)
+    rec = _simulate_records(rng, w, phi, 400)
+    frame = pd.DataFrame(rec, columns=["x", "y", "z"]).astype(str)
+    model = LatentClassModel.from_frame(frame, ["x", "y", "z"], n_classes=6)
+    idata = model.sample(draws=20, tune=10, chains=2, N=4000, random_seed=0)
+    n_su = int((model.counts == 1).sum())
+    assert idata.posterior["pi"].dims == ("chain", "draw", "cell")
+    assert idata.posterior["pi"].shape == (2, 20, n_su)
+    assert idata.posterior["w"].dims == ("chain", "draw", "latent_class")
+    np.testing.assert_allclose(idata.posterior["w"].sum("latent_class"), 1.0)
+    np.testing.assert_allclose(idata.posterior["lam"], (4000 - 400) * idata.posterior["pi"])
+    assert set(idata.posterior_predictive.data_vars) == {"tau1", "tau2"}
+    np.testing.assert_array_equal(idata.posterior["pi"].cell, np.flatnonzero(model.counts == 1))
+    np.testing.assert_allclose(
+        idata.posterior["tau1_expected"],
+        np.exp(-idata.posterior["lam"]).sum("cell"), rtol=1e-12)
+    with pytest.raises(InputError, match="population size"):
+        model.sample(draws=5, tune=0, N=10)
+
+
+# ------------------------------------------------------------------ risk formulas
+
+
+def test_risk_formulas_match_simulated_populations_and_samples():
+    # F_k ~ Po(N pi_k), Bernoulli sampling at n/N: among samples with f_k = 1,
+    # F_k - 1 ~ Po((N - n) pi_k) exactly (Poisson thinning).
+    rng = np.random.default_rng(9)
+    N, n = 50_000, 2_500
+    pi = np.array([2e-6, 2e-5, 6e-5, 2e-4])
+    reps = 400_000
+    F = rng.poisson(N * pi, size=(reps, pi.size))
+    f = rng.binomial(F, n / N)
+    lam = (N - n) * pi
+    for k in range(pi.size):
+        sel = f[:, k] == 1
+        Fk = F[sel, k]
+        se = 1.0 / np.sqrt(sel.sum())
+        assert (Fk == 1).mean() == pytest.approx(prob_population_unique(lam[k]), abs=4 * se)
+        assert (1.0 / Fk).mean() == pytest.approx(expected_inverse_frequency(lam[k]), abs=4 * se)
+    # the predictive draws of tau are unbiased for the sum of the closed forms
+    lam2 = rng.gamma(0.5, 2.0, size=300)
+    t1, t2 = simulate_tau(np.broadcast_to(lam2, (20_000, 300)), rng)
+    assert t1.mean() == pytest.approx(np.exp(-lam2).sum(), abs=4 * t1.std() / np.sqrt(20_000))
+    assert t2.mean() == pytest.approx(expected_inverse_frequency(lam2).sum(),
+                                      abs=4 * t2.std() / np.sqrt(20_000))
+
+
+def test_inverse_moment_general_f_matches_series():
+    from scipy.stats import poisson
+
+    x = np.arange(400)
+    for f in (1, 2, 3, 7):
+        for lam in (1e-8, 0.3, 4.0, 40.0):
+            brute = (poisson.pmf(x, lam) / (f + x)).sum()
+            assert _expected_inverse_frequency_f(f, lam) == pytest.approx(brute, rel=1e-10)
