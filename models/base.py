@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import numpy as np
+
 from sdcbayes.exceptions import InputError
 
 PriorSpec = dict[str, Any]
@@ -68,7 +70,14 @@ def prior_to_rv(pm_module, name: str, spec: PriorSpec, **kwargs):
             f"prior {name!r}: PyMC has no distribution {dist_name!r}; use a name such as "
             "'HalfNormal', 'Gamma', 'LogNormal' or 'Exponential'"
         ) from None
-    return dist(name, **spec, **kwargs)
+    # Python floats such as 2.5 become float32 PyTensor constants (autocasting keeps
+    # the smallest exact dtype), which puts prior normalising constants in single
+    # precision; NumPy float64 scalars keep the log-density exact.
+    params = {
+        k: np.float64(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        for k, v in spec.items()
+    }
+    return dist(name, **params, **kwargs)
 
 
 class SuperpopulationModel:

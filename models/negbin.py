@@ -1,0 +1,381 @@
+r"""Negative-binomial model of F | f with an uncertain cell sampling fraction (seed 004).
+
+May import: NumPy, SciPy, pandas, xarray, PyMC, PyTensor, ``sdcbayes`` (data layer,
+exceptions) and ``sdcbayes.models``. Must not import ``sdcbayes.inference`` or
+``sdcbayes.risk``.
+
+Benedetti & Franconi (1998), as written by Polettini (seed 004, eq. 2): with an improper
+:math:`1/\pi_k` prior and cell inclusion probability :math:`p_k`,
+:math:`F_k - f_k \mid f_k \sim \mathrm{NegBin}(f_k, p_k)` (failures before the
+:math:`f_k`-th success), and the individual risk is
+:math:`r_k = E(1/F_k \mid f_k) = p_k^{f_k}/f_k \, {}_2F_1(f_k, f_k; f_k + 1; 1 - p_k)`
+(seed 004, eq. 6). The usual plug-in is :math:`\hat p_k = f_k / \hat F_k`,
+:math:`\hat F_k = \sum_{i \in k} w_i` (seed 004, eq. 4). This module makes :math:`p_k`
+uncertain; the risk itself is computed downstream (``sdcbayes.risk``) per draw of
+:math:`p_k`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import xarray as xr
+
+from sdcbayes.exceptions import DataError, InputError
+from sdcbayes.models.base import PriorSpec, SuperpopulationModel, merge_priors, prior_to_rv
+from sdcbayes.models.beta_binomial import PredictiveCheck, _group
+
+__all__ = ["NegativeBinomialModel", "within_cell_spread"]
+
+#: Inclusion probabilities are kept inside (EPS, 1 - EPS) before taking logits: a cell
+#: whose weights sum to f_k or less (weights <= 1) has p_hat = 1 and the risk 1/f_k
+#: (seed 004, section 2); logit(1 - 1e-9) reproduces that to about 1e-8.
+EPS = 1e-9
+
+
+def _logit(p):
+    p = np.clip(p, EPS, 1.0 - EPS)
+    return np.log(p) - np.log1p(-p)
+
+
+def within_cell_spread(weights, record_cell) -> tuple[float, int]:
+    r"""Pooled within-cell sum of squares of the logit inverse weights, and its degrees of freedom.
+
+    With :math:`x_i = \operatorname{logit}(1 / w_i)` and records grouped by cell,
+    returns :math:`S = \sum_k \sum_{i \in k} (x_i - \bar x_k)^2` and
+    :math:`\nu = \sum_k (f_k - 1)` (cells with one record contribute nothing).
+    Vectorised with :func:`numpy.bincount`.
+
+    Parameters
+    ----------
+    weights : array-like of float, shape (n_records,)
+    record_cell : array-like of int, shape (n_records,)
+        Cell of each record; negative entries (records excluded from the cell table)
+        are ignored.
+    """
+    w = np.asarray(weights, dtype=float)
+    cell = np.asarray(record_cell, dtype=np.int64)
+    if w.shape != cell.shape:
+        raise InputError(
+            f"weights and record_cell must have one entry per record; "
+            f"got {w.shape} and {cell.shape}"
+        )
+    keep = cell >= 0
+    w, cell = w[keep], cell[keep]
+    if not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise DataError(
+            "sampling weights must be positive and finite; fix or drop the offending records"
+        )
+    x = _logit(1.0 / w)
+    count = np.bincount(cell)
+    total = np.bincount(cell, weights=x, minlength=count.size)
+    mean = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    ss = float(np.sum((x - mean[cell]) ** 2))  # two-pass: no cancellation
+    df = int(np.sum(np.maximum(count - 1, 0)))
+    return ss, df
+
+
+class NegativeBinomialModel(SuperpopulationModel):
+    r"""Benedetti-Franconi F | f model with a design-informed, uncertain :math:`p_k`.
+
+    Model (per cell :math:`k`, with :math:`m_k = \operatorname{logit} \hat p_k`,
+    :math:`\hat p_k = f_k / \hat F_k` of seed 004, eq. 4):
+
+    .. math::
+
+        \operatorname{logit} p_k \mid \sigma, \text{data} \sim
+            \mathrm{Normal}\!\left(m_k,\ \sigma / \sqrt{f_k}\right),
+        \qquad
+        F_k - f_k \mid f_k, p_k \sim \mathrm{NegBin}(f_k, p_k) \ \text{(seed 004, eq. 2)},
+
+    and, when :math:`\sigma` is learnt, the pooled within-cell sum of squares of
+    :math:`x_i = \operatorname{logit}(1/w_i)` is the observed variable,
+
+    .. math::
+
+        S = \sum_k \sum_{i \in k} (x_i - \bar x_k)^2 \mid \sigma
+            \sim \sigma^2 \chi^2_{\nu}
+            = \mathrm{Gamma}\!\left(\tfrac{\nu}{2},\ \text{rate } \tfrac{1}{2\sigma^2}\right),
+        \qquad \nu = \sum_k (f_k - 1).
+
+    Why this model. :math:`p_k` never enters the likelihood of :math:`f_k` (the
+    :math:`1/\pi_k` prior makes :math:`f_k` uninformative about it), so without another
+    likelihood its "posterior" is whatever prior one writes down. The honest extra data
+    are the weights: the inverse weights :math:`1/w_i` of the :math:`f_k` sampled records
+    of cell :math:`k` are noisy measurements of the inclusion probabilities of the cell's
+    population, measured on the logit scale as
+    :math:`x_i = \operatorname{logit} p_k + \varepsilon_i`,
+    :math:`\varepsilon_i \sim \mathrm{Normal}(0, \sigma)`. With a flat prior on
+    :math:`\operatorname{logit} p_k` this gives the normal posterior above, centred on the
+    design estimate (we centre on :math:`\operatorname{logit}\hat p_k`, the plug-in the
+    closed form uses, rather than on :math:`\bar x_k`, so that the model contains the
+    closed form exactly) with the standard error of a mean of :math:`f_k` measurements;
+    and the within-cell scatter (sufficient statistic :math:`S`, exact chi-square
+    likelihood) makes :math:`\sigma` learnable. Sample uniques, the records that matter
+    most, get the full spread :math:`\sigma` learnt from the larger cells. Where weights
+    are constant within cells (e.g. stratified simple random sampling with cells inside
+    strata) :math:`p_k` is known and :math:`\sigma = 0`; the model then *is* the closed
+    form, and learning :math:`\sigma` is refused with that explanation.
+
+    Reduction to the closed form. As :math:`\sigma \to 0`, :math:`p_k \to \hat p_k` in
+    every draw, so the posterior mean of :math:`E(1/F_k \mid f_k, p_k)` tends to the
+    plug-in Benedetti-Franconi risk (seed 004, eq. 6 at :math:`\hat p_k`); the error is
+    :math:`O(\sigma^2 / f_k)` (second-order delta method).
+
+    Graph. Non-centred: ``p_offset ~ Normal(0, 1)`` (dims ``cell``),
+    ``logit_p = m + sigma * p_offset / sqrt(f)`` and ``p = invlogit(logit_p)`` are
+    deterministics (dims ``cell``); ``sigma`` is a scalar (a prior from :attr:`priors`,
+    or a constant when fixed); ``within_ss`` (scalar) is observed. One vector node per
+    quantity whatever the number of cells; draws are stored per cell (not per record).
+
+    Parameters
+    ----------
+    fk : array-like of int, shape (n_cells,)
+        Sample frequencies, ``f_k >= 1``.
+    Fk_hat : array-like of float, shape (n_cells,)
+        Weight sums :math:`\hat F_k`, positive.
+    sigma : float, optional
+        Fix the logit-scale spread (``0`` gives the closed form). ``None`` (default)
+        learns it from ``within_ss`` / ``within_df``.
+    within_ss, within_df : float, int, optional
+        Pooled within-cell sum of squares of ``logit(1/w)`` and its degrees of freedom
+        (see :func:`within_cell_spread`); needed when ``sigma`` is learnt.
+    cell_names : sequence, optional
+        Labels of the cells (coordinate ``cell``); default ``0 .. n_cells - 1``.
+    priors : dict, optional
+        Overrides of the ``sigma`` prior (default ``HalfNormal(sigma=1)``: a spread of
+        logit inclusion probabilities of 1 means weights varying about 2.7-fold within a
+        cell, which is already large).
+    """
+
+    name: ClassVar[str] = "negbin"
+    default_priors: ClassVar[dict[str, PriorSpec]] = {
+        "sigma": {"dist": "HalfNormal", "sigma": 1.0},
+    }
+
+    def __init__(
+        self,
+        fk,
+        Fk_hat,
+        sigma: float | None = None,
+        within_ss: float | None = None,
+        within_df: int | None = None,
+        cell_names: Sequence | None = None,
+        priors: Mapping[str, PriorSpec] | None = None,
+    ):
+        fk_arr = np.asarray(fk)
+        Fk_arr = np.asarray(Fk_hat, dtype=float)
+        if fk_arr.ndim != 1 or fk_arr.size == 0:
+            raise InputError(
+                f"fk must be a non-empty 1-D vector (one count per cell); got shape {fk_arr.shape}"
+            )
+        fk_float = fk_arr.astype(float)
+        if (
+            np.any(~np.isfinite(fk_float))
+            or np.any(fk_float < 1)
+            or np.any(fk_float != np.round(fk_float))
+        ):
+            raise InputError(
+                "fk must hold whole numbers >= 1 (observed cells only); drop empty cells first"
+            )
+        if Fk_arr.shape != fk_arr.shape:
+            raise InputError(
+                f"Fk_hat must have one value per cell ({fk_arr.size}); got shape {Fk_arr.shape}"
+            )
+        if np.any(~np.isfinite(Fk_arr)) or np.any(Fk_arr <= 0):
+            raise InputError(
+                "Fk_hat (weight sums) must be positive and finite; check the sampling weights"
+            )
+        self.fk = fk_float.astype(np.int64)
+        self.Fk_hat = Fk_arr
+        n_cells = self.fk.size
+        if cell_names is None:
+            cell_names = np.arange(n_cells)
+        cell_names = list(cell_names)
+        if len(cell_names) != n_cells:
+            raise InputError(
+                f"cell_names has {len(cell_names)} labels for {n_cells} cells; pass one per cell"
+            )
+        self.cell_names = cell_names
+        # Plug-in of seed 004 eq. 4, capped at 1 (weights below one would give p_hat > 1).
+        self.p_hat = np.minimum(self.fk / self.Fk_hat, 1.0)
+
+        if sigma is not None:
+            sigma = float(sigma)
+            if not (np.isfinite(sigma) and sigma >= 0):
+                raise InputError(f"sigma must be a finite number >= 0; got {sigma}")
+            if priors and "sigma" in priors:
+                raise InputError(
+                    "sigma is fixed, so a 'sigma' prior has no effect; "
+                    "drop the prior or pass sigma=None"
+                )
+            self.priors = {"sigma": {"dist": "Fixed", "value": sigma}}
+        else:
+            if within_ss is None or within_df is None:
+                raise InputError(
+                    "learning sigma needs within_ss and within_df (see within_cell_spread); "
+                    "pass them, build with NegativeBinomialModel.from_microdata, or fix sigma"
+                )
+            within_ss = float(np.sum(within_ss))
+            within_df = int(np.sum(within_df))
+            if within_df < 1:
+                raise InputError(
+                    "no cell has two or more weighted records, so the within-cell spread sigma "
+                    "cannot be learnt; pass sigma=<value>"
+                )
+            if not np.isfinite(within_ss) or within_ss < 0:
+                raise InputError(f"within_ss must be a finite sum of squares >= 0; got {within_ss}")
+            if within_ss <= 1e-12 * within_df:
+                raise InputError(
+                    "weights are constant within every cell, so sigma = 0 and the model is the "
+                    "plug-in closed form; use the closed form or pass sigma=<value>"
+                )
+            self.priors = merge_priors(self.default_priors, priors, self.name)
+        self.sigma = sigma
+        self.within_ss = within_ss
+        self.within_df = within_df
+        self._model = None
+
+    @classmethod
+    def from_microdata(cls, md, sigma: float | None = None, priors=None) -> NegativeBinomialModel:
+        """Build the model from a :class:`sdcbayes.Microdata`.
+
+        Uses ``md.cells.fk``, ``md.cells.Fk_hat``, ``md.weights`` and ``md.record_cell``
+        (ARCHITECTURE.md, data-layer contract).
+        """
+        if getattr(md, "weights", None) is None:
+            raise DataError(
+                "the negative-binomial model needs sampling weights; "
+                "pass weight=<column> to Microdata"
+            )
+        cells = md.cells
+        fk = np.asarray(cells.fk)
+        Fk_hat = np.asarray(cells.Fk_hat, dtype=float)
+        ss, df = (
+            (None, None) if sigma is not None else within_cell_spread(md.weights, md.record_cell)
+        )
+        return cls(fk, Fk_hat, sigma=sigma, within_ss=ss, within_df=df, priors=priors)
+
+    # ---------------------------------------------------------------- the graph
+    def build(self):
+        """Return the PyMC model (built once, then cached)."""
+        if self._model is not None:
+            return self._model
+        import pymc as pm
+
+        with pm.Model(coords={"cell": self.cell_names}) as model:
+            fk = pm.Data("fk", self.fk, dims="cell")
+            pm.Data("Fk_hat", self.Fk_hat, dims="cell")
+            m = pm.Data("logit_p_hat", _logit(self.p_hat), dims="cell")
+            if self.sigma is None:
+                sigma = prior_to_rv(pm, "sigma", self.priors["sigma"])
+            else:
+                sigma = pm.Data("sigma", self.sigma)
+            offset = pm.Normal("p_offset", 0.0, 1.0, dims="cell")
+            logit_p = pm.Deterministic(
+                "logit_p", m + sigma * offset / pm.math.sqrt(fk), dims="cell"
+            )
+            pm.Deterministic("p", pm.math.invlogit(logit_p), dims="cell")
+            if self.sigma is None:
+                # S ~ sigma^2 chi^2_nu == Gamma(nu/2, rate 1/(2 sigma^2)). NumPy float64
+                # constants: PyTensor would store a whole Python float such as 7.0 as
+                # float32 and evaluate gammaln(nu/2) in single precision.
+                pm.Gamma(
+                    "within_ss",
+                    alpha=np.float64(self.within_df / 2.0),
+                    beta=np.float64(0.5) / sigma**2,
+                    observed=np.float64(self.within_ss),
+                )
+        self._model = model
+        return model
+
+    def data_summary(self) -> dict[str, Any]:
+        """JSON-serialisable summary of the cell table and the weights' spread."""
+        return {
+            "model": self.name,
+            "n_cells": int(self.fk.size),
+            "n_records": int(self.fk.sum()),
+            "n_sample_uniques": int(np.sum(self.fk == 1)),
+            "sum_weights": float(self.Fk_hat.sum()),
+            "sigma_fixed": self.sigma,
+            "within_ss": self.within_ss,
+            "within_df": self.within_df,
+            "pooled_within_sd": (
+                math.sqrt(self.within_ss / self.within_df) if self.within_df else None
+            ),
+        }
+
+    # ---------------------------------------------------------------- checks
+    def _population_statistics(self, p: xr.DataArray, rng, max_draws: int) -> xr.Dataset:
+        """Simulate F_k = f_k + NegBin(f_k, p_k) per draw and reduce to file-level statistics.
+
+        Statistics: total population of the observed cells (observed counterpart:
+        the Horvitz-Thompson total sum_k Fhat_k), tau1 = #{f_k = 1, F_k = 1} and
+        tau2 = sum_{f_k = 1} 1/F_k (DESIGN.md, notation; no observed counterpart).
+        """
+        p = p.transpose("chain", "draw", "cell")
+        n_draws = p.sizes["draw"]
+        if n_draws > max_draws:
+            p = p.isel(draw=np.linspace(0, n_draws - 1, max_draws).round().astype(int))
+        pv = np.clip(p.values, EPS, 1.0)
+        F = self.fk + rng.negative_binomial(np.broadcast_to(self.fk, pv.shape), pv)
+        unique = self.fk == 1
+        dims = ("chain", "draw")
+        coords = {"chain": p["chain"].values, "draw": p["draw"].values}
+        return xr.Dataset(
+            {
+                "population_total": (dims, F.sum(axis=-1).astype(float)),
+                "tau1": (dims, np.sum(unique & (F == 1), axis=-1).astype(float)),
+                "tau2": (dims, np.sum(np.where(unique, 1.0 / F, 0.0), axis=-1)),
+            },
+            coords=coords,
+        )
+
+    def _observed(self) -> dict[str, float]:
+        obs = {"population_total": float(self.Fk_hat.sum()), "tau1": np.nan, "tau2": np.nan}
+        if self.sigma is None:
+            obs["within_ss"] = float(self.within_ss)
+        return obs
+
+    def prior_predictive(self, samples: int = 500, random_seed=None) -> PredictiveCheck:
+        """Draw sigma, p, ``within_ss`` and population counts from the design-informed prior.
+
+        Here "prior" means before the within-cell scatter of the weights is used: p_k is
+        centred on the plug-in with a spread drawn from the ``sigma`` prior.
+        """
+        import pymc as pm
+
+        rng = np.random.default_rng(random_seed)
+        idata = pm.sample_prior_predictive(draws=samples, model=self.build(), random_seed=rng)
+        stats = self._population_statistics(_group(idata, "prior")["p"], rng, samples)
+        if self.sigma is None:
+            stats["within_ss"] = _group(idata, "prior_predictive")["within_ss"]
+        return PredictiveCheck("prior", stats, self._observed(), idata)
+
+    def posterior_predictive(
+        self, idata, random_seed=None, max_draws: int = 1000
+    ) -> PredictiveCheck:
+        """Replicated ``within_ss`` and population counts from the posterior in ``idata``.
+
+        At most ``max_draws`` draws per chain are used to simulate population counts
+        (keeps the draws x cells array small).
+        """
+        import pymc as pm
+
+        rng = np.random.default_rng(random_seed)
+        stats = self._population_statistics(_group(idata, "posterior")["p"], rng, max_draws)
+        pp = None
+        if self.sigma is None:
+            pp = pm.sample_posterior_predictive(
+                idata,
+                model=self.build(),
+                var_names=["within_ss"],
+                random_seed=rng,
+                progressbar=False,
+            )
+            ss = _group(pp, "posterior_predictive")["within_ss"]
+            stats["within_ss"] = ss.sel(draw=stats["draw"].values)
+        return PredictiveCheck("posterior", stats, self._observed(), pp)

@@ -1,0 +1,293 @@
+"""Negative-binomial F | f model with uncertain p_k (Benedetti-Franconi; Polettini, seed 004).
+
+The risk is computed here, independently of sdcbayes.risk, from seed 004 eq. 6
+(p^f/f * 2F1(f, f; f+1; 1-p), scipy.special.hyp2f1, small f) and checked against the
+seed's own closed forms for f = 1, 2, 3 (section 2).
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytest
+from scipy import stats
+from scipy.special import expit, hyp2f1, logit
+
+from sdcbayes.exceptions import DataError, InputError
+from sdcbayes.models.negbin import NegativeBinomialModel, within_cell_spread
+
+
+def _fit(model, draws=300, tune=300, chains=2, seed=0):
+    """NUTS through the project's fit when it is there, else pm.sample directly."""
+    try:
+        from sdcbayes.inference.fitting import fit
+    except ImportError:  # pragma: no cover
+        fit = None
+    if fit is not None:
+        return fit(
+            model, method="nuts", draws=draws, tune=tune, chains=chains, random_seed=seed, cores=1
+        )
+    return pm.sample(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=1,
+        random_seed=seed,
+        progressbar=False,
+        model=model.build(),
+        compute_convergence_checks=False,
+    )
+
+
+def bf_risk(f, p):
+    """E(1/F | f, p) = p^f / f * 2F1(f, f; f + 1; 1 - p) (seed 004, eq. 6)."""
+    return p**f / f * hyp2f1(f, f, f + 1, 1 - p)
+
+
+def test_reference_risk_matches_seed004_closed_forms():
+    # Seed 004, section 2: f = 1, 2, 3 in elementary functions; p = 1 gives 1/f.
+    p = np.array([0.01, 0.1, 0.37, 0.8])
+    q = 1 - p
+    np.testing.assert_allclose(bf_risk(1, p), p / q * np.log(1 / p), rtol=1e-12)
+    np.testing.assert_allclose(bf_risk(2, p), p / q**2 * (p * np.log(p) + q), rtol=1e-10)
+    # f = 3: the seed's intermediate expression is right ...
+    intermediate = (
+        p**3
+        / 3
+        * (3 * q * (3 * q - 2) - 6 * (q - 1) ** 2 * np.log(1 - q))
+        / (2 * (q - 1) ** 2 * q**3)
+    )
+    np.testing.assert_allclose(bf_risk(3, p), intermediate, rtol=1e-9)
+    # ... but its final simplification is printed with q^2 where q^3 is needed (typo in
+    # the seed): p / (2 q^3) [q (3q - 2) - 2 p^2 log p]. Pin both facts.
+    corrected = p / (2 * q**3) * (q * (3 * q - 2) - 2 * p**2 * np.log(p))
+    printed = p / (2 * q**2) * (q * (3 * q - 2) - 2 * p**2 * np.log(p))
+    np.testing.assert_allclose(bf_risk(3, p), corrected, rtol=1e-9)
+    assert not np.allclose(bf_risk(3, p), printed, rtol=1e-3)
+    assert bf_risk(4, 1.0) == pytest.approx(0.25)
+
+
+def _fake_microdata(rng, n_cells=200, spread=0.3, max_f=6, logit_p_mean=-3.0):
+    """Records whose logit inverse weights scatter by `spread` around a cell value."""
+    fk = rng.integers(1, max_f, n_cells)
+    record_cell = np.repeat(np.arange(n_cells), fk)
+    eta = rng.normal(logit_p_mean, 0.5, n_cells)
+    x = eta[record_cell] + rng.normal(0.0, spread, record_cell.size)
+    weights = 1.0 / expit(x)
+    cells = types.SimpleNamespace(fk=fk, Fk_hat=np.bincount(record_cell, weights))
+    return types.SimpleNamespace(cells=cells, weights=weights, record_cell=record_cell)
+
+
+# ----------------------------------------------------------------- sufficient statistics, logp
+
+
+def test_within_cell_spread_matches_groupby():
+    rng = np.random.default_rng(1)
+    md = _fake_microdata(rng, n_cells=50)
+    cell = md.record_cell.copy()
+    cell[::7] = -1  # excluded records are ignored
+    ss, df = within_cell_spread(md.weights, cell)
+    keep = cell >= 0
+    frame = pd.DataFrame({"cell": cell[keep], "x": logit(1 / md.weights[keep])})
+    g = frame.groupby("cell")["x"]
+    assert ss == pytest.approx((g.var(ddof=0) * g.size()).sum(), rel=1e-12)
+    assert df == int((g.size() - 1).sum())
+
+
+def test_within_ss_loglik_is_scaled_chi_square():
+    model = NegativeBinomialModel([1, 2, 3], [10.0, 30.0, 25.0], within_ss=2.7, within_df=14)
+    pm_model = model.build()
+    fn = pm_model.compile_logp(vars=pm_model.observed_RVs, jacobian=False)
+    for sigma in (0.2, 0.45, 1.3):
+        # S ~ sigma^2 chi^2_nu: density chi2.pdf(S / sigma^2, nu) / sigma^2.
+        expected = stats.chi2.logpdf(2.7 / sigma**2, 14) - 2 * np.log(sigma)
+        got = fn({"sigma_log__": np.log(sigma), "p_offset": np.zeros(3)})
+        assert got == pytest.approx(expected, abs=1e-8)
+
+
+def test_p_is_centred_on_the_plug_in_with_standard_error_sigma_over_sqrt_f():
+    fk = np.array([1, 2, 5])
+    Fk = np.array([40.0, 30.0, 12.0])
+    pm_model = NegativeBinomialModel(fk, Fk, sigma=0.4).build()
+    z = np.array([0.3, -1.2, 2.0])
+    p_of_values = pm_model.replace_rvs_by_values([pm_model["p"]])[0]
+    p = pm_model.compile_fn(p_of_values, inputs=pm_model.value_vars)({"p_offset": z})
+    np.testing.assert_allclose(p, expit(logit(fk / Fk) + 0.4 * z / np.sqrt(fk)), rtol=1e-12)
+
+
+# ----------------------------------------------------------------- reduction to the closed form
+
+FK = np.array([1, 1, 2, 3, 5, 1])
+FHAT = np.array([55.0, 4.0, 31.0, 12.5, 9.0, 1.0])  # last: p_hat = 1, risk 1/f
+
+
+@pytest.fixture(scope="module")
+def fixed_sigma_fits():
+    """One compiled model; sigma is data, so the fits differ only in sigma."""
+    model = NegativeBinomialModel(FK, FHAT, sigma=0.0)
+    pm_model = model.build()
+    fits = {}
+    for sigma in (0.0, 0.02, 0.1, 0.5):
+        pm_model.set_data("sigma", sigma)
+        fits[sigma] = pm.sample(
+            draws=500,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=1,
+            progressbar=False,
+            model=pm_model,
+            compute_convergence_checks=False,
+        )
+    return fits
+
+
+def _logit_normal_risk(f, m, s, n_nodes=80):
+    """E r(f, expit(m + s Z)), Z ~ N(0, 1), by Gauss-Hermite quadrature (not the graph)."""
+    x, w = np.polynomial.hermite_e.hermegauss(n_nodes)
+    return np.sum(w * bf_risk(f, expit(m + s * x))) / np.sqrt(2 * np.pi)
+
+
+def test_sigma_zero_gives_the_plug_in_risk_exactly(fixed_sigma_fits):
+    post = fixed_sigma_fits[0.0].posterior
+    risk = bf_risk(FK, post["p"].values).mean(axis=(0, 1))
+    plug_in = bf_risk(FK, np.minimum(FK / FHAT, 1.0))
+    np.testing.assert_allclose(risk, plug_in, rtol=1e-7)  # p = 1 - 1e-9 in the last cell
+    assert plug_in[-1] == pytest.approx(1.0)
+
+
+def test_posterior_mean_risk_converges_to_plug_in_as_sigma_shrinks(fixed_sigma_fits):
+    plug_in = bf_risk(FK, np.minimum(FK / FHAT, 1.0))
+    gaps = []
+    for sigma in (0.5, 0.1, 0.02):
+        post = fixed_sigma_fits[sigma].posterior
+        draws = bf_risk(FK, post["p"].values).reshape(-1, FK.size)
+        mean = draws.mean(axis=0)
+        # Against the logit-normal integral: the posterior of p is what the docstring says.
+        m = logit(np.clip(FK / FHAT, 1e-9, 1 - 1e-9))
+        exact = np.array(
+            [_logit_normal_risk(f, mk, sigma / np.sqrt(f)) for f, mk in zip(FK, m, strict=True)]
+        )
+        mcse = draws.std(axis=0) / np.sqrt(draws.shape[0] / 2)  # ESS >= half the draws here
+        assert np.all(np.abs(mean - exact) <= 4 * mcse + 1e-12), (sigma, mean, exact)
+        gaps.append(np.max(np.abs(mean - plug_in) / plug_in))
+    assert gaps[0] > gaps[1] > gaps[2]
+    assert gaps[2] < 2e-3  # O(sigma^2) bias plus Monte Carlo error at sigma = 0.02
+    assert gaps[0] > 0.01  # and sigma = 0.5 does change the risk
+
+
+def test_learnt_sigma_shrinks_to_closed_form_when_weights_barely_vary():
+    rng = np.random.default_rng(5)
+    md = _fake_microdata(rng, n_cells=60, spread=0.005)
+    model = NegativeBinomialModel.from_microdata(md)
+    post = _fit(model, seed=2).posterior
+    assert float(post["sigma"].quantile(0.95)) < 0.01
+    fk, Fk = md.cells.fk, md.cells.Fk_hat
+    risk = bf_risk(fk, post["p"].values).mean(axis=(0, 1))
+    np.testing.assert_allclose(risk, bf_risk(fk, fk / Fk), rtol=2e-3)
+
+
+# ----------------------------------------------------------------- learning sigma
+
+
+@pytest.fixture(scope="module")
+def learnt_fit():
+    rng = np.random.default_rng(2)
+    md = _fake_microdata(rng, n_cells=300, spread=0.3)
+    model = NegativeBinomialModel.from_microdata(md)
+    return md, model, _fit(model, seed=4)
+
+
+def test_sigma_is_recovered(learnt_fit):
+    md, model, idata = learnt_fit
+    sigma = idata.posterior["sigma"]
+    lo, hi = sigma.quantile([0.005, 0.995]).values
+    assert lo < 0.3 < hi
+    # With nu ~ 900 degrees of freedom the posterior sits on the pooled within-cell sd.
+    assert float(sigma.mean()) == pytest.approx(
+        np.sqrt(model.within_ss / model.within_df), rel=0.02
+    )
+    assert idata.posterior["p"].dims == ("chain", "draw", "cell")
+
+
+def test_posterior_predictive_check(learnt_fit):
+    md, model, idata = learnt_fit
+    table = model.posterior_predictive(idata, random_seed=3).summary()
+    assert set(table.index) == {"population_total", "tau1", "tau2", "within_ss"}
+    assert table.loc["within_ss", "observed"] == pytest.approx(model.within_ss)
+    assert 0.01 < table.loc["within_ss", "ppp"] < 0.99
+    assert table.loc["population_total", "observed"] == pytest.approx(md.cells.Fk_hat.sum())
+
+
+def test_population_simulation_uses_failures_before_f_successes(fixed_sigma_fits):
+    # At sigma = 0, F_k = f_k + NegBin(f_k, p_hat): E F_k = f_k / p_hat = Fhat_k, and
+    # P(F = 1 | f = 1) = p_hat, so E tau1 = sum_{f=1} p_hat (seed 004, eq. 2).
+    model = NegativeBinomialModel(FK, FHAT, sigma=0.0)
+    check = model.posterior_predictive(fixed_sigma_fits[0.0], random_seed=7)
+    total = check.statistics["population_total"].values.ravel()
+    p_hat = np.minimum(FK / FHAT, 1.0)
+    var_total = np.sum(FK * (1 - p_hat) / p_hat**2)
+    assert abs(total.mean() - FHAT.sum()) < 4 * np.sqrt(var_total / total.size)
+    tau1 = check.statistics["tau1"].values.ravel()
+    expected = p_hat[FK == 1].sum()
+    assert abs(tau1.mean() - expected) < 4 * tau1.std() / np.sqrt(tau1.size)
+    assert "within_ss" not in check.statistics  # nothing observed when sigma is fixed
+
+
+def test_prior_predictive_check():
+    rng = np.random.default_rng(8)
+    model = NegativeBinomialModel.from_microdata(_fake_microdata(rng, n_cells=30))
+    check = model.prior_predictive(samples=200, random_seed=1)
+    assert check.statistics.sizes == {"chain": 1, "draw": 200}
+    table = check.summary()
+    assert np.isnan(table.loc["tau1", "observed"])
+    assert table.loc["within_ss", "observed"] == pytest.approx(model.within_ss)
+
+
+# ----------------------------------------------------------------- errors
+
+
+def test_bad_input_is_rejected_with_a_fix():
+    with pytest.raises(InputError, match="whole numbers >= 1"):
+        NegativeBinomialModel([0, 2], [3.0, 4.0], sigma=0.1)
+    with pytest.raises(InputError, match="positive and finite"):
+        NegativeBinomialModel([1, 2], [3.0, -4.0], sigma=0.1)
+    with pytest.raises(InputError, match="needs within_ss and within_df"):
+        NegativeBinomialModel([1, 2], [3.0, 4.0])
+    with pytest.raises(InputError, match="constant within every cell"):
+        NegativeBinomialModel([1, 2], [3.0, 4.0], within_ss=0.0, within_df=1)
+    with pytest.raises(InputError, match="no cell has two or more"):
+        NegativeBinomialModel([1, 1], [3.0, 4.0], within_ss=0.0, within_df=0)
+    with pytest.raises(InputError, match="drop the prior"):
+        NegativeBinomialModel([1, 2], [3.0, 4.0], sigma=0.1, priors={"sigma": {"sigma": 2.0}})
+    with pytest.raises(InputError, match=r"valid names are \['sigma'\]"):
+        NegativeBinomialModel(
+            [1, 2], [3.0, 4.0], within_ss=1.0, within_df=1, priors={"tau": {"sigma": 2.0}}
+        )
+    md = types.SimpleNamespace(
+        cells=types.SimpleNamespace(fk=[1], Fk_hat=[2.0]), weights=None, record_cell=[0]
+    )
+    with pytest.raises(DataError, match="weight=<column>"):
+        NegativeBinomialModel.from_microdata(md)
+
+
+# ----------------------------------------------------------------- slow: calibration
+
+
+@pytest.mark.slow
+def test_sigma_interval_coverage_over_replicates():
+    """90% intervals of sigma cover the truth ~90% of the time (100 replicates, prior truths)."""
+    rng = np.random.default_rng(17)
+    hits = []
+    for rep in range(100):
+        sigma = abs(rng.normal(0.0, 0.5))
+        md = _fake_microdata(rng, n_cells=25, spread=sigma, max_f=4)
+        model = NegativeBinomialModel.from_microdata(md, priors={"sigma": {"sigma": 0.5}})
+        post = _fit(model, draws=400, tune=400, seed=rep).posterior
+        lo, hi = post["sigma"].quantile([0.05, 0.95]).values
+        hits.append(lo < sigma < hi)
+    print({"sigma": float(np.mean(hits))})  # shown with -rP
+    assert 0.80 <= np.mean(hits) <= 0.97, np.mean(hits)
