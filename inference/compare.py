@@ -1,0 +1,259 @@
+"""PSIS-LOO on weighted pointwise log-likelihoods, and model comparison.
+
+Models fitted to counts of counts store one log-likelihood entry per distinct
+count j, standing for ``m_j`` exchangeable cells (``log_likelihood`` holds the
+*total* contribution ``m_j log p(j | theta)``; the weights ``m_j`` are the
+``constant_data`` variable named by the posterior's ``loglik_weight_var``
+stamp). Leaving out one cell of value j gives the importance ratios
+``1/p(j | theta_s)`` — identical for all ``m_j`` such cells — so Pareto-smoothed
+importance sampling (Vehtari, Gelman and Gabry 2017) run once per distinct j
+gives each of those cells' ``elpd_loo,i`` exactly, and
+
+.. math::
+
+    \\widehat{\\mathrm{elpd}}_{\\mathrm{loo}} = \\sum_j m_j\\, \\widehat{\\mathrm{elpd}}_{j},\\quad
+    \\mathrm{se} = \\sqrt{n\\, \\mathrm{Var}_m(\\widehat{\\mathrm{elpd}}_{j})},\\quad
+    n = \\sum_j m_j,
+
+with ``Var_m`` the m-weighted variance: the same numbers as ``arviz.loo`` on the
+expanded one-entry-per-cell log-likelihood (its relative efficiency depends on
+the posterior only), at the cost of the distinct values. Do not call
+``arviz.loo`` directly on these posteriors: it would treat each distinct value
+as one observation.
+
+Models without a weight stamp (one entry per observation) get unit weights.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import optimize
+from scipy.special import logsumexp
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.inference.posterior import get_group, provenance
+
+__all__ = ["WeightedLoo", "compare", "loo"]
+
+_SAMPLE_DIMS = ("chain", "draw")
+
+
+@dataclass
+class WeightedLoo:
+    """PSIS-LOO of a posterior whose log-likelihood entries carry cell weights.
+
+    Attributes
+    ----------
+    elpd_loo, se, p_loo : float
+        Expected log pointwise predictive density, its standard error, and the
+        effective number of parameters, summed over all ``n_data_points`` cells.
+    n_data_points : int
+        Number of observations (cells) ``sum_j m_j``.
+    loo_i, pareto_k, weights : xarray.DataArray
+        Per distinct entry: ``elpd_loo`` of one cell, Pareto k, and how many cells
+        it stands for (dim ``obs``, a stacked copy of the log-likelihood dims).
+    good_k : float
+        Pareto-k threshold (ArviZ's ``min(1 - 1/log10(S), 0.7)``).
+    n_bad_k : int
+        Cells whose Pareto k exceeds ``good_k``.
+    """
+
+    elpd_loo: float
+    se: float
+    p_loo: float
+    n_data_points: int
+    loo_i: xr.DataArray
+    pareto_k: xr.DataArray
+    weights: xr.DataArray
+    good_k: float
+    n_bad_k: int
+
+    @property
+    def warning(self) -> bool:
+        """Whether any cell has an unreliable PSIS estimate (Pareto k > good_k)."""
+        return self.n_bad_k > 0
+
+
+def _loglik_and_weights(idata, var_name: str | None):
+    ll_group = get_group(idata, "log_likelihood")
+    names = list(ll_group.data_vars)
+    if var_name is None:
+        if len(names) != 1:
+            raise InputError(
+                f"the posterior has log-likelihoods {names}; pass var_name= to choose one"
+            )
+        var_name = names[0]
+    elif var_name not in names:
+        raise InputError(f"no log-likelihood {var_name!r}; available: {names}")
+    ll = ll_group[var_name]
+    weight_var = provenance(idata).get("loglik_weight_var") or ""
+    if weight_var:
+        weights = get_group(idata, "constant_data")[weight_var]
+        weights = weights.broadcast_like(ll.isel(chain=0, draw=0, drop=True))
+    else:
+        weights = xr.ones_like(ll.isel(chain=0, draw=0, drop=True), dtype=float)
+    obs_dims = [d for d in ll.dims if d not in _SAMPLE_DIMS]
+    if obs_dims:
+        ll = ll.stack(obs=obs_dims)
+        weights = weights.stack(obs=obs_dims)
+    else:
+        ll, weights = ll.expand_dims(obs=[0], axis=-1), weights.expand_dims(obs=[0])
+    keep = (weights > 0).values
+    ll, weights = ll.isel(obs=keep), weights.isel(obs=keep).astype(float)
+    # Stored entries are totals m_j log p(j); one cell's pointwise value is log p(j).
+    per_cell = ll / weights if weight_var else ll
+    return var_name, per_cell, weights
+
+
+def loo(idata, var_name: str | None = None) -> WeightedLoo:
+    """PSIS-LOO through :func:`arviz.loo`, one PSIS per distinct entry, weighted by cells.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A posterior from :func:`sdcbayes.inference.fit` (with ``log_likelihood``).
+    var_name : str, optional
+        The log-likelihood variable, when there are several.
+    """
+    var_name, per_cell, weights = _loglik_and_weights(idata, var_name)
+    obs_index = per_cell.indexes["obs"]
+    flat = per_cell.drop_vars(list(per_cell["obs"].coords)).assign_coords(
+        obs=np.arange(per_cell.sizes["obs"])
+    )
+    post = get_group(idata, "posterior")
+    ll_ds = xr.Dataset({var_name: flat.transpose("chain", "draw", "obs")})
+    tmp = az.InferenceData(posterior=post, log_likelihood=ll_ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Pareto-k warnings are reported, weighted, below
+        res = az.loo(tmp, pointwise=True, var_name=var_name)
+    w = weights.values
+    loo_i = np.asarray(res.loo_i.values, dtype=float)
+    k = np.asarray(res.pareto_k.values, dtype=float)
+    S = flat.sizes["chain"] * flat.sizes["draw"]
+    lppd_i = logsumexp(flat.values.reshape(S, -1), axis=0) - np.log(S)
+    n = float(w.sum())
+    elpd = float((w * loo_i).sum())
+    var = float((w * (loo_i - elpd / n) ** 2).sum() / n)
+    good_k = float(getattr(res, "good_k", 0.7) or 0.7)
+    coords = {"obs": obs_index}
+
+    def labelled(a, name):
+        return xr.DataArray(a, dims="obs", coords=coords, name=name)
+
+    return WeightedLoo(
+        elpd_loo=elpd,
+        se=float(np.sqrt(n * var)),
+        p_loo=float((w * (lppd_i - loo_i)).sum()),
+        n_data_points=int(round(n)),
+        loo_i=labelled(loo_i, "loo_i"),
+        pareto_k=labelled(k, "pareto_k"),
+        weights=labelled(w, "weight"),
+        good_k=good_k,
+        n_bad_k=int(round(w[k > good_k].sum())),
+    )
+
+
+def _stacking_weights(loo_matrix: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Stacking weights (Yao et al. 2018) with each entry counted ``w`` times.
+
+    Maximises ``sum_i w_i log sum_k s_k exp(elpd_ik)`` over the simplex (SLSQP, as
+    ArviZ does on unweighted entries).
+    """
+    M = loo_matrix.shape[1]
+    if M == 1:
+        return np.ones(1)
+    dens = np.exp(loo_matrix - loo_matrix.max(axis=1, keepdims=True))
+    wn = w / w.sum()
+
+    def neg(s):
+        return -(wn * np.log(dens @ s)).sum()
+
+    def grad(s):
+        return -(wn[:, None] * dens / (dens @ s)[:, None]).sum(axis=0)
+
+    res = optimize.minimize(
+        neg,
+        np.full(M, 1.0 / M),
+        jac=grad,
+        method="SLSQP",
+        bounds=[(0.0, 1.0)] * M,
+        constraints={"type": "eq", "fun": lambda s: s.sum() - 1.0},
+        options={"ftol": 1e-12, "maxiter": 1000},
+    )
+    weights = np.clip(res.x, 0.0, None)
+    return weights / weights.sum()
+
+
+def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
+    """Compare models/priors fitted to the same data by weighted PSIS-LOO.
+
+    Parameters
+    ----------
+    fits : dict of str to arviz.InferenceData
+        Posteriors from :func:`sdcbayes.inference.fit`, on the same data (same
+        log-likelihood entries and weights, e.g. the same counts of counts).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per fit, best first, columns as :func:`arviz.compare`: ``rank``,
+        ``elpd_loo``, ``p_loo``, ``elpd_diff`` (to the best), ``weight`` (stacking),
+        ``se``, ``dse`` (standard error of the difference, from the paired
+        per-cell differences), ``warning`` (any Pareto k > good_k), plus
+        ``n_bad_k``, ``model`` and ``method`` from the provenance stamps.
+    """
+    if not isinstance(fits, dict) or len(fits) < 1:
+        raise InputError("compare needs a dict {name: posterior} with at least one fit")
+    results = {name: loo(idata, var_name) for name, idata in fits.items()}
+    names = list(results)
+    ref = results[names[0]]
+    for name in names[1:]:
+        r = results[name]
+        same = r.loo_i.sizes["obs"] == ref.loo_i.sizes["obs"] and np.array_equal(
+            r.weights.values, ref.weights.values
+        )
+        if same:
+            same = r.weights.indexes["obs"].equals(ref.weights.indexes["obs"])
+        if not same:
+            raise InputError(
+                f"fits {names[0]!r} and {name!r} were not made on the same data (different "
+                "log-likelihood entries or cell weights); compare models fitted to one table"
+            )
+    w = ref.weights.values
+    n = w.sum()
+    L = np.column_stack([results[nm].loo_i.values for nm in names])
+    stack = _stacking_weights(L, w)
+    order = np.argsort([-results[nm].elpd_loo for nm in names], kind="stable")
+    best = names[order[0]]
+    rows = []
+    for rank, idx in enumerate(order):
+        nm = names[idx]
+        r = results[nm]
+        d = results[best].loo_i.values - r.loo_i.values
+        dmean = (w * d).sum() / n
+        dse = float(np.sqrt(n * (w * (d - dmean) ** 2).sum() / n))
+        stamps = provenance(fits[nm])
+        settings = stamps.get("settings") or {}
+        rows.append(
+            {
+                "name": nm,
+                "rank": rank,
+                "elpd_loo": r.elpd_loo,
+                "p_loo": r.p_loo,
+                "elpd_diff": results[best].elpd_loo - r.elpd_loo,
+                "weight": float(stack[idx]),
+                "se": r.se,
+                "dse": dse,
+                "warning": r.warning,
+                "n_bad_k": r.n_bad_k,
+                "model": stamps.get("model", ""),
+                "method": settings.get("method", "") if isinstance(settings, dict) else "",
+            }
+        )
+    return pd.DataFrame(rows).set_index("name")

@@ -1,0 +1,153 @@
+"""Convergence diagnostics checked after every fit.
+
+Split-R-hat and bulk/tail effective sample sizes (Vehtari, Gelman, Simpson,
+Carpenter and Bürkner 2021, through ArviZ) and the number of divergent
+transitions. Each problem raises a :class:`ConvergenceWarning` that names the
+parameter and suggests a fix; ``strict=True`` raises
+:class:`sdcbayes.exceptions.ConvergenceError` instead.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from sdcbayes.exceptions import ConvergenceError
+from sdcbayes.inference.posterior import get_group, has_group
+
+__all__ = [
+    "ConvergenceWarning",
+    "SdcbayesWarning",
+    "check_diagnostics",
+    "compute_diagnostics",
+]
+
+#: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01).
+RHAT_THRESHOLD = 1.01
+#: Minimum bulk/tail ESS per chain (Vehtari et al. 2021: 100 per chain).
+ESS_PER_CHAIN = 100
+
+
+class SdcbayesWarning(UserWarning):
+    """Base class of the warnings sdcbayes issues on purpose."""
+
+
+class ConvergenceWarning(SdcbayesWarning):
+    """The sampler's diagnostics flag a problem (R-hat, ESS, divergences)."""
+
+
+def _worst(ds: xr.Dataset, largest: bool) -> tuple[float, str]:
+    """Worst value over all variables and elements, with its ``name[dim=label]``."""
+    best_val, best_name = (-np.inf if largest else np.inf), ""
+    for name, da in ds.data_vars.items():
+        values = np.asarray(da.values, dtype=float)
+        if values.size == 0 or np.all(np.isnan(values)):
+            continue  # constants (e.g. data copied into the posterior)
+        flat = np.nanargmax(values) if largest else np.nanargmin(values)
+        v = float(values.reshape(-1)[flat])
+        if (v > best_val) if largest else (v < best_val):
+            idx = np.unravel_index(flat, values.shape) if values.ndim else ()
+            where = ",".join(
+                f"{d}={da.coords[d].values[i] if d in da.coords else i}"
+                for d, i in zip(da.dims, idx, strict=True)
+            )
+            best_val, best_name = v, f"{name}[{where}]" if where else str(name)
+    return best_val, best_name
+
+
+def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, Any]:
+    """Return ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences`` and where.
+
+    Computed over the posterior variables (``var_names`` to restrict). For a
+    posterior that is not a Markov chain (MAP, Laplace, ADVI) only the method
+    stamp matters: callers skip this function (values are ``nan``).
+    """
+    post = get_group(idata, "posterior")
+    if var_names is not None:
+        post = post[var_names]
+    n_chains, n_draws = post.sizes["chain"], post.sizes["draw"]
+    out: dict[str, Any] = {"chains": int(n_chains), "draws": int(n_draws)}
+    if n_draws < 4:
+        return out | {
+            "max_r_hat": math.nan,
+            "min_ess_bulk": math.nan,
+            "min_ess_tail": math.nan,
+            "divergences": 0,
+        }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # constant variables give nan
+        rhat = az.rhat(post)
+        ess_bulk = az.ess(post, method="bulk")
+        ess_tail = az.ess(post, method="tail")
+    out["max_r_hat"], out["max_r_hat_at"] = _worst(rhat, largest=True)
+    out["min_ess_bulk"], out["min_ess_bulk_at"] = _worst(ess_bulk, largest=False)
+    out["min_ess_tail"], out["min_ess_tail_at"] = _worst(ess_tail, largest=False)
+    divergences = 0
+    if has_group(idata, "sample_stats"):
+        stats = get_group(idata, "sample_stats")
+        if "diverging" in stats:
+            divergences = int(stats["diverging"].values.sum())
+    out["divergences"] = divergences
+    return out
+
+
+def check_diagnostics(
+    diagnostics: dict[str, Any],
+    *,
+    strict: bool = False,
+    rhat_threshold: float = RHAT_THRESHOLD,
+    ess_threshold: float | None = None,
+) -> list[str]:
+    """Turn diagnostics into warnings (or one error in strict mode).
+
+    Parameters
+    ----------
+    diagnostics : dict
+        From :func:`compute_diagnostics`.
+    strict : bool
+        Raise :class:`~sdcbayes.exceptions.ConvergenceError` listing every problem.
+    rhat_threshold : float
+        Default 1.01.
+    ess_threshold : float, optional
+        Minimum bulk and tail ESS; default 100 per chain.
+
+    Returns
+    -------
+    list of str
+        The problems found (empty when none).
+    """
+    if ess_threshold is None:
+        ess_threshold = ESS_PER_CHAIN * diagnostics.get("chains", 1)
+    problems = []
+    rhat = diagnostics.get("max_r_hat", math.nan)
+    if rhat == rhat and rhat > rhat_threshold:
+        problems.append(
+            f"parameter {diagnostics['max_r_hat_at']} has R-hat {rhat:.3f} > {rhat_threshold}: "
+            "the chains disagree; run more tuning steps (tune=2000) and draws, or tighten "
+            "its prior"
+        )
+    for kind in ("bulk", "tail"):
+        ess = diagnostics.get(f"min_ess_{kind}", math.nan)
+        if ess == ess and ess < ess_threshold:
+            problems.append(
+                f"parameter {diagnostics[f'min_ess_{kind}_at']} has {kind} ESS {ess:.0f} < "
+                f"{ess_threshold:.0f}: increase draws (and tune), or reparameterise it"
+                + (" (tail quantiles and intervals are unreliable)" if kind == "tail" else "")
+            )
+    div = diagnostics.get("divergences", 0) or 0
+    if div > 0:
+        problems.append(
+            f"{div} divergent transitions: raise target_accept (e.g. 0.95), use a "
+            "non-centred parameterisation (structure='hierarchical' is already non-centred) "
+            "or tighter priors"
+        )
+    if problems and strict:
+        raise ConvergenceError("sampling diagnostics failed: " + "; ".join(problems))
+    for p in problems:
+        warnings.warn(p, ConvergenceWarning, stacklevel=3)
+    return problems

@@ -1,0 +1,106 @@
+"""Prior and posterior predictive checks of the observed summaries.
+
+A model that can replicate its data exposes ``simulate(params, rng) ->
+xarray.Dataset`` and ``observed() -> xarray.Dataset`` (for the Poisson-gamma
+model: the counts of counts ``m``). These functions draw the parameters (from
+the prior through PyMC, or from a fitted posterior) and add ``prior_predictive``
+/ ``posterior_predictive`` groups, so a methodologist sees whether the model
+reproduces the observed number of sample uniques, doubles, etc.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.inference.posterior import get_group, has_group
+from sdcbayes.models.ppc import predictive_table
+
+__all__ = ["posterior_predictive", "predictive_check", "prior_predictive"]
+
+
+def _check_model(model) -> None:
+    if not (hasattr(model, "simulate") and hasattr(model, "observed")):
+        raise InputError(
+            f"model {getattr(model, 'name', model)!r} cannot replicate its data "
+            "(no simulate/observed methods); predictive checks are not available for it"
+        )
+
+
+def prior_predictive(model, draws: int = 500, random_seed: int | None = None, **simulate_kwargs):
+    """Draw parameters from the prior and replicate the observed summaries.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Groups ``prior`` (parameters, dims ``chain`` = 1, ``draw``),
+        ``prior_predictive`` (e.g. ``m`` with dims ``chain, draw, [domain,] count``)
+        and ``observed_data``.
+    """
+    _check_model(model)
+    rng = np.random.default_rng(random_seed)
+    pm_model = model.build()
+    names = [v.name for v in pm_model.free_RVs + pm_model.deterministics]
+    idata = pm.sample_prior_predictive(
+        draws=draws, model=pm_model, var_names=names, random_seed=int(rng.integers(2**31))
+    )
+    sims = model.simulate(get_group(idata, "prior"), rng, **simulate_kwargs)
+    idata.add_groups(prior_predictive=sims)
+    if not has_group(idata, "observed_data"):
+        idata.add_groups(observed_data=model.observed())
+    return idata
+
+
+def posterior_predictive(model, idata, random_seed: int | None = None, **simulate_kwargs):
+    """Replicate the observed summaries for every posterior draw (adds ``posterior_predictive``).
+
+    The group is added to ``idata`` in place (replacing an earlier one) and
+    ``idata`` is returned.
+    """
+    _check_model(model)
+    rng = np.random.default_rng(random_seed)
+    sims = model.simulate(get_group(idata, "posterior"), rng, **simulate_kwargs)
+    if has_group(idata, "posterior_predictive"):
+        del idata.posterior_predictive
+    idata.add_groups(posterior_predictive=sims)
+    return idata
+
+
+def predictive_check(
+    model,
+    idata,
+    kind: str = "posterior",
+    counts: Sequence[int] = (0, 1, 2, 3, 4, 5),
+    prob: float = 0.9,
+    var: str = "m",
+) -> pd.DataFrame:
+    """Table of observed vs predicted ``m_j`` (sample uniques at j = 1, doubles at 2, …).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        With a ``prior_predictive`` or ``posterior_predictive`` group (from
+        :func:`prior_predictive` / :func:`posterior_predictive`).
+    kind : {"posterior", "prior"}
+    counts, prob
+        See :func:`sdcbayes.models.ppc.predictive_table`.
+    """
+    if kind not in ("posterior", "prior"):
+        raise InputError(f"kind must be 'posterior' or 'prior'; got {kind!r}")
+    group = f"{kind}_predictive"
+    if not has_group(idata, group):
+        raise InputError(
+            f"no {group} group: call sdcbayes.inference.{kind}_predictive(model, ...) first"
+        )
+    sim = get_group(idata, group)[var]
+    tail_from = sim.attrs.get("tail_from")
+    if tail_from is not None and any(c >= tail_from for c in counts):
+        raise InputError(
+            f"counts {list(counts)} reach the pooled tail (>= {tail_from}); "
+            f"ask for counts below {tail_from} or simulate with a larger max_count"
+        )
+    return predictive_table(model.observed()[var], sim, counts=counts, prob=prob)
