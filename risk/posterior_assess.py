@@ -1,0 +1,646 @@
+r"""Posterior disclosure-risk assessment of a microdata file (issue 4).
+
+``assess_posterior(md, model=...)`` fits a superpopulation model through
+:mod:`sdcbayes.inference` and turns its posterior into the same
+:class:`~sdcbayes.risk.assess.Assessment` the closed form returns, with intervals:
+
+* per cell and per record: the posterior mean of :math:`E(1/F_k \mid f_k, \theta)`
+  (``risk``) and its quantiles over the posterior of :math:`\theta` (``risk_lo``,
+  ``risk_hi``), :math:`P(F_k = 1 \mid f_k = 1)` and the posterior predictive of
+  :math:`F_k` (cells), computed per group of cells sharing a conditional
+  (:mod:`sdcbayes.risk.posterior`) and mapped to records by the record → cell index;
+* per file: posterior predictive distributions (hyperparameter uncertainty *and*
+  the randomness of the unknown :math:`F_k`) of the re-identifications
+  :math:`\sum_i 1/F_{k(i)}`, of :math:`\tau_1` and :math:`\tau_2` (DESIGN.md,
+  Notation), with means and intervals; the household expected re-identifications
+  (seed ``001_…`` Section 3.3) and the number of records flagged by the benchmark
+  rule (Section 3.4) or above a threshold, per posterior draw;
+* for the Poisson-gamma model, Mokken et al.'s risk, maximal sample fraction,
+  minimal subpopulation size and multiple-investigator risks with the posterior of
+  :math:`f_u` in place of the point estimate (:func:`mokken_posterior`).
+
+Labelled results (xarray, with provenance attrs) are kept on the returned
+:class:`PosteriorAssessment`; pandas tables (``records``, ``cells``,
+:meth:`PosteriorAssessment.summary_frame`) are the edge.
+
+May import NumPy, SciPy, pandas, xarray and the closed-form modules of ``risk``;
+:mod:`sdcbayes.models` and :mod:`sdcbayes.inference` (and with them PyMC) are
+imported inside the functions that need them, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.provenance import stamp
+from sdcbayes.risk import mokken
+from sdcbayes.risk.assess import Assessment, cells_to_records
+from sdcbayes.risk.measures import benchmark_rule
+from sdcbayes.risk.posterior import (
+    DEFAULT_QUANTILES,
+    ConditionalGroups,
+    evaluate_groups,
+    negbin_groups,
+    poisson_gamma_groups,
+    summary_table,
+)
+
+__all__ = [
+    "POSTERIOR_MODELS",
+    "PosteriorAssessment",
+    "assess_from_posterior",
+    "assess_posterior",
+    "mokken_posterior",
+    "posterior_groups",
+]
+
+#: Models ``assess_posterior`` can fit.
+POSTERIOR_MODELS = ("poisson-gamma", "negbin")
+
+#: file-level variables: per-draw name in GroupEvaluation.draws -> labelled name
+_FILE_VARS = {
+    "er": "expected_reidentifications",
+    "tau1": "tau1",
+    "tau2": "tau2",
+    "n_above_benchmark": "n_above_benchmark",
+    "n_above_threshold": "n_above_threshold",
+    "household_er": "household_expected_reidentifications",
+}
+
+
+@dataclass
+class PosteriorAssessment(Assessment):
+    """An :class:`~sdcbayes.risk.assess.Assessment` from a posterior, with its labelled parts.
+
+    Attributes (beyond ``records``, ``cells``, ``summary``, ``provenance``)
+    ----------------------------------------------------------------------
+    idata : arviz.InferenceData or None
+        The fitted posterior (write it as ``posterior.nc``).
+    cell_posterior : xarray.Dataset
+        Dims ``cell`` and ``quantile``: ``risk_mean``, ``risk_quantile``,
+        ``p_unique_mean``, ``p_unique_quantile``, ``F_mean``, ``F_quantile``.
+    file_draws : xarray.Dataset
+        Dims ``chain``, ``draw``: posterior predictive samples of
+        ``expected_reidentifications``, ``tau1``, ``tau2`` (and their
+        ``*_conditional_mean``, ``*_conditional_var`` given the hyperparameters),
+        ``n_above_benchmark``, ``n_above_threshold``,
+        ``household_expected_reidentifications`` (given the hyperparameters; dim
+        ``thinned_draw`` when the draws were thinned for it).
+    mokken : xarray.Dataset or None
+        Draws of the Mokken et al. measures (Poisson-gamma only, when requested).
+    """
+
+    idata: Any = None
+    cell_posterior: xr.Dataset | None = None
+    file_draws: xr.Dataset | None = None
+    mokken: xr.Dataset | None = None
+
+    def to_xarray(self) -> xr.Dataset:
+        """Labelled view: per-record variables (dim ``record``), the cell posterior
+        (dims ``cell``, ``quantile``) and the per-draw file quantities (``chain``,
+        ``draw``), with provenance attrs. The record's cell index is ``record_cell``."""
+        rec = self.records.rename(columns={"cell": "record_cell"}).set_index("record")
+        ds = xr.Dataset(
+            {c: ("record", rec[c].to_numpy()) for c in rec.columns},
+            coords={"record": rec.index.to_numpy()},
+        )
+        if self.cell_posterior is not None:
+            cp = self.cell_posterior
+            ds = ds.merge(cp.rename({v: f"cell_{v}" for v in cp.data_vars}),
+                          combine_attrs="override")
+        if self.file_draws is not None:
+            ds = ds.merge(self.file_draws, combine_attrs="override")
+        ds.attrs["model"] = self.summary.get("model", "")
+        ds.attrs["sdcbayes_version"] = self.summary.get("sdcbayes_version", "")
+        return ds
+
+    def summary_frame(self, truth: dict[str, float] | None = None) -> pd.DataFrame:
+        """Tidy table of the file-level quantities: mean, quantiles, interval (and truth)."""
+        qs = self.summary.get("quantiles", list(DEFAULT_QUANTILES))
+        return summary_table(self.file_draws, qs, truth)
+
+
+# --------------------------------------------------------------------------- posterior access
+
+
+def _posterior_dataset(posterior) -> xr.Dataset:
+    if isinstance(posterior, xr.Dataset):
+        return posterior
+    # The one place that touches the container (and imports sdcbayes.inference).
+    from sdcbayes.inference.posterior import get_group
+
+    return get_group(posterior, "posterior")
+
+
+def _constant(idata, name: str):
+    if isinstance(idata, xr.Dataset):
+        return None
+    from sdcbayes.inference.posterior import get_group, has_group
+
+    if not has_group(idata, "constant_data"):
+        return None
+    const = get_group(idata, "constant_data")
+    return float(np.asarray(const[name]).reshape(-1)[0]) if name in const else None
+
+
+def _flat_draws(da: xr.DataArray) -> np.ndarray:
+    """(chain, draw, ...) -> (chain*draw, ...) in C order."""
+    if "chain" not in da.dims or "draw" not in da.dims:
+        raise InputError(
+            f"posterior variable {da.name!r} lacks the dims chain and draw (has {list(da.dims)}); "
+            "pass a posterior from sdcbayes.inference.fit"
+        )
+    rest = [d for d in da.dims if d not in ("chain", "draw")]
+    da = da.transpose("chain", "draw", *rest)
+    return da.values.reshape((-1,) + da.shape[2:])
+
+
+def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> ConditionalGroups:
+    """The :class:`~sdcbayes.risk.posterior.ConditionalGroups` of ``md`` under a posterior.
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+    posterior : arviz.InferenceData or xarray.Dataset
+        A fitted posterior, or its ``posterior`` group.
+    model : {"poisson-gamma", "negbin"}
+    n, N : float, optional
+        Sample and population size (Poisson-gamma). Default: the model's constant
+        data ``n``, ``N``, else ``md.cells.n_records`` and the weight sum
+        (or ``n / sampling_fraction``).
+    """
+    post = _posterior_dataset(posterior)
+    fk = np.asarray(md.cells.fk, dtype=float)
+    if model == "poisson-gamma":
+        for name in ("alpha", "beta"):
+            if name not in post:
+                raise InputError(
+                    f"the posterior has no {name!r}: is it a Poisson-gamma fit? "
+                    "(pass model='negbin' for a negative-binomial posterior)"
+                )
+        if set(post["alpha"].dims) - {"chain", "draw"} or set(post["beta"].dims) - {
+            "chain",
+            "draw",
+        }:
+            raise InputError(
+                "posterior risk per cell needs the pooled Poisson-gamma model (one alpha, beta); "
+                "fit structure='pooled' (subpopulation structures are not mapped to cells yet)"
+            )
+        if n is None:
+            n = _constant(posterior, "n") or float(md.cells.n_records)
+        if N is None:
+            N = _constant(posterior, "N") or _population_size(md)
+        return poisson_gamma_groups(
+            fk, _flat_draws(post["alpha"]), _flat_draws(post["beta"]), n, N
+        )
+    if model == "negbin":
+        if "p" not in post:
+            raise InputError(
+                "the posterior has no cell inclusion probabilities 'p': is it a negbin fit? "
+                "(pass model='poisson-gamma' for a Poisson-gamma posterior)"
+            )
+        return negbin_groups(fk, _flat_draws(post["p"]))
+    raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+
+
+def _population_size(md) -> float:
+    if getattr(md, "weights", None) is not None:
+        return float(np.sum(md.cells.Fk_hat))
+    sf = getattr(md, "sampling_fraction", None)
+    if sf:
+        return float(md.cells.n_records / sf)
+    raise InputError(
+        "the population size is unknown: pass N=..., give the microdata a weight column, "
+        "or set its sampling_fraction"
+    )
+
+
+def _diagnostics(idata) -> dict[str, Any]:
+    keys = ("max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences")
+    out: dict[str, Any] = dict.fromkeys(keys)
+    if idata is None or isinstance(idata, xr.Dataset):
+        return out
+    from sdcbayes.inference.posterior import fit_diagnostics
+
+    try:
+        diag = fit_diagnostics(idata)
+    except InputError:
+        return out
+    for k in keys:
+        v = diag.get(k)
+        # JSON has no NaN: MAP/ADVI posteriors have no chain diagnostics
+        out[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+    return out
+
+
+def _idata_provenance(idata) -> dict[str, Any]:
+    if idata is None or isinstance(idata, xr.Dataset):
+        return {}
+    from sdcbayes.inference.posterior import provenance
+
+    try:
+        return provenance(idata)
+    except InputError:
+        return {}
+
+
+# --------------------------------------------------------------------------- assessment
+
+
+def _interval(x: np.ndarray, qs: Sequence[float]) -> list[float]:
+    x = np.asarray(x, dtype=float).ravel()
+    return [float(np.quantile(x, qs[0])), float(np.quantile(x, qs[-1]))]
+
+
+def assess_from_posterior(
+    md,
+    posterior,
+    model: str,
+    *,
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    threshold: float | None = None,
+    predictive: str = "auto",
+    random_seed=None,
+    n: float | None = None,
+    N: float | None = None,
+    priors: dict | None = None,
+    settings: dict | None = None,
+) -> PosteriorAssessment:
+    """Posterior risk assessment of ``md`` from an already fitted posterior.
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+        The microdata the model was fitted to (same cell table).
+    posterior : arviz.InferenceData or xarray.Dataset
+        The fit (its ``posterior`` group holds ``alpha``, ``beta`` for the
+        Poisson-gamma model, ``p`` with dim ``cell`` for the negative binomial).
+    model : {"poisson-gamma", "negbin"}
+    quantiles : sequence of float
+        Quantiles of the intervals; the first and last bound ``risk_lo``/``risk_hi``
+        and every ``*_interval`` (default the 90% interval). Inner quantiles add
+        ``risk_q<q>`` columns.
+    threshold : float, optional
+        Also report records above this risk (posterior mean and per draw).
+    predictive : {"auto", "exact", "normal"}
+        See :func:`sdcbayes.risk.posterior.evaluate_groups`.
+    random_seed : int, optional
+        Seed of the predictive simulation (results are reproducible with it).
+    n, N : float, optional
+        Sample and population size (Poisson-gamma), see :func:`posterior_groups`.
+    priors, settings : dict, optional
+        Stamped on the provenance (taken from the posterior's stamps when absent).
+
+    Returns
+    -------
+    PosteriorAssessment
+    """
+    if model not in POSTERIOR_MODELS:
+        raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    groups = posterior_groups(md, posterior, model, n=n, N=N)
+    post = _posterior_dataset(posterior)
+    record_cell = np.asarray(md.record_cell)
+    kept = record_cell >= 0
+    record_group = np.full(record_cell.size, -1, dtype=np.int64)
+    record_group[kept] = groups.cell_group[record_cell[kept]]
+
+    hh_pairs, n_hh, hh_codes = None, 0, None
+    hh = getattr(md, "household_index", None)
+    if hh is not None:
+        hh_codes = np.asarray(hh)
+        G = groups.f.size
+        # records per (household, group): the household risk never needs the records
+        pair, counts = np.unique(hh_codes[kept] * G + record_group[kept], return_counts=True)
+        n_hh = int(hh_codes[kept].max()) + 1 if kept.any() else 0
+        hh_pairs = (pair // G, pair % G, counts.astype(float))
+
+    ev = evaluate_groups(
+        groups,
+        quantiles=quantiles,
+        threshold=threshold,
+        predictive=predictive,
+        random_seed=random_seed,
+        household_pairs=hh_pairs,
+        n_households=n_hh,
+    )
+    qs = list(ev.quantiles)
+    cg = groups.cell_group
+
+    # ---- cells
+    cells = md.cells
+    cell_frame = cells.table.copy()
+    cell_frame["risk"] = ev.risk_mean[cg]
+    cell_frame["risk_lo"] = ev.risk_q[0][cg]
+    cell_frame["risk_hi"] = ev.risk_q[-1][cg]
+    unique = np.asarray(cells.fk) == 1
+    cell_frame["p_unique"] = np.where(unique, ev.p_unique_mean[cg], np.nan)
+    cell_frame["p_unique_lo"] = np.where(unique, ev.p_unique_q[0][cg], np.nan)
+    cell_frame["p_unique_hi"] = np.where(unique, ev.p_unique_q[-1][cg], np.nan)
+    cell_frame["F_mean"] = ev.F_mean[cg]
+    cell_frame["F_lo"] = ev.F_q[0][cg]
+    cell_frame["F_hi"] = ev.F_q[-1][cg]
+
+    # ---- records: every record gets its cell's summaries (never draws x records)
+    fk = np.asarray(cells.fk, dtype=float)
+    records = pd.DataFrame(
+        {
+            "record": np.arange(record_cell.size),
+            "cell": record_cell,
+            "fk": cells_to_records(fk, record_cell),
+            "Fk_hat": cells_to_records(np.asarray(cells.Fk_hat, dtype=float), record_cell),
+            "risk": cells_to_records(cell_frame["risk"].to_numpy(), record_cell),
+            "risk_lo": cells_to_records(cell_frame["risk_lo"].to_numpy(), record_cell),
+            "risk_hi": cells_to_records(cell_frame["risk_hi"].to_numpy(), record_cell),
+        }
+    )
+    for i, q in enumerate(qs[1:-1], start=1):
+        records[f"risk_q{q:g}"] = cells_to_records(ev.risk_q[i][cg], record_cell)
+
+    # ---- labelled parts
+    chain, draw = post.sizes["chain"], post.sizes["draw"]
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values}
+    fd = {}
+    for key, name in _FILE_VARS.items():
+        if key not in ev.draws:
+            continue
+        if ev.draws[key].size == chain * draw:
+            fd[name] = (("chain", "draw"), ev.draws[key].reshape(chain, draw))
+        else:  # household risk on evenly thinned draws
+            fd[name] = (("thinned_draw",), ev.draws[key])
+    for key, name in (("er", "expected_reidentifications"), ("tau1", "tau1"), ("tau2", "tau2")):
+        fd[f"{name}_conditional_mean"] = (
+            ("chain", "draw"),
+            ev.draws[f"{key}_mean"].reshape(chain, draw),
+        )
+        if f"{key}_var" in ev.draws:
+            fd[f"{name}_conditional_var"] = (
+                ("chain", "draw"),
+                ev.draws[f"{key}_var"].reshape(chain, draw),
+            )
+    file_draws = xr.Dataset(fd, coords=coords)
+    cell_posterior = xr.Dataset(
+        {
+            "risk_mean": ("cell", ev.risk_mean[cg]),
+            "risk_quantile": (("quantile", "cell"), ev.risk_q[:, cg]),
+            "p_unique_mean": ("cell", np.where(unique, ev.p_unique_mean[cg], np.nan)),
+            "p_unique_quantile": (
+                ("quantile", "cell"),
+                np.where(unique[None, :], ev.p_unique_q[:, cg], np.nan),
+            ),
+            "F_mean": ("cell", ev.F_mean[cg]),
+            "F_quantile": (("quantile", "cell"), ev.F_q[:, cg]),
+            "fk": ("cell", fk),
+        },
+        coords={"cell": np.arange(fk.size), "quantile": qs},
+    )
+
+    # ---- summary
+    r_kept = records["risk"].to_numpy()[kept]
+    prov_fit = _idata_provenance(posterior)
+    prov = stamp(
+        model,
+        priors=priors if priors is not None else prov_fit.get("priors"),
+        data_summary=md.summary(),
+        settings=(settings or prov_fit.get("settings") or {})
+        | {"quantiles": qs, "threshold": threshold, "predictive": ev.predictive,
+           "predictive_seed": random_seed},
+    )
+    for ds in (file_draws, cell_posterior):
+        ds.attrs.update(
+            model=model,
+            sdcbayes_version=prov["sdcbayes_version"],
+            quantiles=qs,
+            predictive=ev.predictive,
+        )
+
+    d = ev.draws
+    summary: dict[str, Any] = {
+        "sdcbayes_version": prov["sdcbayes_version"],
+        "model": model,
+        "method": (prov["settings"] or {}).get("method"),
+        "quantiles": qs,
+        "interval_level": round(qs[-1] - qs[0], 10),
+        "predictive": ev.predictive,
+        "n_records": int(kept.sum()),
+        "n_records_input": int(record_cell.size),
+        "n_cells": int(fk.size),
+        "n_sample_uniques": int(unique.sum()),
+        "n_draws": int(chain * draw),
+        # Rao-Blackwellised means: E over the posterior of the conditional mean
+        "expected_reidentifications": float(d["er_mean"].mean()),
+        "expected_reidentifications_interval": _interval(d["er"], qs),
+        "expected_reidentifications_hyper_interval": _interval(d["er_mean"], qs),
+        "expected_reidentification_rate": float(d["er_mean"].mean() / max(kept.sum(), 1)),
+        "tau1": float(d["tau1_mean"].mean()),
+        "tau1_interval": _interval(d["tau1"], qs),
+        "tau1_hyper_interval": _interval(d["tau1_mean"], qs),
+        "tau2": float(d["tau2_mean"].mean()),
+        "tau2_interval": _interval(d["tau2"], qs),
+        "tau2_hyper_interval": _interval(d["tau2_mean"], qs),
+        # posterior mean and interval of the per-draw count; the count of records
+        # flagged on the posterior-mean risk of records.csv can fall outside that
+        # interval (the rule's median + 2 MAD cut moves with the draws)
+        "n_above_benchmark": float(d["n_above_benchmark"].mean()),
+        "n_above_benchmark_interval": _interval(d["n_above_benchmark"], qs),
+        "n_above_benchmark_at_mean_risk": int(np.count_nonzero(benchmark_rule(r_kept))),
+        "max_risk": float(r_kept.max()) if r_kept.size else float("nan"),
+    }
+    if threshold is not None:
+        summary["risk_threshold"] = float(threshold)
+        summary["n_above_threshold"] = float(d["n_above_threshold"].mean())
+        summary["n_above_threshold_interval"] = _interval(d["n_above_threshold"], qs)
+        summary["n_above_threshold_at_mean_risk"] = int(np.count_nonzero(r_kept > threshold))
+    if hh_codes is not None:
+        hrisk = np.full(record_cell.size, np.nan)
+        hrisk[kept] = ev.household_risk_mean[hh_codes[kept]]
+        records["household_risk"] = hrisk
+        summary["n_households"] = int(np.unique(hh_codes[kept]).size)
+        summary["household_expected_reidentifications"] = float(d["household_er"].mean())
+        summary["household_expected_reidentifications_interval"] = _interval(
+            d["household_er"], qs
+        )
+    if model == "poisson-gamma" and "f_u" in post and set(post["f_u"].dims) <= {"chain", "draw"}:
+        for var, name in (("f_u", "population_uniques_fraction"), ("mu", "population_uniques")):
+            if var in post:
+                x = _flat_draws(post[var])
+                summary[name] = float(x.mean())
+                summary[f"{name}_interval"] = _interval(x, qs)
+    summary["diagnostics"] = _diagnostics(posterior)
+
+    return PosteriorAssessment(
+        records=records,
+        cells=cell_frame,
+        summary=summary,
+        provenance=prov,
+        idata=None if isinstance(posterior, xr.Dataset) else posterior,
+        cell_posterior=cell_posterior,
+        file_draws=file_draws,
+    )
+
+
+def assess_posterior(
+    md,
+    model: str = "poisson-gamma",
+    draws: int = 1000,
+    chains: int = 4,
+    tune: int = 1000,
+    random_seed=None,
+    method: str = "nuts",
+    threshold: float | None = None,
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    priors: dict | None = None,
+    *,
+    N: float | None = None,
+    predictive: str = "auto",
+    **fit_kwargs,
+) -> PosteriorAssessment:
+    """Fit ``model`` to ``md`` and return its posterior risk assessment.
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+    model : {"poisson-gamma", "negbin"}
+        ``"poisson-gamma"``: :class:`sdcbayes.models.poisson_gamma.PoissonGammaModel`
+        (pooled) on the counts of counts, population size ``N`` (default: weight sum
+        or ``n / sampling_fraction``). ``"negbin"``:
+        :class:`sdcbayes.models.negbin.NegativeBinomialModel` with the within-cell
+        spread of the weights learnt (needs weights).
+    draws, chains, tune, random_seed, method
+        Passed to :func:`sdcbayes.inference.fit` (``method`` "nuts", "nutpie",
+        "advi" or "map"). ``random_seed`` also seeds the predictive simulation.
+    threshold, quantiles, predictive
+        See :func:`assess_from_posterior`.
+    priors : dict, optional
+        Prior overrides for the model.
+    **fit_kwargs
+        Further options of :func:`sdcbayes.inference.fit`.
+
+    Returns
+    -------
+    PosteriorAssessment
+        ``summary`` holds ``expected_reidentifications(_interval)``,
+        ``tau1(_interval)``, ``tau2(_interval)``, ``n_above_benchmark(_interval)``,
+        ``household_expected_reidentifications(_interval)`` with households, and
+        ``diagnostics``; ``idata`` the posterior.
+    """
+    if model not in POSTERIOR_MODELS:
+        raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    from sdcbayes.inference import fit
+
+    if model == "poisson-gamma":
+        from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+        spec = PoissonGammaModel.from_microdata(md, N=N, priors=priors)
+    else:
+        from sdcbayes.models.negbin import NegativeBinomialModel
+
+        spec = NegativeBinomialModel.from_microdata(md, priors=priors)
+    idata = fit(
+        spec,
+        method=method,
+        draws=draws,
+        chains=chains,
+        random_seed=random_seed,
+        tune=tune,
+        **fit_kwargs,
+    )
+    n_fit = N_fit = None
+    if model == "poisson-gamma":
+        ds = spec.data_summary()
+        n_fit, N_fit = float(ds["n"]), float(ds["N"])
+    return assess_from_posterior(
+        md,
+        idata,
+        model,
+        quantiles=quantiles,
+        threshold=threshold,
+        predictive=predictive,
+        random_seed=random_seed,
+        n=n_fit,
+        N=N_fit,
+        priors=spec.priors,
+        settings={"method": method, "draws": draws, "chains": chains, "tune": tune,
+                  "random_seed": random_seed},
+    )
+
+
+# --------------------------------------------------------------------------- Mokken et al.
+
+
+def mokken_posterior(
+    posterior,
+    *,
+    n: float,
+    N: float,
+    f_a: float,
+    gamma: float = 0.05,
+    investigators: Sequence[int] = (1, 2, 5, 10),
+    a: float | None = None,
+    f: float | None = None,
+    method: str = "binomial",
+) -> xr.Dataset:
+    r"""Mokken et al. (1992) measures with the posterior of f_u in place of its estimate.
+
+    Evaluates, per posterior draw (dims ``chain``, ``draw``) of the Poisson-gamma
+    model, with :mod:`sdcbayes.risk.mokken`:
+
+    * ``R``: risk of one investigator, :math:`1 - (1 - f_a f_u)^n` (seed ``000_…``
+      eq. 5; ``method="poisson"``: eq. 6);
+    * ``f_max``: maximal sample fraction at acceptable risk ``gamma`` (eq. 7 / 8);
+    * ``R_m`` (dim ``investigators``): risk of ``m`` investigators with circles of
+      ``f_a N`` acquaintances each, eq. (19) with :math:`E a_m` of eq. (21);
+    * ``N_min`` (when ``a`` is given): minimal subpopulation size for maximal risk
+      ``gamma`` with ``a`` acquaintances and sample fraction ``f`` (default n/N),
+      eq. (17) with the draws of :math:`(\alpha, \beta)`.
+
+    Multiple keys (eq. 22-27): pass draws of ``f_u`` per key to
+    :func:`sdcbayes.risk.mokken.total_risk` with the key axis last.
+
+    Reduce with :func:`sdcbayes.risk.posterior.summary_table` (means and intervals
+    instead of single numbers).
+
+    Parameters
+    ----------
+    posterior : arviz.InferenceData or xarray.Dataset
+        Pooled Poisson-gamma posterior with ``f_u`` (and ``alpha``, ``beta``).
+    n, N : float
+        Sample and population size.
+    f_a : float
+        Fraction of the population known to one investigator.
+    gamma : float
+        Acceptable risk for ``f_max`` and ``N_min``.
+    investigators : sequence of int
+        Numbers of investigators m for ``R_m``.
+    a, f : float, optional
+        Acquaintances and sample fraction for ``N_min``.
+    method : {"binomial", "poisson"}
+        Eq. (5) or eq. (6) forms.
+    """
+    post = _posterior_dataset(posterior)
+    if "f_u" not in post:
+        raise InputError(
+            "the posterior has no 'f_u' (fraction of population uniques): "
+            "fit the Poisson-gamma model (sdcbayes.models.PoissonGammaModel)"
+        )
+    f_u = post["f_u"]
+    out = xr.Dataset()
+    out["R"] = mokken.disclosure_risk(f_a, f_u, n, method=method)
+    out["f_max"] = mokken.maximal_sample_fraction(gamma, f_a, f_u, N, method=method)
+    m = xr.DataArray(np.asarray(investigators, dtype=float), dims="investigators",
+                     coords={"investigators": list(investigators)})
+    out["R_m"] = mokken.multiple_investigator_risk(f_u, n, N, f_a * N, m, method=method)
+    if a is not None:
+        frac = n / N if f is None else f
+        out["N_min"] = mokken.minimal_subpopulation_size(
+            gamma, a, frac, post["alpha"], post["beta"]
+        )
+    out.attrs.update(model="poisson-gamma", f_a=f_a, n=n, N=N, gamma=gamma, method=method)
+    return out
