@@ -57,11 +57,42 @@ def cli() -> None:
 @click.option("--strata", help="Stratum column (kept in the cell table per stratum).")
 @click.option(
     "--model",
-    type=click.Choice(["closed-form"]),
+    type=click.Choice(["closed-form", "poisson-gamma", "negbin"]),
     default="closed-form",
     show_default=True,
     help="Risk model. closed-form: Benedetti-Franconi individual risk with p = f/F̂, "
-    "as sdcMicro and mu-Argus compute it.",
+    "as sdcMicro and mu-Argus compute it (no intervals). poisson-gamma: "
+    "Bethlehem-Keller-Pannekoek superpopulation model fitted with full posterior on the "
+    "counts of counts. negbin: Benedetti-Franconi with uncertain inclusion "
+    "probabilities learnt from the spread of the weights. Posterior models report "
+    "90% intervals and sampling diagnostics.",
+)
+@click.option(
+    "--draws", type=int, default=1000, show_default=True,
+    help="Posterior models: draws kept per chain.",
+)
+@click.option(
+    "--chains", type=int, default=4, show_default=True,
+    help="Posterior models: independent chains (needed for the r_hat check).",
+)
+@click.option(
+    "--tune", type=int, default=1000, show_default=True,
+    help="Posterior models: tuning (warm-up) steps per chain, discarded.",
+)
+@click.option("--seed", type=int, default=None, help="Random seed (posterior models).")
+@click.option(
+    "--fit-method",
+    type=click.Choice(["nuts", "nutpie", "advi", "map"]),
+    default="nuts",
+    show_default=True,
+    help="Posterior models: NUTS (PyMC), nutpie (optional extra), ADVI, or MAP with a "
+    "Laplace approximation (fast, approximate).",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Posterior models: fail (exit 2) instead of warning when r_hat, ESS or "
+    "divergences show the sampler did not converge.",
 )
 @click.option(
     "--method",
@@ -131,6 +162,12 @@ def assess(
     out: Path,
     quiet: bool,
     as_json: bool,
+    draws: int = 1000,
+    chains: int = 4,
+    tune: int = 1000,
+    seed: int | None = None,
+    fit_method: str = "nuts",
+    strict: bool = False,
 ) -> None:
     """Assess disclosure risk per record and for the whole file.
 
@@ -167,6 +204,10 @@ def assess(
         raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise InputError(f"--threshold must lie strictly between 0 and 1; got {threshold}")
+    if model != "closed-form":
+        for name, value, low in (("--draws", draws, 1), ("--chains", chains, 1), ("--tune", tune, 0)):
+            if value < low:
+                raise InputError(f"{name} must be at least {low}; got {value}")
 
     md_kwargs: dict[str, Any] = dict(
         keys=key_list,
@@ -182,9 +223,15 @@ def assess(
         md_kwargs["max_levels"] = max_levels
     md = Microdata(frame, **md_kwargs)
 
-    from sdcbayes.risk.assess import assess_closed_form
+    if model == "closed-form":
+        from sdcbayes.risk.assess import assess_closed_form
 
-    result = assess_closed_form(md, method=method, threshold=threshold)
+        result = assess_closed_form(md, method=method, threshold=threshold)
+    else:
+        result = _fit_posterior(
+            md, model, draws=draws, chains=chains, tune=tune, seed=seed,
+            fit_method=fit_method, threshold=threshold, strict=strict, quiet=quiet or as_json,
+        )
     summary = dict(result.summary)
     summary["data"] = source
     if truth is not None:
@@ -198,14 +245,17 @@ def assess(
     from sdcbayes.report import assessment_report
 
     html = assessment_report(result, md, summary)
-    write_output_folder(
-        out,
-        {
-            "summary.json": lambda p: write_json(p, summary),
-            "records.csv": lambda p: write_csv(p, result.records),
-            "report.html": lambda p: p.write_text(html, encoding="utf-8"),
-        },
-    )
+    writers = {
+        "summary.json": lambda p: write_json(p, summary),
+        "records.csv": lambda p: write_csv(p, result.records),
+        "report.html": lambda p: p.write_text(html, encoding="utf-8"),
+    }
+    idata = getattr(result, "idata", None)
+    if idata is not None:
+        from sdcbayes.inference.posterior import save_posterior
+
+        writers["posterior.nc"] = lambda p: save_posterior(idata, p)
+    write_output_folder(out, writers)
     if as_json:
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
@@ -217,11 +267,16 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
 
     def with_truth(name: str) -> str:
         v = f"{s[name]:.2f}"
+        interval = s.get(f"{name}_interval")
+        if interval is not None:
+            v += f"  [{interval[0]:.2f}, {interval[1]:.2f}]"
         if truth is not None and name in truth:
             v += f"   (true {truth[name]:.2f})"
         return v
 
-    click.echo(f"sdcbayes {s['sdcbayes_version']} — model: {s['model']} [{s['method']}]")
+    click.echo(f"sdcbayes {s['sdcbayes_version']} — model: {s['model']} [{s.get('method', '')}]")
+    if any(f"{k}_interval" in s for k in ("tau1", "tau2")):
+        click.echo("estimates are posterior means with [90% intervals]")
     click.echo(f"data: {s['data']}")
     rows = [
         ("records", f"{s['n_records']:,}"),
@@ -239,8 +294,55 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         rows.append(
             ("household expected re-identifications", f"{s['household_expected_reidentifications']:.2f}")
         )
+    diag = s.get("diagnostics")
+    if diag:
+        rows.append(
+            (
+                "diagnostics",
+                f"max r_hat {diag.get('max_r_hat', float('nan')):.3f}, "
+                f"min ESS {diag.get('min_ess_bulk', float('nan')):.0f}, "
+                f"divergences {diag.get('divergences', 0)}",
+            )
+        )
     echo_table(rows)
-    click.echo(f"written: {out}/summary.json, records.csv, report.html")
+    extra = ", posterior.nc" if "diagnostics" in s else ""
+    click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")
+
+
+def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshold, strict, quiet):
+    """Fit a posterior model; convergence warnings become one-line messages on stderr."""
+    import logging
+    import warnings
+
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    if quiet:
+        import pymc  # noqa: F401  (imported first: it sets its logger's level on import)
+
+        # PyMC and ArviZ log progress and advice on stderr; --quiet means silence
+        # (our own diagnostics still reach the user as warnings or, with --strict, errors)
+        for name in ("pymc", "arviz", "pytensor"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+    if not quiet:
+        click.echo(
+            f"fitting {model} ({fit_method}: {chains} chains x {draws} draws after {tune} "
+            "tuning steps) ...",
+            err=True,
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = assess_posterior(
+            md, model=model, draws=draws, chains=chains, tune=tune, random_seed=seed,
+            method=fit_method, threshold=threshold, strict=strict,
+            progressbar=not quiet,
+        )
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+    for w in caught:
+        if issubclass(w.category, SdcbayesWarning):
+            click.echo("sdcbayes: warning: " + " ".join(str(w.message).split()), err=True)
+    return result
 
 
 # --------------------------------------------------------------------------- more commands

@@ -296,6 +296,49 @@ _SUMMARY_LABELS = {
 }
 
 
+_MODEL_TEXT = {
+    "closed-form": (
+        "Benedetti-Franconi individual risk: with an improper prior on cell probabilities, "
+        "F<sub>k</sub> − f<sub>k</sub> | f<sub>k</sub> is negative binomial with success "
+        "probability p<sub>k</sub>, estimated by f<sub>k</sub>/F̂<sub>k</sub> (Polettini, seed "
+        "004, eq. 1–3). This plug-in is known to understate risk badly on real files; use a "
+        "posterior model for intervals."
+    ),
+    "poisson-gamma": (
+        "Poisson-gamma superpopulation model (Bethlehem, Keller and Pannekoek 1990; Mokken et "
+        "al. 1992, eq. 10–12): cell probabilities π<sub>k</sub> ~ Gamma(α, β), fitted with a "
+        "full posterior on the sample counts of counts (empty cells included). Per-cell risks "
+        "are the closed-form conditionals given each posterior draw, averaged over draws; "
+        "file-level intervals include the randomness of the unknown F<sub>k</sub>."
+    ),
+    "negbin": (
+        "Negative-binomial F | f (Benedetti-Franconi) with uncertain inclusion probabilities "
+        "p<sub>k</sub>: logit p<sub>k</sub> is centred on logit(f<sub>k</sub>/F̂<sub>k</sub>) "
+        "with a spread learnt from the within-cell variation of the weights."
+    ),
+}
+
+
+def _model_section(summary: Mapping[str, Any]) -> str:
+    model = summary.get("model", "")
+    parts = [
+        f"<p><b>{esc(model)}</b> — {esc(summary.get('method', ''))}.</p>",
+        f"<p>{_MODEL_TEXT.get(model, '')}</p>",
+    ]
+    prov = summary.get("provenance") or {}
+    priors = prov.get("priors")
+    if priors:
+        parts.append(
+            "<p>Priors:</p>"
+            + table([(k, json.dumps(v, default=str)) for k, v in priors.items()],
+                    header=("parameter", "prior"))
+        )
+    diag = summary.get("diagnostics")
+    if diag:
+        parts.append("<p>Sampling diagnostics:</p>" + dict_table(diag))
+    return "".join(parts)
+
+
 def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> str:
     """The ``report.html`` of ``sdcbayes assess``.
 
@@ -345,17 +388,7 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
             ),
         )
     )
-    sections.append(
-        (
-            "Model",
-            f"<p><b>{esc(summary.get('model'))}</b> — {esc(summary.get('method', ''))}.</p>"
-            "<p>Benedetti-Franconi individual risk: with an improper prior on cell "
-            "probabilities, F<sub>k</sub> − f<sub>k</sub> | f<sub>k</sub> is negative binomial "
-            "with success probability p<sub>k</sub>, estimated by f<sub>k</sub>/F̂<sub>k</sub> "
-            "(Polettini, seed 004, eq. 1–3). This plug-in is known to understate risk badly "
-            "on real files (VALIDATION_NOTES); use a posterior model for honest intervals.</p>",
-        )
-    )
+    sections.append(("Model", _model_section(summary)))
     risk = result.records["risk"].to_numpy()
     top_risk = float(np.nanmax(risk)) if np.isfinite(risk).any() else 1.0
     upper = min(1.0, max(0.05, np.ceil(top_risk * 20) / 20))  # zoom to the data

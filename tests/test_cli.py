@@ -196,3 +196,42 @@ def test_help_explains_options():
     assert proc.returncode == 0
     for opt in ("--keys", "--weight", "--household", "--model", "--missing", "--out"):
         assert opt in proc.stdout
+
+
+def test_posterior_model_writes_intervals_diagnostics_and_posterior(tmp_path):
+    out = tmp_path / "pg"
+    proc = run_cli(
+        "assess", "--model", "poisson-gamma", "--draws", "150", "--tune", "150",
+        "--chains", "2", "--seed", "3", "--out", str(out), "-q",
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"] == "poisson-gamma"
+    for key in ("tau1", "tau2", "expected_reidentifications"):
+        lo, hi = summary[f"{key}_interval"]
+        assert lo <= summary[key] <= hi
+    assert {"max_r_hat", "min_ess_bulk", "divergences"} <= set(summary["diagnostics"])
+    records = pd.read_csv(out / "records.csv")
+    assert {"risk", "risk_lo", "risk_hi"} <= set(records.columns)
+    assert (records["risk_lo"] <= records["risk"]).all()
+    assert (records["risk"] <= records["risk_hi"]).all()
+    import arviz as az
+
+    idata = az.from_netcdf(out / "posterior.nc")
+    assert idata.posterior.attrs["model"] == "poisson-gamma"
+
+
+def test_strict_mode_turns_non_convergence_into_one_line_error(tmp_path):
+    out = tmp_path / "strict"
+    proc = run_cli(
+        "assess", "--model", "poisson-gamma", "--draws", "4", "--tune", "4",
+        "--chains", "2", "--seed", "1", "--strict", "--out", str(out), "-q",
+    )
+    assert_one_line_error(proc, "tune")
+    assert not out.exists()
+
+
+def test_posterior_options_validated_before_fitting(tmp_path):
+    out = tmp_path / "x"
+    proc = run_cli("assess", "--model", "poisson-gamma", "--draws", "0", "--out", str(out))
+    assert_one_line_error(proc, "--draws")
