@@ -382,12 +382,14 @@ def _read_recipe(path: Path) -> tuple[list[dict[str, Any]], int | None]:
         except ImportError:
             raise InputError(
                 f"reading the YAML recipe {path.name} needs the PyYAML package "
-                "(pip install pyyaml); or write the recipe as JSON (RECIPE.json)"
+                "(pip install 'sdcbayes[yaml]'); or write the recipe as JSON (RECIPE.json)"
             ) from None
         try:
             content = yaml.safe_load(text)
         except yaml.YAMLError as e:
-            raise InputError(f"recipe {path.name} is not valid YAML: {' '.join(str(e).split())}")
+            raise InputError(
+                f"recipe {path.name} is not valid YAML: {' '.join(str(e).split())}"
+            ) from None
     elif suffix == ".json":
         try:
             content = json.loads(text)
