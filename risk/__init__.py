@@ -15,7 +15,8 @@ Modules (see ARCHITECTURE.md): ``individual`` (Benedetti-Franconi / Polettini),
 assessment), ``posterior`` / ``posterior_assess`` (posterior risk).
 
 The most used functions are re-exported here lazily (importing this package
-imports none of its modules until a name is used).
+imports none of its modules until a name is used). ``suda`` is not among them:
+the function shares its module's name (use ``sdcbayes.risk.suda.suda``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ _EXPORTS = {
     "benchmark_rule": "measures",
     "k_anonymity_violations": "measures",
     "l_diversity": "measures",
-    "suda": "suda",
     "linkage_risk": "linkage",
     "fit_loglinear": "loglinear",
     "assess_closed_form": "assess",

@@ -154,7 +154,17 @@ def shared_data_dir(data_dir=None) -> Path:
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    # The project root is the working directory when tests and benchmarks run (an
+    # installed, non-editable package lives in site-packages, far from the checkout);
+    # the package's own location serves an editable install run from elsewhere.
+    candidates = [
+        Path.cwd().resolve().parent / "shared" / "data",
+        Path(__file__).resolve().parents[1].parent / "shared" / "data",
+    ]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return candidates[0]
 
 
 def _require(path: Path, what: str) -> None:

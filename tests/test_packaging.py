@@ -9,8 +9,11 @@ import pytest
 
 def _run(code: str) -> str:
     # A fresh interpreter: sys.modules of the test process is polluted by other tests.
+    # -I: isolated mode, so the checkout (the working directory) is not on sys.path
+    # and the installed package is what gets imported
     out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+        [sys.executable, "-I", "-c", code], check=True, capture_output=True, text=True,
+        timeout=120,
     )
     return out.stdout.strip()
 

@@ -181,7 +181,9 @@ def test_table3_dis_suda_with_elliot_scores_by_hand():
 # numbers printed in sdcMicro's test file
 # ------------------------------------------------------------------------------------
 
-TESTDATA2 = Path("/work/shared/data/sdcmicro/testdata2.csv")
+from sdcbayes.validation import shared_data_dir  # noqa: E402
+
+TESTDATA2 = shared_data_dir() / "sdcmicro" / "testdata2.csv"
 
 
 @pytest.mark.skipif(not TESTDATA2.exists(), reason="sdcMicro testdata2.csv not available")
