@@ -13,6 +13,15 @@ first fit are measured separately per size):
 * peak resident memory of the process (and, separately, of its children: the C
   compiler PyTensor runs, and sampler workers when ``--cores`` > 1).
 
+The warm fit reuses the compiled graph (``fit`` compiles a model structure once,
+``sdcbayes.inference.fitting.compiled_model``); the first fit pays PyTensor's start-up,
+which includes reading the index of its on-disk cache: its size (entries in
+``pytensor.config.compiledir``) is printed, since a cache grown by other projects
+adds seconds (``--cold`` or ``--compiledir DIR`` isolate it). ``--method nutpie``
+times the optional nutpie sampler (numba compilation on the first fit).
+Wall times depend on the machine's load (shared cores): the 1-minute load average
+is printed before and after, with the CPU seconds of the fitting process.
+
 Targets (issue 3): <= 15 s end-to-end at 1e6 records including compilation,
 <= 5 s warm.
 
@@ -33,7 +42,7 @@ import tempfile
 import time
 
 
-def one(n_records: int, cores: int | None, seed: int = 0) -> dict:
+def one(n_records: int, cores: int | None, method: str = "nuts", seed: int = 0) -> dict:
     t0 = time.perf_counter()
     import warnings
 
@@ -59,7 +68,8 @@ def one(n_records: int, cores: int | None, seed: int = 0) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            idata = fit(model, draws=1000, tune=1000, chains=4, random_seed=seed, cores=cores)
+            idata = fit(model, method=method, draws=1000, tune=1000, chains=4,
+                        random_seed=seed, cores=cores)
         out[f"{label}_s"] = time.perf_counter() - t0
         # CPU seconds of this process: on a shared machine wall time overstates the cost
         out[f"{label}_cpu_s"] = time.process_time() - c0
@@ -84,17 +94,27 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e5, 1e6])
     parser.add_argument("--cores", type=int, default=None, help="parallel chains (default: auto)")
     parser.add_argument("--cold", action="store_true", help="empty PyTensor compile cache")
+    parser.add_argument("--compiledir", help="PyTensor compile cache directory to use")
+    parser.add_argument("--method", default="nuts", help="fit method (nuts, nutpie)")
     parser.add_argument("--one", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(int(args.one), args.cores)))
+        print(json.dumps(one(int(args.one), args.cores, args.method)))
         return
     env = dict(os.environ)
     if args.cold:
         env["PYTENSOR_FLAGS"] = f"compiledir={tempfile.mkdtemp(prefix='pytensor-cold-')}"
+    elif args.compiledir:
+        env["PYTENSOR_FLAGS"] = f"compiledir={args.compiledir}"
+    load_before = os.getloadavg()[0]
+    cache = subprocess.run(
+        [sys.executable, "-c", "import os, pytensor; d = pytensor.config.compiledir; "
+         "print(len(os.listdir(d)) if os.path.isdir(d) else 0)"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout.strip().splitlines()[-1]
     rows = []
     for size in args.sizes:
-        cmd = [sys.executable, __file__, "--one", str(size)]
+        cmd = [sys.executable, __file__, "--one", str(size), "--method", args.method]
         if args.cores:
             cmd += ["--cores", str(args.cores)]
         res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
@@ -104,9 +124,10 @@ def main() -> None:
               f"{'peak MiB':>8} {'child MiB':>9} {'#j':>4} {'alpha':>8} {'r_hat':>6} "
               f"{'ess':>6} {'div':>4}")
     load = os.getloadavg()[0]
-    print(f"cpu count: {os.cpu_count()}; load average (1 min) {load:.1f}; chain processes: "
-          f"{args.cores or 1}; cold cache: {args.cold}; times in seconds (wall, and CPU of "
-          "the fitting process), memory in MiB (child: C compiler / workers)")
+    print(f"method {args.method}; cpu count: {os.cpu_count()}; load average (1 min) "
+          f"{load_before:.1f} before, {load:.1f} after; chain processes: {args.cores or 1}; "
+          f"cold cache: {args.cold}; compile cache entries: {cache}; times in seconds (wall, "
+          "and CPU of the fitting process), memory in MiB (child: C compiler / workers)")
     print(header)
     for r in rows:
         print(f"{r['records']:>10.0e} {r['count_s']:>8.2f} {r['first_fit_s']:>9.2f} "

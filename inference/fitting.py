@@ -13,6 +13,18 @@ Methods (registry :data:`METHODS`):
   parameters), ``H`` the Hessian of ``-log p`` at the mode (Jacobian included),
   mapped back. ``laplace=False`` gives the mode alone as 1 chain x 1 draw.
 
+Compiled once: a model that declares its graph structure (``graph_key()`` and
+``data_values()``, as :class:`~sdcbayes.models.poisson_gamma.PoissonGammaModel` does)
+is compiled once per structure (:func:`compiled_model`, an LRU cache of
+:data:`COMPILED_CACHE_SIZE` structures); later fits swap the data in with
+:func:`pymc.set_data`. Its "nuts" fits run PyMC's NUTS step on the cached log-posterior
+gradient, chains one after the other, started at the posterior mode (jittered by
+±2 Laplace sd) with the mass matrix initialised at the Laplace variances, so tuning
+starts at the posterior's scale; draws, deterministics and ``log_likelihood`` come
+from one cached point function. Options meant for :func:`pymc.sample`
+(``**sampler_kwargs``) or ``cores > 1`` take :func:`pymc.sample` itself. "nutpie"
+keeps its numba compilation per structure as well (slow first fit, fast later ones).
+
 All return the same container with the same groups: ``posterior`` (dims
 ``chain``, ``draw``, …), ``log_likelihood``, ``observed_data``, ``constant_data``
 (and ``sample_stats`` for the samplers), stamped with provenance
@@ -25,14 +37,17 @@ from __future__ import annotations
 import importlib.util
 import math
 import warnings
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from typing import Any
 
 import arviz as az
 import numpy as np
 import pymc as pm
 from pymc.backends.arviz import find_constants, find_observations
-from pymc.blocking import DictToArrayBijection
+from pymc.blocking import DictToArrayBijection, RaveledVars
+from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 from scipy import optimize
 
 from sdcbayes._version import __version__
@@ -45,7 +60,7 @@ from sdcbayes.inference.diagnostics import (
 from sdcbayes.inference.posterior import get_group, stamp
 from sdcbayes.provenance import stamp as provenance_stamp
 
-__all__ = ["METHODS", "fit"]
+__all__ = ["COMPILED_CACHE_SIZE", "METHODS", "compiled_model", "fit"]
 
 
 def _require_nutpie() -> None:
@@ -82,6 +97,243 @@ def _sample(pm_model, *, draws, chains, tune, random_seed, target_accept, cores,
         )
 
 
+#: How many compiled model structures :func:`fit` keeps (least recently used dropped).
+COMPILED_CACHE_SIZE = 8
+_COMPILED: OrderedDict[Hashable, _Compiled] = OrderedDict()
+
+
+@dataclass
+class _Compiled:
+    """One model structure, compiled once and reused for every fit with new data.
+
+    ``logp_dlogp`` is the NUTS target (log posterior and gradient in PyMC's
+    unconstrained space, Jacobian included, flat parameter vector); ``point_fn`` maps
+    one unconstrained draw to the constrained free variables, the deterministics and
+    the pointwise log-likelihood of each observed variable.
+    """
+
+    pm_model: Any
+    logp_dlogp: Any
+    point_fn: Any
+    out_names: list[str]
+    loglik_names: list[str]
+    info: Any  # point-map info of the flat parameter vector
+    x0: np.ndarray  # PyMC's initial point, unconstrained
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the compiled nutpie model
+
+
+def _compile(pm_model) -> _Compiled:
+    func = pm_model.logp_dlogp_function(ravel_inputs=True)
+    func.trust_input = True  # we always pass a float64 vector of the right size
+    func.set_extra_values({})
+    value_vars = pm_model.continuous_value_vars
+    names = {rv.name for rv in pm_model.free_RVs + pm_model.deterministics}
+    outputs = [v for v in pm_model.unobserved_value_vars if v.name in names]
+    loglik = pm_model.logp(vars=pm_model.observed_RVs, sum=False)
+    point_fn = pm_model.compile_fn(
+        outputs + loglik, inputs=value_vars, point_fn=False, on_unused_input="ignore"
+    )
+    ip = pm_model.initial_point()
+    x0 = DictToArrayBijection.map({v.name: ip[v.name] for v in value_vars})
+    return _Compiled(
+        pm_model=pm_model,
+        logp_dlogp=func,
+        point_fn=point_fn,
+        out_names=[v.name for v in outputs],
+        loglik_names=[rv.name for rv in pm_model.observed_RVs],
+        info=x0.point_map_info,
+        x0=np.asarray(x0.data, dtype=float),
+    )
+
+
+def compiled_model(model) -> _Compiled:
+    """The compiled graph of ``model``, from the cache when its structure was fitted before.
+
+    Models exposing ``graph_key()`` and ``data_values()`` (e.g.
+    :class:`~sdcbayes.models.poisson_gamma.PoissonGammaModel`) are compiled once per
+    key: a later fit only swaps the data in with :func:`pymc.set_data`. Other models
+    are built and compiled afresh.
+    """
+    key = model.graph_key() if hasattr(model, "graph_key") else None
+    if key is not None and key in _COMPILED:
+        comp = _COMPILED.pop(key)
+        _COMPILED[key] = comp  # most recently used last
+        with warnings.catch_warnings():
+            # set_data warns when a data length changes without coords; we pass them.
+            warnings.simplefilter("ignore", UserWarning)
+            pm.set_data(model.data_values(), model=comp.pm_model, coords=model.coords)
+        return comp
+    comp = _compile(model.build())
+    if key is not None:
+        _COMPILED[key] = comp
+        while len(_COMPILED) > COMPILED_CACHE_SIZE:
+            _COMPILED.popitem(last=False)
+    return comp
+
+
+def _mode_and_hessian(comp: _Compiled):
+    """Posterior mode (BFGS on the cached gradient) and ``H``, the Hessian of ``-log p``.
+
+    Unconstrained space, Jacobian included; ``H`` by central differences of the exact
+    gradient (2 n gradient calls, no extra compilation). ``None`` when the search
+    ends at a non-finite point; ``converged`` reports BFGS's own test.
+    """
+    func = comp.logp_dlogp
+
+    def neg(x):
+        lp, grad = func(np.asarray(x, dtype=float))
+        if not np.isfinite(lp):
+            return np.inf, np.zeros_like(x)
+        return -float(lp), -np.asarray(grad, dtype=float)
+
+    with np.errstate(all="ignore"):
+        res = optimize.minimize(neg, comp.x0, jac=True, method="BFGS",
+                                options={"gtol": 1e-6, "maxiter": 2000})
+        x = res.x
+        if not np.all(np.isfinite(x)) or not np.isfinite(neg(x)[0]):
+            return None
+        h = 1e-5 * np.maximum(1.0, np.abs(x))
+        hess = np.empty((x.size, x.size))
+        for i in range(x.size):  # loop over parameters, not records or cells
+            e = np.zeros_like(x)
+            e[i] = h[i]
+            hess[:, i] = (neg(x + e)[1] - neg(x - e)[1]) / (2 * h[i])
+    converged = bool(res.success) or float(np.max(np.abs(neg(x)[1]))) < 1e-3
+    return x, (hess + hess.T) / 2, converged
+
+
+def _laplace_start(comp: _Compiled) -> tuple[np.ndarray, np.ndarray] | None:
+    """Posterior mode and Laplace variances (diagonal of H^-1), unconstrained space.
+
+    The NUTS chains start near the mode and the mass matrix starts at these variances,
+    so tuning does not spend its first windows shrinking from PyMC's unit scale to
+    the posterior's (sd ~ 0.01 on the log scale for counts of counts of 10^4 cells).
+    ``None`` when the mode search fails (then PyMC's default start is used).
+    """
+    found = _mode_and_hessian(comp)
+    if found is None:
+        return None
+    x, hess, _ = found
+    try:
+        var = np.diag(np.linalg.inv(hess))
+    except np.linalg.LinAlgError:
+        var = np.full(x.size, np.nan)
+    var = np.where(np.isfinite(var) & (var > 0), var, 1.0)
+    return x, var
+
+
+def _fit_map_cached(comp: _Compiled, *, draws, chains, random_seed):
+    """Laplace approximation on a compiled model (see ``_fit_map``), no recompilation."""
+    found = _mode_and_hessian(comp)
+    if found is None or not found[2]:
+        return None  # let _fit_map try its fallbacks and name the problem
+    x, hess, converged = found
+    try:
+        chol = np.linalg.cholesky(np.linalg.inv(hess))
+    except np.linalg.LinAlgError:
+        return None
+    rng = np.random.default_rng(random_seed)
+    z = rng.standard_normal((chains * draws, x.size))
+    idata = _posterior_from_value_draws(comp.pm_model, x[None, :] + z @ chol.T, chains, draws,
+                                        comp=comp)
+    return idata, {"mode_converged": converged, "laplace": True}
+
+
+#: Stats of PyMC's NUTS kept in ``sample_stats``, under PyMC's InferenceData names.
+_NUTS_STATS = {
+    "diverging": "diverging",
+    "energy": "energy",
+    "energy_error": "energy_error",
+    "max_energy_error": "max_energy_error",
+    "model_logp": "lp",
+    "mean_tree_accept": "acceptance_rate",
+    "depth": "tree_depth",
+    "tree_size": "n_steps",
+    "step_size": "step_size",
+    "step_size_bar": "step_size_bar",
+    "index_in_trajectory": "index_in_trajectory",
+    "reached_max_treedepth": "reached_max_treedepth",
+}
+
+
+def _fit_nuts_cached(comp: _Compiled, *, draws, chains, tune, random_seed, target_accept,
+                     progressbar):
+    """Sequential NUTS chains on a compiled model: PyMC's NUTS step, no recompilation.
+
+    Same algorithm as :func:`pymc.sample` with ``init="jitter+adapt_diag"`` except the
+    start: each chain starts at the posterior mode plus uniform jitter of ±2 Laplace
+    standard deviations (over-dispersed, so R-hat can still see chains disagree), with
+    the diagonal mass matrix initialised at the Laplace variances (:func:`_laplace_start`).
+    """
+    pm_model = comp.pm_model
+    rng = np.random.default_rng(random_seed)
+    chain_rngs = rng.spawn(chains)
+    start = _laplace_start(comp)
+    if start is None:  # PyMC's default: jitter of ±1 around the initial point, unit scale
+        centre, var, spread = comp.x0, np.ones(comp.x0.size), 1.0
+    else:
+        centre, var = start
+        spread = 2.0 * np.sqrt(var)
+    n_par = centre.size
+    values = np.empty((chains, draws, n_par))
+    stats: dict[str, np.ndarray] = {}
+    for c, crng in enumerate(chain_rngs):  # loop over chains
+        x = centre + spread * crng.uniform(-1.0, 1.0, n_par)
+        potential = QuadPotentialDiagAdapt(n_par, x, var, 10, rng=crng.spawn(1)[0])
+        step = pm.NUTS(model=pm_model, logp_dlogp_func=comp.logp_dlogp, potential=potential,
+                       target_accept=target_accept, rng=crng)
+        q = RaveledVars(x, comp.info)
+        # A loop over MCMC iterations (not records or cells), as in pymc.sample.
+        for i in range(tune + draws):
+            if i == tune:
+                step.stop_tuning()
+            q, st = step.astep(q)
+            if i >= tune:
+                d = i - tune
+                values[c, d] = q.data
+                for name, out in _NUTS_STATS.items():
+                    if name in st[0]:
+                        if out not in stats:
+                            stats[out] = np.empty((chains, draws), dtype=type(st[0][name]))
+                        stats[out][c, d] = st[0][name]
+    idata = _posterior_from_value_draws(pm_model, values.reshape(-1, n_par), chains, draws,
+                                        comp=comp, sample_stats=stats)
+    return idata
+
+
+def _fit_nutpie_cached(comp: _Compiled, *, draws, chains, tune, random_seed, target_accept,
+                       progressbar):
+    """nutpie's NUTS on a compiled model; the nutpie (numba) compilation is kept too.
+
+    nutpie compiles its own copy of the graph (slow: numba), once per model structure;
+    later fits swap the data in with ``with_data``. Its posterior (which also holds
+    the unconstrained values) is mapped to the common container by the cached point
+    function, which adds the deterministics and ``log_likelihood``.
+    """
+    _require_nutpie()
+    import nutpie
+
+    compiled = comp.extra.get("nutpie")
+    if compiled is None:
+        compiled = nutpie.compile_pymc_model(comp.pm_model)
+        comp.extra["nutpie"] = compiled
+    data = {v.name: v.get_value() for v in comp.pm_model.data_vars}
+    seed = int(np.random.default_rng(random_seed).integers(2**31))
+    raw = nutpie.sample(compiled.with_data(**data), draws=draws, tune=tune, chains=chains,
+                        cores=1, seed=seed, target_accept=target_accept,
+                        progress_bar=progressbar, save_warmup=False)
+    post = get_group(raw, "posterior")
+    # Unconstrained draws in the order of the flat parameter vector.
+    cols = [post[name].values.reshape(chains * draws, -1) for name, *_ in comp.info]
+    values = np.concatenate(cols, axis=1)
+    stats = get_group(raw, "sample_stats")
+    keep = {name: stats[name].values for name in ("diverging", "energy", "tree_depth",
+                                                  "n_steps", "step_size", "lp")
+            if name in stats}
+    return _posterior_from_value_draws(comp.pm_model, values, chains, draws, comp=comp,
+                                       sample_stats=keep)
+
+
 def _fit_nuts(pm_model, **kw):
     kw.pop("advi_iterations"), kw.pop("laplace")
     return _sample(pm_model, nuts_sampler="pymc", **kw)
@@ -104,33 +356,55 @@ def _data_groups(pm_model) -> dict[str, Any]:
     }
 
 
-def _posterior_from_value_draws(pm_model, values: np.ndarray, chains: int, draws: int):
-    """Map unconstrained draws (S, n_par) to an InferenceData with constrained values."""
-    value_vars = pm_model.value_vars
-    outputs = [
-        v
-        for v in pm_model.unobserved_value_vars
-        if v.name in {rv.name for rv in pm_model.free_RVs + pm_model.deterministics}
-    ]
-    fn = pm_model.compile_fn(outputs, inputs=value_vars, point_fn=False, on_unused_input="ignore")
-    info = DictToArrayBijection.map({v.name: pm_model.initial_point()[v.name] for v in value_vars})
-    cols: dict[str, list] = {v.name: [] for v in outputs}
+def _posterior_from_value_draws(pm_model, values: np.ndarray, chains: int, draws: int, *,
+                                comp: _Compiled | None = None, sample_stats=None):
+    """Map unconstrained draws (S, n_par) to an InferenceData with constrained values.
+
+    With ``comp`` (a compiled model) its cached point function is used, and the
+    ``log_likelihood`` group (pointwise ``log p``, as :func:`pymc.compute_log_likelihood`
+    gives it) and ``sample_stats`` are added.
+    """
+    if comp is None:
+        value_vars = pm_model.value_vars
+        outputs = [
+            v
+            for v in pm_model.unobserved_value_vars
+            if v.name in {rv.name for rv in pm_model.free_RVs + pm_model.deterministics}
+        ]
+        fn = pm_model.compile_fn(outputs, inputs=value_vars, point_fn=False,
+                                 on_unused_input="ignore")
+        info = DictToArrayBijection.map(
+            {v.name: pm_model.initial_point()[v.name] for v in value_vars}
+        )
+        out_names, ll_names = [v.name for v in outputs], []
+    else:
+        fn, info = comp.point_fn, RaveledVars(comp.x0, comp.info)
+        out_names, ll_names = comp.out_names, comp.loglik_names
+    names = out_names + ll_names
+    cols: dict[str, list] = {name: [] for name in names}
     # A loop over posterior draws (not records or cells): each call is microseconds.
     for row in values:
         point = DictToArrayBijection.rmap(info._replace(data=row))
-        for v, res in zip(outputs, fn(**point), strict=True):
-            cols[v.name].append(res)
-    posterior = {
-        name: np.asarray(vals).reshape((chains, draws) + np.shape(vals[0]))
-        for name, vals in cols.items()
-    }
+        for name, res in zip(names, fn(**point), strict=True):
+            cols[name].append(res)
+
+    def arrange(name):
+        vals = cols[name]
+        return np.asarray(vals).reshape((chains, draws) + np.shape(vals[0]))
+
     groups = _data_groups(pm_model)
+    extra = {}
+    if ll_names:
+        extra["log_likelihood"] = {name: arrange(name) for name in ll_names}
+    if sample_stats is not None:
+        extra["sample_stats"] = sample_stats
     idata = az.from_dict(
-        posterior=posterior,
+        posterior={name: arrange(name) for name in out_names},
         observed_data=groups["observed_data"],
         constant_data=groups["constant_data"],
         coords=groups["coords"],
         dims=groups["dims"],
+        **extra,
     )
     return idata
 
@@ -306,13 +580,15 @@ def fit(
         NUTS target acceptance rate (raise towards 0.99 against divergences).
     cores : int, optional
         Parallel chain processes (default 1: sequential chains, faster for models on
-        sufficient statistics; raise it for expensive models).
+        sufficient statistics; raise it for expensive models: it takes
+        :func:`pymc.sample`, which recompiles the graph).
     advi_iterations : int
         Optimisation steps for ADVI.
     rhat_threshold, ess_threshold : float
         Diagnostic thresholds (default 1.01 and 100 x chains).
     **sampler_kwargs
-        Passed to :func:`pymc.sample` (NUTS methods only).
+        Passed to :func:`pymc.sample` (NUTS methods only); giving any makes the fit use
+        :func:`pymc.sample` rather than the compiled-once sampler.
 
     Returns
     -------
@@ -339,7 +615,14 @@ def fit(
         )
     if method == "nutpie":
         _require_nutpie()  # before building or compiling anything
-    pm_model = model.build()
+    # The compiled-once path: NUTS on a model that declares its graph structure, with
+    # PyMC's own sampler loop otherwise (options for pymc.sample, parallel chains).
+    cached = hasattr(model, "graph_key") and (
+        (method in ("nuts", "nutpie") and not sampler_kwargs and (cores is None or cores == 1))
+        or (method == "map" and laplace)
+    )
+    comp = compiled_model(model) if cached else None
+    pm_model = comp.pm_model if cached else model.build()
     settings = {
         "method": method,
         "draws": int(draws),
@@ -348,30 +631,45 @@ def fit(
         "random_seed": random_seed,
         "target_accept": target_accept if method in ("nuts", "nutpie") else None,
     }
-    result = METHODS[method](
-        pm_model,
-        draws=draws,
-        chains=chains,
-        tune=tune,
-        random_seed=random_seed,
-        target_accept=target_accept,
-        cores=cores,
-        progressbar=progressbar,
-        advi_iterations=advi_iterations,
-        laplace=laplace,
-        **sampler_kwargs,
-    )
+    if cached and method == "nuts":
+        result = _fit_nuts_cached(comp, draws=draws, chains=chains, tune=tune,
+                                  random_seed=random_seed, target_accept=target_accept,
+                                  progressbar=progressbar)
+    elif cached and method == "map":
+        result = _fit_map_cached(comp, draws=draws, chains=chains, random_seed=random_seed)
+        if result is None:
+            result = _fit_map(model.build(), draws=draws, chains=chains,
+                              random_seed=random_seed, laplace=laplace)
+    elif cached:
+        result = _fit_nutpie_cached(comp, draws=draws, chains=chains, tune=tune,
+                                    random_seed=random_seed, target_accept=target_accept,
+                                    progressbar=progressbar)
+    else:
+        result = METHODS[method](
+            pm_model,
+            draws=draws,
+            chains=chains,
+            tune=tune,
+            random_seed=random_seed,
+            target_accept=target_accept,
+            cores=cores,
+            progressbar=progressbar,
+            advi_iterations=advi_iterations,
+            laplace=laplace,
+            **sampler_kwargs,
+        )
     extra: dict[str, Any] = {}
     if isinstance(result, tuple):
         idata, extra = result
         settings |= {"laplace": laplace} if method == "map" else {}
         if method == "advi":
             settings["advi_iterations"] = advi_iterations
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            pm.compute_log_likelihood(
-                idata, model=pm_model, extend_inferencedata=True, progressbar=False
-            )
+        if "log_likelihood" not in idata.groups():  # the cached point function adds it
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                pm.compute_log_likelihood(
+                    idata, model=pm_model, extend_inferencedata=True, progressbar=False
+                )
     else:
         idata = result
 

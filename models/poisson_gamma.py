@@ -438,23 +438,55 @@ class PoissonGammaModel(SuperpopulationModel):
         return out
 
     # ---------------------------------------------------------------- graph
+    def graph_key(self) -> tuple:
+        """Hashable key equal for models whose PyMC graphs differ only in their data.
+
+        Two models with the same key build the same graph up to the values of the
+        ``pm.Data`` containers (:meth:`data_values`) and the ``count`` coordinate, so
+        :func:`sdcbayes.inference.fit` compiles the graph once and reuses it with
+        ``pm.set_data``. The number of subpopulations is part of the key: it sets the
+        number of parameters.
+        """
+        n_domains = None if self.domains is None else len(self.domains)
+        return (self.name, self.structure, self.tie, n_domains, self.priors_json())
+
+    def data_values(self) -> dict[str, np.ndarray]:
+        """Values of the model's ``pm.Data`` containers, by name (used by :meth:`build`).
+
+        ``m`` (cells per count), ``n``, ``N``, ``K``, the observed counts ``j`` and
+        ``log j!`` (seed ``000_…`` eq. 10, precomputed: it holds no parameter).
+        """
+        sub = self.domains is not None
+        if sub:
+            value = np.broadcast_to(self.count_values, self._m.shape).astype(float)
+            out = {
+                "m": self._m,
+                "n": self._n.astype(float),
+                "N": self._N.astype(float),
+                "K": self._K.astype(float),
+            }
+        else:
+            value = self.count_values.astype(float)
+            out = {
+                "m": self._m[0],
+                "n": np.asarray(float(self._n[0])),
+                "N": np.asarray(float(self._N[0])),
+                "K": np.asarray(float(self._K[0])),
+            }
+        return out | {"j": value, "log_j_factorial": gammaln(value + 1.0)}
+
     def build(self) -> pm.Model:
         """Return the PyMC model (coords ``count`` [, ``domain``]; see the class docstring)."""
         sub = self.domains is not None
         ddims = ("domain",) if sub else None
         obs_dims = ("domain", "count") if sub else ("count",)
         pr = self.priors
+        data = self.data_values()
         with pm.Model(coords=self.coords) as model:
-            if sub:
-                m = pm.Data("m", self._m, dims=obs_dims)
-                n = pm.Data("n", self._n.astype(float), dims=ddims)
-                N = pm.Data("N", self._N, dims=ddims)
-                K = pm.Data("K", self._K.astype(float), dims=ddims)
-            else:
-                m = pm.Data("m", self._m[0], dims=obs_dims)
-                n = pm.Data("n", float(self._n[0]))
-                N = pm.Data("N", float(self._N[0]))
-                K = pm.Data("K", float(self._K[0]))
+            m = pm.Data("m", data["m"], dims=obs_dims)
+            n = pm.Data("n", data["n"], dims=ddims)
+            N = pm.Data("N", data["N"], dims=ddims)
+            K = pm.Data("K", data["K"], dims=ddims)
 
             if self.structure in ("pooled", "common_beta"):
                 alpha = prior_to_rv(pm, "alpha", pr["alpha"])
@@ -491,14 +523,13 @@ class PoissonGammaModel(SuperpopulationModel):
                 pm.Deterministic("mu_total", mu.sum())
                 alpha_b = alpha[:, None] if alpha.ndim else alpha
                 nbeta_b = (n * beta)[:, None]
-                value = np.broadcast_to(self.count_values, self._m.shape).astype(float)
             else:
                 alpha_b, nbeta_b = alpha, n * beta
-                value = self.count_values.astype(float)
             # The observed j as pm.Data: the compiled graph is then the same for every
-            # data set, so PyTensor's on-disk cache serves all fits after the first.
-            j = pm.Data("j", value, dims=obs_dims)
-            log_j_factorial = pm.Data("log_j_factorial", gammaln(value + 1.0), dims=obs_dims)
+            # data set (graph_key), so fit() reuses it with pm.set_data, and PyTensor's
+            # on-disk cache serves other processes.
+            j = pm.Data("j", data["j"], dims=obs_dims)
+            log_j_factorial = pm.Data("log_j_factorial", data["log_j_factorial"], dims=obs_dims)
             pm.CustomDist(
                 self.observed_var,
                 alpha_b,

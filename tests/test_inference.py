@@ -34,6 +34,7 @@ from sdcbayes.inference import (
     provenance,
     save_posterior,
 )
+from sdcbayes.inference import fitting
 from sdcbayes.models.poisson_gamma import PoissonGammaModel
 
 TRUE_ALPHA = 0.25
@@ -177,7 +178,7 @@ def test_parameter_recovery_nuts(nuts_fit):
         assert lo < truth < hi, (name, lo, hi, truth)
 
 
-def test_laplace_matches_nuts_and_closed_form_curvature(nuts_fit, laplace_fit):
+def test_laplace_matches_nuts_and_closed_form_curvature(nuts_fit, laplace_fit, big_model):
     a_nuts = np.log(get_group(nuts_fit, "posterior")["alpha"].values)
     a_lap = np.log(get_group(laplace_fit, "posterior")["alpha"].values)
     assert abs(a_lap.mean() - a_nuts.mean()) < 0.2 * a_nuts.std()
@@ -203,6 +204,11 @@ def test_laplace_matches_nuts_and_closed_form_curvature(nuts_fit, laplace_fit):
     assert a_lap.mean() == pytest.approx(mode[0], abs=0.2 * sd[0])
     # 600 draws: the sd estimate has ~3 % Monte Carlo error.
     assert a_lap.std() == pytest.approx(sd[0], rel=0.12)
+    # The NUTS start (mode, Laplace variances) is the same point and curvature, found
+    # from PyMC's compiled gradient (value variables: log alpha, log omega).
+    x, var = fitting._laplace_start(fitting.compiled_model(big_model))
+    np.testing.assert_allclose(x, mode, atol=1e-3 * sd.min())
+    np.testing.assert_allclose(np.sqrt(var), sd, rtol=1e-3)
 
 
 # ------------------------------------------------------------- diagnostics
@@ -235,6 +241,54 @@ def test_diagnostics_name_the_parameter_and_the_fix():
 def test_fit_strict_turns_warnings_into_errors(big_model):
     with pytest.raises(ConvergenceError, match="ESS"):
         fit(big_model, draws=15, tune=15, chains=2, cores=1, random_seed=0, strict=True)
+
+
+# ------------------------------------------------------- compiled-once fits
+def test_compiled_graph_is_reused_with_new_data_and_fits_it():
+    a = PoissonGammaModel(COC_SMALL, K=K_SMALL, N=10_000)
+    coc_b, n_b = simulate_coc(400, 2500, 1.5, seed=21)  # other K, n, and number of j
+    b = PoissonGammaModel(coc_b, K=400, N=20_000)
+    assert len(coc_b) != len(COC_SMALL)
+    comp = fitting.compiled_model(a)
+    assert fitting.compiled_model(b) is comp  # same structure: one compiled graph
+    other = PoissonGammaModel(COC_SMALL, K=K_SMALL, N=10_000, priors={"alpha": {"sigma": 1.0}})
+    assert fitting.compiled_model(other) is not comp  # priors are part of the structure
+
+    fit_a = quiet_fit(a, draws=200, tune=200, chains=2, random_seed=11)
+    fit_b = quiet_fit(b, draws=300, tune=300, chains=2, random_seed=12)
+    # The data were swapped in: observed data, weights and the log-likelihood are b's.
+    assert get_group(fit_b, "constant_data")["m"].sum().item() == 400
+    assert get_group(fit_b, "observed_data")["counts"].sizes["count"] == len(coc_b) + 1
+    post = get_group(fit_b, "posterior").isel(chain=1, draw=7)
+    total = get_group(fit_b, "log_likelihood")["counts"].isel(chain=1, draw=7).sum().item()
+    assert total == pytest.approx(loglik(coc_b, 400, n_b, post["alpha"].item(),
+                                         post["beta"].item()), rel=1e-10)
+    # ... and the posterior is b's: centred on b's ML estimate (scipy, closed form).
+    a_ml, _ = ml_estimate(coc_b, 400, n_b)
+    draws = get_group(fit_b, "posterior")["alpha"]
+    assert abs(draws.mean().item() - a_ml) < 0.5 * draws.std().item()
+    assert get_group(fit_a, "constant_data")["m"].sum().item() == K_SMALL
+
+    # A warm fit (data swapped back in) equals a fit after a fresh compilation, draw
+    # for draw: nothing of an earlier fit (tuning, data) leaks into the next one.
+    again = quiet_fit(a, draws=200, tune=200, chains=2, random_seed=11)
+    fitting._COMPILED.clear()
+    fresh = quiet_fit(a, draws=200, tune=200, chains=2, random_seed=11)
+    for name in ("alpha", "omega", "mu"):
+        np.testing.assert_array_equal(get_group(again, "posterior")[name],
+                                      get_group(fit_a, "posterior")[name])
+        np.testing.assert_array_equal(get_group(fresh, "posterior")[name],
+                                      get_group(fit_a, "posterior")[name])
+    xr.testing.assert_equal(get_group(fresh, "log_likelihood"),
+                            get_group(fit_a, "log_likelihood"))
+
+
+def test_pymc_sample_path_still_serves_sampler_options():
+    # Options for pymc.sample (here its init) take PyMC's own sampler loop; same container.
+    model = PoissonGammaModel(COC_SMALL, K=K_SMALL, N=10_000)
+    idata = quiet_fit(model, draws=150, tune=150, chains=2, random_seed=3, init="adapt_diag")
+    check_container(idata, 2, 150)
+    assert "tree_depth" in get_group(idata, "sample_stats")
 
 
 # ----------------------------------------------------------- method registry
