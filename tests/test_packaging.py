@@ -72,3 +72,15 @@ def test_risk_reexports_resolve_to_their_modules():
         assert obj.__module__.startswith("sdcbayes.risk."), (name, obj.__module__)
     with pytest.raises(AttributeError):
         risk.no_such_function  # noqa: B018
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0].strip() for b in readme.split("```sh\n")[1:]]
+    main_job, tests = blocks[0], blocks[1]
+    assert main_job.endswith("sdcbayes assess")
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == tests
