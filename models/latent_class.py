@@ -762,6 +762,8 @@ class LatentClassModel(SuperpopulationModel):
             resp = rng.dirichlet(np.ones(H), size=len(f)) * f[:, None]
             alive = np.ones(H, dtype=bool)
             prev = -np.inf
+            # set at the end of each sweep; the augmentation step reads last sweep's
+            mass, wS, phi = 0.0, None, None
             for it in range(int(max_iter)):
                 m_h = resp.sum(axis=0)
                 pruned = False

@@ -190,7 +190,6 @@ def main_effects_means(codes: np.ndarray, n_levels) -> tuple[np.ndarray, np.ndar
         Fitted sample means of those cells.
     """
     codes = np.asarray(codes, dtype=np.int64)
-    n = codes.shape[0]
     cell_codes, _ = _cells(codes, n_levels)
     return cell_codes, _independence_means(codes, n_levels, cell_codes)
 

@@ -451,7 +451,6 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
             return [v.get("mean"), v.get("interval_90")]
         return [v, "–"]
 
-    sat = s.get("suppression_at_target") or {}
     setting_rows = [
         ("disclosure loss L1 (publish)", (s.get("disclosure_loss") or {}).get("spec", "")),
         ("nonpublication loss L0 (suppress)", (s.get("suppression_loss") or {}).get("spec", "")),
@@ -733,3 +732,132 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             )
         )
     return render("Protection: risk before and after", sections, s.get("provenance"))
+
+
+# --------------------------------------------------------------------------- compare
+def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
+    """The ``report.html`` of ``sdcbayes compare`` (issue 4).
+
+    Sections: the model specifications and priors; the comparison table (PSIS-LOO
+    within a likelihood family only, tau1, tau2 and expected re-identifications with
+    90% intervals and the truth when known, diagnostics, fit time); the decisions per
+    model at the target (seed 003, Sections 2 and 4); one frontier plot per loss pair
+    with one curve per model and random suppression (seed 003, Figure 1); the cells
+    whose decision changes between models.
+    """
+    s = summary
+    t = result.table
+    spec_rows = [(r.name, r.model, r.method, r.priors or "–") for r in t.itertuples(index=False)]
+    truth = s.get("truth") or {}
+
+    def iv(mean, lo, hi):
+        return f"{fmt(mean)} [{fmt(lo)}, {fmt(hi)}]"
+
+    risk_rows = [
+        (r.name, iv(r.tau1, r.tau1_lo, r.tau1_hi), iv(r.tau2, r.tau2_lo, r.tau2_hi),
+         iv(r.er, r.er_lo, r.er_hi), r.interval_kind)
+        for r in t.itertuples(index=False)
+    ]
+    if truth:
+        risk_rows.append(("truth", fmt(truth.get("tau1")), fmt(truth.get("tau2")),
+                          fmt(truth.get("expected_reidentifications")), "known (simulated data)"))
+    loo_rows = [
+        (r.name, r.likelihood_family or "–", None if r.elpd_loo != r.elpd_loo else r.elpd_loo,
+         None if r.elpd_loo_se != r.elpd_loo_se else r.elpd_loo_se,
+         None if r.loo_rank != r.loo_rank else int(r.loo_rank),
+         None if r.elpd_diff != r.elpd_diff else r.elpd_diff, r.loo_note)
+        for r in t.itertuples(index=False)
+    ]
+
+    def num(v):
+        return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+    diag_rows = [
+        (r.name, num(r.max_r_hat), num(r.min_ess_bulk), num(r.min_ess_tail), num(r.divergences),
+         num(r.fit_seconds))
+        for r in t.itertuples(index=False)
+    ]
+    dec_rows = [
+        (r.name, r.n_published, r.n_suppressed, num(r.c), r.suppression_at_target)
+        for r in t.itertuples(index=False)
+    ]
+    sections = [
+        ("Models", table(spec_rows, header=("name", "model", "method", "priors (merged)"))),
+        (
+            "Risk: estimates with 90% intervals",
+            table(risk_rows, header=("model", "τ1", "τ2", "expected re-identifications",
+                                     "interval"))
+            + "<p class='note'>τ1: sample uniques that are population uniques; τ2: expected "
+            "correct matches among sample uniques; expected re-identifications: Σ f<sub>k</sub>"
+            " E(1/F<sub>k</sub>). Means are posterior means; intervals are posterior predictive "
+            "(parameter uncertainty and the randomness of the unknown F<sub>k</sub>).</p>",
+        ),
+        (
+            "Fit: PSIS-LOO within a likelihood family",
+            table(loo_rows, header=("model", "likelihood", "elpd_loo", "se", "rank",
+                                    "elpd_diff", "note"))
+            + "<p class='note'>LOO compares models of the same data only: the Poisson-gamma "
+            "fits share the counts of counts; the negative-binomial model's likelihood is the "
+            "within-cell spread of the weights; the closed form has no likelihood. Numbers from "
+            "different likelihoods are not comparable and are not ranked against each "
+            "other.</p>",
+        ),
+        (
+            "Sampling diagnostics and fit time",
+            table(diag_rows, header=("model", "max r_hat", "min ESS bulk", "min ESS tail",
+                                     "divergences", "fit seconds")),
+        ),
+        (
+            f"Decisions at the target ({result.pairs[0]})",
+            table(dec_rows, header=("model", "cells published", "cells suppressed",
+                                    "trade-off c", "suppressed share at target"))
+            + f"<p class='note'>Cells are published in order of R1/R0 until the disclosure "
+            f"loss is {100 * float(s.get('target_risk') or 0):.0f}% of its full-publication "
+            "value (seed 003, Sections 2 and 4). Under the default pair R1/R0 is the "
+            "individual risk E(1/F<sub>k</sub>).</p>",
+        ),
+    ]
+    fr = result.frontiers
+    for pair in result.pairs:
+        series = {}
+        for name in fr["model"].unique():
+            sub = fr[(fr["model"] == name) & (fr["pair"] == pair)]
+            series[str(name)] = (sub["disclosure_share"].to_numpy(),
+                                 sub["nonpublication_share"].to_numpy())
+        series["random suppression"] = (np.array([0.0, 1.0]), np.array([1.0, 0.0]))
+        sup = result.suppression[result.suppression["pair"] == pair]
+        sections.append(
+            (
+                f"Frontier under {pair}",
+                svg_lines(series, title=f"Frontier per model: {pair}",
+                          xlabel="disclosure share (0 = nothing published, 1 = all)",
+                          ylabel="nonpublication share", xlim=(0.0, 1.0), ylim=(0.0, 1.0),
+                          width=720)
+                + table([(r.model, r.suppression_at_target) for r in sup.itertuples()],
+                        header=("model", "suppressed share at target"))
+                + "<p class='note'>Each model's cells in its own order of R1/R0 under this "
+                "pair, both losses normalised to run from 0 to 1 (seed 003, Figure 1).</p>",
+            )
+        )
+    d = result.decisions
+    changed = d[d["changed"]]
+    pub_cols = [c for c in d.columns if str(c).startswith("publish_")]
+    key_cols = [c for c in d.columns if c not in pub_cols and not str(c).startswith("risk_")
+                and c not in ("changed", "Fk_hat", "f_exact")]
+    crow = [
+        tuple(str(r[c]) if c != "fk" else int(r[c]) for c in key_cols)
+        + tuple("publish" if bool(r[c]) else "suppress" for c in pub_cols)
+        for _, r in changed.head(top).iterrows()
+    ]
+    sections.append(
+        (
+            f"Cells whose decision changes ({len(changed):,} of {len(d):,})",
+            (table(crow, header=[str(c) for c in key_cols]
+                   + [str(c)[len("publish_"):] for c in pub_cols])
+             if crow else "<p>The models agree on every cell.</p>")
+            + (f"<p class='note'>First {top} shown; all are in decisions.csv.</p>"
+               if len(changed) > top else ""),
+        )
+    )
+    return render("Comparing models and priors: risk, fit and decisions", sections,
+                  s.get("provenance"))
