@@ -356,7 +356,7 @@ def _register_commands() -> None:
         cli.add_command(module.command)
 
 
-_COMMAND_MODULES: list[str] = ["decide", "suda", "protect"]
+_COMMAND_MODULES: list[str] = ["decide", "suda", "protect", "compare"]
 _register_commands()
 
 

@@ -1,0 +1,864 @@
+r"""Compare priors, models and loss functions on one microdata file (issue 4).
+
+``compare_models(md, specs)`` fits every named model specification to the same
+:class:`sdcbayes.Microdata` and tabulates, one row per specification:
+
+* **PSIS-LOO** (:func:`sdcbayes.inference.compare`), *within a likelihood family
+  only*. The Poisson-gamma model's likelihood is the sample counts of counts
+  :math:`m_j` (seed ``000_…`` eq. 10); the negative-binomial model's is the pooled
+  within-cell scatter of the logit inverse weights (:mod:`sdcbayes.models.negbin`);
+  the closed form has none. Log predictive densities of different data are not
+  comparable, so ``elpd_loo`` is ranked among the fits of one family and left NaN
+  (with a note) for the closed form;
+* the file-level risk: :math:`\tau_1 = \sum_k I(f_k = 1, F_k = 1)`,
+  :math:`\tau_2 = \sum_{f_k = 1} 1/F_k` and the expected re-identifications
+  :math:`\mathrm{ER} = \sum_k f_k E(1/F_k \mid f_k)` (DESIGN.md, Notation; seed
+  ``004_…`` eq. 1-6 for :math:`E(1/F_k \mid f_k)`), with 90% posterior predictive
+  intervals (:mod:`sdcbayes.risk.posterior_assess`);
+* sampling diagnostics and fit time;
+* the publish/suppress decisions of seed ``003_…`` (Zaslavsky & Horton 1998,
+  Sections 2 and 4) for the cells of the key cross-classification under each
+  model, and the cells whose decision changes between models;
+* the risk-loss frontier of every model under every loss pair.
+
+Cell-level losses (the choice documented here)
+----------------------------------------------
+A cell ``k`` of the key plays the role of a domain with ``y = f_k`` and
+``Y = F_k`` (seed 003, Section 3, the microdata reading). The default pair is
+
+* disclosure loss ``reidentifications``: :math:`L_1(f_k, F_k) = f_k / F_k`, the
+  number of the cell's sample records an intruder re-identifies by picking at
+  random among the :math:`F_k` population units with the same key, so
+  :math:`R_{1k} = E[L_1 \mid f_k] = f_k\, E(1/F_k \mid f_k)` -- the cell's
+  contribution to ER (sdcMicro's global risk; seed ``001_…`` Section 3.2). It is
+  computed in closed form from each model's posterior-mean individual risk (seed
+  004, eq. 6 per posterior draw, averaged over draws) -- no enumeration;
+* suppression loss ``y``: :math:`L_0 = f_k`, the records lost when the cell is
+  suppressed (seed 003, Section 3).
+
+Their ratio :math:`R_{1k}/R_{0k} = E(1/F_k \mid f_k)` is the individual risk, so
+under the default pair the publication order is the order of the individual risk
+and "suppress at target D*" suppresses the riskiest cells until the expected
+re-identifications are cut to the fraction D* of their full-publication value.
+Any loss of :mod:`sdcbayes.risk.losses` can be used instead (``disclosure_loss=``,
+``alternatives=``); those are averaged over the model's predictive of
+:math:`F_k - f_k \mid f_k, \theta \sim \mathrm{NegBin}(r, \rho)` by enumeration
+(:func:`expected_loss_enumerated`) on at most ``max_draws``
+evenly spaced posterior draws.
+
+The closed-form reference row
+-----------------------------
+``"closed-form"`` fits nothing: it is the Benedetti-Franconi plug-in
+:math:`p_k = f_k/\hat F_k` (seed 004, eq. 1-4), evaluated by the same engine with
+every "draw" equal to the plug-in, so its means are exactly
+:func:`sdcbayes.risk.assess.assess_closed_form`'s and its intervals carry the
+randomness of the unknown :math:`F_k` given :math:`\hat p_k` only (no parameter
+uncertainty; column ``interval_kind``).
+
+Imports NumPy, pandas, xarray and the ``risk`` modules at import time;
+:mod:`sdcbayes.models` and :mod:`sdcbayes.inference` (and with them PyMC) only
+inside :func:`compare_models`, after every input has been validated, so that a
+typo in a specification costs no PyMC import and no fitting.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from sdcbayes.exceptions import DataError, InputError
+from sdcbayes.provenance import stamp
+from sdcbayes.risk.decisions import (
+    DecisionResult,
+    decide_from_risks,
+    frontier,
+    suppression_at_target,
+)
+from sdcbayes.risk.losses import Loss, parse_loss, user_loss
+
+__all__ = [
+    "COMPARE_MODELS",
+    "LIKELIHOOD_FAMILY",
+    "REIDENTIFICATION_LOSS",
+    "ComparisonResult",
+    "ModelSpec",
+    "check_model_data",
+    "compare_models",
+    "expected_loss_enumerated",
+    "parse_comparison_loss",
+    "parse_loss_pair",
+    "parse_model_specs",
+    "validate_specs",
+]
+
+#: Models a specification may name; "closed-form" is the no-posterior reference.
+COMPARE_MODELS = ("poisson-gamma", "negbin", "closed-form")
+
+#: Likelihood family of each model: LOO is compared only inside one family.
+LIKELIHOOD_FAMILY = {
+    "poisson-gamma": "counts of counts (Poisson-gamma, seed 000 eq. 10)",
+    "negbin": "within-cell spread of the weights (negbin)",
+    "closed-form": None,
+}
+
+#: Prior names of the pooled Poisson-gamma model, mirrored here so that a typo is
+#: reported without importing PyMC (models/poisson_gamma.py imports it at module
+#: level); tests/test_risk_compare.py checks the mirror against the model class.
+_POISSON_GAMMA_PRIOR_NAMES = ("alpha", "omega")
+
+_SUPPRESSION_NAMES = ("constant", "y", "Y", "n", "N")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
+_SPEC_KEYS = ("name", "model", "priors")
+
+
+def _reidentifications(y, Y, n, N):
+    # y / Y: the cell's sample records re-identified by a random pick among its F_k units
+    return np.asarray(y, dtype=float) / np.asarray(Y, dtype=float)
+
+
+#: ``L1(f, F) = f / F``: expected re-identifications of the cell's records (module docstring).
+REIDENTIFICATION_LOSS: Loss = user_loss(_reidentifications, name="reidentifications")
+
+
+def parse_comparison_loss(spec: str | Loss) -> Loss:
+    """:func:`sdcbayes.risk.losses.parse_loss`, plus ``"reidentifications"`` (``f/F``)."""
+    if isinstance(spec, str) and spec.strip() == "reidentifications":
+        return REIDENTIFICATION_LOSS
+    return parse_loss(spec)
+
+
+def parse_loss_pair(spec) -> tuple[Loss, Loss]:
+    """``"DISCLOSURE/SUPPRESSION"`` or a pair; the disclosure side may be ``reidentifications``."""
+    if isinstance(spec, str):
+        left, sep, right = spec.rpartition("/")
+        if not sep or right.strip() not in _SUPPRESSION_NAMES:
+            raise InputError(
+                f"alternative {spec!r} must be DISCLOSURE/SUPPRESSION with SUPPRESSION one of "
+                f"{', '.join(_SUPPRESSION_NAMES)}, e.g. uniques-equal:S=10/y"
+            )
+        return parse_comparison_loss(left), parse_loss(right.strip())
+    try:
+        d, s = spec
+    except (TypeError, ValueError):
+        raise InputError(
+            f"alternative {spec!r} must be a 'DISCLOSURE/SUPPRESSION' string or a "
+            "(disclosure_loss, suppression_loss) pair"
+        ) from None
+    return parse_comparison_loss(d), parse_loss(s)
+
+
+def _pair_label(l1: Loss, l0: Loss) -> str:
+    return f"{l1.spec}/{l0.spec}"
+
+
+# --------------------------------------------------------------------------- specifications
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One named model specification of a comparison.
+
+    Attributes
+    ----------
+    name : str
+        Row label (letters, digits, ``-`` and ``_``).
+    model : {"poisson-gamma", "negbin", "closed-form"}
+    priors : dict
+        Prior overrides, merged into the model's defaults key by key
+        (:func:`sdcbayes.models.base.merge_priors`); empty for the defaults.
+    """
+
+    name: str
+    model: str
+    priors: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the inverse of a dict specification)."""
+        priors = json.loads(json.dumps(self.priors))  # a deep, JSON-clean copy
+        return {"name": self.name, "model": self.model, "priors": priors}
+
+
+def _value(text: str):
+    try:
+        v = float(text)
+    except ValueError:
+        return text
+    return int(v) if v.is_integer() and "." not in text and "e" not in text.lower() else v
+
+
+def _parse_override(item: str, spec_name: str) -> tuple[str, str, Any]:
+    lhs, eq, rhs = item.partition("=")
+    prior, dot, fld = lhs.strip().partition(".")
+    if not eq or not dot or not prior or not fld or not rhs.strip():
+        raise InputError(
+            f"model {spec_name!r}: bad prior override {item!r}; write PRIOR.FIELD=VALUE, "
+            "e.g. alpha.sigma=5 or alpha.dist=HalfNormal"
+        )
+    return prior.strip(), fld.strip(), _value(rhs.strip())
+
+
+def parse_model_specs(text: str) -> list[ModelSpec]:
+    """Parse the ``--models`` string of ``sdcbayes compare``.
+
+    Grammar: comma-separated ``NAME=MODEL[:PRIOR.FIELD=VALUE]``; further
+    ``PRIOR.FIELD=VALUE`` items after a specification belong to it; a bare
+    ``MODEL`` is named after the model. Example::
+
+        pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2,
+        negbin=negbin,closed=closed-form
+
+    Only the syntax is checked here (:func:`validate_specs` checks the rest).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(
+            "--models is empty; give NAME=MODEL items, e.g. pg=poisson-gamma,closed=closed-form"
+        )
+    specs: list[dict[str, Any]] = []
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        head = item.split("=", 1)[0]
+        if "." in head and ":" not in head:  # PRIOR.FIELD=VALUE continues the last spec
+            if not specs:
+                raise InputError(
+                    f"--models starts with a prior override {item!r}; put NAME=MODEL first, "
+                    "e.g. pg-wide=poisson-gamma:alpha.sigma=5"
+                )
+            prior, fld, value = _parse_override(item, specs[-1]["name"])
+            specs[-1]["priors"].setdefault(prior, {})[fld] = value
+            continue
+        if "=" in item and (":" not in item or item.index("=") < item.index(":")):
+            name, _, rest = item.partition("=")
+        else:  # a bare MODEL[:override]: named after the model
+            name, rest = "", item
+        model, colon, overrides = rest.partition(":")
+        name, model = name.strip(), model.strip()
+        spec: dict[str, Any] = {"name": name or model, "model": model, "priors": {}}
+        if colon:
+            prior, fld, value = _parse_override(overrides, spec["name"])
+            spec["priors"].setdefault(prior, {})[fld] = value
+        specs.append(spec)
+    return validate_specs(specs, check_priors=False)
+
+
+def _default_prior_names(model: str) -> tuple[str, ...]:
+    if model == "poisson-gamma":
+        return _POISSON_GAMMA_PRIOR_NAMES
+    if model == "negbin":
+        from sdcbayes.models.negbin import NegativeBinomialModel  # no PyMC at import
+
+        return tuple(NegativeBinomialModel.default_priors)
+    return ()
+
+
+def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
+    """Normalise and check model specifications, without importing PyMC.
+
+    Parameters
+    ----------
+    specs : sequence of dict, str or ModelSpec
+        Dicts ``{"name", "model", "priors"}``; strings in the ``--models`` syntax
+        (one or several specifications); :class:`ModelSpec` objects.
+    check_priors : bool
+        Also check prior names and forms (merged with the model's defaults by
+        :func:`sdcbayes.models.base.merge_priors`).
+
+    Raises
+    ------
+    InputError
+        One message listing every problem found (unknown keys, models, duplicate
+        names, unknown prior names per model with the valid ones).
+    """
+    if isinstance(specs, str | Mapping | ModelSpec):
+        specs = [specs]
+    if not isinstance(specs, Sequence) or len(specs) == 0:
+        raise InputError(
+            "give at least one model specification, e.g. "
+            "[{'name': 'pg', 'model': 'poisson-gamma'}, {'name': 'closed', 'model': 'closed-form'}]"
+        )
+    out: list[ModelSpec] = []
+    problems: list[str] = []
+    for i, s in enumerate(specs):
+        if isinstance(s, str):
+            out.extend(parse_model_specs(s))
+            continue
+        if isinstance(s, ModelSpec):
+            s = s.to_dict()
+        if not isinstance(s, Mapping):
+            problems.append(f"specification {i} is {type(s).__name__}, not a dict")
+            continue
+        unknown = sorted(set(s) - set(_SPEC_KEYS))
+        if unknown:
+            problems.append(
+                f"specification {i}: unknown key(s) {unknown} (valid: {list(_SPEC_KEYS)})"
+            )
+        model = s.get("model")
+        name = s.get("name") or model
+        priors = s.get("priors") or {}
+        if model not in COMPARE_MODELS:
+            problems.append(
+                f"{name!r}: unknown model {model!r} (use one of {list(COMPARE_MODELS)})"
+            )
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            problems.append(
+                f"bad name {name!r} (letters, digits, '-' and '_', starting with a letter or digit)"
+            )
+        if not isinstance(priors, Mapping):
+            problems.append(f"{name!r}: priors must be a dict such as {{'alpha': {{'sigma': 5}}}}")
+            priors = {}
+        if model == "closed-form" and priors:
+            problems.append(f"{name!r}: the closed form has no priors; drop {sorted(priors)}")
+        out.append(ModelSpec(str(name), str(model), dict(priors)))
+    names = [s.name for s in out]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        problems.append(f"duplicate name(s) {dups}: give every specification its own name")
+    if check_priors and not problems:
+        from sdcbayes.models.base import merge_priors
+
+        for s in out:
+            if s.model == "closed-form" or not s.priors:
+                continue
+            defaults = {k: {} for k in _default_prior_names(s.model)}
+            try:
+                merge_priors(defaults, s.priors, s.model)
+            except InputError as err:
+                problems.append(f"{s.name!r}: {err}")
+    if problems:
+        raise InputError("bad model specification: " + "; ".join(problems))
+    return out
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass
+class ComparisonResult:
+    """Everything :func:`compare_models` computes.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per specification, in input order (columns: see
+        :func:`compare_models`).
+    decisions : pandas.DataFrame
+        One row per cell: key columns, ``fk``, ``Fk_hat``, per model
+        ``risk_<name>`` (posterior mean E(1/F_k | f_k)) and ``publish_<name>``,
+        and ``changed`` (the models disagree about the cell).
+    changed_cells : numpy.ndarray of int
+        Cells (rows of ``decisions``) whose decision differs between models.
+    decision_results : dict[str, DecisionResult]
+        Per specification, :func:`sdcbayes.risk.decisions.decide_from_risks` under
+        the reference loss pair (alternatives as sensitivity).
+    frontiers : pandas.DataFrame
+        Tidy: ``model``, ``pair``, ``step``, ``disclosure_share``,
+        ``nonpublication_share`` -- each model's frontier under each loss pair,
+        order and shares from that model's own risks under that pair.
+    suppression : pandas.DataFrame
+        ``model``, ``pair``, ``suppression_at_target`` (share of the pair's
+        nonpublication loss needed to bring its disclosure share to the target).
+    assessments : dict
+        Per specification, the (posterior) :class:`~sdcbayes.risk.assess.Assessment`.
+    loo : dict[str, pandas.DataFrame]
+        Per likelihood family, :func:`sdcbayes.inference.compare`'s table.
+    specs : list of ModelSpec
+    pairs : list of str
+        Loss-pair labels, reference first.
+    settings, provenance : dict
+    """
+
+    table: pd.DataFrame
+    decisions: pd.DataFrame
+    changed_cells: np.ndarray
+    decision_results: dict[str, DecisionResult]
+    frontiers: pd.DataFrame
+    suppression: pd.DataFrame
+    assessments: dict[str, Any]
+    loo: dict[str, pd.DataFrame]
+    specs: list[ModelSpec]
+    pairs: list[str]
+    settings: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary: the table as records, decisions per model, changes."""
+        rows = self.table.replace({np.nan: None}).to_dict(orient="records")
+        per_model = {}
+        for name, res in self.decision_results.items():
+            s = res.summary()
+            per_model[name] = {
+                k: s[k] for k in ("c", "c_source", "n_published", "n_suppressed", "totals")
+            } | {"suppression_at_target": s["suppression_at_target"]["reference"]}
+        return _json_safe(
+            {
+                "models": [s.to_dict() for s in self.specs],
+                "comparison": rows,
+                "loss_pairs": self.pairs,
+                "reference_pair": self.pairs[0],
+                "target_risk": self.settings.get("target_risk"),
+                "decisions": per_model,
+                "n_cells": int(len(self.decisions)),
+                "n_changed_cells": int(self.changed_cells.size),
+                "changed_cells": self.changed_cells.tolist(),
+                "suppression_at_target": self.suppression.to_dict(orient="records"),
+                "settings": self.settings,
+            }
+        )
+
+
+def _json_safe(x):
+    if isinstance(x, dict):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, np.bool_ | bool):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, float | np.floating):
+        return float(x) if math.isfinite(x) else None
+    return x
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def check_model_data(md, specs: list[ModelSpec]) -> None:
+    """Data requirements of each model, checked before anything is fitted (no PyMC)."""
+    problems = []
+    for s in specs:
+        if s.model == "poisson-gamma":
+            if getattr(md, "weights", None) is None:
+                problems.append(
+                    f"{s.name!r} (poisson-gamma) needs the population size: give the microdata "
+                    "a weight column or a sampling_fraction"
+                )
+        elif s.model == "negbin":
+            from sdcbayes.models.negbin import NegativeBinomialModel
+
+            try:  # builds nothing: checks weights, their within-cell spread, the priors
+                NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
+            except (InputError, DataError) as err:
+                problems.append(f"{s.name!r} (negbin): {err}")
+    if problems:
+        raise InputError("cannot fit: " + "; ".join(problems))
+
+
+def _thin_index(S: int, max_draws: int | None) -> np.ndarray:
+    if max_draws is None or S <= max_draws:
+        return np.arange(S)
+    return np.unique(np.linspace(0, S - 1, max_draws).round().astype(np.int64))
+
+
+#: Elements (batch entries x support values) per block of the support enumeration.
+_ENUM_BUDGET = 1 << 21
+
+
+def expected_loss_enumerated(loss: Loss, f, n, N, r, rho, tail: float = 1e-12) -> np.ndarray:
+    r""":math:`E[L(f, F, n, N)]` with :math:`F - f \sim \mathrm{NegBin}(r, \rho)`, by summation.
+
+    Same quantity as :func:`sdcbayes.risk.decisions.negbin_expected_loss` (seed 003,
+    Section 2, with the cell-level predictive of seed 000 eq. 10 or seed 004 eq. 2):
+    :math:`\sum_{x=0}^{T} L(f, f + x)\,\binom{x + r - 1}{x}\rho^r(1-\rho)^x`, the
+    support truncated at the ``1 - tail`` quantile of each entry. Faster on large
+    batches: the pmf is evaluated in logs with ``gammaln`` (no per-call distribution
+    machinery), and entries are sorted by their truncation point and enumerated in
+    blocks of similar length, so a few long-tailed cells do not lengthen the support
+    of all the others. Memory per block is bounded by ``_ENUM_BUDGET`` elements.
+
+    Arguments broadcast; returns their broadcast shape.
+    """
+    from scipy import special, stats
+
+    f, n, N, r, rho = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (f, n, N, r, rho)))
+    shape = f.shape
+    f, n, N, r, rho = (a.ravel() for a in (f, n, N, r, rho))
+    if not loss.depends_on_Y:
+        return np.asarray(loss(f, f, n, N), dtype=float).reshape(shape)
+    if np.any(r <= 0) or np.any(rho <= 0) or np.any(rho > 1):
+        raise InputError("NegBin predictive needs size r > 0 and 0 < rho <= 1; check the posterior")
+    T = np.where(rho >= 1.0, 0.0, stats.nbinom.ppf(1.0 - tail, r, np.minimum(rho, 1.0)))
+    T = np.nan_to_num(T, nan=0.0).astype(np.int64)
+    order = np.argsort(T, kind="stable")
+    Ts = T[order]
+    out = np.empty(f.size)
+    log_rho_r = r * np.log(rho) - special.gammaln(r)
+    start = 0
+    while start < order.size:  # blocks of entries (never one entry at a time)
+        k = np.arange(1, order.size - start + 1)
+        fits = k * (Ts[start:] + 1) <= _ENUM_BUDGET
+        end = start + max(1, int(np.searchsorted(~fits, True)))  # fits is True then False
+        idx = order[start:end]
+        x = np.arange(Ts[end - 1] + 1, dtype=float)[None, :]
+        rr = r[idx, None]
+        logp = (log_rho_r[idx, None] + special.gammaln(x + rr) - special.gammaln(x + 1.0)
+                + special.xlog1py(x, -rho[idx, None]))
+        ff = f[idx, None]
+        out[idx] = np.sum(loss(ff, ff + x, n[idx, None], N[idx, None]) * np.exp(logp), axis=1)
+        start = end
+    return out.reshape(shape)
+
+
+def _cell_risks(loss: Loss, groups, fk, n, N, cell_risk, max_draws) -> np.ndarray:
+    r"""Per-cell :math:`E[L(f_k, F_k, n, N) \mid f_k]` averaged over posterior draws.
+
+    ``reidentifications`` is :math:`f_k E(1/F_k \mid f_k)` from the (posterior mean)
+    individual risk; losses of ``(y, n, N)`` only need no predictive; others are
+    enumerated over NegBin(r, rho) per draw and group
+    (:func:`expected_loss_enumerated`), on at most ``max_draws`` evenly spaced draws.
+    """
+    if loss.name == "reidentifications" and loss.func is _reidentifications:
+        return fk * cell_risk
+    if not loss.depends_on_Y:
+        return np.asarray(loss(fk, fk, n, N), dtype=float) * np.ones_like(fk)
+    G = groups.f.size
+    S = groups.n_draws
+    idx = _thin_index(S, max_draws)
+    r = np.broadcast_to(groups.r, (S, G))[idx]
+    rho = np.broadcast_to(groups.rho, (S, G))[idx]
+    per_group = expected_loss_enumerated(loss, groups.f[None, :], n, N, r, rho).mean(axis=0)
+    return per_group[groups.cell_group]
+
+
+def _plug_in_posterior(md, n_draws: int) -> xr.Dataset:
+    """The Benedetti-Franconi plug-in p_k = f_k / F̂_k as ``n_draws`` identical draws."""
+    fk = np.asarray(md.cells.fk, dtype=float)
+    p = np.minimum(fk / np.asarray(md.cells.Fk_hat, dtype=float), 1.0)
+    return xr.Dataset(
+        {"p": (("chain", "draw", "cell"), np.broadcast_to(p, (1, n_draws, p.size)).copy())},
+        coords={"chain": [0], "draw": np.arange(n_draws), "cell": np.arange(p.size)},
+    )
+
+
+def _population_size(md) -> float:
+    # weight sum; the weights come from a weight column or the sampling fraction, and
+    # are 1 without either (then the sample is its own population: p_k = 1)
+    return float(np.sum(md.cells.Fk_hat))
+
+
+# --------------------------------------------------------------------------- the comparison
+
+
+def compare_models(
+    md,
+    specs,
+    *,
+    draws: int = 500,
+    chains: int = 2,
+    tune: int = 500,
+    random_seed: int | None = None,
+    method: str = "nuts",
+    disclosure_loss: str | Loss = "reidentifications",
+    suppression_loss: str | Loss = "y",
+    alternatives: Sequence = (),
+    target_risk: float = 0.2,
+    threshold: float | None = None,
+    c: float | None = None,
+    max_draws: int | None = 100,
+    truth: Mapping[str, float] | None = None,
+    plug_in_draws: int = 400,
+    progressbar: bool = False,
+) -> ComparisonResult:
+    r"""Fit several models/priors to ``md`` and compare risks, LOO and decisions.
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+    specs : sequence
+        Model specifications (:func:`validate_specs`): e.g.
+        ``[{"name": "pg-default", "model": "poisson-gamma"},
+        {"name": "pg-wide", "model": "poisson-gamma", "priors": {"alpha": {"sigma": 5}}},
+        {"name": "negbin", "model": "negbin"},
+        {"name": "closed", "model": "closed-form"}]``.
+    draws, chains, tune, random_seed, method
+        Passed to :func:`sdcbayes.inference.fit` for every posterior model (the
+        same seed for all, so prior effects are not confounded with seed noise).
+    disclosure_loss, suppression_loss : str or Loss
+        The reference loss pair of the cell decisions (module docstring); default
+        ``reidentifications`` (:math:`f_k/F_k`) and ``y`` (:math:`f_k`).
+    alternatives : sequence
+        Further pairs ``"DISCLOSURE/SUPPRESSION"`` (or tuples): frontiers and
+        suppression at the target per model, and the sensitivity of each model's
+        decisions (:func:`sdcbayes.risk.decisions.decide_from_risks`).
+    target_risk : float
+        Target disclosure share D* in [0, 1] (seed 003, Section 4).
+    threshold : float, optional
+        Also count records whose risk exceeds it (column ``n_above_threshold``).
+    c : float, optional
+        Fixed trade-off factor of the rule ``publish iff R1 < c R0`` for every
+        model; default: each model's own ``c`` meeting ``target_risk``.
+    max_draws : int, optional
+        Posterior draws used when a loss must be enumerated over the predictive of F.
+    truth : mapping, optional
+        Known ``tau1``, ``tau2``, ``expected_reidentifications`` (simulated data):
+        added as ``*_true`` columns.
+    plug_in_draws : int
+        Replicates of the plug-in used for the closed-form row's predictive intervals.
+
+    Returns
+    -------
+    ComparisonResult
+        ``table`` columns: ``name``, ``model``, ``priors`` (JSON of the merged
+        priors), ``method``, ``likelihood_family``, ``elpd_loo``, ``elpd_loo_se``,
+        ``p_loo``, ``loo_rank`` (0 = best within the family), ``elpd_diff``,
+        ``elpd_diff_se``, ``loo_warning``, ``loo_note``; ``tau1``, ``tau1_lo``,
+        ``tau1_hi``, ``tau2``, ``tau2_lo``, ``tau2_hi``, ``er``, ``er_lo``, ``er_hi``
+        (means and 90% intervals), ``interval_kind``; ``max_r_hat``,
+        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``fit_seconds``;
+        ``n_published``, ``n_suppressed``, ``c``, ``suppression_at_target``;
+        ``n_above_threshold`` when ``threshold`` is given; ``*_true`` with ``truth``.
+    """
+    # ---- every check before any import of PyMC or any fit
+    specs = validate_specs(specs)
+    if method not in ("nuts", "nutpie", "advi", "map"):
+        raise InputError(f"unknown method {method!r}; use one of ['advi', 'map', 'nuts', 'nutpie']")
+    for what, value, low in (("draws", draws, 1), ("chains", chains, 1), ("tune", tune, 0),
+                             ("plug_in_draws", plug_in_draws, 2)):
+        if not isinstance(value, int | np.integer) or value < low:
+            raise InputError(f"{what} must be an integer >= {low}; got {value!r}")
+    if max_draws is not None and (not isinstance(max_draws, int | np.integer) or max_draws < 1):
+        raise InputError(f"max_draws must be a positive integer or None; got {max_draws!r}")
+    target_risk = float(target_risk)
+    if not (0.0 <= target_risk <= 1.0):
+        raise InputError(f"target_risk must lie in [0, 1]; got {target_risk}")
+    if threshold is not None and not (0.0 < float(threshold) < 1.0):
+        raise InputError(f"threshold must lie strictly between 0 and 1; got {threshold}")
+    if c is not None and not (float(c) >= 0):
+        raise InputError(f"c (the trade-off factor) must be >= 0; got {c}")
+    l1 = parse_comparison_loss(disclosure_loss)
+    l0 = parse_loss(suppression_loss)
+    if l0.name not in _SUPPRESSION_NAMES:
+        raise InputError(
+            f"suppression loss {l0.spec!r} is a disclosure loss; use one of "
+            f"{', '.join(_SUPPRESSION_NAMES)}"
+        )
+    if l1.name in _SUPPRESSION_NAMES:
+        raise InputError(
+            f"disclosure loss {l1.spec!r} is a nonpublication loss; use reidentifications, "
+            "uniques-equal:S=10, threshold:Ymin=3, ..."
+        )
+    pairs = [(l1, l0)] + [parse_loss_pair(a) for a in alternatives]
+    labels = [_pair_label(a, b) for a, b in pairs]
+    if len(set(labels)) != len(labels):
+        raise InputError(f"loss pairs repeat: {labels}; give each alternative once")
+    check_model_data(md, specs)
+
+    # ---- fits and assessments
+    from sdcbayes.risk.posterior_assess import assess_from_posterior, posterior_groups
+
+    fk = np.asarray(md.cells.fk, dtype=float)
+    n_file = float(md.cells.n_records)
+    assessments: dict[str, Any] = {}
+    idatas: dict[str, Any] = {}
+    groups_of: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for s in specs:
+        t0 = time.perf_counter()
+        if s.model == "closed-form":
+            post = _plug_in_posterior(md, plug_in_draws)
+            a = assess_from_posterior(md, post, "negbin", threshold=threshold,
+                                      random_seed=random_seed,
+                                      settings={"method": "plug-in p = f/F_hat"})
+            fit_seconds = math.nan
+            # the plug-in is one "draw": enumerate losses once, not plug_in_draws times
+            groups_of[s.name] = posterior_groups(md, post.isel(draw=[0]), "negbin")
+            merged_priors = None
+            N_file = _population_size(md)
+        else:
+            from sdcbayes.inference import fit
+
+            if s.model == "poisson-gamma":
+                from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+                model = PoissonGammaModel.from_microdata(md, priors=s.priors or None)
+                ds = model.data_summary()
+                n_fit, N_fit = float(ds["n"]), float(ds["N"])
+            else:
+                from sdcbayes.models.negbin import NegativeBinomialModel
+
+                model = NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
+                n_fit = N_fit = None
+            idata = fit(model, method=method, draws=draws, chains=chains, tune=tune,
+                        random_seed=random_seed, progressbar=progressbar)
+            fit_seconds = time.perf_counter() - t0
+            a = assess_from_posterior(
+                md, idata, s.model, threshold=threshold, random_seed=random_seed,
+                n=n_fit, N=N_fit, priors=model.priors,
+                settings={"method": method, "draws": draws, "chains": chains, "tune": tune,
+                          "random_seed": random_seed},
+            )
+            idatas[s.name] = idata
+            groups_of[s.name] = posterior_groups(md, idata, s.model, n=n_fit, N=N_fit)
+            merged_priors = model.priors
+            N_file = N_fit if N_fit is not None else _population_size(md)
+        assessments[s.name] = a
+        sm = a.summary
+        diag = sm.get("diagnostics") or {}
+        row: dict[str, Any] = {
+            "name": s.name,
+            "model": s.model,
+            "priors": json.dumps(merged_priors, sort_keys=True) if merged_priors else "",
+            "method": "plug-in" if s.model == "closed-form" else method,
+            "likelihood_family": LIKELIHOOD_FAMILY[s.model] or "",
+        }
+        for key, col in (("tau1", "tau1"), ("tau2", "tau2"), ("expected_reidentifications", "er")):
+            lo, hi = sm[f"{key}_interval"]
+            row |= {col: sm[key], f"{col}_lo": lo, f"{col}_hi": hi}
+        row["interval_kind"] = (
+            "predictive given the plug-in p (no parameter uncertainty)"
+            if s.model == "closed-form"
+            else "posterior predictive"
+        )
+        if threshold is not None:
+            row["n_above_threshold"] = sm.get("n_above_threshold")
+        for k in ("max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences"):
+            v = diag.get(k)
+            row[k] = np.nan if v is None else v
+        row["fit_seconds"] = fit_seconds
+        row["_N"] = N_file
+        rows.append(row)
+
+    # ---- LOO within likelihood families
+    loo_tables: dict[str, pd.DataFrame] = {}
+    loo_cols = ("elpd_loo", "elpd_loo_se", "p_loo", "loo_rank", "elpd_diff", "elpd_diff_se",
+                "loo_warning")
+    for row in rows:
+        row |= dict.fromkeys(loo_cols, np.nan)
+        row["loo_note"] = ""
+    families: dict[str, list[str]] = {}
+    for s in specs:
+        if LIKELIHOOD_FAMILY[s.model]:
+            families.setdefault(s.model, []).append(s.name)
+    from_name = {r["name"]: r for r in rows}
+    if families:
+        from sdcbayes.inference import compare as loo_compare
+
+        for model, names in families.items():
+            tab = loo_compare({nm: idatas[nm] for nm in names})
+            loo_tables[model] = tab
+            for nm in names:
+                t = tab.loc[nm]
+                r = from_name[nm]
+                r |= {
+                    "elpd_loo": float(t["elpd_loo"]),
+                    "elpd_loo_se": float(t["se"]),
+                    "p_loo": float(t["p_loo"]),
+                    "loo_rank": int(t["rank"]),
+                    "elpd_diff": float(t["elpd_diff"]),
+                    "elpd_diff_se": float(t["dse"]),
+                    "loo_warning": bool(t["warning"]),
+                }
+                others = [o for o in names if o != nm]
+                note = (f"ranked against {', '.join(others)} (same likelihood)" if others
+                        else "only fit of its likelihood: nothing to rank against")
+                if model == "negbin":
+                    note += "; one observation (within-cell sum of squares)"
+                r["loo_note"] = note
+    for s in specs:
+        if s.model == "closed-form":
+            from_name[s.name]["loo_note"] = "no likelihood (plug-in): LOO undefined"
+    if len(families) > 1:
+        for row in rows:
+            if row["model"] in families:
+                row["loo_note"] += "; not comparable across likelihoods"
+
+    # ---- decisions per model, frontiers per model and loss pair
+    decision_results: dict[str, DecisionResult] = {}
+    frontier_rows: list[pd.DataFrame] = []
+    supp_rows: list[dict[str, Any]] = []
+    cells = md.cells.table.copy()
+    dec = cells.copy()
+    for s in specs:
+        a = assessments[s.name]
+        row = from_name[s.name]
+        N_file = float(row.pop("_N"))
+        risk = a.cells["risk"].to_numpy(dtype=float)
+        g = groups_of[s.name]
+        risks = [
+            (_cell_risks(p1, g, fk, n_file, N_file, risk, max_draws),
+             _cell_risks(p0, g, fk, n_file, N_file, risk, max_draws))
+            for p1, p0 in pairs
+        ]
+        res = decide_from_risks(
+            risks[0][0], risks[0][1],
+            alternatives={lab: rr for lab, rr in zip(labels[1:], risks[1:], strict=True)},
+            target_risk=target_risk, c=c, unit="cell", counts={"fk": fk.astype(np.int64)},
+            disclosure_loss=l1, suppression_loss=l0,
+            hyperparameters={"source": f"{s.model} ({row['method']})"},
+        )
+        decision_results[s.name] = res
+        for lab, (R1, R0) in zip(labels, risks, strict=True):
+            fr = frontier(R1, R0)
+            frontier_rows.append(pd.DataFrame({
+                "model": s.name, "pair": lab, "step": fr["step"].to_numpy(),
+                "disclosure_share": fr["disclosure_share"].to_numpy(),
+                "nonpublication_share": fr["nonpublication_share"].to_numpy(),
+            }))
+            supp_rows.append({
+                "model": s.name, "pair": lab,
+                "suppression_at_target": suppression_at_target(
+                    fr["disclosure_share"], fr["nonpublication_share"], target_risk),
+            })
+        pub = res.table["publish"].to_numpy(dtype=bool)
+        row |= {
+            "n_published": int(pub.sum()),
+            "n_suppressed": int((~pub).sum()),
+            "c": res.c,
+            "suppression_at_target": res.suppression_at_target,
+        }
+        dec[f"risk_{s.name}"] = risk
+        dec[f"publish_{s.name}"] = pub
+    flags = np.column_stack([dec[f"publish_{s.name}"].to_numpy(dtype=bool) for s in specs])
+    changed = flags.any(axis=1) & ~flags.all(axis=1)
+    dec["changed"] = changed
+    changed_cells = np.flatnonzero(changed)
+
+    if truth is not None:
+        for key, col in (("tau1", "tau1"), ("tau2", "tau2"), ("expected_reidentifications", "er")):
+            if key in truth:
+                for row in rows:
+                    row[f"{col}_true"] = float(truth[key])
+
+    order = ["name", "model", "priors", "method", "likelihood_family", *loo_cols, "loo_note",
+             "tau1", "tau1_lo", "tau1_hi", "tau2", "tau2_lo", "tau2_hi", "er", "er_lo", "er_hi",
+             "interval_kind"]
+    table = pd.DataFrame(rows)
+    table = table[order + [c_ for c_ in table.columns if c_ not in order]]
+    settings = {
+        "method": method, "draws": draws, "chains": chains, "tune": tune,
+        "random_seed": random_seed, "target_risk": target_risk, "c": c,
+        "threshold": threshold, "max_draws": max_draws, "plug_in_draws": plug_in_draws,
+        "disclosure_loss": l1.spec, "suppression_loss": l0.spec,
+        "alternatives": labels[1:],
+    }
+    prov = stamp(
+        "model comparison",
+        priors={s.name: json.loads(r["priors"]) if r["priors"] else None
+                for s, r in zip(specs, rows, strict=True)},
+        data_summary=md.summary(),
+        settings=settings | {"models": [s.to_dict() for s in specs]},
+    )
+    return ComparisonResult(
+        table=table,
+        decisions=dec,
+        changed_cells=changed_cells,
+        decision_results=decision_results,
+        frontiers=pd.concat(frontier_rows, ignore_index=True),
+        suppression=pd.DataFrame(supp_rows),
+        assessments=assessments,
+        loo=loo_tables,
+        specs=specs,
+        pairs=labels,
+        settings=settings,
+        provenance=prov,
+    )

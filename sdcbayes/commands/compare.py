@@ -1,0 +1,354 @@
+"""``sdcbayes compare``: fit several models/priors to one file and compare them (issue 4).
+
+Runs :func:`sdcbayes.risk.compare.compare_models` and writes, atomically,
+
+* ``comparison.csv``: one row per model specification (LOO within a likelihood
+  family, tau1, tau2, expected re-identifications with 90% intervals, truth for
+  the demo, diagnostics, fit time, decisions at the target);
+* ``decisions.csv``: one row per cell of the key, the publish flag under every
+  model and a ``changed`` marker;
+* ``frontiers.csv``: every model's risk-loss frontier under every loss pair;
+* ``summary.json`` and ``report.html`` (tables and one frontier plot per loss pair).
+
+Every check (model specification syntax, prior names against each model's
+defaults, losses, numbers, data columns and each model's data needs) runs before
+PyMC is imported or anything is fitted, so a typo costs seconds, not a fit.
+Heavy libraries are imported inside the command.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sdcbayes._cliutils import (
+    check_out_dir,
+    echo_table,
+    json_default,
+    nan_to_none,
+    split_names,
+    write_csv,
+    write_json,
+    write_output_folder,
+)
+from sdcbayes.exceptions import InputError
+
+DEFAULT_MODELS = (
+    "pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,negbin=negbin,"
+    "closed=closed-form"
+)
+
+
+@click.command("compare")
+@click.argument("data", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--keys", help="Key variables, comma-separated (required with DATA).")
+@click.option("--weight", help="Sampling-weight column (needed by poisson-gamma and negbin).")
+@click.option("--household", help="Household id column (adds household risk to the fits).")
+@click.option("--sampling-fraction", type=float, help="Sampling fraction n/N when no --weight.")
+@click.option(
+    "--missing",
+    type=click.Choice(["wildcard", "category", "drop"]),
+    default="wildcard",
+    show_default=True,
+    help="Missing key values (as in `sdcbayes assess`).",
+)
+@click.option(
+    "--models",
+    default=DEFAULT_MODELS,
+    show_default=True,
+    help="Comma-separated NAME=MODEL[:PRIOR.FIELD=VALUE] items; MODEL is poisson-gamma, "
+    "negbin or closed-form (the plug-in reference, nothing fitted). Further "
+    "PRIOR.FIELD=VALUE items belong to the model before them, e.g. "
+    "pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2. Prior names: poisson-gamma "
+    "alpha, omega; negbin sigma.",
+)
+@click.option(
+    "--priors-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help='JSON {"MODEL NAME": {"PRIOR": {"FIELD": VALUE}}}: prior overrides per named '
+    "model (inline --models overrides win).",
+)
+@click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Posterior draws per chain.")
+@click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Chains (R-hat needs at least 2).")
+@click.option("--tune", type=click.IntRange(min=0), default=500, show_default=True,
+              help="NUTS tuning steps per chain.")
+@click.option("--seed", type=int, default=None, help="Random seed (the same for every model).")
+@click.option(
+    "--fit-method",
+    type=click.Choice(["nuts", "nutpie", "advi", "map"]),
+    default="nuts",
+    show_default=True,
+    help="NUTS, nutpie, ADVI, or MAP with a Laplace approximation (fast, approximate).",
+)
+@click.option(
+    "--disclosure-loss",
+    default="reidentifications",
+    show_default=True,
+    help="Loss of publishing a cell: reidentifications (f/F: the cell's expected "
+    "re-identified records), or a seed-003 loss such as uniques-equal:S=10, threshold:Ymin=3.",
+)
+@click.option(
+    "--suppression-loss",
+    default="y",
+    show_default=True,
+    help="Loss of suppressing a cell: y (its records), constant, Y, n or N.",
+)
+@click.option(
+    "--alternative",
+    "alternatives",
+    multiple=True,
+    metavar="DISCLOSURE/SUPPRESSION",
+    help="Another loss pair (repeatable), e.g. uniques-equal:S=10/y: frontier and "
+    "suppression at the target per model.",
+)
+@click.option(
+    "--target-risk",
+    type=float,
+    default=0.2,
+    show_default=True,
+    help="Target disclosure share (0-1): publish cells until the disclosure loss is this "
+    "fraction of its full-publication value.",
+)
+@click.option("--threshold", type=float, default=None,
+              help="Also count records whose risk exceeds this value (0-1).")
+@click.option(
+    "--max-draws",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Posterior draws used to average losses that need the predictive of F.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("sdcbayes-compare"),
+    show_default=True,
+    help="Output folder: comparison.csv, decisions.csv, frontiers.csv, summary.json, "
+    "report.html.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+def command(
+    data: Path | None,
+    keys: str | None,
+    weight: str | None,
+    household: str | None,
+    sampling_fraction: float | None,
+    missing: str,
+    models: str,
+    priors_file: Path | None,
+    draws: int,
+    chains: int,
+    tune: int,
+    seed: int | None,
+    fit_method: str,
+    disclosure_loss: str,
+    suppression_loss: str,
+    alternatives: tuple[str, ...],
+    target_risk: float,
+    threshold: float | None,
+    max_draws: int,
+    out: Path,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Fit several models or priors to one file and compare risk, fit and decisions.
+
+    DATA is a CSV, Parquet, SPSS, Stata or SAS file; with no DATA the embedded
+    demo sample is used and the true tau1, tau2 and expected re-identifications
+    are shown next to every model's estimate. LOO is compared only between models
+    with the same likelihood (the Poisson-gamma fits share the counts of counts;
+    negbin's likelihood is the spread of the weights; the closed form has none).
+    """
+    import math
+
+    from sdcbayes.risk.compare import (
+        parse_loss_pair,
+        parse_comparison_loss,
+        parse_model_specs,
+        validate_specs,
+    )
+    from sdcbayes.risk.losses import parse_loss
+
+    # ---- every check before any work ----------------------------------------------
+    check_out_dir(out)
+    specs = parse_model_specs(models)
+    if priors_file is not None:
+        specs = _merge_priors_file(specs, priors_file)
+    specs = validate_specs([s.to_dict() for s in specs])
+    if not (math.isfinite(target_risk) and 0.0 < target_risk < 1.0):
+        raise InputError(f"--target-risk must lie strictly between 0 and 1; got {target_risk}")
+    if threshold is not None and not 0.0 < threshold < 1.0:
+        raise InputError(f"--threshold must lie strictly between 0 and 1; got {threshold}")
+    l1 = parse_comparison_loss(disclosure_loss)
+    l0 = parse_loss(suppression_loss)
+    if l0.name not in ("constant", "y", "Y", "n", "N"):
+        raise InputError(
+            f"--suppression-loss {suppression_loss!r} is a disclosure loss; use one of "
+            "constant, y, Y, n, N"
+        )
+    if l1.name in ("constant", "y", "Y", "n", "N"):
+        raise InputError(
+            f"--disclosure-loss {disclosure_loss!r} is a nonpublication loss; use "
+            "reidentifications, uniques-equal:S=10 or threshold:Ymin=3"
+        )
+    for a in alternatives:
+        parse_loss_pair(a)
+
+    from sdcbayes.microdata import Microdata, read_microdata
+
+    truth = None
+    key_list = split_names(keys)
+    if data is None:
+        from sdcbayes.datasets import load_demo
+
+        demo = load_demo()
+        frame = demo.sample
+        key_list = key_list or list(demo.keys)
+        weight = weight or demo.weight
+        household = household or demo.household
+        truth = {
+            "tau1": demo.truth.tau1,
+            "tau2": demo.truth.tau2,
+            "expected_reidentifications": demo.truth.expected_reidentifications,
+        }
+        source = "embedded demo sample (sdcbayes.datasets.load_demo)"
+    else:
+        if not key_list:
+            raise InputError(
+                "--keys is required with a data file: name the key variables, e.g. "
+                "--keys age,sex,region"
+            )
+        frame = read_microdata(data)
+        source = str(data)
+    md = Microdata(frame, keys=key_list, weight=weight, household=household,
+                   sampling_fraction=sampling_fraction, missing=missing)
+
+    # ---- work ------------------------------------------------------------------------
+    from sdcbayes.risk.compare import check_model_data, compare_models
+
+    check_model_data(md, specs)  # each model's data needs, still before PyMC
+    quiet_fit = quiet or as_json
+    if quiet_fit:
+        for name in ("pymc", "arviz", "pytensor"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    else:
+        n_fit = sum(s.model != "closed-form" for s in specs)
+        click.echo(
+            f"fitting {n_fit} model(s) ({fit_method}: {chains} chains x {draws} draws"
+            + (f" after {tune} tuning steps" if fit_method in ("nuts", "nutpie") else "")
+            + ") ...",
+            err=True,
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = compare_models(
+            md, specs, draws=draws, chains=chains, tune=tune, random_seed=seed,
+            method=fit_method, disclosure_loss=l1, suppression_loss=l0,
+            alternatives=list(alternatives), target_risk=target_risk, threshold=threshold,
+            max_draws=max_draws, truth=truth,
+        )
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+    if not quiet_fit:
+        for w in caught:
+            if issubclass(w.category, SdcbayesWarning):
+                click.echo("sdcbayes: warning: " + " ".join(str(w.message).split()), err=True)
+
+    from sdcbayes._version import __version__
+
+    summary: dict[str, Any] = {
+        "command": "compare",
+        "sdcbayes_version": __version__,
+        "data": source,
+        **result.summary(),
+    }
+    if truth is not None:
+        summary["truth"] = truth
+    summary["provenance"] = result.provenance
+
+    from sdcbayes.report import comparison_report
+
+    html = comparison_report(result, summary)
+    decisions = result.decisions.reset_index(drop=True)
+    for col in decisions.columns:
+        if str(decisions[col].dtype) == "category":  # pyarrow writes labels, not codes
+            decisions[col] = decisions[col].astype(str)
+    write_output_folder(
+        out,
+        {
+            "summary.json": lambda p: write_json(p, summary),
+            "comparison.csv": lambda p: write_csv(p, result.table),
+            "decisions.csv": lambda p: write_csv(p, decisions),
+            "frontiers.csv": lambda p: write_csv(p, result.frontiers),
+            "report.html": lambda p: p.write_text(html, encoding="utf-8"),
+        },
+    )
+    if as_json:
+        click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
+    elif not quiet:
+        _print_summary(result, summary, out)
+
+
+def _merge_priors_file(specs, path: Path):
+    """Prior overrides from a JSON file, under the inline ones; unknown model names rejected."""
+    from sdcbayes.risk.compare import ModelSpec
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"--priors-file {path}: not readable JSON ({err})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise InputError(
+            f'--priors-file {path} must hold {{"MODEL NAME": {{"PRIOR": {{"FIELD": VALUE}}}}}}'
+        )
+    names = [s.name for s in specs]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise InputError(
+            f"--priors-file {path} names model(s) {unknown} that --models does not define; "
+            f"defined: {names}"
+        )
+    out = []
+    for s in specs:
+        merged: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v
+                                  for k, v in data.get(s.name, {}).items()}
+        for prior, fields in s.priors.items():
+            if isinstance(merged.get(prior), dict):
+                merged[prior] |= fields
+            else:
+                merged[prior] = dict(fields)
+        out.append(ModelSpec(s.name, s.model, merged))
+    return out
+
+
+def _print_summary(result, s: dict[str, Any], out: Path) -> None:
+    t = result.table
+    truth = s.get("truth")
+    click.echo(f"sdcbayes {s['sdcbayes_version']} — compare: {len(t)} model(s); "
+               f"decisions under {result.pairs[0]} at target {s['target_risk']}")
+    click.echo(f"data: {s['data']}")
+    rows = []
+    for r in t.itertuples(index=False):
+        loo = ("–" if r.elpd_loo != r.elpd_loo
+               else f"elpd {r.elpd_loo:.1f} (rank {int(r.loo_rank)})")
+        rows.append((
+            r.name,
+            f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]  tau2 {r.tau2:.1f}  "
+            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]  {loo}  "
+            f"suppress {r.n_suppressed} cells",
+        ))
+    if truth:
+        rows.append(("truth", f"tau1 {truth['tau1']:.1f}  tau2 {truth['tau2']:.1f}  "
+                              f"ER {truth['expected_reidentifications']:.1f}"))
+    rows.append(("cells whose decision changes", f"{s['n_changed_cells']:,} of {s['n_cells']:,}"))
+    echo_table(rows)
+    click.echo(f"written: {out}/comparison.csv, decisions.csv, frontiers.csv, summary.json, "
+               "report.html")

@@ -1,0 +1,185 @@
+"""`sdcbayes compare`: outputs, columns, and bad input refused before any fit.
+
+The full run fits a negative-binomial model (MAP/Laplace, small draws) plus the
+closed form on a small synthetic sample written to CSV; the outputs are checked
+against each other (decisions.csv flags vs the ``changed`` marker, comparison.csv
+vs summary.json). The demo path is run with the closed form only (no fit) to check
+that the truth is shown. Bad input is refused in one line, exit 2, in well under
+10 s (no PyMC import, no fit).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+EXE = shutil.which("sdcbayes") or str(Path(sys.executable).with_name("sdcbayes"))
+
+
+def run_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+    from sdcbayes.cli import main
+
+    capsys.readouterr()
+    rc = main(list(args))
+    cap = capsys.readouterr()
+    return subprocess.CompletedProcess(args, rc, cap.out, cap.err)
+
+
+def assert_one_line_error(proc, *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("sdcbayes: error:") and "Traceback" not in proc.stderr
+    for frag in fragments:
+        assert frag in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def csv_file(tmp_path_factory):
+    from sdcbayes.datasets.census import simulate_population
+    from sdcbayes.datasets.sampling import draw_sample
+
+    pop = simulate_population(4000, seed=3)
+    s = draw_sample(pop, keys=("age_group", "sex", "education", "household_size"),
+                    fraction=0.05, design="stratified", seed=5)
+    path = tmp_path_factory.mktemp("cmp") / "sample.csv"
+    s.sample.to_csv(path, index=False)
+    return path
+
+
+KEYS = "age_group,sex,education,household_size"
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (["--models", "pg=poisson-gamma:alfa.sigma=5"], ["'alfa'", "alpha", "omega"]),
+        (["--models", "pg=poisson-gamma:alpha.sigma=5,beta.sigma=1"], ["'beta'"]),
+        (["--models", "x=poisson-gama"], ["poisson-gama"]),
+        (["--models", "pg=poisson-gamma:alpha=5"], ["PRIOR.FIELD=VALUE"]),
+        (["--models", "a=negbin,a=closed-form"], ["duplicate"]),
+        (["--disclosure-loss", "uniques-equal"], ["missing parameter"]),
+        (["--suppression-loss", "uniques-equal:S=1"], ["disclosure loss"]),
+        (["--alternative", "uniques-equal:S=1"], ["DISCLOSURE/SUPPRESSION"]),
+        (["--target-risk", "1.5"], ["--target-risk"]),
+    ],
+)
+def test_bad_input_one_line_before_fitting(capsys, csv_file, tmp_path, extra, fragments):
+    t0 = time.perf_counter()
+    proc = run_in_process(capsys, "compare", str(csv_file), "--keys", KEYS, "--weight",
+                          "weight", "--out", str(tmp_path / "o"), *extra)
+    assert time.perf_counter() - t0 < 10
+    assert_one_line_error(proc, *fragments)
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_prior_name_fails_fast_in_a_fresh_process(csv_file, tmp_path):
+    """The real console script, a cold interpreter: must answer in < 10 s (no PyMC, no fit)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [EXE, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+         "--models", "pg=poisson-gamma:alpha.sigma=5,omegaa.sigma=1,nb=negbin:sgma.sigma=1",
+         "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, timeout=120,
+    )
+    elapsed = time.perf_counter() - t0
+    assert_one_line_error(proc, "'omegaa'", "'sgma'")
+    assert elapsed < 10, f"took {elapsed:.1f} s"
+
+
+def test_priors_file_is_validated(capsys, csv_file, tmp_path):
+    pf = tmp_path / "priors.json"
+    pf.write_text(json.dumps({"nobody": {"sigma": {"sigma": 1}}}))
+    proc = run_in_process(capsys, "compare", str(csv_file), "--keys", KEYS, "--weight",
+                          "weight", "--models", "nb=negbin", "--priors-file", str(pf),
+                          "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, "'nobody'", "--priors-file")
+    pf.write_text(json.dumps({"nb": {"sigmaa": {"sigma": 1}}}))
+    proc = run_in_process(capsys, "compare", str(csv_file), "--keys", KEYS, "--weight",
+                          "weight", "--models", "nb=negbin", "--priors-file", str(pf),
+                          "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, "'sigmaa'")
+
+
+def test_negbin_needs_weights_before_fitting(capsys, csv_file, tmp_path):
+    proc = run_in_process(capsys, "compare", str(csv_file), "--keys", KEYS,
+                          "--models", "nb=negbin", "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, "weight")
+
+
+def test_full_run_outputs_and_columns(capsys, csv_file, tmp_path, check_html):
+    out = tmp_path / "out"
+    pf = tmp_path / "priors.json"
+    pf.write_text(json.dumps({"nb-tight": {"sigma": {"sigma": 0.5}}}))
+    proc = run_in_process(
+        capsys, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+        "--models", "nb-tight=negbin:sigma.sigma=0.3,closed=closed-form",
+        "--priors-file", str(pf), "--fit-method", "map", "--draws", "50", "--chains", "2",
+        "--seed", "3", "--alternative", "uniques-equal:S=10/y", "--threshold", "0.1",
+        "--out", str(out), "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.csv", "decisions.csv", "frontiers.csv", "report.html", "summary.json"]
+
+    cmp_ = pd.read_csv(out / "comparison.csv")
+    assert cmp_["name"].tolist() == ["nb-tight", "closed"]
+    for col in ("elpd_loo", "elpd_loo_se", "loo_rank", "elpd_diff", "loo_note", "tau1",
+                "tau1_lo", "tau1_hi", "tau2", "tau2_lo", "tau2_hi", "er", "er_lo", "er_hi",
+                "max_r_hat", "min_ess_bulk", "divergences", "fit_seconds", "n_published",
+                "n_suppressed", "suppression_at_target", "n_above_threshold"):
+        assert col in cmp_.columns, col
+    assert cmp_["loo_rank"].iloc[0] == 0 and np.isfinite(cmp_["elpd_loo"].iloc[0])
+    assert np.isnan(cmp_["elpd_loo"].iloc[1]) and np.isnan(cmp_["loo_rank"].iloc[1])
+    # inline override wins over the priors file (0.3, not 0.5)
+    assert json.loads(cmp_["priors"].iloc[0])["sigma"]["sigma"] == 0.3
+
+    dec = pd.read_csv(out / "decisions.csv")
+    pub = dec[["publish_nb-tight", "publish_closed"]].to_numpy(dtype=bool)
+    changed = pub.any(axis=1) & ~pub.all(axis=1)
+    np.testing.assert_array_equal(dec["changed"].to_numpy(dtype=bool), changed)
+    for k in KEYS.split(","):
+        assert k in dec.columns
+    assert dec["fk"].sum() == len(pd.read_csv(csv_file))
+
+    s = json.loads((out / "summary.json").read_text())
+    assert s["command"] == "compare"
+    assert s["n_changed_cells"] == int(changed.sum())
+    assert s["loss_pairs"] == ["reidentifications/y", "uniques-equal:S=10/y"]
+    assert [m["name"] for m in s["models"]] == ["nb-tight", "closed"]
+    assert s["decisions"]["nb-tight"]["n_published"] == int(pub[:, 0].sum())
+
+    fr = pd.read_csv(out / "frontiers.csv")
+    assert set(fr["model"]) == {"nb-tight", "closed"}
+    assert set(fr["pair"]) == set(s["loss_pairs"])
+
+    html = (out / "report.html").read_text()
+    c = check_html(html)
+    assert "svg" in c.tags
+    assert html.count("<svg") == 2  # one frontier plot per loss pair
+    assert "Frontier under uniques-equal:S=10/y" in html
+
+
+def test_demo_closed_form_only_shows_the_truth(capsys, tmp_path):
+    from sdcbayes.datasets import load_demo
+
+    out = tmp_path / "demo"
+    proc = run_in_process(capsys, "compare", "--models", "closed=closed-form",
+                          "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "truth" in proc.stdout and "cells whose decision changes" in proc.stdout
+    truth = load_demo().truth
+    cmp_ = pd.read_csv(out / "comparison.csv")
+    assert cmp_["tau1_true"].iloc[0] == pytest.approx(truth.tau1)
+    assert cmp_["tau2_true"].iloc[0] == pytest.approx(truth.tau2)
+    assert cmp_["er_true"].iloc[0] == pytest.approx(truth.expected_reidentifications)
+    assert "truth" in (out / "report.html").read_text()

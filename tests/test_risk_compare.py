@@ -1,0 +1,307 @@
+"""Comparison of models, priors and losses (``sdcbayes.risk.compare``, issue 4).
+
+One comparison of four specifications (Poisson-gamma with default and wide priors,
+negative binomial, closed form) is fitted once (MAP/Laplace, small draws) on a small
+synthetic stratified sample and checked against independent computations: PSIS-LOO
+recomputed from each posterior, the closed-form row against
+``assess_closed_form``, the cell disclosure risks against brute-force summation of
+the loss over the negative-binomial predictive (``decisions.negbin_expected_loss``),
+and the changed-decision list against the per-model publish flags.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.risk.compare import (
+    REIDENTIFICATION_LOSS,
+    compare_models,
+    expected_loss_enumerated,
+    parse_model_specs,
+    validate_specs,
+)
+from sdcbayes.risk.decisions import negbin_expected_loss
+from sdcbayes.risk.individual import negbin_inverse_moment
+from sdcbayes.risk.losses import parse_loss
+
+SPECS = [
+    {"name": "pg", "model": "poisson-gamma"},
+    {"name": "pg-wide", "model": "poisson-gamma", "priors": {"alpha": {"sigma": 5}}},
+    {"name": "nb", "model": "negbin"},
+    {"name": "closed", "model": "closed-form"},
+]
+ALT = "uniques-equal:S=10/y"
+
+
+def small_sample():
+    from sdcbayes.datasets.census import simulate_population
+    from sdcbayes.datasets.sampling import draw_sample
+
+    pop = simulate_population(4000, seed=3)
+    return draw_sample(pop, keys=("age_group", "sex", "education", "household_size"),
+                       fraction=0.05, design="stratified", seed=5)
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return small_sample()
+
+
+@pytest.fixture(scope="module")
+def md(sample):
+    from sdcbayes.microdata import Microdata
+
+    return Microdata(sample.sample, keys=list(sample.keys), weight=sample.weight)
+
+
+@pytest.fixture(scope="module")
+def result(md, sample):
+    truth = {"tau1": sample.truth.tau1, "tau2": sample.truth.tau2,
+             "expected_reidentifications": sample.truth.expected_reidentifications}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compare_models(md, SPECS, method="map", draws=100, chains=2, random_seed=1,
+                              alternatives=[ALT], threshold=0.1, truth=truth)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def test_one_row_per_spec_with_intervals_containing_the_means(result, sample):
+    t = result.table
+    assert t["name"].tolist() == [s["name"] for s in SPECS]
+    assert t["model"].tolist() == [s["model"] for s in SPECS]
+    for col in ("tau1", "tau2", "er"):
+        lo, mean, hi = (t[f"{col}{sfx}"].to_numpy(dtype=float) for sfx in ("_lo", "", "_hi"))
+        assert np.all(np.isfinite(mean)), col
+        assert np.all(lo <= mean) and np.all(mean <= hi), (col, lo, mean, hi)
+        assert np.all(hi > lo), col  # predictive intervals are not degenerate
+    assert np.all(t["fit_seconds"].iloc[:3] > 0) and np.isnan(t["fit_seconds"].iloc[3])
+    assert (t["tau1_true"] == sample.truth.tau1).all()
+    assert (t["tau2_true"] == sample.truth.tau2).all()
+    assert "n_above_threshold" in t.columns
+    # a wider prior on alpha changes the merged prior stamped in the table
+    assert '"sigma": 5' in t.loc[1, "priors"] and '"sigma": 2.5' in t.loc[0, "priors"]
+
+
+def test_loo_filled_only_within_a_likelihood_family(result):
+    from sdcbayes.inference import loo
+
+    t = result.table.set_index("name")
+    assert np.isnan(t.loc["closed", ["elpd_loo", "elpd_loo_se", "loo_rank", "elpd_diff"]]
+                    .astype(float)).all()
+    assert "no likelihood" in t.loc["closed", "loo_note"]
+    # each posterior's elpd recomputed directly from its own fit
+    for name in ("pg", "pg-wide", "nb"):
+        direct = loo(result.assessments[name].idata).elpd_loo
+        assert t.loc[name, "elpd_loo"] == pytest.approx(direct, rel=1e-12)
+    # ranks and differences are within the family: the two Poisson-gamma fits
+    pg = t.loc[["pg", "pg-wide"]]
+    assert sorted(pg["loo_rank"].astype(int)) == [0, 1]
+    best = pg["elpd_loo"].max()
+    np.testing.assert_allclose(pg["elpd_diff"], best - pg["elpd_loo"], rtol=0, atol=1e-9)
+    # negbin is alone in its family: rank 0, no difference, and never ranked against pg
+    assert t.loc["nb", "loo_rank"] == 0 and t.loc["nb", "elpd_diff"] == 0
+    assert "nothing to rank against" in t.loc["nb", "loo_note"]
+    for name in ("pg", "pg-wide", "nb"):
+        assert "not comparable across likelihoods" in t.loc[name, "loo_note"]
+    assert set(result.loo) == {"poisson-gamma", "negbin"}
+    assert set(result.loo["poisson-gamma"].index) == {"pg", "pg-wide"}
+
+
+def test_closed_form_row_is_the_plug_in_assessment(result, md):
+    from sdcbayes.risk.assess import assess_closed_form
+
+    ref = assess_closed_form(md).summary
+    row = result.table.set_index("name").loc["closed"]
+    assert row["tau1"] == pytest.approx(ref["tau1"], rel=1e-10)
+    assert row["tau2"] == pytest.approx(ref["tau2"], rel=1e-10)
+    assert row["er"] == pytest.approx(ref["expected_reidentifications"], rel=1e-10)
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def test_changed_cells_equal_a_direct_comparison_of_publish_flags(result):
+    flags = {name: res.table["publish"].to_numpy(dtype=bool)
+             for name, res in result.decision_results.items()}
+    stacked = np.column_stack(list(flags.values()))
+    direct = np.flatnonzero([len(set(row)) > 1 for row in stacked.tolist()])
+    np.testing.assert_array_equal(result.changed_cells, direct)
+    d = result.decisions
+    for name, f in flags.items():
+        np.testing.assert_array_equal(d[f"publish_{name}"].to_numpy(dtype=bool), f)
+    np.testing.assert_array_equal(np.flatnonzero(d["changed"].to_numpy()), direct)
+    # the closed form and the Poisson-gamma model disagree on some cells on this file
+    assert result.changed_cells.size > 0
+
+
+def test_reidentification_risk_against_brute_force_summation(result, md):
+    """R1 = f E(1/F | f): the closed form per draw vs summing f/F over NegBin(r, rho)."""
+    from sdcbayes.risk.posterior_assess import posterior_groups
+
+    fk = np.asarray(md.cells.fk, dtype=float)
+    for name, model in (("pg", "poisson-gamma"), ("closed", None)):
+        R1 = result.decision_results[name].table["R1"].to_numpy()
+        if model is None:  # plug-in: F - f ~ NegBin(f, f / F_hat)
+            p = np.minimum(fk / np.asarray(md.cells.Fk_hat), 1.0)
+            brute = negbin_expected_loss(REIDENTIFICATION_LOSS, fk, 1.0, 1.0, fk, p)
+        else:
+            g = posterior_groups(md, result.assessments[name].idata, model)
+            per = negbin_expected_loss(REIDENTIFICATION_LOSS, g.f[None, :], 1.0, 1.0,
+                                       np.broadcast_to(g.r, (g.n_draws, g.f.size)),
+                                       np.broadcast_to(g.rho, (g.n_draws, g.f.size)))
+            brute = per.mean(axis=0)[g.cell_group]
+        np.testing.assert_allclose(R1, brute, rtol=1e-8)
+        R0 = result.decision_results[name].table["R0"].to_numpy()
+        np.testing.assert_array_equal(R0, fk)  # suppression loss y: the records lost
+
+
+def test_default_pair_orders_cells_by_individual_risk(result):
+    for name, res in result.decision_results.items():
+        ratio = res.table["ratio"].to_numpy()
+        np.testing.assert_allclose(ratio, result.decisions[f"risk_{name}"].to_numpy(), rtol=1e-12)
+
+
+def test_frontiers_per_model_and_pair(result, md):
+    fr = result.frontiers
+    m = md.cells.n_cells
+    assert result.pairs == ["reidentifications/y", "uniques-equal:S=10/y"]
+    for name in result.decision_results:
+        for pair in result.pairs:
+            sub = fr[(fr["model"] == name) & (fr["pair"] == pair)]
+            assert len(sub) == m + 1
+            D, S = sub["disclosure_share"].to_numpy(), sub["nonpublication_share"].to_numpy()
+            assert (D[0], S[0], D[-1], S[-1]) == (0.0, 1.0, 1.0, 0.0)
+            assert np.all(np.diff(D) >= 0) and np.all(np.diff(S) <= 0)
+    sup = result.suppression.set_index(["model", "pair"])["suppression_at_target"]
+    for name, res in result.decision_results.items():
+        assert sup[(name, "reidentifications/y")] == pytest.approx(res.suppression_at_target)
+        assert 0 < sup[(name, ALT)] < 1
+    js = result.summary()
+    assert js["n_changed_cells"] == result.changed_cells.size
+    assert [r["name"] for r in js["comparison"]] == [s["name"] for s in SPECS]
+
+
+# --------------------------------------------------------------------------- enumeration
+
+
+def test_expected_loss_enumerated_against_the_decisions_module():
+    rng = np.random.default_rng(7)
+    f = rng.integers(1, 40, size=(30, 12)).astype(float)
+    r = f + rng.gamma(0.5, 1.0, size=f.shape)
+    rho = rng.uniform(0.03, 1.0, size=f.shape)
+    rho[0, :3] = 1.0  # no unsampled population: F = f exactly
+    for spec in ("uniques-equal:S=10", "threshold:Ymin=3", "Y", "uniques-gamma:S=5,a=2"):
+        loss = parse_loss(spec)
+        a = expected_loss_enumerated(loss, f, 50.0, 900.0, r, rho)
+        b = negbin_expected_loss(loss, f, 50.0, 900.0, r, rho)
+        np.testing.assert_allclose(a, b, rtol=1e-10, err_msg=spec)
+    # f/F summed over the support is f E(1/F), seed 004 eq. 6 in closed form
+    a = expected_loss_enumerated(REIDENTIFICATION_LOSS, f, 1.0, 1.0, r, rho)
+    np.testing.assert_allclose(a, f * negbin_inverse_moment(f, r, rho), rtol=1e-10)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def test_spec_syntax():
+    specs = parse_model_specs(
+        "pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2.5,negbin,closed=closed-form"
+    )
+    assert [(s.name, s.model) for s in specs] == [
+        ("pg-wide", "poisson-gamma"), ("negbin", "negbin"), ("closed", "closed-form")]
+    assert specs[0].priors == {"alpha": {"sigma": 5}, "omega": {"sigma": 2.5}}
+    d = parse_model_specs("x=poisson-gamma:alpha.dist=HalfNormal")[0]
+    assert d.priors == {"alpha": {"dist": "HalfNormal"}}
+
+
+@pytest.mark.parametrize(
+    ("specs", "fragments"),
+    [
+        ([{"name": "a", "model": "poisson-gamma", "priors": {"alfa": {}, "beta": {}}}],
+         ["'alfa'", "'beta'", "alpha", "omega"]),
+        ([{"name": "a", "model": "negbin", "priors": {"tau": {"sigma": 1}}}], ["'tau'", "sigma"]),
+        ([{"name": "a", "model": "poisson-gama"}], ["poisson-gama", "closed-form"]),
+        ([{"name": "a", "model": "negbin"}, {"name": "a", "model": "closed-form"}], ["duplicate"]),
+        ([{"name": "c", "model": "closed-form", "priors": {"alpha": {}}}], ["no priors"]),
+        ([{"name": "a", "model": "negbin", "prior": {}}], ["unknown key", "'prior'"]),
+        (["pg=poisson-gamma:alpha=5"], ["PRIOR.FIELD=VALUE"]),
+        (["alpha.sigma=5"], ["NAME=MODEL first"]),
+        ([], ["at least one"]),
+    ],
+)
+def test_bad_specs_are_one_error(specs, fragments):
+    with pytest.raises(InputError) as err:
+        validate_specs(specs)
+    msg = str(err.value)
+    assert "\n" not in msg
+    for frag in fragments:
+        assert frag in msg, msg
+
+
+def test_poisson_gamma_prior_mirror_matches_the_model_class():
+    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+    from sdcbayes.risk.compare import _POISSON_GAMMA_PRIOR_NAMES
+
+    assert set(_POISSON_GAMMA_PRIOR_NAMES) == set(PoissonGammaModel._defaults("pooled", False))
+
+
+def test_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
+    """Every check runs before PyMC is imported: a typo costs no fit (and no 5-10 s import)."""
+    code = (
+        "import sys\n"
+        "from sdcbayes.exceptions import InputError\n"
+        "from sdcbayes.microdata import Microdata\n"
+        "import pandas as pd\n"
+        "from sdcbayes.risk.compare import compare_models\n"
+        "df = pd.DataFrame({'a': [1, 1, 2, 2], 'b': [0, 0, 1, 1], 'w': [10., 10., 15., 15.]})\n"
+        "md = Microdata(df, keys=['a', 'b'], weight='w')\n"
+        "bad = [\n"
+        "  [{'name': 'pg', 'model': 'poisson-gamma', 'priors': {'alfa': {'sigma': 1}}}],\n"
+        "  [{'name': 'nb', 'model': 'negbin'}],\n"  # weights constant within cells
+        "]\n"
+        "for specs in bad:\n"
+        "    try:\n"
+        "        compare_models(md, specs)\n"
+        "    except InputError as e:\n"
+        "        print('ERR', e)\n"
+        "    else:\n"
+        "        raise SystemExit('no error')\n"
+        "for kw in ({'disclosure_loss': 'nope'}, {'alternatives': ['uniques-equal:S=1']},\n"
+        "           {'target_risk': 2.0}):\n"
+        "    try:\n"
+        "        compare_models(md, [{'name': 'c', 'model': 'closed-form'}], **kw)\n"
+        "    except InputError as e:\n"
+        "        print('ERR', e)\n"
+        "    else:\n"
+        "        raise SystemExit('no error')\n"
+        "assert 'pymc' not in sys.modules, 'PyMC imported before validation finished'\n"
+    )
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    elapsed = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 5 and all(x.startswith("ERR") for x in lines), proc.stdout
+    assert "'alfa'" in lines[0] and "constant within every cell" in lines[1]
+    assert elapsed < 10, f"validation took {elapsed:.1f} s"
+
+
+def test_negbin_without_weights_is_refused_before_fitting():
+    import pandas as pd
+
+    from sdcbayes.microdata import Microdata
+
+    md0 = Microdata(pd.DataFrame({"a": [1, 1, 2], "b": [0, 1, 0]}), keys=["a", "b"])
+    for spec in ({"name": "nb", "model": "negbin"}, {"name": "pg", "model": "poisson-gamma"}):
+        with pytest.raises(InputError, match="weight"):
+            compare_models(md0, [spec])
