@@ -32,6 +32,7 @@ def test_notebooks_are_present():
     names = {p.name for p in NOTEBOOKS}
     for expected in (
         "mokken_1992.py",
+        "tour.py",
         "ihsn_guide.py",
         "nayak_zhang_2015.py",
         "zaslavsky_horton_1998.py",
