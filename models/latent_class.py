@@ -595,6 +595,59 @@ class LatentClassModel(SuperpopulationModel):
         cells, counts = np.unique(rec, axis=0, return_counts=True)
         return cls(cells, counts, [len(v) for v in lvls], keys=list(keys), levels=lvls, **kwargs)
 
+    @classmethod
+    def from_microdata(cls, md, *, structural_zeros=None, **kwargs) -> LatentClassModel:
+        """Build the model on the cell table of a :class:`sdcbayes.Microdata`.
+
+        Row k of the model's cell table is cell k of ``md.cells`` (so a posterior
+        of ``pi`` with ``store="all"`` maps to ``md.record_cell`` directly); the
+        levels are ``md.levels`` (all declared levels of categorical keys), and the
+        counts the exact record counts ``md.cells.f_exact``. Under
+        ``missing="category"`` a missing key value is a level ``"<missing>"`` of
+        its own; wildcard cells (``missing="wildcard"``) are not points of the
+        cell space and are rejected.
+
+        Parameters
+        ----------
+        md : sdcbayes.Microdata
+        structural_zeros : None, "auto" or list of rules
+            ``"auto"``: the ``"implication"`` candidates of
+            :func:`detect_structural_zeros` on the sample (unconfirmed; confirm
+            them and pass the list for a real release).
+        **kwargs
+            ``n_classes``, ``priors`` (see the class).
+        """
+        cells = md.cells
+        if np.any(cells.has_missing) and md.missing == "wildcard":
+            raise InputError(
+                f"the latent-class model needs complete keys: {int(cells.has_missing.sum())} "
+                "cells have a missing key value matched as a wildcard; build the Microdata "
+                "with missing='drop' or missing='category'"
+            )
+        table = cells.table
+        cols, lvls = [], []
+        for k in md.keys:
+            lv = list(md.levels[k])
+            codes = pd.Categorical(table[k], categories=md.levels[k]).codes.astype(np.int64)
+            if (codes < 0).any():  # missing="category": missing is a level of its own
+                codes = np.where(codes < 0, len(lv), codes)
+                lv = lv + ["<missing>"]
+            cols.append(codes)
+            lvls.append(lv)
+        sz = structural_zeros
+        if isinstance(sz, str):
+            if sz != "auto":
+                raise InputError(
+                    f"structural_zeros must be None, 'auto' or a list of rules; got {sz!r}")
+            kept = ~np.asarray(md.dropped)
+            frame = md.frame.loc[kept, list(md.keys)]
+            # the level names the rules use: "<missing>" as above, str as StructuralZeros
+            frame = frame.astype(object).where(frame.notna(), "<missing>").astype(str)
+            cands = detect_structural_zeros(frame, md.keys)
+            sz = list(cands.loc[cands.kind == "implication", "rule"]) or None
+        return cls(np.column_stack(cols), cells.f_exact, [len(v) for v in lvls],
+                   keys=list(md.keys), levels=lvls, structural_zeros=sz, **kwargs)
+
     def _check_priors(self):
         a = self.priors["alpha"]
         if a.get("dist") != "Gamma" or set(a) - {"dist", "alpha", "beta"}:

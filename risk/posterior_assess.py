@@ -15,6 +15,10 @@ r"""Posterior disclosure-risk assessment of a microdata file (issue 4).
   Notation), with means and intervals; the household expected re-identifications
   (seed ``001_…`` Section 3.3) and the number of records flagged by the benchmark
   rule (Section 3.4) or above a threshold, per posterior draw;
+* for the latent-class model (:class:`sdcbayes.models.latent_class.LatentClassModel`,
+  Gibbs sampler), the same quantities with the Poisson conditional
+  :math:`F_k - f_k \mid \pi \sim \mathrm{Po}((N - n)\pi_k)` per cell and draw
+  (:func:`evaluate_poisson_cells`; the closed forms of :mod:`sdcbayes.risk.loglinear`);
 * for the Poisson-gamma model, Mokken et al.'s risk, maximal sample fraction,
   minimal subpopulation size and multiple-investigator risks with the posterior of
   :math:`f_u` in place of the point estimate (:func:`mokken_posterior`).
@@ -43,10 +47,16 @@ from sdcbayes.exceptions import InputError
 from sdcbayes.provenance import stamp
 from sdcbayes.risk import mokken
 from sdcbayes.risk.assess import Assessment, cells_to_records
+from sdcbayes.risk.loglinear import poisson_inverse_moment, poisson_prob_unique
 from sdcbayes.risk.measures import benchmark_rule
 from sdcbayes.risk.posterior import (
+    CHUNK_ELEMENTS,
     DEFAULT_QUANTILES,
     ConditionalGroups,
+    GroupEvaluation,
+    _check_quantiles,
+    _household,
+    benchmark_counts,
     evaluate_groups,
     negbin_groups,
     poisson_gamma_groups,
@@ -58,12 +68,16 @@ __all__ = [
     "PosteriorAssessment",
     "assess_from_posterior",
     "assess_posterior",
+    "evaluate_poisson_cells",
+    "latent_class_pi",
     "mokken_posterior",
     "posterior_groups",
 ]
 
 #: Models ``assess_posterior`` can fit.
-POSTERIOR_MODELS = ("poisson-gamma", "negbin")
+POSTERIOR_MODELS = ("poisson-gamma", "negbin", "latent-class")
+#: How each model is fitted when ``method`` is not given.
+DEFAULT_METHODS = {"poisson-gamma": "nuts", "negbin": "nuts", "latent-class": "gibbs"}
 
 #: file-level variables: per-draw name in GroupEvaluation.draws -> labelled name
 _FILE_VARS = {
@@ -208,7 +222,200 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
                 "(pass model='poisson-gamma' for a Poisson-gamma posterior)"
             )
         return negbin_groups(fk, _flat_draws(post["p"]))
+    if model == "latent-class":
+        raise InputError(
+            "latent-class cells share no conditional (a Poisson mean per cell and draw): "
+            "use latent_class_pi and evaluate_poisson_cells, or assess_from_posterior"
+        )
     raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+
+
+def latent_class_pi(md, posterior, *, n=None, N=None) -> tuple[np.ndarray, float, float]:
+    r"""Draws of the cell probabilities :math:`\pi_k` of a latent-class posterior, on md's cells.
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+    posterior : arviz.InferenceData or xarray.Dataset
+        From :meth:`LatentClassModel.sample` with ``store="all"`` on
+        :meth:`LatentClassModel.from_microdata` (``md``'s cell table, in order); its
+        ``posterior`` group holds ``pi`` (chain, draw, cell).
+    n, N : float, optional
+        Sample and population size. Default: the posterior's constant data ``n``,
+        ``N`` (when finite), else ``md.cells.n_records`` and the weight sum (or
+        ``n / sampling_fraction``).
+
+    Returns
+    -------
+    pi : numpy.ndarray, shape (chain * draw, n_cells)
+    n, N : float
+    """
+    post = _posterior_dataset(posterior)
+    if "pi" not in post:
+        raise InputError(
+            "the posterior has no cell probabilities 'pi': is it a latent-class fit? "
+            "(pass model='poisson-gamma' or 'negbin' for those posteriors)"
+        )
+    C = md.cells.n_cells
+    if post["pi"].sizes.get("cell") != C:
+        raise InputError(
+            f"the posterior has pi for {post['pi'].sizes.get('cell')} cells, the microdata "
+            f"{C}: sample with store='all' on LatentClassModel.from_microdata(md)"
+        )
+    if not isinstance(posterior, xr.Dataset):
+        from sdcbayes.inference.posterior import get_group, has_group
+
+        if has_group(posterior, "observed_data"):
+            fk_fit = get_group(posterior, "observed_data").get("fk")
+            if fk_fit is not None and not np.array_equal(
+                np.asarray(fk_fit.values, dtype=float), np.asarray(md.cells.f_exact, dtype=float)
+            ):
+                raise InputError(
+                    "the posterior's cells are not those of the microdata (in order): fit "
+                    "LatentClassModel.from_microdata(md) on the same Microdata"
+                )
+    if n is None:
+        n = _constant(posterior, "n") or float(md.cells.n_records)
+    if N is None:
+        N = _constant(posterior, "N")
+        if N is None or not math.isfinite(N):  # sampled without N: constant_data N is NaN
+            N = _population_size(md)
+    return _flat_draws(post["pi"]), float(n), float(N)
+
+
+def evaluate_poisson_cells(
+    fk,
+    pi,
+    n: float,
+    N: float,
+    *,
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    threshold: float | None = None,
+    random_seed=None,
+    household_pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    n_households: int = 0,
+    max_household_draws: int | None = 500,
+) -> GroupEvaluation:
+    r"""Per-draw Poisson conditionals of every cell, reduced per cell and summed per draw.
+
+    The Poisson counterpart of :func:`sdcbayes.risk.posterior.evaluate_groups` (one
+    group per cell) for models that give cell probabilities :math:`\pi_{sk}` per
+    draw, such as the latent-class model. Under simple random sampling of n from
+    N, :math:`F_k - f_k \mid \pi_s \sim \mathrm{Po}(m_{sk})` with
+    :math:`m_{sk} = (N - n)\pi_{sk}` (Poisson thinning; Skinner & Holmes 1998, the
+    log-linear global risk of seed ``001_…`` section 3.4), independently over
+    cells, so per draw
+
+    * :math:`P(F_k = 1 \mid f_k = 1) = e^{-m}`
+      (:func:`sdcbayes.risk.loglinear.poisson_prob_unique` with population mean
+      :math:`\lambda = N\pi` and sampling fraction n/N);
+    * :math:`E(1/F_k \mid f_k) = {}_1F_1(1; f_k + 1; -m)/f_k`, i.e.
+      :math:`(1 - e^{-m})/m` for f = 1
+      (:func:`sdcbayes.risk.loglinear.poisson_inverse_moment`);
+    * :math:`E(F_k \mid f_k) = f_k + m`.
+
+    ``p_unique_*`` are P(F = 1 | f = 1) for sample uniques and 0 for f > 1 (where
+    :math:`P(F_k = f_k \mid f_k) = e^{-m}` is the same expression but is not
+    reported). File-level posterior predictive samples: one :math:`F_k` per cell
+    and draw (``F_k = f_k + Po(m)``) gives :math:`\tau_1, \tau_2` and ER (DESIGN.md,
+    Notation) with the randomness of F included; ``*_mean`` are their conditional
+    means given :math:`\pi_s`. Works in chunks of cells; arrays are
+    (draws, cells), never (draws, records).
+
+    Parameters
+    ----------
+    fk : array_like, shape (C,)
+        Sample frequencies of the cells (integers >= 1).
+    pi : array_like, shape (S, C)
+        Posterior draws of the cell probabilities.
+    n, N : float
+        Sample and population size (``0 < n <= N``).
+    quantiles, threshold, random_seed, household_pairs, n_households, max_household_draws
+        As in :func:`sdcbayes.risk.posterior.evaluate_groups`; ``household_pairs`` use
+        the cell index as the group.
+
+    Returns
+    -------
+    sdcbayes.risk.posterior.GroupEvaluation
+        Groups are cells; ``predictive`` is ``"exact"``.
+    """
+    qs = _check_quantiles(quantiles)
+    f = np.asarray(fk, dtype=float)
+    pi = np.asarray(pi, dtype=float)
+    if pi.ndim != 2 or pi.shape[1] != f.size:
+        raise InputError(
+            f"pi must have shape (draws, cells={f.size}); got {pi.shape}: fit the model on "
+            "the same cell table"
+        )
+    if np.any(pi < 0) or not np.all(np.isfinite(pi)):
+        raise InputError("pi draws must be finite and >= 0; check the posterior")
+    if not 0 < n <= N:
+        raise InputError(f"need 0 < n <= N; got n={n:g}, N={N:g}: pass N=..., the population size")
+    rng = np.random.default_rng(random_seed)
+    S, C = pi.shape
+    frac = n / N
+    unique = f == 1
+    Q = len(qs)
+    inv1 = np.empty((S, C))
+    risk_q = np.empty((Q, C))
+    p1_mean = np.zeros(C)
+    p1_q = np.zeros((Q, C))
+    F_mean = np.empty(C)
+    F_q = np.empty((Q, C))
+    draws = {k: np.zeros(S) for k in ("tau1_mean", "tau2_mean", "er_mean", "tau1", "tau2", "er")}
+    step = max(1, CHUNK_ELEMENTS // max(S, 1))
+    for c0 in range(0, C, step):  # chunks of cells
+        sl = slice(c0, c0 + step)
+        fs, us = f[sl], unique[sl]
+        lam_pop = N * pi[:, sl]  # population Poisson mean; the excess has mean lam (1 - n/N)
+        inv = poisson_inverse_moment(fs[None, :], lam_pop, frac)
+        inv1[:, sl] = inv
+        risk_q[:, sl] = np.quantile(inv, qs, axis=0)
+        m = lam_pop * (1.0 - frac)
+        F_mean[sl] = fs + m.mean(axis=0)
+        draws["tau2_mean"] += inv[:, us].sum(axis=1)
+        draws["er_mean"] += inv @ fs
+        if us.any():
+            p1 = np.where(us[None, :], poisson_prob_unique(lam_pop, frac), 0.0)
+            p1_mean[sl] = p1.mean(axis=0)
+            p1_q[:, sl] = np.quantile(p1, qs, axis=0)
+            draws["tau1_mean"] += p1.sum(axis=1)
+        # posterior predictive: one F_k per cell and draw
+        F = fs[None, :] + rng.poisson(m)
+        F_q[:, sl] = np.quantile(F, qs, axis=0, method="inverted_cdf")
+        invF = 1.0 / F
+        draws["tau1"] += np.count_nonzero((F == 1) & us[None, :], axis=1)
+        draws["tau2"] += invF[:, us].sum(axis=1)
+        draws["er"] += invF @ fs
+    draws["tau2_var"] = np.full(S, np.nan)
+    draws["er_var"] = np.full(S, np.nan)
+
+    n_rec = np.rint(f).astype(np.int64)
+    b = max(1, CHUNK_ELEMENTS // (4 * max(C, 1)))
+    draws["n_above_benchmark"] = np.concatenate(
+        [benchmark_counts(inv1[s0 : s0 + b], n_rec) for s0 in range(0, S, b)]  # draw chunks
+    ).astype(float)
+    if threshold is not None:
+        draws["n_above_threshold"] = np.concatenate(
+            [(inv1[s0 : s0 + b] > threshold) @ n_rec for s0 in range(0, S, b)]
+        ).astype(float)
+    hh_mean = None
+    if household_pairs is not None:
+        hh_mean, draws["household_er"] = _household(
+            inv1, household_pairs, n_households, max_household_draws
+        )
+    return GroupEvaluation(
+        quantiles=qs,
+        risk_mean=inv1.mean(axis=0),
+        risk_q=risk_q,
+        p_unique_mean=p1_mean,
+        p_unique_q=p1_q,
+        F_mean=F_mean,
+        F_q=F_q,
+        draws=draws,
+        predictive="exact",
+        household_risk_mean=hh_mean,
+    )
 
 
 def _population_size(md) -> float:
@@ -239,6 +446,35 @@ def _diagnostics(idata) -> dict[str, Any]:
         # JSON has no NaN: MAP/ADVI posteriors have no chain diagnostics
         out[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
     return out
+
+
+#: per-draw conditional means whose r_hat/ESS diagnose a latent-class fit
+_FUNCTIONALS = {
+    "tau1": "tau1_conditional_mean",
+    "tau2": "tau2_conditional_mean",
+    "expected_reidentifications": "expected_reidentifications_conditional_mean",
+}
+
+
+def _functional_diagnostics(file_draws: xr.Dataset) -> dict[str, Any]:
+    r"""R-hat and bulk/tail ESS of tau1, tau2 and ER given the parameters (JSON-clean).
+
+    The conditional means given :math:`\pi_s` (``*_conditional_mean``) are
+    identifiable functionals of the posterior, unlike the class weights and
+    profiles (label switching); :func:`sdcbayes.inference.diagnostics.compute_diagnostics`
+    on them gives the worst value and where. ``divergences`` is None (a Gibbs
+    sampler has none).
+    """
+    import arviz as az
+
+    from sdcbayes.inference.diagnostics import compute_diagnostics
+
+    ds = xr.Dataset({k: file_draws[v] for k, v in _FUNCTIONALS.items()})
+    diag = compute_diagnostics(az.InferenceData(posterior=ds))
+    diag["divergences"] = None
+    diag["diagnosed_on"] = list(_FUNCTIONALS)
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in diag.items()}
 
 
 def _idata_provenance(idata) -> dict[str, Any]:
@@ -282,8 +518,14 @@ def assess_from_posterior(
         The microdata the model was fitted to (same cell table).
     posterior : arviz.InferenceData or xarray.Dataset
         The fit (its ``posterior`` group holds ``alpha``, ``beta`` for the
-        Poisson-gamma model, ``p`` with dim ``cell`` for the negative binomial).
-    model : {"poisson-gamma", "negbin"}
+        Poisson-gamma model, ``p`` with dim ``cell`` for the negative binomial,
+        ``pi`` with dim ``cell`` (every cell of ``md``, in order) for the latent-class
+        model, see :func:`latent_class_pi`).
+    model : {"poisson-gamma", "negbin", "latent-class"}
+        The latent-class posterior is evaluated by :func:`evaluate_poisson_cells`
+        (exact simulation, one group per cell); its ``summary["diagnostics"]`` are
+        r_hat and ESS of the conditional means of tau1, tau2 and ER (class labels
+        are not identified).
     quantiles : sequence of float
         Quantiles of the intervals; the first and last bound ``risk_lo``/``risk_hi``
         and every ``*_interval`` (default the 90% interval). Inner quantiles add
@@ -295,7 +537,8 @@ def assess_from_posterior(
     random_seed : int, optional
         Seed of the predictive simulation (results are reproducible with it).
     n, N : float, optional
-        Sample and population size (Poisson-gamma), see :func:`posterior_groups`.
+        Sample and population size (Poisson-gamma, latent-class), see
+        :func:`posterior_groups` and :func:`latent_class_pi`.
     priors, settings : dict, optional
         Stamped on the provenance (taken from the posterior's stamps when absent).
 
@@ -305,34 +548,41 @@ def assess_from_posterior(
     """
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
-    groups = posterior_groups(md, posterior, model, n=n, N=N)
     post = _posterior_dataset(posterior)
+    if model == "latent-class":
+        if predictive not in ("auto", "exact"):
+            raise InputError(
+                f"the latent-class model is simulated exactly (one group per cell); got "
+                f"predictive={predictive!r}: use 'auto' or 'exact'"
+            )
+        pi, n, N = latent_class_pi(md, posterior, n=n, N=N)
+        cg = np.arange(md.cells.n_cells, dtype=np.int64)  # one group per cell
+        G = cg.size
+    else:
+        groups = posterior_groups(md, posterior, model, n=n, N=N)
+        cg = groups.cell_group
+        G = groups.f.size
     record_cell = np.asarray(md.record_cell)
     kept = record_cell >= 0
     record_group = np.full(record_cell.size, -1, dtype=np.int64)
-    record_group[kept] = groups.cell_group[record_cell[kept]]
+    record_group[kept] = cg[record_cell[kept]]
 
     hh_pairs, n_hh, hh_codes = None, 0, None
     hh = getattr(md, "household_index", None)
     if hh is not None:
         hh_codes = np.asarray(hh)
-        G = groups.f.size
         # records per (household, group): the household risk never needs the records
         pair, counts = np.unique(hh_codes[kept] * G + record_group[kept], return_counts=True)
         n_hh = int(hh_codes[kept].max()) + 1 if kept.any() else 0
         hh_pairs = (pair // G, pair % G, counts.astype(float))
 
-    ev = evaluate_groups(
-        groups,
-        quantiles=quantiles,
-        threshold=threshold,
-        predictive=predictive,
-        random_seed=random_seed,
-        household_pairs=hh_pairs,
-        n_households=n_hh,
-    )
+    common = dict(quantiles=quantiles, threshold=threshold, random_seed=random_seed,
+                  household_pairs=hh_pairs, n_households=n_hh)
+    if model == "latent-class":
+        ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, **common)
+    else:
+        ev = evaluate_groups(groups, predictive=predictive, **common)
     qs = list(ev.quantiles)
-    cg = groups.cell_group
 
     # ---- cells
     cells = md.cells
@@ -473,7 +723,13 @@ def assess_from_posterior(
                 x = _flat_draws(post[var])
                 summary[name] = float(x.mean())
                 summary[f"{name}_interval"] = _interval(x, qs)
-    summary["diagnostics"] = _diagnostics(posterior)
+    if model == "latent-class":
+        # class labels switch between and within chains: diagnose the identifiable
+        # file-level functionals, as LatentClassModel's posterior_tau_summary does
+        summary["diagnostics"] = _functional_diagnostics(file_draws)
+        summary["population_size"] = float(N)
+    else:
+        summary["diagnostics"] = _diagnostics(posterior)
 
     return PosteriorAssessment(
         records=records,
@@ -493,35 +749,52 @@ def assess_posterior(
     chains: int = 4,
     tune: int = 1000,
     random_seed=None,
-    method: str = "nuts",
+    method: str | None = None,
     threshold: float | None = None,
     quantiles: Sequence[float] = DEFAULT_QUANTILES,
     priors: dict | None = None,
     *,
     N: float | None = None,
     predictive: str = "auto",
+    n_classes: int = 30,
+    structural_zeros=None,
     **fit_kwargs,
 ) -> PosteriorAssessment:
-    """Fit ``model`` to ``md`` and return its posterior risk assessment.
+    r"""Fit ``model`` to ``md`` and return its posterior risk assessment.
 
     Parameters
     ----------
     md : sdcbayes.Microdata
-    model : {"poisson-gamma", "negbin"}
+    model : {"poisson-gamma", "negbin", "latent-class"}
         ``"poisson-gamma"``: :class:`sdcbayes.models.poisson_gamma.PoissonGammaModel`
         (pooled) on the counts of counts, population size ``N`` (default: weight sum
         or ``n / sampling_fraction``). ``"negbin"``:
         :class:`sdcbayes.models.negbin.NegativeBinomialModel` with the within-cell
-        spread of the weights learnt (needs weights).
+        spread of the weights learnt (needs weights). ``"latent-class"``:
+        :class:`sdcbayes.models.latent_class.LatentClassModel` on the cells of ``md``
+        (:meth:`~sdcbayes.models.latent_class.LatentClassModel.from_microdata`),
+        fitted by its Gibbs sampler with :math:`\pi_k` stored for every observed
+        cell; population size ``N`` as for the Poisson-gamma model.
     draws, chains, tune, random_seed, method
-        Passed to :func:`sdcbayes.inference.fit` (``method`` "nuts", "nutpie",
-        "advi" or "map"). ``random_seed`` also seeds the predictive simulation.
+        Passed to :func:`sdcbayes.inference.fit` (``method`` "nuts" (default),
+        "nutpie", "advi" or "map"); for the latent-class model to
+        :meth:`LatentClassModel.sample` (``method`` "gibbs", the default and only
+        one). ``random_seed`` also seeds the predictive simulation.
     threshold, quantiles, predictive
         See :func:`assess_from_posterior`.
     priors : dict, optional
         Prior overrides for the model.
+    n_classes : int
+        Latent-class model: truncation level H of the stick-breaking prior.
+    structural_zeros : None, "auto" or list of rules
+        Latent-class model: impossible key combinations (see
+        :class:`sdcbayes.models.latent_class.StructuralZeros`); ``"auto"`` takes the
+        ``"implication"`` candidates detected on the sample, unconfirmed.
     **fit_kwargs
-        Further options of :func:`sdcbayes.inference.fit`.
+        Further options of :func:`sdcbayes.inference.fit`; for the latent-class model
+        ``thin``, ``init``, ``em_restarts`` of :meth:`LatentClassModel.sample` and
+        ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
+        warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).
 
     Returns
     -------
@@ -533,6 +806,20 @@ def assess_posterior(
     """
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    if method is None:
+        method = DEFAULT_METHODS[model]
+    if model == "latent-class":
+        return _assess_latent_class(
+            md, draws=draws, chains=chains, tune=tune, random_seed=random_seed,
+            method=method, threshold=threshold, quantiles=quantiles, priors=priors, N=N,
+            predictive=predictive, n_classes=n_classes, structural_zeros=structural_zeros,
+            **fit_kwargs,
+        )
+    if method == "gibbs":
+        raise InputError(
+            f"method='gibbs' is the latent-class sampler; fit {model!r} with 'nuts', "
+            "'nutpie', 'advi' or 'map'"
+        )
     from sdcbayes.inference import fit
 
     if model == "poisson-gamma":
@@ -570,6 +857,67 @@ def assess_posterior(
         settings={"method": method, "draws": draws, "chains": chains, "tune": tune,
                   "random_seed": random_seed},
     )
+
+
+_LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts")
+
+
+def _assess_latent_class(
+    md, *, draws, chains, tune, random_seed, method, threshold, quantiles, priors, N,
+    predictive, n_classes, structural_zeros, strict: bool = False, progressbar=None,
+    **sample_kwargs,
+) -> PosteriorAssessment:
+    """Fit the latent-class model by Gibbs sampling and assess its posterior."""
+    del progressbar  # the Gibbs sampler prints nothing
+    if method != "gibbs":
+        raise InputError(
+            f"the latent-class model is fitted by its Gibbs sampler; got method={method!r}: "
+            "pass method='gibbs' or leave it unset"
+        )
+    unknown = sorted(set(sample_kwargs) - set(_LATENT_CLASS_SAMPLE_OPTIONS))
+    if unknown:
+        raise InputError(
+            f"unknown option(s) {unknown} for the latent-class sampler; it takes "
+            f"{list(_LATENT_CLASS_SAMPLE_OPTIONS)}"
+        )
+    from sdcbayes._version import __version__
+    from sdcbayes.inference.diagnostics import check_diagnostics
+    from sdcbayes.inference.posterior import stamp as stamp_posterior
+    from sdcbayes.models.latent_class import LatentClassModel
+
+    spec = LatentClassModel.from_microdata(
+        md, n_classes=n_classes, structural_zeros=structural_zeros, priors=priors
+    )
+    N_fit = float(N) if N is not None else _population_size(md)
+    idata = spec.sample(draws=draws, tune=tune, chains=chains, N=N_fit,
+                        random_seed=random_seed, store="all", **sample_kwargs)
+    settings = {
+        "method": method, "draws": draws, "chains": chains, "tune": tune,
+        "random_seed": random_seed, "n_classes": int(n_classes), "store": "all",
+        "sampling_time_s": float(idata.attrs.get("sampling_time_s", float("nan"))),
+    } | sample_kwargs
+    result = assess_from_posterior(
+        md, idata, "latent-class", quantiles=quantiles, threshold=threshold,
+        predictive=predictive, random_seed=random_seed, n=spec.n, N=N_fit,
+        priors=spec.priors, settings=settings,
+    )
+    diag = dict(result.summary["diagnostics"])
+    checkable = {k: (math.nan if v is None else v) for k, v in diag.items()}
+    diag["problems"] = check_diagnostics(checkable | {"divergences": 0}, strict=strict)
+    result.summary["diagnostics"] = diag
+    # provenance stamps: save_posterior (posterior.nc) needs sdcbayes_version and model
+    stamp_posterior(
+        idata,
+        sdcbayes_version=__version__,
+        model=spec.name,
+        model_options={"n_classes": int(n_classes)},
+        priors=spec.priors,
+        data_summary=spec.data_summary(),
+        settings=result.provenance["settings"],
+        diagnostics=diag,
+        provenance={k: result.provenance[k] for k in ("versions", "command", "created")},
+    )
+    return result
 
 
 # --------------------------------------------------------------------------- Mokken et al.
