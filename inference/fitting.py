@@ -39,6 +39,7 @@ import math
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,28 +278,96 @@ def _fit_nuts_cached(comp: _Compiled, *, draws, chains, tune, random_seed, targe
     n_par = centre.size
     values = np.empty((chains, draws, n_par))
     stats: dict[str, np.ndarray] = {}
-    for c, crng in enumerate(chain_rngs):  # loop over chains
-        x = centre + spread * crng.uniform(-1.0, 1.0, n_par)
-        potential = QuadPotentialDiagAdapt(n_par, x, var, 10, rng=crng.spawn(1)[0])
-        step = pm.NUTS(model=pm_model, logp_dlogp_func=comp.logp_dlogp, potential=potential,
-                       target_accept=target_accept, rng=crng)
-        q = RaveledVars(x, comp.info)
-        # A loop over MCMC iterations (not records or cells), as in pymc.sample.
-        for i in range(tune + draws):
-            if i == tune:
-                step.stop_tuning()
-            q, st = step.astep(q)
-            if i >= tune:
-                d = i - tune
-                values[c, d] = q.data
-                for name, out in _NUTS_STATS.items():
-                    if name in st[0]:
-                        if out not in stats:
-                            stats[out] = np.empty((chains, draws), dtype=type(st[0][name]))
-                        stats[out][c, d] = st[0][name]
+    with ExitStack() as stack:
+        progress = None
+        for c, crng in enumerate(chain_rngs):  # loop over chains
+            x = centre + spread * crng.uniform(-1.0, 1.0, n_par)
+            potential = QuadPotentialDiagAdapt(n_par, x, var, 10, rng=crng.spawn(1)[0])
+            step = pm.NUTS(model=pm_model, logp_dlogp_func=comp.logp_dlogp,
+                           potential=potential, target_accept=target_accept, rng=crng)
+            if progress is None:  # needs a step (its columns); one bar per chain
+                progress = stack.enter_context(
+                    _progress_bar(step, chains=chains, draws=draws, tune=tune,
+                                  progressbar=progressbar)
+                )
+            q = RaveledVars(x, comp.info)
+            # A loop over MCMC iterations (not records or cells), as in pymc.sample.
+            for i in range(tune + draws):
+                if i == tune:
+                    step.stop_tuning()
+                q, st = step.astep(q)
+                progress.update(chain_idx=c, is_last=False, draw=i, tuning=i < tune,
+                                stats=st)
+                if i >= tune:
+                    d = i - tune
+                    values[c, d] = q.data
+                    for name, out in _NUTS_STATS.items():
+                        if name in st[0]:
+                            if out not in stats:
+                                stats[out] = np.empty((chains, draws), dtype=type(st[0][name]))
+                            stats[out][c, d] = st[0][name]
+            progress.update(chain_idx=c, is_last=True, draw=tune + draws - 1, tuning=False,
+                            stats=st)
     idata = _posterior_from_value_draws(pm_model, values.reshape(-1, n_par), chains, draws,
                                         comp=comp, sample_stats=stats)
     return idata
+
+
+class _NoProgress:
+    """Stands in for a progress bar when ``progressbar=False`` (one no-op call per draw)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, **_):
+        pass
+
+
+class _LineProgress(_NoProgress):
+    """Plain progress on stderr: one line per chain when it finishes.
+
+    The fallback when PyMC's progress-bar machinery cannot drive our own loop
+    (its API is internal and has changed between releases).
+    """
+
+    def __init__(self, chains: int, draws: int, tune: int):
+        self.chains, self.draws, self.tune = chains, draws, tune
+        self.divergences = [0] * chains
+
+    def update(self, *, chain_idx, is_last, draw, tuning, stats):
+        if not tuning and stats and stats[0].get("diverging"):
+            self.divergences[chain_idx] += 1
+        if is_last:
+            import sys
+
+            print(
+                f"chain {chain_idx + 1}/{self.chains}: {self.tune} tuning steps and "
+                f"{self.draws} draws done, {self.divergences[chain_idx]} divergences",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def _progress_bar(step, *, chains: int, draws: int, tune: int, progressbar):
+    """The progress display of the compiled-once NUTS loop.
+
+    PyMC's own (``MCMCProgressBarManager``: a rich bar per chain on stderr with
+    divergences, step size and gradient evaluations, as :func:`pymc.sample` shows),
+    else :class:`_LineProgress`; :class:`_NoProgress` when ``progressbar`` is false.
+    ``progressbar`` takes PyMC's values too (``"combined"``, ``"split+stats"``, ...).
+    """
+    if not progressbar:
+        return _NoProgress()
+    try:
+        from pymc.progress_bar import MCMCProgressBarManager
+
+        return MCMCProgressBarManager(step_method=step, chains=chains, draws=draws, tune=tune,
+                                      progressbar=progressbar)
+    except (ImportError, TypeError, AttributeError, ValueError):
+        return _LineProgress(chains, draws, tune)
 
 
 def _fit_nutpie_cached(comp: _Compiled, *, draws, chains, tune, random_seed, target_accept,
@@ -582,6 +651,12 @@ def fit(
         Parallel chain processes (default 1: sequential chains, faster for models on
         sufficient statistics; raise it for expensive models: it takes
         :func:`pymc.sample`, which recompiles the graph).
+    progressbar : bool or str
+        Show sampling progress on stderr (off by default in the Python API; the CLI
+        turns it on unless ``--quiet``/``--json``). The compiled-once NUTS path drives
+        PyMC's own progress bars (one per chain: draws, divergences, step size;
+        PyMC's string modes such as ``"combined"`` work too), or prints one line per
+        finished chain when PyMC's progress machinery is unavailable.
     advi_iterations : int
         Optimisation steps for ADVI.
     rhat_threshold, ess_threshold : float

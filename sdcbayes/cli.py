@@ -29,6 +29,52 @@ from sdcbayes._cliutils import (
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError, SdcbayesError
 
+#: Files with more rows than this get a short status on stderr while they are read
+#: and turned into a cell table (unless --quiet or --json).
+LARGE_FILE_ROWS = 1_000_000
+#: Files larger than this (bytes) announce themselves before reading; ~10^6 CSV rows.
+LARGE_FILE_BYTES = 50 * 2**20
+
+
+def read_data(path: Path, *, quiet: bool):
+    """Read a data file, with a status line on stderr for large files.
+
+    ``read_microdata`` reads the file; the status costs one ``stat`` and
+    ``len(frame)``, nothing per record.
+    """
+    from sdcbayes.microdata import read_microdata
+
+    size = path.stat().st_size if path.is_file() else 0
+    if not quiet and size > LARGE_FILE_BYTES:
+        click.echo(f"reading {path} ({size / 2**20:,.0f} MB) ...", err=True)
+    frame = read_microdata(path)
+    if not quiet and len(frame) > LARGE_FILE_ROWS:
+        click.echo(f"read {path} ({len(frame):,} rows); building the cell table ...", err=True)
+    return frame
+
+
+def resolve_variables(
+    frame, source: str | None, keys: list[str], **single: str | None
+) -> tuple[list[str], dict[str, str | None]]:
+    """Column names for ``--keys`` and single-column options, labels accepted.
+
+    Each name is a column name or, for SPSS/Stata/SAS files, a variable label
+    (:func:`sdcbayes.microdata.resolve_columns`). ``single`` maps an option's
+    Python name (``weight``) to its value; ``None`` stays ``None``.
+    """
+    from sdcbayes.microdata import resolve_columns
+
+    resolved_keys = resolve_columns(frame, keys, option="--keys", source=source)
+    out: dict[str, str | None] = {}
+    for name, value in single.items():
+        option = "--" + name.replace("_", "-")
+        out[name] = (
+            None if value is None
+            else resolve_columns(frame, [value], option=option, source=source)[0]
+        )
+    return resolved_keys, out
+
+
 # --------------------------------------------------------------------------- CLI
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="sdcbayes")
@@ -46,12 +92,14 @@ def cli() -> None:
 @click.option(
     "--keys",
     help="Key variables the intruder knows, comma-separated column names "
-    "(e.g. age,sex,region). Required with DATA.",
+    "(e.g. age,sex,region); for SPSS, Stata and SAS files a variable label "
+    "(\"Age in years\", any case) may stand for its column. Required with DATA.",
 )
 @click.option(
     "--weight",
     help="Sampling-weight column (inverse inclusion probability). Without it, "
-    "--sampling-fraction is used, else every record counts as its own population (p = 1).",
+    "--sampling-fraction is used, else every record counts as its own population (p = 1). "
+    "Like --household and --strata, a name or a variable label.",
 )
 @click.option("--household", help="Household id column: adds household (hierarchical) risk.")
 @click.option("--strata", help="Stratum column (kept in the cell table per stratum).")
@@ -137,8 +185,17 @@ def cli() -> None:
     help="Also count records whose risk exceeds this value (e.g. 0.1).",
 )
 @click.option(
+    "--target-accept",
+    type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Posterior models (NUTS): target acceptance rate of the sampler; raise it towards "
+    "0.99 when divergent transitions are reported (smaller, slower steps).",
+)
+@click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    # A file here is refused by check_out_dir, with the fix in the message.
+    type=click.Path(path_type=Path),
     default=Path("sdcbayes-output"),
     show_default=True,
     help="Output folder: summary.json, records.csv, report.html.",
@@ -168,6 +225,7 @@ def assess(
     seed: int | None = None,
     fit_method: str = "nuts",
     strict: bool = False,
+    target_accept: float = 0.9,
 ) -> None:
     """Assess disclosure risk per record and for the whole file.
 
@@ -176,7 +234,18 @@ def assess(
     frequencies are known, so the true tau1 and tau2 are printed beside the
     estimates).
     """
-    from sdcbayes.microdata import Microdata, read_microdata
+    from sdcbayes.microdata import Microdata
+
+    # Options first (cheap), then the file.
+    check_out_dir(out)
+    if not 0.0 <= alpha <= 1.0:
+        raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
+    if threshold is not None and not 0.0 < threshold < 1.0:
+        raise InputError(f"--threshold must lie strictly between 0 and 1; got {threshold}")
+    if model != "closed-form":
+        for name, value, low in (("--draws", draws, 1), ("--chains", chains, 1), ("--tune", tune, 0)):
+            if value < low:
+                raise InputError(f"{name} must be at least {low}; got {value}")
 
     truth = None
     key_list = split_names(keys)
@@ -197,17 +266,12 @@ def assess(
                 "--keys is required with a data file: name the key variables, e.g. "
                 "--keys age,sex,region"
             )
-        frame = read_microdata(data)
+        frame = read_data(data, quiet=quiet or as_json)
         source = str(data)
-    check_out_dir(out)
-    if not 0.0 <= alpha <= 1.0:
-        raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
-    if threshold is not None and not 0.0 < threshold < 1.0:
-        raise InputError(f"--threshold must lie strictly between 0 and 1; got {threshold}")
-    if model != "closed-form":
-        for name, value, low in (("--draws", draws, 1), ("--chains", chains, 1), ("--tune", tune, 0)):
-            if value < low:
-                raise InputError(f"{name} must be at least {low}; got {value}")
+        key_list, roles = resolve_variables(
+            frame, data.name, key_list, weight=weight, household=household, strata=strata
+        )
+        weight, household, strata = roles["weight"], roles["household"], roles["strata"]
 
     md_kwargs: dict[str, Any] = dict(
         keys=key_list,
@@ -222,6 +286,7 @@ def assess(
     if max_levels is not None:
         md_kwargs["max_levels"] = max_levels
     md = Microdata(frame, **md_kwargs)
+    _ = md.cells  # built here, so that a large file's status line above is followed by the work
 
     if model == "closed-form":
         from sdcbayes.risk.assess import assess_closed_form
@@ -231,6 +296,7 @@ def assess(
         result = _fit_posterior(
             md, model, draws=draws, chains=chains, tune=tune, seed=seed,
             fit_method=fit_method, threshold=threshold, strict=strict, quiet=quiet or as_json,
+            target_accept=target_accept,
         )
     summary = dict(result.summary)
     summary["data"] = source
@@ -309,8 +375,12 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
     click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")
 
 
-def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshold, strict, quiet):
-    """Fit a posterior model; convergence warnings become one-line messages on stderr."""
+def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshold, strict, quiet,
+                   target_accept=0.9):
+    """Fit a posterior model; convergence warnings become one-line messages on stderr.
+
+    Progress bars (PyMC's, on stderr) unless ``quiet``.
+    """
     import logging
     import warnings
 
@@ -330,18 +400,20 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
             "tuning steps) ...",
             err=True,
         )
+    extra = {"target_accept": target_accept} if fit_method in ("nuts", "nutpie") else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = assess_posterior(
             md, model=model, draws=draws, chains=chains, tune=tune, random_seed=seed,
             method=fit_method, threshold=threshold, strict=strict,
-            progressbar=not quiet,
+            progressbar=not quiet, **extra,
         )
     from sdcbayes.inference.diagnostics import SdcbayesWarning
 
     for w in caught:
         if issubclass(w.category, SdcbayesWarning):
-            click.echo("sdcbayes: warning: " + " ".join(str(w.message).split()), err=True)
+            msg = cli_wording(" ".join(str(w.message).split()))
+            click.echo("sdcbayes: warning: " + msg, err=True)
     return result
 
 
@@ -361,6 +433,33 @@ _register_commands()
 
 
 # --------------------------------------------------------------------------- entry point
+#: The library's messages name the fix in Python spelling (``allow_weights_below_one=True``);
+#: on the command line the same fix is an option. (pattern, replacement) pairs, applied in order.
+_CLI_WORDING: list[tuple[str, str]] = [
+    (r"\bpass allow_weights_below_one=True\b", "pass --allow-weights-below-one"),
+    (r"\bmax_levels=(\d+)", r"--max-levels \1"),
+    (r"\braise max_levels\b", "raise --max-levels"),
+    (r"\(e\.g\. pandas\.cut\)", "(e.g. sdcbayes protect --recode, or pandas.cut)"),
+    (r"\bleave (household|strata)=None\b", r"leave out --\1"),
+    (r"\buse missing='wildcard' or 'category'", "use --missing wildcard or --missing category"),
+    (r"\bmissing='(\w+)'", r"--missing \1"),
+    (r"\b(tune|draws|chains)=(\d+)", r"--\1 \2"),
+    (r"\bincrease draws \(and tune\)", "increase --draws (and --tune)"),
+    (r"\braise target_accept\b", "raise --target-accept"),
+    (r" \(structure='hierarchical' is already non-centred\)", ""),
+    (r" \(or read it with pandas and pass the DataFrame to Microdata\)", ""),
+]
+
+
+def cli_wording(message: str) -> str:
+    """A library message with its Python-spelled fixes turned into command-line options."""
+    import re
+
+    for pattern, replacement in _CLI_WORDING:
+        message = re.sub(pattern, replacement, message)
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: one-line errors, exit status 2 on bad input."""
     try:
@@ -378,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"sdcbayes: error: {e.format_message()}".replace("\n", " "), err=True)
         return EXIT_INPUT
     except SdcbayesError as e:
-        msg = " ".join(str(e).split())
+        msg = cli_wording(" ".join(str(e).split()))
         click.echo(f"sdcbayes: error: {msg}", err=True)
         return EXIT_INPUT
     except FileNotFoundError as e:

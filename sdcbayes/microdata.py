@@ -44,6 +44,7 @@ __all__ = [
     "CellTable",
     "Microdata",
     "read_microdata",
+    "resolve_columns",
 ]
 
 #: Missing-key policies understood by :class:`Microdata`.
@@ -1039,6 +1040,12 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
         the cell space K); observed values without a label become extra
         categories written as text. User-defined missing values (SPSS) are NaN.
         SAS value labels live in a separate catalog file and are not applied.
+        For the files read by pyreadstat, the variable labels are kept in
+        ``frame.attrs["column_labels"]`` (dict column name -> label, columns
+        without a label left out), so that :func:`resolve_columns` can accept a
+        label where a column name is expected; nothing else reads them
+        (:class:`Microdata` works on column names only). CSV and Parquet files
+        have no variable labels: the key is then absent.
 
     Raises
     ------
@@ -1090,6 +1097,9 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
         ) from exc
     if columns is not None:
         frame = frame[columns]
+    labels = frame.attrs.get("column_labels")
+    if labels is not None:  # only the columns kept (pandas carries attrs through frame[...])
+        frame.attrs["column_labels"] = {c: lab for c, lab in labels.items() if c in frame.columns}
     return frame
 
 
@@ -1121,4 +1131,106 @@ def _read_readstat(p: Path, ext: str, columns) -> pd.DataFrame:
     for col, lab in labels.items():
         if col in frame.columns and lab:
             frame[col] = _label_column(frame[col], lab)
+    names_to_labels = getattr(meta, "column_names_to_labels", None) or {}
+    frame.attrs["column_labels"] = {
+        str(c): str(lab).strip()
+        for c, lab in names_to_labels.items()
+        if c in frame.columns and lab is not None and str(lab).strip()
+    }
     return frame
+
+
+# --------------------------------------------------------------------------------------
+# variable names given by the user
+# --------------------------------------------------------------------------------------
+
+
+def resolve_columns(
+    frame: pd.DataFrame, names, *, option: str = "--keys", source: str | None = None
+) -> list[str]:
+    """Map variable names given by a user to column names of ``frame``.
+
+    Each name is, in this order: a column name (exact match); or the variable
+    label of exactly one column, compared without regard to case or surrounding
+    blanks (labels from ``frame.attrs["column_labels"]``, which
+    :func:`read_microdata` fills for SPSS, Stata and SAS files). SPSS users know
+    their variables by label ("Age in years") as often as by name (``v23``).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The data; only its columns and ``attrs["column_labels"]`` are read.
+    names : str or sequence of str
+        What the user wrote, one variable per item.
+    option : str
+        How the names were given (``"--keys"``, ``"--weight"``, ``"keys="``), for
+        the error message.
+    source : str, optional
+        The file name, for the error message.
+
+    Returns
+    -------
+    list of str
+        The column names, in the order of ``names``.
+
+    Raises
+    ------
+    DataError
+        One line naming every name that is neither a column nor a label, with the
+        close matches among column names and labels (:func:`difflib.get_close_matches`),
+        or a label shared by several columns, with those columns.
+    """
+    import difflib
+
+    names = [names] if isinstance(names, str) else list(names)
+    columns = [str(c) for c in frame.columns]
+    present = set(columns)
+    labels = {
+        str(c): str(lab)
+        for c, lab in (frame.attrs.get("column_labels") or {}).items()
+        if str(c) in present and lab
+    }
+    by_label: dict[str, list[str]] = {}
+    for col, lab in labels.items():
+        by_label.setdefault(lab.strip().casefold(), []).append(col)
+    where = f" in {source}" if source else " in the data"
+
+    resolved: list[str] = []
+    unknown: list[str] = []
+    for name in names:
+        if name in frame.columns:
+            resolved.append(name)
+            continue
+        hits = by_label.get(str(name).strip().casefold(), [])
+        if len(hits) == 1:
+            resolved.append(hits[0])
+        elif len(hits) > 1:
+            raise DataError(
+                f"{option} {name!r} is the variable label of several columns{where} "
+                f"({_quote_list(hits)}); give the column name instead"
+            )
+        else:
+            unknown.append(str(name))
+    if not unknown:
+        return resolved
+
+    # Close matches, case-insensitively, among names and labels; a label is shown
+    # with the column it belongs to.
+    candidates: dict[str, str] = {}
+    for col in columns:
+        candidates.setdefault(col.casefold(), repr(col))
+    for col, lab in labels.items():
+        candidates.setdefault(lab.strip().casefold(), f"{lab.strip()!r} (label of {col!r})")
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.strip().casefold(), list(candidates), n=3,
+                                          cutoff=0.6)
+        hint = f" (did you mean {' or '.join(candidates[c] for c in close)}?)" if close else ""
+        parts.append(f"{name!r}{hint}")
+    shown = ", ".join(columns[:20]) + (", ..." if len(columns) > 20 else "")
+    what = "is neither a column name nor a variable label" if len(unknown) == 1 else (
+        "are neither column names nor variable labels"
+    )
+    raise DataError(
+        f"{option} {', '.join(parts)} {what}{where}; check the spelling (columns: {shown})"
+    )

@@ -221,16 +221,6 @@ def test_posterior_model_writes_intervals_diagnostics_and_posterior(tmp_path):
     assert idata.posterior.attrs["model"] == "poisson-gamma"
 
 
-def test_strict_mode_turns_non_convergence_into_one_line_error(tmp_path):
-    out = tmp_path / "strict"
-    proc = run_cli(
-        "assess", "--model", "poisson-gamma", "--draws", "4", "--tune", "4",
-        "--chains", "2", "--seed", "1", "--strict", "--out", str(out), "-q",
-    )
-    assert_one_line_error(proc, "tune")
-    assert not out.exists()
-
-
 def test_posterior_options_validated_before_fitting(tmp_path):
     out = tmp_path / "x"
     proc = run_cli("assess", "--model", "poisson-gamma", "--draws", "0", "--out", str(out))

@@ -184,3 +184,52 @@ def test_read_then_cell_table(tmp_path, frame):
     # recs: 0 (male, north), 1 (female, north), 2 (male, south), 3 (male, *), 4 (7, north);
     # rec 3 matches recs 0 and 2 (wildcard), and each of them counts rec 3
     np.testing.assert_array_equal(rt["fk"], [2, 1, 2, 3, 1])
+
+
+@pytest.mark.parametrize("ext", [".sav", ".dta"])
+def test_variable_labels_kept_in_attrs_and_resolved(tmp_path, frame, ext):
+    from sdcbayes.microdata import resolve_columns
+
+    path = tmp_path / f"s{ext}"
+    writer = pyreadstat.write_sav if ext == ".sav" else pyreadstat.write_dta
+    # 'w' has no label: it is left out of the dict
+    writer(frame, str(path), column_labels=["Age in years", "Sex", "Region of residence", ""],
+           variable_value_labels=LABELS)
+    got = read_microdata(path)
+    assert got.attrs["column_labels"] == {
+        "age": "Age in years", "sex": "Sex", "region": "Region of residence"
+    }
+    # only the columns read are described
+    assert read_microdata(path, columns=["sex", "w"]).attrs["column_labels"] == {"sex": "Sex"}
+    # exact names first, then labels whatever their case and blanks
+    assert resolve_columns(got, ["w", " age IN years ", "region of residence"]) == [
+        "w", "age", "region"
+    ]
+    with pytest.raises(DataError) as info:
+        resolve_columns(got, ["Age in yaers", "zzz"], option="--keys", source=path.name)
+    msg = str(info.value)
+    assert "\n" not in msg and path.name in msg and "--keys" in msg
+    assert "'Age in yaers' (did you mean 'Age in years' (label of 'age')?)" in msg
+    assert "'zzz'," not in msg and "'zzz' are neither" in msg  # no suggestion for zzz
+    # Microdata never needs the labels: same cells with and without them
+    bare = got.copy()
+    bare.attrs = {}
+    a = Microdata(got, keys=["sex", "region"], weight="w").record_table()
+    b = Microdata(bare, keys=["sex", "region"], weight="w").record_table()
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_label_shared_by_two_columns_is_ambiguous(frame):
+    from sdcbayes.microdata import resolve_columns
+
+    f = frame.copy()
+    f.attrs["column_labels"] = {"age": "Age", "sex": "age"}
+    assert resolve_columns(f, ["sex"]) == ["sex"]  # a column name wins over labels
+    with pytest.raises(DataError, match=r"'AGE' is the variable label of several columns.*"
+                                        r"'age', 'sex'.*give the column name"):
+        resolve_columns(f, ["AGE"], option="--keys")
+
+
+def test_csv_and_parquet_have_no_labels(tmp_path, frame):
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    assert "column_labels" not in read_microdata(tmp_path / "s.csv").attrs

@@ -127,7 +127,7 @@ DEFAULT_MODELS = (
 )
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a file: refused by check_out_dir, fix named
     default=Path("sdcbayes-compare"),
     show_default=True,
     help="Output folder: comparison.csv, decisions.csv, frontiers.csv, summary.json, "
@@ -202,7 +202,7 @@ def command(
     for a in alternatives:
         parse_loss_pair(a)
 
-    from sdcbayes.microdata import Microdata, read_microdata
+    from sdcbayes.microdata import Microdata
 
     truth = None
     key_list = split_names(keys)
@@ -226,8 +226,13 @@ def command(
                 "--keys is required with a data file: name the key variables, e.g. "
                 "--keys age,sex,region"
             )
-        frame = read_microdata(data)
+        from sdcbayes.cli import read_data, resolve_variables
+
+        frame = read_data(data, quiet=quiet or as_json)
         source = str(data)
+        key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight,
+                                            household=household)
+        weight, household = roles["weight"], roles["household"]
     md = Microdata(frame, keys=key_list, weight=weight, household=household,
                    sampling_fraction=sampling_fraction, missing=missing)
 
@@ -253,7 +258,7 @@ def command(
             md, specs, draws=draws, chains=chains, tune=tune, random_seed=seed,
             method=fit_method, disclosure_loss=l1, suppression_loss=l0,
             alternatives=list(alternatives), target_risk=target_risk, threshold=threshold,
-            max_draws=max_draws, truth=truth,
+            max_draws=max_draws, truth=truth, progressbar=not quiet_fit,
         )
     from sdcbayes.inference.diagnostics import SdcbayesWarning
 

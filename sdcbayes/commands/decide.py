@@ -192,7 +192,7 @@ _DISCLOSURE_EXAMPLES = (
 @click.option("--seed", type=int, default=None, help="Random seed (reproducible posterior).")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a file: refused by check_out_dir, fix named
     default=Path("sdcbayes-decide"),
     show_default=True,
     help="Output folder: decisions.csv, frontier.csv, summary.json, report.html.",
@@ -445,7 +445,8 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet):
     with warnings.catch_warnings():
         # Diagnostic warnings are reported from the stamped diagnostics below, one line each.
         warnings.simplefilter("ignore")
-        idata = fit(model, draws=draws, chains=chains, tune=tune, random_seed=seed)
+        idata = fit(model, draws=draws, chains=chains, tune=tune, random_seed=seed,
+                    progressbar=not quiet)
     post = get_group(idata, "posterior")
     a = np.asarray(post["alpha"].values, dtype=float).reshape(-1)
     b = np.asarray(post["beta"].values, dtype=float).reshape(-1)

@@ -181,7 +181,7 @@ DEFAULT_RISK_K = 3
 )
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a file: refused by check_out_dir, fix named
     default=Path("sdcbayes-protect"),
     show_default=True,
     help="Output folder: the protected file, log.csv, summary.json, report.html.",
@@ -216,7 +216,7 @@ def command(
     the order recode, suppression, PRAM, Nayak-Zhang PRAM, micro-aggregation,
     noise; a recipe runs its steps in its own order.
     """
-    from sdcbayes.microdata import _extension, read_microdata
+    from sdcbayes.microdata import _extension
 
     # ---- every check before any work ----------------------------------------------
     key_list = split_names(keys)
@@ -244,7 +244,12 @@ def command(
             "--microaggregate, --noise or --recipe"
         )
     ext = _extension(data)
-    frame = read_microdata(data)
+    from sdcbayes.cli import read_data, resolve_variables
+
+    frame = read_data(data, quiet=quiet or as_json)
+    # --keys and --weight: column names or variable labels (SPSS/Stata/SAS)
+    key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight)
+    weight = roles["weight"]
     steps = [_validate_step(i, s, frame, key_list) for i, s in enumerate(steps, start=1)]
     absent = [k for k in key_list if k not in frame.columns]
     if weight is not None and weight not in frame.columns:

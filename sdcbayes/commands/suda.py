@@ -78,7 +78,7 @@ from sdcbayes.exceptions import InputError
 )
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a file: refused by check_out_dir, fix named
     default=Path("sdcbayes-suda"),
     show_default=True,
     help="Output folder: records.csv, summary.json, report.html.",
@@ -105,8 +105,6 @@ def command(
     """
     import math
 
-    from sdcbayes.microdata import read_microdata
-
     key_list = split_names(keys)
     if not key_list:
         raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
@@ -124,13 +122,10 @@ def command(
             f"size); got {dis_fraction}"
         )
     missing = _parse_missing(missing_codes)
-    frame = read_microdata(data)
-    absent = [k for k in key_list if k not in frame.columns]
-    if absent:
-        raise InputError(
-            f"key column(s) {absent} not in {data.name}; available columns are "
-            f"{', '.join(map(str, frame.columns[:30]))}"
-        )
+    from sdcbayes.cli import read_data, resolve_variables
+
+    frame = read_data(data, quiet=quiet or as_json)
+    key_list, _ = resolve_variables(frame, data.name, key_list)  # names or variable labels
     if len(frame) == 0:
         raise InputError(f"{data.name} has no records")
 

@@ -1,0 +1,191 @@
+"""Every failure mode of ``sdcbayes assess``, run as a user runs it (subprocess).
+
+Each case checks: exit status 2, exactly one stderr line starting with
+``sdcbayes: error:``, the offending column or value named, the fix named in
+command-line terms (an option, not a Python keyword), and no output folder.
+Cases already covered by ``test_cli.py`` (missing --keys, unknown key/weight/
+household column, unknown --model, bad --alpha, negative weights, a foreign
+output folder) are not repeated here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyreadstat
+import pytest
+
+from tests.test_cli import EXE
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=300)
+
+
+def check_error(proc, out: Path, *fragments: str) -> str:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    line = lines[0]
+    assert line.startswith("sdcbayes: error:"), line
+    assert "Traceback" not in proc.stderr
+    for frag in fragments:
+        assert frag in line, (frag, line)
+    # Python spellings of a fix must not leak into the command line's messages
+    for python_word in ("=True", "=None", "max_levels=", "tune=", "target_accept"):
+        assert python_word not in line, line
+    assert not out.exists()
+    assert not [p for p in out.parent.iterdir() if ".partial-" in p.name]
+    return line
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("data")
+    rng = np.random.default_rng(5)
+    n = 1500
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(0, 8, n),
+            "sex": rng.choice(["m", "f"], n),
+            "w": rng.uniform(20, 80, n),
+            "hid": np.repeat(np.arange(n // 3), 3).astype(float),
+            "income": rng.normal(30_000, 10_000, n).round(2),  # continuous: 1500 levels
+        }
+    )
+    paths = {"good": d / "good.csv"}
+    frame.to_csv(paths["good"], index=False)
+    frame.iloc[:0].to_csv(d / "empty.csv", index=False)
+    paths["empty"] = d / "empty.csv"
+    for name, col, row, value in (
+        ("nonfinite", "w", 17, np.inf),
+        ("zero", "w", 4, 0.0),
+        ("below_one", "w", 9, 0.5),
+        ("no_hid", "hid", 11, np.nan),
+    ):
+        bad = frame.copy()
+        bad.loc[row, col] = value
+        if name == "nonfinite":
+            bad.loc[3, "w"] = np.nan
+        paths[name] = d / f"{name}.csv"
+        bad.to_csv(paths[name], index=False)
+    paths["xlsx"] = d / "survey.xlsx"
+    paths["xlsx"].write_bytes(b"PK not really")
+    paths["corrupt_sav"] = d / "broken.sav"
+    paths["corrupt_sav"].write_bytes(b"$FL2 truncated")
+    paths["corrupt_parquet"] = d / "broken.parquet"
+    paths["corrupt_parquet"].write_bytes(b"garbage")
+    paths["afile"] = d / "results.txt"
+    paths["afile"].write_text("not a folder")
+    return paths
+
+
+def test_file_problems(files, tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli("assess", str(tmp_path / "survey.sav"), "--keys", "age", "--out", str(out))
+    check_error(proc, out, "survey.sav", "file not found", "check the path")
+    proc = run_cli("assess", str(files["xlsx"]), "--keys", "age", "--out", str(out))
+    line = check_error(proc, out, "survey.xlsx", "'.xlsx'", "save the data as one of")
+    assert ".sav" in line and ".dta" in line and ".sas7bdat" in line and ".parquet" in line
+    for key in ("corrupt_sav", "corrupt_parquet"):
+        proc = run_cli("assess", str(files[key]), "--keys", "age", "--out", str(out))
+        check_error(proc, out, files[key].name, "could not read",
+                    "check that the file is complete")
+    proc = run_cli("assess", str(files["empty"]), "--keys", "age", "--out", str(out))
+    check_error(proc, out, "no rows", "at least one record")
+
+
+def test_key_problems(files, tmp_path):
+    out = tmp_path / "out"
+    # a continuous variable as a key: names it, its level count, and the recode fix
+    proc = run_cli("assess", str(files["good"]), "--keys", "age,income", "--out", str(out))
+    check_error(proc, out, "'income'", "1500 distinct values", "recode", "--max-levels")
+    # a misspelt key: the close match is suggested
+    proc = run_cli("assess", str(files["good"]), "--keys", "age,sexx", "--out", str(out))
+    check_error(proc, out, "'sexx'", "did you mean 'sex'", "check the spelling")
+    # an unknown --missing policy lists the valid ones
+    proc = run_cli("assess", str(files["good"]), "--keys", "age", "--missing", "impute",
+                   "--out", str(out))
+    check_error(proc, out, "--missing", "'impute'", "wildcard", "category", "drop")
+
+
+def test_weight_and_household_problems(files, tmp_path):
+    out = tmp_path / "out"
+    args = ("--keys", "age,sex", "--weight", "w", "--out", str(out))
+    proc = run_cli("assess", str(files["nonfinite"]), *args)
+    check_error(proc, out, "'w'", "2 missing or non-finite", "record 3", "impute")
+    proc = run_cli("assess", str(files["zero"]), *args)
+    check_error(proc, out, "'w'", "zero or negative", "record 4", "positive")
+    proc = run_cli("assess", str(files["below_one"]), *args)
+    check_error(proc, out, "'w'", "below 1", "0.5", "record 9", "--allow-weights-below-one")
+    proc = run_cli("assess", str(files["no_hid"]), "--keys", "age", "--household", "hid",
+                   "--out", str(out))
+    check_error(proc, out, "'hid'", "1 missing ids", "record 11", "--household")
+    # the flag named in the message does accept such weights
+    ok = run_cli("assess", str(files["below_one"]), *args[:-1], str(tmp_path / "ok"),
+                 "--allow-weights-below-one", "-q")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout == "" and (tmp_path / "ok" / "summary.json").exists()
+
+
+def test_out_pointing_at_a_file(files, tmp_path):
+    target = files["afile"]
+    proc = run_cli("assess", str(files["good"]), "--keys", "age", "--out", str(target))
+    check_error(proc, tmp_path / "never", str(target.name), "is a file", "folder")
+    assert target.read_text() == "not a folder"
+
+
+def test_variable_labels_accepted_and_unknown_label_suggested(tmp_path):
+    frame = pd.DataFrame(
+        {"v1": [1.0, 2.0, 1.0, 3.0], "v2": [1.0, 1.0, 2.0, 2.0], "wt": [10.0, 20, 30, 40]}
+    )
+    path = tmp_path / "s.sav"
+    pyreadstat.write_sav(frame, str(path), column_labels=["Age group", "Sex", "Final weight"],
+                         variable_value_labels={"v2": {1: "male", 2: "female"}})
+    by_label = tmp_path / "by_label"
+    proc = run_cli("assess", str(path), "--keys", "age GROUP,Sex", "--weight", "final weight",
+                   "--out", str(by_label), "-q")
+    assert proc.returncode == 0, proc.stderr
+    by_name = tmp_path / "by_name"
+    proc = run_cli("assess", str(path), "--keys", "v1,v2", "--weight", "wt", "--out",
+                   str(by_name), "-q")
+    assert proc.returncode == 0, proc.stderr
+    a = pd.read_csv(by_label / "records.csv")
+    b = pd.read_csv(by_name / "records.csv")
+    pd.testing.assert_frame_equal(a, b)
+    assert np.isclose(a["risk"].sum(), b["risk"].sum())
+    out = tmp_path / "out"
+    proc = run_cli("assess", str(path), "--keys", "Age grup", "--out", str(out))
+    check_error(proc, out, "'Age grup'", "did you mean 'Age group' (label of 'v1')",
+                "check the spelling")
+
+
+def test_strict_non_convergence_names_parameter_and_fix(tmp_path):
+    out = tmp_path / "strict"
+    proc = run_cli(
+        "assess", "--model", "poisson-gamma", "--draws", "4", "--tune", "4",
+        "--chains", "2", "--seed", "1", "--strict", "--out", str(out), "-q",
+    )
+    line = check_error(proc, out, "sampling diagnostics failed", "parameter ")
+    # every diagnostic names its parameter and a fix in option form
+    assert any(p in line for p in ("alpha", "beta", "omega", "mu")), line
+    assert "--tune" in line or "--draws" in line, line
+
+
+def test_large_file_status_on_stderr_unless_quiet(files, tmp_path, monkeypatch, capsys):
+    # In-process with the row threshold lowered: a real 10^6-row file costs seconds.
+    import sdcbayes.cli as cli
+
+    monkeypatch.setattr(cli, "LARGE_FILE_ROWS", 100)
+    monkeypatch.setattr(cli, "LARGE_FILE_BYTES", 1000)
+    args = ["assess", str(files["good"]), "--keys", "age,sex"]
+    assert cli.main([*args, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert f"reading {files['good']}" in err and "MB) ..." in err
+    assert "(1,500 rows); building the cell table ..." in err
+    for flag in ("-q", "--json"):
+        assert cli.main([*args, flag, "--out", str(tmp_path / flag.strip("-"))]) == 0
+        assert capsys.readouterr().err == ""
