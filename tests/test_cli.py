@@ -225,3 +225,26 @@ def test_posterior_options_validated_before_fitting(tmp_path):
     out = tmp_path / "x"
     proc = run_cli("assess", "--model", "poisson-gamma", "--draws", "0", "--out", str(out))
     assert_one_line_error(proc, "--draws")
+
+
+def test_latent_class_model_runs_from_the_cli(tmp_path):
+    out = tmp_path / "lc"
+    proc = run_cli(
+        "assess", "--model", "latent-class", "--draws", "40", "--tune", "40",
+        "--chains", "2", "--seed", "2", "--out", str(out), "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["model"] == "latent-class"
+    lo, hi = summary["tau1_interval"]
+    assert lo <= summary["tau1"] <= hi
+    assert (out / "posterior.nc").exists()
+
+
+def test_fit_method_must_suit_the_model(tmp_path):
+    proc = run_cli("assess", "--model", "latent-class", "--fit-method", "nuts",
+                   "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "gibbs")
+    proc = run_cli("assess", "--model", "poisson-gamma", "--fit-method", "gibbs",
+                   "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "nuts")
