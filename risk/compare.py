@@ -81,6 +81,7 @@ from sdcbayes.risk.decisions import (
     DecisionResult,
     decide_from_risks,
     frontier,
+    parse_alternative,
     suppression_at_target,
 )
 from sdcbayes.risk.losses import Loss, parse_loss, user_loss
@@ -138,22 +139,7 @@ def parse_comparison_loss(spec: str | Loss) -> Loss:
 
 def parse_loss_pair(spec) -> tuple[Loss, Loss]:
     """``"DISCLOSURE/SUPPRESSION"`` or a pair; the disclosure side may be ``reidentifications``."""
-    if isinstance(spec, str):
-        left, sep, right = spec.rpartition("/")
-        if not sep or right.strip() not in _SUPPRESSION_NAMES:
-            raise InputError(
-                f"alternative {spec!r} must be DISCLOSURE/SUPPRESSION with SUPPRESSION one of "
-                f"{', '.join(_SUPPRESSION_NAMES)}, e.g. uniques-equal:S=10/y"
-            )
-        return parse_comparison_loss(left), parse_loss(right.strip())
-    try:
-        d, s = spec
-    except (TypeError, ValueError):
-        raise InputError(
-            f"alternative {spec!r} must be a 'DISCLOSURE/SUPPRESSION' string or a "
-            "(disclosure_loss, suppression_loss) pair"
-        ) from None
-    return parse_comparison_loss(d), parse_loss(s)
+    return parse_alternative(spec, disclosure_parser=parse_comparison_loss)
 
 
 def _pair_label(l1: Loss, l0: Loss) -> str:

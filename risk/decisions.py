@@ -351,11 +351,12 @@ def _check_target(target):
 # --- alternatives --------------------------------------------------------------
 
 
-def parse_alternative(spec) -> tuple[Loss, Loss]:
+def parse_alternative(spec, disclosure_parser=parse_loss) -> tuple[Loss, Loss]:
     """Turn ``"DISCLOSURE/SUPPRESSION"`` (CLI form) or a pair of specs into two Losses.
 
     The split is at the last ``/`` (suppression names contain none), so
-    ``"uniques-proportions:pi=0.5/0.5/constant"`` works.
+    ``"uniques-proportions:pi=0.5/0.5/constant"`` works. ``disclosure_parser``
+    reads the disclosure side (the comparison layer adds its own loss names).
     """
     if isinstance(spec, str):
         left, sep, right = spec.rpartition("/")
@@ -364,7 +365,7 @@ def parse_alternative(spec) -> tuple[Loss, Loss]:
                 f"alternative {spec!r} must be DISCLOSURE/SUPPRESSION with SUPPRESSION one of "
                 f"{', '.join(_SUPPRESSION_NAMES)}, e.g. uniques-equal:S=1/y"
             )
-        return parse_loss(left), parse_loss(right.strip())
+        return disclosure_parser(left), parse_loss(right.strip())
     try:
         d, s = spec
     except (TypeError, ValueError):
@@ -372,7 +373,7 @@ def parse_alternative(spec) -> tuple[Loss, Loss]:
             f"alternative {spec!r} must be a 'DISCLOSURE/SUPPRESSION' string or a "
             "(disclosure_loss, suppression_loss) pair"
         ) from None
-    return parse_loss(d), parse_loss(s)
+    return disclosure_parser(d), parse_loss(s)
 
 
 def _pair_label(l1: Loss, l0: Loss) -> str:

@@ -531,21 +531,9 @@ def evaluate_groups(
             keep = np.linspace(0, S - 1, MAX_MIXTURE_DRAWS).round().astype(np.int64)
         F_q = np.stack([f + mixture_negbin_quantile(q, r[keep], rho[keep]) for q in qs])
 
-    # --- record-level counts per draw (records of a group share its risk)
-    b = max(1, CHUNK_ELEMENTS // (4 * max(G, 1)))
-    draws["n_above_benchmark"] = np.concatenate(
-        [benchmark_counts(inv1[s0 : s0 + b], n_rec) for s0 in range(0, S, b)]  # draw chunks
-    ).astype(float)
-    if threshold is not None:
-        draws["n_above_threshold"] = np.concatenate(
-            [(inv1[s0 : s0 + b] > threshold) @ n_rec for s0 in range(0, S, b)]
-        ).astype(float)
-
-    hh_mean = None
-    if household_pairs is not None:
-        hh_mean, draws["household_er"] = _household(
-            inv1, household_pairs, n_households, max_household_draws
-        )
+    hh_mean = record_level_draws(
+        draws, inv1, n_rec, threshold, household_pairs, n_households, max_household_draws
+    )
 
     return GroupEvaluation(
         quantiles=qs,
@@ -589,6 +577,33 @@ def _simulate_exact(groups, r, rho, rng, draws, qs):
             F_q[:, sl] = np.quantile(F, qs, axis=0, method="inverted_cdf")
     draws["tau1"], draws["tau2"], draws["er"] = tau1, tau2, er
     return F_q
+
+
+def record_level_draws(
+    draws: dict, inv1: np.ndarray, n_rec: np.ndarray, threshold, household_pairs,
+    n_households: int, max_household_draws: int | None,
+):
+    """Record-level counts per draw from per-group risks (records of a group share its risk).
+
+    Fills ``draws["n_above_benchmark"]`` (and ``"n_above_threshold"``,
+    ``"household_er"``) for ``inv1`` of shape (draws, groups) and ``n_rec`` records per
+    group, in chunks of draws; returns the per-household mean risk (or None).
+    """
+    S, G = inv1.shape
+    b = max(1, CHUNK_ELEMENTS // (4 * max(G, 1)))
+    draws["n_above_benchmark"] = np.concatenate(
+        [benchmark_counts(inv1[s0 : s0 + b], n_rec) for s0 in range(0, S, b)]  # draw chunks
+    ).astype(float)
+    if threshold is not None:
+        draws["n_above_threshold"] = np.concatenate(
+            [(inv1[s0 : s0 + b] > threshold) @ n_rec for s0 in range(0, S, b)]
+        ).astype(float)
+    if household_pairs is None:
+        return None
+    hh_mean, draws["household_er"] = _household(
+        inv1, household_pairs, n_households, max_household_draws
+    )
+    return hh_mean
 
 
 def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None):

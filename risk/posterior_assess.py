@@ -55,11 +55,10 @@ from sdcbayes.risk.posterior import (
     ConditionalGroups,
     GroupEvaluation,
     _check_quantiles,
-    _household,
-    benchmark_counts,
     evaluate_groups,
     negbin_groups,
     poisson_gamma_groups,
+    record_level_draws,
     summary_table,
 )
 
@@ -391,19 +390,9 @@ def evaluate_poisson_cells(
     draws["er_var"] = np.full(S, np.nan)
 
     n_rec = np.rint(f).astype(np.int64)
-    b = max(1, CHUNK_ELEMENTS // (4 * max(C, 1)))
-    draws["n_above_benchmark"] = np.concatenate(
-        [benchmark_counts(inv1[s0 : s0 + b], n_rec) for s0 in range(0, S, b)]  # draw chunks
-    ).astype(float)
-    if threshold is not None:
-        draws["n_above_threshold"] = np.concatenate(
-            [(inv1[s0 : s0 + b] > threshold) @ n_rec for s0 in range(0, S, b)]
-        ).astype(float)
-    hh_mean = None
-    if household_pairs is not None:
-        hh_mean, draws["household_er"] = _household(
-            inv1, household_pairs, n_households, max_household_draws
-        )
+    hh_mean = record_level_draws(
+        draws, inv1, n_rec, threshold, household_pairs, n_households, max_household_draws
+    )
     return GroupEvaluation(
         quantiles=qs,
         risk_mean=inv1.mean(axis=0),
