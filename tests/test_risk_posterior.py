@@ -401,5 +401,6 @@ def test_fitted_intervals_cover_truth(method):
         for key, truth in (("tau1", tau1), ("tau2", tau2)):
             lo, hi = res.summary[f"{key}_interval"]
             hits[key] += lo <= truth <= hi
+    print("coverage of 90% intervals of fitted posteriors:", {k: h / reps for k, h in hits.items()})
     for key, h in hits.items():
         assert 0.85 <= h / reps <= 0.95, (key, h / reps)
