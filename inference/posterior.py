@@ -21,6 +21,7 @@ import arviz as az
 import xarray as xr
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.provenance import json_safe
 
 __all__ = [
     "PROVENANCE_KEYS",
@@ -81,26 +82,8 @@ def get_group(idata, name: str) -> xr.Dataset:
     return idata[name].to_dataset()
 
 
-def _json_default(obj):
-    # NumPy scalars and arrays reach the stamps through data summaries.
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return str(obj)
-
-
-def _clean(obj):
-    # JSON has no NaN: write null so the file is valid JSON for any reader.
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    return obj
-
-
 def _dumps(obj) -> str:
-    return json.dumps(_clean(json.loads(json.dumps(obj, default=_json_default))), sort_keys=True)
+    return json.dumps(json_safe(obj), sort_keys=True)
 
 
 def stamp(idata, **fields: Any) -> None:

@@ -76,7 +76,7 @@ import pandas as pd
 import xarray as xr
 
 from sdcbayes.exceptions import DataError, InputError
-from sdcbayes.provenance import stamp
+from sdcbayes.provenance import json_safe, stamp
 from sdcbayes.risk.decisions import (
     DecisionResult,
     decide_from_risks,
@@ -385,7 +385,7 @@ class ComparisonResult:
             per_model[name] = {
                 k: s[k] for k in ("c", "c_source", "n_published", "n_suppressed", "totals")
             } | {"suppression_at_target": s["suppression_at_target"]["reference"]}
-        return _json_safe(
+        return json_safe(
             {
                 "models": [s.to_dict() for s in self.specs],
                 "comparison": rows,
@@ -400,20 +400,6 @@ class ComparisonResult:
                 "settings": self.settings,
             }
         )
-
-
-def _json_safe(x):
-    if isinstance(x, dict):
-        return {str(k): _json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, np.bool_ | bool):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):
-        return float(x) if math.isfinite(x) else None
-    return x
 
 
 # --------------------------------------------------------------------------- helpers

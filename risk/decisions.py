@@ -84,6 +84,7 @@ import pandas as pd
 from scipy import special, stats
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.provenance import json_safe
 from sdcbayes.risk.beta_binomial import (
     expected_loss,
     fit_beta_binomial,
@@ -488,27 +489,13 @@ class DecisionResult:
                 "expected_total": tot1,
                 "relative_bias": (plug - tot1) / tot1 if tot1 > 0 else 0.0,
             }
-        return _json_safe(out)
+        return json_safe(out)
 
 
 def _loss_dict(loss):
     if loss is None:
         return None
     return {"name": loss.name, "params": dict(loss.params), "spec": loss.spec}
-
-
-def _json_safe(x):
-    if isinstance(x, dict):
-        return {str(k): _json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, np.bool_ | bool):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):
-        return float(x) if math.isfinite(x) else None
-    return x
 
 
 # --- the shared core ---------------------------------------------------------------

@@ -89,15 +89,10 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def nan_to_none(obj: Any) -> Any:
-    import math
+    """JSON-safe copy of ``obj`` (NaN -> null); see :func:`sdcbayes.provenance.json_safe`."""
+    from sdcbayes.provenance import json_safe
 
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [nan_to_none(v) for v in obj]
-    return obj
+    return json_safe(obj)
 
 
 def write_csv(path: Path, frame) -> None:

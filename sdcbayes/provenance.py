@@ -19,6 +19,37 @@ from sdcbayes._version import __version__
 _STACK = ("numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "arviz")
 
 
+def json_safe(obj: Any) -> Any:
+    """Plain-JSON copy of ``obj``: NumPy scalars and arrays to Python, NaN/inf to None.
+
+    JSON has no NaN, so non-finite numbers become ``null`` and every file sdcbayes
+    writes is valid JSON for any reader. Dict keys become strings; paths and other
+    objects their ``str``.
+    """
+    import math
+    from pathlib import PurePath
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, PurePath):
+        return str(obj)
+    return str(obj)
+
+
 def package_versions(names: tuple[str, ...] = _STACK) -> dict[str, str]:
     """Installed versions of the numerical stack (``"not installed"`` when absent)."""
     out = {"python": platform.python_version(), "sdcbayes": __version__}

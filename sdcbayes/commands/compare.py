@@ -170,8 +170,8 @@ def command(
     import math
 
     from sdcbayes.risk.compare import (
-        parse_loss_pair,
         parse_comparison_loss,
+        parse_loss_pair,
         parse_model_specs,
         validate_specs,
     )
