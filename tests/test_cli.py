@@ -5,31 +5,11 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
-EXE = shutil.which("sdcbayes") or str(Path(sys.executable).with_name("sdcbayes"))
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [EXE, *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("sdcbayes: error:")
-    assert "Traceback" not in proc.stderr
-    for frag in fragments:
-        assert frag in lines[0], lines[0]
+from clitools import assert_one_line_error, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -11,35 +11,13 @@ that the truth is shown. Bad input is refused in one line, exit 2, in well under
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
-EXE = shutil.which("sdcbayes") or str(Path(sys.executable).with_name("sdcbayes"))
-
-
-def run_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
-    from sdcbayes.cli import main
-
-    capsys.readouterr()
-    rc = main(list(args))
-    cap = capsys.readouterr()
-    return subprocess.CompletedProcess(args, rc, cap.out, cap.err)
-
-
-def assert_one_line_error(proc, *fragments: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("sdcbayes: error:") and "Traceback" not in proc.stderr
-    for frag in fragments:
-        assert frag in lines[0], lines[0]
+from clitools import EXE, assert_one_line_error, run_in_process
 
 
 @pytest.fixture(scope="module")

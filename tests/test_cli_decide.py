@@ -8,45 +8,12 @@ checked against the Python API on the same input.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from clitools import assert_one_line_error, run_cli, run_in_process
 from scipy import stats
-
-EXE = shutil.which("sdcbayes") or str(Path(sys.executable).with_name("sdcbayes"))
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=600)
-
-
-def run_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
-    """The console script's entry point, called in this process (no interpreter start-up).
-
-    ``sdcbayes.cli.main`` is what the ``sdcbayes`` script runs; the bad-input cases
-    use it directly so that a dozen of them cost a fraction of a second each.
-    """
-    from sdcbayes.cli import main
-
-    capsys.readouterr()
-    rc = main(list(args))
-    cap = capsys.readouterr()
-    return subprocess.CompletedProcess(args, rc, cap.out, cap.err)
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("sdcbayes: error:")
-    assert "Traceback" not in proc.stderr
-    for frag in fragments:
-        assert frag in lines[0], lines[0]
 
 
 def assert_printed(value: float, printed: str, what: str = "") -> None:

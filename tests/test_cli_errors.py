@@ -10,19 +10,13 @@ output folder) are not repeated here.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyreadstat
 import pytest
-
-from tests.test_cli import EXE
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=300)
+from clitools import run_cli
 
 
 def check_error(proc, out: Path, *fragments: str) -> str:
