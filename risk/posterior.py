@@ -112,13 +112,10 @@ def poisson_gamma_rho(alpha, beta, n, N):
     that calls read like the model. Broadcasts.
     """
     del alpha
-    beta = np.asarray(beta, dtype=float)
-    n = np.asarray(n, dtype=float)
-    N = np.asarray(N, dtype=float)
-    if np.any(beta <= 0) or np.any(n < 0) or np.any(N < n):
-        raise InputError("poisson_gamma_rho needs beta > 0 and 0 <= n <= N; check the posterior")
-    # (1 + n b)/(1 + N b) = 1 - (N - n) b / (1 + N b): exact for tiny (N - n) b
-    return 1.0 - (N - n) * beta / (1.0 + N * beta)
+    # one implementation of rho in the package (log1p form, accurate for tiny n beta)
+    from sdcbayes.risk.poisson_gamma import sampling_rho
+
+    return np.asarray(sampling_rho(beta, n, N), dtype=float)
 
 
 def negbin_inverse_second_moment(f, r, rho):

@@ -275,31 +275,10 @@ def assess(
         if model == "latent-class" and classes < 1:
             raise InputError(f"--classes must be at least 1; got {classes}")
 
-    truth = None
-    key_list = split_names(keys)
-    if data is None:
-        from sdcbayes.datasets import load_demo
-
-        demo = load_demo()
-        frame = demo.sample
-        key_list = key_list or list(demo.keys)
-        weight = weight or demo.weight
-        household = household or demo.household
-        strata = strata or demo.strata
-        truth = demo.truth
-        source = "embedded demo sample (sdcbayes.datasets.load_demo)"
-    else:
-        if not key_list:
-            raise InputError(
-                "--keys is required with a data file: name the key variables, e.g. "
-                "--keys age,sex,region"
-            )
-        frame = read_data(data, quiet=quiet or as_json)
-        source = str(data)
-        key_list, roles = resolve_variables(
-            frame, data.name, key_list, weight=weight, household=household, strata=strata
-        )
-        weight, household, strata = roles["weight"], roles["household"], roles["strata"]
+    frame, key_list, roles, truth, source = load_input(
+        data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json
+    )
+    weight, household, strata = roles["weight"], roles["household"], roles["strata"]
 
     md_kwargs: dict[str, Any] = dict(
         keys=key_list,
@@ -333,11 +312,7 @@ def assess(
     summary = dict(result.summary)
     summary["data"] = source
     if truth is not None:
-        summary["truth"] = {
-            "tau1": truth.tau1,
-            "tau2": truth.tau2,
-            "expected_reidentifications": truth.expected_reidentifications,
-        }
+        summary["truth"] = truth
     summary["provenance"] = result.provenance
 
     from sdcbayes.report import assessment_report
@@ -358,6 +333,37 @@ def assess(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(summary, out)
+
+
+def load_input(data: Path | None, keys: str | None, *, quiet: bool, **roles: str | None):
+    """The frame a command works on: DATA read and its variables resolved, or the demo.
+
+    Returns ``(frame, keys, roles, truth, source)``: ``roles`` maps each of the given
+    role options (weight, household, strata) to a column; ``truth`` holds the demo's
+    true tau1, tau2 and expected re-identifications (None for a user's file).
+    """
+    key_list = split_names(keys)
+    if data is None:
+        from sdcbayes.datasets import load_demo
+
+        demo = load_demo()
+        demo_roles = {"weight": demo.weight, "household": demo.household, "strata": demo.strata}
+        resolved = {role: value or demo_roles[role] for role, value in roles.items()}
+        truth = {
+            "tau1": demo.truth.tau1,
+            "tau2": demo.truth.tau2,
+            "expected_reidentifications": demo.truth.expected_reidentifications,
+        }
+        source = "embedded demo sample (sdcbayes.datasets.load_demo)"
+        return demo.sample, key_list or list(demo.keys), resolved, truth, source
+    if not key_list:
+        raise InputError(
+            "--keys is required with a data file: name the key variables, e.g. "
+            "--keys age,sex,region"
+        )
+    frame = read_data(data, quiet=quiet)
+    key_list, resolved = resolve_variables(frame, data.name, key_list, **roles)
+    return frame, key_list, resolved, None, str(data)
 
 
 def _print_summary(s: dict[str, Any], out: Path) -> None:

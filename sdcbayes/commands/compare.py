@@ -31,7 +31,6 @@ from sdcbayes._cliutils import (
     echo_table,
     json_default,
     nan_to_none,
-    split_names,
     write_csv,
     write_json,
     write_output_folder,
@@ -202,37 +201,13 @@ def command(
     for a in alternatives:
         parse_loss_pair(a)
 
+    from sdcbayes.cli import load_input
     from sdcbayes.microdata import Microdata
 
-    truth = None
-    key_list = split_names(keys)
-    if data is None:
-        from sdcbayes.datasets import load_demo
-
-        demo = load_demo()
-        frame = demo.sample
-        key_list = key_list or list(demo.keys)
-        weight = weight or demo.weight
-        household = household or demo.household
-        truth = {
-            "tau1": demo.truth.tau1,
-            "tau2": demo.truth.tau2,
-            "expected_reidentifications": demo.truth.expected_reidentifications,
-        }
-        source = "embedded demo sample (sdcbayes.datasets.load_demo)"
-    else:
-        if not key_list:
-            raise InputError(
-                "--keys is required with a data file: name the key variables, e.g. "
-                "--keys age,sex,region"
-            )
-        from sdcbayes.cli import read_data, resolve_variables
-
-        frame = read_data(data, quiet=quiet or as_json)
-        source = str(data)
-        key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight,
-                                            household=household)
-        weight, household = roles["weight"], roles["household"]
+    frame, key_list, roles, truth, source = load_input(
+        data, keys, weight=weight, household=household, quiet=quiet or as_json
+    )
+    weight, household = roles["weight"], roles["household"]
     md = Microdata(frame, keys=key_list, weight=weight, household=household,
                    sampling_fraction=sampling_fraction, missing=missing)
 
