@@ -476,19 +476,27 @@ _register_commands()
 
 # --------------------------------------------------------------------------- entry point
 #: The library's messages name the fix in Python spelling (``allow_weights_below_one=True``);
-#: on the command line the same fix is an option. (pattern, replacement) pairs, applied in order.
+#: on the command line the same fix is an option. (pattern, replacement) pairs, applied in
+#: order. Every entry is proven live by tests/test_cli_wording.py, which triggers the library
+#: message that each pattern rewrites through the CLI and fails when a pattern matches
+#: nothing (a library message was reworded) or a table entry has no such test.
 _CLI_WORDING: list[tuple[str, str]] = [
+    # sdcbayes.microdata.Microdata: weights, key levels, missing keys, household/strata ids
     (r"\bpass allow_weights_below_one=True\b", "pass --allow-weights-below-one"),
-    (r"\bmax_levels=(\d+)", r"--max-levels \1"),
+    (r"\bmax_levels=(-?\d+)", r"--max-levels \1"),
     (r"\braise max_levels\b", "raise --max-levels"),
-    (r"\(e\.g\. pandas\.cut\)", "(e.g. sdcbayes protect --recode, or pandas.cut)"),
+    (r"\(e\.g\. pandas\.cut\)", '(e.g. a "band" step of sdcbayes protect --recipe)'),
     (r"\bleave (household|strata)=None\b", r"leave out --\1"),
     (r"\buse missing='wildcard' or 'category'", "use --missing wildcard or --missing category"),
+    # models.latent_class: complete keys needed
+    (r"\bbuild the Microdata with missing=", "run again with missing="),
     (r"\bmissing='(\w+)'", r"--missing \1"),
-    (r"\b(tune|draws|chains)=(\d+)", r"--\1 \2"),
+    # sdcbayes.inference.diagnostics.check_diagnostics: R-hat, ESS, divergences
+    (r"\btune=(\d+)", r"--tune \1"),
     (r"\bincrease draws \(and tune\)", "increase --draws (and --tune)"),
     (r"\braise target_accept\b", "raise --target-accept"),
     (r" \(structure='hierarchical' is already non-centred\)", ""),
+    # sdcbayes.microdata.read_microdata: unknown file type
     (r" \(or read it with pandas and pass the DataFrame to Microdata\)", ""),
 ]
 

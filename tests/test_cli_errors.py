@@ -183,3 +183,65 @@ def test_large_file_status_on_stderr_unless_quiet(files, tmp_path, monkeypatch, 
     for flag in ("-q", "--json"):
         assert cli.main([*args, flag, "--out", str(tmp_path / flag.strip("-"))]) == 0
         assert capsys.readouterr().err == ""
+
+
+def test_decide_and_compare_take_variable_labels(tmp_path, capsys):
+    """Every column option of decide and compare takes an SPSS label; outputs name columns."""
+    import json
+
+    from clitools import assert_one_line_error, run_in_process
+
+    domains = pd.DataFrame({"d": [1.0, 2, 3, 4, 5, 6], "yy": [1.0, 0, 3, 2, 5, 1],
+                            "nn": [10.0, 8, 20, 15, 30, 9], "pp": [100.0, 90, 300, 120, 500, 80],
+                            "m": [1.0, 2, 1, 1, 3, 1]})
+    dpath = tmp_path / "domains.sav"
+    pyreadstat.write_sav(domains, str(dpath), column_labels=[
+        "Area code", "Sample count", "Sample size", "Population", "Multiplicity"])
+    runs = {
+        "name": ["--y", "yy", "--n", "nn", "--N", "pp", "--domain", "d", "--weight", "m"],
+        "label": ["--y", "sample COUNT", "--n", "Sample size", "--N", "population",
+                  "--domain", "Area code", "--weight", "multiplicity"],
+    }
+    got = {}
+    for name, args in runs.items():
+        out = tmp_path / f"decide-{name}"
+        proc = run_in_process(capsys, "decide", str(dpath), *args, "--hyperparameters", "ml",
+                              "--out", str(out), "-q")
+        assert proc.returncode == 0, proc.stderr
+        got[name] = pd.read_csv(out / "decisions.csv")
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["columns"] == {"y": "yy", "n": "nn", "N": "pp", "domain": "d",
+                                      "weight": "m"}
+    assert list(got["label"].columns)[0] == "d"
+    pd.testing.assert_frame_equal(got["label"], got["name"])
+    proc = run_in_process(capsys, "decide", str(dpath), "--y", "Sample cont", "--n", "nn",
+                          "--N", "pp", "--out", str(tmp_path / "bad"))
+    assert_one_line_error(proc, "--y 'Sample cont'", "did you mean 'Sample count' (label of 'yy')")
+
+    rng = np.random.default_rng(2)
+    n = 300
+    micro = pd.DataFrame({"v1": rng.integers(1, 6, n).astype(float),
+                          "v2": rng.integers(1, 3, n).astype(float),
+                          "v3": rng.uniform(20, 80, n),
+                          "v4": np.repeat(np.arange(n // 3), 3).astype(float)})
+    mpath = tmp_path / "micro.sav"
+    pyreadstat.write_sav(micro, str(mpath),
+                         column_labels=["Age group", "Sex", "Final weight", "Household id"])
+    runs = {"name": ["--keys", "v1,v2", "--weight", "v3", "--household", "v4"],
+            "label": ["--keys", "age group,SEX", "--weight", "Final weight", "--household",
+                      "household ID"]}
+    tables = {}
+    for name, args in runs.items():
+        out = tmp_path / f"compare-{name}"
+        proc = run_in_process(capsys, "compare", str(mpath), *args, "--models", "c=closed-form",
+                              "--seed", "1",
+                              "--out", str(out), "-q")
+        assert proc.returncode == 0, proc.stderr
+        tables[name] = (pd.read_csv(out / "comparison.csv"), pd.read_csv(out / "decisions.csv"))
+    for a, b in zip(tables["label"], tables["name"], strict=True):
+        pd.testing.assert_frame_equal(a.drop(columns=["fit_seconds"], errors="ignore"),
+                                      b.drop(columns=["fit_seconds"], errors="ignore"))
+    assert {"v1", "v2"} <= set(tables["label"][1].columns)
+    proc = run_in_process(capsys, "compare", str(mpath), "--keys", "v1", "--household",
+                          "Household", "--models", "c=closed-form", "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "--household 'Household'", "'Household id' (label of 'v4')")

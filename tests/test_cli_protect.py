@@ -271,3 +271,138 @@ def test_help_explains_options(capsys):
     for opt in ("--keys", "--recipe", "--recode", "--suppress-k", "--importance", "--pram",
                 "--nayak-zhang-xi", "--microaggregate", "--noise", "--seed", "--weight", "--out"):
         assert opt in proc.stdout
+
+
+# --------------------------------------------------------------------------- variable labels
+SAV_LABELS = ["Age group", "Sex", "Region", "Monthly income", "Final weight"]
+
+
+@pytest.fixture(scope="module")
+def labelled_sav(tmp_path_factory):
+    """An SPSS file whose users know its variables by label (v1 = "Age group", ...)."""
+    pyreadstat = pytest.importorskip("pyreadstat")
+    rng = np.random.default_rng(12)
+    n = 240
+    frame = pd.DataFrame(
+        {
+            "v1": rng.integers(1, 6, n).astype(float),
+            "v2": rng.integers(1, 3, n).astype(float),
+            "v3": rng.integers(1, 4, n).astype(float),
+            "v4": rng.lognormal(8, 1, n).round(0),
+            "v5": rng.uniform(20, 80, n),
+        }
+    )
+    path = tmp_path_factory.mktemp("sav") / "s.sav"
+    pyreadstat.write_sav(
+        frame, str(path), column_labels=SAV_LABELS,
+        variable_value_labels={"v1": {1.0: "20s", 2.0: "30s", 3.0: "40s", 4.0: "50s",
+                                      5.0: "60s"},
+                               "v2": {1.0: "male", 2.0: "female"}},
+    )
+    return path
+
+
+def _protect_outputs(out):
+    import pyreadstat
+
+    summary = json.loads((out / "summary.json").read_text())
+    df, _ = pyreadstat.read_sav(str(out / "protected.sav"))
+    return summary, df, pd.read_csv(out / "log.csv")
+
+
+def test_variable_labels_in_options_and_recipe_equal_column_names(labelled_sav, tmp_path,
+                                                                  capsys):
+    # k = 12: about 10 records per (stratum, age, sex) cell, so suppression has work to do
+    by_name = ["--keys", "v1,v2", "--weight", "v5", "--recode", "v1:20s+30s=young",
+               "--suppress-k", "12", "--importance", "v1=2,v2=1", "--strata", "v3",
+               "--pram", "v2", "--microaggregate", "v4", "--noise", "v4", "--seed", "7"]
+    # labels in every variable-naming option, in any case and with blanks around them
+    by_label = ["--keys", "Age group, SEX ", "--weight", "final weight",
+                "--recode", "age GROUP:20s+30s=young", "--suppress-k", "12",
+                "--importance", "Age group=2,Sex=1", "--strata", "region",
+                "--pram", "Sex", "--microaggregate", "Monthly income", "--noise",
+                "monthly income", "--seed", "7"]
+    recipe = {
+        "seed": 7,
+        "steps": [
+            {"step": "recode", "column": "Age group", "mapping": {"20s": "young",
+                                                                  "30s": "young"}},
+            {"step": "suppress", "k": 12, "importance": {"Age group": 2, "Sex": 1},
+             "strata": ["Region"]},
+            {"step": "pram", "columns": ["Sex"], "pd": 0.8, "strata": "region"},
+            {"step": "microaggregate", "columns": ["Monthly income"], "k": 3},
+            {"step": "noise", "columns": "Monthly income", "level": 0.1},
+        ],
+    }
+    rpath = tmp_path / "recipe.json"
+    rpath.write_text(json.dumps(recipe))
+    runs = {"name": by_name, "label": by_label,
+            "recipe": ["--keys", "Age group,Sex", "--weight", "Final weight",
+                       "--recipe", str(rpath)]}
+    results = {}
+    for name, args in runs.items():
+        out = tmp_path / name
+        proc = run_in_process(capsys, "protect", str(labelled_sav), *args, "--out", str(out),
+                              "-q")
+        assert proc.returncode == 0, proc.stderr
+        results[name] = _protect_outputs(out)
+
+    s_name, df_name, log_name = results["name"]
+    # outputs speak column names, whatever the user typed
+    assert s_name["keys"] == ["v1", "v2"] and s_name["weight"] == "v5"
+    params = {s["name"]: s["parameters"] for s in s_name["steps"]}
+    assert params["recode"]["column"] == "v1"
+    assert params["suppress"]["importance"] == {"v1": 2.0, "v2": 1.0}
+    assert params["suppress"]["strata"] == ["v3"] and params["pram"]["strata"] == ["v3"]
+    assert params["pram"]["columns"] == ["v2"] and params["noise"]["columns"] == ["v4"]
+    assert set(s_name["information_loss"]["per_variable"]) == {"v1", "v2", "v4"}  # v3: strata
+    # the stratum variable reached the suppression step: its log names each value's stratum
+    suppressed = log_name[log_name["method"] == "suppress"]
+    assert len(suppressed) > 0
+    assert set(suppressed["stratum"].astype(float)) <= {1.0, 2.0, 3.0}
+    for other in ("label", "recipe"):
+        s, df, log = results[other]
+        for key in ("keys", "weight", "seed", "risk", "information_loss", "protected_file"):
+            assert s[key] == s_name[key], (other, key)
+        assert [st["parameters"] for st in s["steps"]] == [st["parameters"]
+                                                           for st in s_name["steps"]], other
+        pd.testing.assert_frame_equal(df, df_name)
+        pd.testing.assert_frame_equal(log, log_name)
+
+
+def test_unknown_label_is_one_line_error_before_any_work(labelled_sav, tmp_path, capsys):
+    out = tmp_path / "out"
+    # console script, as a user runs it: a misspelt label in a step option
+    proc = run_cli("protect", str(labelled_sav), "--keys", "Age group,Sex", "--suppress-k",
+                   "2", "--pram", "Regoin", "--out", str(out))
+    assert_one_line_error(proc, "--pram 'Regoin'", "neither a column name nor a variable label",
+                          "s.sav", "did you mean 'Region' (label of 'v3')", "check the spelling")
+    assert not out.exists()
+    # in a recipe the message points at the step and entry; a later step's typo is found
+    # before the first step runs
+    for step, fragments in (
+        ({"step": "suppress", "k": 2, "importance": {"Age grup": 1, "Sex": 2}},
+         ["step 2 (suppress) importance 'Age grup'", "did you mean 'Age group'"]),
+        ({"step": "pram", "columns": ["Sex"], "strata": ["Regon"]},
+         ["step 2 (pram) strata 'Regon'", "'Region' (label of 'v3')"]),
+        ({"step": "top_code", "column": "Monthly incme", "threshold": 5000},
+         ["step 2 (top_code) column 'Monthly incme'", "'Monthly income' (label of 'v4')"]),
+    ):
+        rpath = tmp_path / "r.json"
+        rpath.write_text(json.dumps({"steps": [{"step": "recode", "column": "Sex",
+                                                "mapping": {"male": "m"}}, step]}))
+        proc = run_in_process(capsys, "protect", str(labelled_sav), "--keys", "Age group,Sex",
+                              "--recipe", str(rpath), "--out", str(out))
+        assert_one_line_error(proc, *fragments)
+        assert not out.exists()
+    for args, fragments in (
+        (["--suppress-k", "2", "--strata", "regio"], ["--strata 'regio'"]),
+        (["--suppress-k", "2", "--importance", "Agegroup=1,Sex=2"], ["--importance 'Agegroup'"]),
+        (["--recode", "Sexx:male=m"], ["--recode 'Sexx'", "'Sex' (label of 'v2')"]),
+        (["--noise", "income"], ["--noise 'income'"]),
+        (["--strata", "Region", "--noise", "v4"], ["--strata applies to", "--suppress-k"]),
+    ):
+        proc = run_in_process(capsys, "protect", str(labelled_sav), "--keys", "Age group,Sex",
+                              *args, "--out", str(out))
+        assert_one_line_error(proc, *fragments)
+        assert not out.exists()

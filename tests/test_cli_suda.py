@@ -124,3 +124,36 @@ def test_help_explains_options(capsys):
     assert proc.returncode == 0
     for opt in ("--keys", "--max-size", "--dis-fraction", "--missing", "--out"):
         assert opt in proc.stdout
+
+
+def test_table3_by_variable_labels_from_an_spss_file(tmp_path, capsys):
+    """Seed 001's Table 3 scores when the keys are named by their SPSS variable labels."""
+    pyreadstat = pytest.importorskip("pyreadstat")
+    coded = TABLE3.set_axis(["q1", "q2", "q3", "q4"], axis=1)
+    path = tmp_path / "table3.sav"
+    pyreadstat.write_sav(coded, str(path),
+                         column_labels=["Age group", "Gender", "Income", "Education"])
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "suda", str(path), "--keys", "age GROUP,Gender,income,q4",
+                          "--max-size", "3", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    rec = pd.read_csv(out / "records.csv")
+    np.testing.assert_array_equal(rec["suda_score"], TABLE3_SUDA)
+    # outputs name the columns, not the labels typed
+    assert [c for c in rec.columns if c.startswith("contribution_")] == [
+        "contribution_q1", "contribution_q2", "contribution_q3", "contribution_q4"]
+    np.testing.assert_allclose(rec.iloc[7][["contribution_q1", "contribution_q2",
+                                            "contribution_q3", "contribution_q4"]].to_numpy(float),
+                               [6 / 8, 2 / 8, 0.0, 2 / 8])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["provenance"]["data"]["keys"] == ["q1", "q2", "q3", "q4"]
+
+    # a label and its own column name are one key named twice
+    proc = run_in_process(capsys, "suda", str(path), "--keys", "Gender,q2,q1",
+                          "--out", str(tmp_path / "dup"))
+    assert_one_line_error(proc, "--keys", "['q2'] twice", "name each key once")
+    # a misspelt label: the one-line error of `assess`, with the label's column
+    proc = run_cli("suda", str(path), "--keys", "Gendre,q1", "--out", str(tmp_path / "bad"))
+    assert_one_line_error(proc, "--keys 'Gendre'", "did you mean 'Gender' (label of 'q2')",
+                          "table3.sav")
+    assert not (tmp_path / "dup").exists() and not (tmp_path / "bad").exists()

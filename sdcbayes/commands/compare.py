@@ -45,7 +45,9 @@ DEFAULT_MODELS = (
 
 @click.command("compare")
 @click.argument("data", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--keys", help="Key variables, comma-separated (required with DATA).")
+@click.option("--keys", help="Key variables, comma-separated (required with DATA); for SPSS, "
+              "Stata and SAS files a variable label may stand for its column (also in "
+              "--weight and --household).")
 @click.option("--weight", help="Sampling-weight column (needed by poisson-gamma and negbin).")
 @click.option("--household", help="Household id column (adds household risk to the fits).")
 @click.option("--sampling-fraction", type=float, help="Sampling fraction n/N when no --weight.")
@@ -55,6 +57,17 @@ DEFAULT_MODELS = (
     default="wildcard",
     show_default=True,
     help="Missing key values (as in `sdcbayes assess`).",
+)
+@click.option(
+    "--allow-weights-below-one",
+    is_flag=True,
+    help="Accept weights below 1 (as in `sdcbayes assess`).",
+)
+@click.option(
+    "--max-levels",
+    type=int,
+    default=None,
+    help="Largest number of levels accepted for one key (as in `sdcbayes assess`).",
 )
 @click.option(
     "--models",
@@ -157,6 +170,8 @@ def command(
     out: Path,
     quiet: bool,
     as_json: bool,
+    allow_weights_below_one: bool = False,
+    max_levels: int | None = None,
 ) -> None:
     """Fit several models or priors to one file and compare risk, fit and decisions.
 
@@ -208,8 +223,11 @@ def command(
         data, keys, weight=weight, household=household, quiet=quiet or as_json
     )
     weight, household = roles["weight"], roles["household"]
+    md_options: dict[str, Any] = {"allow_weights_below_one": allow_weights_below_one}
+    if max_levels is not None:
+        md_options["max_levels"] = max_levels
     md = Microdata(frame, keys=key_list, weight=weight, household=household,
-                   sampling_fraction=sampling_fraction, missing=missing)
+                   sampling_fraction=sampling_fraction, missing=missing, **md_options)
 
     # ---- work ------------------------------------------------------------------------
     from sdcbayes.risk.compare import check_model_data, compare_models
@@ -238,9 +256,13 @@ def command(
     from sdcbayes.inference.diagnostics import SdcbayesWarning
 
     if not quiet_fit:
+        from sdcbayes.cli import cli_wording
+
         for w in caught:
             if issubclass(w.category, SdcbayesWarning):
-                click.echo("sdcbayes: warning: " + " ".join(str(w.message).split()), err=True)
+                # the fix as an option (--draws, --tune), as `assess` words it
+                msg = cli_wording(" ".join(str(w.message).split()))
+                click.echo("sdcbayes: warning: " + msg, err=True)
 
     from sdcbayes._version import __version__
 

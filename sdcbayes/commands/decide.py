@@ -20,7 +20,10 @@ The input is a per-domain table ``(y_i, n_i, N_i)``: the sample count of a class
    ``report.html`` atomically.
 
 Every input check (files, columns, counts, loss names, numbers) runs before the
-model is fitted, so a typo costs no sampling time.
+model is fitted, so a typo costs no sampling time. The column options (``--y``,
+``--n``, ``--N``, ``--domain``, ``--weight``) take a column name or, for SPSS,
+Stata and SAS files, a variable label (:func:`sdcbayes.microdata.resolve_columns`);
+the outputs use the column names.
 
 Speed of the posterior route: the defaults (2 chains x 500 draws after 500
 tuning steps, risks averaged over ``--max-draws 200`` evenly spaced draws) cost
@@ -72,7 +75,8 @@ _DISCLOSURE_EXAMPLES = (
     "y_col",
     required=True,
     help="Column with y: the number of SAMPLE records of the domain that belong to the "
-    "class being tabulated (e.g. one occupation).",
+    "class being tabulated (e.g. one occupation). Like every column option, a column name "
+    "or, for SPSS, Stata and SAS files, a variable label.",
 )
 @click.option(
     "--n",
@@ -189,6 +193,14 @@ _DISCLOSURE_EXAMPLES = (
     "grows linearly with it; Monte Carlo error falls as 1/sqrt(max-draws)). The "
     "hyperparameter summary uses all draws.",
 )
+@click.option(
+    "--target-accept",
+    type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Posterior route: target acceptance rate of NUTS; raise it towards 0.99 when "
+    "divergent transitions are reported.",
+)
 @click.option("--seed", type=int, default=None, help="Random seed (reproducible posterior).")
 @click.option(
     "--out",
@@ -222,6 +234,7 @@ def command(
     out: Path,
     quiet: bool,
     as_json: bool,
+    target_accept: float = 0.9,
 ) -> None:
     """Decide which domains of a table to publish and which to suppress.
 
@@ -241,7 +254,7 @@ def command(
     import numpy as np
     import pandas as pd
 
-    from sdcbayes.microdata import read_microdata
+    from sdcbayes.microdata import read_microdata, resolve_columns
     from sdcbayes.risk.decisions import parse_alternative
     from sdcbayes.risk.losses import parse_loss
 
@@ -290,12 +303,12 @@ def command(
         wanted["--domain"] = domain_col
     if weight_col is not None:
         wanted["--weight"] = weight_col
-    absent = [f"{opt} {col}" for opt, col in wanted.items() if col not in table.columns]
-    if absent:
-        raise InputError(
-            f"column(s) not in {domains.name}: {', '.join(absent)}; available columns are "
-            f"{', '.join(map(str, table.columns[:30]))}"
-        )
+    # column names or variable labels; an unknown one: one line with close matches
+    resolved = {opt: resolve_columns(table, [col], option=opt, source=domains.name)[0]
+                for opt, col in wanted.items()}
+    y_col, n_col, N_col = resolved["--y"], resolved["--n"], resolved["--N"]
+    domain_col = resolved.get("--domain")
+    weight_col = resolved.get("--weight")
     if len(table) == 0:
         raise InputError(f"{domains.name} has no rows; give one row per domain")
     y = _counts(table, y_col, "--y")
@@ -353,7 +366,8 @@ def command(
         kwargs |= {"fit_method": "ml"}
     else:
         a_draws, b_draws, diagnostics = _posterior_draws(
-            y, n, N, names, draws=draws, chains=chains, tune=tune, seed=seed, quiet=quiet or as_json
+            y, n, N, names, draws=draws, chains=chains, tune=tune, seed=seed,
+            quiet=quiet or as_json, target_accept=target_accept,
         )
         kwargs |= {"alpha": a_draws, "beta": b_draws, "max_draws": max_draws}
         settings |= {
@@ -361,6 +375,7 @@ def command(
             "draws": draws,
             "chains": chains,
             "tune": tune,
+            "target_accept": target_accept,
             "max_draws": max_draws,
             "seed": seed,
         }
@@ -430,7 +445,7 @@ def _counts(table, column: str, option: str):
     return values.astype(np.int64)
 
 
-def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet):
+def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target_accept=0.9):
     """Fit the beta-binomial domain model; return flat alpha, beta draws and diagnostics."""
     import numpy as np
 
@@ -446,15 +461,18 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet):
         # Diagnostic warnings are reported from the stamped diagnostics below, one line each.
         warnings.simplefilter("ignore")
         idata = fit(model, draws=draws, chains=chains, tune=tune, random_seed=seed,
-                    progressbar=not quiet)
+                    target_accept=target_accept, progressbar=not quiet)
     post = get_group(idata, "posterior")
     a = np.asarray(post["alpha"].values, dtype=float).reshape(-1)
     b = np.asarray(post["beta"].values, dtype=float).reshape(-1)
     diag = fit_diagnostics(idata)
     if not quiet:
-        # One line per diagnostic problem (ESS, R-hat, divergences), never a traceback.
+        from sdcbayes.cli import cli_wording
+
+        # One line per diagnostic problem (ESS, R-hat, divergences), never a traceback;
+        # the fix is named as an option of this command (--tune, --target-accept).
         for msg in diag.get("problems") or []:
-            click.echo(f"sdcbayes: warning: {msg}", err=True)
+            click.echo(f"sdcbayes: warning: {cli_wording(' '.join(str(msg).split()))}", err=True)
     return a, b, diag
 
 

@@ -22,6 +22,14 @@ Order of the steps given as options (the usual workflow of seed 001, Figure 2):
 recode -> local suppression -> invariant PRAM -> Nayak-Zhang PRAM ->
 micro-aggregation -> noise. A recipe runs its steps in the order listed.
 
+Variable names: wherever a command-line option or a recipe names a variable
+(``--keys``, ``--weight``, ``--strata``, ``--recode COL:...``, ``--importance
+KEY=RANK``, ``--pram``, ``--microaggregate``, ``--noise``; a recipe's
+``column``, ``columns``, ``keys``, ``strata`` and the keys of an
+``importance`` mapping) a column name or, for SPSS, Stata and SAS files, a
+variable label may be given (:func:`sdcbayes.microdata.resolve_columns`). All
+of them are resolved before any work; outputs use the column names.
+
 Randomness: one NumPy Generator, ``numpy.random.default_rng(seed)``, is handed
 to the random steps (PRAM, Nayak-Zhang PRAM, noise) in the order they run, so a
 run is reproduced by the same steps and seed.
@@ -75,6 +83,8 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "microaggregate": (("columns",), ("k", "standardize", "aggregate")),
     "noise": (("columns",), ("level", "method")),
 }
+#: Keys a step may carry that are not parameters: set by the option parser, never by a recipe.
+_INTERNAL = ("_from_text", "_option")
 # Steps that change numeric values (IL1 applies); the others change categories.
 _NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "noise")
 #: Default k for counting k-anonymity violations when no suppression step sets one.
@@ -172,12 +182,31 @@ DEFAULT_RISK_K = 3
     help="With --noise: noise standard deviation as a fraction of each variable's standard "
     "deviation.",
 )
+@click.option(
+    "--strata",
+    default=None,
+    help="With --suppress-k and --pram: comma-separated stratum variables; k-anonymity is "
+    "reached and PRAM applied within each stratum (records of different strata never match). "
+    "In a recipe, give strata inside the steps instead.",
+)
 @click.option("--seed", type=int, default=None, help="Random seed (reproducible PRAM and noise).")
 @click.option(
     "--weight",
     help="Sampling-weight column, used to measure risk before and after (population "
     "frequencies estimated by summed weights). Without it every record counts as its own "
     "population, which overstates risk for a sample.",
+)
+@click.option(
+    "--allow-weights-below-one",
+    is_flag=True,
+    help="Accept weights below 1 when measuring risk (as in `sdcbayes assess`).",
+)
+@click.option(
+    "--max-levels",
+    type=int,
+    default=None,
+    help="Largest number of levels accepted for one key when measuring risk (as in "
+    "`sdcbayes assess`; guards against a continuous variable passed as a key).",
 )
 @click.option(
     "--out",
@@ -207,6 +236,9 @@ def command(
     out: Path,
     quiet: bool,
     as_json: bool,
+    strata: str | None = None,
+    allow_weights_below_one: bool = False,
+    max_levels: int | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -225,13 +257,18 @@ def command(
     check_out_dir(out)
     flag_steps = _steps_from_options(
         recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
-        mdav_cols, mdav_k, noise_cols, noise_level,
+        mdav_cols, mdav_k, noise_cols, noise_level, strata,
     )
     if recipe is not None:
         if flag_steps:
             raise InputError(
                 "give the steps either in --recipe or as options (--recode, --suppress-k, ...), "
                 "not both"
+            )
+        if strata is not None:
+            raise InputError(
+                "--strata applies to the step options; in a recipe give \"strata\" inside the "
+                "suppress and pram steps"
             )
         steps, recipe_seed = _read_recipe(recipe)
         if seed is None:
@@ -250,18 +287,15 @@ def command(
     # --keys and --weight: column names or variable labels (SPSS/Stata/SAS)
     key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight)
     weight = roles["weight"]
-    steps = [_validate_step(i, s, frame, key_list) for i, s in enumerate(steps, start=1)]
-    absent = [k for k in key_list if k not in frame.columns]
-    if weight is not None and weight not in frame.columns:
-        absent.append(weight)
-    if absent:
-        raise InputError(
-            f"column(s) {absent} not in {data.name}; available columns are "
-            f"{', '.join(map(str, frame.columns[:30]))}"
-        )
+    # every variable named in a step, also resolved now: a typo in step 5 costs no work
+    steps = [_validate_step(i, s, frame, key_list, source=data.name)
+             for i, s in enumerate(steps, start=1)]
     risk_k = next((s["k"] for s in reversed(steps) if s["step"] == "suppress"), DEFAULT_RISK_K)
+    md_options: dict[str, Any] = {"allow_weights_below_one": allow_weights_below_one}
+    if max_levels is not None:
+        md_options["max_levels"] = max_levels
     # The "before" assessment doubles as validation of keys and weights.
-    before = _risk(frame, key_list, weight, risk_k)
+    before = _risk(frame, key_list, weight, risk_k, **md_options)
 
     # ---- work ------------------------------------------------------------------------
     import numpy as np
@@ -278,7 +312,7 @@ def command(
         touched += [c for c in _columns_of(step) if c not in touched]
         if step["step"] in _NUMERIC_STEPS:
             numeric += [c for c in _columns_of(step) if c not in numeric]
-    after = _risk(current, key_list, weight, risk_k)
+    after = _risk(current, key_list, weight, risk_k, **md_options)
     loss = _information_loss(frame, current, touched, numeric)
 
     from sdcbayes._version import __version__
@@ -326,9 +360,19 @@ def command(
 
 # --------------------------------------------------------------------------- steps
 def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi, mdav_cols,
-                        mdav_k, noise_cols, noise_level) -> list[dict[str, Any]]:
-    """The option steps in the fixed workflow order (module docstring)."""
+                        mdav_k, noise_cols, noise_level, strata=None) -> list[dict[str, Any]]:
+    """The option steps in the fixed workflow order (module docstring).
+
+    Each step records in ``_option`` the option that named its variables, so that
+    an unknown name is reported as ``--pram 'x' ...``, not as a recipe's step.
+    """
     steps: list[dict[str, Any]] = []
+    strata_list = split_names(strata)
+    if strata is not None and not strata_list:
+        raise InputError("--strata is empty: name the stratum variables, e.g. --strata region")
+    if strata_list and suppress_k is None and pram_cols is None:
+        raise InputError("--strata applies to local suppression and PRAM; add --suppress-k K "
+                         "or --pram COLUMNS")
     for spec in recodes:
         col, sep, rest = spec.partition(":")
         olds, eq, new = rest.rpartition("=")
@@ -338,24 +382,30 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                 f"--recode {spec!r} must read COL:OLD1+OLD2=NEW, e.g. --recode age:20s+30s=20-39"
             )
         steps.append({"step": "recode", "column": col, "mapping": {o: new for o in old_list},
-                      "_from_text": True})
+                      "_from_text": True, "_option": "--recode"})
     if importance is not None and suppress_k is None:
         raise InputError("--importance ranks keys for local suppression; add --suppress-k K")
     if suppress_k is not None:
-        step: dict[str, Any] = {"step": "suppress", "k": suppress_k}
+        step: dict[str, Any] = {"step": "suppress", "k": suppress_k, "_option": "--suppress-k"}
         if importance is not None:
             step["importance"] = _parse_importance(importance)
+        if strata_list:
+            step["strata"] = strata_list
         steps.append(step)
     if pram_cols is not None:
-        steps.append({"step": "pram", "columns": split_names(pram_cols) or [], "pd": pram_pd})
+        step = {"step": "pram", "columns": split_names(pram_cols) or [], "pd": pram_pd,
+                "_option": "--pram"}
+        if strata_list:
+            step["strata"] = strata_list
+        steps.append(step)
     if xi is not None:
         steps.append({"step": "nayak_zhang", "xi": xi})
     if mdav_cols is not None:
         steps.append({"step": "microaggregate", "columns": split_names(mdav_cols) or [],
-                      "k": mdav_k})
+                      "k": mdav_k, "_option": "--microaggregate"})
     if noise_cols is not None:
         steps.append({"step": "noise", "columns": split_names(noise_cols) or [],
-                      "level": noise_level})
+                      "level": noise_level, "_option": "--noise"})
     return steps
 
 
@@ -432,12 +482,26 @@ def _read_recipe(path: Path) -> tuple[list[dict[str, Any]], int | None]:
                 f"recipe {path.name}: step {i} must be a mapping with a 'step' name, e.g. "
                 '{"step": "suppress", "k": 3}'
             )
+        internal = [k for k in s if k in _INTERNAL]
+        if internal:  # reserved for steps built from options
+            raise InputError(f"recipe {path.name}: step {i}: unknown parameter(s) {internal}")
         steps.append(dict(s))
     return steps, seed
 
 
-def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str]) -> dict[str, Any]:
-    """Check one step's name, parameters, columns and numbers; fill defaults."""
+def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
+                   source: str | None = None) -> dict[str, Any]:
+    """Check one step's name, parameters, columns and numbers; fill defaults.
+
+    Every variable the step names (``column``, ``columns``, ``keys``, ``strata``,
+    the keys of an ``importance`` mapping) may be a column name or a variable
+    label; the returned step holds column names
+    (:func:`sdcbayes.microdata.resolve_columns`, whose one-line error names the
+    unknown name, close matches and the option or recipe entry it came from).
+    ``keys`` (the resolved ``--keys``) is the default of ``keys``.
+    """
+    from sdcbayes.microdata import resolve_columns
+
     name = step.get("step")
     where = f"step {i} ({name})"
     if name not in STEPS:
@@ -445,7 +509,17 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str]) -> dict
             f"step {i}: unknown step {name!r}; valid steps are {', '.join(STEPS)}"
         )
     required, optional = STEPS[name]
-    given = {k for k in step if k not in ("step", "_from_text")}
+    from_option = step.get("_option")
+
+    def resolve(param: str, names: list[str]) -> list[str]:
+        # How the user wrote the name: the option (--pram, --strata, ...) or the recipe entry.
+        if from_option is None:
+            how = f"{where} {param}"
+        else:
+            how = {"strata": "--strata", "importance": "--importance"}.get(param, from_option)
+        return resolve_columns(frame, names, option=how, source=source)
+
+    given = {k for k in step if k != "step" and k not in _INTERNAL}
     unknown = sorted(given - set(required) - set(optional))
     missing = [p for p in required if p not in step]
     if unknown or missing:
@@ -457,33 +531,29 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str]) -> dict
             + f"; it takes {list(required)} and optionally {list(optional)}"
         )
     s = dict(step)
-    cols: list[str] = []
     if "column" in s:
         if not isinstance(s["column"], str):
             raise InputError(f"{where}: column must be one column name; got {s['column']!r}")
-        cols.append(s["column"])
+        s["column"] = resolve("column", [s["column"]])[0]
     if "columns" in s:
         v = s["columns"]
         v = split_names(v) if isinstance(v, str) else v
         if not isinstance(v, list) or not v or not all(isinstance(c, str) for c in v):
             raise InputError(f"{where}: columns must be a non-empty list of column names")
-        s["columns"] = v
-        cols += v
+        s["columns"] = resolve("columns", v)
     for opt in ("keys", "strata"):
         if opt in s:
             v = split_names(s[opt]) if isinstance(s[opt], str) else s[opt]
-            if not isinstance(v, list) or not v:
+            if not isinstance(v, list) or not v or not all(isinstance(c, str) for c in v):
                 raise InputError(f"{where}: {opt} must be a list of column names")
-            s[opt] = v
-            cols += v
+            s[opt] = resolve(opt, v)
     if name in ("suppress", "nayak_zhang"):
         s.setdefault("keys", list(keys))
-    absent = [c for c in dict.fromkeys(cols) if c not in frame.columns]
-    if absent:
-        raise InputError(
-            f"{where}: column(s) {absent} not in the data; available columns are "
-            f"{', '.join(map(str, frame.columns[:30]))}"
-        )
+    if isinstance(s.get("importance"), dict):
+        # KEY=RANK pairs: the keys name variables (ranks in --keys order need nothing)
+        imp = s["importance"]
+        s["importance"] = dict(zip(resolve("importance", [str(k) for k in imp]), imp.values(),
+                                   strict=True))
 
     def number(param, lo=None, hi=None, integer=False, lo_open=False, default=None):
         v = s.get(param, default)
@@ -540,7 +610,7 @@ def _columns_of(step: dict[str, Any]) -> list[str]:
 
 
 def _params(step: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in step.items() if k not in ("step", "_from_text")}
+    return {k: v for k, v in step.items() if k != "step" and k not in _INTERNAL}
 
 
 def _level_lookup(series, tokens, where: str) -> dict:
@@ -628,14 +698,17 @@ def _run_step(step: dict[str, Any], frame, rng):
 
 
 # --------------------------------------------------------------------------- measures
-def _risk(frame, keys: list[str], weight: str | None, k: int) -> dict[str, Any]:
-    """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations."""
+def _risk(frame, keys: list[str], weight: str | None, k: int, **md_options) -> dict[str, Any]:
+    """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
+
+    ``md_options`` (``allow_weights_below_one``, ``max_levels``) go to :class:`Microdata`.
+    """
     import numpy as np
 
     from sdcbayes.microdata import Microdata
     from sdcbayes.risk.assess import assess_closed_form
 
-    md = Microdata(frame, keys, weight=weight)
+    md = Microdata(frame, keys, weight=weight, **md_options)
     res = assess_closed_form(md)
     s = res.summary
     fk = res.records["fk"].to_numpy(dtype=float)

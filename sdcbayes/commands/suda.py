@@ -40,8 +40,9 @@ from sdcbayes.exceptions import InputError
     "--keys",
     required=True,
     help="Key variables the intruder may know, comma-separated column names "
-    "(e.g. age,sex,region,occupation). SUDA looks for the smallest combinations of "
-    "them that single a record out.",
+    "(e.g. age,sex,region,occupation); for SPSS, Stata and SAS files a variable label "
+    "may stand for its column. SUDA looks for the smallest combinations of them that "
+    "single a record out.",
 )
 @click.option(
     "--max-size",
@@ -126,6 +127,10 @@ def command(
 
     frame = read_data(data, quiet=quiet or as_json)
     key_list, _ = resolve_variables(frame, data.name, key_list)  # names or variable labels
+    dup = sorted({k for k in key_list if key_list.count(k) > 1})
+    if dup:  # a label and its column name, or two labels of one column
+        raise InputError(f"--keys names the column(s) {dup} twice (by name and by label); "
+                         "name each key once")
     if len(frame) == 0:
         raise InputError(f"{data.name} has no records")
 
