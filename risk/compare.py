@@ -530,6 +530,7 @@ def compare_models(
     tune: int = 500,
     random_seed: int | None = None,
     method: str = "nuts",
+    target_accept: float = 0.9,
     disclosure_loss: str | Loss = "reidentifications",
     suppression_loss: str | Loss = "y",
     alternatives: Sequence = (),
@@ -555,6 +556,10 @@ def compare_models(
     draws, chains, tune, random_seed, method
         Passed to :func:`sdcbayes.inference.fit` for every posterior model (the
         same seed for all, so prior effects are not confounded with seed noise).
+    target_accept : float
+        NUTS target acceptance rate, strictly between 0 and 1, for every posterior
+        model (methods ``"nuts"`` and ``"nutpie"``; ignored by ADVI and MAP): raise it
+        towards 0.99 when divergent transitions are reported.
     disclosure_loss, suppression_loss : str or Loss
         The reference loss pair of the cell decisions (module docstring); default
         ``reidentifications`` (:math:`f_k/F_k`) and ``y`` (:math:`f_k`).
@@ -600,6 +605,14 @@ def compare_models(
             raise InputError(f"{what} must be an integer >= {low}; got {value!r}")
     if max_draws is not None and (not isinstance(max_draws, int | np.integer) or max_draws < 1):
         raise InputError(f"max_draws must be a positive integer or None; got {max_draws!r}")
+    if (isinstance(target_accept, bool) or not isinstance(target_accept, int | float | np.number)
+            or not 0.0 < float(target_accept) < 1.0):
+        raise InputError(
+            f"target_accept must lie strictly between 0 and 1 (e.g. 0.95); got {target_accept!r}"
+        )
+    target_accept = float(target_accept)
+    # recorded as the fit records it: a NUTS setting, None for ADVI and MAP
+    target_accept_used = target_accept if method in ("nuts", "nutpie") else None
     target_risk = float(target_risk)
     if not (0.0 <= target_risk <= 1.0):
         raise InputError(f"target_risk must lie in [0, 1]; got {target_risk}")
@@ -661,13 +674,14 @@ def compare_models(
                 model = NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
                 n_fit = N_fit = None
             idata = fit(model, method=method, draws=draws, chains=chains, tune=tune,
-                        random_seed=random_seed, progressbar=progressbar)
+                        random_seed=random_seed, target_accept=target_accept,
+                        progressbar=progressbar)
             fit_seconds = time.perf_counter() - t0
             a = assess_from_posterior(
                 md, idata, s.model, threshold=threshold, random_seed=random_seed,
                 n=n_fit, N=N_fit, priors=model.priors,
                 settings={"method": method, "draws": draws, "chains": chains, "tune": tune,
-                          "random_seed": random_seed},
+                          "random_seed": random_seed, "target_accept": target_accept_used},
             )
             idatas[s.name] = idata
             groups_of[s.name] = posterior_groups(md, idata, s.model, n=n_fit, N=N_fit)
@@ -808,7 +822,8 @@ def compare_models(
     table = table[order + [c_ for c_ in table.columns if c_ not in order]]
     settings = {
         "method": method, "draws": draws, "chains": chains, "tune": tune,
-        "random_seed": random_seed, "target_risk": target_risk, "c": c,
+        "random_seed": random_seed, "target_accept": target_accept_used,
+        "target_risk": target_risk, "c": c,
         "threshold": threshold, "max_draws": max_draws, "plug_in_draws": plug_in_draws,
         "disclosure_loss": l1.spec, "suppression_loss": l0.spec,
         "alternatives": labels[1:],

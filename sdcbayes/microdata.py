@@ -963,6 +963,13 @@ class Microdata:
 # --------------------------------------------------------------------------------------
 
 #: File endings read by :func:`read_microdata`, with the reader used.
+#: What each extension is, in a user's words (error messages name formats, not readers).
+_FORMAT_NAMES = {
+    ".csv": "CSV", ".csv.gz": "gzipped CSV", ".tsv": "tab-separated text",
+    ".parquet": "Parquet", ".pq": "Parquet", ".sav": "SPSS", ".zsav": "compressed SPSS",
+    ".por": "SPSS portable", ".dta": "Stata", ".sas7bdat": "SAS", ".xpt": "SAS transport",
+}
+
 READABLE_EXTENSIONS = {
     ".csv": "pandas.read_csv",
     ".csv.gz": "pandas.read_csv",
@@ -1092,7 +1099,7 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
         raise
     except Exception as exc:  # any parser failure -> one readable line
         raise DataError(
-            f"could not read '{p.name}' as {READABLE_EXTENSIONS[ext]}: {_one_line(exc)}; "
+            f"could not read '{p.name}' as a {_FORMAT_NAMES[ext]} file: {_one_line(exc)}; "
             "check that the file is complete and of that type"
         ) from exc
     if columns is not None:

@@ -44,8 +44,12 @@ def test_demo_output_folder_follows_design(demo_run, check_html):
         "household_expected_reidentifications",
     ):
         assert key in summary, key
-    assert summary["model"] == "closed-form"
+    # the default run is the recommended posterior model, with intervals beside the truth
+    assert summary["model"] == "latent-class"
     assert summary["truth"]["tau1"] >= 0
+    for q in ("tau1", "tau2", "expected_reidentifications"):
+        lo, hi = summary[q + "_interval"]
+        assert lo <= summary[q] <= hi, q
     with open(out / "records.csv", newline="") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames
@@ -67,7 +71,7 @@ def test_rerun_replaces_previous_output(demo_run, tmp_path):
     target = tmp_path / "again"
     shutil.copytree(out, target)
     (target / "records.csv").write_text("stale")
-    proc = run_cli("assess", "--out", str(target), "--quiet")
+    proc = run_cli("assess", "--model", "closed-form", "--out", str(target), "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     assert (target / "records.csv").read_text().startswith("record,")
@@ -75,9 +79,11 @@ def test_rerun_replaces_previous_output(demo_run, tmp_path):
 
 
 def test_json_flag_prints_summary(tmp_path):
-    proc = run_cli("assess", "--out", str(tmp_path / "o"), "--json")
+    # a short chain: this checks the flag, not the fit
+    proc = run_cli("assess", "--out", str(tmp_path / "o"), "--json", "--draws", "30",
+                   "--tune", "10", "--chains", "2", "--seed", "1")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["model"] == "closed-form"
+    assert json.loads(proc.stdout)["model"] == "latent-class"
 
 
 @pytest.fixture()
@@ -103,7 +109,7 @@ def test_file_run_matches_python_api(small_csv, tmp_path):
     out = tmp_path / "res"
     proc = run_cli(
         "assess", str(path), "--keys", "age,sex,region", "--weight", "w",
-        "--household", "hid", "--out", str(out), "-q",
+        "--household", "hid", "--model", "closed-form", "--out", str(out), "-q",
     )
     assert proc.returncode == 0, proc.stderr
     from sdcbayes import Microdata

@@ -5,7 +5,8 @@ closed form on a small synthetic sample written to CSV; the outputs are checked
 against each other (decisions.csv flags vs the ``changed`` marker, comparison.csv
 vs summary.json). The demo path is run with the closed form only (no fit) to check
 that the truth is shown. Bad input is refused in one line, exit 2, in well under
-10 s (no PyMC import, no fit).
+10 s (no PyMC import, no fit). ``--target-accept`` is followed to ``compare_models``
+and the summary, and the divergence advice is checked to name that option.
 """
 
 from __future__ import annotations
@@ -161,3 +162,78 @@ def test_demo_closed_form_only_shows_the_truth(capsys, tmp_path):
     assert cmp_["tau2_true"].iloc[0] == pytest.approx(truth.tau2)
     assert cmp_["er_true"].iloc[0] == pytest.approx(truth.expected_reidentifications)
     assert "truth" in (out / "report.html").read_text()
+
+
+# --------------------------------------------------------------------------- --target-accept
+@pytest.fixture
+def recorded_compare(monkeypatch):
+    """Keyword arguments the command hands to ``compare_models`` (the real one runs).
+
+    The command imports ``compare_models`` from its module at call time, so patching the
+    module attribute intercepts it. Callables appended to ``hooks`` run inside, where a
+    real fit would warn, so the command's warning path sees the library's own message.
+    """
+    import sdcbayes.risk.compare as rc
+
+    real = rc.compare_models
+    calls: list[dict] = []
+    hooks: list = []
+
+    def recording(md, specs, **kwargs):
+        calls.append(kwargs)
+        for hook in hooks:
+            hook()
+        return real(md, specs, **kwargs)
+
+    monkeypatch.setattr(rc, "compare_models", recording)
+    return calls, hooks
+
+
+def test_target_accept_option_reaches_compare_models(capsys, csv_file, tmp_path,
+                                                     recorded_compare):
+    """--target-accept is passed on and recorded; default 0.9; none for MAP/ADVI.
+
+    ``compare_models`` passing it to the NUTS sampler is checked against the sampler's
+    adapted step size in tests/test_risk_compare.py; the closed form keeps this fast.
+    """
+    calls, _ = recorded_compare
+    base = ["compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+            "--models", "c=closed-form", "--seed", "1", "-q"]
+    for extra, expected in ((["--target-accept", "0.97"], 0.97), ([], 0.9),
+                            (["--fit-method", "map", "--target-accept", "0.97"], None)):
+        out = tmp_path / f"o{len(calls)}"
+        proc = run_in_process(capsys, *base, *extra, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        assert calls[-1]["target_accept"] == (0.97 if "0.97" in extra else 0.9)
+        s = json.loads((out / "summary.json").read_text())
+        assert s["settings"]["target_accept"] == expected, (extra, s["settings"])
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize("value", ["1", "0.5", "0.3", "high"])
+def test_target_accept_out_of_range_is_one_line(capsys, csv_file, tmp_path, value):
+    proc = run_in_process(capsys, "compare", str(csv_file), "--keys", KEYS, "--weight",
+                          "weight", "--models", "c=closed-form", "--target-accept", value,
+                          "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, "--target-accept")
+    assert not (tmp_path / "o").exists()
+
+
+def test_divergence_warning_names_an_option_compare_has(capsys, csv_file, tmp_path,
+                                                        recorded_compare):
+    """The library's divergence advice ("raise target_accept") reaches the user as
+    ``raise --target-accept``, and that option exists on ``sdcbayes compare``."""
+    from sdcbayes.cli import cli
+    from sdcbayes.inference.diagnostics import check_diagnostics
+
+    _, hooks = recorded_compare
+    # the sampler's own check, fed 3 divergences (a real fit rarely diverges on cue)
+    hooks.append(lambda: check_diagnostics({"chains": 2, "divergences": 3}))
+    proc = run_in_process(capsys, "compare", str(csv_file), "--keys", KEYS, "--weight",
+                          "weight", "--models", "c=closed-form", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    warned = [ln for ln in proc.stderr.splitlines() if ln.startswith("sdcbayes: warning:")]
+    assert len(warned) == 1 and "3 divergent transitions" in warned[0], proc.stderr
+    assert "raise --target-accept" in warned[0] and "target_accept" not in warned[0]
+    options = {o for p in cli.commands["compare"].params for o in p.opts}
+    assert "--target-accept" in options

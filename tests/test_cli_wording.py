@@ -158,7 +158,6 @@ RAISE_LEVELS = rule("raise max_levels")
 CUT = rule("pandas\\.cut")
 LEAVE = rule("household|strata")
 USE_MISSING = rule("use missing=")
-LATENT = rule("build the Microdata")
 MISSING = rule(r"\bmissing='(")
 TUNE = rule("tune=")
 DRAWS = rule("increase draws")
@@ -208,10 +207,10 @@ CASES = {
         [USE_MISSING, MISSING],
         ["--missing drop removes them", "use --missing wildcard or --missing category"]),
     "latent-class-needs-complete-keys": (
-        # -q: assess announces the fit before the model finds the missing keys
-        "assess", lambda f: [f["one_missing_age"], "--keys", "age,sex", "--model",
-                             "latent-class", "-q"],
-        [LATENT, MISSING], ["run again with --missing drop or --missing category"]),
+        # checked by assess itself, before the fit is announced: no rule needed, one line
+        "assess", lambda f: [f["one_missing_age"], "--keys", "age,sex", "--sampling-fraction",
+                             "0.1"],
+        [], ["use --missing category", "--missing drop", "--model closed-form"]),
     "unknown-file-type": (
         "assess", lambda f: [f["xlsx"], "--keys", "age"],
         [PANDAS], ["'.xlsx'", "save the data as one of"]),

@@ -100,6 +100,14 @@ DEFAULT_MODELS = (
     help="NUTS, nutpie, ADVI, or MAP with a Laplace approximation (fast, approximate).",
 )
 @click.option(
+    "--target-accept",
+    type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Posterior models (NUTS): target acceptance rate of the sampler; raise it towards "
+    "0.99 when divergent transitions are reported (smaller, slower steps).",
+)
+@click.option(
     "--disclosure-loss",
     default="reidentifications",
     show_default=True,
@@ -172,6 +180,7 @@ def command(
     as_json: bool,
     allow_weights_below_one: bool = False,
     max_levels: int | None = None,
+    target_accept: float = 0.9,
 ) -> None:
     """Fit several models or priors to one file and compare risk, fit and decisions.
 
@@ -249,9 +258,9 @@ def command(
         warnings.simplefilter("always")
         result = compare_models(
             md, specs, draws=draws, chains=chains, tune=tune, random_seed=seed,
-            method=fit_method, disclosure_loss=l1, suppression_loss=l0,
-            alternatives=list(alternatives), target_risk=target_risk, threshold=threshold,
-            max_draws=max_draws, truth=truth, progressbar=not quiet_fit,
+            method=fit_method, target_accept=target_accept, disclosure_loss=l1,
+            suppression_loss=l0, alternatives=list(alternatives), target_risk=target_risk,
+            threshold=threshold, max_draws=max_draws, truth=truth, progressbar=not quiet_fit,
         )
     from sdcbayes.inference.diagnostics import SdcbayesWarning
 
@@ -260,7 +269,7 @@ def command(
 
         for w in caught:
             if issubclass(w.category, SdcbayesWarning):
-                # the fix as an option (--draws, --tune), as `assess` words it
+                # the fix as an option (--draws, --tune, --target-accept), as `assess` words it
                 msg = cli_wording(" ".join(str(w.message).split()))
                 click.echo("sdcbayes: warning: " + msg, err=True)
 
