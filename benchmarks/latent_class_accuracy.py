@@ -26,6 +26,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--fractions 0.01,0.05,0.1] [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none] [--phi-a inverse]
+        [--overdispersion cv|none]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
 """
@@ -154,6 +155,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rules", default="confirmed", choices=["confirmed", "auto", "none"],
                     help="structural zeros: CONFIRMED_RULES (with the codebook levels), "
                          "the sample's detected implications, or none")
+    ap.add_argument("--overdispersion", default="cv", choices=["cv", "none"],
+                    help="gamma overdispersion of the cells (cross-validated), or Poisson cells")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,
@@ -179,6 +182,7 @@ def main(argv=None) -> int:
             thin=args.thin, structural_zeros=sz, priors={"phi": {"a": a}}, seed=args.seed,
             levels=levels if args.rules == "confirmed" else None, init=args.init,
             em_restarts=args.em_restarts,
+            overdispersion=None if args.overdispersion == "none" else args.overdispersion,
         )
         methods = {"latent-class": lc}
         for b in filter(None, args.baselines.split(",")):

@@ -294,6 +294,7 @@ def evaluate_poisson_cells(
     household_pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     n_households: int = 0,
     max_household_draws: int | None = 500,
+    kappa=None,
 ) -> GroupEvaluation:
     r"""Per-draw Poisson conditionals of every cell, reduced per cell and summed per draw.
 
@@ -332,6 +333,13 @@ def evaluate_poisson_cells(
     quantiles, threshold, random_seed, household_pairs, n_households, max_household_draws
         As in :func:`sdcbayes.risk.posterior.evaluate_groups`; ``household_pairs`` use
         the cell index as the group.
+    kappa : array_like, shape (S,), optional
+        Gamma overdispersion of the cells per draw (inf = Poisson): the excess is
+        then negative binomial, :math:`F_k - f_k \sim \mathrm{NegBin}(\kappa + f_k,
+        b/(b + m))`, :math:`b = \kappa + n\pi_k`, and the conditionals are those of
+        :func:`sdcbayes.models.latent_class.prob_population_unique` and
+        :func:`~sdcbayes.models.latent_class.expected_inverse_frequency_f`;
+        :math:`E(F_k \mid f_k) = f_k + m(\kappa + f_k)/b`.
 
     Returns
     -------
@@ -362,25 +370,45 @@ def evaluate_poisson_cells(
     F_mean = np.empty(C)
     F_q = np.empty((Q, C))
     draws = {k: np.zeros(S) for k in ("tau1_mean", "tau2_mean", "er_mean", "tau1", "tau2", "er")}
-    step = max(1, CHUNK_ELEMENTS // max(S, 1))
+    kap = None
+    if kappa is not None:
+        from sdcbayes.models import latent_class as lc
+
+        kap = np.asarray(kappa, dtype=float).reshape(-1)
+        if kap.shape != (S,) or np.any(~(kap > 0)):
+            raise InputError(f"kappa must hold one positive value (or inf) per draw ({S}); "
+                             f"got shape {kap.shape}")
+        kap = kap[:, None]
+    # the overdispersed route integrates E(1/F | f > 1) on 32 nodes: smaller chunks
+    step = max(1, CHUNK_ELEMENTS // max(S, 1) // (1 if kap is None else 8))
     for c0 in range(0, C, step):  # chunks of cells
         sl = slice(c0, c0 + step)
         fs, us = f[sl], unique[sl]
         lam_pop = N * pi[:, sl]  # population Poisson mean; the excess has mean lam (1 - n/N)
-        inv = poisson_inverse_moment(fs[None, :], lam_pop, frac)
+        m = lam_pop * (1.0 - frac)
+        if kap is None:
+            inv = poisson_inverse_moment(fs[None, :], lam_pop, frac)
+            F_mean[sl] = fs + m.mean(axis=0)
+        else:
+            smean = n * pi[:, sl]
+            inv = lc.expected_inverse_frequency_f(fs[None, :], m, kap, smean)
+            fin = np.isfinite(kap)
+            b = np.where(fin, kap, 1.0) + smean
+            F_mean[sl] = fs + np.where(fin, m * (np.where(fin, kap, 1.0) + fs) / b, m).mean(axis=0)
         inv1[:, sl] = inv
         risk_q[:, sl] = np.quantile(inv, qs, axis=0)
-        m = lam_pop * (1.0 - frac)
-        F_mean[sl] = fs + m.mean(axis=0)
         draws["tau2_mean"] += inv[:, us].sum(axis=1)
         draws["er_mean"] += inv @ fs
         if us.any():
-            p1 = np.where(us[None, :], poisson_prob_unique(lam_pop, frac), 0.0)
+            p_one = (poisson_prob_unique(lam_pop, frac) if kap is None
+                     else lc.prob_population_unique(m, kap, smean))
+            p1 = np.where(us[None, :], p_one, 0.0)
             p1_mean[sl] = p1.mean(axis=0)
             p1_q[:, sl] = np.quantile(p1, qs, axis=0)
             draws["tau1_mean"] += p1.sum(axis=1)
         # posterior predictive: one F_k per cell and draw
-        F = fs[None, :] + rng.poisson(m)
+        F = fs[None, :] + (rng.poisson(m) if kap is None
+                           else lc.simulate_excess(m, rng, kap, smean, f=fs[None, :]))
         F_q[:, sl] = np.quantile(F, qs, axis=0, method="inverted_cdf")
         invF = 1.0 / F
         draws["tau1"] += np.count_nonzero((F == 1) & us[None, :], axis=1)
@@ -568,7 +596,8 @@ def assess_from_posterior(
     common = dict(quantiles=quantiles, threshold=threshold, random_seed=random_seed,
                   household_pairs=hh_pairs, n_households=n_hh)
     if model == "latent-class":
-        ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, **common)
+        kappa = _flat_draws(post["kappa"]) if "kappa" in post else None
+        ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, **common)
     else:
         ev = evaluate_groups(groups, predictive=predictive, **common)
     qs = list(ev.quantiles)
@@ -848,7 +877,7 @@ def assess_posterior(
     )
 
 
-_LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts")
+_LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion")
 
 
 def _assess_latent_class(

@@ -1,0 +1,172 @@
+"""Gamma overdispersion of the latent-class cells (models/latent_class.py, "Overdispersion").
+
+Checked against an independent route: the closed forms against Monte Carlo of the
+hierarchy itself (u ~ Gamma, F ~ Poisson, f ~ Binomial thinning, then conditioning
+on f), never against the sampler the module uses; the cross-validated kappa against
+data simulated with a known kappa; the risk layer's overdispersed route against its
+Poisson route at kappa = inf and against the closed forms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import hyp1f1
+
+from sdcbayes.exceptions import InputError
+from sdcbayes.models.latent_class import (
+    LatentClassModel,
+    expected_inverse_frequency,
+    expected_inverse_frequency_f,
+    overdispersion_cv,
+    prob_population_unique,
+    simulate_excess,
+)
+from sdcbayes.risk.posterior_assess import evaluate_poisson_cells
+
+
+def _hierarchy(kappa, N_pi, p, f_obs, size, seed):
+    """Draws of F given f = f_obs from u ~ Gamma(kappa, kappa), F ~ Po(N pi u), f ~ Bin(F, p)."""
+    rng = np.random.default_rng(seed)
+    u = rng.gamma(kappa, 1.0 / kappa, size)
+    F = rng.poisson(N_pi * u)
+    f = rng.binomial(F, p)
+    return F[f == f_obs]
+
+
+@pytest.mark.parametrize("kappa, N_pi, p", [(0.5, 4.0, 0.1), (2.0, 1.5, 0.05), (0.2, 30.0, 0.2)])
+def test_closed_forms_match_the_simulated_hierarchy(kappa, N_pi, p):
+    F = _hierarchy(kappa, N_pi, p, 1, 4_000_000, seed=1)
+    lam, smean = (1 - p) * N_pi, p * N_pi  # (N - n) pi and n pi
+    se = np.sqrt(0.25 / F.size)
+    assert prob_population_unique(lam, kappa, smean) == pytest.approx((F == 1).mean(), abs=4 * se)
+    inv = (1.0 / F).mean()
+    assert expected_inverse_frequency(lam, kappa, smean) == pytest.approx(inv, abs=4 * se)
+    # f = 3 by quadrature
+    F3 = _hierarchy(kappa, N_pi, p, 3, 4_000_000, seed=2)
+    se3 = np.std(1.0 / F3) / np.sqrt(F3.size)
+    got = expected_inverse_frequency_f(3.0, lam, kappa, smean)
+    assert got == pytest.approx((1.0 / F3).mean(), abs=4 * se3 + 1e-6)
+
+
+@pytest.mark.parametrize("kappa, lam, smean, f", [
+    (0.01, 50.0, 0.001, 7.0), (0.3, 3.0, 1.0, 2.0), (2.0, 1000.0, 0.001, 50.0),
+    (30.0, 50.0, 1.0, 7.0), (1e4, 3.0, 0.001, 2.0),
+])
+def test_inverse_moment_matches_the_negative_binomial_series(kappa, lam, smean, f):
+    from scipy.stats import nbinom
+
+    b = kappa + smean
+    x = np.arange(0, 2_000_000)
+    pmf = nbinom.pmf(x, kappa + f, b / (b + lam))
+    assert 1.0 - pmf.sum() < 1e-12  # the series is summed to its end
+    brute = (pmf / (f + x)).sum()
+    assert expected_inverse_frequency_f(f, lam, kappa, smean) == pytest.approx(brute, rel=1e-9)
+
+
+def test_poisson_limits():
+    lam = np.array([0.0, 1e-9, 0.3, 5.0, 80.0])
+    smean = lam / 9
+    for k in (np.inf, 1e12):  # 1e12: (kappa + 1) log1p(lam/kappa) = lam - O(lam^2/kappa)
+        np.testing.assert_allclose(prob_population_unique(lam, k, smean), np.exp(-lam),
+                                   rtol=1e-6)
+        np.testing.assert_allclose(expected_inverse_frequency(lam, k, smean),
+                                   expected_inverse_frequency(lam), rtol=1e-6)
+    f = np.array([1.0, 2.0, 3.0, 10.0, 50.0])
+    exact = np.where(f == 1, expected_inverse_frequency(lam), hyp1f1(1.0, f + 1.0, -lam) / f)
+    np.testing.assert_allclose(expected_inverse_frequency_f(f, lam), exact, rtol=1e-6)
+    # draws: kappa = inf is Poisson, per draw mixed with finite kappa
+    rng = np.random.default_rng(0)
+    kap = np.array([[np.inf], [0.5]])
+    x = simulate_excess(np.full((2, 200_000), 2.0), rng, kap, np.full((2, 200_000), 0.2))
+    assert x[0].mean() == pytest.approx(2.0, rel=0.02)
+    # negbin mean of the excess given f = 1: lam (kappa + 1) / (kappa + n pi)
+    assert x[1].mean() == pytest.approx(2.0 * 1.5 / 0.7, rel=0.02)
+
+
+def _simulated_cells(kappa, seed, J=5, L=10, H=3, n=4000):
+    """A sample of n records from a 3-class mixture whose cells are Gamma(kappa)-perturbed."""
+    rng = np.random.default_rng(seed)
+    w = rng.dirichlet(np.full(H, 2.0))
+    phi = [rng.dirichlet(np.full(L, 0.5), size=H) for _ in range(J)]
+    cells = np.indices([L] * J).reshape(J, -1).T
+    pi = np.zeros(len(cells))
+    for h in range(H):
+        p = np.full(len(cells), w[h])
+        for j in range(J):
+            p *= phi[j][h, cells[:, j]]
+        pi += p
+    if kappa is not None:
+        pi = pi * rng.gamma(kappa, 1.0 / kappa, size=pi.size)
+        pi /= pi.sum()
+    f = rng.multinomial(n, pi)
+    keep = f > 0
+    return LatentClassModel(cells[keep], f[keep], [L] * J, n_classes=10)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cross_validated_kappa_recovers_known_overdispersion(seed):
+    # no clumping: the posterior piles up on large kappa (Poisson)
+    od = overdispersion_cv(_simulated_cells(None, seed), random_seed=seed)
+    assert od["weights"][od["grid"] >= 30].sum() > 0.5
+    assert od["observed"] == int((_simulated_cells(None, seed).counts == 1).sum())
+    # strong and moderate clumping: kappa found within a factor of about 3
+    od = overdispersion_cv(_simulated_cells(0.3, seed), random_seed=seed)
+    assert 0.1 <= od["kappa_median"] <= 1.0
+    assert od["predicted_poisson"] > od["observed"] + 3 * od["sd"]
+    od = overdispersion_cv(_simulated_cells(1.0, seed), random_seed=seed)
+    assert 0.4 <= od["kappa_median"] <= 3.0
+    np.testing.assert_allclose(od["weights"].sum(), 1.0)
+
+
+def test_sampler_draws_kappa_and_uses_it_for_tau():
+    model = _simulated_cells(0.3, 3, n=2000)
+    N = 40_000.0
+    idata = model.sample(draws=30, tune=10, chains=2, N=N, random_seed=4, store="uniques",
+                         overdispersion="cv")
+    kappa = idata.posterior["kappa"].values
+    assert kappa.shape == (2, 30) and np.all(kappa > 0)
+    assert "kappa_hat" in idata.attrs["overdispersion"]
+    lam = idata.posterior["lam"].values
+    smean = lam * model.n / (N - model.n)
+    expect = prob_population_unique(lam, kappa[..., None], smean).sum(axis=-1)
+    np.testing.assert_allclose(idata.posterior["tau1_expected"].values, expect, rtol=1e-12)
+    # the same seed without overdispersion: Poisson cells, more population uniques
+    pois = model.sample(draws=30, tune=10, chains=2, N=N, random_seed=4, store="uniques")
+    assert "kappa" not in pois.posterior
+    assert float(pois.posterior["tau1_expected"].mean()) > float(
+        idata.posterior["tau1_expected"].mean())
+    # store="all": tau sums the sample uniques only, as with store="uniques"
+    both = model.sample(draws=30, tune=10, chains=2, N=N, random_seed=4, store="all")
+    np.testing.assert_allclose(both.posterior["tau1_expected"].values,
+                               pois.posterior["tau1_expected"].values, rtol=1e-10)
+    with pytest.raises(InputError, match="overdispersion"):
+        model.sample(draws=2, tune=0, chains=1, N=N, overdispersion="yes")
+
+
+def test_risk_layer_overdispersed_route():
+    rng = np.random.default_rng(5)
+    f = np.array([1, 1, 1, 2, 3, 1, 5], dtype=float)
+    pi = rng.uniform(1e-5, 3e-4, size=(40, f.size))
+    n, N = 2000.0, 50_000.0
+    common = dict(quantiles=(0.05, 0.5, 0.95), random_seed=1)
+    pois = evaluate_poisson_cells(f, pi, n, N, **common)
+    inf = evaluate_poisson_cells(f, pi, n, N, kappa=np.full(40, np.inf), **common)
+    np.testing.assert_allclose(inf.p_unique_mean, pois.p_unique_mean, rtol=1e-12)
+    np.testing.assert_allclose(inf.risk_mean, pois.risk_mean, rtol=1e-10)
+    np.testing.assert_allclose(inf.draws["tau1_mean"], pois.draws["tau1_mean"], rtol=1e-12)
+    kap = rng.uniform(0.2, 3.0, size=40)
+    nb = evaluate_poisson_cells(f, pi, n, N, kappa=kap, **common)
+    m, sm = (N - n) * pi, n * pi
+    su = f == 1
+    p1 = prob_population_unique(m, kap[:, None], sm)
+    np.testing.assert_allclose(nb.draws["tau1_mean"], p1[:, su].sum(axis=1), rtol=1e-12)
+    inv = expected_inverse_frequency_f(f[None, :], m, kap[:, None], sm)
+    np.testing.assert_allclose(nb.draws["er_mean"], inv @ f, rtol=1e-12)
+    b = kap[:, None] + sm
+    np.testing.assert_allclose(nb.F_mean, f + (m * (kap[:, None] + f) / b).mean(axis=0),
+                               rtol=1e-12)
+    np.testing.assert_allclose(nb.p_unique_mean[su], p1[:, su].mean(axis=0), rtol=1e-12)
+    assert np.all(nb.p_unique_mean[~su] == 0)
+    with pytest.raises(InputError, match="kappa"):
+        evaluate_poisson_cells(f, pi, n, N, kappa=np.ones(3))
