@@ -923,6 +923,22 @@ def _assess_latent_class(
     checkable = {k: (math.nan if v is None else v) for k, v in diag.items()}
     diag["problems"] = check_diagnostics(checkable | {"divergences": 0}, strict=strict)
     result.summary["diagnostics"] = diag
+    if "kappa" in idata.posterior:
+        import json
+
+        kap = idata.posterior["kappa"].values.ravel()
+        od = json.loads(idata.attrs.get("overdispersion", "{}"))
+        lo, hi = np.quantile(kap, [quantiles[0], quantiles[-1]])
+        # JSON has no inf: None stands for "no overdispersion" (Poisson cells)
+        fin = (lambda x: float(x) if math.isfinite(x) else None)
+        result.summary["overdispersion"] = {
+            "method": od.get("method", "fixed"),
+            "kappa_median": fin(np.median(kap)),
+            "kappa_interval": [fin(lo), fin(hi)],
+            "share_poisson": float(np.mean(~np.isfinite(kap))),
+            "cv_observed_uniques": od.get("observed"),
+            "cv_predicted_uniques_poisson": od.get("predicted_poisson"),
+        }
     # provenance stamps: save_posterior (posterior.nc) needs sdcbayes_version and model
     stamp_posterior(
         idata,

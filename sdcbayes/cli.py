@@ -413,6 +413,15 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             v += f"   (true {truth[name]:.2f})"
         return v
 
+    def count(name: str) -> str:
+        # posterior models give a posterior mean (not a whole number) and an interval
+        x = s[name]
+        v = f"{x:,}" if float(x).is_integer() else f"{x:,.1f}"
+        interval = s.get(f"{name}_interval")
+        if interval is not None:
+            v += f"  [{interval[0]:,.0f}, {interval[1]:,.0f}]"
+        return v
+
     click.echo(f"sdcbayes {s['sdcbayes_version']} — model: {s['model']} [{s.get('method', '')}]")
     if any(f"{k}_interval" in s for k in ("tau1", "tau2")):
         click.echo("estimates are posterior means with [90% intervals]")
@@ -425,14 +434,22 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         ("  rate", f"{100 * s['expected_reidentification_rate']:.2f}%"),
         ("tau1 (sample uniques unique in population)", with_truth("tau1")),
         ("tau2 (expected correct matches of uniques)", with_truth("tau2")),
-        ("records above benchmark (r>0.1, >median+2MAD)", f"{s['n_above_benchmark']:,}"),
+        ("records above benchmark (r>0.1, >median+2MAD)", count("n_above_benchmark")),
     ]
     if "n_above_threshold" in s:
-        rows.append((f"records with risk > {s['risk_threshold']}", f"{s['n_above_threshold']:,}"))
+        rows.append((f"records with risk > {s['risk_threshold']}", count("n_above_threshold")))
     if "household_expected_reidentifications" in s:
         rows.append(
             ("household expected re-identifications", f"{s['household_expected_reidentifications']:.2f}")
         )
+    od = s.get("overdispersion")
+    if od:
+        def k(x):
+            return "inf" if x is None else f"{x:.3g}"
+
+        lo, hi = od["kappa_interval"]
+        rows.append(("cell overdispersion kappa (inf: none)",
+                     f"{k(od['kappa_median'])}  [{k(lo)}, {k(hi)}]"))
     diag = s.get("diagnostics")
     if diag:
         rows.append(

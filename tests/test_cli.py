@@ -26,6 +26,7 @@ def test_demo_run_prints_summary_with_truth(demo_run):
     for label in ("records", "sample uniques", "expected re-identifications", "tau1", "tau2"):
         assert label in text
     assert text.count("(true ") >= 2  # truth printed beside tau1 and tau2
+    assert "cell overdispersion kappa" in text and "diagnostics" in text
 
 
 def test_demo_output_folder_follows_design(demo_run, check_html):
@@ -50,6 +51,11 @@ def test_demo_output_folder_follows_design(demo_run, check_html):
     for q in ("tau1", "tau2", "expected_reidentifications"):
         lo, hi = summary[q + "_interval"]
         assert lo <= summary[q] <= hi, q
+    # the cells' cross-validated overdispersion is reported (None = Poisson, JSON has no inf)
+    od = summary["overdispersion"]
+    assert od["method"] == "cv" and od["cv_observed_uniques"] == summary["n_sample_uniques"]
+    assert 0.0 <= od["share_poisson"] <= 1.0
+    assert summary["provenance"]["settings"]["overdispersion"] == "cv"
     with open(out / "records.csv", newline="") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames
