@@ -696,7 +696,7 @@ class LoglinearModel(SuperpopulationModel):
             ll = -cells.total(mu_full) + f @ eta_obs - special.gammaln(f + 1).sum()
         # per-cell d loglik / d eta: -h1 on all cells, +g1 on observed cells
         grad = np.empty(p + nb)
-        full_m, obs_m = {}, {}
+        full_m = {}
 
         def obs_margin(w, keys):
             if not keys:
