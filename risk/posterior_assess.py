@@ -295,6 +295,7 @@ def evaluate_poisson_cells(
     n_households: int = 0,
     max_household_draws: int | None = 500,
     kappa=None,
+    cell_weight=None,
 ) -> GroupEvaluation:
     r"""Per-draw Poisson conditionals of every cell, reduced per cell and summed per draw.
 
@@ -340,6 +341,16 @@ def evaluate_poisson_cells(
         :func:`sdcbayes.models.latent_class.prob_population_unique` and
         :func:`~sdcbayes.models.latent_class.expected_inverse_frequency_f`;
         :math:`E(F_k \mid f_k) = f_k + m(\kappa + f_k)/b`.
+    cell_weight : array_like, shape (C,), optional
+        Mean sampling weight :math:`\bar w_k = \hat F_k / f_k` of each cell. The
+        model describes the *sample* (:math:`E f_k = n\pi_k`); under unequal
+        inclusion probabilities :math:`p_k \approx 1/\bar w_k` the population mean
+        is :math:`n\pi_k\bar w_k` and the excess has mean
+        :math:`m_k = n\pi_k(\bar w_k - 1)` (Poisson thinning at rate
+        :math:`1/\bar w_k`) instead of :math:`(N - n)\pi_k`; equal weights N/n give
+        the same thing. Right when the strata are among the keys (a cell lies in
+        one stratum); when they are not, a cell's population spans strata and the
+        overall n/N (the default, simple random sampling) is the better rate.
 
     Returns
     -------
@@ -379,12 +390,26 @@ def evaluate_poisson_cells(
             raise InputError(f"kappa must hold one positive value (or inf) per draw ({S}); "
                              f"got shape {kap.shape}")
         kap = kap[:, None]
+    w_cell = None
+    if cell_weight is not None:
+        w_cell = np.asarray(cell_weight, dtype=float)
+        if w_cell.shape != (C,) or not np.all(np.isfinite(w_cell)):
+            raise InputError(f"cell_weight must hold one finite mean weight per cell ({C}); "
+                             f"got shape {w_cell.shape}")
+        if frac >= 1.0:
+            raise InputError("cell weights need n < N: the sample is the whole population")
+        # weights below 1 (accepted with allow_weights_below_one) cannot shrink F below f
+        w_cell = np.maximum(w_cell, 1.0)
     # the overdispersed route integrates E(1/F | f > 1) on 32 nodes: smaller chunks
     step = max(1, CHUNK_ELEMENTS // max(S, 1) // (1 if kap is None else 8))
     for c0 in range(0, C, step):  # chunks of cells
         sl = slice(c0, c0 + step)
         fs, us = f[sl], unique[sl]
         lam_pop = N * pi[:, sl]  # population Poisson mean; the excess has mean lam (1 - n/N)
+        if w_cell is not None:
+            # excess n pi (w_k - 1); expressed as a population mean at fraction n/N so the
+            # Poisson closed forms below (which take lam and n/N) stay as they are
+            lam_pop = n * pi[:, sl] * (w_cell[sl] - 1.0) / (1.0 - frac)
         m = lam_pop * (1.0 - frac)
         if kap is None:
             inv = poisson_inverse_moment(fs[None, :], lam_pop, frac)
@@ -597,6 +622,11 @@ def assess_from_posterior(
                   household_pairs=hh_pairs, n_households=n_hh)
     if model == "latent-class":
         kappa = _flat_draws(post["kappa"]) if "kappa" in post else None
+        # One excess rate N/n - 1 for every cell, not each cell's own mean weight: when the
+        # strata are not keys a cell's population spans strata, and under independence of
+        # strata and keys its inclusion probability is the overall n/N; the record's own
+        # weight would be noise (evaluate_poisson_cells(cell_weight=...) is there for
+        # strata that are keys).
         ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, **common)
     else:
         ev = evaluate_groups(groups, predictive=predictive, **common)

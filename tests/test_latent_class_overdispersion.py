@@ -170,3 +170,29 @@ def test_risk_layer_overdispersed_route():
     assert np.all(nb.p_unique_mean[~su] == 0)
     with pytest.raises(InputError, match="kappa"):
         evaluate_poisson_cells(f, pi, n, N, kappa=np.ones(3))
+
+
+def test_cell_weights_set_each_cells_excess():
+    """Unequal weights: excess n pi (w - 1); equal weights N/n give simple random sampling."""
+    rng = np.random.default_rng(6)
+    f = np.array([1, 1, 2, 1, 4], dtype=float)
+    pi = rng.uniform(1e-5, 3e-4, size=(30, f.size))
+    n, N = 1000.0, 40_000.0
+    common = dict(quantiles=(0.05, 0.95), random_seed=2)
+    srs = evaluate_poisson_cells(f, pi, n, N, **common)
+    equal = evaluate_poisson_cells(f, pi, n, N, cell_weight=np.full(f.size, N / n), **common)
+    np.testing.assert_allclose(equal.p_unique_mean, srs.p_unique_mean, rtol=1e-12)
+    np.testing.assert_allclose(equal.risk_mean, srs.risk_mean, rtol=1e-12)
+    w = np.array([10.0, 80.0, 25.0, 1.0, 60.0])  # w = 1: the cell was sampled with certainty
+    for kap in (None, rng.uniform(0.3, 3.0, size=30)):
+        got = evaluate_poisson_cells(f, pi, n, N, cell_weight=w, kappa=kap, **common)
+        m, sm = n * pi * (w - 1.0), n * pi
+        k = None if kap is None else kap[:, None]
+        p1 = prob_population_unique(m, k, sm)
+        su = f == 1
+        np.testing.assert_allclose(got.p_unique_mean[su], p1[:, su].mean(axis=0), rtol=1e-12)
+        assert got.p_unique_mean[3] == pytest.approx(1.0)  # certainty stratum: F = f
+        inv = expected_inverse_frequency_f(f[None, :], m, k, sm)
+        np.testing.assert_allclose(got.risk_mean, inv.mean(axis=0), rtol=1e-10)
+    with pytest.raises(InputError, match="cell_weight"):
+        evaluate_poisson_cells(f, pi, n, N, cell_weight=np.ones(2))
