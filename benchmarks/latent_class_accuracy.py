@@ -26,7 +26,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--fractions 0.01,0.05,0.1] [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none] [--phi-a inverse]
-        [--overdispersion cv|none]
+        [--overdispersion cv|none] [--overdispersion-splits 1]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
 """
@@ -157,6 +157,8 @@ def main(argv=None) -> int:
                          "the sample's detected implications, or none")
     ap.add_argument("--overdispersion", default="cv", choices=["cv", "none"],
                     help="gamma overdispersion of the cells (cross-validated), or Poisson cells")
+    ap.add_argument("--overdispersion-splits", type=int, default=1,
+                    help="random halvings whose kappa posteriors are mixed (cv only)")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,
@@ -183,6 +185,7 @@ def main(argv=None) -> int:
             levels=levels if args.rules == "confirmed" else None, init=args.init,
             em_restarts=args.em_restarts,
             overdispersion=None if args.overdispersion == "none" else args.overdispersion,
+            overdispersion_splits=args.overdispersion_splits,
         )
         methods = {"latent-class": lc}
         for b in filter(None, args.baselines.split(",")):

@@ -1146,12 +1146,13 @@ class LatentClassModel(SuperpopulationModel):
             regions), or every class near the sample margins (slow to
             differentiate: hundreds of sweeps before the chains agree).
         em_restarts : int
-        overdispersion : None, "cv" or float
+        overdispersion : None, "cv", float or mapping
             ``None``: Poisson cells (:math:`\kappa = \infty`). ``"cv"``: gamma
             overdispersion of the cells around the mixture, with :math:`\kappa`
             drawn per kept draw from its cross-validated posterior
             (:func:`overdispersion_cv`, module docstring "Overdispersion"). A number:
-            that :math:`\kappa`. Changes the risk of each cell given :math:`\pi`,
+            that :math:`\kappa`. A mapping with ``grid`` and ``weights`` (e.g. the
+            output of :func:`overdispersion_cv` with ``n_splits > 1``): that posterior. Changes the risk of each cell given :math:`\pi`,
             not the classes.
 
         Returns
@@ -1184,7 +1185,20 @@ class LatentClassModel(SuperpopulationModel):
         seeds = np.random.SeedSequence(random_seed).spawn(chains + 1)
         kappa_grid, od_summary = None, None
         if overdispersion is not None:
-            if isinstance(overdispersion, str):
+            if isinstance(overdispersion, Mapping):
+                if not {"grid", "weights"} <= set(overdispersion):
+                    raise InputError("an overdispersion mapping needs 'grid' and 'weights' "
+                                     "(the output of overdispersion_cv)")
+                g = np.asarray(overdispersion["grid"], dtype=float)
+                wts = np.asarray(overdispersion["weights"], dtype=float)
+                if g.shape != wts.shape or np.any(~(g > 0)) or np.any(wts < 0) \
+                        or not np.isclose(wts.sum(), 1.0):
+                    raise InputError("overdispersion grid must be positive (inf allowed) and "
+                                     "its weights non-negative, summing to 1, same length")
+                kappa_grid = (g, wts / wts.sum())
+                od_summary = {k: v for k, v in overdispersion.items()
+                              if k not in ("grid", "weights")}
+            elif isinstance(overdispersion, str):
                 if overdispersion != "cv":
                     raise InputError(f"overdispersion must be None, 'cv' or a positive number; "
                                      f"got {overdispersion!r}")
@@ -1249,7 +1263,7 @@ KAPPA_GRID = np.concatenate([np.exp(np.linspace(np.log(1e-2), np.log(1e4), 61)),
 
 
 def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts: int = 2,
-                      grid=None) -> dict[str, Any]:
+                      grid=None, n_splits: int = 1) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -1295,6 +1309,10 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         EM random starts per half.
     grid : array_like, optional
         Values of kappa (default :data:`KAPPA_GRID`).
+    n_splits : int
+        Independent random halvings; the returned posterior is the equal mixture
+        of theirs, so that it also carries the split-to-split variability of the
+        held-out prediction (EM fits of a half sample differ from split to split).
 
     Returns
     -------
@@ -1305,49 +1323,54 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     """
     rng = np.random.default_rng(random_seed)
     grid = KAPPA_GRID if grid is None else np.asarray(grid, dtype=float)
+    if int(n_splits) != n_splits or n_splits < 1:
+        raise InputError(f"n_splits must be a whole number >= 1; got {n_splits!r}")
     f = np.rint(model.counts).astype(np.int64)
     K = f.size
     cell_of_record = np.repeat(np.arange(K), f)
     n = cell_of_record.size
     if n < 4:
         raise InputError(f"overdispersion='cv' needs at least 4 records; got {n}")
-    perm = rng.permutation(n)
-    observed = 0
-    parts = []
-    for half in (perm[: n // 2], perm[n // 2:]):
-        cA = np.bincount(cell_of_record[half], minlength=K)
-        keep = cA > 0
-        half_model = LatentClassModel(
-            model.codes[keep], cA[keep], model.n_levels, keys=model.keys, levels=model.levels,
-            n_classes=model.H, structural_zeros=model.structural_zeros, priors=model.priors,
-        )
-        em = half_model.fit_em(n_restarts=em_restarts, random_seed=rng)
-        unique_a = np.flatnonzero(cA == 1)
-        pi = half_model.cell_probabilities(em["w"], em["phi"], codes=model.codes[unique_a])
-        observed += int(np.count_nonzero(f[unique_a] == 1))  # none of the cell in B
-        parts.append(((n - half.size) * pi, half.size * pi))
     kap = grid[:, None]
-
-    def predicted(k):
-        return sum(prob_population_unique(lam[None, :], k, sm[None, :]).sum(axis=1)
+    weights = np.zeros(grid.size)
+    observed, pred_pois, var = 0, [], []
+    for _ in range(int(n_splits)):
+        perm = rng.permutation(n)
+        observed = 0
+        parts = []
+        for half in (perm[: n // 2], perm[n // 2:]):
+            cA = np.bincount(cell_of_record[half], minlength=K)
+            keep = cA > 0
+            half_model = LatentClassModel(
+                model.codes[keep], cA[keep], model.n_levels, keys=model.keys,
+                levels=model.levels, n_classes=model.H,
+                structural_zeros=model.structural_zeros, priors=model.priors,
+            )
+            em = half_model.fit_em(n_restarts=em_restarts, random_seed=rng)
+            unique_a = np.flatnonzero(cA == 1)
+            pi = half_model.cell_probabilities(em["w"], em["phi"], codes=model.codes[unique_a])
+            observed += int(np.count_nonzero(f[unique_a] == 1))  # none of the cell in B
+            parts.append(((n - half.size) * pi, half.size * pi))
+        pred = sum(prob_population_unique(lam[None, :], kap, sm[None, :]).sum(axis=1)
                    for lam, sm in parts)
-
-    pred = predicted(kap)
-    p_pois = [prob_population_unique(lam) for lam, _ in parts]
-    var = float(sum((p * (1.0 - p)).sum() for p in p_pois))
-    loglik = -((observed - pred) ** 2) / (2.0 * max(var, 1.0))
-    w = np.exp(loglik - loglik.max())
-    w /= w.sum()
-    cdf = np.cumsum(w)
+        p_pois = [prob_population_unique(lam) for lam, _ in parts]
+        v = float(sum((p * (1.0 - p)).sum() for p in p_pois))
+        loglik = -((observed - pred) ** 2) / (2.0 * max(v, 1.0))
+        w = np.exp(loglik - loglik.max())
+        weights += w / w.sum() / n_splits
+        pred_pois.append(float(sum(p.sum() for p in p_pois)))
+        var.append(v)
+    cdf = np.cumsum(weights)
     return {
         "method": "cv",
         "grid": grid,
-        "weights": w,
-        "kappa_hat": float(grid[np.argmax(w)]),
+        "weights": weights,
+        "kappa_hat": float(grid[np.argmax(weights)]),
         "kappa_median": float(grid[np.searchsorted(cdf, 0.5)]),
         "observed": observed,
-        "predicted_poisson": float(sum(p.sum() for p in p_pois)),
-        "sd": float(np.sqrt(var)),
+        "predicted_poisson": float(np.mean(pred_pois)),
+        "sd": float(np.sqrt(np.mean(var))),
+        "n_splits": int(n_splits),
     }
 
 
@@ -1394,11 +1417,12 @@ def _expected_inverse_frequency_f(f, lam) -> np.ndarray:
 def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, chains: int = 2,
                         thin: int = 1, structural_zeros="auto", priors=None, levels=None,
                         seed: int = 0, prob: float = 0.9, init: str = "em",
-                        em_restarts: int = 3, overdispersion=None):
+                        em_restarts: int = 3, overdispersion=None, overdispersion_splits: int = 1):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
-    cross-validated gamma overdispersion of :func:`overdispersion_cv`).
+    cross-validated gamma overdispersion of :func:`overdispersion_cv`, over
+    ``overdispersion_splits`` random halvings).
 
     Point estimates of tau1, tau2 and the expected re-identifications are
     posterior means of their conditional expectations given pi; ``intervals`` are
@@ -1423,9 +1447,13 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
         frame = sample[list(keys)].astype(str)
         model = LatentClassModel.from_frame(frame, keys, levels=levels, n_classes=n_classes,
                                             structural_zeros=sz, priors=priors)
+        od = overdispersion
+        if od == "cv" and overdispersion_splits > 1:
+            od = overdispersion_cv(model, random_seed=seed, n_splits=overdispersion_splits,
+                                   em_restarts=max(1, em_restarts - 1))
         idata = model.sample(draws=draws, tune=tune, chains=chains, thin=thin, N=float(N),
                              random_seed=seed, store="all", init=init,
-                             em_restarts=em_restarts, overdispersion=overdispersion)
+                             em_restarts=em_restarts, overdispersion=od)
         n = model.n
         lam = idata.posterior["lam"].values.reshape(-1, model.codes.shape[0])
         kappa = (idata.posterior["kappa"].values.reshape(-1, 1)

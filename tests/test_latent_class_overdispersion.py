@@ -196,3 +196,23 @@ def test_cell_weights_set_each_cells_excess():
         np.testing.assert_allclose(got.risk_mean, inv.mean(axis=0), rtol=1e-10)
     with pytest.raises(InputError, match="cell_weight"):
         evaluate_poisson_cells(f, pi, n, N, cell_weight=np.ones(2))
+
+
+def test_several_splits_mix_their_posteriors_and_feed_the_sampler():
+    model = _simulated_cells(0.3, 0, n=2000)
+    one = overdispersion_cv(model, random_seed=7)
+    two = overdispersion_cv(model, random_seed=7, n_splits=2)
+    # the first halving of two is the halving of one (same random stream): half its mass
+    assert np.all(two["weights"] >= 0.5 * one["weights"] - 1e-15)
+    np.testing.assert_allclose(two["weights"].sum(), 1.0)
+    assert two["n_splits"] == 2
+    with pytest.raises(InputError, match="n_splits"):
+        overdispersion_cv(model, n_splits=0)
+    idata = model.sample(draws=20, tune=5, chains=1, N=40_000.0, random_seed=1,
+                         overdispersion=two)
+    drawn = idata.posterior["kappa"].values.ravel()
+    support = two["grid"][two["weights"] > 0]
+    assert np.all(np.isin(drawn, support))
+    with pytest.raises(InputError, match="grid"):
+        model.sample(draws=2, tune=0, chains=1, N=40_000.0,
+                     overdispersion={"grid": [1.0, 2.0], "weights": [0.3, 0.3]})
