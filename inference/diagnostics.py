@@ -102,6 +102,7 @@ def check_diagnostics(
     strict: bool = False,
     rhat_threshold: float = RHAT_THRESHOLD,
     ess_threshold: float | None = None,
+    sampler: str = "nuts",
 ) -> list[str]:
     """Turn diagnostics into warnings (or one error in strict mode).
 
@@ -115,6 +116,10 @@ def check_diagnostics(
         Default 1.01.
     ess_threshold : float, optional
         Minimum bulk and tail ESS; default 100 per chain.
+    sampler : {"nuts", "gibbs"}
+        Whose advice the R-hat message gives: NUTS (tuning, priors) or the
+        latent-class Gibbs sampler, whose chains disagree when they settle on
+        different numbers of occupied classes (more tuning does not move them).
 
     Returns
     -------
@@ -126,10 +131,16 @@ def check_diagnostics(
     problems = []
     rhat = diagnostics.get("max_r_hat", math.nan)
     if rhat == rhat and rhat > rhat_threshold:
+        if sampler == "gibbs":
+            fix = ("the chains settled on different numbers of latent classes, between which "
+                   "the Gibbs sampler moves slowly; run more chains and compare their estimates "
+                   "(the spread between chains is part of the uncertainty)")
+        else:
+            fix = ("the chains disagree; run more tuning steps (tune=2000) and draws, or "
+                   "tighten its prior")
         problems.append(
             f"parameter {diagnostics['max_r_hat_at']} has R-hat {rhat:.3f} > {rhat_threshold}: "
-            "the chains disagree; run more tuning steps (tune=2000) and draws, or tighten "
-            "its prior"
+            + fix
         )
     for kind in ("bulk", "tail"):
         ess = diagnostics.get(f"min_ess_{kind}", math.nan)

@@ -951,7 +951,8 @@ def _assess_latent_class(
     )
     diag = dict(result.summary["diagnostics"])
     checkable = {k: (math.nan if v is None else v) for k, v in diag.items()}
-    diag["problems"] = check_diagnostics(checkable | {"divergences": 0}, strict=strict)
+    diag["problems"] = check_diagnostics(checkable | {"divergences": 0}, strict=strict,
+                                         sampler="gibbs")
     result.summary["diagnostics"] = diag
     if "kappa" in idata.posterior:
         import json

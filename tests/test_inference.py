@@ -467,3 +467,18 @@ def test_coverage_of_90_percent_intervals_over_replicates():
     print("coverage of 90% intervals:", coverage)
     for name, c in coverage.items():
         assert 0.81 <= c <= 0.97, (name, c)
+
+
+def test_gibbs_rhat_advice_names_the_classes_not_tuning():
+    import warnings as _w
+
+    from sdcbayes.inference.diagnostics import check_diagnostics
+
+    diag = {"max_r_hat": 1.2, "max_r_hat_at": "tau1", "min_ess_bulk": 1e4, "min_ess_tail": 1e4,
+            "chains": 4, "divergences": 0}
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        gibbs = check_diagnostics(diag, sampler="gibbs")
+        nuts = check_diagnostics(diag)
+    assert len(gibbs) == 1 and "latent classes" in gibbs[0] and "tune=" not in gibbs[0]
+    assert "tune=2000" in nuts[0]
