@@ -1203,7 +1203,8 @@ class LatentClassModel(SuperpopulationModel):
                     raise InputError(f"overdispersion must be None, 'cv' or a positive number; "
                                      f"got {overdispersion!r}")
                 od = overdispersion_cv(self, random_seed=np.random.default_rng(seeds[-1]),
-                                       em_restarts=max(1, int(em_restarts) - 1))
+                                       em_restarts=max(1, int(em_restarts) - 1),
+                                       n_splits=CV_SPLITS)
                 kappa_grid = (od["grid"], od["weights"])
                 od_summary = {k: v for k, v in od.items() if k not in ("grid", "weights")}
             else:
@@ -1256,6 +1257,9 @@ class LatentClassModel(SuperpopulationModel):
             idata.attrs["overdispersion"] = json.dumps(json_safe(od_summary))
         return idata
 
+
+#: Random halvings behind ``overdispersion="cv"`` (:func:`overdispersion_cv`, ``n_splits``).
+CV_SPLITS = 1
 
 #: Values of the overdispersion kappa weighed by :func:`overdispersion_cv`:
 #: log-spaced from 0.01 (strong clumping) to 10^4, and inf (Poisson cells).
