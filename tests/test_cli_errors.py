@@ -18,7 +18,7 @@ import pandas as pd
 import pyreadstat
 import pytest
 from clitools import run_cli
-from test_cli_wording import PYTHON_SPELLING, _library_keywords, assert_no_python
+from test_cli_wording import _library_keywords, assert_no_python
 
 #: A library keyword in snake_case, even without ``=`` ("raise target_accept"): the
 #: command line spells it as an option (``--target-accept``). PYTHON_SPELLING, the

@@ -268,6 +268,8 @@ def test_predictive_given_fixed_hyperparameters_matches_simulation():
     er_mc = np.sum(fk / F, axis=1)
     m1 = 150
     p1 = rho ** (alpha + 1)
+    # the simulation itself agrees with the binomial law of tau1
+    assert tau1_mc.mean() == pytest.approx(m1 * p1, abs=4 * np.sqrt(m1 * p1 * (1 - p1) / S))
     for method in ("exact", "normal"):
         ev = evaluate_groups(groups, predictive=method, random_seed=7)
         d = ev.draws
@@ -328,7 +330,7 @@ def test_per_record_risk_never_allocates_draws_by_records():
     n = 200_000
     frame = pd.DataFrame({"a": rng.integers(0, 80, n), "b": rng.integers(0, 60, n)})
     md = Microdata(frame, keys=["a", "b"], sampling_fraction=0.02)
-    md.cells  # build the cell table before measuring
+    _ = md.cells  # build the cell table before measuring
     S = 2000
     post = xr.Dataset(
         {

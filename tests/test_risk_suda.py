@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
