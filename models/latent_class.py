@@ -1012,8 +1012,11 @@ class LatentClassModel(SuperpopulationModel):
 
     def _gibbs_chain(self, rng, n_iter: int, keep_from: int, thin: int, N: float | None,
                      target: np.ndarray, init: str = "em", em_restarts: int = 3,
-                     kappa_grid: tuple[np.ndarray, np.ndarray] | None = None):
+                     kappa_grid: tuple[np.ndarray, np.ndarray] | None = None,
+                     progress=None):
         """One chain; returns dict of stored draws.
+
+        ``progress``: called with the number of sweeps done, now and then.
 
         ``kappa_grid``: (grid, weights) of the overdispersion, drawn afresh for every
         kept draw (a cut posterior: kappa does not feed back into the classes).
@@ -1043,7 +1046,10 @@ class LatentClassModel(SuperpopulationModel):
             out["tau1_expected"] = np.empty(n_keep)
             out["tau2_expected"] = np.empty(n_keep)
         keep = 0
+        every = max(1, n_iter // 50)
         for it in range(n_iter):
+            if progress is not None and it % every == 0:
+                progress(it)
             with np.errstate(divide="ignore"):
                 lw = np.log(stick_breaking_weights(V))
             lp = lw + _log_cell_terms(codes, log_phi)  # (K, H)
@@ -1112,7 +1118,8 @@ class LatentClassModel(SuperpopulationModel):
 
     def sample(self, draws: int = 500, tune: int = 500, chains: int = 2, *, thin: int = 1,
                N: float | None = None, random_seed=None, store: str = "uniques",
-               init: str = "em", em_restarts: int = 3, overdispersion=None):
+               init: str = "em", em_restarts: int = 3, overdispersion=None,
+               progressbar: bool = False):
         r"""Blocked Gibbs sampler; returns an ``arviz.InferenceData``.
 
         Steps per iteration (Ishwaran & James 2001; Dunson & Xing 2009, section
@@ -1152,7 +1159,10 @@ class LatentClassModel(SuperpopulationModel):
             drawn per kept draw from its cross-validated posterior
             (:func:`overdispersion_cv`, module docstring "Overdispersion"). A number:
             that :math:`\kappa`. A mapping with ``grid`` and ``weights`` (e.g. the
-            output of :func:`overdispersion_cv` with ``n_splits > 1``): that posterior. Changes the risk of each cell given :math:`\pi`,
+            output of :func:`overdispersion_cv` with ``n_splits > 1``): that posterior.
+        progressbar : bool
+            Write a one-line progress report (chain, sweeps, elapsed seconds) to
+            standard error, rewritten in place. Changes the risk of each cell given :math:`\pi`,
             not the classes.
 
         Returns
@@ -1216,12 +1226,19 @@ class LatentClassModel(SuperpopulationModel):
         seeds = seeds[:chains]
         t0 = time.perf_counter()
         res = []
-        for s in seeds:
+        n_iter = tune + draws * thin
+        for c, s in enumerate(seeds):
             rng = np.random.default_rng(s)
-            res.append(self._gibbs_chain(rng, tune + draws * thin, tune, thin,
+            report = None
+            if progressbar:
+                def report(it, c=c):
+                    _progress_line(c, chains, it, n_iter, time.perf_counter() - t0)
+            res.append(self._gibbs_chain(rng, n_iter, tune, thin,
                                          None if N is None else float(N), target, init,
-                                         int(em_restarts), kappa_grid))
+                                         int(em_restarts), kappa_grid, report))
         elapsed = time.perf_counter() - t0
+        if progressbar:
+            _progress_line(chains - 1, chains, n_iter, n_iter, elapsed, done=True)
         stack = {k: np.stack([r[k] for r in res]) for k in res[0]}
         coords = {CLASS_DIM: np.arange(self.H), "cell": target}
         post = {"w": stack["w"], "alpha": stack["alpha"], "pi": stack["pi"],
@@ -1376,6 +1393,19 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "sd": float(np.sqrt(np.mean(var))),
         "n_splits": int(n_splits),
     }
+
+
+def _progress_line(chain: int, chains: int, it: int, n_iter: int, elapsed: float,
+                   done: bool = False) -> None:
+    """``gibbs: chain c/C [#####.....] it/n_iter sweeps, t s`` on stderr, in place."""
+    import sys
+
+    width = 30
+    filled = int(width * it / max(n_iter, 1))
+    line = (f"\rgibbs: chain {chain + 1}/{chains} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{it}/{n_iter} sweeps, {elapsed:.0f} s")
+    sys.stderr.write(line + ("\n" if done else ""))
+    sys.stderr.flush()
 
 
 def posterior_tau_summary(idata, prob: float = 0.9) -> dict[str, Any]:

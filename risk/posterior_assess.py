@@ -916,7 +916,6 @@ def _assess_latent_class(
     **sample_kwargs,
 ) -> PosteriorAssessment:
     """Fit the latent-class model by Gibbs sampling and assess its posterior."""
-    del progressbar  # the Gibbs sampler prints nothing
     if method != "gibbs":
         raise InputError(
             f"the latent-class model is fitted by its Gibbs sampler; got method={method!r}: "
@@ -938,7 +937,8 @@ def _assess_latent_class(
     )
     N_fit = float(N) if N is not None else _population_size(md)
     idata = spec.sample(draws=draws, tune=tune, chains=chains, N=N_fit,
-                        random_seed=random_seed, store="all", **sample_kwargs)
+                        random_seed=random_seed, store="all", progressbar=bool(progressbar),
+                        **sample_kwargs)
     settings = {
         "method": method, "draws": draws, "chains": chains, "tune": tune,
         "random_seed": random_seed, "n_classes": int(n_classes), "store": "all",

@@ -216,3 +216,13 @@ def test_several_splits_mix_their_posteriors_and_feed_the_sampler():
     with pytest.raises(InputError, match="grid"):
         model.sample(draws=2, tune=0, chains=1, N=40_000.0,
                      overdispersion={"grid": [1.0, 2.0], "weights": [0.3, 0.3]})
+
+
+def test_progress_report_on_stderr_changes_nothing(capsys):
+    model = _simulated_cells(None, 2, n=800)
+    quiet = model.sample(draws=10, tune=5, chains=2, N=20_000.0, random_seed=3)
+    assert capsys.readouterr().err == ""
+    loud = model.sample(draws=10, tune=5, chains=2, N=20_000.0, random_seed=3, progressbar=True)
+    err = capsys.readouterr().err
+    assert "gibbs: chain 2/2" in err and "15/15 sweeps" in err and err.endswith("\n")
+    np.testing.assert_array_equal(quiet.posterior["pi"].values, loud.posterior["pi"].values)
