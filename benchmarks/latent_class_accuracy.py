@@ -157,7 +157,7 @@ def main(argv=None) -> int:
                          "the sample's detected implications, or none")
     ap.add_argument("--overdispersion", default="cv", choices=["cv", "none"],
                     help="gamma overdispersion of the cells (cross-validated), or Poisson cells")
-    ap.add_argument("--overdispersion-splits", type=int, default=1,
+    ap.add_argument("--overdispersion-splits", type=int, default=4,
                     help="random halvings whose kappa posteriors are mixed (cv only)")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
