@@ -37,7 +37,6 @@ import argparse
 import sys
 import time
 
-import numpy as np
 import pandas as pd
 
 from sdcbayes.models.latent_class import latent_class_method
@@ -45,6 +44,7 @@ from sdcbayes.validation import (
     BASELINES,
     Design,
     SkipDesign,
+    goal_table,
     load_population,
     run_design,
     summarise,
@@ -99,25 +99,6 @@ CONFIRMED_RULES = {
 }
 
 
-def _goal(summary: pd.DataFrame, method: str) -> pd.DataFrame:
-    rows = []
-    for design, g in summary.groupby("design", sort=False):
-        q = g.set_index(["method", "quantity"])
-        if (method, "tau1") not in q.index:
-            continue
-        ok = {}
-        for t in ("tau1", "tau2"):
-            r = q.loc[(method, t)]
-            abs_bias = r["rel_bias"] * r["truth"]
-            ok[f"{t}_bias"] = abs(r["rel_bias"]) <= 0.10 or (r["truth"] < 20 and abs(abs_bias) <= 2)
-            ok[f"{t}_cover"] = 0.85 <= r["coverage"] <= 0.95
-            others = [q.loc[(m, t), "rel_rmse"] for m in g["method"].unique()
-                      if m != method and (m, t) in q.index]
-            ok[f"{t}_rmse"] = all(r["rel_rmse"] < o for o in others if np.isfinite(o))
-        rows.append({"design": design, **ok})
-    return pd.DataFrame(rows)
-
-
 def _report(allres: pd.DataFrame) -> None:
     summ = summarise(allres)
     summ = summ[summ.quantity.isin(["tau1", "tau2", "expected_reidentifications"])]
@@ -126,7 +107,7 @@ def _report(allres: pd.DataFrame) -> None:
     with pd.option_context("display.width", 200, "display.max_rows", 500):
         print(summ[cols].round(3).to_string(index=False))
         print()
-        print(_goal(summ, "latent-class").to_string(index=False))
+        print(goal_table(summ, "latent-class").round(3).to_string(index=False))
     lc = allres[(allres.method == "latent-class") & (allres.quantity == "tau1")]
     rhat = lc["note"].str.extract(r"rhat tau1 ([0-9.]+) tau2 ([0-9.]+)").astype(float)
     if len(rhat):

@@ -71,6 +71,7 @@ __all__ = [
     "poisson_gamma_method",
     "run_design",
     "shared_data_dir",
+    "goal_table",
     "summarise",
     "truth_of_sample",
 ]
@@ -779,3 +780,37 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     cols = keys + ["quantity", "replicates", "truth", "estimate", "rel_bias", "rel_rmse",
                    "coverage", "width", "brier", "auc", "time_s"]
     return table[cols].reset_index(drop=True)
+
+
+def goal_table(summary: pd.DataFrame, method: str) -> pd.DataFrame:
+    r"""The accuracy goal of issue 7, design by design, for one method.
+
+    Per design of ``summary`` (the output of :func:`summarise`) where ``method``
+    estimates tau1: for tau1 and tau2, ``{q}_bias`` (relative bias),
+    ``{q}_bias_ok`` (:math:`|\text{bias}| \le 10\%`, or an absolute bias
+    :math:`\le 2` where the mean true tau1 is below 20), ``{q}_coverage`` and
+    ``{q}_cover_ok`` (90% intervals cover in 85-95% of replicates) and
+    ``{q}_rmse_ok`` (relative RMSE below that of every other method of the design);
+    ``met`` when all hold.
+    """
+    rows = []
+    for design, g in summary.groupby("design", sort=False):
+        q = g.set_index(["method", "quantity"])
+        if (method, "tau1") not in q.index or (method, "tau2") not in q.index:
+            continue
+        small = q.loc[(method, "tau1"), "truth"] < 20
+        row: dict = {"design": design}
+        for t in ("tau1", "tau2"):
+            r = q.loc[(method, t)]
+            row[f"{t}_bias"] = float(r["rel_bias"])
+            row[f"{t}_bias_ok"] = bool(abs(r["rel_bias"] * r["truth"]) <= 2 if small
+                                       else abs(r["rel_bias"]) <= 0.10)
+            row[f"{t}_coverage"] = float(r["coverage"])
+            row[f"{t}_cover_ok"] = bool(0.85 <= r["coverage"] <= 0.95)
+            others = [q.loc[(m, t), "rel_rmse"] for m in g["method"].unique()
+                      if m != method and (m, t) in q.index]
+            row[f"{t}_rmse_ok"] = bool(all(r["rel_rmse"] < o for o in others
+                                           if np.isfinite(o)))
+        row["met"] = all(v for k, v in row.items() if k.endswith("_ok"))
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -208,3 +208,24 @@ def test_adult6_reproduces_validation_notes_magnitudes():
     # VALIDATION_NOTES.md (50 replicates): BF tau1 -85%, main-effects log-linear +14%.
     assert -0.90 < t[("benedetti-franconi", "tau1")] < -0.80
     assert 0.05 < t[("loglinear-main", "tau1")] < 0.25
+
+
+def test_goal_table_applies_the_issue_7_thresholds():
+    from sdcbayes.validation import goal_table
+
+    rows = []
+    for design, truth1, bias, cover, rmse_m, rmse_b in [
+        ("a", 100.0, 0.09, 0.90, 0.10, 0.50),   # all met
+        ("b", 100.0, 0.11, 0.90, 0.10, 0.50),   # bias 11% > 10%
+        ("c", 10.0, 0.15, 0.96, 0.10, 0.50),    # tau1 < 20: |1.5| <= 2 passes; coverage 0.96 fails
+        ("d", 100.0, 0.01, 0.90, 0.60, 0.50),   # a baseline has the lower RMSE
+    ]:
+        for q in ("tau1", "tau2"):
+            rows.append(dict(design=design, method="m", quantity=q, truth=truth1,
+                             rel_bias=bias, coverage=cover, rel_rmse=rmse_m))
+            rows.append(dict(design=design, method="base", quantity=q, truth=truth1,
+                             rel_bias=0.5, coverage=float("nan"), rel_rmse=rmse_b))
+    g = goal_table(pd.DataFrame(rows), "m").set_index("design")
+    assert list(g.met) == [True, False, False, False]
+    assert not g.at["b", "tau1_bias_ok"] and g.at["c", "tau1_bias_ok"]
+    assert not g.at["c", "tau1_cover_ok"] and not g.at["d", "tau2_rmse_ok"]
