@@ -15,9 +15,12 @@ from scipy.special import hyp1f1
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
+    KAPPA_GRID,
+    KAPPA_PRIOR_HALF_CAUCHY,
     LatentClassModel,
     expected_inverse_frequency,
     expected_inverse_frequency_f,
+    kappa_prior,
     overdispersion_cv,
     prob_population_unique,
     simulate_excess,
@@ -106,17 +109,73 @@ def _simulated_cells(kappa, seed, J=5, L=10, H=3, n=4000):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_cross_validated_kappa_recovers_known_overdispersion(seed):
+    # the default: EM-fitted halves, log-uniform prior
+    kw = {"random_seed": seed}
     # no clumping: the posterior piles up on large kappa (Poisson)
-    od = overdispersion_cv(_simulated_cells(None, seed), random_seed=seed)
+    od = overdispersion_cv(_simulated_cells(None, seed), **kw)
     assert od["weights"][od["grid"] >= 30].sum() > 0.5
     assert od["observed"] == int((_simulated_cells(None, seed).counts == 1).sum())
+    assert od["predictive"] == "em" and od["prior"] == "log-uniform"
     # strong and moderate clumping: kappa found within a factor of about 3
-    od = overdispersion_cv(_simulated_cells(0.3, seed), random_seed=seed)
+    od = overdispersion_cv(_simulated_cells(0.3, seed), **kw)
     assert 0.1 <= od["kappa_median"] <= 1.0
     assert od["predicted_poisson"] > od["observed"] + 3 * od["sd"]
-    od = overdispersion_cv(_simulated_cells(1.0, seed), random_seed=seed)
+    od = overdispersion_cv(_simulated_cells(1.0, seed), **kw)
     assert 0.4 <= od["kappa_median"] <= 3.0
     np.testing.assert_allclose(od["weights"].sum(), 1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gibbs_fitted_halves_with_half_cauchy_prior_recover_kappa(seed):
+    # the alternative measured in the README: Gibbs-fitted halves, half-Cauchy(0, 1)
+    # prior on kappa^-1/2
+    kw = {"predictive": "gibbs", "prior": KAPPA_PRIOR_HALF_CAUCHY, "random_seed": seed}
+    # no clumping: no mass on strong clumping, most on kappa >= 3 (where P(F=1|f=1) is
+    # within a few per cent of Poisson); the half-Cauchy prior keeps it off the grid's end
+    od = overdispersion_cv(_simulated_cells(None, seed), **kw)
+    g, w = od["grid"], od["weights"]
+    assert w[g >= 3].sum() > 0.9 and w[g < 1].sum() < 0.01
+    assert od["predictive"] == "gibbs" and od["prior"] == "half-cauchy(1)"
+    # strong and moderate clumping: kappa found within a factor of about 2
+    od = overdispersion_cv(_simulated_cells(0.3, seed), **kw)
+    assert 0.15 <= od["kappa_median"] <= 0.6
+    od = overdispersion_cv(_simulated_cells(1.0, seed), **kw)
+    assert 0.5 <= od["kappa_median"] <= 2.0
+    with pytest.raises(InputError, match="predictive"):
+        overdispersion_cv(_simulated_cells(0.3, 0), predictive="map")
+
+
+def test_prior_changes_only_the_weights_not_the_likelihood():
+    # same split, same fits: the posteriors differ by the ratio of the priors
+    model = _simulated_cells(1.0, 2, n=2000)
+    lu = overdispersion_cv(model, random_seed=5)
+    hc = overdispersion_cv(model, random_seed=5, prior=KAPPA_PRIOR_HALF_CAUCHY)
+    ratio = kappa_prior(KAPPA_GRID, KAPPA_PRIOR_HALF_CAUCHY) / kappa_prior(KAPPA_GRID)
+    expect = lu["weights"] * ratio
+    np.testing.assert_allclose(hc["weights"], expect / expect.sum(), rtol=1e-9, atol=1e-300)
+    assert lu["observed"] == hc["observed"]
+
+
+def test_kappa_prior_is_half_cauchy_on_the_coefficient_of_variation():
+    g = KAPPA_GRID
+    m = kappa_prior(g, KAPPA_PRIOR_HALF_CAUCHY)
+    np.testing.assert_allclose(m.sum(), 1.0)
+    # the points above kappa = 10 (a grid point, so g > 11) hold P(sigma_u < sigma at the midpoint
+    # between 10 and the next point), the half-Cauchy(0, 1) CDF 2/pi atan(sigma)
+    cell = np.log(g[1] / g[0]) / 2  # half a grid step in log kappa
+    assert m[g > 11].sum() == pytest.approx(
+        2 / np.pi * np.arctan(np.exp(-(np.log(10) + cell) / 2)), rel=1e-9)
+    # its median is kappa = 1 (sigma_u = the scale), the Poisson point gets P(sigma_u < 0.01)
+    cdf = np.cumsum(m[np.argsort(g)[::-1]])  # from small sigma to large
+    assert g[np.argsort(g)[::-1]][np.searchsorted(cdf, 0.5)] == pytest.approx(1.0, rel=0.15)
+    assert m[np.isinf(g)][0] == pytest.approx(2 / np.pi * np.arctan(0.01 / np.exp(cell / 2)),
+                                               rel=1e-9)
+    # a wider scale moves mass to strong clumping; log-uniform is one mass per point
+    assert kappa_prior(g, ("half-cauchy", 3.0))[g < 1].sum() > m[g < 1].sum()
+    np.testing.assert_allclose(kappa_prior(g), 1 / g.size)  # the default: log-uniform
+    np.testing.assert_allclose(kappa_prior(g, ("log-uniform", None)), 1 / g.size)
+    with pytest.raises(InputError, match="kappa prior"):
+        kappa_prior(g, ("gamma", 2.0))
 
 
 def test_sampler_draws_kappa_and_uses_it_for_tau():
