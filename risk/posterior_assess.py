@@ -969,6 +969,10 @@ def _assess_latent_class(
             "share_poisson": float(np.mean(~np.isfinite(kap))),
             "cv_observed_uniques": od.get("observed"),
             "cv_predicted_uniques_poisson": od.get("predicted_poisson"),
+            # the cross-validation's own settings, so a stored result says how kappa was learnt
+            "kappa_prior": od.get("prior"),
+            "cv_halves_fit": od.get("predictive"),
+            "cv_splits": od.get("n_splits"),
         }
     # provenance stamps: save_posterior (posterior.nc) needs sdcbayes_version and model
     stamp_posterior(

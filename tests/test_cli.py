@@ -55,6 +55,11 @@ def test_demo_output_folder_follows_design(demo_run, check_html):
     od = summary["overdispersion"]
     assert od["method"] == "cv" and od["cv_observed_uniques"] == summary["n_sample_uniques"]
     assert 0.0 <= od["share_poisson"] <= 1.0
+    # and how kappa was learnt: the model module's defaults, stamped with the result
+    from sdcbayes.models import latent_class as lcm
+
+    assert od["cv_splits"] == lcm.CV_SPLITS and od["cv_halves_fit"] == lcm.CV_PREDICTIVE
+    assert od["kappa_prior"].startswith(lcm.KAPPA_PRIOR[0])
     assert summary["provenance"]["settings"]["overdispersion"] == "cv"
     with open(out / "records.csv", newline="") as fh:
         reader = csv.DictReader(fh)
