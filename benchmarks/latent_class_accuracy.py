@@ -26,7 +26,8 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--fractions 0.01,0.05,0.1] [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none] [--phi-a inverse]
-        [--overdispersion cv|none] [--overdispersion-splits 1]
+        [--overdispersion cv|none] [--overdispersion-splits 4]
+        [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
 """
@@ -116,6 +117,15 @@ def _report(allres: pd.DataFrame) -> None:
         print(per.rename(columns={0: "tau1", 1: "tau2"}).round(3).to_string())
 
 
+def _kappa_prior(text: str):
+    if text == "log-uniform":
+        return ("log-uniform", None)
+    kind, _, scale = text.partition(":")
+    if kind != "half-cauchy":
+        raise SystemExit(f"--kappa-prior must be log-uniform or half-cauchy[:scale]; got {text!r}")
+    return ("half-cauchy", float(scale or 1.0))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13")
@@ -138,8 +148,15 @@ def main(argv=None) -> int:
                          "the sample's detected implications, or none")
     ap.add_argument("--overdispersion", default="cv", choices=["cv", "none"],
                     help="gamma overdispersion of the cells (cross-validated), or Poisson cells")
-    ap.add_argument("--overdispersion-splits", type=int, default=4,
-                    help="random halvings whose kappa posteriors are mixed (cv only)")
+    ap.add_argument("--overdispersion-splits", type=int, default=None,
+                    help="random halvings whose kappa posteriors are mixed (cv only; "
+                         "default CV_SPLITS of sdcbayes.models.latent_class)")
+    ap.add_argument("--kappa-prior", default=None,
+                    help="prior of kappa (cv only): log-uniform (the default KAPPA_PRIOR) "
+                         "or half-cauchy[:scale] (on kappa^-1/2, scale 1)")
+    ap.add_argument("--cv-predictive", default=None, choices=["em", "gibbs"],
+                    help="fit of each half in the cross-validation: one EM point (the "
+                         "default CV_PREDICTIVE) or Gibbs draws")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,
@@ -167,6 +184,8 @@ def main(argv=None) -> int:
             em_restarts=args.em_restarts,
             overdispersion=None if args.overdispersion == "none" else args.overdispersion,
             overdispersion_splits=args.overdispersion_splits,
+            overdispersion_prior=None if args.kappa_prior is None else _kappa_prior(args.kappa_prior),
+            overdispersion_predictive=args.cv_predictive,
         )
         methods = {"latent-class": lc}
         for b in filter(None, args.baselines.split(",")):
