@@ -149,8 +149,11 @@ def main(argv=None) -> int:
     ap.add_argument("--overdispersion", default="cv", choices=["cv", "none"],
                     help="gamma overdispersion of the cells (cross-validated), or Poisson cells")
     ap.add_argument("--overdispersion-splits", type=int, default=None,
-                    help="random halvings whose kappa posteriors are mixed (cv only; "
-                         "default CV_SPLITS of sdcbayes.models.latent_class)")
+                    help="random partitions per scale ratio whose kappa posteriors are "
+                         "mixed (cv only; default CV_SPLITS of sdcbayes.models.latent_class)")
+    ap.add_argument("--cv-ratios", default=None,
+                    help="scale ratios of the cross-validation, comma-separated (cv only; "
+                         "default CV_RATIOS = 4,8; 2 = the halves of earlier runs)")
     ap.add_argument("--kappa-prior", default=None,
                     help="prior of kappa (cv only): log-uniform (the default KAPPA_PRIOR) "
                          "or half-cauchy[:scale] (on kappa^-1/2, scale 1)")
@@ -186,6 +189,8 @@ def main(argv=None) -> int:
             overdispersion_splits=args.overdispersion_splits,
             overdispersion_prior=None if args.kappa_prior is None else _kappa_prior(args.kappa_prior),
             overdispersion_predictive=args.cv_predictive,
+            overdispersion_ratios=(None if args.cv_ratios is None
+                                   else [int(x) for x in args.cv_ratios.split(",")]),
         )
         methods = {"latent-class": lc}
         for b in filter(None, args.baselines.split(",")):

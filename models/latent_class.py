@@ -72,9 +72,11 @@ mixture, :math:`F_k \sim \mathrm{Po}(N\pi_k u_k)`,
 
 the negative-binomial counterpart of :math:`e^{-\lambda_k}` (the Rinott & Shlomo
 2006 negative-binomial smoothing idea on top of the mixture). :math:`\kappa` is
-learnt by two-fold cross-validation of exactly this prediction inside the sample
-(by default each half fitted by penalised EM, a prior uniform in
-:math:`\log\kappa`; Gibbs-fitted halves and a half-Cauchy prior on
+learnt by cross-validation of exactly this prediction inside the sample: a mixture
+fitted to a quarter, or an eighth, of the records predicts which of its uniques the
+rest of the sample leaves unique, an extrapolation by 4 or 8 that comes closer to the
+population's N/n than halves do (by default each part fitted by penalised EM, a prior
+uniform in :math:`\log\kappa`; halves, Gibbs-fitted parts and a half-Cauchy prior on
 :math:`\kappa^{-1/2}` are options, measured in README "Accuracy").
 
 Two routes to the same posterior: :meth:`LatentClassModel.sample` (blocked Gibbs
@@ -1218,7 +1220,8 @@ class LatentClassModel(SuperpopulationModel):
                                      f"got {overdispersion!r}")
                 od = overdispersion_cv(self, random_seed=np.random.default_rng(seeds[-1]),
                                        em_restarts=max(1, int(em_restarts) - 1),
-                                       n_splits=CV_SPLITS)
+                                       n_splits=CV_SPLITS, ratios=CV_RATIOS,
+                                       max_ratio=None if N is None else float(N) / self.n)
                 kappa_grid = (od["grid"], od["weights"])
                 od_summary = {k: v for k, v in od.items() if k not in ("grid", "weights")}
             else:
@@ -1279,13 +1282,26 @@ class LatentClassModel(SuperpopulationModel):
         return idata
 
 
-#: Random halvings behind ``overdispersion="cv"`` (:func:`overdispersion_cv`, ``n_splits``).
-#: With the EM-fitted halves of the default, one halving's kappa posterior is too sure
-#: of itself: on the real designs (50 replicates) mixing four raised the 90% coverage
-#: of tau1 from 0.22-0.46 to 0.32-0.68 on the sparse key sets at 1% and 5% (README,
-#: Accuracy). The Gibbs-fitted halves (``predictive="gibbs"``) carry their own fit
-#: uncertainty; the benchmark ran them with two halvings, at about the main fit's cost.
-CV_SPLITS = 4
+#: Scale ratios of the cross-validation behind ``overdispersion="cv"``
+#: (:func:`overdispersion_cv`, ``ratios``): the sample is cut at random into r parts, a
+#: mixture fitted to each part predicts which of its uniques the rest of the sample
+#: leaves unique, an extrapolation by the factor r. The kappa a fit needs falls as the
+#: factor grows (Adult 9 keys at 5%: kappa 7 from halves, 2 from quarters, 0.8 from
+#: eighths; the population, a factor 20 away, needs 1.2), so halves, a factor 2, see too
+#: little of the clumping that matters at the population's factor N/n (10 to 100 on the
+#: real designs). Quarters and eighths, mixed, come closer and carry the doubt about
+#: which scale transfers: on the real designs (50 replicates, README "Accuracy") the bias
+#: of tau1 on Scotland 13 keys at 1% fell from +20% (halves) to +3.5%, its 90% coverage
+#: from 0.50 to 0.90, and the mean |bias| over the 12 designs from 4.5% to 1.6%.
+CV_RATIOS = (4, 8)
+
+#: Random partitions per ratio (:func:`overdispersion_cv`, ``n_splits``); the kappa
+#: posteriors of all partitions and ratios are mixed with equal weight.
+CV_SPLITS = 1
+
+#: Fewest records a part may hold (:func:`overdispersion_cv`): a ratio whose parts
+#: would be smaller is not used (halves are the fallback).
+CV_MIN_PART = 25
 
 #: Burn-in and kept sweeps of the one Gibbs chain fitted to each half in
 #: :func:`overdispersion_cv` (``predictive="gibbs"``); chains start from EM fits.
@@ -1359,7 +1375,8 @@ def kappa_prior(grid, prior=KAPPA_PRIOR) -> np.ndarray:
 
 def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts: int = 2,
                       grid=None, n_splits: int = 1, prior=KAPPA_PRIOR,
-                      predictive: str = CV_PREDICTIVE) -> dict[str, Any]:
+                      predictive: str = CV_PREDICTIVE, ratios=CV_RATIOS,
+                      max_ratio: float | None = None) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -1368,29 +1385,43 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     overdispersed model (module docstring, "Overdispersion") lets each cell's rate
     be :math:`\pi_k u_k`, :math:`u_k \sim \mathrm{Gamma}(\kappa, \kappa)`; the sample
     alone tells how large the departure is, by the prediction the risk itself
-    rests on. Split the records at random into halves A and B; fit the mixture to
-    A (``predictive="em"``, the default :data:`CV_PREDICTIVE`: one penalised-EM fit,
-    :meth:`LatentClassModel.fit_em`; ``"gibbs"``: one chain of the Gibbs sampler,
-    :data:`CV_TUNE` + :data:`CV_DRAWS` sweeps from an EM start); for every
-    A-unique cell
-    predict the probability that B holds none of it, i.e. that the cell is unique
-    in the "population" A + B of size n (averaged over A's posterior draws of
-    :math:`\pi_k` with ``"gibbs"``):
+    rests on. Cut the records at random into r equal parts (r a scale ratio of
+    ``ratios``, default :data:`CV_RATIOS`); fit the mixture to one part A of size
+    :math:`n_A \approx n/r` (``predictive="em"``, the default :data:`CV_PREDICTIVE`:
+    one penalised-EM fit, :meth:`LatentClassModel.fit_em`; ``"gibbs"``: one chain of
+    the Gibbs sampler, :data:`CV_TUNE` + :data:`CV_DRAWS` sweeps from an EM start);
+    for every A-unique cell predict the probability that the rest of the sample
+    holds none of it, i.e. that the cell is unique in the "population" of size n
+    (averaged over A's posterior draws of :math:`\pi_k` with ``"gibbs"``):
 
     .. math:: P_k(\kappa) = \left(\frac{b_k}{b_k + (n - n_A)\pi_k}\right)^{\kappa + 1},
               \qquad b_k = \kappa + n_A\pi_k,
 
     (:func:`prob_population_unique` with sample A, population the whole sample);
-    the same with A and B swapped. The observed count T of A-uniques absent from B
-    (summed over both splits, which makes T the number of sample uniques) against
-    the prediction :math:`\sum_k P_k(\kappa)` gives, with the normal approximation
-    to its Poisson-binomial distribution (variance
-    :math:`V = \sum_k P_k(1 - P_k)` at the Poisson limit), a likelihood for
-    :math:`\kappa`, which with the prior :func:`kappa_prior` over :data:`KAPPA_GRID`
-    (default uniform in :math:`\log\kappa` plus the Poisson point; or half-Cauchy(0,
-    1) on :math:`\kappa^{-1/2}`) gives the grid posterior returned.
+    the same for every part. The observed count T of part-uniques that are sample
+    uniques (summed over the parts) against the prediction
+    :math:`\sum_k P_k(\kappa)` gives, with the normal approximation to its
+    Poisson-binomial distribution (variance :math:`V = \sum_k P_k(1 - P_k)` at
+    the Poisson limit), a likelihood for :math:`\kappa`, which with the prior
+    :func:`kappa_prior` over :data:`KAPPA_GRID` (default uniform in
+    :math:`\log\kappa` plus the Poisson point; or half-Cauchy(0, 1) on
+    :math:`\kappa^{-1/2}`) gives one grid posterior per partition; the result is
+    their equal mixture over the ``n_splits`` partitions of every ratio.
     When the Poisson prediction is at or below T the data show no clumping and the
     posterior moves to large :math:`\kappa` (towards Poisson).
+
+    Why several parts rather than halves. Each part extrapolates by the factor r,
+    the population by N/n (10 to 100 on the real designs), and the kappa a fit
+    needs falls as the factor grows: on Adult 9 keys at 5% (20 replicates,
+    ``benchmarks/overdispersion_oracle.py``) the median kappa is 7 from halves,
+    2 from quarters, 0.8 from eighths, and the kappa that reproduces the true tau1
+    is 1.2. Halves (``ratios=2``, the setting before) therefore overstate tau1
+    where clumping matters most (Scotland 13 keys at 1%: +20%). Quarters and
+    eighths mixed (the default) come closer and carry the doubt about which scale
+    transfers. A ratio is used only when its parts hold :data:`CV_MIN_PART`
+    records and it does not exceed ``max_ratio`` (the population's N/n, when
+    known: a sample of half the population is not extrapolated eightfold);
+    halves are the fallback.
 
     The options, and why they are not the default. ``predictive="gibbs"``: the
     risk of the whole sample averages :math:`P(F_k = 1 \mid \pi, \kappa)` over
@@ -1412,30 +1443,36 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     This is an empirical-Bayes ("cut") estimate: :math:`\kappa` is learnt from
     held-out predictions and then used with the posterior of the mixture on the
     whole sample, without feeding back into the classes. It assumes the relative
-    departure from the mixture is the same at the scale of the sample (extrapolation
-    by a factor 2) as at the scale of the population (factor N/n). Measured on the
-    real designs (README, Accuracy), it removes most of the mixture's overstatement
-    of tau1 on the sparsest keys.
+    departure from the mixture is about the same at the scale of the
+    cross-validation (extrapolation by the factor r) as at the scale of the
+    population (factor N/n). Measured on the real designs (README, Accuracy), it
+    removes most of the mixture's overstatement of tau1 on the sparsest keys.
 
     Parameters
     ----------
     model : LatentClassModel
         The model on the whole sample (its cells, levels, structural zeros, H).
     random_seed : int or numpy.random.Generator, optional
-        Seeds the split and the EM starts.
+        Seeds the partitions and the EM starts.
     em_restarts : int
-        EM random starts per half.
+        EM random starts per part.
     grid : array_like, optional
         Values of kappa (default :data:`KAPPA_GRID`).
     n_splits : int
-        Independent random halvings; the returned posterior is the equal mixture
-        of theirs, so that it also carries the split-to-split variability of the
-        held-out prediction (fits of a half sample differ from split to split).
+        Independent random partitions per ratio; the returned posterior is the
+        equal mixture of theirs, so that it also carries the split-to-split
+        variability of the held-out prediction (fits of a part differ from split
+        to split).
     prior : tuple
         ``(kind, scale)`` for :func:`kappa_prior`; default :data:`KAPPA_PRIOR`.
     predictive : {"em", "gibbs"}
-        How each half is fitted: one EM point (default :data:`CV_PREDICTIVE`) or
+        How each part is fitted: one EM point (default :data:`CV_PREDICTIVE`) or
         posterior draws.
+    ratios : int or sequence of int
+        Scale ratios r >= 2 (parts of 1/r of the sample; 2 = halves); default
+        :data:`CV_RATIOS`.
+    max_ratio : float, optional
+        The population's extrapolation factor N/n: ratios above it are not used.
 
     Returns
     -------
@@ -1443,7 +1480,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         ``grid``, ``weights`` (posterior over the grid), ``kappa_hat`` (posterior
         mode), ``kappa_median``, ``observed`` (T), ``predicted_poisson`` (the
         prediction at :math:`\kappa = \infty`), ``sd`` (:math:`\sqrt V`), ``method``,
-        ``n_splits``, ``prior``, ``predictive``.
+        ``n_splits``, ``ratios`` (those used), ``prior``, ``predictive``.
     """
     rng = np.random.default_rng(random_seed)
     grid = KAPPA_GRID if grid is None else np.asarray(grid, dtype=float)
@@ -1451,51 +1488,64 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         raise InputError(f"n_splits must be a whole number >= 1; got {n_splits!r}")
     if predictive not in ("gibbs", "em"):
         raise InputError(f"predictive must be 'gibbs' or 'em'; got {predictive!r}")
+    ratios = [ratios] if np.isscalar(ratios) else list(ratios)
+    if not ratios or any(int(r) != r or r < 2 for r in ratios):
+        raise InputError(f"ratios must be whole numbers >= 2 (parts of 1/r of the sample); "
+                         f"got {ratios!r}")
     f = np.rint(model.counts).astype(np.int64)
     K = f.size
     cell_of_record = np.repeat(np.arange(K), f)
     n = cell_of_record.size
     if n < 4:
         raise InputError(f"overdispersion='cv' needs at least 4 records; got {n}")
+    # a ratio is used when its parts hold CV_MIN_PART records and it does not extrapolate
+    # further than the population does (N/n); ratio 2 (halves) is the fallback
+    use = [int(r) for r in ratios if n // int(r) >= CV_MIN_PART
+           and (max_ratio is None or int(r) <= max(2.0, float(max_ratio)))]
+    use = use or [2]
     prior_mass = kappa_prior(grid, prior)
     weights = np.zeros(grid.size)
     observed, pred_pois, var = 0, [], []
-    for _ in range(int(n_splits)):
-        perm = rng.permutation(n)
-        observed = 0
-        parts = []
-        for half in (perm[: n // 2], perm[n // 2:]):
-            cA = np.bincount(cell_of_record[half], minlength=K)
-            keep = cA > 0
-            half_model = LatentClassModel(
-                model.codes[keep], cA[keep], model.n_levels, keys=model.keys,
-                levels=model.levels, n_classes=model.H,
-                structural_zeros=model.structural_zeros, priors=model.priors,
-            )
-            unique_a = np.flatnonzero(cA == 1)
-            if predictive == "gibbs":
-                # the half's posterior draws of pi for its uniques (its target cells, in
-                # the order of unique_a): the same predictive as the risk of the whole sample
-                idata = half_model.sample(draws=CV_DRAWS, tune=CV_TUNE, chains=1,
-                                          random_seed=int(rng.integers(2**63 - 1)),
-                                          store="uniques", em_restarts=em_restarts)
-                pi = idata.posterior["pi"].values.reshape(-1, unique_a.size)
-            else:
-                em = half_model.fit_em(n_restarts=em_restarts, random_seed=rng)
-                pi = half_model.cell_probabilities(em["w"], em["phi"],
-                                                   codes=model.codes[unique_a])[None, :]
-            observed += int(np.count_nonzero(f[unique_a] == 1))  # none of the cell in B
-            parts.append(((n - half.size) * pi, half.size * pi))
-        # P_k(kappa) averaged over the draws (one draw for EM), summed over the A-uniques
-        pred = sum(np.stack([prob_population_unique(lam, k, sm).sum(axis=1).mean()
-                             for k in grid]) for lam, sm in parts)
-        p_pois = [prob_population_unique(lam).mean(axis=0) for lam, _ in parts]
-        v = float(sum((p * (1.0 - p)).sum() for p in p_pois))
-        loglik = -((observed - pred) ** 2) / (2.0 * max(v, 1.0))
-        w = np.exp(loglik - loglik.max()) * prior_mass
-        weights += w / w.sum() / n_splits
-        pred_pois.append(float(sum(p.sum() for p in p_pois)))
-        var.append(v)
+    n_fits = len(use) * int(n_splits)
+    for ratio in use:
+        for _ in range(int(n_splits)):
+            perm = rng.permutation(n)
+            bounds = [i * n // ratio for i in range(ratio + 1)]  # ratio 2: the halves
+            observed = 0
+            parts = []
+            for a, b in itertools.pairwise(bounds):
+                part = perm[a:b]
+                cA = np.bincount(cell_of_record[part], minlength=K)
+                keep = cA > 0
+                part_model = LatentClassModel(
+                    model.codes[keep], cA[keep], model.n_levels, keys=model.keys,
+                    levels=model.levels, n_classes=model.H,
+                    structural_zeros=model.structural_zeros, priors=model.priors,
+                )
+                unique_a = np.flatnonzero(cA == 1)
+                if predictive == "gibbs":
+                    # the part's posterior draws of pi for its uniques (its target cells, in
+                    # the order of unique_a): the same predictive as the whole sample's risk
+                    idata = part_model.sample(draws=CV_DRAWS, tune=CV_TUNE, chains=1,
+                                              random_seed=int(rng.integers(2**63 - 1)),
+                                              store="uniques", em_restarts=em_restarts)
+                    pi = idata.posterior["pi"].values.reshape(-1, unique_a.size)
+                else:
+                    em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
+                    pi = part_model.cell_probabilities(em["w"], em["phi"],
+                                                       codes=model.codes[unique_a])[None, :]
+                observed += int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
+                parts.append(((n - part.size) * pi, part.size * pi))
+            # P_k(kappa) averaged over the draws (one draw for EM), summed over A-uniques
+            pred = sum(np.stack([prob_population_unique(lam, k, sm).sum(axis=1).mean()
+                                 for k in grid]) for lam, sm in parts)
+            p_pois = [prob_population_unique(lam).mean(axis=0) for lam, _ in parts]
+            v = float(sum((p * (1.0 - p)).sum() for p in p_pois))
+            loglik = -((observed - pred) ** 2) / (2.0 * max(v, 1.0))
+            w = np.exp(loglik - loglik.max()) * prior_mass
+            weights += w / w.sum() / n_fits
+            pred_pois.append(float(sum(p.sum() for p in p_pois)))
+            var.append(v)
     cdf = np.cumsum(weights)
     return {
         "method": "cv",
@@ -1507,6 +1557,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "predicted_poisson": float(np.mean(pred_pois)),
         "sd": float(np.sqrt(np.mean(var))),
         "n_splits": int(n_splits),
+        "ratios": use,
         "prior": f"{prior[0]}" + ("" if prior[1] is None else f"({prior[1]:g})"),
         "predictive": predictive,
     }
@@ -1570,14 +1621,16 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         seed: int = 0, prob: float = 0.9, init: str = "em",
                         em_restarts: int = 3, overdispersion=None,
                         overdispersion_splits: int | None = None,
-                        overdispersion_prior=None, overdispersion_predictive=None):
+                        overdispersion_prior=None, overdispersion_predictive=None,
+                        overdispersion_ratios=None):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
-    cross-validated gamma overdispersion of :func:`overdispersion_cv`, over
-    ``overdispersion_splits`` random halvings, default :data:`CV_SPLITS`; prior and fit
-    of the halves ``overdispersion_prior``, ``overdispersion_predictive``, defaults
-    :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`).
+    cross-validated gamma overdispersion of :func:`overdispersion_cv` at the scale
+    ratios ``overdispersion_ratios`` (default :data:`CV_RATIOS`), over
+    ``overdispersion_splits`` random partitions per ratio, default :data:`CV_SPLITS`;
+    prior and fit of the parts ``overdispersion_prior``, ``overdispersion_predictive``,
+    defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`).
 
     Point estimates of tau1, tau2 and the expected re-identifications are
     posterior means of their conditional expectations given pi; ``intervals`` are
@@ -1604,10 +1657,11 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                                             structural_zeros=sz, priors=priors)
         od = overdispersion
         splits = CV_SPLITS if overdispersion_splits is None else int(overdispersion_splits)
-        custom = overdispersion_prior is not None or overdispersion_predictive is not None
-        if od == "cv" and (splits > 1 or custom):  # seeded here, as the stored results were
+        if od == "cv":  # seeded here, as the stored results were
             od = overdispersion_cv(
                 model, random_seed=seed, n_splits=splits, em_restarts=max(1, em_restarts - 1),
+                ratios=CV_RATIOS if overdispersion_ratios is None else overdispersion_ratios,
+                max_ratio=float(N) / model.n,
                 prior=KAPPA_PRIOR if overdispersion_prior is None else overdispersion_prior,
                 predictive=(CV_PREDICTIVE if overdispersion_predictive is None
                             else overdispersion_predictive))

@@ -973,6 +973,7 @@ def _assess_latent_class(
             "kappa_prior": od.get("prior"),
             "cv_halves_fit": od.get("predictive"),
             "cv_splits": od.get("n_splits"),
+            "cv_ratios": od.get("ratios"),
         }
     # provenance stamps: save_posterior (posterior.nc) needs sdcbayes_version and model
     stamp_posterior(

@@ -138,8 +138,8 @@ def cli() -> None:
     default="cv",
     show_default=True,
     help="latent-class: cv lets the cells clump around the mixture (gamma overdispersion), "
-    "by an amount learnt by predicting, from one half of the sample, which of its uniques "
-    "the other half lacks (four random halvings); on sparse keys this removes most of the "
+    "by an amount learnt by predicting, from a quarter or an eighth of the sample, which of "
+    "its uniques the rest of the sample lacks; on sparse keys this removes most of the "
     "mixture's overstatement of the risk (README, Accuracy). none: Poisson cells.",
 )
 @click.option(

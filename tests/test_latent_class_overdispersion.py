@@ -15,6 +15,8 @@ from scipy.special import hyp1f1
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
+    CV_MIN_PART,
+    CV_RATIOS,
     KAPPA_GRID,
     KAPPA_PRIOR_HALF_CAUCHY,
     LatentClassModel,
@@ -109,20 +111,38 @@ def _simulated_cells(kappa, seed, J=5, L=10, H=3, n=4000):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_cross_validated_kappa_recovers_known_overdispersion(seed):
-    # the default: EM-fitted halves, log-uniform prior
-    kw = {"random_seed": seed}
+    # halves (ratio 2), EM-fitted, log-uniform prior: on a mixture whose cells really are
+    # Gamma(kappa)-perturbed, kappa is found within a factor of about 3
+    kw = {"random_seed": seed, "ratios": 2}
     # no clumping: the posterior piles up on large kappa (Poisson)
     od = overdispersion_cv(_simulated_cells(None, seed), **kw)
     assert od["weights"][od["grid"] >= 30].sum() > 0.5
     assert od["observed"] == int((_simulated_cells(None, seed).counts == 1).sum())
     assert od["predictive"] == "em" and od["prior"] == "log-uniform"
-    # strong and moderate clumping: kappa found within a factor of about 3
     od = overdispersion_cv(_simulated_cells(0.3, seed), **kw)
     assert 0.1 <= od["kappa_median"] <= 1.0
     assert od["predicted_poisson"] > od["observed"] + 3 * od["sd"]
     od = overdispersion_cv(_simulated_cells(1.0, seed), **kw)
     assert 0.4 <= od["kappa_median"] <= 3.0
     np.testing.assert_allclose(od["weights"].sum(), 1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_default_scale_ratios_order_known_overdispersion(seed):
+    # the default, quarters and eighths (CV_RATIOS): small parts (250-500 records here)
+    # fit their own uniques too closely, so on this correctly specified simulation kappa
+    # drifts up with the ratio (measured: kappa = 1 is read as 4-6, kappa = 0.3 as 0.6);
+    # the real designs drift the other way, more strongly (README, Accuracy). What must
+    # hold: strong clumping is found, moderate clumping is told from Poisson cells.
+    meds = {}
+    for kappa in (0.3, 1.0, None):
+        od = overdispersion_cv(_simulated_cells(kappa, seed), random_seed=seed)
+        assert od["ratios"] == list(CV_RATIOS)
+        meds[kappa] = od["kappa_median"]
+    assert 0.1 <= meds[0.3] <= 1.0
+    assert 0.4 <= meds[1.0] <= 10.0
+    assert meds[None] >= 100.0
+    assert meds[0.3] < meds[1.0] < meds[None]
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -146,10 +166,11 @@ def test_gibbs_fitted_halves_with_half_cauchy_prior_recover_kappa(seed):
 
 
 def test_prior_changes_only_the_weights_not_the_likelihood():
-    # same split, same fits: the posteriors differ by the ratio of the priors
+    # same partition, same fits: the posteriors differ by the ratio of the priors (for one
+    # partition; a mixture over partitions normalises each before mixing)
     model = _simulated_cells(1.0, 2, n=2000)
-    lu = overdispersion_cv(model, random_seed=5)
-    hc = overdispersion_cv(model, random_seed=5, prior=KAPPA_PRIOR_HALF_CAUCHY)
+    lu = overdispersion_cv(model, random_seed=5, ratios=4)
+    hc = overdispersion_cv(model, random_seed=5, prior=KAPPA_PRIOR_HALF_CAUCHY, ratios=4)
     ratio = kappa_prior(KAPPA_GRID, KAPPA_PRIOR_HALF_CAUCHY) / kappa_prior(KAPPA_GRID)
     expect = lu["weights"] * ratio
     np.testing.assert_allclose(hc["weights"], expect / expect.sum(), rtol=1e-9, atol=1e-300)
@@ -259,8 +280,8 @@ def test_cell_weights_set_each_cells_excess():
 
 def test_several_splits_mix_their_posteriors_and_feed_the_sampler():
     model = _simulated_cells(0.3, 0, n=2000)
-    one = overdispersion_cv(model, random_seed=7)
-    two = overdispersion_cv(model, random_seed=7, n_splits=2)
+    one = overdispersion_cv(model, random_seed=7, ratios=2)
+    two = overdispersion_cv(model, random_seed=7, n_splits=2, ratios=2)
     # the first halving of two is the halving of one (same random stream): half its mass
     assert np.all(two["weights"] >= 0.5 * one["weights"] - 1e-15)
     np.testing.assert_allclose(two["weights"].sum(), 1.0)
@@ -275,6 +296,28 @@ def test_several_splits_mix_their_posteriors_and_feed_the_sampler():
     with pytest.raises(InputError, match="grid"):
         model.sample(draws=2, tune=0, chains=1, N=40_000.0,
                      overdispersion={"grid": [1.0, 2.0], "weights": [0.3, 0.3]})
+
+
+def test_scale_ratios_mix_their_posteriors_and_respect_the_part_size():
+    model = _simulated_cells(0.3, 3, n=2000)
+    four = overdispersion_cv(model, random_seed=11, ratios=4)
+    both = overdispersion_cv(model, random_seed=11, ratios=(4, 8))
+    assert four["ratios"] == [4] and both["ratios"] == [4, 8]
+    # the first partition of the mixture is the one of ratio 4 alone (same random stream)
+    assert np.all(both["weights"] >= 0.5 * four["weights"] - 1e-15)
+    assert not np.allclose(both["weights"], four["weights"])
+    # every part's uniques that are sample uniques, summed over the parts: the sample uniques
+    assert both["observed"] == int((model.counts == 1).sum())
+    # parts must hold CV_MIN_PART records: 2000 / 128 is too few, halves are the fallback
+    assert overdispersion_cv(model, random_seed=1, ratios=128)["ratios"] == [2]
+    small = _simulated_cells(0.3, 3, n=8 * CV_MIN_PART - 1)
+    assert overdispersion_cv(small, random_seed=1)["ratios"] == [4]
+    # no extrapolation beyond the population's own factor N/n (here 5: ratio 8 dropped)
+    assert overdispersion_cv(model, random_seed=1, max_ratio=5.0)["ratios"] == [4]
+    assert overdispersion_cv(model, random_seed=1, max_ratio=1.5)["ratios"] == [2]
+    for bad in (1, (2, 2.5), ()):
+        with pytest.raises(InputError, match="ratios"):
+            overdispersion_cv(model, ratios=bad)
 
 
 def test_progress_report_on_stderr_changes_nothing(capsys):
