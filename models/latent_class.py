@@ -1286,7 +1286,7 @@ class LatentClassModel(SuperpopulationModel):
 #: (:func:`overdispersion_cv`, ``ratios``): the sample is cut at random into r parts, a
 #: mixture fitted to each part predicts which of its uniques the rest of the sample
 #: leaves unique, an extrapolation by the factor r. The kappa a fit needs falls as the
-#: factor grows (Adult 9 keys at 5%: kappa 7 from halves, 2 from quarters, 0.8 from
+#: factor grows (Adult 9 keys at 5%: kappa 10 from halves, 2.3 from quarters, 0.8 from
 #: eighths; the population, a factor 20 away, needs 1.2), so halves, a factor 2, see too
 #: little of the clumping that matters at the population's factor N/n (10 to 100 on the
 #: real designs). Quarters and eighths, mixed, come closer and carry the doubt about
@@ -1412,10 +1412,10 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
 
     Why several parts rather than halves. Each part extrapolates by the factor r,
     the population by N/n (10 to 100 on the real designs), and the kappa a fit
-    needs falls as the factor grows: on Adult 9 keys at 5% (20 replicates,
-    ``benchmarks/overdispersion_oracle.py``) the median kappa is 7 from halves,
-    2 from quarters, 0.8 from eighths, and the kappa that reproduces the true tau1
-    is 1.2. Halves (``ratios=2``, the setting before) therefore overstate tau1
+    needs falls as the factor grows: on Adult 9 keys at 5% (10 replicates,
+    ``benchmarks/overdispersion_oracle.py``) the median kappa is 10 from halves,
+    2.3 from quarters, 0.8 from eighths, and the kappa that reproduces the true
+    tau1 is 1.2. Halves (``ratios=2``, the setting before) therefore overstate tau1
     where clumping matters most (Scotland 13 keys at 1%: +20%). Quarters and
     eighths mixed (the default) come closer and carry the doubt about which scale
     transfers. A ratio is used only when its parts hold :data:`CV_MIN_PART`
