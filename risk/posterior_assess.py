@@ -971,7 +971,7 @@ def _assess_latent_class(
             "cv_predicted_uniques_poisson": od.get("predicted_poisson"),
             # the cross-validation's own settings, so a stored result says how kappa was learnt
             "kappa_prior": od.get("prior"),
-            "cv_halves_fit": od.get("predictive"),
+            "cv_parts_fit": od.get("predictive"),
             "cv_splits": od.get("n_splits"),
             "cv_ratios": od.get("ratios"),
         }

@@ -58,7 +58,7 @@ def test_demo_output_folder_follows_design(demo_run, check_html):
     # and how kappa was learnt: the model module's defaults, stamped with the result
     from sdcbayes.models import latent_class as lcm
 
-    assert od["cv_splits"] == lcm.CV_SPLITS and od["cv_halves_fit"] == lcm.CV_PREDICTIVE
+    assert od["cv_splits"] == lcm.CV_SPLITS and od["cv_parts_fit"] == lcm.CV_PREDICTIVE
     assert od["cv_ratios"] == list(lcm.CV_RATIOS)  # the demo's 3,908 records allow eighths
     assert od["kappa_prior"].startswith(lcm.KAPPA_PRIOR[0])
     assert summary["provenance"]["settings"]["overdispersion"] == "cv"
