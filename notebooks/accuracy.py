@@ -222,6 +222,52 @@ better = po.rel_bias.abs() < t1.rel_bias_halves.abs()
 assert better[t1.index.str.startswith("adult9")].all() and better["scotland13/srs/1%"]
 
 # %% [markdown]
+# ## A constant model error for the intervals? Calibrated on one population, checked on the other
+#
+# Most remaining misses of the coverage goal come with a small bias (a few percent of
+# tau1) and intervals of the same size. Could a fixed relative model error sigma_m,
+# added on the log scale to each interval, fix them? Approximating each stored 90%
+# interval by a normal on the log scale (which keeps the designs in range), sigma_m is
+# chosen on a 0-4% grid to minimise the mean |coverage - 0.9| over one population's six
+# designs (tau1 and tau2) and checked on the other population's.
+
+# %%
+lcq = latent[(latent.method == "latent-class") & latent.quantity.isin(["tau1", "tau2"])].copy()
+Z90 = 1.6448536269514722
+lcq["log_sd"] = (np.log(lcq.hi.clip(lower=0.5)) - np.log(lcq.lo.clip(lower=0.5))) / (2 * Z90)
+lcq["log_err"] = np.abs(np.log(lcq.truth.clip(lower=0.5)) - np.log(lcq.estimate.clip(lower=0.5)))
+
+
+def coverage_with_model_error(sub, sigma_m):
+    covered = sub.log_err <= Z90 * np.sqrt(sub.log_sd ** 2 + sigma_m ** 2)
+    return covered.groupby([sub.design, sub.quantity]).mean().unstack()
+
+
+def n_in_range(cov):
+    return int(cov.apply(lambda c: c.between(0.85, 0.95)).all(axis=1).sum())
+
+
+SIGMA_GRID = np.arange(0.0, 0.0401, 0.0025)
+calibrated = {}
+for train, test in (("adult", "scotland"), ("scotland", "adult")):
+    tr = lcq[lcq.population.str.startswith(train)]
+    te = lcq[lcq.population.str.startswith(test)]
+    loss = [float((coverage_with_model_error(tr, sm) - 0.9).abs().mean().mean())
+            for sm in SIGMA_GRID]
+    best = float(SIGMA_GRID[int(np.argmin(loss))])
+    before_cov, after_cov = coverage_with_model_error(te, 0.0), coverage_with_model_error(te, best)
+    calibrated[train] = (best, n_in_range(before_cov), n_in_range(after_cov))
+    print(f"calibrated on {train}: sigma_m = {best:.4f}; on {test}: mean |coverage - 0.9| "
+          f"{(before_cov - 0.9).abs().mean().mean():.3f} -> {(after_cov - 0.9).abs().mean().mean():.3f},"
+          f" designs in range {n_in_range(before_cov)} -> {n_in_range(after_cov)}")
+# the approximation keeps the stored count of designs in range (4 of 12)
+assert n_in_range(coverage_with_model_error(lcq, 0.0)) == 4
+# what the README says: the two populations want different model errors, and neither
+# population's choice puts more of the other's designs in range
+assert calibrated["adult"][0] >= 2 * calibrated["scotland"][0] > 0
+assert all(after <= before for _, before, after in calibrated.values())
+
+# %% [markdown]
 # ## Record level: calibration (Brier score) and ranking (AUC)
 #
 # Over the sample uniques of each replicate: the Brier score of the predicted
