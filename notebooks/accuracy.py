@@ -257,9 +257,11 @@ for train, test in (("adult", "scotland"), ("scotland", "adult")):
     best = float(SIGMA_GRID[int(np.argmin(loss))])
     before_cov, after_cov = coverage_with_model_error(te, 0.0), coverage_with_model_error(te, best)
     calibrated[train] = (best, n_in_range(before_cov), n_in_range(after_cov))
+    gap_before = float((before_cov - 0.9).abs().mean().mean())
+    gap_after = float((after_cov - 0.9).abs().mean().mean())
     print(f"calibrated on {train}: sigma_m = {best:.4f}; on {test}: mean |coverage - 0.9| "
-          f"{(before_cov - 0.9).abs().mean().mean():.3f} -> {(after_cov - 0.9).abs().mean().mean():.3f},"
-          f" designs in range {n_in_range(before_cov)} -> {n_in_range(after_cov)}")
+          f"{gap_before:.3f} -> {gap_after:.3f}, designs in range {n_in_range(before_cov)} -> "
+          f"{n_in_range(after_cov)}")
 # the approximation keeps the stored count of designs in range (4 of 12)
 assert n_in_range(coverage_with_model_error(lcq, 0.0)) == 4
 # what the README says: the two populations want different model errors, and neither
