@@ -126,6 +126,19 @@ def _kappa_prior(text: str):
     return ("half-cauchy", float(scale or 1.0))
 
 
+def populations_with_codebook(names: str):
+    """Yield ``(name, population, levels)`` for each comma-separated population that
+    loads, ``levels`` the codebook (every level of each key: a user knows them from the
+    documentation); a population whose data are absent is skipped with the reason."""
+    for name in names.split(","):
+        try:
+            pop = load_population(name)
+        except SkipDesign as exc:
+            print(f"skip {name}: {exc}", file=sys.stderr)
+            continue
+        yield name, pop, {k: sorted(pop.frame[k].astype(str).unique()) for k in pop.keys}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13")
@@ -171,14 +184,7 @@ def main(argv=None) -> int:
         return 0
     a = args.phi_a if args.phi_a == "inverse" else float(args.phi_a)
     results = []
-    for pop_name in args.populations.split(","):
-        try:
-            pop = load_population(pop_name)
-        except SkipDesign as exc:
-            print(f"skip {pop_name}: {exc}", file=sys.stderr)
-            continue
-        # the codebook: every level of each key (a user knows them from the documentation)
-        levels = {k: sorted(pop.frame[k].astype(str).unique()) for k in pop.keys}
+    for pop_name, pop, levels in populations_with_codebook(args.populations):
         sz = {"confirmed": CONFIRMED_RULES.get(pop_name), "auto": "auto", "none": None}[args.rules]
         lc = latent_class_method(
             n_classes=args.classes, draws=args.draws, tune=args.tune, chains=args.chains,
@@ -187,7 +193,8 @@ def main(argv=None) -> int:
             em_restarts=args.em_restarts,
             overdispersion=None if args.overdispersion == "none" else args.overdispersion,
             overdispersion_splits=args.overdispersion_splits,
-            overdispersion_prior=None if args.kappa_prior is None else _kappa_prior(args.kappa_prior),
+            overdispersion_prior=(None if args.kappa_prior is None
+                                  else _kappa_prior(args.kappa_prior)),
             overdispersion_predictive=args.cv_predictive,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),

@@ -41,15 +41,17 @@ from sdcbayes.models.latent_class import (
 )
 from sdcbayes.validation import (
     Design,
-    SkipDesign,
     _draw,
     _population_cells,
-    load_population,
     truth_of_sample,
 )
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from latent_class_accuracy import CONFIRMED_RULES, _kappa_prior  # noqa: E402
+from latent_class_accuracy import (  # noqa: E402
+    CONFIRMED_RULES,
+    _kappa_prior,
+    populations_with_codebook,
+)
 
 
 def oracle_kappa(tau1_of_kappa: np.ndarray, truth: float, grid=KAPPA_GRID) -> float:
@@ -86,15 +88,9 @@ def main(argv=None) -> int:
     prior = _kappa_prior(args.kappa_prior)
     at = {k: int(np.argmin(np.abs(np.log(KAPPA_GRID[:-1]) - np.log(k)))) for k in (1.0, 10.0)}
     rows = []
-    for pop_name in args.populations.split(","):
-        try:
-            pop = load_population(pop_name)
-        except SkipDesign as exc:
-            print(f"skip {pop_name}: {exc}", file=sys.stderr)
-            continue
+    for pop_name, pop, levels in populations_with_codebook(args.populations):
         keys, frame = list(pop.keys), pop.frame
         N = len(frame)
-        levels = {k: sorted(frame[k].astype(str).unique()) for k in keys}
         pop_cell, pop_counts = _population_cells(frame, keys)
         for frac in (float(x) for x in args.fractions.split(",")):
             design = Design(pop, frac, "srs", replicates=args.replicates, seed=args.seed)
@@ -132,7 +128,7 @@ def main(argv=None) -> int:
     if not rows:
         return 1
     res = pd.DataFrame(rows)
-    res["oracle_in_cv_90"] = (res["cv_5%"] <= res.oracle_kappa) & (res.oracle_kappa <= res["cv_95%"])
+    res["oracle_in_cv_90"] = res.oracle_kappa.between(res["cv_5%"], res["cv_95%"])
     summ = res.groupby("design").agg(
         replicates=("replicate", "size"),
         oracle_q10=("oracle_kappa", lambda x: np.quantile(x, 0.1, method="lower")),
