@@ -149,7 +149,8 @@ def test_default_scale_ratios_order_known_overdispersion(seed):
 def test_gibbs_fitted_halves_with_half_cauchy_prior_recover_kappa(seed):
     # the alternative measured in the README: Gibbs-fitted halves, half-Cauchy(0, 1)
     # prior on kappa^-1/2
-    kw = {"predictive": "gibbs", "prior": KAPPA_PRIOR_HALF_CAUCHY, "random_seed": seed}
+    kw = {"predictive": "gibbs", "prior": KAPPA_PRIOR_HALF_CAUCHY, "random_seed": seed,
+          "ratios": 2}
     # no clumping: no mass on strong clumping, most on kappa >= 3 (where P(F=1|f=1) is
     # within a few per cent of Poisson); the half-Cauchy prior keeps it off the grid's end
     od = overdispersion_cv(_simulated_cells(None, seed), **kw)
