@@ -10,6 +10,11 @@ relative RMSE of tau1, tau2 and the expected re-identifications, 90%
 posterior-predictive interval coverage and width, the time per fit, whether the
 issue-7 goal is met per design, and the median r_hat of tau1/tau2 across chains.
 
+Designs (``--kind``): simple random samples (the 12 designs of the goal), or
+stratified ones with n_h proportional to sqrt(N_h) and unequal weights N_h/n_h
+(strata: income for Adult, residence type for Scotland), where the model takes the
+weights as a design variable (``--weights classes``) or ignores them (``ignore``).
+
 Structural zeros (``--rules``): ``confirmed`` (default) uses :data:`CONFIRMED_RULES`
 with the codebook levels (every level of the key in the whole file), what a
 methodologist passes after confirming the detector's candidates; ``auto`` uses the
@@ -23,7 +28,8 @@ Usage (the two machines' cores are shared: split the work by population or by
 ``--seed`` and combine the CSVs)::
 
     python benchmarks/latent_class_accuracy.py [--populations adult6,adult9,scotland7,scotland13]
-        [--fractions 0.01,0.05,0.1] [--replicates 10] [--seed 0] [--classes 30]
+        [--fractions 0.01,0.05,0.1] [--kind srs|stratified] [--weights classes|ignore]
+        [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none] [--phi-a inverse]
         [--overdispersion cv|none] [--overdispersion-splits 4]
@@ -143,6 +149,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13")
     ap.add_argument("--fractions", default="0.01,0.05,0.1")
+    ap.add_argument("--kind", default="srs", choices=["srs", "stratified"],
+                    help="simple random samples, or stratified ones with n_h proportional to "
+                         "sqrt(N_h) (unequal weights; strata of sdcbayes.validation.POPULATIONS)")
+    ap.add_argument("--weights", default="classes", choices=["classes", "ignore"],
+                    help="unequal weights (stratified designs) as a weight-class design "
+                         "variable of the mixture (default), or ignored (one rate N/n)")
     ap.add_argument("--replicates", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0,
                     help="design seed (replicate r draws with [seed, r]); run processes with "
@@ -190,7 +202,7 @@ def main(argv=None) -> int:
             n_classes=args.classes, draws=args.draws, tune=args.tune, chains=args.chains,
             thin=args.thin, structural_zeros=sz, priors={"phi": {"a": a}}, seed=args.seed,
             levels=levels if args.rules == "confirmed" else None, init=args.init,
-            em_restarts=args.em_restarts,
+            em_restarts=args.em_restarts, weights=args.weights == "classes",
             overdispersion=None if args.overdispersion == "none" else args.overdispersion,
             overdispersion_splits=args.overdispersion_splits,
             overdispersion_prior=(None if args.kappa_prior is None
@@ -203,7 +215,7 @@ def main(argv=None) -> int:
         for b in filter(None, args.baselines.split(",")):
             methods[b] = BASELINES[b]
         for frac in (float(x) for x in args.fractions.split(",")):
-            design = Design(pop, frac, "srs", replicates=args.replicates, seed=args.seed)
+            design = Design(pop, frac, args.kind, replicates=args.replicates, seed=args.seed)
             t0 = time.perf_counter()
             res = run_design(design, methods)
             results.append(res)

@@ -57,6 +57,27 @@ and :math:`\tau_1 = \sum_{k \in SU} I(F_k = 1)`, :math:`\tau_2 = \sum_{k \in SU}
 uniques and the posterior predictive of :math:`\tau_1, \tau_2` (parameter
 uncertainty *and* the randomness of F given :math:`\pi`).
 
+Unequal weights (an informative design: strata sampled at different rates whose
+members differ in their keys). The mixture describes the *sample*, which
+over-represents the over-sampled strata; extrapolating every cell by the one
+factor N/n then misplaces the population. With ``weights`` the records are put in
+weight classes g (:func:`weight_classes`: the distinct weights, i.e. the strata of
+a stratified design, or quantile bins of continuous weights) with mean weight
+:math:`\bar w_g = \hat N_g / n_g`, and the class is modelled as one more variable
+of the mixture (the design variable in the model, Gelman 2007, "Struggles with
+survey weighting", section 1; Little 2004). A population cell of key cell k in
+class g has Poisson mean :math:`n\pi_{kg}\bar w_g`, of which
+:math:`n\pi_{kg}` is sampled, so
+
+.. math::
+
+    F_k - f_k \mid \pi \sim \mathrm{Po}(\lambda_k),\qquad
+    \lambda_k = n \sum_g \pi_{kg}(\bar w_g - 1),
+
+which is :math:`(N - n)\pi_k` when every weight is N/n (simple random sampling,
+where no design variable is added and the results are those of the model without
+weights). The weights are scaled to sum to N.
+
 Overdispersion (:func:`overdispersion_cv`, ``sample(overdispersion="cv")``): a
 mixture of a few classes smooths, and on sparse keys it gives the observed sample
 uniques too small a :math:`\pi_k` (the truth clumps more than the classes say),
@@ -119,10 +140,23 @@ __all__ = [
     "simulate_excess",
     "simulate_tau",
     "stick_breaking_weights",
+    "weight_classes",
 ]
 
 #: Dim of the mixture components (added to the ARCHITECTURE vocabulary).
 CLASS_DIM = "latent_class"
+
+#: Name of the design variable (the records' weight class) appended to the keys of a
+#: model fitted with unequal ``weights`` (module docstring, "Unequal weights").
+WEIGHT_CLASS_KEY = "__weight_class__"
+
+#: Up to this many distinct weights, each is a weight class of its own (the strata of a
+#: stratified design); beyond, :data:`WEIGHT_BINS` quantile bins of log w are used.
+MAX_WEIGHT_CLASSES = 16
+
+#: Quantile bins of log w for weights with more than :data:`MAX_WEIGHT_CLASSES`
+#: distinct values (calibrated or non-response-adjusted weights).
+WEIGHT_BINS = 5
 
 _DEFAULT_MAX_RECTANGLES = 20_000
 
@@ -130,6 +164,51 @@ _DEFAULT_MAX_RECTANGLES = 20_000
 # --------------------------------------------------------------------------------------
 # closed forms (plain arrays, broadcasting)
 # --------------------------------------------------------------------------------------
+
+
+def weight_classes(weights) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
+    r"""Weight classes of the records for a design-weighted latent-class model.
+
+    The distinct weights, when there are at most :data:`MAX_WEIGHT_CLASSES` (a
+    stratified design with :math:`w = N_h/n_h` per stratum: the classes are the
+    strata, merged where their rates agree, which changes nothing); otherwise
+    :data:`WEIGHT_BINS` bins at the quantiles of :math:`\log w`. Each class carries
+    its mean weight :math:`\bar w_g = \hat N_g / n_g` (Horvitz-Thompson), the
+    population-to-sample ratio of the class (module docstring, "Unequal weights").
+
+    Parameters
+    ----------
+    weights : array_like, shape (n,)
+        Positive finite sampling weights of the records.
+
+    Returns
+    -------
+    (index, class_weights, labels) or None
+        ``index`` (n,) the class of each record (0 .. G-1, classes ordered by weight),
+        ``class_weights`` (G,) their mean weights, ``labels`` their names; None when
+        all weights are equal (relative spread below 1e-9): simple random sampling,
+        no design variable.
+    """
+    w = np.asarray(weights, dtype=float).reshape(-1)
+    if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise InputError("weights must be positive and finite, one per record; fix or drop "
+                         "the records with missing, zero or negative weights")
+    if w.max() - w.min() <= 1e-9 * w.max():
+        return None
+    # distinct values up to a relative 1e-9 (weights read back from text files)
+    order = np.sort(np.unique(w))
+    distinct = order[np.concatenate([[True], np.diff(order) > 1e-9 * order[1:]])]
+    if distinct.size <= MAX_WEIGHT_CLASSES:
+        index = np.searchsorted(distinct, w * (1 + 1e-9), side="right") - 1
+        index = np.clip(index, 0, distinct.size - 1)
+    else:
+        edges = np.unique(np.quantile(np.log(w), np.linspace(0, 1, WEIGHT_BINS + 1)[1:-1]))
+        index = np.searchsorted(edges, np.log(w), side="right")
+        used, index = np.unique(index, return_inverse=True)
+    G = int(index.max()) + 1
+    class_weights = np.bincount(index, weights=w, minlength=G) / np.bincount(index, minlength=G)
+    labels = [f"w{g + 1}={cw:.6g}" for g, cw in enumerate(class_weights)]
+    return index.astype(np.int64), class_weights, labels
 
 
 def stick_breaking_weights(V) -> np.ndarray:
@@ -635,6 +714,16 @@ class LatentClassModel(SuperpopulationModel):
         Truncation level H of the stick-breaking prior.
     structural_zeros : list of rules or StructuralZeros, optional
     priors : dict, optional
+    class_weights : array_like, optional
+        Mean sampling weight of each level of the last column of ``codes``, which is
+        then a design variable (the records' weight class, :func:`weight_classes`),
+        not a key: the risk refers to the key cells (the other columns), whose
+        population counts are extrapolated class by class (module docstring,
+        "Unequal weights"). :meth:`from_frame` and :meth:`from_microdata` build it
+        from ``weights``.
+    key_index : array_like of int, optional
+        With ``class_weights``: the key cell (0 .. C-1) of each row; default the
+        sorted distinct key rows.
     """
 
     name: ClassVar[str] = "latent-class"
@@ -644,7 +733,8 @@ class LatentClassModel(SuperpopulationModel):
     }
 
     def __init__(self, codes, counts, n_levels, *, keys=None, levels=None, n_classes: int = 30,
-                 structural_zeros=None, priors: Mapping[str, PriorSpec] | None = None):
+                 structural_zeros=None, priors: Mapping[str, PriorSpec] | None = None,
+                 class_weights=None, key_index=None):
         super().__init__(priors)
         codes = np.asarray(codes)
         counts = np.asarray(counts)
@@ -689,15 +779,101 @@ class LatentClassModel(SuperpopulationModel):
                 )
             if self.structural_zeros.n_rectangles == 0:
                 self.structural_zeros = None
+        self._set_key_cells(class_weights, key_index)
+
+    def _set_key_cells(self, class_weights, key_index) -> None:
+        """Set the key cells the risk refers to.
+
+        They are the rows, or with a design variable (the last column,
+        ``class_weights`` per level) the distinct rows of the other columns.
+        """
+        K, J = self.codes.shape
+        if class_weights is None:
+            if key_index is not None:
+                raise InputError("key_index needs class_weights (a design variable)")
+            self.class_weights = None
+            self.n_keys = J
+            self.key_index = np.arange(K)
+            self.key_codes, self.key_counts = self.codes, self.counts
+            return
+        cw = np.asarray(class_weights, dtype=float).reshape(-1)
+        if J < 2 or cw.shape != (self.n_levels[-1],) or not np.all(np.isfinite(cw)) \
+                or np.any(cw <= 0):
+            raise InputError(
+                f"class_weights must hold one positive mean weight per level of the last "
+                f"column (the design variable, {self.n_levels[-1]} levels); got {cw.shape}")
+        if self.structural_zeros is not None and self.structural_zeros.restricted[-1]:
+            raise InputError("structural-zero rules may not name the design variable "
+                             f"{self.keys[-1]!r}")
+        self.class_weights = cw
+        self.n_keys = J - 1
+        kc = self.codes[:, :-1]
+        if key_index is None:
+            _, key_index = np.unique(kc, axis=0, return_inverse=True)
+        key_index = np.asarray(key_index).reshape(-1)
+        if key_index.shape != (K,) or not np.issubdtype(key_index.dtype, np.integer) \
+                or key_index.min() < 0:
+            raise InputError(f"key_index must give a key cell >= 0 for each of the {K} rows")
+        C = int(key_index.max()) + 1
+        first = np.full(C, -1)
+        first[key_index[::-1]] = np.arange(K)[::-1]
+        if np.any(first < 0) or not np.array_equal(kc[first][key_index], kc):
+            raise InputError("key_index must number the key cells 0 .. C-1, with rows of "
+                             "one key cell agreeing on every key")
+        self.key_index = key_index.astype(np.intp)
+        self.key_codes = kc[first]
+        self.key_counts = np.bincount(self.key_index, weights=self.counts, minlength=C)
+        # sample count of each class: the weights' total is sum_g n_g w_g
+        self._class_n = np.bincount(self.codes[:, -1], weights=self.counts,
+                                    minlength=cw.size)
+
+    def excess_rates(self, N: float) -> np.ndarray:
+        r"""Unsampled-to-sampled ratio :math:`\bar w_g - 1` of each weight class.
+
+        The weights are scaled to sum to N; one value, N/n - 1, without a design
+        variable.
+        """
+        if self.class_weights is None:
+            return np.array([float(N) / self.n - 1.0])
+        scale = float(N) / float(self._class_n @ self.class_weights)
+        # weights below 1 (accepted by Microdata on request) cannot shrink F below f
+        return np.maximum(self.class_weights * scale - 1.0, 0.0)
+
+    def _class_codes(self, key_cells) -> np.ndarray:
+        """Rows (key cell, class g) for every given key cell and every class, (T * G, J)."""
+        kc = self.key_codes[np.asarray(key_cells)]
+        G = self.n_levels[-1]
+        return np.column_stack([np.repeat(kc, G, axis=0),
+                                np.tile(np.arange(G), kc.shape[0])]).astype(np.intp)
+
+    def key_cell_probabilities(self, w, phi, key_codes=None, *, by_class: bool = False):
+        r""":math:`\pi_k = \sum_g \pi_{kg}` of key cells (default: the observed ones).
+
+        Without a design variable the key cells are the cells and this is
+        :meth:`cell_probabilities`. ``key_codes`` (T, n_keys); ``by_class=True``
+        returns the (T, G) array of :math:`\pi_{kg}` instead.
+        """
+        kc = self.key_codes if key_codes is None else np.asarray(key_codes)
+        if self.class_weights is None:
+            pi = self.cell_probabilities(w, phi, kc)
+            return pi[:, None] if by_class else pi
+        G = self.n_levels[-1]
+        rows = np.column_stack([np.repeat(kc, G, axis=0), np.tile(np.arange(G), kc.shape[0])])
+        pi = self.cell_probabilities(w, phi, rows.astype(np.intp)).reshape(-1, G)
+        return pi if by_class else pi.sum(axis=1)
 
     # ---------------------------------------------------------------- construction
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, keys: Sequence[str], *, levels=None, **kwargs):
+    def from_frame(cls, frame: pd.DataFrame, keys: Sequence[str], *, levels=None, weights=None,
+                   **kwargs):
         """Build the model from records: code the keys and count distinct cells.
 
         ``levels`` (optional, a mapping key -> all levels of the key, e.g. from the
         codebook) makes the cell space include levels absent from the sample;
-        by default the observed levels, sorted, are used.
+        by default the observed levels, sorted, are used. ``weights`` (a column
+        name or one value per record): unequal sampling weights add the records'
+        weight class as a design variable (:func:`weight_classes`; module
+        docstring, "Unequal weights"); equal weights change nothing.
         """
         missing = [k for k in keys if k not in frame.columns]
         if missing:
@@ -717,12 +893,30 @@ class LatentClassModel(SuperpopulationModel):
                                  f"{col[cat.codes < 0].iloc[0]!r}; add them to levels[{k!r}]")
             cols.append(cat.codes.astype(np.int64))
             lvls.append(lv)
+        classes = None
+        if weights is not None:
+            if isinstance(weights, str):
+                if weights not in frame.columns:
+                    raise InputError(f"weight column {weights!r} is not a column of the data")
+                weights = frame[weights]
+            w = np.asarray(weights, dtype=float).reshape(-1)
+            if w.size != len(frame):
+                raise InputError(f"weights must hold one value per record ({len(frame)}); "
+                                 f"got {w.size}")
+            classes = weight_classes(w)
+        if classes is not None:
+            index, cw, labels = classes
+            cols.append(index)
+            lvls.append(labels)
+            keys = list(keys) + [WEIGHT_CLASS_KEY]
+            kwargs["class_weights"] = cw
         rec = np.column_stack(cols)
         cells, counts = np.unique(rec, axis=0, return_counts=True)
         return cls(cells, counts, [len(v) for v in lvls], keys=list(keys), levels=lvls, **kwargs)
 
     @classmethod
-    def from_microdata(cls, md, *, structural_zeros=None, **kwargs) -> LatentClassModel:
+    def from_microdata(cls, md, *, structural_zeros=None, weights: bool = True,
+                       **kwargs) -> LatentClassModel:
         """Build the model on the cell table of a :class:`sdcbayes.Microdata`.
 
         Row k of the model's cell table is cell k of ``md.cells`` (so a posterior
@@ -740,6 +934,11 @@ class LatentClassModel(SuperpopulationModel):
             ``"auto"``: the ``"implication"`` candidates of
             :func:`detect_structural_zeros` on the sample (unconfirmed; confirm
             them and pass the list for a real release).
+        weights : bool, default True
+            Use ``md``'s sampling weights, when it has unequal ones, as a design
+            variable (:func:`weight_classes`; module docstring, "Unequal weights"):
+            the model's rows are then (cell, weight class) pairs, and its key cells
+            are still ``md``'s cells in order. False: one extrapolation N/n for all.
         **kwargs
             ``n_classes``, ``priors`` (see the class).
         """
@@ -771,8 +970,22 @@ class LatentClassModel(SuperpopulationModel):
             frame = frame.astype(object).where(frame.notna(), "<missing>").astype(str)
             cands = detect_structural_zeros(frame, md.keys)
             sz = list(cands.loc[cands.kind == "implication", "rule"]) or None
-        return cls(np.column_stack(cols), cells.f_exact, [len(v) for v in lvls],
-                   keys=list(md.keys), levels=lvls, structural_zeros=sz, **kwargs)
+        codes, counts = np.column_stack(cols), cells.f_exact
+        classes = None
+        if weights and getattr(md, "weights", None) is not None:
+            kept = np.asarray(md.record_cell) >= 0
+            classes = weight_classes(np.asarray(md.weights, dtype=float)[kept])
+        if classes is None:
+            return cls(codes, counts, [len(v) for v in lvls], keys=list(md.keys), levels=lvls,
+                       structural_zeros=sz, **kwargs)
+        index, cw, labels = classes
+        rc = np.asarray(md.record_cell)[kept]
+        G = cw.size
+        pair, n_pair = np.unique(rc * G + index, return_counts=True)
+        cell, g = pair // G, pair % G
+        return cls(np.column_stack([codes[cell], g]), n_pair, [len(v) for v in lvls] + [G],
+                   keys=list(md.keys) + [WEIGHT_CLASS_KEY], levels=lvls + [labels],
+                   structural_zeros=sz, class_weights=cw, key_index=cell, **kwargs)
 
     def _check_priors(self):
         a = self.priors["alpha"]
@@ -800,9 +1013,12 @@ class LatentClassModel(SuperpopulationModel):
         return {
             "n_records": int(self.n),
             "n_cells": int(self.codes.shape[0]),
-            "n_sample_uniques": int((self.counts == 1).sum()),
-            "keys": self.keys,
-            "n_levels": self.n_levels.tolist(),
+            "n_key_cells": int(self.key_codes.shape[0]),
+            "n_sample_uniques": int((self.key_counts == 1).sum()),
+            "keys": self.keys[:self.n_keys],
+            "n_levels": self.n_levels[:self.n_keys].tolist(),
+            "weight_classes": (None if self.class_weights is None
+                               else self.class_weights.tolist()),
             "n_classes": self.H,
             "structural_zeros": (self.structural_zeros.to_list()
                                  if self.structural_zeros is not None else []),
@@ -1043,7 +1259,15 @@ class LatentClassModel(SuperpopulationModel):
             "pi": np.empty((n_keep, target.size)), "n_classes_used": np.empty(n_keep),
             "mass_structural_zero": np.empty(n_keep), "n_augmented": np.empty(n_keep),
         }
-        su_t = self.counts[target] == 1  # the sample uniques among the stored cells
+        # target: key cells (the cells, without a design variable)
+        su_t = self.key_counts[target] == 1  # the sample uniques among the stored cells
+        design = self.class_weights is not None
+        if design:
+            t_codes = self._class_codes(target)
+            G = self.n_levels[-1]
+        excess = None if N is None else self.excess_rates(N)
+        if N is not None:
+            out["lam"] = np.empty((n_keep, target.size))
         if kappa_grid is not None:
             out["kappa"] = np.empty(n_keep)
         if N is not None:
@@ -1073,7 +1297,12 @@ class LatentClassModel(SuperpopulationModel):
                 out["w"][keep] = np.exp(lw)
                 out["alpha"][keep] = alpha
                 out["loglik"][keep] = f @ lpi - n * log_norm
-                pi_t = np.exp(lpi[target] - log_norm)
+                if design:  # pi_kg of every (key cell, class): the excess is class by class
+                    pi_kg = np.exp(logsumexp(lw + _log_cell_terms(t_codes, log_phi), axis=1)
+                                   - log_norm).reshape(-1, G)
+                    pi_t = pi_kg.sum(axis=1)
+                else:
+                    pi_t = np.exp(lpi[target] - log_norm)
                 out["pi"][keep] = pi_t
                 out["mass_structural_zero"][keep] = mass
                 kappa = None
@@ -1081,7 +1310,9 @@ class LatentClassModel(SuperpopulationModel):
                     kappa = float(rng.choice(kappa_grid[0], p=kappa_grid[1]))
                     out["kappa"][keep] = kappa
                 if N is not None:
-                    lam, smean = (N - n) * pi_t[su_t], n * pi_t[su_t]
+                    lam_t = n * (pi_kg @ excess) if design else (N - n) * pi_t
+                    out["lam"][keep] = lam_t
+                    lam, smean = lam_t[su_t], n * pi_t[su_t]
                     t1, t2 = simulate_tau(lam, rng, kappa, smean)
                     out["tau1"][keep], out["tau2"][keep] = t1, t2
                     out["tau1_expected"][keep] = prob_population_unique(lam, kappa, smean).sum()
@@ -1175,11 +1406,15 @@ class LatentClassModel(SuperpopulationModel):
         -------
         arviz.InferenceData
             ``posterior``: ``w`` (chain, draw, latent_class), ``alpha``, ``pi``
-            (chain, draw, cell) with coordinate ``cell`` = row of the model's cell
-            table, ``lam`` = (N - n) pi when N is given, ``mass_structural_zero``,
+            (chain, draw, cell) with coordinate ``cell`` = key cell (row of
+            ``key_codes``: the model's cell table, or with a design variable its
+            distinct key rows), ``lam`` = the mean of :math:`F_k - f_k` when N is
+            given ((N - n) pi; class by class with unequal weights),
+            ``mass_structural_zero``,
             ``tau1_expected``, ``tau2_expected``; ``posterior_predictive``: ``tau1``,
             ``tau2``; ``sample_stats``: ``loglik``, ``n_classes_used``, ``n_augmented``;
-            ``observed_data``: ``fk``; ``constant_data``: ``n``, ``N``. With
+            ``observed_data``: ``fk`` (of the key cells); ``constant_data``: ``n``,
+            ``N``. With
             ``overdispersion``, ``posterior`` also holds ``kappa`` (chain, draw; inf =
             Poisson) and ``attrs["overdispersion"]`` the cross-validation summary (JSON).
         """
@@ -1196,8 +1431,8 @@ class LatentClassModel(SuperpopulationModel):
         if N is not None and not N >= self.n:
             raise InputError(f"N (population size) must be at least the sample size {self.n:g}; "
                              f"got {N!r}")
-        target = (np.flatnonzero(self.counts == 1) if store == "uniques"
-                  else np.arange(self.codes.shape[0]))
+        target = (np.flatnonzero(self.key_counts == 1) if store == "uniques"
+                  else np.arange(self.key_codes.shape[0]))
         seeds = np.random.SeedSequence(random_seed).spawn(chains + 1)
         kappa_grid, od_summary = None, None
         if overdispersion is not None:
@@ -1255,7 +1490,7 @@ class LatentClassModel(SuperpopulationModel):
         dims = {"w": [CLASS_DIM], "pi": ["cell"], "lam": ["cell"], "fk": ["cell_all"]}
         groups = {}
         if N is not None:
-            post["lam"] = (float(N) - self.n) * stack["pi"]
+            post["lam"] = stack["lam"]
             post["tau1_expected"] = stack["tau1_expected"]
             post["tau2_expected"] = stack["tau2_expected"]
             groups["posterior_predictive"] = {"tau1": stack["tau1"], "tau2": stack["tau2"]}
@@ -1263,9 +1498,9 @@ class LatentClassModel(SuperpopulationModel):
             posterior=post,
             sample_stats={"loglik": stack["loglik"], "n_classes_used": stack["n_classes_used"],
                           "n_augmented": stack["n_augmented"]},
-            observed_data={"fk": self.counts},
+            observed_data={"fk": self.key_counts},
             constant_data={"n": np.array(self.n), "N": np.array(np.nan if N is None else N)},
-            coords={**coords, "cell_all": np.arange(self.codes.shape[0])},
+            coords={**coords, "cell_all": np.arange(self.key_codes.shape[0])},
             dims=dims,
             **groups,
         )
@@ -1273,6 +1508,11 @@ class LatentClassModel(SuperpopulationModel):
             "model": self.name, "inference": "gibbs", "priors": self.priors_json(),
             "n_classes": self.H, "sampling_time_s": elapsed, "thin": thin, "tune": tune,
         })
+        if self.class_weights is not None:
+            import json
+
+            # the design variable's classes: lam is extrapolated class by class
+            idata.attrs["weight_classes"] = json.dumps(self.class_weights.tolist())
         if od_summary is not None:
             import json
 
@@ -1492,9 +1732,14 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     if not ratios or any(int(r) != r or r < 2 for r in ratios):
         raise InputError(f"ratios must be whole numbers >= 2 (parts of 1/r of the sample); "
                          f"got {ratios!r}")
-    f = np.rint(model.counts).astype(np.int64)
-    K = f.size
-    cell_of_record = np.repeat(np.arange(K), f)
+    # records -> model rows (cells, or (cell, weight class) pairs); uniqueness is of key
+    # cells. The parts are simple random subsets of the sample whatever its design, so the
+    # part-to-sample extrapolation is the same factor for every class.
+    rows_f = np.rint(model.counts).astype(np.int64)
+    K = rows_f.size
+    f = np.rint(model.key_counts).astype(np.int64)
+    C = f.size
+    cell_of_record = np.repeat(np.arange(K), rows_f)
     n = cell_of_record.size
     if n < 4:
         raise InputError(f"overdispersion='cv' needs at least 4 records; got {n}")
@@ -1521,8 +1766,12 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                     model.codes[keep], cA[keep], model.n_levels, keys=model.keys,
                     levels=model.levels, n_classes=model.H,
                     structural_zeros=model.structural_zeros, priors=model.priors,
+                    class_weights=model.class_weights,
+                    key_index=(None if model.class_weights is None
+                               else np.unique(model.key_index[keep], return_inverse=True)[1]),
                 )
-                unique_a = np.flatnonzero(cA == 1)
+                unique_a = np.flatnonzero(
+                    np.bincount(model.key_index, weights=cA, minlength=C) == 1)
                 if predictive == "gibbs":
                     # the part's posterior draws of pi for its uniques (its target cells, in
                     # the order of unique_a): the same predictive as the whole sample's risk
@@ -1532,8 +1781,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                     pi = idata.posterior["pi"].values.reshape(-1, unique_a.size)
                 else:
                     em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
-                    pi = part_model.cell_probabilities(em["w"], em["phi"],
-                                                       codes=model.codes[unique_a])[None, :]
+                    pi = part_model.key_cell_probabilities(
+                        em["w"], em["phi"], model.key_codes[unique_a])[None, :]
                 observed += int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
                 parts.append(((n - part.size) * pi, part.size * pi))
             # P_k(kappa) averaged over the draws (one draw for EM), summed over A-uniques
@@ -1622,7 +1871,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         em_restarts: int = 3, overdispersion=None,
                         overdispersion_splits: int | None = None,
                         overdispersion_prior=None, overdispersion_predictive=None,
-                        overdispersion_ratios=None):
+                        overdispersion_ratios=None, weights: bool = True):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
@@ -1631,6 +1880,11 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     ``overdispersion_splits`` random partitions per ratio, default :data:`CV_SPLITS`;
     prior and fit of the parts ``overdispersion_prior``, ``overdispersion_predictive``,
     defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`).
+
+    ``weights=True`` (default): unequal sampling weights (stratified designs) enter
+    the model as the records' weight class (:func:`weight_classes`, module
+    docstring "Unequal weights"); with equal weights (simple random sampling) the
+    model is the same either way. ``False`` extrapolates every cell by N/n.
 
     Point estimates of tau1, tau2 and the expected re-identifications are
     posterior means of their conditional expectations given pi; ``intervals`` are
@@ -1653,8 +1907,10 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
             cands = detect_structural_zeros(sample, keys)
             sz = list(cands.loc[cands.kind == "implication", "rule"]) or None
         frame = sample[list(keys)].astype(str)
+        # unequal weights (a stratified design) enter as the records' weight class
         model = LatentClassModel.from_frame(frame, keys, levels=levels, n_classes=n_classes,
-                                            structural_zeros=sz, priors=priors)
+                                            structural_zeros=sz, priors=priors,
+                                            weights=sample[weight] if weights else None)
         od = overdispersion
         splits = CV_SPLITS if overdispersion_splits is None else int(overdispersion_splits)
         if od == "cv":  # seeded here, as the stored results were
@@ -1669,11 +1925,12 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od)
         n = model.n
-        lam = idata.posterior["lam"].values.reshape(-1, model.codes.shape[0])
+        C = model.key_codes.shape[0]
+        lam = idata.posterior["lam"].values.reshape(-1, C)
         kappa = (idata.posterior["kappa"].values.reshape(-1, 1)
                  if "kappa" in idata.posterior else None)
-        smean = lam * (n / (float(N) - n))  # n pi_k
-        f = model.counts
+        smean = n * idata.posterior["pi"].values.reshape(-1, C)  # n pi_k
+        f = model.key_counts
         su = f == 1
         rng = np.random.default_rng(seed + 1)
         if kappa is None:

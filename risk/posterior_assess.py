@@ -296,6 +296,7 @@ def evaluate_poisson_cells(
     max_household_draws: int | None = 500,
     kappa=None,
     cell_weight=None,
+    excess=None,
 ) -> GroupEvaluation:
     r"""Per-draw Poisson conditionals of every cell, reduced per cell and summed per draw.
 
@@ -351,6 +352,13 @@ def evaluate_poisson_cells(
         the same thing. Right when the strata are among the keys (a cell lies in
         one stratum); when they are not, a cell's population spans strata and the
         overall n/N (the default, simple random sampling) is the better rate.
+    excess : array_like, shape (S, C), optional
+        The excess means :math:`m_{sk}` themselves, per draw and cell, as a model
+        computes them (the latent-class model with a weight-class design variable:
+        :math:`m_k = n\sum_g \pi_{kg}(\bar w_g - 1)`, module docstring of
+        :mod:`sdcbayes.models.latent_class`, "Unequal weights"); ``pi`` still gives
+        the sample means :math:`n\pi_k` of the overdispersed forms. Not with
+        ``cell_weight``.
 
     Returns
     -------
@@ -400,6 +408,16 @@ def evaluate_poisson_cells(
             raise InputError("cell weights need n < N: the sample is the whole population")
         # weights below 1 (accepted with allow_weights_below_one) cannot shrink F below f
         w_cell = np.maximum(w_cell, 1.0)
+    m_all = None
+    if excess is not None:
+        if w_cell is not None:
+            raise InputError("give cell_weight or excess, not both")
+        m_all = np.asarray(excess, dtype=float)
+        if m_all.shape != pi.shape or np.any(~(m_all >= 0)) or not np.all(np.isfinite(m_all)):
+            raise InputError(f"excess must hold finite means >= 0 shaped like pi {pi.shape}; "
+                             f"got {m_all.shape}")
+        if frac >= 1.0:
+            raise InputError("an excess needs n < N: the sample is the whole population")
     # the overdispersed route integrates E(1/F | f > 1) on 32 nodes: smaller chunks
     step = max(1, CHUNK_ELEMENTS // max(S, 1) // (1 if kap is None else 8))
     for c0 in range(0, C, step):  # chunks of cells
@@ -410,6 +428,8 @@ def evaluate_poisson_cells(
             # excess n pi (w_k - 1); expressed as a population mean at fraction n/N so the
             # Poisson closed forms below (which take lam and n/N) stay as they are
             lam_pop = n * pi[:, sl] * (w_cell[sl] - 1.0) / (1.0 - frac)
+        if m_all is not None:
+            lam_pop = m_all[:, sl] / (1.0 - frac)
         m = lam_pop * (1.0 - frac)
         if kap is None:
             inv = poisson_inverse_moment(fs[None, :], lam_pop, frac)
@@ -622,12 +642,22 @@ def assess_from_posterior(
                   household_pairs=hh_pairs, n_households=n_hh)
     if model == "latent-class":
         kappa = _flat_draws(post["kappa"]) if "kappa" in post else None
-        # One excess rate N/n - 1 for every cell, not each cell's own mean weight: when the
-        # strata are not keys a cell's population spans strata, and under independence of
-        # strata and keys its inclusion probability is the overall n/N; the record's own
-        # weight would be noise (evaluate_poisson_cells(cell_weight=...) is there for
-        # strata that are keys).
-        ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, **common)
+        # Not each cell's own mean weight (a cell's population spans strata, and the weight
+        # of its one or two records is noise; cell_weight= is there for strata that are
+        # keys): with unequal weights the model carries the weight class as a design
+        # variable and extrapolates class by class, and its own excess means (stored as lam
+        # for the N it was sampled with) replace (N - n) pi.
+        exc = None
+        stamped = {**dict(post.attrs), **dict(getattr(posterior, "attrs", None) or {})}
+        if "lam" in post and stamped.get("weight_classes"):
+            N_fit = _constant(posterior, "N")
+            if N_fit is None or not math.isfinite(N_fit) or not np.isclose(N_fit, N):
+                raise InputError(
+                    f"the latent-class posterior extrapolates weight class by weight class for "
+                    f"N={N_fit}; assess it with the same N (got N={N:g}), or sample it again "
+                    "with this N")
+            exc = _flat_draws(post["lam"])
+        ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, excess=exc, **common)
     else:
         ev = evaluate_groups(groups, predictive=predictive, **common)
     qs = list(ev.quantiles)
