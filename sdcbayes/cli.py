@@ -99,7 +99,9 @@ def cli() -> None:
     "--weight",
     help="Sampling-weight column (inverse inclusion probability). Without it, "
     "--sampling-fraction is used, else every record counts as its own population (p = 1). "
-    "Like --household and --strata, a name or a variable label.",
+    "Like --household and --strata, a name or a variable label. Unequal weights enter the "
+    "latent-class model as weight classes (the strata of a stratified design), extrapolated "
+    "to the population class by class.",
 )
 @click.option("--household", help="Household id column: adds household (hierarchical) risk.")
 @click.option("--strata", help="Stratum column (kept in the cell table per stratum).")
@@ -110,8 +112,8 @@ def cli() -> None:
     show_default=True,
     help="Risk model. latent-class (the default, recommended): a mixture of products of "
     "multinomials that borrows strength across the keys, fitted by Gibbs sampling; by far "
-    "the least biased on real files (README, Accuracy), though its intervals are still too "
-    "narrow. closed-form: Benedetti-Franconi individual risk with p = f/F̂, as sdcMicro and "
+    "the least biased on real files (README, Accuracy), though its intervals are not yet "
+    "calibrated on every design. closed-form: Benedetti-Franconi individual risk with p = f/F̂, as sdcMicro and "
     "mu-Argus compute it (no intervals; understates tau1 by 55-98% on real files). "
     "poisson-gamma: Bethlehem-Keller-Pannekoek superpopulation model fitted with full "
     "posterior on the counts of counts. negbin: Benedetti-Franconi with uncertain "
