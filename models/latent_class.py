@@ -839,13 +839,6 @@ class LatentClassModel(SuperpopulationModel):
         # weights below 1 (accepted by Microdata on request) cannot shrink F below f
         return np.maximum(self.class_weights * scale - 1.0, 0.0)
 
-    def _class_codes(self, key_cells) -> np.ndarray:
-        """Rows (key cell, class g) for every given key cell and every class, (T * G, J)."""
-        kc = self.key_codes[np.asarray(key_cells)]
-        G = self.n_levels[-1]
-        return np.column_stack([np.repeat(kc, G, axis=0),
-                                np.tile(np.arange(G), kc.shape[0])]).astype(np.intp)
-
     def key_cell_probabilities(self, w, phi, key_codes=None, *, by_class: bool = False):
         r""":math:`\pi_k = \sum_g \pi_{kg}` of key cells (default: the observed ones).
 
@@ -1263,8 +1256,7 @@ class LatentClassModel(SuperpopulationModel):
         su_t = self.key_counts[target] == 1  # the sample uniques among the stored cells
         design = self.class_weights is not None
         if design:
-            t_codes = self._class_codes(target)
-            G = self.n_levels[-1]
+            t_keys = self.key_codes[target]
         excess = None if N is None else self.excess_rates(N)
         if N is not None:
             out["lam"] = np.empty((n_keep, target.size))
@@ -1298,8 +1290,11 @@ class LatentClassModel(SuperpopulationModel):
                 out["alpha"][keep] = alpha
                 out["loglik"][keep] = f @ lpi - n * log_norm
                 if design:  # pi_kg of every (key cell, class): the excess is class by class
-                    pi_kg = np.exp(logsumexp(lw + _log_cell_terms(t_codes, log_phi), axis=1)
-                                   - log_norm).reshape(-1, G)
+                    # sum_h w_h prod_{j<J} phi_hj(x_kj) phi_hJ(g): the keys' terms once, then
+                    # one (T, H) x (H, G) product, not T * G rows of J gathers
+                    a = lw + _log_cell_terms(t_keys, log_phi[:-1])
+                    top = a.max(axis=1, keepdims=True)
+                    pi_kg = (np.exp(a - top) @ np.exp(log_phi[-1])) * np.exp(top - log_norm)
                     pi_t = pi_kg.sum(axis=1)
                 else:
                     pi_t = np.exp(lpi[target] - log_norm)
