@@ -204,7 +204,7 @@ def weight_classes(weights) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
     else:
         edges = np.unique(np.quantile(np.log(w), np.linspace(0, 1, WEIGHT_BINS + 1)[1:-1]))
         index = np.searchsorted(edges, np.log(w), side="right")
-        used, index = np.unique(index, return_inverse=True)
+        index = np.unique(index, return_inverse=True)[1]  # renumber: no empty bin
     G = int(index.max()) + 1
     class_weights = np.bincount(index, weights=w, minlength=G) / np.bincount(index, minlength=G)
     labels = [f"w{g + 1}={cw:.6g}" for g, cw in enumerate(class_weights)]

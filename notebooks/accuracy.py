@@ -98,6 +98,18 @@ LABELS = {"adult6": "Adult 6 keys", "adult9": "Adult 9 keys",
 METHODS = ["benedetti-franconi", "poisson-gamma", "loglinear-main", "latent-class"]
 
 
+def signed_pct(x):
+    """A rate as a whole percentage with its sign (no "-0": a rounded zero is +0)."""
+    return f"{int(round(100 * x)):+d}".replace("-", "−")
+
+
+def goal_counts(goal):
+    """Designs meeting the whole goal, and the bias, RMSE and coverage parts (tau1 and tau2)."""
+    both = {part: int(goal[[f"tau1_{part}_ok", f"tau2_{part}_ok"]].all(axis=1).sum())
+            for part in ("bias", "rmse", "cover")}
+    return int(goal.met.sum()), both["bias"], both["rmse"], both["cover"]
+
+
 def bias_cell(method, pop, table=table, kind="srs"):
     parts = []
     for q in ("tau1", "tau2"):
@@ -105,8 +117,7 @@ def bias_cell(method, pop, table=table, kind="srs"):
         for frac in ("1%", "5%", "10%"):
             row = table[(table.design == f"{pop}/{kind}/{frac}") & (table.method == method)
                         & (table.quantity == q)]
-            pct = int(round(100 * row.rel_bias.iloc[0]))  # no "-0": a rounded zero is +0
-            vals.append(f"{pct:+d}".replace("-", "−"))
+            vals.append(signed_pct(row.rel_bias.iloc[0]))
         parts.append("/".join(vals))
     return " · ".join(parts)
 
@@ -301,13 +312,11 @@ assert best_brier == 12 and best_auc >= 11
 lc = summarise(latent)
 goal = goal_table(lc, "latent-class")
 print(goal.round(3).to_string(index=False))
-n_bias = int(goal[["tau1_bias_ok", "tau2_bias_ok"]].all(axis=1).sum())
-n_rmse = int(goal[["tau1_rmse_ok", "tau2_rmse_ok"]].all(axis=1).sum())
-n_cover = int(goal[["tau1_cover_ok", "tau2_cover_ok"]].all(axis=1).sum())
-print(f"\ngoal met on {int(goal.met.sum())} of {len(goal)} designs; bias met on {n_bias}, "
+n_met, n_bias, n_rmse, n_cover = goal_counts(goal)
+print(f"\ngoal met on {n_met} of {len(goal)} designs; bias met on {n_bias}, "
       f"RMSE below every baseline on {n_rmse}, coverage met on {n_cover}")
 # what the README states about the goal, checked against the stored results
-assert int(goal.met.sum()) == 4 and len(goal) == 12
+assert n_met == 4 and len(goal) == 12
 assert n_bias == 12 and n_rmse == 12 and n_cover == 4
 assert np.all(np.isfinite(lc.rel_bias))
 
@@ -341,10 +350,10 @@ print(s_show[["design", "method", "quantity", "replicates", "truth", "estimate",
               "rel_rmse", "coverage", "width"]].round(3).to_string(index=False))
 
 
-def pct(design, method, q, col="rel_bias"):
+def pct(design, method, q):
     row = s_table[(s_table.design == design) & (s_table.method == method)
                   & (s_table.quantity == q)]
-    return f"{int(round(100 * row[col].iloc[0])):+d}".replace("-", "−")
+    return signed_pct(row.rel_bias.iloc[0])
 
 
 def strat_row(design):
@@ -364,10 +373,8 @@ for line in s_rows:
     assert line in readme, f"README stratified table differs from the stored results:\n{line}"
 s_goal = goal_table(s_table, "latent-class")
 print(s_goal.round(3).to_string(index=False))
-s_bias = int(s_goal[["tau1_bias_ok", "tau2_bias_ok"]].all(axis=1).sum())
-s_rmse = int(s_goal[["tau1_rmse_ok", "tau2_rmse_ok"]].all(axis=1).sum())
-s_cover = int(s_goal[["tau1_cover_ok", "tau2_cover_ok"]].all(axis=1).sum())
-print(f"\nstratified: goal met on {int(s_goal.met.sum())} of {len(s_goal)} designs; bias met on "
+s_met, s_bias, s_rmse, s_cover = goal_counts(s_goal)
+print(f"\nstratified: goal met on {s_met} of {len(s_goal)} designs; bias met on "
       f"{s_bias}, RMSE below every baseline on {s_rmse}, coverage met on {s_cover}")
 # what the README states about the stratified designs run so far
-assert len(s_goal) == 7 and s_bias == 7 and s_rmse == 7 and int(s_goal.met.sum()) == 1
+assert len(s_goal) == 7 and s_bias == 7 and s_rmse == 7 and s_met == 1
