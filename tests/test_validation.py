@@ -229,3 +229,39 @@ def test_goal_table_applies_the_issue_7_thresholds():
     assert list(g.met) == [True, False, False, False]
     assert not g.at["b", "tau1_bias_ok"] and g.at["c", "tau1_bias_ok"]
     assert not g.at["c", "tau1_cover_ok"] and not g.at["d", "tau2_rmse_ok"]
+
+
+def test_coverage_band_probability_matches_simulation():
+    from sdcbayes.validation import coverage_band_probability
+
+    rng = np.random.default_rng(7)
+    for reps in (50, 100):
+        x = rng.binomial(reps, 0.9, size=200_000) / reps
+        sim = float(((x >= 0.85 - 1e-12) & (x <= 0.95 + 1e-12)).mean())
+        # 200k draws: Monte Carlo sd below 0.001
+        assert abs(coverage_band_probability(reps) - sim) < 0.005
+    # 50 replicates: 43..47 covering; 100: 85..95 (band edges included)
+    assert 0.75 < coverage_band_probability(50) < 0.78
+    assert coverage_band_probability(100) > coverage_band_probability(50)
+    with pytest.raises(InputError, match="replicates"):
+        coverage_band_probability(0)
+
+
+def test_goal_table_reports_the_coverage_p_value():
+    from sdcbayes.validation import coverage_p_value, goal_table
+
+    res = []
+    for r in range(50):
+        for q in ("tau1", "tau2"):
+            # tau1: 45 of 50 covered (exactly 90%); tau2: 35 of 50 (70%)
+            inside = r < (45 if q == "tau1" else 35)
+            res.append(dict(design="d", method="m", replicate=r, quantity=q, truth=10.0,
+                            estimate=10.0, lo=9.0 if inside else 11.0, hi=12.0, time_s=0.0))
+    g = goal_table(summarise(pd.DataFrame(res)), "m").iloc[0]
+    assert g.tau1_coverage == 0.9 and g.tau1_cover_p == pytest.approx(1.0)
+    # P(X <= 35) + P(X >= 55 - impossible) under Binomial(50, 0.9), by brute force
+    from math import comb
+    pmf = [comb(50, k) * 0.9**k * 0.1 ** (50 - k) for k in range(51)]
+    brute = sum(p for p in pmf if p <= pmf[35] * (1 + 1e-7))
+    assert g.tau2_cover_p == pytest.approx(brute, rel=1e-6) and g.tau2_cover_p < 1e-3
+    assert np.isnan(coverage_p_value(float("nan"), 0))
