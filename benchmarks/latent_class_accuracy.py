@@ -185,6 +185,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cv-predictive", default=None, choices=["em", "gibbs"],
                     help="fit of each half in the cross-validation: one EM point (the "
                          "default CV_PREDICTIVE) or Gibbs draws")
+    ap.add_argument("--cv-dispersion", default=None, choices=["binomial", "parts"],
+                    help="variance of the held-out count in the cross-validation: Bernoulli "
+                         "(the default CV_DISPERSION) or times a dispersion estimated from "
+                         "the parts' disagreement")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,
@@ -208,6 +212,7 @@ def main(argv=None) -> int:
             overdispersion_prior=(None if args.kappa_prior is None
                                   else _kappa_prior(args.kappa_prior)),
             overdispersion_predictive=args.cv_predictive,
+            overdispersion_dispersion=args.cv_dispersion,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
         )

@@ -1451,7 +1451,8 @@ class LatentClassModel(SuperpopulationModel):
                 od = overdispersion_cv(self, random_seed=np.random.default_rng(seeds[-1]),
                                        em_restarts=max(1, int(em_restarts) - 1),
                                        n_splits=CV_SPLITS, ratios=CV_RATIOS,
-                                       max_ratio=None if N is None else float(N) / self.n)
+                                       max_ratio=None if N is None else float(N) / self.n,
+                                       dispersion=CV_DISPERSION)
                 kappa_grid = (od["grid"], od["weights"])
                 od_summary = {k: v for k, v in od.items() if k not in ("grid", "weights")}
             else:
@@ -1534,6 +1535,12 @@ CV_RATIOS = (4, 8)
 #: posteriors of all partitions and ratios are mixed with equal weight.
 CV_SPLITS = 1
 
+#: Variance of the held-out count in :func:`overdispersion_cv` (``dispersion``):
+#: ``"binomial"``, the Bernoulli variance of the predicted part-uniques alone, or
+#: ``"parts"``, that times a quasi-likelihood dispersion estimated from how much the
+#: parts of a partition disagree (the part fits' own noise).
+CV_DISPERSION = "binomial"
+
 #: Fewest records a part may hold (:func:`overdispersion_cv`): a ratio whose parts
 #: would be smaller is not used (halves are the fallback).
 CV_MIN_PART = 25
@@ -1611,7 +1618,8 @@ def kappa_prior(grid, prior=KAPPA_PRIOR) -> np.ndarray:
 def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts: int = 2,
                       grid=None, n_splits: int = 1, prior=KAPPA_PRIOR,
                       predictive: str = CV_PREDICTIVE, ratios=CV_RATIOS,
-                      max_ratio: float | None = None) -> dict[str, Any]:
+                      max_ratio: float | None = None,
+                      dispersion: str = CV_DISPERSION) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -1708,6 +1716,14 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         :data:`CV_RATIOS`.
     max_ratio : float, optional
         The population's extrapolation factor N/n: ratios above it are not used.
+    dispersion : {"binomial", "parts"}
+        The variance of the held-out count: the Bernoulli variance
+        :math:`V = \sum_k P_k(1 - P_k)` (default :data:`CV_DISPERSION`), or
+        :math:`\phi V` with the quasi-likelihood dispersion
+        :math:`\hat\phi = \max(1, \sum_j (d_j - V_j \bar d)^2 / V_j \,/\, \sum (r - 1))`,
+        :math:`d_j = T_j - P_j(\hat\kappa)`, :math:`\bar d = \sum d_j / \sum V_j`, over
+        the parts j of each partition (McCullagh & Nelder 1989, section 9.2),
+        which also counts the noise of each part's own fit.
 
     Returns
     -------
@@ -1715,7 +1731,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         ``grid``, ``weights`` (posterior over the grid), ``kappa_hat`` (posterior
         mode), ``kappa_median``, ``observed`` (T), ``predicted_poisson`` (the
         prediction at :math:`\kappa = \infty`), ``sd`` (:math:`\sqrt V`), ``method``,
-        ``n_splits``, ``ratios`` (those used), ``prior``, ``predictive``.
+        ``n_splits``, ``ratios`` (those used), ``prior``, ``predictive``,
+        ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``).
     """
     rng = np.random.default_rng(random_seed)
     grid = KAPPA_GRID if grid is None else np.asarray(grid, dtype=float)
@@ -1743,16 +1760,19 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     use = [int(r) for r in ratios if n // int(r) >= CV_MIN_PART
            and (max_ratio is None or int(r) <= max(2.0, float(max_ratio)))]
     use = use or [2]
+    if dispersion not in ("binomial", "parts"):
+        raise InputError(f"dispersion must be 'binomial' or 'parts'; got {dispersion!r}")
     prior_mass = kappa_prior(grid, prior)
-    weights = np.zeros(grid.size)
-    observed, pred_pois, var = 0, [], []
-    n_fits = len(use) * int(n_splits)
+    pred_pois, var = [], []
+    # per partition: observed counts, predictions over the grid and Bernoulli variances
+    # of its parts (T_j, P_j(kappa), V_j)
+    fits = []
     for ratio in use:
         for _ in range(int(n_splits)):
             perm = rng.permutation(n)
             bounds = [i * n // ratio for i in range(ratio + 1)]  # ratio 2: the halves
             observed = 0
-            parts = []
+            part_t, part_p, part_v, part_pois = [], [], [], []
             for a, b in itertools.pairwise(bounds):
                 part = perm[a:b]
                 cA = np.bincount(cell_of_record[part], minlength=K)
@@ -1778,18 +1798,41 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                     em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
                     pi = part_model.key_cell_probabilities(
                         em["w"], em["phi"], model.key_codes[unique_a])[None, :]
-                observed += int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
-                parts.append(((n - part.size) * pi, part.size * pi))
-            # P_k(kappa) averaged over the draws (one draw for EM), summed over A-uniques
-            pred = sum(np.stack([prob_population_unique(lam, k, sm).sum(axis=1).mean()
-                                 for k in grid]) for lam, sm in parts)
-            p_pois = [prob_population_unique(lam).mean(axis=0) for lam, _ in parts]
-            v = float(sum((p * (1.0 - p)).sum() for p in p_pois))
-            loglik = -((observed - pred) ** 2) / (2.0 * max(v, 1.0))
-            w = np.exp(loglik - loglik.max()) * prior_mass
-            weights += w / w.sum() / n_fits
-            pred_pois.append(float(sum(p.sum() for p in p_pois)))
-            var.append(v)
+                t_a = int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
+                observed += t_a
+                lam, sm = (n - part.size) * pi, part.size * pi
+                # P_k(kappa) averaged over the draws (one draw for EM), summed over A-uniques
+                part_p.append(np.array([prob_population_unique(lam, k, sm).sum(axis=1).mean()
+                                        for k in grid]))
+                p_pois = prob_population_unique(lam).mean(axis=0)
+                part_v.append(float((p_pois * (1.0 - p_pois)).sum()))
+                part_pois.append(float(p_pois.sum()))
+                part_t.append(t_a)
+            fits.append((np.array(part_t), np.array(part_p), np.array(part_v)))
+            pred_pois.append(sum(part_pois))
+            var.append(float(sum(part_v)))
+    phi = 1.0
+    if dispersion == "parts":
+        # quasi-likelihood dispersion (McCullagh & Nelder 1989, sec. 9.2): the parts'
+        # discrepancies d_j = T_j - P_j at each partition's best kappa, less their common
+        # share c V_j of the total (which kappa may not absorb at the grid's Poisson end),
+        # against their Bernoulli variances V_j, on (parts - 1) degrees of freedom per
+        # partition. The part fits are noisy (a mixture fitted to n/r records), which V_j
+        # does not count.
+        chi2, df = 0.0, 0
+        for t, pj, v in fits:
+            i = int(np.argmax(-((t.sum() - pj.sum(axis=0)) ** 2)))
+            v = np.maximum(v, 1e-9)
+            d = t - pj[:, i]
+            resid = d - v * d.sum() / v.sum()
+            chi2 += float((resid**2 / v).sum())
+            df += t.size - 1
+        phi = max(1.0, chi2 / df) if df > 0 else 1.0
+    weights = np.zeros(grid.size)
+    for t, pj, v in fits:
+        loglik = -((t.sum() - pj.sum(axis=0)) ** 2) / (2.0 * phi * max(float(v.sum()), 1.0))
+        w = np.exp(loglik - loglik.max()) * prior_mass
+        weights += w / w.sum() / len(fits)
     cdf = np.cumsum(weights)
     return {
         "method": "cv",
@@ -1804,6 +1847,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "ratios": use,
         "prior": f"{prior[0]}" + ("" if prior[1] is None else f"({prior[1]:g})"),
         "predictive": predictive,
+        "dispersion": phi,
     }
 
 
@@ -1866,15 +1910,18 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         em_restarts: int = 3, overdispersion=None,
                         overdispersion_splits: int | None = None,
                         overdispersion_prior=None, overdispersion_predictive=None,
-                        overdispersion_ratios=None, weights: bool = True):
+                        overdispersion_ratios=None, overdispersion_dispersion=None,
+                        weights: bool = True):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
     cross-validated gamma overdispersion of :func:`overdispersion_cv` at the scale
     ratios ``overdispersion_ratios`` (default :data:`CV_RATIOS`), over
     ``overdispersion_splits`` random partitions per ratio, default :data:`CV_SPLITS`;
-    prior and fit of the parts ``overdispersion_prior``, ``overdispersion_predictive``,
-    defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`).
+    prior, fit of the parts and variance of the held-out count
+    ``overdispersion_prior``, ``overdispersion_predictive``,
+    ``overdispersion_dispersion``, defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`,
+    :data:`CV_DISPERSION`).
 
     ``weights=True`` (default): unequal sampling weights (stratified designs) enter
     the model as the records' weight class (:func:`weight_classes`, module
@@ -1915,7 +1962,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                 max_ratio=float(N) / model.n,
                 prior=KAPPA_PRIOR if overdispersion_prior is None else overdispersion_prior,
                 predictive=(CV_PREDICTIVE if overdispersion_predictive is None
-                            else overdispersion_predictive))
+                            else overdispersion_predictive),
+                dispersion=(CV_DISPERSION if overdispersion_dispersion is None
+                            else overdispersion_dispersion))
         idata = model.sample(draws=draws, tune=tune, chains=chains, thin=thin, N=float(N),
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od)
@@ -1952,6 +2001,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
             record_prob_unique=p_unique[cell_of],
             note=(f"rhat tau1 {summ['tau1_rhat']:.3f} tau2 {summ['tau2_rhat']:.3f}; "
                   + (f"kappa median {np.median(kappa):.3g}; " if kappa is not None else "")
+                  + (f"cv dispersion {od['dispersion']:.3g}; "
+                     if isinstance(od, dict) and od.get("dispersion", 1.0) != 1.0 else "")
                   + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),
         )
 

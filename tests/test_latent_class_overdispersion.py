@@ -329,3 +329,43 @@ def test_progress_report_on_stderr_changes_nothing(capsys):
     err = capsys.readouterr().err
     assert "gibbs: chain 2/2" in err and "15/15 sweeps" in err and err.endswith("\n")
     np.testing.assert_array_equal(quiet.posterior["pi"].values, loud.posterior["pi"].values)
+
+
+def test_parts_dispersion_tempers_the_held_out_likelihood():
+    # the same partition and fits; "parts" divides the log-likelihood by the dispersion
+    # phi >= 1 estimated from the parts' disagreement, so its posterior is the binomial
+    # one's likelihood raised to 1/phi (times the same prior)
+    model = _simulated_cells(0.3, 0, n=2000)
+    binom = overdispersion_cv(model, random_seed=5, ratios=4)
+    parts = overdispersion_cv(model, random_seed=5, ratios=4, dispersion="parts")
+    # a mixture fitted to 500 records predicts its part with more noise than Bernoulli
+    assert binom["dispersion"] == 1.0 and parts["dispersion"] > 1.2
+    assert parts["observed"] == binom["observed"]
+    prior = kappa_prior(KAPPA_GRID)
+    ok = (binom["weights"] > 1e-200) & (prior > 0)
+    log_lik_b = np.log(binom["weights"][ok] / prior[ok])
+    log_lik_p = np.log(parts["weights"][ok] / prior[ok])
+    tempered = log_lik_b / parts["dispersion"]
+    np.testing.assert_allclose(log_lik_p - log_lik_p.max(), tempered - tempered.max(),
+                               rtol=1e-6, atol=1e-8)
+    # a flatter likelihood: the posterior of log kappa is at least as wide
+    finite = np.isfinite(KAPPA_GRID)
+    lg = np.log(np.where(finite, KAPPA_GRID, KAPPA_GRID[finite].max() * 10))  # Poisson point
+
+    def sd(w):
+        m = (w * lg).sum()
+        return np.sqrt((w * (lg - m) ** 2).sum())
+
+    assert sd(parts["weights"]) >= sd(binom["weights"]) - 1e-12
+    with pytest.raises(InputError, match="dispersion"):
+        overdispersion_cv(model, dispersion="quasi")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_parts_dispersion_stays_near_one_without_clumping(seed):
+    # Poisson cells around the mixture: the parts disagree by little more than Bernoulli
+    # noise (chi-square on 10 degrees of freedom / 10, clipped at 1: mostly below 2)
+    od = overdispersion_cv(_simulated_cells(None, seed, n=2000), random_seed=5,
+                           dispersion="parts")
+    assert 1.0 <= od["dispersion"] < 2.0
+    assert od["weights"][od["grid"] >= 30].sum() > 0.5
