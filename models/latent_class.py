@@ -1830,7 +1830,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         phi = max(1.0, chi2 / df) if df > 0 else 1.0
     weights = np.zeros(grid.size)
     for t, pj, v in fits:
-        loglik = -((t.sum() - pj.sum(axis=0)) ** 2) / (2.0 * phi * max(float(v.sum()), 1.0))
+        # summed part by part in Python, as the stored benchmark results were
+        loglik = -((int(t.sum()) - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), 1.0))
         w = np.exp(loglik - loglik.max()) * prior_mass
         weights += w / w.sum() / len(fits)
     cdf = np.cumsum(weights)
