@@ -359,7 +359,8 @@ assert {"scotland13/srs/5%", "scotland7/srs/10%"} <= set(srs_consistent)
 # sets (Adult 9 keys, Scotland 13 keys) a replicate's tau1 error follows its kappa:
 # samples whose cross-validation reads less clumping (larger kappa) overstate tau1.
 # Between replicates kappa varies more than its posterior within one replicate says
-# (Adult 9 keys at 1%: medians from 0.3 to 60), hence the narrow intervals there; on
+# (Adult 9 keys at 1%: medians from 0.3 to 63 between the 10th and 90th
+# percentiles), hence the narrow intervals there; on
 # the dense sets (Adult 6 keys, Scotland 7 keys) kappa sits near Poisson and the
 # error does not follow it.
 
@@ -392,15 +393,16 @@ assert (kappa_err.corr_logkappa_err[~sparse].abs() < 0.4).all()
 # python benchmarks/latent_class_accuracy.py --kind stratified --populations scotland13 --replicates 50 --csv a.csv
 # python benchmarks/latent_class_accuracy.py --kind stratified --populations adult9,scotland7 --replicates 50 --csv b.csv
 # python benchmarks/latent_class_accuracy.py --kind stratified --populations adult6 --replicates 50 --csv c.csv
+# python benchmarks/accuracy.py --kind stratified --replicates 100 --csv closed_form_100_stratified.csv
 # ```
 #
-# stored as `latent_class_50_stratified.csv.gz` (the designs finished so far; the
-# README lists which).
+# stored as `latent_class_50_stratified.csv.gz` (all 12 designs) and
+# `closed_form_100_stratified.csv.gz` (the closed forms over 100 replicates).
 
 # %%
 strat = pd.read_csv(RESULTS / "latent_class_50_stratified.csv.gz")
 s_reps = strat[strat.method == "latent-class"].groupby("design").replicate.nunique()
-assert s_reps.min() >= 50, s_reps
+assert s_reps.min() >= 50 and s_reps.size == 12, s_reps
 s_table = summarise(strat)
 s_show = s_table[s_table.quantity.isin(["tau1", "tau2", "expected_reidentifications"])]
 print(s_show[["design", "method", "quantity", "replicates", "truth", "estimate", "rel_bias",
@@ -433,5 +435,31 @@ print(s_goal.round(3).to_string(index=False))
 s_met, s_bias, s_rmse, s_cover = goal_counts(s_goal)
 print(f"\nstratified: goal met on {s_met} of {len(s_goal)} designs; bias met on "
       f"{s_bias}, RMSE below every baseline on {s_rmse}, coverage met on {s_cover}")
-# what the README states about the stratified designs run so far
-assert len(s_goal) == 7 and s_bias == 7 and s_rmse == 7 and s_met == 1
+# what the README states about the stratified designs
+assert len(s_goal) == 12 and s_bias == 12 and s_rmse == 12 and s_met == 3 and s_cover == 3
+assert set(s_goal.design[s_goal.met]) == {"adult6/stratified/1%", "scotland7/stratified/1%",
+                                          "scotland7/stratified/5%"}
+print("stratified, coverage consistent with 90% (p >= 0.05, tau1 and tau2):",
+      ", ".join(consistent_designs(s_goal)))
+assert len(consistent_designs(s_goal)) == 5
+
+# %% [markdown]
+# ### The closed forms over 100 stratified replicates
+#
+# Relative bias of tau1 and tau2 of the baselines (sdcMicro's F-hat = sum of the
+# weights), 100 replicates per design; the ranges the README quotes.
+
+# %%
+s_closed = pd.read_csv(RESULTS / "closed_form_100_stratified.csv.gz")
+sc_reps = s_closed.groupby(["design", "method"]).replicate.nunique()
+assert sc_reps.min() >= 100 and s_closed.design.nunique() == 12, sc_reps.min()
+sc_table = summarise(s_closed)
+for q in ("tau1", "tau2"):
+    print(q, "relative bias\n",
+          sc_table[sc_table.quantity == q].pivot(index="design", columns="method",
+                                                 values="rel_bias").round(2).to_string(), sep="")
+sc1 = sc_table[sc_table.quantity == "tau1"].set_index(["method", "design"]).rel_bias
+for method, (lo, hi) in {"benedetti-franconi": (-0.98, -0.19), "poisson-gamma": (-0.92, -0.50),
+                         "loglinear-main": (0.12, 1.38)}.items():
+    got = sc1[method]
+    assert round(got.min(), 2) == lo and round(got.max(), 2) == hi, (method, got.min(), got.max())
