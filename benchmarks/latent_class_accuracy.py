@@ -180,15 +180,15 @@ def main(argv=None) -> int:
                     help="scale ratios of the cross-validation, comma-separated (cv only; "
                          "default CV_RATIOS = 4,8; 2 = the halves of earlier runs)")
     ap.add_argument("--kappa-prior", default=None,
-                    help="prior of kappa (cv only): log-uniform (the default KAPPA_PRIOR) "
-                         "or half-cauchy[:scale] (on kappa^-1/2, scale 1)")
+                    help="prior of kappa (cv only): log-uniform (the default before) "
+                         "or half-cauchy[:scale] (on kappa^-1/2, scale 1; the default KAPPA_PRIOR)")
     ap.add_argument("--cv-predictive", default=None, choices=["em", "gibbs"],
                     help="fit of each half in the cross-validation: one EM point (the "
                          "default CV_PREDICTIVE) or Gibbs draws")
     ap.add_argument("--cv-dispersion", default=None, choices=["binomial", "parts"],
                     help="variance of the held-out count in the cross-validation: Bernoulli "
-                         "(the default CV_DISPERSION) or times a dispersion estimated from "
-                         "the parts' disagreement")
+                         "(the default before) or times a dispersion estimated from the parts' "
+                         "disagreement (the default CV_DISPERSION)")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,

@@ -20,7 +20,8 @@ Usage::
 
     python benchmarks/overdispersion_oracle.py [--populations adult9,scotland13]
         [--fractions 0.01,0.05,0.1] [--replicates 20] [--cv-predictive em|gibbs]
-        [--kappa-prior log-uniform|half-cauchy[:1]] [--splits 1] [--ratios 2,4,8,4+8]
+        [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-dispersion binomial|parts]
+        [--splits 1] [--ratios 2,4,8,4+8]
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cv-predictive", default="em", choices=["em", "gibbs"])
     ap.add_argument("--kappa-prior", default="log-uniform")
+    ap.add_argument("--cv-dispersion", default="binomial", choices=["binomial", "parts"],
+                    help="variance of the held-out count (binomial: the setting of the "
+                         "README's table; parts: the model's default CV_DISPERSION)")
     ap.add_argument("--splits", type=int, default=CV_SPLITS,
                     help="random partitions per scale ratio (default CV_SPLITS)")
     ap.add_argument("--ratios", default="2,4,8,4+8",
@@ -115,7 +119,8 @@ def main(argv=None) -> int:
                 for ratios in settings:
                     od = overdispersion_cv(model, random_seed=r, n_splits=args.splits,
                                            prior=prior, predictive=args.cv_predictive,
-                                           ratios=ratios, max_ratio=N / n)
+                                           ratios=ratios, max_ratio=N / n,
+                                           dispersion=args.cv_dispersion)
                     g, w = od["grid"], od["weights"]
                     row["cv_" + "+".join(map(str, ratios))] = _quantile(g, w, 0.5)
                 rows.append({

@@ -1004,6 +1004,8 @@ def _assess_latent_class(
             "cv_parts_fit": od.get("predictive"),
             "cv_splits": od.get("n_splits"),
             "cv_ratios": od.get("ratios"),
+            # the held-out count's variance factor (1: Bernoulli alone)
+            "cv_dispersion": od.get("dispersion"),
         }
     # provenance stamps: save_posterior (posterior.nc) needs sdcbayes_version and model
     stamp_posterior(

@@ -61,6 +61,8 @@ def test_demo_output_folder_follows_design(demo_run, check_html):
     assert od["cv_splits"] == lcm.CV_SPLITS and od["cv_parts_fit"] == lcm.CV_PREDICTIVE
     assert od["cv_ratios"] == list(lcm.CV_RATIOS)  # the demo's 3,908 records allow eighths
     assert od["kappa_prior"].startswith(lcm.KAPPA_PRIOR[0])
+    # the parts' dispersion of the held-out count (the default CV_DISPERSION = "parts")
+    assert lcm.CV_DISPERSION == "parts" and od["cv_dispersion"] >= 1.0
     assert summary["provenance"]["settings"]["overdispersion"] == "cv"
     with open(out / "records.csv", newline="") as fh:
         reader = csv.DictReader(fh)

@@ -19,6 +19,7 @@ from sdcbayes.models.latent_class import (
     CV_RATIOS,
     KAPPA_GRID,
     KAPPA_PRIOR_HALF_CAUCHY,
+    KAPPA_PRIOR_LOG_UNIFORM,
     LatentClassModel,
     expected_inverse_frequency,
     expected_inverse_frequency_f,
@@ -111,9 +112,11 @@ def _simulated_cells(kappa, seed, J=5, L=10, H=3, n=4000):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_cross_validated_kappa_recovers_known_overdispersion(seed):
-    # halves (ratio 2), EM-fitted, log-uniform prior: on a mixture whose cells really are
-    # Gamma(kappa)-perturbed, kappa is found within a factor of about 3
-    kw = {"random_seed": seed, "ratios": 2}
+    # halves (ratio 2), EM-fitted, log-uniform prior, Bernoulli variance (the setting
+    # before the dispersion): on a mixture whose cells really are Gamma(kappa)-perturbed,
+    # kappa is found within a factor of about 3
+    kw = {"random_seed": seed, "ratios": 2, "prior": KAPPA_PRIOR_LOG_UNIFORM,
+          "dispersion": "binomial"}
     # no clumping: the posterior piles up on large kappa (Poisson)
     od = overdispersion_cv(_simulated_cells(None, seed), **kw)
     assert od["weights"][od["grid"] >= 30].sum() > 0.5
@@ -170,9 +173,10 @@ def test_prior_changes_only_the_weights_not_the_likelihood():
     # same partition, same fits: the posteriors differ by the ratio of the priors (for one
     # partition; a mixture over partitions normalises each before mixing)
     model = _simulated_cells(1.0, 2, n=2000)
-    lu = overdispersion_cv(model, random_seed=5, ratios=4)
+    lu = overdispersion_cv(model, random_seed=5, prior=KAPPA_PRIOR_LOG_UNIFORM, ratios=4)
     hc = overdispersion_cv(model, random_seed=5, prior=KAPPA_PRIOR_HALF_CAUCHY, ratios=4)
-    ratio = kappa_prior(KAPPA_GRID, KAPPA_PRIOR_HALF_CAUCHY) / kappa_prior(KAPPA_GRID)
+    ratio = (kappa_prior(KAPPA_GRID, KAPPA_PRIOR_HALF_CAUCHY)
+             / kappa_prior(KAPPA_GRID, KAPPA_PRIOR_LOG_UNIFORM))
     expect = lu["weights"] * ratio
     np.testing.assert_allclose(hc["weights"], expect / expect.sum(), rtol=1e-9, atol=1e-300)
     assert lu["observed"] == hc["observed"]
@@ -194,8 +198,8 @@ def test_kappa_prior_is_half_cauchy_on_the_coefficient_of_variation():
                                                rel=1e-9)
     # a wider scale moves mass to strong clumping; log-uniform is one mass per point
     assert kappa_prior(g, ("half-cauchy", 3.0))[g < 1].sum() > m[g < 1].sum()
-    np.testing.assert_allclose(kappa_prior(g), 1 / g.size)  # the default: log-uniform
-    np.testing.assert_allclose(kappa_prior(g, ("log-uniform", None)), 1 / g.size)
+    np.testing.assert_allclose(kappa_prior(g), m)  # the default: half-Cauchy(0, 1)
+    np.testing.assert_allclose(kappa_prior(g, KAPPA_PRIOR_LOG_UNIFORM), 1 / g.size)
     with pytest.raises(InputError, match="kappa prior"):
         kappa_prior(g, ("gamma", 2.0))
 
@@ -336,7 +340,7 @@ def test_parts_dispersion_tempers_the_held_out_likelihood():
     # phi >= 1 estimated from the parts' disagreement, so its posterior is the binomial
     # one's likelihood raised to 1/phi (times the same prior)
     model = _simulated_cells(0.3, 0, n=2000)
-    binom = overdispersion_cv(model, random_seed=5, ratios=4)
+    binom = overdispersion_cv(model, random_seed=5, ratios=4, dispersion="binomial")
     parts = overdispersion_cv(model, random_seed=5, ratios=4, dispersion="parts")
     # a mixture fitted to 500 records predicts its part with more noise than Bernoulli
     assert binom["dispersion"] == 1.0 and parts["dispersion"] > 1.2
