@@ -1504,14 +1504,12 @@ class LatentClassModel(SuperpopulationModel):
             "model": self.name, "inference": "gibbs", "priors": self.priors_json(),
             "n_classes": self.H, "sampling_time_s": elapsed, "thin": thin, "tune": tune,
         })
-        if self.class_weights is not None:
-            import json
+        import json
 
+        if self.class_weights is not None:
             # the design variable's classes: lam is extrapolated class by class
             idata.attrs["weight_classes"] = json.dumps(self.class_weights.tolist())
         if od_summary is not None:
-            import json
-
             from sdcbayes.provenance import json_safe
 
             idata.attrs["overdispersion"] = json.dumps(json_safe(od_summary))
@@ -1538,13 +1536,9 @@ CV_SPLITS = 1
 #: Variance of the held-out count in :func:`overdispersion_cv` (``dispersion``):
 #: ``"parts"`` (default), the Bernoulli variance of the predicted part-uniques times a
 #: quasi-likelihood dispersion estimated from how much the parts of a partition disagree
-#: (the part fits' own noise: medians 1.4-3.7 on the sparse real key sets, 1.0-1.5 on
-#: the dense ones), or ``"binomial"``, the
-#: Bernoulli variance alone (the default before). With :data:`KAPPA_PRIOR` (half-Cauchy)
-#: it raised the real designs meeting the whole goal from 4 to 6 of 12 at 50 replicates
-#: (Scotland 13 keys at 5%/10%: tau2 coverage 0.82/0.70 -> 0.90/0.86; Adult 9 keys at 1%
-#: 0.66 -> 0.82) and lowered the mean relative RMSE (tau1 7.8% -> 7.5%), for a mean
-#: |bias| of 2.2% against 1.6% (README, Accuracy).
+#: (the part fits' own noise), or ``"binomial"``, the Bernoulli variance alone (the
+#: default before); why and what it changed: :func:`overdispersion_cv`, "Why the
+#: dispersion".
 CV_DISPERSION = "parts"
 
 #: Fewest records a part may hold (:func:`overdispersion_cv`): a ratio whose parts
@@ -1570,11 +1564,8 @@ KAPPA_PRIOR_HALF_CAUCHY = ("half-cauchy", 1.0)
 KAPPA_PRIOR_LOG_UNIFORM = ("log-uniform", None)
 
 #: Default prior of the overdispersion (:func:`kappa_prior`): the half-Cauchy on the
-#: coefficient of variation. With the held-out count's variance widened by the parts'
-#: dispersion the likelihood is flatter and the prior matters; the log-uniform one hands
-#: the grid's arbitrary Poisson end more mass (Adult 9 keys at 1%: median kappa 0.9 ->
-#: 2.0, tau1 bias +4.7% -> +7.6%), the half-Cauchy does not (1.0, +5.5%). Validated
-#: together at 50 replicates per real design (README, Accuracy).
+#: coefficient of variation, adopted with :data:`CV_DISPERSION` (the flatter likelihood
+#: lets the prior matter; :func:`overdispersion_cv`, "Why the dispersion").
 KAPPA_PRIOR = KAPPA_PRIOR_HALF_CAUCHY
 
 #: Default fit of each half in :func:`overdispersion_cv`: ``"em"`` (one penalised-EM
@@ -1675,9 +1666,11 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     the intervals' implied standard deviation. The quasi-likelihood dispersion
     flattens the likelihood by that factor; with a flatter likelihood the prior
     matters, and the half-Cauchy (Gelman 2006, section 4) does not hand the grid's
-    arbitrary Poisson end the mass the log-uniform prior does. Measured at 50
-    replicates per real design (README, Accuracy): designs meeting the whole goal
-    4 -> 6 of 12, mean relative RMSE of tau1 7.8% -> 7.5%, mean |bias| 1.6% -> 2.2%.
+    arbitrary Poisson end the mass the log-uniform prior does (Adult 9 keys at 1%:
+    median kappa 0.9 -> 2.0 and tau1 bias +4.7% -> +7.6% with the log-uniform prior,
+    1.0 and +5.5% with the half-Cauchy). Measured at 50 replicates per real design
+    (README, Accuracy): designs meeting the whole goal 4 -> 6 of 12, mean relative
+    RMSE of tau1 7.8% -> 7.5%, mean |bias| 1.6% -> 2.2%.
     When the Poisson prediction is at or below T the data show no clumping and the
     posterior moves to large :math:`\kappa` (towards Poisson).
 
@@ -1850,7 +1843,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         # does not count.
         chi2, df = 0.0, 0
         for t, pj, v in fits:
-            i = int(np.argmax(-((t.sum() - pj.sum(axis=0)) ** 2)))
+            i = int(np.argmin(np.abs(t.sum() - pj.sum(axis=0))))
             v = np.maximum(v, 1e-9)
             d = t - pj[:, i]
             resid = d - v * d.sum() / v.sum()

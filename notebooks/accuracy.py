@@ -57,7 +57,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcbayes.validation import coverage_band_probability, goal_table, summarise
+from sdcbayes.validation import COVERAGE_BAND, coverage_band_probability, goal_table, summarise
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 closed = pd.read_csv(RESULTS / "closed_form_100.csv.gz")
@@ -174,7 +174,7 @@ def compare_runs(base, other, names):
         means[q] = {(m, name): v for name in names for m, v in (
             ("bias", x[f"rel_bias_{name}"].abs().mean()),
             ("rmse", x[f"rel_rmse_{name}"].mean()),
-            ("in_range", int(x[f"coverage_{name}"].between(0.85, 0.95).sum())))}
+            ("in_range", int(x[f"coverage_{name}"].between(*COVERAGE_BAND).sum())))}
         print(f"{q}: mean |bias|, mean relative RMSE, designs with coverage in [0.85, 0.95]: "
               + " vs ".join(f"{means[q]['bias', name]:.3f}, {means[q]['rmse', name]:.3f}, "
                             f"{means[q]['in_range', name]} ({name})" for name in names))
@@ -296,7 +296,7 @@ def coverage_with_model_error(sub, sigma_m):
 
 
 def n_in_range(cov):
-    return int(cov.apply(lambda c: c.between(0.85, 0.95)).all(axis=1).sum())
+    return int(cov.apply(lambda c: c.between(*COVERAGE_BAND)).all(axis=1).sum())
 
 
 SIGMA_GRID = np.arange(0.0, 0.0401, 0.0025)

@@ -746,8 +746,8 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         One row per (design, method, quantity) for the quantities of
         :data:`QUANTITIES`, with columns ``replicates``, ``truth`` (mean),
         ``estimate`` (mean), ``rel_bias``, ``rel_rmse``, ``coverage``, ``width``,
-        ``intervals``, ``covered``, ``brier``, ``auc``, ``time_s``; quantities a method does not estimate are
-        left out.
+        ``intervals``, ``covered``, ``brier``, ``auc``, ``time_s``; quantities a method
+        does not estimate are left out.
     """
     keys = ["design", "method"]
     file_level = results[results["quantity"].isin(QUANTITIES)].copy()
@@ -790,7 +790,10 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     return table[cols].reset_index(drop=True)
 
 
+#: Nominal level of the intervals the issue 7 goal scores.
 COVERAGE_LEVEL = 0.90
+
+#: Coverage the goal accepts for intervals of :data:`COVERAGE_LEVEL`.
 COVERAGE_BAND = (0.85, 0.95)
 
 
