@@ -448,6 +448,7 @@ assert set(hg.index) - owned - set(h_consistent) == {
 assert [round(hg.at[d, "tau2_coverage"], 2) for d in
         ("adult6/srs/5%", "scotland7/srs/10%", "scotland13/srs/1%")] == [0.83, 0.97, 0.96]
 assert round(h_mean["tau1"][0], 3) == 0.020 and round(h_mean["tau1"][1], 3) == 0.074
+assert h1.rel_bias.abs().max() < 0.05  # the README: within 5% on every design
 band_100 = coverage_band_probability(100)
 # all 12 designs in range for a calibrated model: tau1 and tau2 independent .. identical
 assert round(band_100**24, 2) == 0.21 and round(band_100**12, 2) == 0.45
