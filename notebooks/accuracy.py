@@ -414,19 +414,31 @@ assert set(srs_consistent) == set(goal.design[goal.met]) | {"scotland7/srs/5%"}
 # with probability 0.94 per quantity, and a coverage of 0.80 or 0.98 is p < 0.01.
 
 # %%
+
+
+def pooled_goal(runs, label):
+    """Pool stored runs of the 12 designs (different design seeds, 100 replicates in
+    all) and score the goal; returns the summary, the goal table, its counts (met,
+    bias, RMSE, coverage), the designs consistent with 90% and those whose coverage
+    the model owns (p < 0.01 for tau1 or tau2)."""
+    table = summarise(pd.concat(runs, ignore_index=True))
+    lc_rows = table[table.method == "latent-class"]
+    assert (lc_rows.replicates == 100).all() and lc_rows.design.nunique() == 12
+    goal = goal_table(table, "latent-class")
+    print(goal.round(3).to_string(index=False))
+    counts, consistent = goal_counts(goal), consistent_designs(goal)
+    met, bias, rmse, cover = counts
+    print(f"\n{label}, 100 replicates: goal met on {met} of {len(goal)} designs; bias met on "
+          f"{bias}, RMSE below every baseline on {rmse}, coverage met on {cover}; coverage "
+          f"consistent with 90% on {len(consistent)}: {', '.join(consistent)}")
+    gi = goal.set_index("design")
+    owned = {d for d in gi.index if min(gi.at[d, "tau1_cover_p"], gi.at[d, "tau2_cover_p"]) < 0.01}
+    return table, goal, counts, consistent, owned
+
+
 seed1 = pd.read_csv(RESULTS / "latent_class_50_seed1.csv.gz")
-h_reps = seed1[seed1.method == "latent-class"].groupby("design").replicate.nunique()
-assert h_reps.min() >= 50 and h_reps.size == 12, h_reps
-hundred = pd.concat([latent, seed1], ignore_index=True)
-h_table = summarise(hundred)
-assert (h_table[h_table.method == "latent-class"].replicates == 100).all()
-h_goal = goal_table(h_table, "latent-class")
-print(h_goal.round(3).to_string(index=False))
-h_met, h_bias, h_rmse, h_cover = goal_counts(h_goal)
-h_consistent = consistent_designs(h_goal)
-print(f"\n100 replicates: goal met on {h_met} of {len(h_goal)} designs; bias met on {h_bias}, "
-      f"RMSE below every baseline on {h_rmse}, coverage met on {h_cover}; coverage "
-      f"consistent with 90% on {len(h_consistent)}: {', '.join(h_consistent)}")
+h_table, h_goal, (h_met, h_bias, h_rmse, h_cover), h_consistent, owned = pooled_goal(
+    [latent, seed1], "SRS")
 h1 = h_table[(h_table.method == "latent-class") & h_table.quantity.isin(["tau1", "tau2"])]
 h_mean = {q: (float(x.rel_bias.abs().mean()), float(x.rel_rmse.mean()))
           for q, x in h1.groupby("quantity")}
@@ -440,7 +452,6 @@ assert set(h_goal.design[h_goal.met]) == set(h_consistent) == {
     "scotland13/srs/5%", "scotland13/srs/10%"}
 hg = h_goal.set_index("design")
 # the misses the model owns (p < 0.01 for tau1 or tau2) ...
-owned = {d for d in hg.index if min(hg.at[d, "tau1_cover_p"], hg.at[d, "tau2_cover_p"]) < 0.01}
 assert owned == {"adult6/srs/10%", "adult9/srs/1%", "adult9/srs/5%", "adult9/srs/10%"}, owned
 # ... and the three that 100 replicates put just outside (tau2, 0.01 <= p < 0.05)
 assert set(hg.index) - owned - set(h_consistent) == {
@@ -573,26 +584,16 @@ for q in ("tau1", "tau2"):
 
 # %%
 s_seed1 = pd.read_csv(RESULTS / "latent_class_50_stratified_seed1.csv.gz")
-s_hundred = summarise(pd.concat([strat, s_seed1], ignore_index=True))
-assert (s_hundred[s_hundred.method == "latent-class"].replicates == 100).all()
-assert s_hundred[s_hundred.method == "latent-class"].design.nunique() == 12
-sh_goal = goal_table(s_hundred, "latent-class")
-print(sh_goal.round(3).to_string(index=False))
-sh_met, sh_bias, sh_rmse, sh_cover = goal_counts(sh_goal)
-sh_consistent = consistent_designs(sh_goal)
-print(f"\nstratified, 100 replicates: goal met on {sh_met} of {len(sh_goal)}; bias met on "
-      f"{sh_bias}, RMSE below every baseline on {sh_rmse}, coverage met on {sh_cover}; "
-      f"consistent with 90% on {len(sh_consistent)}: {', '.join(sh_consistent)}")
+s_hundred, sh_goal, (sh_met, sh_bias, sh_rmse, sh_cover), sh_consistent, sh_owned = pooled_goal(
+    [strat, s_seed1], "stratified")
 # what the README states: the goal met on all Scotland designs and Adult 6 keys at 1% and
 # 5%, coverage consistent with 90% exactly there; the misses are the SRS ones (p < 0.01)
 assert sh_bias == 12 and sh_rmse == 12 and sh_met == 8 and sh_cover == 8
 assert set(sh_goal.design[sh_goal.met]) == set(sh_consistent) == {
     f"{p}/stratified/{f}" for p in ("scotland7", "scotland13") for f in ("1%", "5%", "10%")
 } | {"adult6/stratified/1%", "adult6/stratified/5%"}
-shg = sh_goal.set_index("design")
-assert {d for d in shg.index if min(shg.at[d, "tau1_cover_p"], shg.at[d, "tau2_cover_p"]) < 0.01} \
-    == {"adult6/stratified/10%", "adult9/stratified/1%", "adult9/stratified/5%",
-        "adult9/stratified/10%"}
+assert sh_owned == {"adult6/stratified/10%", "adult9/stratified/1%", "adult9/stratified/5%",
+                     "adult9/stratified/10%"}
 sh1 = s_hundred[(s_hundred.method == "latent-class") & s_hundred.quantity.isin(["tau1", "tau2"])]
 assert round(float(sh1[sh1.quantity == "tau1"].rel_bias.abs().mean()), 3) == 0.016
 assert round(float(sh1[sh1.quantity == "tau1"].rel_rmse.mean()), 3) == 0.071
