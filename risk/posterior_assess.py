@@ -117,9 +117,12 @@ class PosteriorAssessment(Assessment):
     mokken: xr.Dataset | None = None
 
     def to_xarray(self) -> xr.Dataset:
-        """Labelled view: per-record variables (dim ``record``), the cell posterior
-        (dims ``cell``, ``quantile``) and the per-draw file quantities (``chain``,
-        ``draw``), with provenance attrs. The record's cell index is ``record_cell``."""
+        """Labelled view of the result as an xarray Dataset.
+
+        Per-record variables (dim ``record``), the cell posterior (dims ``cell``,
+        ``quantile``) and the per-draw file quantities (``chain``, ``draw``), with
+        provenance attrs. The record's cell index is ``record_cell``.
+        """
         rec = self.records.rename(columns={"cell": "record_cell"}).set_index("record")
         ds = xr.Dataset(
             {c: ("record", rec[c].to_numpy()) for c in rec.columns},
@@ -990,8 +993,11 @@ def _assess_latent_class(
         kap = idata.posterior["kappa"].values.ravel()
         od = json.loads(idata.attrs.get("overdispersion", "{}"))
         lo, hi = np.quantile(kap, [quantiles[0], quantiles[-1]])
-        # JSON has no inf: None stands for "no overdispersion" (Poisson cells)
-        fin = (lambda x: float(x) if math.isfinite(x) else None)
+
+        def fin(x):
+            # JSON has no inf: None stands for "no overdispersion" (Poisson cells)
+            return float(x) if math.isfinite(x) else None
+
         result.summary["overdispersion"] = {
             "method": od.get("method", "fixed"),
             "kappa_median": fin(np.median(kap)),
