@@ -76,6 +76,7 @@ __all__ = [
     "run_design",
     "shared_data_dir",
     "goal_table",
+    "interval_errors",
     "summarise",
     "truth_of_sample",
 ]
@@ -826,6 +827,61 @@ def coverage_p_value(covered: float, intervals: float, level: float = COVERAGE_L
     if not (np.isfinite(covered) and np.isfinite(intervals)) or intervals < 1:
         return float("nan")
     return float(stats.binomtest(int(round(covered)), int(intervals), level).pvalue)
+
+
+def interval_errors(results: pd.DataFrame, quantities: Sequence[str] = ("tau1", "tau2"),
+                    level: float = COVERAGE_LEVEL) -> pd.DataFrame:
+    r"""Why an interval misses: its centre or its width, replicate by replicate.
+
+    Coverage alone does not say whether intervals miss because they are off
+    centre or because they are too narrow (or, above the band, too wide). For
+    each replicate of ``results`` (the tidy output of :func:`run_design`) with a
+    finite interval, the standardised error
+
+    .. math:: z_r = \frac{\hat t_r - t_r}{(hi_r - lo_r) / (2\, z_{(1+\gamma)/2})}
+
+    divides the error by the standard deviation a normal posterior with that
+    central :math:`\gamma` interval would have (``level`` = :math:`\gamma`). For
+    calibrated, roughly normal intervals the :math:`z_r` have mean 0 and standard
+    deviation 1 over the replicates: ``z_mean`` far from 0 is a bias the
+    intervals do not carry (a shift of that many posterior standard deviations),
+    ``z_sd`` below 1 intervals wider than the replicates' spread, above 1
+    narrower. ``z_mean_se`` = ``z_sd`` / sqrt(replicates) is the Monte Carlo
+    error of ``z_mean``.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        Columns ``design``, ``method``, ``quantity``, ``estimate``, ``truth``,
+        ``lo``, ``hi``.
+    quantities : sequence of str
+        Quantities to score (default tau1 and tau2).
+    level : float
+        Nominal level of the intervals (default :data:`COVERAGE_LEVEL`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (design, method, quantity) with intervals: ``replicates``,
+        ``z_mean``, ``z_sd``, ``z_mean_se``; designs and methods in the order of
+        ``results``.
+    """
+    if not 0.0 < float(level) < 1.0:
+        raise InputError(f"level must lie strictly between 0 and 1; got {level!r}")
+    need = {"design", "method", "quantity", "estimate", "truth", "lo", "hi"}
+    missing = sorted(need - set(results.columns))
+    if missing:
+        raise InputError(f"results lack the columns {missing}; pass the output of run_design")
+    r = results[results["quantity"].isin(list(quantities))]
+    width = r["hi"] - r["lo"]
+    ok = np.isfinite(r["estimate"]) & np.isfinite(r["truth"]) & np.isfinite(width) & (width > 0)
+    r = r[ok]
+    sd = (r["hi"] - r["lo"]) / (2.0 * stats.norm.ppf(0.5 + float(level) / 2.0))
+    r = r.assign(z=(r["estimate"] - r["truth"]) / sd)
+    out = (r.groupby(["design", "method", "quantity"], sort=False)["z"]
+           .agg(replicates="size", z_mean="mean", z_sd="std").reset_index())
+    out["z_mean_se"] = out["z_sd"] / np.sqrt(out["replicates"])
+    return out
 
 
 def goal_table(summary: pd.DataFrame, method: str) -> pd.DataFrame:

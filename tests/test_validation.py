@@ -265,3 +265,40 @@ def test_goal_table_reports_the_coverage_p_value():
     brute = sum(p for p in pmf if p <= pmf[35] * (1 + 1e-7))
     assert g.tau2_cover_p == pytest.approx(brute, rel=1e-6) and g.tau2_cover_p < 1e-3
     assert np.isnan(coverage_p_value(float("nan"), 0))
+
+
+def test_interval_errors_hand_computed_and_simulated():
+    from scipy import stats
+
+    from sdcbayes.validation import interval_errors
+
+    z90 = stats.norm.ppf(0.95)
+    # hand: intervals of width 2 * 1.645 (sd 1), errors -1, 0, +4 -> z = -1, 0, 4
+    res = pd.DataFrame([dict(design="d", method="m", quantity="tau1", truth=10.0,
+                             estimate=10.0 + e, lo=10.0 + e - z90, hi=10.0 + e + z90)
+                        for e in (-1.0, 0.0, 4.0)])
+    t = interval_errors(res).iloc[0]
+    assert t.replicates == 3 and t.z_mean == pytest.approx(1.0)
+    assert t.z_sd == pytest.approx(np.std([-1.0, 0.0, 4.0], ddof=1))
+    assert t.z_mean_se == pytest.approx(t.z_sd / np.sqrt(3))
+    # simulated: the estimate's error N(0.5 s, (0.7 s)^2) with 90% intervals of sd s:
+    # z_mean 0.5, z_sd 0.7 (4000 replicates, Monte Carlo sd 0.011 and 0.008)
+    rng = np.random.default_rng(3)
+    s = rng.uniform(1.0, 5.0, 4000)
+    err = rng.normal(0.5 * s, 0.7 * s)
+    truth = rng.uniform(50, 100, 4000)
+    sim = pd.DataFrame(dict(design="d", method="m", quantity="tau2", truth=truth,
+                            estimate=truth + err, lo=truth + err - z90 * s,
+                            hi=truth + err + z90 * s))
+    # a method without intervals and another quantity are left out
+    other = sim.assign(method="plug-in", lo=np.nan, hi=np.nan)
+    t = interval_errors(pd.concat([sim, other, sim.assign(quantity="theta")]))
+    assert list(t.method) == ["m"] and list(t.quantity) == ["tau2"]
+    assert abs(t.z_mean[0] - 0.5) < 0.05 and abs(t.z_sd[0] - 0.7) < 0.04
+    # at the 50% level the same intervals read as sd s * z90 / z75
+    t50 = interval_errors(sim, quantities=["tau2"], level=0.5)
+    assert t50.z_mean[0] == pytest.approx(t.z_mean[0] * stats.norm.ppf(0.75) / z90)
+    with pytest.raises(InputError, match="level"):
+        interval_errors(sim, level=1.0)
+    with pytest.raises(InputError, match="columns"):
+        interval_errors(sim.drop(columns=["lo"]))
