@@ -31,7 +31,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--fractions 0.01,0.05,0.1] [--kind srs|stratified] [--weights classes|ignore]
         [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
-        [--init em|margins] [--rules confirmed|auto|none] [--phi-a inverse]
+        [--init em|margins] [--rules confirmed|auto|none] [--phi-a inverse|<a>|marginal:<M>]
         [--overdispersion cv|none] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
@@ -167,7 +167,8 @@ def main(argv=None) -> int:
     ap.add_argument("--em-restarts", type=int, default=3)
     ap.add_argument("--init", default="em", choices=["em", "margins"])
     ap.add_argument("--phi-a", default="inverse",
-                    help="Dirichlet concentration per level, or 'inverse' (1/L_j)")
+                    help="Dirichlet concentration per level: a number, 'inverse' (1/L_j), or "
+                         "'marginal:M' (M times the sample's marginal share of the level)")
     ap.add_argument("--rules", default="confirmed", choices=["confirmed", "auto", "none"],
                     help="structural zeros: CONFIRMED_RULES (with the codebook levels), "
                          "the sample's detected implications, or none")
@@ -198,13 +199,18 @@ def main(argv=None) -> int:
     if args.summarise is not None:
         _report(pd.concat([pd.read_csv(f) for f in args.summarise], ignore_index=True))
         return 0
-    a = args.phi_a if args.phi_a == "inverse" else float(args.phi_a)
+    if args.phi_a == "inverse":
+        phi_prior = {"a": "inverse"}
+    elif args.phi_a.startswith("marginal:"):
+        phi_prior = {"a": "marginal", "mass": float(args.phi_a.split(":", 1)[1])}
+    else:
+        phi_prior = {"a": float(args.phi_a)}
     results = []
     for pop_name, pop, levels in populations_with_codebook(args.populations):
         sz = {"confirmed": CONFIRMED_RULES.get(pop_name), "auto": "auto", "none": None}[args.rules]
         lc = latent_class_method(
             n_classes=args.classes, draws=args.draws, tune=args.tune, chains=args.chains,
-            thin=args.thin, structural_zeros=sz, priors={"phi": {"a": a}}, seed=args.seed,
+            thin=args.thin, structural_zeros=sz, priors={"phi": phi_prior}, seed=args.seed,
             levels=levels if args.rules == "confirmed" else None, init=args.init,
             em_restarts=args.em_restarts, weights=args.weights == "classes",
             overdispersion=None if args.overdispersion == "none" else args.overdispersion,

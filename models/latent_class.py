@@ -697,7 +697,11 @@ class LatentClassModel(SuperpopulationModel):
       the same concentration on every level. A uniform ``a = 1`` adds L_j pseudo
       records per class and key, which for keys with many levels (age in single
       years) pulls a class's distribution towards uniform and inflates the
-      probability of rare combinations.
+      probability of rare combinations. ``a="marginal"`` with ``mass=M`` centres
+      the profiles on the sample's marginal distribution of each key instead:
+      :math:`a_{jl} = M\,\eta_{jl}`, :math:`\eta_{jl} = (m_{jl} + 1/L_j)/(n + 1)`
+      with :math:`m_{jl}` the sample count of level l (an empirical-Bayes base
+      measure, :meth:`phi_concentration`).
 
     Parameters
     ----------
@@ -986,15 +990,57 @@ class LatentClassModel(SuperpopulationModel):
             raise InputError("the latent-class Gibbs sampler needs alpha ~ "
                              f"Gamma(alpha=.., beta=..); got {a!r}")
         p = self.priors["phi"]
-        if p.get("dist") != "Dirichlet" or set(p) != {"dist", "a"} or not (
-                p["a"] == "inverse" or (isinstance(p["a"], (int, float)) and p["a"] > 0)):
+        a = p.get("a")
+        scalar = a == "inverse" or (isinstance(a, (int, float)) and not isinstance(a, bool)
+                                    and a > 0)
+        marginal = a == "marginal" and isinstance(p.get("mass"), (int, float)) and (
+            not isinstance(p.get("mass"), bool)) and p["mass"] > 0
+        if p.get("dist") != "Dirichlet" or not (
+                (scalar and set(p) == {"dist", "a"})
+                or (marginal and set(p) == {"dist", "a", "mass"})):
             raise InputError("prior 'phi' must be {'dist': 'Dirichlet', 'a': <positive number or "
-                             f"'inverse'>}}; got {p!r}")
+                             "'inverse'>} or {'dist': 'Dirichlet', 'a': 'marginal', 'mass': "
+                             f"<positive number>}}; got {p!r}")
 
-    def phi_concentration(self, j: int) -> float:
-        """Dirichlet concentration per level of key j."""
-        a = self.priors["phi"]["a"]
-        return 1.0 / self.n_levels[j] if a == "inverse" else float(a)
+    def phi_concentration(self, j: int) -> np.ndarray:
+        r"""Dirichlet concentration of each level of key j (array of length L_j).
+
+        ``a="inverse"``: :math:`1/L_j` on every level (total mass 1); a number: that
+        value on every level; ``a="marginal"``: :math:`M\eta_{jl}` with
+        :math:`\eta_{jl} = (m_{jl} + 1/L_j)/(n + 1)`, the sample's marginal share of
+        level l with the inverse prior's pseudo-count spread over the levels (so a
+        level of the codebook that the sample lacks keeps some mass), and M the
+        ``mass``. The marginal centre shrinks a class with few records towards the
+        key's overall distribution rather than towards uniform: under the inverse
+        prior a class of a handful of records reproduces their exact combinations and
+        gives the sample uniques it holds a large :math:`\pi_k`, while classes of
+        hundreds of records barely move. It is an empirical-Bayes plug-in for a
+        shared Dirichlet base measure (the posterior of a hyperprior on
+        :math:`\eta_j` concentrates at the marginal for samples of hundreds of
+        records); each model, e.g. each part of :func:`overdispersion_cv`, takes the
+        marginal of its own records.
+
+        Measured on the real designs and not the default (README "Accuracy", 10
+        replicates per design): a mass of 30 removes the bias of Adult 6 keys at 10%
+        (tau1 -3.7% -> +0.5%) and Adult 9 keys at 10% (+2.2% -> -0.4%), but breaks
+        the small samples (Scotland 7 keys at 1%: +11% -> +70%); a mass of 10 moves
+        Adult 6 keys at 1% to -10%; a mass proportional to the records (0.5% of n,
+        so that the cross-validation's parts of n/4 and n/8 records are smoothed
+        alike) does worse still (Adult 6 keys at 1%: -28%; Scotland 7 keys: +11% to
+        +22%). Where the prior puts the rare cells' mass moves tau1 more than the
+        cross-validated kappa absorbs.
+        """
+        cache = self.__dict__.setdefault("_phi_conc", {})
+        if j not in cache:
+            p = self.priors["phi"]
+            L = int(self.n_levels[j])
+            if p["a"] == "marginal":
+                m = np.bincount(self.codes[:, j], weights=self.counts, minlength=L)
+                conc = float(p["mass"]) * (m + 1.0 / L) / (m.sum() + 1.0)
+            else:
+                conc = np.full(L, 1.0 / L if p["a"] == "inverse" else float(p["a"]))
+            cache[j] = conc
+        return cache[j]
 
     @property
     def n(self) -> float:
@@ -1061,7 +1107,7 @@ class LatentClassModel(SuperpopulationModel):
             w = pm.Deterministic("w", pt.concatenate([V, pt.ones((1,))]) * rest, dims=CLASS_DIM)
             phis = []
             for j in range(J):
-                conc = np.full((H, self.n_levels[j]), self.phi_concentration(j))
+                conc = np.tile(self.phi_concentration(j), (H, 1))
                 phis.append(pm.Dirichlet(f"phi_{names[j]}", a=conc,
                                          dims=(CLASS_DIM, f"level_{names[j]}")))
             fk = pm.Data("fk", self.counts, dims="cell")
@@ -1142,7 +1188,7 @@ class LatentClassModel(SuperpopulationModel):
         J, n = len(self.keys), self.n
         codes, f = self.codes, self.counts
         onehot = self._onehots()
-        conc = [self.phi_concentration(j) for j in range(J)]
+        conc = [self.phi_concentration(j)[:, None] for j in range(J)]
         sz = self.structural_zeros
         half_d = 0.5 * float(np.sum(self.n_levels - 1))
         best, lls = None, []
@@ -1242,7 +1288,7 @@ class LatentClassModel(SuperpopulationModel):
         n = self.n
         sz = self.structural_zeros
         a_alpha, b_alpha = self.priors["alpha"]["alpha"], self.priors["alpha"]["beta"]
-        conc = [self.phi_concentration(j) for j in range(J)]
+        conc = [self.phi_concentration(j)[:, None] for j in range(J)]
         onehot = self._onehots()
         st = self._init_state(rng, init, em_restarts)
         V, alpha, log_phi = st["V"], st["alpha"], st["log_phi"]

@@ -458,3 +458,51 @@ def test_inverse_moment_general_f_matches_series():
         for lam in (1e-8, 0.3, 4.0, 40.0):
             brute = (poisson.pmf(x, lam) / (f + x)).sum()
             assert _expected_inverse_frequency_f(f, lam) == pytest.approx(brute, rel=1e-10)
+
+
+def test_marginal_phi_prior_concentrations_and_checks():
+    # 3 keys; k0 has a codebook level (2) the sample lacks
+    cells = np.array([[0, 0, 1], [1, 0, 0], [0, 1, 1]])
+    counts = np.array([5, 2, 3])
+    kw = dict(keys=["k0", "k1", "k2"], n_classes=2)
+    m = LatentClassModel(cells, counts, [3, 2, 2], priors={"phi": {"a": "marginal",
+                                                                  "mass": 11.0}}, **kw)
+    # a_jl = M (m_jl + 1/L_j) / (n + 1), n = 10: k0 counts 8, 2, 0 of L = 3
+    assert np.allclose(m.phi_concentration(0), 11.0 * (np.array([8, 2, 0]) + 1 / 3) / 11.0)
+    assert np.allclose(m.phi_concentration(2), [2.5, 8.5])
+    assert m.phi_concentration(0).sum() == pytest.approx(11.0)  # total mass M per key
+    inv = LatentClassModel(cells, counts, [3, 2, 2], **kw)
+    assert np.allclose(inv.phi_concentration(0), 1 / 3)     # the default, unchanged
+    # the PyMC graph takes the per-level concentrations
+    import pymc as pm
+    with m.build():
+        a_graph = pm.draw(pm.modelcontext(None)["phi_k0"].owner.inputs[-1])
+    assert np.allclose(a_graph, np.tile(m.phi_concentration(0), (2, 1)))
+    for bad in ({"a": "marginal"}, {"a": "marginal", "mass": 0}, {"a": 1.0, "mass": 2.0},
+                {"a": "marginal", "mass": True}, {"a": "uniform"}):
+        with pytest.raises(InputError, match="prior 'phi'"):
+            LatentClassModel(cells, counts, [3, 2, 2], priors={"phi": bad}, **kw)
+
+
+def test_gibbs_with_marginal_phi_prior_matches_importance_sampling():
+    # per-level concentrations a_jl = 2 (m_jl + 1/L_j) / (n + 1): k0 has 8, 1, 1 of n = 10
+    # -> a = (1.52, 0.24, 0.24). The posterior mean of the rare cell (1, 0)'s pi by the
+    # Gibbs sampler against prior importance sampling; the uniform prior a = 1 gives a
+    # different answer (0.108 against 0.075), so a sampler that ignored the per-level
+    # concentrations would fail
+    cells = np.array([[0, 0], [0, 1], [1, 0], [2, 1]])
+    counts = np.array([6, 2, 1, 1])
+    means = {}
+    for name, prior in (("uniform", {"a": 1.0}), ("marginal", {"a": "marginal", "mass": 2.0})):
+        model = LatentClassModel(cells, counts, [3, 2], keys=["k0", "k1"], n_classes=2,
+                                 priors={"phi": prior})
+        means[name] = _prior_importance(model, lambda w, pi: pi[:, 2:3], 100_000,
+                                        np.random.default_rng(6))
+    (is_mean,), (is_se,) = means["marginal"]
+    assert abs(means["uniform"][0][0] - is_mean) > 20 * is_se
+    idata = model.sample(draws=4000, tune=200, chains=2, random_seed=7, store="all",
+                         init="margins")
+    draws = idata.posterior["pi"].sel(cell=2).values
+    batches = draws.reshape(draws.shape[0], 40, -1).mean(axis=2).ravel()
+    se = batches.std(ddof=1) / np.sqrt(batches.size)
+    assert abs(draws.mean() - is_mean) < 4 * np.hypot(se, is_se) + 1e-3, (draws.mean(), is_mean)
