@@ -768,6 +768,7 @@ class LatentClassModel(SuperpopulationModel):
         self.levels = ([list(lv) for lv in levels] if levels is not None
                        else [list(range(L)) for L in self.n_levels])
         self._check_priors()
+        self._phi_conc: dict[int, np.ndarray] = {}  # phi_concentration, per key
         if structural_zeros is None or isinstance(structural_zeros, StructuralZeros):
             self.structural_zeros = structural_zeros
         else:
@@ -1030,8 +1031,7 @@ class LatentClassModel(SuperpopulationModel):
         +22%). Where the prior puts the rare cells' mass moves tau1 more than the
         cross-validated kappa absorbs.
         """
-        cache = self.__dict__.setdefault("_phi_conc", {})
-        if j not in cache:
+        if j not in self._phi_conc:
             p = self.priors["phi"]
             L = int(self.n_levels[j])
             if p["a"] == "marginal":
@@ -1039,8 +1039,9 @@ class LatentClassModel(SuperpopulationModel):
                 conc = float(p["mass"]) * (m + 1.0 / L) / (m.sum() + 1.0)
             else:
                 conc = np.full(L, 1.0 / L if p["a"] == "inverse" else float(p["a"]))
-            cache[j] = conc
-        return cache[j]
+            conc.flags.writeable = False  # shared by every fit of this model
+            self._phi_conc[j] = conc
+        return self._phi_conc[j]
 
     @property
     def n(self) -> float:
