@@ -31,7 +31,9 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--fractions 0.01,0.05,0.1] [--kind srs|stratified] [--weights classes|ignore]
         [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
-        [--init em|margins] [--rules confirmed|auto|none] [--phi-a inverse|<a>|marginal:<M>]
+        [--init em|margins] [--rules confirmed|auto|none]
+        [--phi-a inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
+        [--cv-part-mass whole|learn]
         [--overdispersion cv|none] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
@@ -168,7 +170,9 @@ def main(argv=None) -> int:
     ap.add_argument("--init", default="em", choices=["em", "margins"])
     ap.add_argument("--phi-a", default="inverse",
                     help="Dirichlet concentration per level: a number, 'inverse' (1/L_j), or "
-                         "'marginal:M' (M times the sample's marginal share of the level)")
+                         "'marginal:M' (M times the sample's marginal share of the level); "
+                         "'marginal:learn' (M per key learnt, PHI_MASS_GRID); "
+                         "':<L>' after either: only keys of at least L levels")
     ap.add_argument("--rules", default="confirmed", choices=["confirmed", "auto", "none"],
                     help="structural zeros: CONFIRMED_RULES (with the codebook levels), "
                          "the sample's detected implications, or none")
@@ -190,6 +194,10 @@ def main(argv=None) -> int:
                     help="variance of the held-out count in the cross-validation: Bernoulli "
                          "(the default before) or times a dispersion estimated from the parts' "
                          "disagreement (the default CV_DISPERSION)")
+    ap.add_argument("--cv-part-mass", default=None, choices=["whole", "learn"],
+                    help="with --phi-a marginal:learn, the parts' profile masses in the "
+                         "cross-validation: the whole sample's (default CV_PART_MASS) or "
+                         "learnt by each part")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,
@@ -202,7 +210,9 @@ def main(argv=None) -> int:
     if args.phi_a == "inverse":
         phi_prior = {"a": "inverse"}
     elif args.phi_a.startswith("marginal:"):
-        phi_prior = {"a": "marginal", "mass": float(args.phi_a.split(":", 1)[1])}
+        m, *lmin = args.phi_a.split(":")[1:]
+        phi_prior = {"a": "marginal", "mass": m if m == "learn" else float(m),
+                     **({"min_levels": int(lmin[0])} if lmin else {})}
     else:
         phi_prior = {"a": float(args.phi_a)}
     results = []
@@ -219,6 +229,7 @@ def main(argv=None) -> int:
                                   else _kappa_prior(args.kappa_prior)),
             overdispersion_predictive=args.cv_predictive,
             overdispersion_dispersion=args.cv_dispersion,
+            overdispersion_part_mass=args.cv_part_mass,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
         )

@@ -123,6 +123,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 from scipy import sparse
+from scipy.special import gammaln
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.models.base import PriorSpec, SuperpopulationModel
@@ -137,6 +138,7 @@ __all__ = [
     "latent_class_loglik",
     "overdispersion_cv",
     "prob_population_unique",
+    "profile_mass_loglik",
     "simulate_excess",
     "simulate_tau",
     "stick_breaking_weights",
@@ -676,6 +678,53 @@ def _log_dirichlet(rng, conc: np.ndarray) -> np.ndarray:
     return lg - logsumexp(lg, axis=0, keepdims=True)
 
 
+#: Values of the profile prior's mass M_j weighed when it is learnt
+#: (``priors={"phi": {"a": "marginal", "mass": "learn"}}``): powers of sqrt(2) from 1/4 to
+#: 8192, with equal prior mass (uniform in log M over the grid).
+PHI_MASS_GRID = 2.0 ** np.arange(-2.0, 13.25, 0.5)
+
+#: Mass at which a learnt M_j starts: EM forms its classes at it before learning M
+#: (:meth:`LatentClassModel.fit_em`); ``init="margins"`` starts the Gibbs chains there.
+PHI_MASS_START = 16.0
+
+
+def profile_mass_loglik(counts, base, grid=PHI_MASS_GRID) -> np.ndarray:
+    r"""Log marginal likelihood of class-by-level counts under Dirichlet(M base) profiles.
+
+    For the counts :math:`c_{lh}` of the levels l of one key among the records of
+    each class h, with the profiles :math:`\phi_h \sim \mathrm{Dirichlet}(M\eta)`
+    integrated out (the Dirichlet-multinomial or Polya distribution, Minka 2000,
+    "Estimating a Dirichlet distribution", without the multinomial coefficient, which
+    does not depend on M):
+
+    .. math:: \log p(c \mid M) = \sum_h \Big[\log\Gamma(M) - \log\Gamma(M + c_{\cdot h})
+              + \sum_l \big(\log\Gamma(M\eta_l + c_{lh}) - \log\Gamma(M\eta_l)\big)\Big].
+
+    Empty classes contribute 0, so the sum may run over all H. Counts may be
+    fractional (EM's expected counts).
+
+    Parameters
+    ----------
+    counts : array (L, H)
+    base : array (L,)
+        The base measure :math:`\eta` (sums to 1).
+    grid : array (G,)
+        Values of M.
+
+    Returns
+    -------
+    array (G,)
+    """
+    c = np.asarray(counts, dtype=float)
+    g = np.asarray(grid, dtype=float)[:, None]
+    tot = c.sum(axis=0)
+    tot = tot[tot > 0]
+    out = (gammaln(g) - gammaln(g + tot[None, :])).sum(axis=1)
+    li, hi = np.nonzero(c)
+    a = g * np.asarray(base, dtype=float)[li][None, :]
+    return out + (gammaln(a + c[li, hi][None, :]) - gammaln(a)).sum(axis=1)
+
+
 def _safe_name(s: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", str(s))
 
@@ -701,7 +750,13 @@ class LatentClassModel(SuperpopulationModel):
       the profiles on the sample's marginal distribution of each key instead:
       :math:`a_{jl} = M\,\eta_{jl}`, :math:`\eta_{jl} = (m_{jl} + 1/L_j)/(n + 1)`
       with :math:`m_{jl}` the sample count of level l (an empirical-Bayes base
-      measure, :meth:`phi_concentration`).
+      measure, :meth:`phi_concentration`); ``mass`` may also be one number per key,
+      or ``"learn"``: each key's :math:`M_j` gets a prior uniform in
+      :math:`\log M` over :data:`PHI_MASS_GRID` and is learnt with the classes (the
+      Gibbs sampler draws it from the Dirichlet-multinomial of the class counts,
+      :func:`profile_mass_loglik`; EM takes its mode once the classes have formed).
+      A key whose levels do not depend on the class gets a large mass (its profiles
+      are the marginal), one that tells the classes apart a small one.
 
     Parameters
     ----------
@@ -994,14 +1049,27 @@ class LatentClassModel(SuperpopulationModel):
         a = p.get("a")
         scalar = a == "inverse" or (isinstance(a, (int, float)) and not isinstance(a, bool)
                                     and a > 0)
-        marginal = a == "marginal" and isinstance(p.get("mass"), (int, float)) and (
-            not isinstance(p.get("mass"), bool)) and p["mass"] > 0
+        mass = p.get("mass")
+
+        def positive(x):
+            return isinstance(x, (int, float, np.floating)) and not isinstance(x, bool) and x > 0
+
+        # a mass per key (e.g. the whole sample's learnt masses, given to the parts of
+        # overdispersion_cv) is a sequence of one positive number per key
+        per_key = (isinstance(mass, (list, tuple, np.ndarray)) and len(mass) == len(self.keys)
+                   and all(positive(x) for x in mass))
+        marginal = a == "marginal" and (
+            (isinstance(mass, str) and mass == "learn") or positive(mass) or per_key)
+        min_levels = p.get("min_levels", 0)
+        marginal = marginal and isinstance(min_levels, (int, np.integer)) and not isinstance(
+            min_levels, bool) and min_levels >= 0
         if p.get("dist") != "Dirichlet" or not (
                 (scalar and set(p) == {"dist", "a"})
-                or (marginal and set(p) == {"dist", "a", "mass"})):
+                or (marginal and set(p) - {"min_levels"} == {"dist", "a", "mass"})):
             raise InputError("prior 'phi' must be {'dist': 'Dirichlet', 'a': <positive number or "
                              "'inverse'>} or {'dist': 'Dirichlet', 'a': 'marginal', 'mass': "
-                             f"<positive number>}}; got {p!r}")
+                             "<positive number, one per key, or 'learn'>[, 'min_levels': "
+                             f"<int>]}}; got {p!r}")
 
     def phi_concentration(self, j: int) -> np.ndarray:
         r"""Dirichlet concentration of each level of key j (array of length L_j).
@@ -1034,14 +1102,54 @@ class LatentClassModel(SuperpopulationModel):
         if j not in self._phi_conc:
             p = self.priors["phi"]
             L = int(self.n_levels[j])
-            if p["a"] == "marginal":
+            if self._marginal_key(j):
                 m = np.bincount(self.codes[:, j], weights=self.counts, minlength=L)
-                conc = float(p["mass"]) * (m + 1.0 / L) / (m.sum() + 1.0)
+                mass = p["mass"]
+                mass = (PHI_MASS_START if isinstance(mass, str)
+                        else float(mass[j]) if np.ndim(mass) else float(mass))
+                conc = mass * (m + 1.0 / L) / (m.sum() + 1.0)
             else:
-                conc = np.full(L, 1.0 / L if p["a"] == "inverse" else float(p["a"]))
+                conc = np.full(L, float(p["a"]) if isinstance(p["a"], (int, float)) else 1.0 / L)
             conc.flags.writeable = False  # shared by every fit of this model
             self._phi_conc[j] = conc
         return self._phi_conc[j]
+
+    def _marginal_key(self, j: int) -> bool:
+        """Whether key j's profiles are centred on its marginal.
+
+        With ``a="marginal"``, the keys of at least ``min_levels`` levels (default
+        every key); the other keys keep the inverse prior.
+        """
+        p = self.priors["phi"]
+        return p["a"] == "marginal" and int(self.n_levels[j]) >= p.get("min_levels", 0)
+
+    def learns_mass(self, j: int) -> bool:
+        """Whether key j's profile mass M_j is learnt (``mass="learn"``)."""
+        return self._marginal_key(j) and isinstance(self.priors["phi"].get("mass"), str)
+
+    @property
+    def learns_phi_mass(self) -> bool:
+        """Whether any key's profile mass M_j is learnt (``mass="learn"``)."""
+        return any(self.learns_mass(j) for j in range(len(self.keys)))
+
+    def _phi_mass_start(self) -> np.ndarray:
+        """Masses at the start: PHI_MASS_START where learnt, the fixed total elsewhere."""
+        return np.array([PHI_MASS_START if self.learns_mass(j)
+                         else float(self.phi_concentration(j).sum())
+                         for j in range(len(self.keys))])
+
+    def phi_base(self, j: int) -> np.ndarray:
+        r"""The marginal base measure :math:`\eta_j` of key j (``a="marginal"``), sums to 1."""
+        conc = self.phi_concentration(j)
+        return conc / conc.sum()
+
+    def _learn_mass(self, counts, j: int, rng=None) -> float:
+        """M_j given class-by-level counts: the posterior mode (EM) or a draw (Gibbs)."""
+        lp = profile_mass_loglik(counts, self.phi_base(j))  # + log prior: uniform on the grid
+        if rng is None:
+            return float(PHI_MASS_GRID[int(np.argmax(lp))])
+        p = np.exp(lp - lp.max())
+        return float(rng.choice(PHI_MASS_GRID, p=p / p.sum()))
 
     @property
     def n(self) -> float:
@@ -1086,7 +1194,10 @@ class LatentClassModel(SuperpopulationModel):
 
         ``V`` (dim ``stick``, H - 1) ~ Beta(1, alpha); ``w`` = stick-breaking
         (Deterministic, dim ``latent_class``); ``phi_<key>`` ~ Dirichlet, dims
-        (``latent_class``, ``level_<key>``); ``pm.Potential("loglik")`` =
+        (``latent_class``, ``level_<key>``), with a learnt mass
+        (``mass="learn"``) of concentration :math:`M_j\\eta_j`,
+        ``log_phi_mass_<key>`` ~ Uniform over the log of :data:`PHI_MASS_GRID`'s range
+        (the continuous counterpart of the Gibbs sampler's grid); ``pm.Potential("loglik")`` =
         :func:`latent_class_loglik` (Manrique-Vallier & Reiter 2014, eq. 2).
         Label switching makes NUTS mix poorly across modes; the functionals the
         risk needs (:math:`\\pi_k`) are invariant to it.
@@ -1109,6 +1220,10 @@ class LatentClassModel(SuperpopulationModel):
             phis = []
             for j in range(J):
                 conc = np.tile(self.phi_concentration(j), (H, 1))
+                if self.learns_mass(j):  # M_j uniform in log M over the grid's range
+                    log_m = pm.Uniform(f"log_phi_mass_{names[j]}",
+                                       np.log(PHI_MASS_GRID[0]), np.log(PHI_MASS_GRID[-1]))
+                    conc = pt.exp(log_m) * np.tile(self.phi_base(j), (H, 1))
                 phis.append(pm.Dirichlet(f"phi_{names[j]}", a=conc,
                                          dims=(CLASS_DIM, f"level_{names[j]}")))
             fk = pm.Data("fk", self.counts, dims="cell")
@@ -1189,13 +1304,20 @@ class LatentClassModel(SuperpopulationModel):
         J, n = len(self.keys), self.n
         codes, f = self.codes, self.counts
         onehot = self._onehots()
-        conc = [self.phi_concentration(j)[:, None] for j in range(J)]
+        conc0 = [self.phi_concentration(j)[:, None] for j in range(J)]
+        learn = self.learns_phi_mass
+        base = [self.phi_base(j)[:, None] for j in range(J)] if learn else None
         sz = self.structural_zeros
         half_d = 0.5 * float(np.sum(self.n_levels - 1))
         best, lls = None, []
         for _ in range(int(n_restarts)):
             resp = rng.dirichlet(np.ones(H), size=len(f)) * f[:, None]
             alive = np.ones(H, dtype=bool)
+            conc = conc0
+            phi_mass = list(self._phi_mass_start()) if learn else None
+            # M is learnt once the classes have formed at the starting mass: from the
+            # random start every class looks like the marginal and M would run to the top
+            learning = False
             prev = -np.inf
             # set at the end of each sweep; the augmentation step reads last sweep's
             mass, wS, phi = 0.0, None, None
@@ -1226,6 +1348,10 @@ class LatentClassModel(SuperpopulationModel):
                                 c[j] = c[j] + (chr_.sum(axis=1)[:, None] * phi[j]).T
                 w = np.where(alive, m_h + 1e-10, 0.0)
                 w = w / w.sum()
+                if learning:  # type-II step: M_j maximising the expected counts' marginal
+                    phi_mass = [self._learn_mass(c[j], j) if self.learns_mass(j) else phi_mass[j]
+                                for j in range(J)]
+                    conc = [phi_mass[j] * base[j] for j in range(J)]
                 phi = [((c[j] + conc[j]) / (c[j] + conc[j]).sum(axis=0)).T for j in range(J)]
                 log_phi = [np.log(p) for p in phi]
                 with np.errstate(divide="ignore"):
@@ -1238,6 +1364,9 @@ class LatentClassModel(SuperpopulationModel):
                     mass = float(min(wS.sum(), 1.0 - 1e-12))
                     ll -= n * np.log1p(-mass)
                 if not pruned and ll - prev < tol * n:
+                    if learn and not learning:
+                        learning, prev = True, -np.inf
+                        continue
                     break
                 prev = ll
             lls.append(ll)
@@ -1248,7 +1377,8 @@ class LatentClassModel(SuperpopulationModel):
             if best is None or crit > best["criterion"]:
                 order = np.argsort(-w)
                 best = {"w": w[order], "phi": [p[order] for p in phi], "loglik": ll,
-                        "n_iter": it + 1, "n_classes": k, "criterion": crit}
+                        "n_iter": it + 1, "n_classes": k, "criterion": crit,
+                        "phi_mass": None if phi_mass is None else np.array(phi_mass)}
         best["logliks"] = lls
         return best
 
@@ -1262,7 +1392,8 @@ class LatentClassModel(SuperpopulationModel):
             # stick-breaking fractions reproducing the EM weights (classes sorted by weight)
             rest = 1.0 - np.concatenate([[0.0], np.cumsum(w)[:-2]])
             V = np.clip(w[:-1] / np.maximum(rest, 1e-300), 1e-12, 1.0 - 1e-12)
-            return {"V": V, "alpha": 1.0, "log_phi": [np.log(p) for p in fit["phi"]]}
+            return {"V": V, "alpha": 1.0, "log_phi": [np.log(p) for p in fit["phi"]],
+                    "phi_mass": fit["phi_mass"]}
         phi_log = []
         for j in range(len(self.keys)):
             marg = np.bincount(self.codes[:, j], weights=self.counts, minlength=self.n_levels[j])
@@ -1270,7 +1401,8 @@ class LatentClassModel(SuperpopulationModel):
             conc = (marg + self.phi_concentration(j))[:, None] * np.ones((1, H))
             phi_log.append(_log_dirichlet(rng, conc).T)
         V = rng.beta(1.0, 1.0, size=H - 1)
-        return {"V": V, "alpha": 1.0, "log_phi": phi_log}
+        return {"V": V, "alpha": 1.0, "log_phi": phi_log,
+                "phi_mass": self._phi_mass_start() if self.learns_phi_mass else None}
 
     def _gibbs_chain(self, rng, n_iter: int, keep_from: int, thin: int, N: float | None,
                      target: np.ndarray, init: str = "em", em_restarts: int = 3,
@@ -1293,6 +1425,11 @@ class LatentClassModel(SuperpopulationModel):
         onehot = self._onehots()
         st = self._init_state(rng, init, em_restarts)
         V, alpha, log_phi = st["V"], st["alpha"], st["log_phi"]
+        learn = self.learns_phi_mass
+        if learn:
+            base = [self.phi_base(j)[:, None] for j in range(J)]
+            phi_mass = np.array(st["phi_mass"], dtype=float)
+            conc = [phi_mass[j] * base[j] for j in range(J)]
         n_keep = len(range(keep_from, n_iter, thin))
         out = {
             "w": np.empty((n_keep, H)), "alpha": np.empty(n_keep), "loglik": np.empty(n_keep),
@@ -1309,6 +1446,8 @@ class LatentClassModel(SuperpopulationModel):
             out["lam"] = np.empty((n_keep, target.size))
         if kappa_grid is not None:
             out["kappa"] = np.empty(n_keep)
+        if learn:
+            out["phi_mass"] = np.empty((n_keep, J))
         if N is not None:
             out["tau1"] = np.empty(n_keep)
             out["tau2"] = np.empty(n_keep)
@@ -1387,10 +1526,18 @@ class LatentClassModel(SuperpopulationModel):
             V = rng.beta(1.0 + m_h[:-1], alpha + tail[1:])
             V = np.clip(V, 1e-300, 1.0 - 1e-12)
             alpha = rng.gamma(a_alpha + H - 1, 1.0 / (b_alpha - np.log1p(-V).sum()))
-            # 4. class profiles
+            # 4. the profile prior's masses, then the class profiles: (M, phi) | z as one
+            # block, M_j from the Dirichlet-multinomial of the class counts (phi integrated
+            # out, profile_mass_loglik), so empty classes do not hold M where it was
+            if learn:
+                phi_mass = np.array([self._learn_mass(c[j], j, rng) if self.learns_mass(j)
+                                     else phi_mass[j] for j in range(J)])
+                conc = [phi_mass[j] * base[j] for j in range(J)]
             log_phi = [_log_dirichlet(rng, c[j] + conc[j]).T for j in range(J)]
             if it >= keep_from and (it - keep_from) % thin == 0:
                 out["n_classes_used"][keep] = int((m_h > 0).sum())
+                if learn:
+                    out["phi_mass"][keep] = phi_mass
                 out["n_augmented"][keep] = n0
                 keep += 1
         return out
@@ -1530,7 +1677,11 @@ class LatentClassModel(SuperpopulationModel):
                 "mass_structural_zero": stack["mass_structural_zero"]}
         if kappa_grid is not None:
             post["kappa"] = stack["kappa"]
-        dims = {"w": [CLASS_DIM], "pi": ["cell"], "lam": ["cell"], "fk": ["cell_all"]}
+        if "phi_mass" in stack:
+            post["phi_mass"] = stack["phi_mass"]
+            coords["key"] = list(self.keys)
+        dims = {"w": [CLASS_DIM], "pi": ["cell"], "lam": ["cell"], "fk": ["cell_all"],
+                "phi_mass": ["key"]}
         groups = {}
         if N is not None:
             post["lam"] = stack["lam"]
@@ -1587,6 +1738,12 @@ CV_SPLITS = 1
 #: default before); why and what it changed: :func:`overdispersion_cv`, "Why the
 #: dispersion".
 CV_DISPERSION = "parts"
+
+#: With a learnt profile mass (``priors={"phi": {"a": "marginal", "mass": "learn"}}``),
+#: how the parts of :func:`overdispersion_cv` are smoothed (``part_mass``): ``"whole"``,
+#: with the whole sample's masses (type-II EM estimates), or ``"learn"``, each part
+#: learning its own.
+CV_PART_MASS = "whole"
 
 #: Fewest records a part may hold (:func:`overdispersion_cv`): a ratio whose parts
 #: would be smaller is not used (halves are the fallback).
@@ -1671,7 +1828,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                       grid=None, n_splits: int = 1, prior=KAPPA_PRIOR,
                       predictive: str = CV_PREDICTIVE, ratios=CV_RATIOS,
                       max_ratio: float | None = None,
-                      dispersion: str = CV_DISPERSION) -> dict[str, Any]:
+                      dispersion: str = CV_DISPERSION,
+                      part_mass: str = CV_PART_MASS) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -1831,6 +1989,18 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     use = use or [2]
     if dispersion not in ("binomial", "parts"):
         raise InputError(f"dispersion must be 'binomial' or 'parts'; got {dispersion!r}")
+    if part_mass not in ("whole", "learn"):
+        raise InputError(f"part_mass must be 'whole' or 'learn'; got {part_mass!r}")
+    part_priors = model.priors
+    whole_mass = None
+    if model.learns_phi_mass and part_mass == "whole":
+        # the parts are smoothed with the whole sample's masses (type-II EM estimates):
+        # learnt on n/r records, a key's mass runs to the grid's top (every small class
+        # looks like the marginal), and the parts' extra smoothing would be read as
+        # clumping that the whole-sample fit does not have
+        whole_mass = [float(x) for x in
+                      model.fit_em(n_restarts=em_restarts, random_seed=rng)["phi_mass"]]
+        part_priors = {**model.priors, "phi": {**model.priors["phi"], "mass": whole_mass}}
     prior_mass = kappa_prior(grid, prior)
     pred_pois, var = [], []
     # per partition: observed counts, predictions over the grid and Bernoulli variances
@@ -1849,7 +2019,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                 part_model = LatentClassModel(
                     model.codes[keep], cA[keep], model.n_levels, keys=model.keys,
                     levels=model.levels, n_classes=model.H,
-                    structural_zeros=model.structural_zeros, priors=model.priors,
+                    structural_zeros=model.structural_zeros, priors=part_priors,
                     class_weights=model.class_weights,
                     key_index=(None if model.class_weights is None
                                else np.unique(model.key_index[keep], return_inverse=True)[1]),
@@ -1918,6 +2088,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "prior": f"{prior[0]}" + ("" if prior[1] is None else f"({prior[1]:g})"),
         "predictive": predictive,
         "dispersion": phi,
+        **({} if whole_mass is None else {"part_phi_mass": whole_mass}),
     }
 
 
@@ -1981,7 +2152,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         overdispersion_splits: int | None = None,
                         overdispersion_prior=None, overdispersion_predictive=None,
                         overdispersion_ratios=None, overdispersion_dispersion=None,
-                        weights: bool = True):
+                        overdispersion_part_mass=None, weights: bool = True):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
@@ -1991,7 +2162,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     prior, fit of the parts and variance of the held-out count
     ``overdispersion_prior``, ``overdispersion_predictive``,
     ``overdispersion_dispersion``, defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`,
-    :data:`CV_DISPERSION`).
+    :data:`CV_DISPERSION`; with a learnt profile mass, the parts' masses
+    ``overdispersion_part_mass``, default :data:`CV_PART_MASS`).
 
     ``weights=True`` (default): unequal sampling weights (stratified designs) enter
     the model as the records' weight class (:func:`weight_classes`, module
@@ -2034,7 +2206,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                 predictive=(CV_PREDICTIVE if overdispersion_predictive is None
                             else overdispersion_predictive),
                 dispersion=(CV_DISPERSION if overdispersion_dispersion is None
-                            else overdispersion_dispersion))
+                            else overdispersion_dispersion),
+                part_mass=(CV_PART_MASS if overdispersion_part_mass is None
+                           else overdispersion_part_mass))
         idata = model.sample(draws=draws, tune=tune, chains=chains, thin=thin, N=float(N),
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od)

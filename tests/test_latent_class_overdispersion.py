@@ -373,3 +373,31 @@ def test_parts_dispersion_stays_near_one_without_clumping(seed):
                            dispersion="parts")
     assert 1.0 <= od["dispersion"] < 2.0
     assert od["weights"][od["grid"] >= 30].sum() > 0.5
+
+
+def test_learnt_profile_mass_parts_take_the_whole_samples_masses():
+    # with mass="learn" the parts of the cross-validation are smoothed with the whole
+    # sample's type-II EM masses (CV_PART_MASS "whole"), given to them as one mass per key;
+    # with part_mass="learn" each part learns its own and no masses are reported
+    base = _simulated_cells(1.0, 3, n=2000)
+    model = LatentClassModel(base.codes, base.counts, base.n_levels, n_classes=base.H,
+                             priors={"phi": {"a": "marginal", "mass": "learn"}})
+    od = overdispersion_cv(model, random_seed=4, ratios=4, em_restarts=1)
+    em = model.fit_em(n_restarts=1, random_seed=np.random.default_rng(4))
+    assert od["part_phi_mass"] == [float(x) for x in em["phi_mass"]]
+    per_key = LatentClassModel(base.codes, base.counts, base.n_levels, n_classes=base.H,
+                               priors={"phi": {"a": "marginal", "mass": od["part_phi_mass"]}})
+    for j in range(len(base.n_levels)):
+        conc = per_key.phi_concentration(j)
+        assert conc.sum() == pytest.approx(od["part_phi_mass"][j])
+        np.testing.assert_allclose(conc / conc.sum(), model.phi_base(j))
+    assert not per_key.learns_phi_mass
+    own = overdispersion_cv(model, random_seed=4, ratios=4, em_restarts=1, part_mass="learn")
+    assert "part_phi_mass" not in own
+    assert "part_phi_mass" not in overdispersion_cv(base, random_seed=4, ratios=4,
+                                                    em_restarts=1)
+    with pytest.raises(InputError, match="part_mass"):
+        overdispersion_cv(model, part_mass="half")
+    with pytest.raises(InputError, match="prior 'phi'"):
+        LatentClassModel(base.codes, base.counts, base.n_levels,
+                         priors={"phi": {"a": "marginal", "mass": [1.0]}})

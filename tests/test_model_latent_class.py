@@ -17,6 +17,7 @@ import pytest
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
+    PHI_MASS_GRID,
     LatentClassModel,
     StructuralZeros,
     _expected_inverse_frequency_f,
@@ -24,6 +25,7 @@ from sdcbayes.models.latent_class import (
     expected_inverse_frequency,
     latent_class_loglik,
     prob_population_unique,
+    profile_mass_loglik,
     simulate_tau,
     stick_breaking_weights,
 )
@@ -479,7 +481,8 @@ def test_marginal_phi_prior_concentrations_and_checks():
         a_graph = pm.draw(pm.modelcontext(None)["phi_k0"].owner.inputs[-1])
     assert np.allclose(a_graph, np.tile(m.phi_concentration(0), (2, 1)))
     for bad in ({"a": "marginal"}, {"a": "marginal", "mass": 0}, {"a": 1.0, "mass": 2.0},
-                {"a": "marginal", "mass": True}, {"a": "uniform"}):
+                {"a": "marginal", "mass": True}, {"a": "uniform"}, {"a": 1.0, "mass": "learn"},
+                {"a": "marginal", "mass": "learnt"}):
         with pytest.raises(InputError, match="prior 'phi'"):
             LatentClassModel(cells, counts, [3, 2, 2], priors={"phi": bad}, **kw)
 
@@ -506,3 +509,130 @@ def test_gibbs_with_marginal_phi_prior_matches_importance_sampling():
     batches = draws.reshape(draws.shape[0], 40, -1).mean(axis=2).ravel()
     se = batches.std(ddof=1) / np.sqrt(batches.size)
     assert abs(draws.mean() - is_mean) < 4 * np.hypot(se, is_se) + 1e-3, (draws.mean(), is_mean)
+
+
+def test_profile_mass_loglik_matches_monte_carlo_integration():
+    # the Dirichlet-multinomial marginal of class-by-level counts against the mean of
+    # prod_l phi_l^c_l over Dirichlet(M eta) draws, class by class; an empty class adds 0
+    rng = np.random.default_rng(0)
+    c = np.array([[3.0, 0.0, 0.0], [1.0, 2.0, 0.0], [0.0, 1.0, 0.0]])
+    eta = np.array([0.5, 0.3, 0.2])
+    got = profile_mass_loglik(c, eta, np.array([0.5, 2.0, 20.0]))
+    for M, g in zip((0.5, 2.0, 20.0), got, strict=True):
+        phi = rng.dirichlet(M * eta, size=(400_000, 2))
+        mc = sum(np.log(np.mean(np.prod(phi[:, h, :] ** c[:, h], axis=1))) for h in range(2))
+        assert g == pytest.approx(mc, abs=0.02), M
+    assert np.allclose(profile_mass_loglik(c[:, :2], eta), profile_mass_loglik(c, eta))
+
+
+def _learnt(priors=None, **kw):
+    cells = np.array([[0, 0], [1, 1], [2, 2], [0, 1], [2, 0], [1, 2]])
+    counts = np.array([4, 4, 3, 1, 1, 1])
+    return LatentClassModel(cells, counts, [3, 3], keys=["a", "b"], n_classes=2,
+                            priors={"phi": {"a": "marginal", "mass": "learn"}, **(priors or {})},
+                            **kw)
+
+
+def test_learnt_mass_draws_follow_its_conditional():
+    # the Gibbs step draws M_j from exp(profile_mass_loglik) on the grid (uniform prior)
+    m = _learnt()
+    c = np.array([[6.0, 0.0], [1.0, 4.0], [0.0, 2.0]])
+    lp = profile_mass_loglik(c, m.phi_base(0))
+    p = np.exp(lp - lp.max())
+    p /= p.sum()
+    rng = np.random.default_rng(3)
+    draws = np.array([m._learn_mass(c, 0, rng) for _ in range(20_000)])
+    freq = np.array([(draws == g).mean() for g in PHI_MASS_GRID])
+    assert np.abs(freq - p).max() < 4 * np.sqrt(p.max() / 20_000)
+    assert m._learn_mass(c, 0) == PHI_MASS_GRID[np.argmax(lp)]      # EM: the mode
+
+
+def test_gibbs_with_learnt_mass_matches_importance_sampling():
+    # M_j uniform on PHI_MASS_GRID, profiles Dirichlet(M_j eta_j): the posterior mean of
+    # log M_0 and of a rare cell's pi by prior importance sampling against the Gibbs
+    # sampler. The data move log M from its prior mean 3.8 to about 5.4, so a sampler
+    # that kept M at its start (log 16 = 2.8) or ignored the counts would fail. alpha is
+    # held near 1 so that the two classes' weights mix (the sampler switches slowly
+    # between one and two occupied classes when alpha may be tiny)
+    m = _learnt({"alpha": {"dist": "Gamma", "alpha": 50.0, "beta": 50.0}})
+    rng = np.random.default_rng(1)
+    n_draws, H = 200_000, m.H
+    alpha = rng.gamma(50.0, 1.0 / 50.0, size=n_draws)
+    w = stick_breaking_weights(rng.beta(1.0, alpha[:, None] * np.ones((1, H - 1))))
+    log_m = np.log(rng.choice(PHI_MASS_GRID, size=(n_draws, 2)))
+    prod = w[:, None, :] * np.ones((1, m.codes.shape[0], 1))
+    for j in range(2):
+        g = rng.standard_gamma(np.exp(log_m[:, j, None, None]) * m.phi_base(j)
+                               * np.ones((1, H, 1)))
+        phi = g / g.sum(axis=2, keepdims=True)
+        prod = prod * phi[:, :, m.codes[:, j]].transpose(0, 2, 1)
+    pi = prod.sum(axis=2)
+    lw = np.log(pi) @ m.counts
+    wt = np.exp(lw - lw.max())
+    wt /= wt.sum()
+    ess = 1.0 / (wt**2).sum()
+    idata = m.sample(draws=8000, tune=300, chains=2, random_seed=11, store="all",
+                     init="margins")
+    for is_vals, draws in ((log_m[:, 0], np.log(idata.posterior["phi_mass"].values[..., 0])),
+                           (pi[:, 3], idata.posterior["pi"].sel(cell=3).values)):
+        is_mean = wt @ is_vals
+        is_se = np.sqrt(wt @ (is_vals - is_mean) ** 2 / ess)
+        batches = draws.reshape(2, 20, -1).mean(axis=2).ravel()
+        se = batches.std(ddof=1) / np.sqrt(batches.size)
+        assert abs(draws.mean() - is_mean) < 4 * np.hypot(se, is_se), (draws.mean(), is_mean)
+    assert np.log(idata.posterior["phi_mass"].values).mean() > 4.8
+    assert idata.posterior["phi_mass"].dims == ("chain", "draw", "key")
+
+
+def test_learnt_mass_separates_keys_that_follow_the_classes_from_those_that_do_not():
+    # two classes: key 0 follows the class, key 1 (20 levels) is the same in both
+    # (drawn from one distribution), so the classes' profiles of key 1 are the marginal:
+    # EM and the Gibbs sampler put a small mass on key 0 and a large one on key 1
+    rng = np.random.default_rng(5)
+    cls = rng.integers(0, 2, size=3000)
+    k0 = np.where(cls == 0, rng.choice(4, size=3000, p=[0.7, 0.2, 0.05, 0.05]),
+                  rng.choice(4, size=3000, p=[0.05, 0.05, 0.2, 0.7]))
+    k2 = np.where(cls == 0, rng.integers(0, 2, size=3000), 2 + rng.integers(0, 2, size=3000))
+    k1 = rng.choice(20, size=3000, p=rng.dirichlet(np.full(20, 2.0)))
+    frame = pd.DataFrame({"k0": k0, "k1": k1, "k2": k2}).astype(str)
+    m = LatentClassModel.from_frame(frame, ["k0", "k1", "k2"], n_classes=5,
+                                    priors={"phi": {"a": "marginal", "mass": "learn"}})
+    em = m.fit_em(n_restarts=2, random_seed=0)
+    assert em["phi_mass"][1] >= 256 and em["phi_mass"][0] <= 16, em["phi_mass"]
+    idata = m.sample(draws=100, tune=100, chains=1, random_seed=0)
+    med = idata.posterior["phi_mass"].median(("chain", "draw")).values
+    assert med[1] >= 256 and med[0] <= 16, med
+    # the default prior stores no mass; the PyMC graph makes M_j a variable
+    assert LatentClassModel.from_frame(frame, ["k0", "k1", "k2"], n_classes=5).fit_em(
+        n_restarts=1, random_seed=0)["phi_mass"] is None
+    with m.build() as pm_model:
+        names = {v.name for v in pm_model.free_RVs}
+    assert {"log_phi_mass_k0", "log_phi_mass_k1", "log_phi_mass_k2"} <= names
+
+
+def test_min_levels_keeps_the_inverse_prior_on_keys_with_few_levels():
+    # min_levels: only keys with at least that many levels are centred on the marginal
+    # (and learn their mass); the others keep 1/L_j and their mass is not drawn
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"k0": rng.integers(0, 25, 400), "k1": rng.integers(0, 3, 400),
+                          "k2": rng.integers(0, 4, 400)}).astype(str)
+    keys = ["k0", "k1", "k2"]
+    hyb = LatentClassModel.from_frame(frame, keys, n_classes=4, priors={"phi": {
+        "a": "marginal", "mass": "learn", "min_levels": 20}})
+    inv = LatentClassModel.from_frame(frame, keys, n_classes=4)
+    assert [hyb.learns_mass(j) for j in range(3)] == [True, False, False]
+    for j in (1, 2):
+        np.testing.assert_array_equal(hyb.phi_concentration(j), inv.phi_concentration(j))
+    idata = hyb.sample(draws=30, tune=20, chains=1, random_seed=1)
+    pm_ = idata.posterior["phi_mass"].values[0]
+    assert np.all(pm_[:, 1:] == 1.0) and np.unique(pm_[:, 0]).size > 1
+    # above every key's level count nothing is learnt: draws identical to the default's
+    none = LatentClassModel.from_frame(frame, keys, n_classes=4, priors={"phi": {
+        "a": "marginal", "mass": "learn", "min_levels": 26}})
+    assert not none.learns_phi_mass
+    a = none.sample(draws=20, tune=10, chains=1, random_seed=3).posterior["pi"].values
+    b = inv.sample(draws=20, tune=10, chains=1, random_seed=3).posterior["pi"].values
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(InputError, match="prior 'phi'"):
+        LatentClassModel.from_frame(frame, keys, priors={"phi": {
+            "a": "marginal", "mass": "learn", "min_levels": 2.5}})
