@@ -1098,6 +1098,15 @@ class LatentClassModel(SuperpopulationModel):
         alike) does worse still (Adult 6 keys at 1%: -28%; Scotland 7 keys: +11% to
         +22%). Where the prior puts the rare cells' mass moves tau1 more than the
         cross-validated kappa absorbs.
+
+        A learnt mass (``mass="learn"``, 10 replicates per design): on every key it
+        removes the 10% shifts (Adult 6 keys -3.7% -> -1.1%, Adult 9 keys +2.2% ->
+        -1.1%) but the Scotland designs, whose keys have at most 14 levels, lose
+        (Scotland 7 keys at 1%: +15% -> +37%; Scotland 13 keys at 5%: +1.4% -> -8.0%,
+        coverage 0.3), with parts learning their own masses or taking the whole
+        sample's alike. With ``min_levels=20`` (only Adult's age and native country
+        learn) the Scotland results are the default's bit for bit and the Adult
+        designs were measured over 150 replicates (README "Accuracy").
         """
         if j not in self._phi_conc:
             p = self.priors["phi"]
