@@ -1960,6 +1960,12 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         :math:`d_j = T_j - P_j(\hat\kappa)`, :math:`\bar d = \sum d_j / \sum V_j`, over
         the parts j of each partition (McCullagh & Nelder 1989, section 9.2),
         which also counts the noise of each part's own fit.
+    part_mass : {"whole", "learn"}
+        With a learnt profile mass (``priors={"phi": {"a": "marginal", "mass":
+        "learn"}}``): the parts are smoothed with the whole sample's type-II EM
+        masses (default :data:`CV_PART_MASS`; fitted to n/r records a key's mass runs
+        towards the grid's top, and the parts' extra smoothing would read as
+        clumping), or each part learns its own. Ignored otherwise.
 
     Returns
     -------
@@ -1968,7 +1974,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         mode), ``kappa_median``, ``observed`` (T), ``predicted_poisson`` (the
         prediction at :math:`\kappa = \infty`), ``sd`` (:math:`\sqrt V`), ``method``,
         ``n_splits``, ``ratios`` (those used), ``prior``, ``predictive``,
-        ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``).
+        ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``); with
+        ``part_mass="whole"`` and a learnt mass, ``part_phi_mass`` (the parts' masses).
     """
     rng = np.random.default_rng(random_seed)
     grid = KAPPA_GRID if grid is None else np.asarray(grid, dtype=float)
