@@ -343,14 +343,27 @@ def test_em_pruning_removes_classes_and_predicts_new_records_better():
 
 
 def _prior_importance(model, functional, n_draws, rng):
-    """Posterior mean of functional(w, phi) by importance sampling from the prior."""
+    """Posterior mean of functional(w, pi) by importance sampling from the prior.
+
+    With learnt profile masses (``mass="learn"``) each draw also takes log M_j uniform
+    on PHI_MASS_GRID, and the functional is called as functional(w, pi, log_mass).
+    """
     H = model.H
     a0, b0 = model.priors["alpha"]["alpha"], model.priors["alpha"]["beta"]
     alpha = rng.gamma(a0, 1.0 / b0, size=n_draws)
     V = rng.beta(1.0, np.maximum(alpha, 1e-300)[:, None] * np.ones((1, H - 1)))
     w = stick_breaking_weights(V)
-    phi = [rng.dirichlet(np.full(L, model.phi_concentration(j)), size=(n_draws, H))
-           for j, L in enumerate(model.n_levels)]
+    log_m = None
+    if model.learns_phi_mass:
+        log_m = np.log(rng.choice(PHI_MASS_GRID, size=(n_draws, len(model.n_levels))))
+        phi = []
+        for j in range(len(model.n_levels)):  # Dirichlet(M_j eta_j) draw by draw
+            g = rng.standard_gamma(np.exp(log_m[:, j, None, None]) * model.phi_base(j)
+                                   * np.ones((1, H, 1)))
+            phi.append(g / g.sum(axis=2, keepdims=True))
+    else:
+        phi = [rng.dirichlet(np.full(L, model.phi_concentration(j)), size=(n_draws, H))
+               for j, L in enumerate(model.n_levels)]
     # vectorised log-likelihood over draws (products, not the module's log-space code)
     prod = w[:, None, :] * np.ones((1, model.codes.shape[0], 1))
     for j in range(len(phi)):
@@ -367,7 +380,7 @@ def _prior_importance(model, functional, n_draws, rng):
         pi_star = pi_star / (1.0 - mass)[:, None]
     lw = ll - ll.max()
     wt = np.exp(lw) / np.exp(lw).sum()
-    vals = functional(w, pi_star)
+    vals = functional(w, pi_star) if log_m is None else functional(w, pi_star, log_m)
     mean = wt @ vals
     ess = 1.0 / (wt ** 2).sum()
     return mean, np.sqrt(wt @ (vals - mean) ** 2 / ess)
@@ -555,31 +568,17 @@ def test_gibbs_with_learnt_mass_matches_importance_sampling():
     # held near 1 so that the two classes' weights mix (the sampler switches slowly
     # between one and two occupied classes when alpha may be tiny)
     m = _learnt({"alpha": {"dist": "Gamma", "alpha": 50.0, "beta": 50.0}})
-    rng = np.random.default_rng(1)
-    n_draws, H = 200_000, m.H
-    alpha = rng.gamma(50.0, 1.0 / 50.0, size=n_draws)
-    w = stick_breaking_weights(rng.beta(1.0, alpha[:, None] * np.ones((1, H - 1))))
-    log_m = np.log(rng.choice(PHI_MASS_GRID, size=(n_draws, 2)))
-    prod = w[:, None, :] * np.ones((1, m.codes.shape[0], 1))
-    for j in range(2):
-        g = rng.standard_gamma(np.exp(log_m[:, j, None, None]) * m.phi_base(j)
-                               * np.ones((1, H, 1)))
-        phi = g / g.sum(axis=2, keepdims=True)
-        prod = prod * phi[:, :, m.codes[:, j]].transpose(0, 2, 1)
-    pi = prod.sum(axis=2)
-    lw = np.log(pi) @ m.counts
-    wt = np.exp(lw - lw.max())
-    wt /= wt.sum()
-    ess = 1.0 / (wt**2).sum()
+    is_mean, is_se = _prior_importance(
+        m, lambda w, pi, log_m: np.column_stack([log_m[:, 0], pi[:, 3]]), 200_000,
+        np.random.default_rng(1))
     idata = m.sample(draws=8000, tune=300, chains=2, random_seed=11, store="all",
                      init="margins")
-    for is_vals, draws in ((log_m[:, 0], np.log(idata.posterior["phi_mass"].values[..., 0])),
-                           (pi[:, 3], idata.posterior["pi"].sel(cell=3).values)):
-        is_mean = wt @ is_vals
-        is_se = np.sqrt(wt @ (is_vals - is_mean) ** 2 / ess)
+    for i, draws in enumerate((np.log(idata.posterior["phi_mass"].values[..., 0]),
+                               idata.posterior["pi"].sel(cell=3).values)):
         batches = draws.reshape(2, 20, -1).mean(axis=2).ravel()
         se = batches.std(ddof=1) / np.sqrt(batches.size)
-        assert abs(draws.mean() - is_mean) < 4 * np.hypot(se, is_se), (draws.mean(), is_mean)
+        assert abs(draws.mean() - is_mean[i]) < 4 * np.hypot(se, is_se[i]), (
+            draws.mean(), is_mean[i])
     assert np.log(idata.posterior["phi_mass"].values).mean() > 4.8
     assert idata.posterior["phi_mass"].dims == ("chain", "draw", "key")
 
