@@ -7,9 +7,10 @@ means over replicates, see ``sdcbayes.validation.summarise``), the DIS theta whe
 estimated, 90% interval coverage and width (posterior methods), the Brier score and
 AUC of P(F_k = 1 | f_k = 1) over sample uniques, and the mean run time per sample.
 
-Populations: adult6, adult9, scotland7, scotland13 (the shared data folder,
-``../shared/data`` or ``$SDCBAYES_SHARED_DATA``; skipped with a message when absent)
-and synthetic (the census simulator).
+Populations: adult6, adult9, scotland7, scotland13 (the 12 designs of the goal), and
+the held-out eusilc and eusilc-distinct (``sdcbayes.validation.load_population``) --
+all from the shared data folder, ``../shared/data`` or ``$SDCBAYES_SHARED_DATA``,
+skipped with a message when absent -- and synthetic (the census simulator).
 
 Usage:
     python benchmarks/accuracy.py [--populations adult6,adult9,scotland7,scotland13]

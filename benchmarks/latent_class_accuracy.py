@@ -65,6 +65,7 @@ from sdcbayes.validation import (
 #: ('X' / '?' = not applicable / not recorded) and was checked to hold in the whole
 #: file (no population record lies in S); rules that are merely rare combinations
 #: (e.g. religion x health) are deliberately left out.
+_UNDER_16 = [str(a) for a in range(-1, 16)]  # EU-SILC ages run from -1 (sic) to 97
 _NOT_MARRIED = ["Divorced", "Married-spouse-absent", "Never-married", "Separated", "Widowed"]
 CONFIRMED_RULES = {
     "adult6": None,
@@ -105,7 +106,13 @@ CONFIRMED_RULES = {
         # people outside families (communal establishments) have no social grade
         {"Family_Composition": ["X"], "Approximate_Social_Grade": {"not": ["X"]}},
     ],
+    # EU-SILC: citizenship is recorded exactly for persons aged 16 and over ('NA' below)
+    "eusilc": [
+        {"pb220a": ["NA"], "age": {"not": _UNDER_16}},
+        {"pb220a": {"not": ["NA"]}, "age": _UNDER_16},
+    ],
 }
+CONFIRMED_RULES["eusilc-distinct"] = CONFIRMED_RULES["eusilc"]
 
 
 def _report(allres: pd.DataFrame) -> None:
@@ -149,7 +156,9 @@ def populations_with_codebook(names: str):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13")
+    ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13",
+                    help="comma-separated names of sdcbayes.validation.POPULATIONS (eusilc: "
+                         "the held-out fifth file, not among the 12 designs of the goal)")
     ap.add_argument("--fractions", default="0.01,0.05,0.1")
     ap.add_argument("--kind", default="srs", choices=["srs", "stratified"],
                     help="simple random samples, or stratified ones with n_h proportional to "

@@ -48,7 +48,7 @@ import pandas as pd
 from scipy import stats
 
 from sdcbayes.datasets import DEMO_KEYS, joint_codes, simulate_population
-from sdcbayes.exceptions import InputError
+from sdcbayes.exceptions import InputError, ModelError
 
 __all__ = [
     "BASELINES",
@@ -101,6 +101,8 @@ _SCOT13 = _SCOT7 + (
     "Family_Composition", "Economic_Activity", "Occupation", "industry",
     "Hours_Worked_Per_Week", "Approximate_Social_Grade",
 )  # fmt: skip
+# EU-SILC (synthetic, R package laeken): region, household size, sex, age, citizenship
+_EUSILC5 = ("db040", "hsize", "rb090", "age", "pb220a")
 
 #: Known populations: name -> (source, key variables, default strata column).
 POPULATIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
@@ -108,6 +110,8 @@ POPULATIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "adult9": ("adult", _ADULT6 + ("workclass", "relationship", "occupation"), "income"),
     "scotland7": ("scotland", _SCOT7, "RESIDENCE_TYPE"),
     "scotland13": ("scotland", _SCOT13, "RESIDENCE_TYPE"),
+    "eusilc": ("eusilc", _EUSILC5, "db040"),
+    "eusilc-distinct": ("eusilc-distinct", _EUSILC5, "db040"),
     "synthetic": ("synthetic", tuple(DEMO_KEYS), "region"),
 }
 
@@ -210,6 +214,33 @@ def _read_scotland(folder: str) -> pd.DataFrame:
 
 
 @lru_cache(maxsize=2)
+def _read_eusilc(folder: str) -> pd.DataFrame:
+    path = Path(folder) / "sdcmicro" / "eusilc.csv"
+    _require(path, "EU-SILC file sdcmicro/eusilc.csv")
+    frame = pd.read_csv(path, dtype=str)
+    # citizenship is not recorded for children under 16: a level of its own ('NA'), as
+    # 'X' in the Scotland file, and a structural zero with age >= 16
+    frame["pb220a"] = frame["pb220a"].fillna("NA")
+    return frame
+
+
+@lru_cache(maxsize=2)
+def _read_eusilc_distinct(folder: str) -> pd.DataFrame:
+    frame = _read_eusilc(folder)
+    # laeken's synthetic households are copies of templates: a household's region,
+    # size and members (sex, age, citizenship) recur up to 12 times, so 53% of the
+    # persons have an exact key twin by construction. Keep each composition once
+    # (its first household) for a population without that artifact.
+    members = frame.sort_values(["db030", "age", "rb090", "pb220a"]).groupby("db030", sort=True)
+    signature = members.apply(
+        lambda g: "|".join([g["db040"].iloc[0], g["hsize"].iloc[0]]
+                           + [f"{a},{s},{c}" for a, s, c in zip(g["age"], g["rb090"], g["pb220a"])]),
+        include_groups=False)
+    first = signature.index[~signature.duplicated()]
+    return frame[frame["db030"].isin(first)].reset_index(drop=True)
+
+
+@lru_cache(maxsize=2)
 def _synthetic(n_households: int, seed: int) -> pd.DataFrame:
     return simulate_population(n_households=n_households, seed=seed)
 
@@ -224,12 +255,18 @@ def load_population(
 
     Parameters
     ----------
-    name : {"adult6", "adult9", "scotland7", "scotland13", "synthetic"}
+    name : {"adult6", "adult9", "scotland7", "scotland13", "eusilc", "synthetic"}
         Adult (adult.data + adult.test, 48,842 records; '?' kept as a level, trailing
         '.' of the test file's income removed) with the 6 or 9 key set; the Scotland
         2011 teaching file (63,388 records; 'X' = not applicable kept as a level) with
-        the 7 or 13 key set; or the synthetic census (:func:`simulate_population`,
-        keys :data:`sdcbayes.datasets.DEMO_KEYS`).
+        the 7 or 13 key set; laeken's synthetic EU-SILC (``sdcmicro/eusilc.csv``,
+        14,827 persons in 6,000 households; keys region, household size, sex, age
+        (99 values) and citizenship, 'NA' under 16; strata: region), a held-out file
+        for choices made on the other four, whose households are copies of templates
+        (53% of persons have an exact key twin by construction); ``eusilc-distinct``,
+        the same with every household composition once (3,627 households, 10,039
+        persons); or the synthetic census
+        (:func:`simulate_population`, keys :data:`sdcbayes.datasets.DEMO_KEYS`).
     data_dir : path, optional
         Shared data folder (see :func:`shared_data_dir`).
     n_households, seed : int
@@ -258,7 +295,8 @@ def load_population(
                 f"shared data folder {folder} is absent: real-data designs are skipped; set "
                 f"{DATA_ENV}=/path/to/shared/data or pass data_dir= to run them."
             )
-        reader = _read_adult if source == "adult" else _read_scotland
+        reader = {"adult": _read_adult, "scotland": _read_scotland,
+                  "eusilc": _read_eusilc, "eusilc-distinct": _read_eusilc_distinct}[source]
         frame = reader(str(folder.resolve()))
     return Population(name=name, frame=frame, keys=tuple(keys), strata=strata)
 
@@ -598,7 +636,10 @@ def run_design(
 
     A method that raises :class:`~sdcbayes.exceptions.InputError` (e.g. a two-way
     log-linear table too large) is recorded with NaN estimates and the message in
-    ``note``, and not tried again on the later replicates of the design.
+    ``note``, and not tried again on the later replicates of the design; one that
+    raises :class:`~sdcbayes.exceptions.ModelError` (a fit this sample does not
+    allow, e.g. Poisson-gamma counts without over-dispersion) gets NaN on that
+    replicate only, and :func:`summarise` counts the replicates that have estimates.
 
     Parameters
     ----------
@@ -674,6 +715,10 @@ def run_design(
                     est = method(sample, keys, weight, N)
                 except InputError as exc:
                     failed[name] = str(exc)
+                    est = Estimate(note=str(exc))
+                except ModelError as exc:
+                    # this sample only (e.g. counts without over-dispersion for the
+                    # Poisson-gamma fit): NaN here, tried again on the next replicate
                     est = Estimate(note=str(exc))
                 elapsed = time.perf_counter() - t0
             for q in QUANTITIES:

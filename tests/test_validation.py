@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from sdcbayes.datasets import DEMO_KEYS, draw_sample, simulate_population
-from sdcbayes.exceptions import InputError
+from sdcbayes.exceptions import InputError, ModelError
 from sdcbayes.validation import (
     DATA_ENV,
     Design,
@@ -167,10 +167,29 @@ def test_failing_method_is_recorded_not_raised(population):
     assert "broken" not in set(table["method"])
 
 
+def test_model_error_costs_one_replicate_only(population):
+    # a fit one sample does not allow (ModelError) is NaN on that replicate and retried
+    calls = []
+
+    def fussy(sample, keys, weight, N):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ModelError("no over-dispersion in this sample.")
+        return Estimate(tau1=1.0, intervals={"tau1": (0.0, 1e9)})
+
+    res = run_design(Design(population, 0.05, replicates=4), {"fussy": fussy})
+    assert len(calls) == 4
+    tau1 = res[res["quantity"] == "tau1"].set_index("replicate")
+    assert np.isnan(tau1.at[1, "estimate"]) and "over-dispersion" in tau1.at[1, "note"]
+    assert np.isfinite(tau1.drop(index=1)["estimate"]).all()
+    row = summarise(res).set_index("quantity").loc["tau1"]
+    assert row["replicates"] == 3 and row["coverage"] == 1.0
+
+
 def test_real_designs_skip_when_data_absent(monkeypatch, tmp_path):
     monkeypatch.setenv(DATA_ENV, str(tmp_path / "absent"))
     assert shared_data_dir() == tmp_path / "absent"
-    for name in ("adult6", "adult9", "scotland7", "scotland13"):
+    for name in ("adult6", "adult9", "scotland7", "scotland13", "eusilc", "eusilc-distinct"):
         with pytest.raises(SkipDesign, match=DATA_ENV):
             load_population(name)
     with pytest.raises(SkipDesign, match="skipped"):
@@ -198,6 +217,23 @@ def test_real_populations_read_as_documented():
     assert (F == 1).sum() / adult.N == pytest.approx(0.15, abs=0.02)  # data README: ~15%
     scot = _real_or_skip("scotland13")
     assert scot.N == 63_388 and (scot.frame["Occupation"] == "X").any()
+    eu = _real_or_skip("eusilc")
+    assert eu.N == 14_827 and eu.frame["db030"].nunique() == 6000 and eu.strata == "db040"
+    age = eu.frame["age"].astype(int)
+    # citizenship 'NA' (not recorded) exactly for persons under 16: a structural zero
+    assert ((eu.frame["pb220a"] == "NA") == (age < 16)).all() and (age < 16).sum() == 2720
+    assert eu.frame[list(eu.keys)].nunique().tolist() == [9, 9, 2, 99, 4]
+    # households recur as copies; the distinct population keeps each composition once
+    one = _real_or_skip("eusilc-distinct")
+    assert (one.N, one.frame["db030"].nunique()) == (10_039, 3627)
+    assert set(one.frame["db030"]) <= set(eu.frame["db030"])
+
+    def compositions(frame):
+        return frame.sort_values(["age", "rb090", "pb220a"]).groupby("db030").apply(
+            lambda g: tuple(g[list(eu.keys)].itertuples(index=False)), include_groups=False)
+
+    assert compositions(eu.frame).nunique() == 3627
+    assert not compositions(one.frame).duplicated().any()
 
 
 def test_adult6_reproduces_validation_notes_magnitudes():
