@@ -24,6 +24,7 @@
 # * populations: the Adult file (48,842 records; 6 and 9 key variables) and the
 #   Scotland census teaching file (63,388 records; 7 and 13 keys), each taken as
 #   the whole population, simple random samples at 1%, 5% and 10% (12 designs);
+#   at the end, a file kept out of every choice (the synthetic EU-SILC);
 # * methods: Benedetti-Franconi with p = f/F̂ (what sdcMicro and mu-Argus report),
 #   the Poisson-gamma plug-in, the Poisson log-linear plug-ins with main effects
 #   and (Scotland) all two-way interactions, Skinner-Elliot's DIS (theta only),
