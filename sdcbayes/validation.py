@@ -256,8 +256,9 @@ def load_population(
     Parameters
     ----------
     name : str
-        One of :data:`POPULATIONS`. Adult (adult.data + adult.test, 48,842 records; '?' kept as a level, trailing
-        '.' of the test file's income removed) with the 6 or 9 key set; the Scotland
+        One of :data:`POPULATIONS`. Adult (adult.data + adult.test, 48,842 records;
+        '?' kept as a level, trailing '.' of the test file's income removed) with the
+        6 or 9 key set; the Scotland
         2011 teaching file (63,388 records; 'X' = not applicable kept as a level) with
         the 7 or 13 key set; laeken's synthetic EU-SILC (``sdcmicro/eusilc.csv``,
         14,827 persons in 6,000 households; keys region, household size, sex, age
