@@ -231,11 +231,12 @@ def _read_eusilc_distinct(folder: str) -> pd.DataFrame:
     # size and members (sex, age, citizenship) recur up to 12 times, so 53% of the
     # persons have an exact key twin by construction. Keep each composition once
     # (its first household) for a population without that artifact.
+    def composition(g: pd.DataFrame) -> str:
+        people = (g["age"] + "," + g["rb090"] + "," + g["pb220a"]).tolist()
+        return "|".join([g["db040"].iloc[0], g["hsize"].iloc[0], *people])
+
     members = frame.sort_values(["db030", "age", "rb090", "pb220a"]).groupby("db030", sort=True)
-    signature = members.apply(
-        lambda g: "|".join([g["db040"].iloc[0], g["hsize"].iloc[0]]
-                           + [f"{a},{s},{c}" for a, s, c in zip(g["age"], g["rb090"], g["pb220a"])]),
-        include_groups=False)
+    signature = members.apply(composition, include_groups=False)
     first = signature.index[~signature.duplicated()]
     return frame[frame["db030"].isin(first)].reset_index(drop=True)
 
