@@ -764,15 +764,22 @@ def with_learnt_mass(default_run, learnt):
     return pd.concat([default_run[~lc_adult], learnt], ignore_index=True)
 
 
-learnt_runs = [with_learnt_mass(run, pd.read_csv(
-    RESULTS / f"latent_class_50_learnt_mass_adult{sfx}.csv.gz"))
-    for run, sfx in ((latent, ""), (seed1, "_seed1"), (seed2, "_seed2"))]
-(l_table, l_goal, (l_met, l_bias, l_rmse, l_cover), l_consistent, l_owned,
- l_mean) = pooled_goal(learnt_runs, "SRS, learnt mass on keys of >= 20 levels")
-lz = interval_errors(pd.concat(learnt_runs, ignore_index=True)
-                     .query("method == 'latent-class' and population in @ADULT"))
-lzt = lz.pivot(index="design", columns="quantity", values=["z_mean", "z_sd"])
-print(lzt.round(2).reindex(pd.unique(lz.design)).to_string())
+def learnt_mass_study(default_runs, stem, label):
+    """Seeds 0, 1, 2 of the learnt-mass runs stored as ``{stem}{,_seed1,_seed2}``,
+    each in place of its default run's Adult latent-class rows: ``pooled_goal`` of
+    the 150 replicates, and the Adult designs' standardised errors (z_mean, z_sd)."""
+    runs = [with_learnt_mass(run, pd.read_csv(RESULTS / f"{stem}{sfx}.csv.gz"))
+            for run, sfx in zip(default_runs, ("", "_seed1", "_seed2"), strict=True)]
+    pooled = pooled_goal(runs, f"{label}, learnt mass on keys of >= 20 levels")
+    z = interval_errors(pd.concat(runs, ignore_index=True)
+                        .query("method == 'latent-class' and population in @ADULT"))
+    zt = z.pivot(index="design", columns="quantity", values=["z_mean", "z_sd"])
+    print(zt.round(2).reindex(pd.unique(z.design)).to_string())
+    return pooled, zt
+
+
+((l_table, l_goal, (l_met, l_bias, l_rmse, l_cover), l_consistent, l_owned, l_mean),
+ lzt) = learnt_mass_study((latent, seed1, seed2), "latent_class_50_learnt_mass_adult", "SRS")
 lg = l_goal.set_index("design")
 
 
@@ -820,15 +827,9 @@ assert round(l_mean["tau1"][2], 3) == 0.05  # tau1, Adult 9 keys at 1% (+4.2% by
 # `latent_class_50_stratified_learnt_mass_adult{,_seed1,_seed2}.csv.gz`.
 
 # %%
-s_learnt_runs = [with_learnt_mass(run, pd.read_csv(
-    RESULTS / f"latent_class_50_stratified_learnt_mass_adult{sfx}.csv.gz"))
-    for run, sfx in ((strat, ""), (s_seed1, "_seed1"), (s_seed2, "_seed2"))]
-(sl_table, sl_goal, (sl_met, sl_bias, sl_rmse, sl_cover), sl_consistent, sl_owned,
- sl_mean) = pooled_goal(s_learnt_runs, "stratified, learnt mass on keys of >= 20 levels")
-slz = interval_errors(pd.concat(s_learnt_runs, ignore_index=True)
-                      .query("method == 'latent-class' and population in @ADULT"))
-slzt = slz.pivot(index="design", columns="quantity", values=["z_mean", "z_sd"])
-print(slzt.round(2).reindex(pd.unique(slz.design)).to_string())
+((sl_table, sl_goal, (sl_met, sl_bias, sl_rmse, sl_cover), sl_consistent, sl_owned, sl_mean),
+ slzt) = learnt_mass_study((strat, s_seed1, s_seed2),
+                           "latent_class_50_stratified_learnt_mass_adult", "stratified")
 slg = sl_goal.set_index("design")
 for d in slg.index[slg.index.str.startswith("adult")]:
     print(d, "default", cov_pair(s150g, d), "learnt", cov_pair(slg, d))
