@@ -113,6 +113,7 @@ CONFIRMED_RULES = {
     ],
 }
 CONFIRMED_RULES["eusilc-distinct"] = CONFIRMED_RULES["eusilc"]
+CONFIRMED_RULES["eusilc-multi"] = CONFIRMED_RULES["eusilc"]
 
 
 def _report(allres: pd.DataFrame) -> None:

@@ -229,7 +229,7 @@ def test_confirmed_rules_of_the_benchmark_forbid_no_population_record():
         # and every rule removes something: it names cells that could otherwise occur
         assert sz.n_rectangles >= len(rules)
         checked += 1
-    assert checked == 5  # adult9, scotland7, scotland13, eusilc, eusilc-distinct
+    assert checked == 6  # adult9, scotland7, scotland13, eusilc, eusilc-distinct, eusilc-multi
 
 
 def test_detect_structural_zeros_finds_planted_subset():

@@ -189,7 +189,8 @@ def test_model_error_costs_one_replicate_only(population):
 def test_real_designs_skip_when_data_absent(monkeypatch, tmp_path):
     monkeypatch.setenv(DATA_ENV, str(tmp_path / "absent"))
     assert shared_data_dir() == tmp_path / "absent"
-    for name in ("adult6", "adult9", "scotland7", "scotland13", "eusilc", "eusilc-distinct"):
+    for name in ("adult6", "adult9", "scotland7", "scotland13", "eusilc", "eusilc-distinct",
+                 "eusilc-multi"):
         with pytest.raises(SkipDesign, match=DATA_ENV):
             load_population(name)
     with pytest.raises(SkipDesign, match="skipped"):
@@ -234,6 +235,16 @@ def test_real_populations_read_as_documented():
 
     assert compositions(eu.frame).nunique() == 3627
     assert not compositions(one.frame).duplicated().any()
+    # ... which makes every one-person household unique; eusilc-multi leaves them out
+    keys = list(one.keys)
+    F = one.frame.groupby(keys)["db030"].transform("size")
+    single = one.frame["hsize"] == "1"
+    assert single.sum() == 670 and (F[single] == 1).all() and (F[~single] > 1).any()
+    multi = _real_or_skip("eusilc-multi")
+    assert (multi.N, multi.frame["db030"].nunique()) == (9369, 2957)
+    assert (multi.frame["hsize"] != "1").all()
+    assert multi.frame.groupby("db030").size().eq(multi.frame.groupby("db030")["hsize"].first()
+                                                  .astype(int)).all()
 
 
 def test_adult6_reproduces_validation_notes_magnitudes():
