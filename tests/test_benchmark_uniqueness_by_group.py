@@ -1,0 +1,68 @@
+"""benchmarks/uniqueness_by_group.py: per-sample-unique predictions against the truth."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcbayes.validation import Population, _draw, _population_cells, truth_of_sample
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def ubg():
+    sys.path.insert(0, str(BENCH))  # the script imports latent_class_accuracy beside it
+    try:
+        spec = importlib.util.spec_from_file_location("_ubg", BENCH / "uniqueness_by_group.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(BENCH))
+    return mod
+
+
+def test_by_group_sums_and_errors(ubg):
+    table = pd.DataFrame({
+        "hsize": ["1", "1", "2", "2", "2"],
+        "age": [10, 30, 50, 70, 90],
+        "lambda": [0.1, 0.5, 3.0, 5.0, 20.0],
+        "pred_unique": [0.9, 0.5, 0.1, 0.0, 0.0],
+        "true_unique": [1.0, 1.0, 0.0, 1.0, 0.0],
+        "pred_inverse": [0.95, 0.7, 0.4, 0.2, 0.05],
+        "true_inverse": [1.0, 1.0, 0.5, 1.0, 0.25],
+    })
+    g = ubg.by_group(table, "hsize")
+    assert g.loc["1", "sample_uniques"] == 2 and g.loc["2", "sample_uniques"] == 3
+    assert g.loc["1", "pred_unique"] == pytest.approx(1.4)
+    assert g.loc["1", "tau1_error"] == pytest.approx(1.4 / 2 - 1)
+    assert g.loc["2", "tau2_error"] == pytest.approx(0.65 / 1.75 - 1)
+    cut = ubg.by_group(table, "age:40,80")
+    assert cut.sample_uniques.tolist() == [2, 2, 1]
+    lam = ubg.by_group(table, "lambda")
+    assert lam.sample_uniques.sum() == 5 and len(lam) == 5  # bands 0-0.3, 0.3-1, 2-4, 4-8, 16+
+
+
+def test_sample_unique_table_matches_the_harness_truth(ubg):
+    rng = np.random.default_rng(7)
+    N = 3000
+    frame = pd.DataFrame({
+        "a": rng.choice(list("abcdef"), N, p=[0.4, 0.2, 0.15, 0.1, 0.1, 0.05]),
+        "b": rng.choice(list("xyz"), N),
+        "c": rng.integers(0, 25, N).astype(str),
+    })
+    pop = Population(name="toy", frame=frame, keys=("a", "b", "c"), strata=None)
+    levels = {k: sorted(frame[k].unique()) for k in pop.keys}
+    table = ubg.sample_unique_table("toy", pop, levels, 0.1, replicates=1, seed=3)
+    index, _ = _draw(np.random.default_rng([3, 0]), None, 0.1, N)
+    truth = truth_of_sample(*_population_cells(frame, list(pop.keys)), index)
+    # one row per sample unique, scored against the harness's own truth
+    assert len(table) == (truth.record_fk == 1).sum()
+    assert table.true_unique.sum() == truth.tau1
+    assert table.true_inverse.sum() == pytest.approx(truth.tau2)
+    assert table.pred_unique.between(0, 1).all()
+    assert (table.pred_inverse >= table.pred_unique - 1e-12).all()  # E(1/F) >= P(F = 1)
+    assert (table["lambda"] > 0).all()
