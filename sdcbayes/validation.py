@@ -279,7 +279,9 @@ def load_population(
         for choices made on the other four, whose households are copies of templates
         (53% of persons have an exact key twin by construction); ``eusilc-distinct``,
         the same with every household composition once (3,627 households, 10,039
-        persons); or the synthetic census
+        persons; every one-person household is then population-unique by
+        construction); ``eusilc-multi``, its persons of multi-person households
+        (2,957 households, 9,369 persons); or the synthetic census
         (:func:`simulate_population`, keys :data:`sdcbayes.datasets.DEMO_KEYS`).
     data_dir : path, optional
         Shared data folder (see :func:`shared_data_dir`).
