@@ -159,8 +159,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13",
                     help="comma-separated names of sdcbayes.validation.POPULATIONS (eusilc, "
-                         "eusilc-distinct: the held-out third file, not among the 12 designs "
-                         "of the goal)")
+                         "eusilc-distinct, eusilc-multi: the held-out third file, not among "
+                         "the 12 designs of the goal)")
     ap.add_argument("--fractions", default="0.01,0.05,0.1")
     ap.add_argument("--kind", default="srs", choices=["srs", "stratified"],
                     help="simple random samples, or stratified ones with n_h proportional to "
