@@ -16,12 +16,28 @@ sees an extrapolation by r. The table shows, design by design, the median kappa 
 each ratio of ``--ratios`` beside the oracle: the gap the cross-validation must
 bridge (README, "Accuracy").
 
+How much of a replicate's error is the cross-validation's own noise: for the last
+cross-validation of ``--ratios`` the table also gives the mean and the standard
+deviation over the replicates of tau1's relative error under its kappa posterior
+(``cv_error_mean``, ``cv_error_sd``; the Poisson-cell posterior of the mixture
+averaged over that posterior, without the Gibbs run's own draws of kappa), beside
+the spread the same replicates would have with one kappa for all of them
+(``fixed_kappa``: the grid point whose mean error over the replicates is closest to
+zero, chosen knowing the truth, so an oracle; ``fixed_error_sd``) and with Poisson
+cells (``poisson_error_sd``). Where ``cv_error_sd`` is well above
+``fixed_error_sd`` the per-sample kappa adds more error than it removes.
+
+``--lattice`` separates the two scales the cross-validation moves together (a part
+of n/r records, extrapolated by r): :func:`lattice_kappa` matches kappa at fit sizes
+n/s and extrapolations s/t < s, and a second table gives their medians beside the
+population's oracle (fit size n, extrapolation N/n).
+
 Usage::
 
     python benchmarks/overdispersion_oracle.py [--populations adult9,scotland13]
         [--fractions 0.01,0.05,0.1] [--replicates 20] [--cv-predictive em|gibbs]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-dispersion binomial|parts]
-        [--splits 1] [--ratios 2,4,8,4+8]
+        [--splits 1] [--ratios 2,4,8,4+8] [--lattice]
 """
 
 from __future__ import annotations
@@ -34,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.models.latent_class import (
+    CV_MIN_PART,
     CV_SPLITS,
     KAPPA_GRID,
     LatentClassModel,
@@ -54,6 +71,9 @@ from latent_class_accuracy import (  # noqa: E402
     populations_with_codebook,
 )
 
+#: Numbers of parts s of :func:`lattice_kappa` (fits to n/s records).
+LATTICE_SIZES = (2, 4, 8, 16)
+
 
 def oracle_kappa(tau1_of_kappa: np.ndarray, truth: float, grid=KAPPA_GRID) -> float:
     """The kappa at which the (increasing) tau1(kappa) curve meets the truth."""
@@ -64,6 +84,81 @@ def oracle_kappa(tau1_of_kappa: np.ndarray, truth: float, grid=KAPPA_GRID) -> fl
     if truth >= y[-1]:
         return float("inf")
     return float(np.exp(np.interp(truth, y, lg)))
+
+
+def error_spread(errors: np.ndarray, cv_errors: np.ndarray, grid=KAPPA_GRID) -> dict:
+    """Mean and sd over replicates of tau1's relative error: cross-validated and fixed kappa.
+
+    ``errors`` (replicates x grid): each replicate's relative error of tau1 at every
+    kappa of ``grid`` (the last point inf, Poisson cells); ``cv_errors``: its error
+    under the cross-validated kappa posterior. ``fixed_kappa`` is the grid point
+    whose mean error is closest to zero (an oracle: it uses the truth).
+    """
+    errors = np.asarray(errors, dtype=float)
+    j = int(np.argmin(np.abs(errors.mean(axis=0))))
+    ddof = 1 if errors.shape[0] > 1 else 0
+    return {"cv_error_mean": float(np.mean(cv_errors)),
+            "cv_error_sd": float(np.std(cv_errors, ddof=ddof)),
+            "fixed_kappa": float(grid[j]),
+            "fixed_error_sd": float(errors[:, j].std(ddof=ddof)),
+            "poisson_error_sd": float(errors[:, -1].std(ddof=ddof))}
+
+
+def lattice_kappa(model: LatentClassModel, rng, sizes=LATTICE_SIZES,
+                  em_restarts: int = 2) -> dict[tuple[int, int], float]:
+    r"""Matched kappa of held-out predictions on a lattice of fit sizes and extrapolations.
+
+    The cross-validation of :func:`overdispersion_cv` fits a mixture to a part of n/r
+    records and predicts uniqueness in the whole sample: fit size and extrapolation
+    factor r move together. Here they are separated: for each s of ``sizes`` the
+    records are cut at random into s parts of n/s; the mixture fitted to a part
+    (penalised EM, as the cross-validation's default) predicts which of its uniques
+    stay unique in a target of n/t records that contains it (t < s, the parts of the
+    same cut grouped s/t at a time), an extrapolation by s/t. For each (s, t) the
+    count T of part-uniques that stay unique, summed over the parts, is matched to the
+    prediction :math:`\sum_k P_k(\kappa)` over :data:`KAPPA_GRID` (the grid point
+    whose prediction is nearest to T; inf when Poisson cells come nearest). A size is
+    used when its parts hold :data:`CV_MIN_PART` records.
+
+    Returns ``{(s, t): kappa}``.
+    """
+    rows_f = np.rint(model.counts).astype(np.int64)
+    K, C = rows_f.size, model.key_codes.shape[0]
+    cell_of_record = np.repeat(np.arange(K), rows_f)
+    n = cell_of_record.size
+    out = {}
+    for s in sizes:
+        if n // s < CV_MIN_PART:
+            continue
+        perm = rng.permutation(n)
+        bounds = [i * n // s for i in range(s + 1)]
+        targets = [t for t in (1, 2, 4, 8, 16) if t < s and s % t == 0]
+        observed = dict.fromkeys(targets, 0)
+        predicted = {t: np.zeros(KAPPA_GRID.size) for t in targets}
+        for i in range(s):
+            part = perm[bounds[i]:bounds[i + 1]]
+            counts = np.bincount(cell_of_record[part], minlength=K)
+            keep = counts > 0
+            part_model = LatentClassModel(
+                model.codes[keep], counts[keep], model.n_levels, keys=model.keys,
+                levels=model.levels, n_classes=model.H,
+                structural_zeros=model.structural_zeros, priors=model.priors)
+            uniques = np.flatnonzero(
+                np.bincount(model.key_index, weights=counts, minlength=C) == 1)
+            em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
+            pi = part_model.key_cell_probabilities(em["w"], em["phi"], model.key_codes[uniques])
+            for t in targets:
+                group = s // t  # the target: the t-th of the groups of s/t parts holding part i
+                first = (i // group) * group
+                target = perm[bounds[first]:bounds[first + group]]
+                in_target = np.bincount(model.key_index, minlength=C,
+                                        weights=np.bincount(cell_of_record[target], minlength=K))
+                observed[t] += int(np.count_nonzero(in_target[uniques] == 1))
+                lam, smean = (target.size - part.size) * pi, part.size * pi
+                predicted[t] += [prob_population_unique(lam, k, smean).sum() for k in KAPPA_GRID]
+        for t in targets:
+            out[(s, t)] = float(KAPPA_GRID[int(np.argmin(np.abs(predicted[t] - observed[t])))])
+    return out
 
 
 def _quantile(grid, weights, p):
@@ -87,6 +182,9 @@ def main(argv=None) -> int:
                     help="cross-validations to compare, comma-separated; each a scale ratio "
                          "or ratios joined by + (mixed); the last is the one whose 90%% "
                          "interval is checked against the oracle")
+    ap.add_argument("--lattice", action="store_true",
+                    help="also the matched kappa at fit sizes n/s and extrapolations s/t "
+                         "(lattice_kappa), a second table of medians")
     args = ap.parse_args(argv)
     settings = [[int(x) for x in item.split("+")] for item in args.ratios.split(",")]
     prior = _kappa_prior(args.kappa_prior)
@@ -123,8 +221,13 @@ def main(argv=None) -> int:
                                            dispersion=args.cv_dispersion)
                     g, w = od["grid"], od["weights"]
                     row["cv_" + "+".join(map(str, ratios))] = _quantile(g, w, 0.5)
+                if args.lattice:
+                    lat = lattice_kappa(model, np.random.default_rng([args.seed, r, 1]))
+                    row.update({f"fit n/{s_}, ratio {s_ // t_}": k for (s_, t_), k in lat.items()})
                 rows.append({
                     **row, "cv_5%": _quantile(g, w, 0.05), "cv_95%": _quantile(g, w, 0.95),
+                    "error_cv": float(w @ curve) / truth.tau1 - 1,
+                    "error_curve": curve / truth.tau1 - 1,
                     "bias_at_1": curve[at[1.0]] / truth.tau1 - 1,
                     "bias_at_10": curve[at[10.0]] / truth.tau1 - 1,
                     "bias_poisson": curve[-1] / truth.tau1 - 1,
@@ -134,6 +237,10 @@ def main(argv=None) -> int:
         return 1
     res = pd.DataFrame(rows)
     res["oracle_in_cv_90"] = res.oracle_kappa.between(res["cv_5%"], res["cv_95%"])
+    spread = pd.DataFrame([error_spread(np.stack(g.error_curve.to_numpy()), g.error_cv.to_numpy())
+                           for _, g in res.groupby("design")],
+                          index=pd.Index([d for d, _ in res.groupby("design")], name="design"))
+    res = res.drop(columns="error_curve")
     summ = res.groupby("design").agg(
         replicates=("replicate", "size"),
         oracle_q10=("oracle_kappa", lambda x: np.quantile(x, 0.1, method="lower")),
@@ -143,12 +250,19 @@ def main(argv=None) -> int:
         oracle_in_cv_90=("oracle_in_cv_90", "mean"),
         bias_at_1=("bias_at_1", "mean"), bias_at_10=("bias_at_10", "mean"),
         bias_poisson=("bias_poisson", "mean"),
-    )
+    ).join(spread)
     print(f"cross-validation: {args.cv_predictive} fits of the parts, prior {args.kappa_prior}, "
           f"{args.splits} partition(s) per ratio; cv_R = median kappa at scale ratios R, "
           f"oracle_in_cv_90 for {args.ratios.split(',')[-1]}")
     with pd.option_context("display.width", 200):
         print(summ.round(3).to_string())
+        lattice = [c for c in res.columns if c.startswith("fit n/")]
+        if lattice:
+            print("\nmatched kappa (median over the replicates) by fit size n/s and "
+                  "extrapolation s/t (lattice_kappa); the population: fit n, ratio N/n")
+            lat = res.groupby("design")[lattice].median().T
+            lat.loc["population (oracle)"] = summ.oracle_median
+            print(lat.round(2).to_string())
     return 0
 
 
