@@ -7,9 +7,10 @@ r"""Compare priors, models and loss functions on one microdata file (issue 4).
   only*. The Poisson-gamma model's likelihood is the sample counts of counts
   :math:`m_j` (seed ``000_…`` eq. 10); the negative-binomial model's is the pooled
   within-cell scatter of the logit inverse weights (:mod:`sdcbayes.models.negbin`);
-  the closed form has none. Log predictive densities of different data are not
+  the closed form has none, and the latent-class model's Gibbs fit stores no
+  pointwise log-likelihood. Log predictive densities of different data are not
   comparable, so ``elpd_loo`` is ranked among the fits of one family and left NaN
-  (with a note) for the closed form;
+  (with a note) for the closed form and the latent-class model;
 * the file-level risk: :math:`\tau_1 = \sum_k I(f_k = 1, F_k = 1)`,
   :math:`\tau_2 = \sum_{f_k = 1} 1/F_k` and the expected re-identifications
   :math:`\mathrm{ER} = \sum_k f_k E(1/F_k \mid f_k)` (DESIGN.md, Notation; seed
@@ -45,6 +46,18 @@ Any loss of :mod:`sdcbayes.risk.losses` can be used instead (``disclosure_loss=`
 :math:`F_k - f_k \mid f_k, \theta \sim \mathrm{NegBin}(r, \rho)` by enumeration
 (:func:`expected_loss_enumerated`) on at most ``max_draws``
 evenly spaced posterior draws.
+
+The latent-class row
+--------------------
+``"latent-class"`` (:class:`sdcbayes.models.latent_class.LatentClassModel`, the
+default model of ``sdcbayes assess``) is fitted exactly as ``assess`` fits it: by its
+Gibbs sampler (:func:`sdcbayes.risk.posterior_assess.assess_posterior`, method
+``"gibbs"`` whatever ``method`` says, which applies to the PyMC models only), with
+the comparison's ``draws``, ``chains``, ``tune`` and ``random_seed`` and the spec's
+``options`` (``n_classes`` 30, ``overdispersion`` ``"cv"``, ``structural_zeros``
+None by default). Its losses are averaged over the per-cell conditional
+:math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in the limit) of
+:func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
 
 The closed-form reference row
 -----------------------------
@@ -102,14 +115,35 @@ __all__ = [
 ]
 
 #: Models a specification may name; "closed-form" is the no-posterior reference.
-COMPARE_MODELS = ("poisson-gamma", "negbin", "closed-form")
+COMPARE_MODELS = ("latent-class", "poisson-gamma", "negbin", "closed-form")
 
-#: Likelihood family of each model: LOO is compared only inside one family.
+#: Likelihood family of each model: LOO is compared only inside one family. None: no
+#: LOO (the closed form has no likelihood; the latent-class Gibbs fit stores no
+#: pointwise log-likelihood).
 LIKELIHOOD_FAMILY = {
+    "latent-class": None,
     "poisson-gamma": "counts of counts (Poisson-gamma, seed 000 eq. 10)",
     "negbin": "within-cell spread of the weights (negbin)",
     "closed-form": None,
 }
+
+#: ``loo_note`` of the models without LOO.
+_NO_LOO_NOTE = {
+    "closed-form": "no likelihood (plug-in): LOO undefined",
+    "latent-class": "Gibbs fit stores no pointwise log-likelihood: LOO not computed",
+}
+
+#: Options of a latent-class specification and their defaults, those of
+#: ``sdcbayes assess``'s default model (:func:`sdcbayes.risk.posterior_assess.assess_posterior`).
+LATENT_CLASS_OPTIONS: dict[str, Any] = {
+    "n_classes": 30,
+    "overdispersion": "cv",
+    "structural_zeros": None,
+}
+
+#: ``--models`` spelling of the latent-class options (as ``sdcbayes assess`` spells them).
+_CLI_OPTION_NAMES = {"classes": "n_classes", "overdispersion": "overdispersion",
+                     "structural-zeros": "structural_zeros"}
 
 #: Prior names of the pooled Poisson-gamma model, mirrored here so that a typo is
 #: reported without importing PyMC (models/poisson_gamma.py imports it at module
@@ -118,7 +152,7 @@ _POISSON_GAMMA_PRIOR_NAMES = ("alpha", "omega")
 
 _SUPPRESSION_NAMES = ("constant", "y", "Y", "n", "N")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
-_SPEC_KEYS = ("name", "model", "priors")
+_SPEC_KEYS = ("name", "model", "priors", "options")
 
 
 def _reidentifications(y, Y, n, N):
@@ -157,20 +191,27 @@ class ModelSpec:
     ----------
     name : str
         Row label (letters, digits, ``-`` and ``_``).
-    model : {"poisson-gamma", "negbin", "closed-form"}
+    model : {"latent-class", "poisson-gamma", "negbin", "closed-form"}
     priors : dict
         Prior overrides, merged into the model's defaults key by key
         (:func:`sdcbayes.models.base.merge_priors`); empty for the defaults.
+    options : dict
+        Latent-class only: ``n_classes``, ``overdispersion``, ``structural_zeros``
+        (:data:`LATENT_CLASS_OPTIONS` for the defaults); empty for the defaults.
     """
 
     name: str
     model: str
     priors: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the inverse of a dict specification)."""
         priors = json.loads(json.dumps(self.priors))  # a deep, JSON-clean copy
-        return {"name": self.name, "model": self.model, "priors": priors}
+        out = {"name": self.name, "model": self.model, "priors": priors}
+        if self.options:  # only when given: the other models' form is unchanged
+            out["options"] = json.loads(json.dumps(self.options))
+        return out
 
 
 def _value(text: str):
@@ -179,6 +220,16 @@ def _value(text: str):
     except ValueError:
         return text
     return int(v) if v.is_integer() and "." not in text and "e" not in text.lower() else v
+
+
+def _parse_option(item: str) -> tuple[str, Any] | None:
+    """``classes=10``, ``overdispersion=none``, ``structural-zeros=auto``, or None."""
+    lhs, eq, rhs = item.partition("=")
+    name = _CLI_OPTION_NAMES.get(lhs.strip())
+    if not eq or name is None:
+        return None
+    value = _value(rhs.strip())
+    return name, None if value == "none" else value
 
 
 def _parse_override(item: str, spec_name: str) -> tuple[str, str, Any]:
@@ -197,10 +248,13 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
 
     Grammar: comma-separated ``NAME=MODEL[:PRIOR.FIELD=VALUE]``; further
     ``PRIOR.FIELD=VALUE`` items after a specification belong to it; a bare
-    ``MODEL`` is named after the model. Example::
+    ``MODEL`` is named after the model. Latent-class options are written
+    ``OPTION=VALUE`` in the same places: ``classes=10``, ``overdispersion=cv|none|KAPPA``,
+    ``structural-zeros=none|auto`` (as ``sdcbayes assess`` spells them). Example::
 
         pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2,
-        negbin=negbin,closed=closed-form
+        negbin=negbin,lc=latent-class,lc-poisson=latent-class:overdispersion=none,
+        classes=10,closed=closed-form
 
     Only the syntax is checked here (:func:`validate_specs` checks the rest).
     """
@@ -214,6 +268,19 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
         if not item:
             continue
         head = item.split("=", 1)[0]
+        # OPTION=VALUE continues the last spec, unless VALUE is a model: then OPTION names
+        # a new spec (e.g. "classes=latent-class")
+        option = (_parse_option(item) if ":" not in head
+                  and item.partition("=")[2].partition(":")[0].strip() not in COMPARE_MODELS
+                  else None)
+        if option is not None:
+            if not specs:
+                raise InputError(
+                    f"--models starts with an option {item!r}; put NAME=MODEL first, "
+                    "e.g. lc=latent-class:classes=10"
+                )
+            specs[-1]["options"][option[0]] = option[1]
+            continue
         if "." in head and ":" not in head:  # PRIOR.FIELD=VALUE continues the last spec
             if not specs:
                 raise InputError(
@@ -229,10 +296,15 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
             name, rest = "", item
         model, colon, overrides = rest.partition(":")
         name, model = name.strip(), model.strip()
-        spec: dict[str, Any] = {"name": name or model, "model": model, "priors": {}}
+        spec: dict[str, Any] = {"name": name or model, "model": model, "priors": {},
+                                "options": {}}
         if colon:
-            prior, fld, value = _parse_override(overrides, spec["name"])
-            spec["priors"].setdefault(prior, {})[fld] = value
+            option = _parse_option(overrides)
+            if option is not None:
+                spec["options"][option[0]] = option[1]
+            else:
+                prior, fld, value = _parse_override(overrides, spec["name"])
+                spec["priors"].setdefault(prior, {})[fld] = value
         specs.append(spec)
     return validate_specs(specs, check_priors=False)
 
@@ -244,7 +316,52 @@ def _default_prior_names(model: str) -> tuple[str, ...]:
         from sdcbayes.models.negbin import NegativeBinomialModel  # no PyMC at import
 
         return tuple(NegativeBinomialModel.default_priors)
+    if model == "latent-class":
+        # models/latent_class.py imports PyMC only inside LatentClassModel.build
+        from sdcbayes.models.latent_class import LatentClassModel
+
+        return tuple(LatentClassModel.default_priors)
     return ()
+
+
+def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
+    """Normalised latent-class options of one specification, and what is wrong with them."""
+    if not isinstance(options, Mapping):
+        return {}, [f"{name!r}: options must be a dict such as {{'n_classes': 10}}"]
+    if not options:
+        return {}, []
+    if model != "latent-class":
+        return {}, [f"{name!r}: only latent-class specifications take options; "
+                    f"drop {sorted(options)}"]
+    problems = []
+    out = dict(options)
+    unknown = sorted(set(options) - set(LATENT_CLASS_OPTIONS))
+    if unknown:
+        problems.append(f"{name!r}: unknown option(s) {unknown} for latent-class "
+                        f"(valid: {list(LATENT_CLASS_OPTIONS)})")
+    if "n_classes" in options:
+        h = options["n_classes"]
+        if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 1:
+            problems.append(f"{name!r}: n_classes (classes=) must be an integer >= 1, "
+                            f"e.g. 30; got {h!r}")
+    if "overdispersion" in options:
+        od = options["overdispersion"]
+        if isinstance(od, str) and od == "none":
+            out["overdispersion"] = od = None
+        ok = (od is None or od == "cv" or (isinstance(od, int | float | np.number)
+                                            and not isinstance(od, bool) and od > 0))
+        if not ok:
+            problems.append(f"{name!r}: overdispersion must be 'cv', none or a positive "
+                            f"kappa; got {od!r}")
+    if "structural_zeros" in options:
+        sz = options["structural_zeros"]
+        if isinstance(sz, str) and sz == "none":
+            out["structural_zeros"] = sz = None
+        if not (sz is None or sz == "auto" or (isinstance(sz, Sequence)
+                                                and not isinstance(sz, str))):
+            problems.append(f"{name!r}: structural_zeros (structural-zeros=) must be none, "
+                            f"'auto' or a list of rules; got {sz!r}")
+    return out, problems
 
 
 def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
@@ -253,7 +370,8 @@ def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
     Parameters
     ----------
     specs : sequence of dict, str or ModelSpec
-        Dicts ``{"name", "model", "priors"}``; strings in the ``--models`` syntax
+        Dicts ``{"name", "model", "priors"[, "options"]}`` (``options``: latent-class
+        only, see :data:`LATENT_CLASS_OPTIONS`); strings in the ``--models`` syntax
         (one or several specifications); :class:`ModelSpec` objects.
     check_priors : bool
         Also check prior names and forms (merged with the model's defaults by
@@ -291,6 +409,8 @@ def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
         model = s.get("model")
         name = s.get("name") or model
         priors = s.get("priors") or {}
+        options, option_problems = _option_problems(name, model, s.get("options") or {})
+        problems.extend(option_problems)
         if model not in COMPARE_MODELS:
             problems.append(
                 f"{name!r}: unknown model {model!r} (use one of {list(COMPARE_MODELS)})"
@@ -304,7 +424,7 @@ def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
             priors = {}
         if model == "closed-form" and priors:
             problems.append(f"{name!r}: the closed form has no priors; drop {sorted(priors)}")
-        out.append(ModelSpec(str(name), str(model), dict(priors)))
+        out.append(ModelSpec(str(name), str(model), dict(priors), options))
     names = [s.name for s in out]
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
@@ -409,12 +529,33 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
     """Data requirements of each model, checked before anything is fitted (no PyMC)."""
     problems = []
     for s in specs:
-        if s.model == "poisson-gamma":
+        if s.model in ("poisson-gamma", "latent-class"):
             if getattr(md, "weights", None) is None:
                 problems.append(
-                    f"{s.name!r} (poisson-gamma) needs the population size: give the microdata "
+                    f"{s.name!r} ({s.model}) needs the population size: give the microdata "
                     "a weight column or a sampling_fraction"
                 )
+        if s.model == "latent-class":
+            n_wild = int(np.sum(md.cells.has_missing)) if md.missing == "wildcard" else 0
+            if n_wild:
+                # the message of `sdcbayes assess`; cli_wording turns missing='x' into --missing x
+                problems.append(
+                    f"{s.name!r} (latent-class): {n_wild} key combinations have a missing "
+                    "value, which missing='wildcard' matches to every level; the latent-class "
+                    "model needs each record in one cell: use missing='category' (missing is "
+                    "a level of its own) or missing='drop', or compare it with the closed form "
+                    "and the other models only"
+                )
+                continue
+            from sdcbayes.models.latent_class import LatentClassModel  # no PyMC at import
+
+            opts = LATENT_CLASS_OPTIONS | s.options
+            try:  # builds the cell table only: checks the priors' forms and the zero rules
+                LatentClassModel.from_microdata(
+                    md, n_classes=opts["n_classes"], structural_zeros=opts["structural_zeros"],
+                    priors=s.priors or None)
+            except (InputError, DataError) as err:
+                problems.append(f"{s.name!r} (latent-class): {err}")
         elif s.model == "negbin":
             from sdcbayes.models.negbin import NegativeBinomialModel
 
@@ -552,10 +693,15 @@ def compare_models(
         ``[{"name": "pg-default", "model": "poisson-gamma"},
         {"name": "pg-wide", "model": "poisson-gamma", "priors": {"alpha": {"sigma": 5}}},
         {"name": "negbin", "model": "negbin"},
+        {"name": "lc", "model": "latent-class", "options": {"n_classes": 10}},
         {"name": "closed", "model": "closed-form"}]``.
     draws, chains, tune, random_seed, method
-        Passed to :func:`sdcbayes.inference.fit` for every posterior model (the
-        same seed for all, so prior effects are not confounded with seed noise).
+        Passed to :func:`sdcbayes.inference.fit` for every PyMC model (the same seed
+        for all, so prior effects are not confounded with seed noise). A latent-class
+        specification is fitted by its Gibbs sampler whatever ``method`` says
+        (:meth:`~sdcbayes.models.latent_class.LatentClassModel.sample` with these
+        ``draws``, ``chains``, ``tune`` (burn-in sweeps) and ``random_seed``; module
+        docstring, "The latent-class row").
     target_accept : float
         NUTS target acceptance rate, strictly between 0 and 1, for every posterior
         model (methods ``"nuts"`` and ``"nutpie"``; ignored by ADVI and MAP): raise it
@@ -591,7 +737,10 @@ def compare_models(
         ``elpd_diff_se``, ``loo_warning``, ``loo_note``; ``tau1``, ``tau1_lo``,
         ``tau1_hi``, ``tau2``, ``tau2_lo``, ``tau2_hi``, ``er``, ``er_lo``, ``er_hi``
         (means and 90% intervals), ``interval_kind``; ``max_r_hat``,
-        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``fit_seconds``;
+        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``fit_seconds``
+        (latent-class: those of tau1, tau2 and ER given the parameters, no
+        divergences; its fit time includes the cross-validation of kappa and the
+        assessment);
         ``n_published``, ``n_suppressed``, ``c``, ``suppression_at_target``;
         ``n_above_threshold`` when ``threshold`` is given; ``*_true`` with ``truth``.
     """
@@ -639,7 +788,12 @@ def compare_models(
     check_model_data(md, specs)
 
     # ---- fits and assessments
-    from sdcbayes.risk.posterior_assess import assess_from_posterior, posterior_groups
+    from sdcbayes.risk.posterior_assess import (
+        assess_from_posterior,
+        assess_posterior,
+        latent_class_groups,
+        posterior_groups,
+    )
 
     fk = np.asarray(md.cells.fk, dtype=float)
     n_file = float(md.cells.n_records)
@@ -659,6 +813,21 @@ def compare_models(
             groups_of[s.name] = posterior_groups(md, post.isel(draw=[0]), "negbin")
             merged_priors = None
             N_file = _population_size(md)
+        elif s.model == "latent-class":
+            # as `sdcbayes assess` fits its default model: Gibbs, pi of every cell stored
+            opts = LATENT_CLASS_OPTIONS | s.options
+            a = assess_posterior(
+                md, "latent-class", draws=draws, chains=chains, tune=tune,
+                random_seed=random_seed, method="gibbs", threshold=threshold,
+                priors=s.priors or None, n_classes=int(opts["n_classes"]),
+                structural_zeros=opts["structural_zeros"],
+                overdispersion=opts["overdispersion"], progressbar=progressbar,
+            )
+            fit_seconds = time.perf_counter() - t0
+            N_file = float(a.summary["population_size"])
+            idatas[s.name] = a.idata
+            groups_of[s.name] = latent_class_groups(md, a.idata, N=N_file)
+            merged_priors = a.provenance.get("priors")
         else:
             from sdcbayes.inference import fit
 
@@ -694,7 +863,7 @@ def compare_models(
             "name": s.name,
             "model": s.model,
             "priors": json.dumps(merged_priors, sort_keys=True) if merged_priors else "",
-            "method": "plug-in" if s.model == "closed-form" else method,
+            "method": {"closed-form": "plug-in", "latent-class": "gibbs"}.get(s.model, method),
             "likelihood_family": LIKELIHOOD_FAMILY[s.model] or "",
         }
         for key, col in (("tau1", "tau1"), ("tau2", "tau2"), ("expected_reidentifications", "er")):
@@ -751,8 +920,8 @@ def compare_models(
                     note += "; one observation (within-cell sum of squares)"
                 r["loo_note"] = note
     for s in specs:
-        if s.model == "closed-form":
-            from_name[s.name]["loo_note"] = "no likelihood (plug-in): LOO undefined"
+        if s.model in _NO_LOO_NOTE:
+            from_name[s.name]["loo_note"] = _NO_LOO_NOTE[s.model]
     if len(families) > 1:
         for row in rows:
             if row["model"] in families:

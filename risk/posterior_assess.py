@@ -68,6 +68,7 @@ __all__ = [
     "assess_from_posterior",
     "assess_posterior",
     "evaluate_poisson_cells",
+    "latent_class_groups",
     "latent_class_pi",
     "mokken_posterior",
     "posterior_groups",
@@ -77,6 +78,15 @@ __all__ = [
 POSTERIOR_MODELS = ("poisson-gamma", "negbin", "latent-class")
 #: How each model is fitted when ``method`` is not given.
 DEFAULT_METHODS = {"poisson-gamma": "nuts", "negbin": "nuts", "latent-class": "gibbs"}
+
+#: Negative-binomial size standing for a Poisson excess in :func:`latent_class_groups`:
+#: NegBin(R, R/(R + m)) has mean m and variance m(1 + m/R), its pmf differs from the
+#: Poisson's by a relative m**2/(2R) (e.g. P(0) = exp(-m + m**2/(2R) ...)), while the
+#: enumeration of :func:`sdcbayes.risk.compare.expected_loss_enumerated` loses about
+#: eps * R * log(R) (relative) in ``gammaln(x + R) - gammaln(R)``. 1e7 balances the
+#: two at about 1e-8 for the excess means of order 1 that sample uniques have; far
+#: larger means carry negligible mass on the small F that the losses weigh.
+POISSON_LIMIT_SIZE = 1e7
 
 #: file-level variables: per-draw name in GroupEvaluation.draws -> labelled name
 _FILE_VARS = {
@@ -187,11 +197,13 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
     md : sdcbayes.Microdata
     posterior : arviz.InferenceData or xarray.Dataset
         A fitted posterior, or its ``posterior`` group.
-    model : {"poisson-gamma", "negbin"}
+    model : {"poisson-gamma", "negbin", "latent-class"}
+        The latent-class posterior gives one group per cell
+        (:func:`latent_class_groups`).
     n, N : float, optional
-        Sample and population size (Poisson-gamma). Default: the model's constant
-        data ``n``, ``N``, else ``md.cells.n_records`` and the weight sum
-        (or ``n / sampling_fraction``).
+        Sample and population size (Poisson-gamma, latent-class). Default: the
+        model's constant data ``n``, ``N``, else ``md.cells.n_records`` and the
+        weight sum (or ``n / sampling_fraction``).
     """
     post = _posterior_dataset(posterior)
     fk = np.asarray(md.cells.fk, dtype=float)
@@ -225,10 +237,7 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
             )
         return negbin_groups(fk, _flat_draws(post["p"]))
     if model == "latent-class":
-        raise InputError(
-            "latent-class cells share no conditional (a Poisson mean per cell and draw): "
-            "use latent_class_pi and evaluate_poisson_cells, or assess_from_posterior"
-        )
+        return latent_class_groups(md, posterior, n=n, N=N)
     raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
 
 
@@ -283,6 +292,101 @@ def latent_class_pi(md, posterior, *, n=None, N=None) -> tuple[np.ndarray, float
         if N is None or not math.isfinite(N):  # sampled without N: constant_data N is NaN
             N = _population_size(md)
     return _flat_draws(post["pi"]), float(n), float(N)
+
+
+def _latent_class_excess(posterior, post: xr.Dataset, N: float) -> np.ndarray | None:
+    """The latent-class fit's own excess means ``lam`` (draws, cells), or None.
+
+    Only a fit with a weight-class design variable (attrs ``weight_classes``) needs
+    them: it extrapolates class by class, so (N - n) pi is not its excess mean. They
+    were computed for the N the fit was sampled with, which must be ``N``.
+    """
+    # Not each cell's own mean weight (a cell's population spans strata, and the weight
+    # of its one or two records is noise; cell_weight= is there for strata that are
+    # keys): with unequal weights the model carries the weight class as a design
+    # variable and extrapolates class by class, and its own excess means (stored as lam
+    # for the N it was sampled with) replace (N - n) pi.
+    stamped = {**dict(post.attrs), **dict(getattr(posterior, "attrs", None) or {})}
+    if "lam" not in post or not stamped.get("weight_classes"):
+        return None
+    N_fit = _constant(posterior, "N")
+    if N_fit is None or not math.isfinite(N_fit) or not np.isclose(N_fit, N):
+        raise InputError(
+            f"the latent-class posterior extrapolates weight class by weight class for "
+            f"N={N_fit}; assess it with the same N (got N={N:g}), or sample it again "
+            "with this N")
+    return _flat_draws(post["lam"])
+
+
+def latent_class_groups(md, posterior, *, n=None, N=None) -> ConditionalGroups:
+    r"""The latent-class posterior as :class:`~sdcbayes.risk.posterior.ConditionalGroups`.
+
+    One group per cell (``per_cell=True``; ``f = f_k``), with per draw s and cell k
+    the conditional :math:`F_k - f_k \mid f_k, \theta_s \sim \mathrm{NegBin}(r, \rho)`
+    of :mod:`sdcbayes.models.latent_class` (module docstring, "Overdispersion";
+    :func:`~sdcbayes.models.latent_class.simulate_excess`):
+
+    * gamma-overdispersed cells (a finite :math:`\kappa_s`): :math:`r = \kappa_s + f_k`,
+      :math:`\rho = b/(b + \lambda_{sk})`, :math:`b = \kappa_s + n\pi_{sk}`, so the
+      zero probability :math:`\rho^r` of a sample unique is
+      :func:`~sdcbayes.models.latent_class.prob_population_unique`;
+    * Poisson cells (no ``kappa`` in the posterior, or :math:`\kappa_s = \infty`):
+      :math:`\mathrm{Po}(\lambda_{sk})` as its negative-binomial limit,
+      :math:`r = R`, :math:`\rho = R/(R + \lambda_{sk})` with
+      :data:`POISSON_LIMIT_SIZE` R (why that value: see its comment);
+
+    with :math:`\lambda_{sk} = (N - n)\pi_{sk}`, or the fit's own excess means
+    ``lam`` when it carries a weight-class design variable (as
+    :func:`assess_from_posterior` uses them). Arrays are (draws, cells), never
+    (draws, records). This is the form in which
+    :func:`sdcbayes.risk.compare.compare_models` averages losses over the predictive
+    of F; the assessment itself uses :func:`evaluate_poisson_cells` (closed forms).
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+    posterior : arviz.InferenceData or xarray.Dataset
+        A latent-class fit on md's cells with ``store="all"`` (:func:`latent_class_pi`).
+    n, N : float, optional
+        Sample and population size (defaults as in :func:`latent_class_pi`).
+
+    Returns
+    -------
+    sdcbayes.risk.posterior.ConditionalGroups
+        ``r``, ``rho`` of shape (chain * draw, n_cells).
+    """
+    post = _posterior_dataset(posterior)
+    pi, n, N = latent_class_pi(md, posterior, n=n, N=N)
+    if not 0 < n <= N:
+        raise InputError(f"need 0 < n <= N; got n={n:g}, N={N:g}: pass N=..., the population size")
+    if np.any(pi < 0) or not np.all(np.isfinite(pi)):
+        raise InputError("pi draws must be finite and >= 0; check the posterior")
+    lam = _latent_class_excess(posterior, post, N)
+    if lam is None:
+        lam = (N - n) * pi
+    elif lam.shape != pi.shape or np.any(~(lam >= 0)) or not np.all(np.isfinite(lam)):
+        raise InputError(f"the posterior's excess means lam must be finite, >= 0 and shaped "
+                         f"like pi {pi.shape}; got {lam.shape}")
+    fk = np.asarray(md.cells.fk, dtype=float)
+    S, C = pi.shape
+    R = POISSON_LIMIT_SIZE
+    r = np.full((S, C), R)
+    rho = R / (R + lam)
+    if "kappa" in post:
+        kap = _flat_draws(post["kappa"]).astype(float).reshape(-1)
+        if kap.shape != (S,) or np.any(~(kap > 0)):
+            raise InputError(f"kappa must hold one positive value (or inf) per draw ({S}); "
+                             f"got shape {kap.shape}")
+        fin = np.isfinite(kap)  # inf: Poisson cells in that draw, left at the limit above
+        if fin.any():
+            k = kap[fin, None]
+            b = k + n * pi[fin]
+            r[fin] = k + fk[None, :]
+            rho[fin] = b / (b + lam[fin])
+    # a huge excess against a tiny b rounds rho to 0, which no NegBin allows
+    rho = np.clip(rho, np.finfo(float).tiny, 1.0)
+    return ConditionalGroups(f=fk, r=r, rho=rho, cell_group=np.arange(C, dtype=np.int64),
+                             per_cell=True)
 
 
 def evaluate_poisson_cells(
@@ -645,21 +749,7 @@ def assess_from_posterior(
                   household_pairs=hh_pairs, n_households=n_hh)
     if model == "latent-class":
         kappa = _flat_draws(post["kappa"]) if "kappa" in post else None
-        # Not each cell's own mean weight (a cell's population spans strata, and the weight
-        # of its one or two records is noise; cell_weight= is there for strata that are
-        # keys): with unequal weights the model carries the weight class as a design
-        # variable and extrapolates class by class, and its own excess means (stored as lam
-        # for the N it was sampled with) replace (N - n) pi.
-        exc = None
-        stamped = {**dict(post.attrs), **dict(getattr(posterior, "attrs", None) or {})}
-        if "lam" in post and stamped.get("weight_classes"):
-            N_fit = _constant(posterior, "N")
-            if N_fit is None or not math.isfinite(N_fit) or not np.isclose(N_fit, N):
-                raise InputError(
-                    f"the latent-class posterior extrapolates weight class by weight class for "
-                    f"N={N_fit}; assess it with the same N (got N={N:g}), or sample it again "
-                    "with this N")
-            exc = _flat_draws(post["lam"])
+        exc = _latent_class_excess(posterior, post, N)  # weight classes: the fit's own lam
         ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, excess=exc, **common)
     else:
         ev = evaluate_groups(groups, predictive=predictive, **common)

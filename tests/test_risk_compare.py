@@ -357,3 +357,250 @@ def test_target_accept_reaches_the_nuts_sampler(md, monkeypatch):
 def test_target_accept_is_recorded_as_none_for_approximations(result):
     # MAP/Laplace draws are independent: no sampler, no acceptance target
     assert result.settings["target_accept"] is None
+
+
+# --------------------------------------------------------------------------- latent-class
+
+LC_SPECS = [
+    {"name": "lc", "model": "latent-class", "options": {"n_classes": 5}},
+    {"name": "closed", "model": "closed-form"},
+]
+LC_FIT = {"draws": 60, "tune": 40, "chains": 2, "random_seed": 1}
+
+
+@pytest.fixture(scope="module")
+def lc_result(md):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 60 draws: r_hat/ESS of a toy fit may warn
+        return compare_models(md, LC_SPECS, alternatives=[ALT], **LC_FIT)
+
+
+def test_latent_class_row(lc_result):
+    t = lc_result.table.set_index("name")
+    row = t.loc["lc"]
+    assert row["model"] == "latent-class" and row["method"] == "gibbs"
+    for col in ("tau1", "tau2", "er"):
+        lo, mean, hi = (float(row[f"{col}{sfx}"]) for sfx in ("_lo", "", "_hi"))
+        assert np.isfinite([lo, mean, hi]).all() and lo <= mean <= hi and lo < hi, col
+    # no LOO: the Gibbs fit keeps no pointwise log-likelihood, and says so
+    assert np.isnan(row[["elpd_loo", "elpd_loo_se", "p_loo", "loo_rank", "elpd_diff"]]
+                    .astype(float)).all()
+    assert "log-likelihood" in row["loo_note"] and row["likelihood_family"] == ""
+    assert lc_result.loo == {}
+    # diagnostics of the identifiable functionals; a Gibbs sampler has no divergences
+    assert np.isfinite(row["max_r_hat"]) and np.isfinite(row["min_ess_bulk"])
+    assert np.isnan(row["divergences"]) and row["fit_seconds"] > 0
+    assert '"phi"' in row["priors"] and '"alpha"' in row["priors"]
+    assert lc_result.summary()["models"][0]["options"] == {"n_classes": 5}
+    assert lc_result.decision_results["lc"].summary()["n_published"] == row["n_published"]
+    # the closed-form row is untouched: no options key, its own note
+    assert "options" not in lc_result.summary()["models"][1]
+    assert "no likelihood" in t.loc["closed", "loo_note"]
+
+
+def test_latent_class_row_equals_sdcbayes_assess(lc_result, md):
+    """Same data, settings and seed as ``sdcbayes assess``'s default model: same numbers.
+
+    ``sdcbayes assess`` fits it with ``--overdispersion cv`` by default (the Python
+    ``assess_posterior`` leaves overdispersion off unless asked).
+    """
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = assess_posterior(md, "latent-class", n_classes=5, overdispersion="cv", **LC_FIT)
+    s = a.summary
+    assert s["method"] == "gibbs" and s["overdispersion"]["method"] != "fixed"
+    row = lc_result.table.set_index("name").loc["lc"]
+    for key, col in (("tau1", "tau1"), ("tau2", "tau2"), ("expected_reidentifications", "er")):
+        assert row[col] == pytest.approx(s[key], rel=1e-12), col
+        assert [row[f"{col}_lo"], row[f"{col}_hi"]] == pytest.approx(s[f"{key}_interval"])
+    np.testing.assert_allclose(lc_result.decisions["risk_lc"], a.cells["risk"], rtol=1e-12)
+    # the default pair's R1 is f E(1/F | f): the cell's records times the assessed risk
+    R1 = lc_result.decision_results["lc"].table["R1"].to_numpy()
+    np.testing.assert_allclose(R1, np.asarray(md.cells.fk) * a.cells["risk"], rtol=1e-12)
+
+
+def test_latent_class_groups_mean_is_the_assessed_F_mean(lc_result, md):
+    """The groups' NegBin means, averaged over draws, are assess's E(F_k | f_k).
+
+    The stratified sample has unequal weights, so the fit extrapolates weight class by
+    weight class (its own ``lam``); groups built from (N - n) pi would miss this.
+    """
+    from sdcbayes.risk.posterior_assess import latent_class_groups, posterior_groups
+
+    a = lc_result.assessments["lc"]
+    assert a.idata.attrs.get("weight_classes")  # the lam route is exercised
+    g = latent_class_groups(md, a.idata)
+    assert g.per_cell and g.r.shape == (120, md.cells.n_cells)
+    mean = (g.r * (1.0 - g.rho) / g.rho).mean(axis=0) + g.f
+    np.testing.assert_allclose(mean, a.cells["F_mean"], rtol=1e-6)
+    g2 = posterior_groups(md, a.idata, "latent-class")
+    np.testing.assert_array_equal(g2.rho, g.rho)
+    # under ALT the lc row's R1 is the enumeration over these groups
+    from sdcbayes.risk.compare import expected_loss_enumerated
+
+    loss = parse_loss(ALT.split("/")[0])
+    n = float(md.cells.n_records)
+    N = float(a.summary["population_size"])
+    idx = np.unique(np.linspace(0, 119, 100).round().astype(int))  # max_draws=100
+    want = expected_loss_enumerated(loss, g.f[None, :], n, N, g.r[idx], g.rho[idx]).mean(axis=0)
+    fr = lc_result.frontiers
+    assert len(fr[(fr["model"] == "lc") & (fr["pair"] == ALT)]) == md.cells.n_cells + 1
+    from sdcbayes.risk.compare import _cell_risks
+
+    got = _cell_risks(loss, g, g.f, n, N, None, 100)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _tiny_md():
+    import pandas as pd
+
+    from sdcbayes.microdata import Microdata
+
+    # cells (a, b): f = 1, 1, 1, 2, 3, 5
+    rows = [(0, 0), (0, 1), (1, 0), (1, 1), (1, 1), (2, 0), (2, 0), (2, 0)] + [(2, 1)] * 5
+    df = pd.DataFrame(rows, columns=["a", "b"])
+    return Microdata(df, keys=["a", "b"], sampling_fraction=0.25)
+
+
+def _tiny_posterior(md, kappa):
+    import xarray as xr
+
+    rng = np.random.default_rng(11)
+    C = md.cells.n_cells
+    fk = np.asarray(md.cells.fk, dtype=float)
+    # pi near f/n, jittered per draw (4 draws)
+    pi = rng.dirichlet(fk * 20.0, size=4)
+    data = {"pi": (("chain", "draw", "cell"), pi[None])}
+    if kappa is not None:
+        data["kappa"] = (("chain", "draw"), np.asarray(kappa, dtype=float)[None])
+    return xr.Dataset(data, coords={"chain": [0], "draw": np.arange(4), "cell": np.arange(C)})
+
+
+@pytest.mark.parametrize("kappa", [[0.4, 3.0, np.inf, 25.0], None])
+def test_latent_class_groups_against_the_model_closed_forms(kappa):
+    """NegBin(r, rho) per draw and cell against models/latent_class.py's own forms.
+
+    P(F = 1 | f = 1) = rho**r against ``prob_population_unique``; f E(1/F | f) summed
+    over the predictive against ``expected_inverse_frequency_f`` (every f); a threshold
+    loss against Monte Carlo from ``simulate_excess``. Finite kappa, a draw with kappa =
+    inf (Poisson) and a posterior without kappa (Poisson cells, the NegBin limit).
+    """
+    from sdcbayes.models.latent_class import (
+        expected_inverse_frequency_f,
+        prob_population_unique,
+        simulate_excess,
+    )
+    from sdcbayes.risk.posterior_assess import latent_class_groups
+
+    md = _tiny_md()
+    post = _tiny_posterior(md, kappa)
+    g = latent_class_groups(md, post)
+    n, N = 13.0, 52.0
+    pi = post["pi"].values[0]
+    lam = (N - n) * pi
+    f = np.asarray(md.cells.fk, dtype=float)
+    kap = None if kappa is None else np.asarray(kappa, dtype=float)[:, None]
+    np.testing.assert_array_equal(g.f, f)
+    np.testing.assert_array_equal(g.cell_group, np.arange(f.size))
+    # P(F = 1 | f = 1): the NegBin zero probability rho**r
+    u = f == 1
+    p1 = prob_population_unique(lam, kap, n * pi)
+    np.testing.assert_allclose((g.rho ** g.r)[:, u], p1[:, u], rtol=1e-6)
+    # E(f/F | f) by enumeration = f E(1/F | f) of the model
+    R1 = expected_loss_enumerated(REIDENTIFICATION_LOSS, f[None, :], n, N, g.r, g.rho)
+    np.testing.assert_allclose(R1, f * expected_inverse_frequency_f(f, lam, kap, n * pi),
+                               rtol=1e-6)
+    # a threshold loss against the model's own simulator
+    loss = parse_loss("threshold:Ymin=4")
+    exact = expected_loss_enumerated(loss, f[None, :], n, N, g.r, g.rho)
+    rng = np.random.default_rng(5)
+    M = 200_000
+    kk = None if kap is None else kap[:, :, None]
+    x = simulate_excess(np.broadcast_to(lam[:, :, None], lam.shape + (M,)), rng, kk,
+                        (n * pi)[:, :, None], f=f[None, :, None])
+    mc = np.asarray(loss(f[None, :, None], f[None, :, None] + x, n, N), dtype=float).mean(axis=2)
+    np.testing.assert_allclose(exact, mc, atol=5e-3)
+    assert np.all(exact[:, u] > 0.05)  # not trivially 0 where it matters
+
+
+def test_latent_class_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
+    """Wildcard-missing keys, a missing population size, unknown prior names, options."""
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import pandas as pd\n"
+        "from sdcbayes.exceptions import InputError\n"
+        "from sdcbayes.microdata import Microdata\n"
+        "from sdcbayes.risk.compare import compare_models\n"
+        "df = pd.DataFrame({'a': [1, 1, 2, np.nan, 3], 'b': [0, 0, 1, 1, 0]})\n"
+        "wild = Microdata(df, keys=['a', 'b'], sampling_fraction=0.1)\n"
+        "cat = Microdata(df, keys=['a', 'b'], sampling_fraction=0.1, missing='category')\n"
+        "nopop = Microdata(df, keys=['a', 'b'], missing='category')\n"
+        "lc = {'name': 'lc', 'model': 'latent-class'}\n"
+        "bad = [\n"
+        "  (wild, [lc]),\n"
+        "  (nopop, [lc]),\n"
+        "  (cat, [dict(lc, priors={'alfa': {'alpha': 1}})]),\n"
+        "  (cat, [dict(lc, priors={'alpha': {'dist': 'HalfNormal', 'sigma': 1}})]),\n"
+        "  (cat, [dict(lc, options={'n_classes': 0})]),\n"
+        "]\n"
+        "for md, specs in bad:\n"
+        "    try:\n"
+        "        compare_models(md, specs)\n"
+        "    except InputError as e:\n"
+        "        print('ERR', ' '.join(str(e).split()))\n"
+        "    else:\n"
+        "        raise SystemExit('no error')\n"
+        "assert 'pymc' not in sys.modules, 'PyMC imported before validation finished'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 5 and all(x.startswith("ERR") for x in lines), proc.stdout
+    assert "each record in one cell" in lines[0] and "missing='category'" in lines[0]
+    assert "population size" in lines[1]
+    assert "'alfa'" in lines[2] and "'phi'" in lines[2]
+    assert "Gamma" in lines[3]
+    assert "n_classes" in lines[4]
+
+
+@pytest.mark.parametrize(
+    ("specs", "fragments"),
+    [
+        ([{"name": "a", "model": "latent-class", "priors": {"beta": {"sigma": 1}}}],
+         ["'beta'", "alpha", "phi"]),
+        ([{"name": "a", "model": "negbin", "options": {"n_classes": 5}}], ["only latent-class"]),
+        ([{"name": "a", "model": "latent-class", "options": {"n_clases": 5}}],
+         ["n_clases", "n_classes"]),
+        ([{"name": "a", "model": "latent-class", "options": {"overdispersion": "yes"}}],
+         ["overdispersion"]),
+        (["lc=latent-class:classes=x"], ["n_classes"]),
+    ],
+)
+def test_bad_latent_class_specs_are_one_error(specs, fragments):
+    with pytest.raises(InputError) as err:
+        validate_specs(specs)
+    msg = str(err.value)
+    assert "\n" not in msg
+    for frag in fragments:
+        assert frag in msg, msg
+
+
+def test_latent_class_spec_syntax():
+    specs = parse_model_specs(
+        "lc=latent-class,lc-pois=latent-class:overdispersion=none,classes=10,phi.a=0.5,"
+        "structural-zeros=auto,classes=latent-class:alpha.alpha=1,closed=closed-form"
+    )
+    assert [(s.name, s.model) for s in specs] == [
+        ("lc", "latent-class"), ("lc-pois", "latent-class"), ("classes", "latent-class"),
+        ("closed", "closed-form")]
+    assert specs[0].options == {} and specs[0].priors == {}
+    assert specs[1].options == {"overdispersion": None, "n_classes": 10,
+                                "structural_zeros": "auto"}
+    assert specs[1].priors == {"phi": {"a": 0.5}}
+    assert specs[2].priors == {"alpha": {"alpha": 1}}
+    assert specs[1].to_dict()["options"]["n_classes"] == 10
+    assert "options" not in specs[3].to_dict()

@@ -48,7 +48,8 @@ DEFAULT_MODELS = (
 @click.option("--keys", help="Key variables, comma-separated (required with DATA); for SPSS, "
               "Stata and SAS files a variable label may stand for its column (also in "
               "--weight and --household).")
-@click.option("--weight", help="Sampling-weight column (needed by poisson-gamma and negbin).")
+@click.option("--weight", help="Sampling-weight column (needed by latent-class, poisson-gamma "
+              "and negbin; --sampling-fraction will do for latent-class and poisson-gamma).")
 @click.option("--household", help="Household id column (adds household risk to the fits).")
 @click.option("--sampling-fraction", type=float, help="Sampling fraction n/N when no --weight.")
 @click.option(
@@ -73,11 +74,15 @@ DEFAULT_MODELS = (
     "--models",
     default=DEFAULT_MODELS,
     show_default=True,
-    help="Comma-separated NAME=MODEL[:PRIOR.FIELD=VALUE] items; MODEL is poisson-gamma, "
-    "negbin or closed-form (the plug-in reference, nothing fitted). Further "
-    "PRIOR.FIELD=VALUE items belong to the model before them, e.g. "
-    "pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2. Prior names: poisson-gamma "
-    "alpha, omega; negbin sigma.",
+    help="Comma-separated NAME=MODEL[:PRIOR.FIELD=VALUE] items; MODEL is latent-class "
+    "(the default model of `sdcbayes assess`, fitted by its Gibbs sampler as assess fits "
+    "it), poisson-gamma, negbin or closed-form (the plug-in reference, nothing fitted). "
+    "Further PRIOR.FIELD=VALUE items belong to the model before them, e.g. "
+    "pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2. Prior names: latent-class "
+    "alpha, phi; poisson-gamma alpha, omega; negbin sigma. latent-class also takes "
+    "OPTION=VALUE items classes=H (default 30), overdispersion=cv|none|KAPPA (default "
+    "cv), structural-zeros=none|auto (default none), e.g. "
+    "lc-poisson=latent-class:overdispersion=none,classes=10.",
 )
 @click.option(
     "--priors-file",
@@ -90,14 +95,15 @@ DEFAULT_MODELS = (
 @click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
               help="Chains (R-hat needs at least 2).")
 @click.option("--tune", type=click.IntRange(min=0), default=500, show_default=True,
-              help="NUTS tuning steps per chain.")
+              help="NUTS tuning steps per chain (latent-class: Gibbs burn-in sweeps).")
 @click.option("--seed", type=int, default=None, help="Random seed (the same for every model).")
 @click.option(
     "--fit-method",
     type=click.Choice(["nuts", "nutpie", "advi", "map"]),
     default="nuts",
     show_default=True,
-    help="NUTS, nutpie, ADVI, or MAP with a Laplace approximation (fast, approximate).",
+    help="NUTS, nutpie, ADVI, or MAP with a Laplace approximation (fast, approximate), "
+    "for poisson-gamma and negbin; latent-class is always fitted by its Gibbs sampler.",
 )
 @click.option(
     "--target-accept",
@@ -188,7 +194,8 @@ def command(
     demo sample is used and the true tau1, tau2 and expected re-identifications
     are shown next to every model's estimate. LOO is compared only between models
     with the same likelihood (the Poisson-gamma fits share the counts of counts;
-    negbin's likelihood is the spread of the weights; the closed form has none).
+    negbin's likelihood is the spread of the weights; the closed form has none, and
+    the latent-class Gibbs fit stores no pointwise log-likelihood).
     """
     import math
 
@@ -247,13 +254,18 @@ def command(
         for name in ("pymc", "arviz", "pytensor"):
             logging.getLogger(name).setLevel(logging.ERROR)
     else:
-        n_fit = sum(s.model != "closed-form" for s in specs)
-        click.echo(
-            f"fitting {n_fit} model(s) ({fit_method}: {chains} chains x {draws} draws"
-            + (f" after {tune} tuning steps" if fit_method in ("nuts", "nutpie") else "")
-            + ") ...",
-            err=True,
-        )
+        n_fit = sum(s.model not in ("closed-form", "latent-class") for s in specs)
+        n_lc = sum(s.model == "latent-class" for s in specs)
+        parts = []
+        if n_fit or not n_lc:  # without latent-class: the line as it always was
+            parts.append(
+                f"{n_fit} model(s) ({fit_method}: {chains} chains x {draws} draws"
+                + (f" after {tune} tuning steps" if fit_method in ("nuts", "nutpie") else "")
+                + ")")
+        if n_lc:
+            parts.append(f"{n_lc} latent-class model(s) (gibbs: {chains} chains x {draws} "
+                         f"draws after {tune} burn-in sweeps)")
+        click.echo(f"fitting {' and '.join(parts)} ...", err=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = compare_models(
@@ -336,7 +348,7 @@ def _merge_priors_file(specs, path: Path):
                 merged[prior] |= fields
             else:
                 merged[prior] = dict(fields)
-        out.append(ModelSpec(s.name, s.model, merged))
+        out.append(ModelSpec(s.name, s.model, merged, dict(s.options)))
     return out
 
 
