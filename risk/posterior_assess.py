@@ -963,7 +963,10 @@ def assess_posterior(
         ``"implication"`` candidates detected on the sample, unconfirmed.
     **fit_kwargs
         Further options of :func:`sdcbayes.inference.fit`; for the latent-class model
-        ``thin``, ``init``, ``em_restarts`` of :meth:`LatentClassModel.sample` and
+        ``thin``, ``init``, ``em_restarts``, ``overdispersion`` of
+        :meth:`LatentClassModel.sample` (default ``"cv"``, the cross-validated gamma
+        overdispersion that ``sdcbayes assess`` uses and README "Accuracy" validates;
+        ``None`` for Poisson cells) and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
         warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).
 
@@ -1050,6 +1053,8 @@ def _assess_latent_class(
             f"unknown option(s) {unknown} for the latent-class sampler; it takes "
             f"{list(_LATENT_CLASS_SAMPLE_OPTIONS)}"
         )
+    # the validated default (README "Accuracy"), as `sdcbayes assess` fits it; None: Poisson
+    sample_kwargs.setdefault("overdispersion", "cv")
     from sdcbayes._version import __version__
     from sdcbayes.inference.diagnostics import check_diagnostics
     from sdcbayes.inference.posterior import stamp as stamp_posterior

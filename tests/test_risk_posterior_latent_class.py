@@ -295,6 +295,9 @@ def test_latent_class_route_on_demo(demo_fit, tmp_path):
     # the latent-class model sees the dependence of the keys that the plug-in misses
     assert abs(s["tau1"] - truth.tau1) < abs(closed["tau1"] - truth.tau1)
     assert abs(s["tau2"] - truth.tau2) < abs(closed["tau2"] - truth.tau2)
+    # the Python route fits what `sdcbayes assess` fits: the cross-validated overdispersion
+    assert s["overdispersion"]["method"] == "cv" and "kappa" in res.idata.posterior
+    assert res.provenance["settings"]["overdispersion"] == "cv"
     d = s["diagnostics"]
     assert d["diagnosed_on"] == ["tau1", "tau2", "expected_reidentifications"]
     assert d["max_r_hat"] is not None and d["min_ess_bulk"] > 0
