@@ -236,6 +236,15 @@ def test_spec_syntax():
         (["pg=poisson-gamma:alpha=5"], ["PRIOR.FIELD=VALUE"]),
         (["alpha.sigma=5"], ["NAME=MODEL first"]),
         ([], ["at least one"]),
+        # latent-class specifications: priors and options
+        ([{"name": "a", "model": "latent-class", "priors": {"beta": {"sigma": 1}}}],
+         ["'beta'", "alpha", "phi"]),
+        ([{"name": "a", "model": "negbin", "options": {"n_classes": 5}}], ["only latent-class"]),
+        ([{"name": "a", "model": "latent-class", "options": {"n_clases": 5}}],
+         ["n_clases", "n_classes"]),
+        ([{"name": "a", "model": "latent-class", "options": {"overdispersion": "yes"}}],
+         ["overdispersion"]),
+        (["lc=latent-class:classes=x"], ["n_classes"]),
     ],
 )
 def test_bad_specs_are_one_error(specs, fragments):
@@ -565,28 +574,6 @@ def test_latent_class_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
     assert "'alfa'" in lines[2] and "'phi'" in lines[2]
     assert "Gamma" in lines[3]
     assert "n_classes" in lines[4]
-
-
-@pytest.mark.parametrize(
-    ("specs", "fragments"),
-    [
-        ([{"name": "a", "model": "latent-class", "priors": {"beta": {"sigma": 1}}}],
-         ["'beta'", "alpha", "phi"]),
-        ([{"name": "a", "model": "negbin", "options": {"n_classes": 5}}], ["only latent-class"]),
-        ([{"name": "a", "model": "latent-class", "options": {"n_clases": 5}}],
-         ["n_clases", "n_classes"]),
-        ([{"name": "a", "model": "latent-class", "options": {"overdispersion": "yes"}}],
-         ["overdispersion"]),
-        (["lc=latent-class:classes=x"], ["n_classes"]),
-    ],
-)
-def test_bad_latent_class_specs_are_one_error(specs, fragments):
-    with pytest.raises(InputError) as err:
-        validate_specs(specs)
-    msg = str(err.value)
-    assert "\n" not in msg
-    for frag in fragments:
-        assert frag in msg, msg
 
 
 def test_latent_class_spec_syntax():
