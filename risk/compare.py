@@ -543,8 +543,8 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
                     f"{s.name!r} (latent-class): {n_wild} key combinations have a missing "
                     "value, which missing='wildcard' matches to every level; the latent-class "
                     "model needs each record in one cell: use missing='category' (missing is "
-                    "a level of its own) or missing='drop', or compare it with the closed form "
-                    "and the other models only"
+                    "a level of its own) or missing='drop', or leave it out of the models "
+                    "compared (the closed form matches wildcards as sdcMicro does)"
                 )
                 continue
             from sdcbayes.models.latent_class import LatentClassModel  # no PyMC at import

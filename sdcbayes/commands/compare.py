@@ -37,9 +37,12 @@ from sdcbayes._cliutils import (
 )
 from sdcbayes.exceptions import InputError
 
+#: The comparison without --models: the recommended model (the default of `sdcbayes
+#: assess`) beside the Poisson-gamma model under two priors, the negative binomial and
+#: the closed-form reference.
 DEFAULT_MODELS = (
-    "pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,negbin=negbin,"
-    "closed=closed-form"
+    "latent-class=latent-class,pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,"
+    "negbin=negbin,closed=closed-form"
 )
 
 
