@@ -826,7 +826,10 @@ def compare_models(
             fit_seconds = time.perf_counter() - t0
             N_file = float(a.summary["population_size"])
             idatas[s.name] = a.idata
-            groups_of[s.name] = latent_class_groups(md, a.idata, N=N_file)
+            # one group per cell: build (draws, cells) only for the draws _cell_risks uses
+            S_fit = a.idata.posterior.sizes["chain"] * a.idata.posterior.sizes["draw"]
+            groups_of[s.name] = latent_class_groups(md, a.idata, N=N_file,
+                                                    draw_index=_thin_index(S_fit, max_draws))
             merged_priors = a.provenance.get("priors")
         else:
             from sdcbayes.inference import fit

@@ -318,7 +318,7 @@ def _latent_class_excess(posterior, post: xr.Dataset, N: float) -> np.ndarray | 
     return _flat_draws(post["lam"])
 
 
-def latent_class_groups(md, posterior, *, n=None, N=None) -> ConditionalGroups:
+def latent_class_groups(md, posterior, *, n=None, N=None, draw_index=None) -> ConditionalGroups:
     r"""The latent-class posterior as :class:`~sdcbayes.risk.posterior.ConditionalGroups`.
 
     One group per cell (``per_cell=True``; ``f = f_k``), with per draw s and cell k
@@ -349,11 +349,15 @@ def latent_class_groups(md, posterior, *, n=None, N=None) -> ConditionalGroups:
         A latent-class fit on md's cells with ``store="all"`` (:func:`latent_class_pi`).
     n, N : float, optional
         Sample and population size (defaults as in :func:`latent_class_pi`).
+    draw_index : array_like of int, optional
+        Keep only these of the chain * draw flattened draws (C order): the losses
+        that need the predictive are averaged over a few evenly spaced draws, and the
+        (draws, cells) arrays of a large file need not be built for all of them.
 
     Returns
     -------
     sdcbayes.risk.posterior.ConditionalGroups
-        ``r``, ``rho`` of shape (chain * draw, n_cells).
+        ``r``, ``rho`` of shape (chain * draw, n_cells), or (len(draw_index), n_cells).
     """
     post = _posterior_dataset(posterior)
     pi, n, N = latent_class_pi(md, posterior, n=n, N=N)
@@ -367,13 +371,19 @@ def latent_class_groups(md, posterior, *, n=None, N=None) -> ConditionalGroups:
     elif lam.shape != pi.shape or np.any(~(lam >= 0)) or not np.all(np.isfinite(lam)):
         raise InputError(f"the posterior's excess means lam must be finite, >= 0 and shaped "
                          f"like pi {pi.shape}; got {lam.shape}")
+    kap = _flat_draws(post["kappa"]).astype(float).reshape(-1) if "kappa" in post else None
+    if draw_index is not None:
+        idx = np.asarray(draw_index, dtype=np.int64).reshape(-1)
+        if idx.size == 0 or idx.min() < 0 or idx.max() >= pi.shape[0]:
+            raise InputError(f"draw_index must select among the {pi.shape[0]} draws")
+        pi, lam = pi[idx], lam[idx]
+        kap = None if kap is None else kap[idx]
     fk = np.asarray(md.cells.fk, dtype=float)
     S, C = pi.shape
     R = POISSON_LIMIT_SIZE
     r = np.full((S, C), R)
     rho = R / (R + lam)
-    if "kappa" in post:
-        kap = _flat_draws(post["kappa"]).astype(float).reshape(-1)
+    if kap is not None:
         if kap.shape != (S,) or np.any(~(kap > 0)):
             raise InputError(f"kappa must hold one positive value (or inf) per draw ({S}); "
                              f"got shape {kap.shape}")

@@ -460,6 +460,14 @@ def test_latent_class_groups_mean_is_the_assessed_F_mean(lc_result, md):
 
     got = _cell_risks(loss, g, g.f, n, N, None, 100)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+    # compare builds the groups on those draws only: the same rows, the same risks
+    gi = latent_class_groups(md, a.idata, draw_index=idx)
+    assert gi.r.shape == (idx.size, md.cells.n_cells)
+    np.testing.assert_array_equal(gi.rho, g.rho[idx])
+    np.testing.assert_array_equal(gi.r, g.r[idx])
+    np.testing.assert_allclose(_cell_risks(loss, gi, g.f, n, N, None, 100), want, rtol=1e-12)
+    with pytest.raises(InputError, match="draw_index"):
+        latent_class_groups(md, a.idata, draw_index=[0, 120])
 
 
 def _tiny_md():
