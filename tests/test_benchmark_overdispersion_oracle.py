@@ -1,26 +1,14 @@
 """benchmarks/overdispersion_oracle.py: the oracle kappa and the spread of the errors."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from benchtools import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def oracle():
-    sys.path.insert(0, str(BENCH))  # the script imports latent_class_accuracy beside it
-    try:
-        spec = importlib.util.spec_from_file_location("_odo", BENCH / "overdispersion_oracle.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return load_benchmark("overdispersion_oracle.py")
 
 
 GRID = np.array([0.5, 1.0, 2.0, 4.0, np.inf])

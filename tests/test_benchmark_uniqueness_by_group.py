@@ -1,28 +1,16 @@
 """benchmarks/uniqueness_by_group.py: per-sample-unique predictions against the truth."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from benchtools import load_benchmark
 
 from sdcbayes.validation import Population, _draw, _population_cells, truth_of_sample
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def ubg():
-    sys.path.insert(0, str(BENCH))  # the script imports latent_class_accuracy beside it
-    try:
-        spec = importlib.util.spec_from_file_location("_ubg", BENCH / "uniqueness_by_group.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return load_benchmark("uniqueness_by_group.py")
 
 
 def test_by_group_sums_and_errors(ubg):

@@ -203,15 +203,11 @@ def test_detect_structural_zeros_finds_planted_implication_and_pair():
 def test_confirmed_rules_of_the_benchmark_forbid_no_population_record():
     # the "user-confirmed" structural zeros of benchmarks/latent_class_accuracy.py must be
     # true zeros of the whole file (the population), or the truncated model is wrong
-    import importlib.util
-    from pathlib import Path
+    from benchtools import load_benchmark
 
     from sdcbayes.validation import SkipDesign, load_population
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "latent_class_accuracy.py"
-    spec = importlib.util.spec_from_file_location("_lc_bench", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("latent_class_accuracy.py")
     checked = 0
     for name, rules in bench.CONFIRMED_RULES.items():
         if not rules:
