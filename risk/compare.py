@@ -334,7 +334,8 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
         return {}, [f"{name!r}: only latent-class specifications take options; "
                     f"drop {sorted(options)}"]
     problems = []
-    out = dict(options)
+    # "none" (the --models spelling) is None
+    out = {k: None if isinstance(v, str) and v == "none" else v for k, v in options.items()}
     unknown = sorted(set(options) - set(LATENT_CLASS_OPTIONS))
     if unknown:
         problems.append(f"{name!r}: unknown option(s) {unknown} for latent-class "
@@ -344,19 +345,15 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
         if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 1:
             problems.append(f"{name!r}: n_classes (classes=) must be an integer >= 1, "
                             f"e.g. 30; got {h!r}")
-    if "overdispersion" in options:
-        od = options["overdispersion"]
-        if isinstance(od, str) and od == "none":
-            out["overdispersion"] = od = None
+    if "overdispersion" in out:
+        od = out["overdispersion"]
         ok = (od is None or od == "cv" or (isinstance(od, int | float | np.number)
                                             and not isinstance(od, bool) and od > 0))
         if not ok:
             problems.append(f"{name!r}: overdispersion must be 'cv', none or a positive "
                             f"kappa; got {od!r}")
-    if "structural_zeros" in options:
-        sz = options["structural_zeros"]
-        if isinstance(sz, str) and sz == "none":
-            out["structural_zeros"] = sz = None
+    if "structural_zeros" in out:
+        sz = out["structural_zeros"]
         if not (sz is None or sz == "auto" or (isinstance(sz, Sequence)
                                                 and not isinstance(sz, str))):
             problems.append(f"{name!r}: structural_zeros (structural-zeros=) must be none, "
