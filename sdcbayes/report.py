@@ -817,8 +817,9 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
                                     "elpd_diff", "note"))
             + "<p class='note'>LOO compares models of the same data only: the Poisson-gamma "
             "fits share the counts of counts; the negative-binomial model's likelihood is the "
-            "within-cell spread of the weights; the closed form has no likelihood. Numbers from "
-            "different likelihoods are not comparable and are not ranked against each "
+            "within-cell spread of the weights; the closed form has no likelihood, and the "
+            "latent-class model's Gibbs fit stores no pointwise log-likelihood (no LOO; compare "
+            "it by its risks and decisions). Numbers from different likelihoods are not comparable and are not ranked against each "
             "other.</p>",
         ),
         (
