@@ -118,7 +118,9 @@ def test_constraint_is_inactive_when_n_is_the_sample_total(superpopulation, ml_f
     f, _, N = superpopulation
     m, _ = counts_of_counts(f)
     con = fit_poisson_gamma(m, n=int(f.sum()), N=N, K=K_SIM, constraint="alpha_beta_1_over_K")
-    assert con.alpha == pytest.approx(ml_fit.alpha, rel=1e-8)
+    # the same profile (slope mean/n = 1/K up to rounding) maximised twice: bounded Brent
+    # stops within about sqrt(eps) |log alpha| of the optimum, so agree to 1e-7, not better
+    assert con.alpha == pytest.approx(ml_fit.alpha, rel=1e-7)
     assert con.alpha * con.beta == pytest.approx(1.0 / K_SIM, rel=1e-12)
     # with n different from Σ j m_j the constraint binds and costs likelihood
     free = fit_poisson_gamma(m, n=1.3 * f.sum(), N=N, K=K_SIM)
