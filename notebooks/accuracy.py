@@ -779,7 +779,7 @@ assert round(szt["z_mean"].at["scotland13/stratified/10%", "tau2"], 2) == -0.72
 # python benchmarks/accuracy.py --kind stratified --replicates 50 --seed 3 --methods benedetti-franconi,poisson-gamma,loglinear-main --csv base.csv
 # ```
 #
-# (about 70 min on one core, the baselines 5 min beside it), the two CSVs concatenated
+# (about 70 min on one core, the baselines 2 min beside it), the two CSVs concatenated
 # and stored as `latent_class_50_stratified_seed3.csv.gz`, pooled with seeds 0, 1 and 2.
 
 # %%
