@@ -296,3 +296,20 @@ def test_latent_class_run(capsys, csv_file, tmp_path):
     assert json.loads(lc["priors"])["phi"] == {"dist": "Dirichlet", "a": 0.5}
     fr = pd.read_csv(out / "frontiers.csv")
     assert set(fr["model"]) == {"lc", "closed"}
+
+
+def test_default_models_leave_out_what_the_file_cannot_support(capsys, csv_file, tmp_path):
+    """Without --models, negbin (needs unequal weights) is left out with a note, not an error;
+    named with --models it is still refused (test_negbin_needs_weights_before_fitting)."""
+    out = tmp_path / "default"
+    proc = run_in_process(
+        capsys, "compare", str(csv_file), "--keys", KEYS, "--sampling-fraction", "0.05",
+        "--fit-method", "map", "--draws", "30", "--tune", "20", "--chains", "2", "--seed", "1",
+        "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    note = [ln for ln in proc.stderr.splitlines() if "left out of the default comparison" in ln]
+    assert len(note) == 1 and "'negbin'" in note[0] and "constant" in note[0]
+    table = pd.read_csv(out / "comparison.csv")
+    assert list(table.name) == ["latent-class", "pg-default", "pg-wide", "closed"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [d["name"] for d in summary["models_left_out"]] == ["negbin"]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from sdcbayes._cliutils import (
     check_out_dir,
@@ -85,7 +86,10 @@ DEFAULT_MODELS = (
     "alpha, phi; poisson-gamma alpha, omega; negbin sigma. latent-class also takes "
     "OPTION=VALUE items classes=H (default 30), overdispersion=cv|none|KAPPA (default "
     "cv), structural-zeros=none|auto (default none), e.g. "
-    "lc-poisson=latent-class:overdispersion=none,classes=10.",
+    "lc-poisson=latent-class:overdispersion=none,classes=10. Without --models, a default "
+    "model the file cannot support (negbin without unequal weights, latent-class with "
+    "--missing wildcard and missing key values) is left out with a note; a named one is "
+    "refused.",
 )
 @click.option(
     "--priors-file",
@@ -251,6 +255,27 @@ def command(
     # ---- work ------------------------------------------------------------------------
     from sdcbayes.risk.compare import check_model_data, compare_models
 
+    left_out: list[dict[str, str]] = []
+    if click.get_current_context().get_parameter_source("models") == ParameterSource.DEFAULT:
+        from sdcbayes.cli import cli_wording
+
+        # the default comparison: a model whose data needs this file does not meet (negbin
+        # without unequal weights, latent-class with wildcard-missing keys) is left out with
+        # a note; a model the user names is still refused in one line
+        kept = []
+        for s in specs:
+            try:
+                check_model_data(md, [s])
+            except InputError as err:
+                reason = cli_wording(str(err).removeprefix("cannot fit: "))
+                left_out.append({"name": s.name, "model": s.model, "reason": reason})
+            else:
+                kept.append(s)
+        specs = kept
+        if left_out and not (quiet or as_json):
+            click.echo("sdcbayes: note: left out of the default comparison (name the models "
+                       "with --models to be told why as an error): "
+                       + "; ".join(d["reason"] for d in left_out), err=True)
     check_model_data(md, specs)  # each model's data needs, still before PyMC
     quiet_fit = quiet or as_json
     if quiet_fit:
@@ -296,6 +321,8 @@ def command(
         "data": source,
         **result.summary(),
     }
+    if left_out:
+        summary["models_left_out"] = left_out
     if truth is not None:
         summary["truth"] = truth
     summary["provenance"] = result.provenance
