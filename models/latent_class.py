@@ -2110,14 +2110,22 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
 
 def _progress_line(chain: int, chains: int, it: int, n_iter: int, elapsed: float,
                    done: bool = False) -> None:
-    """``gibbs: chain c/C [#####.....] it/n_iter sweeps, t s`` on stderr, in place."""
+    """``gibbs: chain c/C [#####.....] it/n_iter sweeps, t s`` on stderr, in place.
+
+    On a terminal the line is redrawn (carriage return) about 50 times a chain; on a
+    pipe or log file, where every redraw would stay, only each chain's start and the
+    end are written, each as a line of its own.
+    """
     import sys
 
+    tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    if not tty and not done and it != 0:
+        return
     width = 30
     filled = int(width * it / max(n_iter, 1))
-    line = (f"\rgibbs: chain {chain + 1}/{chains} [{'#' * filled}{'.' * (width - filled)}] "
+    line = (f"gibbs: chain {chain + 1}/{chains} [{'#' * filled}{'.' * (width - filled)}] "
             f"{it}/{n_iter} sweeps, {elapsed:.0f} s")
-    sys.stderr.write(line + ("\n" if done else ""))
+    sys.stderr.write(("\r" + line + ("\n" if done else "")) if tty else line + "\n")
     sys.stderr.flush()
 
 

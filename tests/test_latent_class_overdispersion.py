@@ -332,6 +332,12 @@ def test_progress_report_on_stderr_changes_nothing(capsys):
     loud = model.sample(draws=10, tune=5, chains=2, N=20_000.0, random_seed=3, progressbar=True)
     err = capsys.readouterr().err
     assert "gibbs: chain 2/2" in err and "15/15 sweeps" in err and err.endswith("\n")
+    # not a terminal (captured): each chain's start and the end, a line each, no redraws
+    lines = err.splitlines()
+    assert "\r" not in err and len(lines) == 3
+    assert lines[0].startswith(f"gibbs: chain 1/2 [{'.' * 30}] 0/15 sweeps, ")
+    assert lines[1].startswith(f"gibbs: chain 2/2 [{'.' * 30}] 0/15 sweeps, ")
+    assert lines[2].startswith(f"gibbs: chain 2/2 [{'#' * 30}] 15/15 sweeps, ")
     np.testing.assert_array_equal(quiet.posterior["pi"].values, loud.posterior["pi"].values)
 
 
@@ -401,3 +407,26 @@ def test_learnt_profile_mass_parts_take_the_whole_samples_masses():
     with pytest.raises(InputError, match="prior 'phi'"):
         LatentClassModel(base.codes, base.counts, base.n_levels,
                          priors={"phi": {"a": "marginal", "mass": [1.0]}})
+
+
+def test_progress_line_redraws_on_a_terminal_only(monkeypatch):
+    import io
+    import sys
+
+    from sdcbayes.models.latent_class import _progress_line
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, tty in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        for it in (0, 10, 20):
+            _progress_line(0, 1, it, 30, 1.0)
+        _progress_line(0, 1, 30, 30, 2.0, done=True)
+        out = stream.getvalue()
+        if tty:  # four redraws of one line, ended once
+            assert out.count("\r") == 4 and out.count("\n") == 1 and "20/30 sweeps" in out
+        else:  # the start and the end, a line each
+            assert "\r" not in out and out.splitlines()[0].endswith("0/30 sweeps, 1 s")
+            assert len(out.splitlines()) == 2 and out.endswith("30/30 sweeps, 2 s\n")
