@@ -273,8 +273,7 @@ def command(
                 kept.append(s)
         specs = kept
         if left_out and not (quiet or as_json):
-            click.echo("sdcbayes: note: left out of the default comparison (name the models "
-                       "with --models to be told why as an error): "
+            click.echo("sdcbayes: note: left out of the default comparison: "
                        + "; ".join(d["reason"] for d in left_out), err=True)
     check_model_data(md, specs)  # each model's data needs, still before PyMC
     quiet_fit = quiet or as_json
