@@ -363,30 +363,34 @@ def latent_class_groups(md, posterior, *, n=None, N=None, draw_index=None) -> Co
     pi, n, N = latent_class_pi(md, posterior, n=n, N=N)
     if not 0 < n <= N:
         raise InputError(f"need 0 < n <= N; got n={n:g}, N={N:g}: pass N=..., the population size")
-    if np.any(pi < 0) or not np.all(np.isfinite(pi)):
-        raise InputError("pi draws must be finite and >= 0; check the posterior")
     lam = _latent_class_excess(posterior, post, N)
-    if lam is None:
-        lam = (N - n) * pi
-    elif lam.shape != pi.shape or np.any(~(lam >= 0)) or not np.all(np.isfinite(lam)):
-        raise InputError(f"the posterior's excess means lam must be finite, >= 0 and shaped "
-                         f"like pi {pi.shape}; got {lam.shape}")
     kap = _flat_draws(post["kappa"]).astype(float).reshape(-1) if "kappa" in post else None
+    if lam is not None and lam.shape != pi.shape:
+        raise InputError(f"the posterior's excess means lam must be shaped like pi {pi.shape}; "
+                         f"got {lam.shape}")
+    if kap is not None and (kap.shape != pi.shape[:1] or np.any(~(kap > 0))):
+        raise InputError(f"kappa must hold one positive value (or inf) per draw "
+                         f"({pi.shape[0]}); got shape {kap.shape}")
     if draw_index is not None:
+        # only the draws asked for: the (draws, cells) arrays below are built for them alone
         idx = np.asarray(draw_index, dtype=np.int64).reshape(-1)
         if idx.size == 0 or idx.min() < 0 or idx.max() >= pi.shape[0]:
             raise InputError(f"draw_index must select among the {pi.shape[0]} draws")
-        pi, lam = pi[idx], lam[idx]
+        pi = pi[idx]
+        lam = None if lam is None else lam[idx]
         kap = None if kap is None else kap[idx]
+    if np.any(pi < 0) or not np.all(np.isfinite(pi)):
+        raise InputError("pi draws must be finite and >= 0; check the posterior")
+    if lam is None:
+        lam = (N - n) * pi
+    elif np.any(~(lam >= 0)) or not np.all(np.isfinite(lam)):
+        raise InputError("the posterior's excess means lam must be finite and >= 0")
     fk = np.asarray(md.cells.fk, dtype=float)
     S, C = pi.shape
     R = POISSON_LIMIT_SIZE
     r = np.full((S, C), R)
     rho = R / (R + lam)
     if kap is not None:
-        if kap.shape != (S,) or np.any(~(kap > 0)):
-            raise InputError(f"kappa must hold one positive value (or inf) per draw ({S}); "
-                             f"got shape {kap.shape}")
         fin = np.isfinite(kap)  # inf: Poisson cells in that draw, left at the limit above
         if fin.any():
             k = kap[fin, None]

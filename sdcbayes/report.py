@@ -819,8 +819,8 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
             "fits share the counts of counts; the negative-binomial model's likelihood is the "
             "within-cell spread of the weights; the closed form has no likelihood, and the "
             "latent-class model's Gibbs fit stores no pointwise log-likelihood (no LOO; compare "
-            "it by its risks and decisions). Numbers from different likelihoods are not comparable and are not ranked against each "
-            "other.</p>",
+            "it by its risks and decisions). Numbers from different likelihoods are not "
+            "comparable and are not ranked against each other.</p>",
         ),
         (
             "Sampling diagnostics and fit time",

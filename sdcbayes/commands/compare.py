@@ -275,7 +275,8 @@ def command(
         if left_out and not (quiet or as_json):
             click.echo("sdcbayes: note: left out of the default comparison: "
                        + "; ".join(d["reason"] for d in left_out), err=True)
-    check_model_data(md, specs)  # each model's data needs, still before PyMC
+    else:
+        check_model_data(md, specs)  # each model's data needs, still before PyMC
     quiet_fit = quiet or as_json
     if quiet_fit:
         for name in ("pymc", "arviz", "pytensor"):
