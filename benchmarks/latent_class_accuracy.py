@@ -32,7 +32,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none]
-        [--phi-a inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
+        [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
         [--cv-part-mass whole|learn]
         [--overdispersion cv|none] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
@@ -48,7 +48,7 @@ import time
 
 import pandas as pd
 
-from sdcbayes.models.latent_class import latent_class_method
+from sdcbayes.models.latent_class import PHI_PRIOR_DEFAULT, latent_class_method
 from sdcbayes.validation import (
     BASELINES,
     Design,
@@ -179,8 +179,10 @@ def main(argv=None) -> int:
     ap.add_argument("--thin", type=int, default=1)
     ap.add_argument("--em-restarts", type=int, default=3)
     ap.add_argument("--init", default="em", choices=["em", "margins"])
-    ap.add_argument("--phi-a", default="inverse",
-                    help="Dirichlet concentration per level: a number, 'inverse' (1/L_j), or "
+    ap.add_argument("--phi-a", default="default",
+                    help="profile prior: 'default' (the model's PHI_PRIOR_DEFAULT, the same as "
+                         "'marginal:learn:20'), a number per level, 'inverse' (1/L_j: the "
+                         "default of the stored runs without 'learnt_mass' in their name), or "
                          "'marginal:M' (M times the sample's marginal share of the level); "
                          "'marginal:learn' (M per key learnt, PHI_MASS_GRID); "
                          "':<L>' after either: only keys of at least L levels")
@@ -218,7 +220,9 @@ def main(argv=None) -> int:
     if args.summarise is not None:
         _report(pd.concat([pd.read_csv(f) for f in args.summarise], ignore_index=True))
         return 0
-    if args.phi_a == "inverse":
+    if args.phi_a == "default":
+        phi_prior = dict(PHI_PRIOR_DEFAULT)
+    elif args.phi_a == "inverse":
         phi_prior = {"a": "inverse"}
     elif args.phi_a.startswith("marginal:"):
         m, *lmin = args.phi_a.split(":")[1:]

@@ -146,6 +146,17 @@ def cli() -> None:
     "mixture's overstatement of the risk (README, Accuracy). none: Poisson cells.",
 )
 @click.option(
+    "--profile-prior",
+    type=click.Choice(["learn", "inverse"]),
+    default="learn",
+    show_default=True,
+    help="latent-class: prior of the classes' distributions over each key's levels. learn: "
+    "keys of 20 levels or more (age in years, country of birth) are centred on their sample "
+    "distribution with a strength learnt from the data, so that a small class does not "
+    "claim its members' rare levels; inverse: 1/L per level on every key (the default "
+    "before; it understates the risk on keys with many rare levels, README, Accuracy).",
+)
+@click.option(
     "--draws", type=int, default=None,
     help="Posterior models: draws kept per chain [default: 500 for latent-class, 1000 "
     "for the NUTS models].",
@@ -259,6 +270,7 @@ def assess(
     classes: int = 30,
     structural_zeros: str = "none",
     overdispersion: str = "cv",
+    profile_prior: str = "learn",
     strict: bool = False,
     target_accept: float = 0.9,
 ) -> None:
@@ -342,7 +354,9 @@ def assess(
             fit_method=fit_method, threshold=threshold, strict=strict, quiet=quiet or as_json,
             model_options=(
                 {"n_classes": classes, "structural_zeros": _zeros(structural_zeros),
-                 "overdispersion": None if overdispersion == "none" else overdispersion}
+                 "overdispersion": None if overdispersion == "none" else overdispersion,
+                 **({"priors": {"phi": {"a": "inverse"}}} if profile_prior == "inverse"
+                    else {})}
                 if model == "latent-class" else {}
             ),
             target_accept=target_accept,

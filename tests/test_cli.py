@@ -239,6 +239,29 @@ def test_latent_class_model_runs_from_the_cli(tmp_path):
     lo, hi = summary["tau1_interval"]
     assert lo <= summary["tau1"] <= hi
     assert (out / "posterior.nc").exists()
+    # the default profile prior learns the mass of the demo's 151-level country of birth
+    from sdcbayes.models.latent_class import PHI_PRIOR_DEFAULT
+
+    assert summary["provenance"]["priors"]["phi"] == PHI_PRIOR_DEFAULT
+
+
+def test_profile_prior_inverse_restores_one_over_l_on_every_key(tmp_path):
+    runs = {}
+    for prior in ("learn", "inverse"):
+        out = tmp_path / prior
+        proc = run_cli(
+            "assess", "--draws", "30", "--tune", "30", "--chains", "1", "--seed", "2",
+            "--overdispersion", "none", "--profile-prior", prior, "--out", str(out), "--json",
+        )
+        assert proc.returncode == 0, proc.stderr
+        runs[prior] = json.loads(proc.stdout)
+    assert runs["inverse"]["provenance"]["priors"]["phi"] == {"dist": "Dirichlet", "a": "inverse"}
+    assert runs["learn"]["provenance"]["priors"]["phi"]["mass"] == "learn"
+    # 1/L on the country's 151 levels lets small classes claim their members' rare
+    # countries, so fewer sample uniques are population-unique than with the learnt mass
+    assert runs["inverse"]["tau1"] < runs["learn"]["tau1"]
+    proc = run_cli("assess", "--profile-prior", "uniform", "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "--profile-prior")
 
 
 def test_fit_method_must_suit_the_model(tmp_path):

@@ -18,6 +18,7 @@ import pytest
 from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
     PHI_MASS_GRID,
+    PHI_PRIOR_DEFAULT,
     LatentClassModel,
     StructuralZeros,
     _expected_inverse_frequency_f,
@@ -597,8 +598,9 @@ def test_learnt_mass_separates_keys_that_follow_the_classes_from_those_that_do_n
     idata = m.sample(draws=100, tune=100, chains=1, random_seed=0)
     med = idata.posterior["phi_mass"].median(("chain", "draw")).values
     assert med[1] >= 256 and med[0] <= 16, med
-    # the default prior stores no mass; the PyMC graph makes M_j a variable
-    assert LatentClassModel.from_frame(frame, ["k0", "k1", "k2"], n_classes=5).fit_em(
+    # the inverse prior stores no mass; the PyMC graph makes M_j a variable
+    assert LatentClassModel.from_frame(frame, ["k0", "k1", "k2"], n_classes=5,
+                                       priors={"phi": {"a": "inverse"}}).fit_em(
         n_restarts=1, random_seed=0)["phi_mass"] is None
     with m.build() as pm_model:
         names = {v.name for v in pm_model.free_RVs}
@@ -614,7 +616,7 @@ def test_min_levels_keeps_the_inverse_prior_on_keys_with_few_levels():
     keys = ["k0", "k1", "k2"]
     hyb = LatentClassModel.from_frame(frame, keys, n_classes=4, priors={"phi": {
         "a": "marginal", "mass": "learn", "min_levels": 20}})
-    inv = LatentClassModel.from_frame(frame, keys, n_classes=4)
+    inv = LatentClassModel.from_frame(frame, keys, n_classes=4, priors={"phi": {"a": "inverse"}})
     assert [hyb.learns_mass(j) for j in range(3)] == [True, False, False]
     for j in (1, 2):
         np.testing.assert_array_equal(hyb.phi_concentration(j), inv.phi_concentration(j))
@@ -631,3 +633,29 @@ def test_min_levels_keeps_the_inverse_prior_on_keys_with_few_levels():
     with pytest.raises(InputError, match="prior 'phi'"):
         LatentClassModel.from_frame(frame, keys, priors={"phi": {
             "a": "marginal", "mass": "learn", "min_levels": 2.5}})
+
+
+def test_the_default_profile_prior_learns_the_mass_of_keys_with_20_levels_or_more():
+    # the default is the hybrid prior (PHI_PRIOR_DEFAULT); {"a": "inverse"} (no dist)
+    # replaces it whole, without inheriting its mass or level threshold
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"k0": rng.integers(0, 20, 300), "k1": rng.integers(0, 19, 300),
+                          "k2": rng.integers(0, 3, 300)}).astype(str)
+    keys = ["k0", "k1", "k2"]
+    levels = {k: [str(x) for x in range(L)] for k, L in zip(keys, (20, 19, 3), strict=True)}
+    default = LatentClassModel.from_frame(frame, keys, n_classes=4, levels=levels)
+    assert default.priors["phi"] == PHI_PRIOR_DEFAULT
+    assert [default.learns_mass(j) for j in range(3)] == [True, False, False]
+    inv = LatentClassModel.from_frame(frame, keys, n_classes=4, levels=levels,
+                                      priors={"phi": {"a": "inverse"}})
+    assert inv.priors["phi"] == {"dist": "Dirichlet", "a": "inverse"}
+    assert not inv.learns_phi_mass
+    np.testing.assert_allclose(inv.phi_concentration(0), np.full(20, 1 / 20))
+    # the default's key 0 is centred on its sample marginal, the others as the inverse's
+    m0 = np.bincount(frame.k0.astype(int), minlength=20)
+    np.testing.assert_allclose(default.phi_base(0), (m0 + 1 / 20) / (m0.sum() + 1))
+    for j in (1, 2):
+        np.testing.assert_array_equal(default.phi_concentration(j), inv.phi_concentration(j))
+    # a number per level replaces it whole too
+    assert LatentClassModel.from_frame(frame, keys, n_classes=4, priors={
+        "phi": {"a": 0.5}}).priors["phi"] == {"dist": "Dirichlet", "a": 0.5}
