@@ -53,6 +53,7 @@ from sdcbayes.models.latent_class import (
     CV_MIN_PART,
     CV_SPLITS,
     KAPPA_GRID,
+    PHI_PRIOR_DEFAULT,
     LatentClassModel,
     overdispersion_cv,
     prob_population_unique,
@@ -182,6 +183,10 @@ def main(argv=None) -> int:
                     help="cross-validations to compare, comma-separated; each a scale ratio "
                          "or ratios joined by + (mixed); the last is the one whose 90%% "
                          "interval is checked against the oracle")
+    ap.add_argument("--profile-prior", default="inverse", choices=["inverse", "learn"],
+                    help="the mixture's profile prior: 1/L_j per level (inverse, as the "
+                         "numbers quoted in README were measured) or the model's default "
+                         "PHI_PRIOR_DEFAULT (learn: learnt mass on keys of >= 20 levels)")
     ap.add_argument("--lattice", action="store_true",
                     help="also the matched kappa at fit sizes n/s and extrapolations s/t "
                          "(lattice_kappa), a second table of medians")
@@ -206,7 +211,8 @@ def main(argv=None) -> int:
                 model = LatentClassModel.from_frame(
                     sample, keys, levels=levels, n_classes=30,
                     structural_zeros=CONFIRMED_RULES.get(pop_name),
-                    priors={"phi": {"a": "inverse"}})
+                    priors={"phi": ({"a": "inverse"} if args.profile_prior == "inverse"
+                                    else dict(PHI_PRIOR_DEFAULT))})
                 idata = model.sample(draws=150, tune=100, chains=2, N=float(N), random_seed=r)
                 pi = idata.posterior["pi"].values.reshape(-1, idata.posterior["pi"].shape[-1])
                 lam, smean = (N - n) * pi, n * pi

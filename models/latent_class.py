@@ -1124,7 +1124,7 @@ class LatentClassModel(SuperpopulationModel):
         sample's alike. With ``min_levels=20`` (only Adult's age and native country
         learn) the Scotland results are the default's bit for bit and the Adult
         designs were measured over 150 replicates (README "Accuracy"). That is the
-        default since the synthetic census (country of birth: 151 levels with a Zipf
+        default since the synthetic census (country of birth: 150 levels with a Zipf
         tail) showed the inverse prior understating tau1 by 18% and 12% at 5% and 10%
         (4% and 1% with it); on the held-out EU-SILC it raises an overstatement.
         """

@@ -968,6 +968,115 @@ assert {q: tuple(round(v, 3) for v in x[:2]) for q, x in sl_mean.items()} == {
     "tau1": (0.016, 0.07), "tau2": (0.011, 0.038)}
 
 # %% [markdown]
+# ## The default since the synthetic census: the learnt profile mass
+#
+# The synthetic census of the foundation issue (`sdcbayes.datasets.simulate_population`,
+# 40,000 households, 91,923 persons; the demo's six keys: 10-year age group, sex,
+# marital status, education, country of birth, household size) had not been through
+# the harness. Its country of birth has 150 levels with a Zipf tail (p_j ∝ j^-1.2 among
+# the foreign-born), and under the 1/L_j profile prior a small class claims its
+# members' rare countries: the mixture understates tau1 by 12-40%. With the mass of
+# the keys of at least 20 levels learnt (here only the country) it comes within 4% at
+# 5% and 10%; the 1% design (910 persons) stays far off. Commands (about 25 min on
+# both cores):
+#
+# ```
+# python benchmarks/accuracy.py --populations synthetic --replicates 100 --csv closed_form_100_synthetic.csv
+# python benchmarks/accuracy.py --populations synthetic --kind stratified --replicates 100 --csv closed_form_100_stratified_synthetic.csv
+# python benchmarks/latent_class_accuracy.py --populations synthetic --replicates 50 --phi-a inverse --csv latent_class_50_synthetic_inverse.csv
+# python benchmarks/latent_class_accuracy.py --populations synthetic --replicates 50 --baselines "" --csv latent_class_50_synthetic.csv
+# (and the last two with --kind stratified: latent_class_50_stratified_synthetic{_inverse,}.csv)
+# ```
+#
+# No structural zeros are passed on the synthetic census (its rules, no married or
+# educated under-tens, were not confirmed for this run).
+
+# %%
+SYN = {"srs": ("closed_form_100_synthetic.csv.gz", "latent_class_50_synthetic_inverse.csv.gz",
+               "latent_class_50_synthetic.csv.gz"),
+       "stratified": ("closed_form_100_stratified_synthetic.csv.gz",
+                      "latent_class_50_stratified_synthetic_inverse.csv.gz",
+                      "latent_class_50_stratified_synthetic.csv.gz")}
+syn_tables, syn_goals = {}, {}
+for kind, (cf_file, inv_file, lc_file) in SYN.items():
+    cf, inv, lcd = (pd.read_csv(RESULTS / f) for f in (cf_file, inv_file, lc_file))
+    assert cf.groupby(["design", "method"]).replicate.nunique().min() >= 100
+    # the same 50 samples for both priors (and the baselines scored on them)
+    pair = (inv[inv.method == "latent-class"].merge(lcd, on=["design", "replicate", "quantity"]))
+    assert len(pair) == len(lcd) and np.allclose(pair.truth_x, pair.truth_y, equal_nan=True)
+    assert set(lcd.method) == {"latent-class"} and (pair.n_x == pair.n_y).all()
+    runs = pd.concat([inv.replace({"method": {"latent-class": "latent-class-inverse"}}), lcd],
+                     ignore_index=True)
+    # baselines over their own 100 replicates; the models over the 50 (the goal's RMSE
+    # comparison scores the baselines on the models' samples)
+    syn_tables[kind] = pd.concat([summarise(cf), summarise(runs[runs.method.str.startswith(
+        "latent-class")])], ignore_index=True)
+    syn_goals[kind] = goal_table(summarise(runs), "latent-class")
+    print(kind, "\n", syn_goals[kind].round(3).to_string(index=False), sep="")
+
+SYN_METHODS = {"benedetti-franconi": "Benedetti-Franconi",
+               "poisson-gamma": "Poisson-gamma plug-in", "loglinear-main": "log-linear main effects",
+               "loglinear-2way": "log-linear two-way", "latent-class-inverse": "latent class, 1/L_j",
+               "latent-class": "latent class (default)"}
+
+
+def syn_cell(table, method, kind):
+    """tau1 · tau2 bias in % at 1/5/10% ('n/a' where the method gives no estimate)."""
+    parts = []
+    for q in ("tau1", "tau2"):
+        vals = []
+        for frac in ("1%", "5%", "10%"):
+            row = table[(table.design == f"synthetic/{kind}/{frac}") & (table.method == method)
+                        & (table.quantity == q)]
+            vals.append(signed_pct(row.rel_bias.iloc[0]) if len(row) and np.isfinite(
+                row.rel_bias.iloc[0]) else "n/a")
+        parts.append("/".join(vals))
+    return " · ".join(parts)
+
+
+def syn_cover(table, method, kind):
+    out = []
+    for frac in ("1%", "5%", "10%"):
+        t = table[(table.design == f"synthetic/{kind}/{frac}") & (table.method == method)]
+        out.append("·".join(f"{t[t.quantity == q].coverage.iloc[0]:.2f}" for q in ("tau1", "tau2")))
+    return " / ".join(out)
+
+
+syn_rows = []
+for m, label in SYN_METHODS.items():
+    cells = [syn_cell(syn_tables[k], m, k) for k in ("srs", "stratified")]
+    cover = (" | " + " | ".join(syn_cover(syn_tables[k], m, k) for k in ("srs", "stratified"))
+             if m.startswith("latent") else " | – | –")
+    syn_rows.append(f"| {label} | " + " | ".join(cells) + cover + " |")
+print("\n".join(syn_rows))
+for line in syn_rows:
+    assert line in readme, f"README synthetic-census table differs from the stored results:\n{line}"
+sg = {k: g.set_index("design") for k, g in syn_goals.items()}
+# what the README states: the 1/L_j prior understates tau1 at every design (12-40%); the
+# learnt mass comes within 4% at 5% and 10% and meets the goal at 10% (SRS); at 1% both
+# are a third low and the main-effects log-linear plug-in has the lower RMSE
+syn_b = {k: t[t.quantity == "tau1"].set_index(["method", "design"]).rel_bias
+         for k, t in syn_tables.items()}
+assert [round(syn_b["srs"]["latent-class-inverse", f"synthetic/srs/{f}"], 3)
+        for f in ("1%", "5%", "10%")] == [-0.397, -0.184, -0.119]
+assert [round(syn_b["srs"]["latent-class", f"synthetic/srs/{f}"], 3)
+        for f in ("1%", "5%", "10%")] == [-0.334, -0.04, -0.007]
+assert [round(syn_b["stratified"]["latent-class", f"synthetic/stratified/{f}"], 3)
+        for f in ("1%", "5%", "10%")] == [-0.308, 0.01, 0.039]
+assert list(sg["srs"].index[sg["srs"].met]) == ["synthetic/srs/10%"]
+assert not sg["stratified"].met.any()
+for k in ("srs", "stratified"):
+    g = sg[k]
+    assert not g.tau1_rmse_ok.iloc[0] and g.tau1_rmse_ok.iloc[1:].all()  # 1%: log-linear
+assert [cov_pair(sg["srs"], f"synthetic/srs/{f}") for f in ("5%", "10%")] == [
+    (0.84, 0.74), (0.92, 0.88)]
+assert [cov_pair(sg["stratified"], f"synthetic/stratified/{f}") for f in ("5%", "10%")] == [
+    (0.98, 0.94), (0.62, 0.6)]
+_syn1 = pd.read_csv(RESULTS / SYN["srs"][2]).query("design == 'synthetic/srs/1%' and "
+                                                  "quantity == 'tau1'")
+assert round(_syn1.note.str.extract(r"kappa median ([\d.e+]+)")[0].astype(float).median(), 1) == 0.5
+
+# %% [markdown]
 # ## A held-out file: the synthetic EU-SILC
 #
 # Every choice above was made looking at the four key sets of Adult and Scotland.

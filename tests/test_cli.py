@@ -239,7 +239,7 @@ def test_latent_class_model_runs_from_the_cli(tmp_path):
     lo, hi = summary["tau1_interval"]
     assert lo <= summary["tau1"] <= hi
     assert (out / "posterior.nc").exists()
-    # the default profile prior learns the mass of the demo's 151-level country of birth
+    # the default profile prior learns the mass of the demo's country of birth (over 100 levels)
     from sdcbayes.models.latent_class import PHI_PRIOR_DEFAULT
 
     assert summary["provenance"]["priors"]["phi"] == PHI_PRIOR_DEFAULT
@@ -257,7 +257,7 @@ def test_profile_prior_inverse_restores_one_over_l_on_every_key(tmp_path):
         runs[prior] = json.loads(proc.stdout)
     assert runs["inverse"]["provenance"]["priors"]["phi"] == {"dist": "Dirichlet", "a": "inverse"}
     assert runs["learn"]["provenance"]["priors"]["phi"]["mass"] == "learn"
-    # 1/L on the country's 151 levels lets small classes claim their members' rare
+    # 1/L on the country's many levels lets small classes claim their members' rare
     # countries, so fewer sample uniques are population-unique than with the learnt mass
     assert runs["inverse"]["tau1"] < runs["learn"]["tau1"]
     proc = run_cli("assess", "--profile-prior", "uniform", "--out", str(tmp_path / "x"))
