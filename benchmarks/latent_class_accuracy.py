@@ -33,7 +33,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none]
         [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
-        [--cv-part-mass whole|learn]
+        [--cv-part-mass whole|learn] [--cv-focus all|population]
         [--overdispersion cv|none] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
@@ -211,6 +211,10 @@ def main(argv=None) -> int:
                     help="with --phi-a marginal:learn, the parts' profile masses in the "
                          "cross-validation: the whole sample's (default CV_PART_MASS) or "
                          "learnt by each part")
+    ap.add_argument("--cv-focus", default=None, choices=["all", "population"],
+                    help="part-uniques of the cross-validation: all alike (the default "
+                         "CV_FOCUS) or each weighted by its population uniqueness under the "
+                         "whole sample's fit")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,
@@ -245,6 +249,7 @@ def main(argv=None) -> int:
             overdispersion_predictive=args.cv_predictive,
             overdispersion_dispersion=args.cv_dispersion,
             overdispersion_part_mass=args.cv_part_mass,
+            overdispersion_focus=args.cv_focus,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
         )

@@ -15,7 +15,10 @@ discrete multivariate latent structure models with structural zeros":
     \alpha \sim \mathrm{Gamma}(a_\alpha, b_\alpha),
 
 over the full cross-classification of the keys (cell k has levels
-:math:`x_{k1}, \dots, x_{kJ}`). Sample counts :math:`f_k \sim \mathrm{Po}(n\pi_k)`
+:math:`x_{k1}, \dots, x_{kJ}`). By default :math:`a = 1/L_j` per level of key j,
+except on keys of at least 20 levels, whose profiles are centred on the key's sample
+marginal with a learnt mass (:data:`PHI_PRIOR_DEFAULT`,
+:meth:`LatentClassModel.phi_concentration`). Sample counts :math:`f_k \sim \mathrm{Po}(n\pi_k)`
 (equivalently multinomial given n), so the likelihood needs the *observed* cells
 only: :math:`\log L = \sum_{k: f_k > 0} f_k \log \pi_k`, evaluated once per
 distinct cell and weighted by :math:`f_k`, never per record.
@@ -1801,6 +1804,11 @@ KAPPA_PRIOR_LOG_UNIFORM = ("log-uniform", None)
 #: lets the prior matter; :func:`overdispersion_cv`, "Why the dispersion").
 KAPPA_PRIOR = KAPPA_PRIOR_HALF_CAUCHY
 
+#: Default weighting of the held-out count in :func:`overdispersion_cv`: every
+#: part-unique alike (``"all"``); ``"population"`` weighs each by its population
+#: uniqueness under the whole sample's fit (measured as an option, README "Accuracy").
+CV_FOCUS = "all"
+
 #: Default fit of each half in :func:`overdispersion_cv`: ``"em"`` (one penalised-EM
 #: point, as validated); ``"gibbs"`` (posterior draws) is the alternative measured in
 #: README, Accuracy.
@@ -1858,7 +1866,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                       predictive: str = CV_PREDICTIVE, ratios=CV_RATIOS,
                       max_ratio: float | None = None,
                       dispersion: str = CV_DISPERSION,
-                      part_mass: str = CV_PART_MASS) -> dict[str, Any]:
+                      part_mass: str = CV_PART_MASS,
+                      focus: str = CV_FOCUS) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -1987,6 +1996,17 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         towards the grid's top, and the parts' extra smoothing would read as
         clumping), or each part learns its own. Ignored otherwise.
 
+    focus : {"all", "population"}
+        Which part-uniques the held-out count weighs: all alike (default
+        :data:`CV_FOCUS`), or each by :math:`w_k = e^{-\lambda_k}`, its probability
+        of being population-unique under the whole sample's EM fit with Poisson cells
+        (:math:`\lambda_k = n\sum_g \pi_{kg}(\bar w_g - 1)`, needs ``max_ratio`` =
+        N/n), so that kappa is learnt where tau1 is decided: on the synthetic census
+        at 1% the part-uniques of native-born persons (common cells, w near 0) read
+        strong clumping that the foreign-born ones, which carry tau1, do not show.
+        T, the predictions and V are then the weighted sums (V with :math:`w_k^2`).
+        Measured as an option (README, "Accuracy").
+
     Returns
     -------
     dict
@@ -2027,16 +2047,28 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         raise InputError(f"dispersion must be 'binomial' or 'parts'; got {dispersion!r}")
     if part_mass not in ("whole", "learn"):
         raise InputError(f"part_mass must be 'whole' or 'learn'; got {part_mass!r}")
+    if focus not in ("all", "population"):
+        raise InputError(f"focus must be 'all' or 'population'; got {focus!r}")
+    if focus == "population" and max_ratio is None:
+        raise InputError("focus='population' weighs the part-uniques by their population "
+                         "uniqueness, which needs the population size: pass max_ratio = N/n")
     part_priors = model.priors
-    whole_mass = None
+    whole_mass = whole_fit = None
     if model.learns_phi_mass and part_mass == "whole":
         # the parts are smoothed with the whole sample's masses (type-II EM estimates):
         # learnt on n/r records, a key's mass runs to the grid's top (every small class
         # looks like the marginal), and the parts' extra smoothing would be read as
         # clumping that the whole-sample fit does not have
-        whole_mass = [float(x) for x in
-                      model.fit_em(n_restarts=em_restarts, random_seed=rng)["phi_mass"]]
+        whole_fit = model.fit_em(n_restarts=em_restarts, random_seed=rng)
+        whole_mass = [float(x) for x in whole_fit["phi_mass"]]
         part_priors = {**model.priors, "phi": {**model.priors["phi"], "mass": whole_mass}}
+    cell_w = np.ones(C)
+    if focus == "population":
+        if whole_fit is None:
+            whole_fit = model.fit_em(n_restarts=em_restarts, random_seed=rng)
+        pi_g = model.key_cell_probabilities(whole_fit["w"], whole_fit["phi"], by_class=True)
+        pi_g = np.asarray(pi_g).reshape(C, -1)
+        cell_w = np.exp(-model.n * pi_g @ model.excess_rates(float(max_ratio) * model.n))
     prior_mass = kappa_prior(grid, prior)
     pred_pois, var = [], []
     # per partition: observed counts, predictions over the grid and Bernoulli variances
@@ -2073,15 +2105,25 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                     em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
                     pi = part_model.key_cell_probabilities(
                         em["w"], em["phi"], model.key_codes[unique_a])[None, :]
-                t_a = int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
-                observed += t_a
                 lam, sm = (n - part.size) * pi, part.size * pi
-                # P_k(kappa) averaged over the draws (one draw for EM), summed over A-uniques
-                part_p.append(np.array([prob_population_unique(lam, k, sm).sum(axis=1).mean()
-                                        for k in grid]))
-                p_pois = prob_population_unique(lam).mean(axis=0)
-                part_v.append(float((p_pois * (1.0 - p_pois)).sum()))
-                part_pois.append(float(p_pois.sum()))
+                if focus == "all":
+                    t_a = int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
+                    # P_k(kappa) averaged over the draws (one draw for EM), summed over
+                    # the A-uniques
+                    part_p.append(np.array([
+                        prob_population_unique(lam, k, sm).sum(axis=1).mean() for k in grid]))
+                    p_pois = prob_population_unique(lam).mean(axis=0)
+                    part_v.append(float((p_pois * (1.0 - p_pois)).sum()))
+                    part_pois.append(float(p_pois.sum()))
+                else:  # each A-unique weighted by its population uniqueness
+                    wa = cell_w[unique_a]
+                    t_a = float(wa @ (f[unique_a] == 1))
+                    part_p.append(np.array([
+                        (prob_population_unique(lam, k, sm) @ wa).mean() for k in grid]))
+                    p_pois = prob_population_unique(lam).mean(axis=0)
+                    part_v.append(float((wa**2 * p_pois * (1.0 - p_pois)).sum()))
+                    part_pois.append(float(p_pois @ wa))
+                observed += t_a
                 part_t.append(t_a)
             fits.append((np.array(part_t), np.array(part_p), np.array(part_v)))
             pred_pois.append(sum(part_pois))
@@ -2106,7 +2148,10 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     weights = np.zeros(grid.size)
     for t, pj, v in fits:
         # summed part by part in Python, as the stored benchmark results were
-        loglik = -((int(t.sum()) - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), 1.0))
+        # (the floor of 1 on V keeps a near-empty count from sharpening the likelihood; with
+        # focus="population" T and V are weighted sums and the floor is their total weight's)
+        v_floor = 1.0 if focus == "all" else min(1.0, max(float(v.sum()), 1e-9))
+        loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), v_floor))
         w = np.exp(loglik - loglik.max()) * prior_mass
         weights += w / w.sum() / len(fits)
     cdf = np.cumsum(weights)
@@ -2124,6 +2169,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "prior": f"{prior[0]}" + ("" if prior[1] is None else f"({prior[1]:g})"),
         "predictive": predictive,
         "dispersion": phi,
+        **({} if focus == "all" else {"focus": focus}),
         **({} if whole_mass is None else {"part_phi_mass": whole_mass}),
     }
 
@@ -2196,7 +2242,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         overdispersion_splits: int | None = None,
                         overdispersion_prior=None, overdispersion_predictive=None,
                         overdispersion_ratios=None, overdispersion_dispersion=None,
-                        overdispersion_part_mass=None, weights: bool = True):
+                        overdispersion_part_mass=None, overdispersion_focus=None,
+                        weights: bool = True):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
@@ -2207,7 +2254,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     ``overdispersion_prior``, ``overdispersion_predictive``,
     ``overdispersion_dispersion``, defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`,
     :data:`CV_DISPERSION`; with a learnt profile mass, the parts' masses
-    ``overdispersion_part_mass``, default :data:`CV_PART_MASS`).
+    ``overdispersion_part_mass``, default :data:`CV_PART_MASS`; the weighting of the
+    held-out count ``overdispersion_focus``, default :data:`CV_FOCUS`).
 
     ``weights=True`` (default): unequal sampling weights (stratified designs) enter
     the model as the records' weight class (:func:`weight_classes`, module
@@ -2252,7 +2300,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                 dispersion=(CV_DISPERSION if overdispersion_dispersion is None
                             else overdispersion_dispersion),
                 part_mass=(CV_PART_MASS if overdispersion_part_mass is None
-                           else overdispersion_part_mass))
+                           else overdispersion_part_mass),
+                focus=CV_FOCUS if overdispersion_focus is None else overdispersion_focus)
         idata = model.sample(draws=draws, tune=tune, chains=chains, thin=thin, N=float(N),
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od)

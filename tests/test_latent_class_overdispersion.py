@@ -430,3 +430,30 @@ def test_progress_line_redraws_on_a_terminal_only(monkeypatch):
         else:  # the start and the end, a line each
             assert "\r" not in out and out.splitlines()[0].endswith("0/30 sweeps, 1 s")
             assert len(out.splitlines()) == 2 and out.endswith("30/30 sweeps, 2 s\n")
+
+
+def test_population_focus_weighs_part_uniques_by_their_population_uniqueness():
+    # focus="population" weighs each part-unique by exp(-lambda_k) under the whole
+    # sample's EM fit. With a learnt profile mass that fit is made either way, so both
+    # calls draw the same partitions: at N = n (max_ratio 1, no unsampled records) every
+    # weight is 1 and the result is the unweighted one; the larger N, the smaller the
+    # weights and the weighted count of part-uniques that stay unique.
+    base = _simulated_cells(0.3, 2, n=2000)
+    model = LatentClassModel(base.codes, base.counts, base.n_levels, n_classes=base.H,
+                             priors={"phi": {"a": "marginal", "mass": "learn"}})
+    kw = dict(random_seed=6, em_restarts=1)
+    plain = overdispersion_cv(model, max_ratio=1.0, **kw)
+    ones = overdispersion_cv(model, max_ratio=1.0, focus="population", **kw)
+    assert ones["focus"] == "population" and "focus" not in plain
+    assert ones["observed"] == pytest.approx(plain["observed"])
+    assert ones["predicted_poisson"] == pytest.approx(plain["predicted_poisson"])
+    np.testing.assert_allclose(ones["weights"], plain["weights"], atol=1e-12)
+    wide = {r: overdispersion_cv(model, max_ratio=r, focus="population", **kw)
+            for r in (10.0, 100.0)}
+    unweighted = overdispersion_cv(model, max_ratio=10.0, **kw)
+    assert wide[100.0]["observed"] < wide[10.0]["observed"] < unweighted["observed"]
+    assert wide[10.0]["ratios"] == wide[100.0]["ratios"] == [4, 8]
+    with pytest.raises(InputError, match="population size"):
+        overdispersion_cv(model, focus="population", **kw)
+    with pytest.raises(InputError, match="focus"):
+        overdispersion_cv(model, max_ratio=10.0, focus="rare", **kw)
