@@ -1022,20 +1022,6 @@ SYN_METHODS = {"benedetti-franconi": "Benedetti-Franconi",
                "latent-class": "latent class (default)"}
 
 
-def syn_cell(table, method, kind):
-    """tau1 · tau2 bias in % at 1/5/10% ('n/a' where the method gives no estimate)."""
-    parts = []
-    for q in ("tau1", "tau2"):
-        vals = []
-        for frac in ("1%", "5%", "10%"):
-            row = table[(table.design == f"synthetic/{kind}/{frac}") & (table.method == method)
-                        & (table.quantity == q)]
-            vals.append(signed_pct(row.rel_bias.iloc[0]) if len(row) and np.isfinite(
-                row.rel_bias.iloc[0]) else "n/a")
-        parts.append("/".join(vals))
-    return " · ".join(parts)
-
-
 def syn_cover(table, method, kind):
     out = []
     for frac in ("1%", "5%", "10%"):
@@ -1046,7 +1032,7 @@ def syn_cover(table, method, kind):
 
 syn_rows = []
 for m, label in SYN_METHODS.items():
-    cells = [syn_cell(syn_tables[k], m, k) for k in ("srs", "stratified")]
+    cells = [bias_cell(m, "synthetic", table=syn_tables[k], kind=k) for k in ("srs", "stratified")]
     cover = (" | " + " | ".join(syn_cover(syn_tables[k], m, k) for k in ("srs", "stratified"))
              if m.startswith("latent") else " | – | –")
     syn_rows.append(f"| {label} | " + " | ".join(cells) + cover + " |")
@@ -1129,7 +1115,7 @@ for line in d_rows:
 # 1/L_j prior), exactly those consistent with 90%; bias and RMSE parts everywhere; the owned
 # misses: Adult 9 keys at 1% (too narrow) and 5% (too wide), tau2 on Adult 6 keys and
 # Scotland 13 keys at 10%
-for kind, (tab, goal, (met, bias, rmse, cover), consistent, owned, means) in d_pooled.items():
+for kind, (_, goal, (met, bias, rmse, cover), consistent, owned, _) in d_pooled.items():
     assert (met, bias, rmse, cover) == (8, 12, 12, 8), kind
     assert set(goal.design[goal.met]) == set(consistent), kind
     assert owned == {f"adult9/{kind}/1%", f"adult9/{kind}/5%", f"adult6/{kind}/10%",
