@@ -2149,8 +2149,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     for t, pj, v in fits:
         # summed part by part in Python, as the stored benchmark results were
         # (the floor of 1 on V keeps a near-empty count from sharpening the likelihood; with
-        # focus="population" T and V are weighted sums and the floor is their total weight's)
-        v_floor = 1.0 if focus == "all" else min(1.0, max(float(v.sum()), 1e-9))
+        # focus="population" V is a sum of squared weights, on another scale: no floor)
+        v_floor = 1.0 if focus == "all" else 1e-9
         loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), v_floor))
         w = np.exp(loglik - loglik.max()) * prior_mass
         weights += w / w.sum() / len(fits)
