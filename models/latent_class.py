@@ -860,6 +860,35 @@ class LatentClassModel(SuperpopulationModel):
             if self.structural_zeros.n_rectangles == 0:
                 self.structural_zeros = None
         self._set_key_cells(class_weights, key_index)
+        self.record_clusters: tuple[np.ndarray, np.ndarray] | None = None
+
+    def set_record_clusters(self, rows, clusters) -> None:
+        """Declare the records' clusters (households of a household sample).
+
+        :func:`overdispersion_cv` then cuts the sample into parts of whole clusters, as
+        the sample itself was drawn: a sample unique's household mates are all in the
+        sample, so they can never be its population twins, and parts that split
+        households would read the twins among mates as clumping.
+
+        Parameters
+        ----------
+        rows : array_like of int, shape (n,)
+            The model row (cell, or (cell, weight class) pair) of each record; row k
+            must occur ``counts[k]`` times.
+        clusters : array_like, shape (n,)
+            Cluster id of each record (any hashable values).
+        """
+        rows = np.asarray(rows).reshape(-1)
+        clusters = np.asarray(clusters).reshape(-1)
+        K = self.counts.size
+        if (rows.shape != clusters.shape or not np.issubdtype(rows.dtype, np.integer)
+                or rows.size == 0 or rows.min() < 0 or rows.max() >= K
+                or not np.array_equal(np.bincount(rows, minlength=K), self.counts)):
+            raise InputError(
+                f"rows must give the model row (0 .. {K - 1}) of each of the {int(self.n)} "
+                "records, each row as often as its count, and clusters one id per record")
+        self.record_clusters = (rows.astype(np.intp),
+                                pd.factorize(clusters)[0].astype(np.intp))
 
     def _set_key_cells(self, class_weights, key_index) -> None:
         """Set the key cells the risk refers to.
@@ -1046,19 +1075,29 @@ class LatentClassModel(SuperpopulationModel):
         codes, counts = np.column_stack(cols), cells.f_exact
         classes = None
         if weights and getattr(md, "weights", None) is not None:
-            kept = np.asarray(md.record_cell) >= 0
-            classes = weight_classes(np.asarray(md.weights, dtype=float)[kept])
-        if classes is None:
-            return cls(codes, counts, [len(v) for v in lvls], keys=list(md.keys), levels=lvls,
-                       structural_zeros=sz, **kwargs)
-        index, cw, labels = classes
+            classes = weight_classes(
+                np.asarray(md.weights, dtype=float)[np.asarray(md.record_cell) >= 0])
+        hh = getattr(md, "household_index", None)
+        kept = np.asarray(md.record_cell) >= 0
         rc = np.asarray(md.record_cell)[kept]
-        G = cw.size
-        pair, n_pair = np.unique(rc * G + index, return_counts=True)
-        cell, g = pair // G, pair % G
-        return cls(np.column_stack([codes[cell], g]), n_pair, [len(v) for v in lvls] + [G],
-                   keys=list(md.keys) + [WEIGHT_CLASS_KEY], levels=lvls + [labels],
-                   structural_zeros=sz, class_weights=cw, key_index=cell, **kwargs)
+        if classes is None:
+            model = cls(codes, counts, [len(v) for v in lvls], keys=list(md.keys),
+                        levels=lvls, structural_zeros=sz, **kwargs)
+            rows = rc
+        else:
+            index, cw, labels = classes
+            G = cw.size
+            pair, rows, n_pair = np.unique(rc * G + index, return_inverse=True,
+                                           return_counts=True)
+            cell, g = pair // G, pair % G
+            model = cls(np.column_stack([codes[cell], g]), n_pair,
+                        [len(v) for v in lvls] + [G], keys=list(md.keys) + [WEIGHT_CLASS_KEY],
+                        levels=lvls + [labels], structural_zeros=sz, class_weights=cw,
+                        key_index=cell, **kwargs)
+        if hh is not None:
+            # a household sample: the cross-validation's parts keep households whole
+            model.set_record_clusters(np.asarray(rows).reshape(-1), np.asarray(hh)[kept])
+        return model
 
     def _check_priors(self):
         a = self.priors["alpha"]
@@ -1867,7 +1906,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                       max_ratio: float | None = None,
                       dispersion: str = CV_DISPERSION,
                       part_mass: str = CV_PART_MASS,
-                      focus: str = CV_FOCUS) -> dict[str, Any]:
+                      focus: str = CV_FOCUS, by_cluster: bool = True) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -1996,6 +2035,11 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         towards the grid's top, and the parts' extra smoothing would read as
         clumping), or each part learns its own. Ignored otherwise.
 
+    by_cluster : bool
+        When the model knows its records' clusters (:meth:`LatentClassModel.set_record_clusters`;
+        :meth:`LatentClassModel.from_microdata` with a household column), cut the sample
+        into parts of whole clusters, in random order, each part ending at the first
+        cluster boundary past its share of the records (default True); False cuts records.
     focus : {"all", "population"}
         Which part-uniques the held-out count weighs: all alike (default
         :data:`CV_FOCUS`), or each by :math:`w_k = e^{-\lambda_k}`, its probability
@@ -2034,7 +2078,12 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     K = rows_f.size
     f = np.rint(model.key_counts).astype(np.int64)
     C = f.size
-    cell_of_record = np.repeat(np.arange(K), rows_f)
+    clustered = by_cluster and model.record_clusters is not None
+    if clustered:
+        cell_of_record, cluster_of_record = model.record_clusters
+        cluster_size = np.bincount(cluster_of_record)
+    else:
+        cell_of_record = np.repeat(np.arange(K), rows_f)
     n = cell_of_record.size
     if n < 4:
         raise InputError(f"overdispersion='cv' needs at least 4 records; got {n}")
@@ -2076,8 +2125,20 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     fits = []
     for ratio in use:
         for _ in range(int(n_splits)):
-            perm = rng.permutation(n)
-            bounds = [i * n // ratio for i in range(ratio + 1)]  # ratio 2: the halves
+            if not clustered:
+                perm = rng.permutation(n)
+                bounds = [i * n // ratio for i in range(ratio + 1)]  # ratio 2: the halves
+            else:
+                # whole clusters in random order; part i ends at the first cluster boundary
+                # at or past i n / r records
+                order = rng.permutation(cluster_size.size)
+                rank = np.empty_like(order)
+                rank[order] = np.arange(order.size)
+                perm = np.argsort(rank[cluster_of_record], kind="stable")
+                ends = np.cumsum(cluster_size[order])
+                cut = [int(ends[min(np.searchsorted(ends, i * n / ratio), ends.size - 1)])
+                       for i in range(1, ratio)]
+                bounds = sorted(set([0, *cut, n]))
             observed = 0
             part_t, part_p, part_v, part_pois = [], [], [], []
             for a, b in itertools.pairwise(bounds):
@@ -2170,6 +2231,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "predictive": predictive,
         "dispersion": phi,
         **({} if focus == "all" else {"focus": focus}),
+        **({"clusters": int(cluster_size.size)} if clustered else {}),
         **({} if whole_mass is None else {"part_phi_mass": whole_mass}),
     }
 

@@ -103,7 +103,9 @@ def cli() -> None:
     "latent-class model as weight classes (the strata of a stratified design), extrapolated "
     "to the population class by class.",
 )
-@click.option("--household", help="Household id column: adds household (hierarchical) risk.")
+@click.option("--household", help="Household id column: adds household (hierarchical) risk; "
+              "the latent-class model's cross-validation then keeps households whole (the "
+              "sample is taken to be a household sample).")
 @click.option("--strata", help="Stratum column (kept in the cell table per stratum).")
 @click.option(
     "--model",

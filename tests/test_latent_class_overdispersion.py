@@ -457,3 +457,71 @@ def test_population_focus_weighs_part_uniques_by_their_population_uniqueness():
         overdispersion_cv(model, focus="population", **kw)
     with pytest.raises(InputError, match="focus"):
         overdispersion_cv(model, max_ratio=10.0, focus="rare", **kw)
+
+
+def _household_sample(seed, n_hh=1000, J=5, L=10, H=3, copy=0.5):
+    """Households of two from a 3-class mixture; the second member is a copy of the
+    first with probability ``copy`` (twins within households, none across them)."""
+    rng = np.random.default_rng(seed)
+    w = rng.dirichlet(np.full(H, 2.0))
+    phi = [rng.dirichlet(np.full(L, 0.5), size=H) for _ in range(J)]
+
+    def draw(m):
+        h = rng.choice(H, size=m, p=w)
+        u = rng.random((m, J))
+        return np.column_stack([(np.cumsum(phi[j][h], axis=1) < u[:, [j]]).sum(axis=1)
+                                for j in range(J)])
+
+    first, second = draw(n_hh), draw(n_hh)
+    cp = rng.random(n_hh) < copy
+    second[cp] = first[cp]
+    rec = np.minimum(np.vstack([first, second]), L - 1)
+    cells, rows, counts = np.unique(rec, axis=0, return_inverse=True, return_counts=True)
+    model = LatentClassModel(cells, counts, [L] * J, n_classes=10)
+    return model, rows.reshape(-1), np.tile(np.arange(n_hh), 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_household_parts_do_not_read_twins_among_mates_as_clumping(seed):
+    # a household sample: a sample unique's mates are all in the sample, so twins among
+    # mates are never population twins. Parts that split households read them as strong
+    # clumping; parts of whole households see none (kappa towards Poisson).
+    model, rows, hh = _household_sample(seed)
+    model.set_record_clusters(rows, hh)
+    whole = overdispersion_cv(model, random_seed=1, max_ratio=50.0)
+    split = overdispersion_cv(model, random_seed=1, max_ratio=50.0, by_cluster=False)
+    assert whole["clusters"] == 1000 and "clusters" not in split
+    assert whole["kappa_median"] > 30 and split["kappa_median"] < 1
+
+
+def test_singleton_clusters_cut_the_sample_as_records_do():
+    # one record per cluster, numbered in record order: the same random order of the
+    # records, the same parts (n divisible by 8), the same result
+    model = _simulated_cells(0.5, 4, n=2000)
+    rows = np.repeat(np.arange(model.counts.size), model.counts.astype(int))
+    plain = overdispersion_cv(model, random_seed=3)
+    model.set_record_clusters(rows, np.arange(rows.size))
+    single = overdispersion_cv(model, random_seed=3)
+    np.testing.assert_allclose(single["weights"], plain["weights"], rtol=1e-12, atol=1e-15)
+    assert single["predicted_poisson"] == pytest.approx(plain["predicted_poisson"], rel=1e-12)
+    with pytest.raises(InputError, match="model row"):
+        model.set_record_clusters(rows[1:], np.arange(rows.size - 1))
+
+
+def test_from_microdata_keeps_households_for_the_cross_validation():
+    from sdcbayes.datasets.demo import load_demo
+    from sdcbayes.microdata import Microdata
+
+    d = load_demo()
+    md = Microdata(d.sample, keys=list(d.keys), weight=d.weight, household=d.household)
+    model = LatentClassModel.from_microdata(md)  # the demo's weights: weight classes too
+    rows, clusters = model.record_clusters
+    assert model.class_weights is not None
+    assert np.array_equal(np.bincount(rows, minlength=model.counts.size), model.counts)
+    assert np.unique(clusters).size == d.sample[d.household].nunique()
+    # each record's row is its own cell and weight class
+    cell = np.asarray(md.record_cell)
+    assert np.array_equal(model.key_index[rows], cell[cell >= 0])
+    no_hh = LatentClassModel.from_microdata(
+        Microdata(d.sample, keys=list(d.keys), weight=d.weight))
+    assert no_hh.record_clusters is None
