@@ -49,7 +49,9 @@
 # previous default, stored as latent_class_50_binomial_loguniform.csv.gz)
 # ```
 #
-# (the last two also score the baselines on the same 50 samples). The goal of
+# (the last two also score the baselines on the same 50 samples). Every latent-class run
+# stored before the section "The default since the synthetic census" used the 1/L_j profile
+# prior, the default then: add `--phi-a inverse` to reproduce them. The goal of
 # issue 7 -- |relative bias| <= 10% for tau1 and tau2 (or an absolute bias <= 2
 # where the true tau1 is below 20), 90% coverage in [85%, 95%], and a lower
 # relative RMSE than every baseline -- is checked design by design at the end.
