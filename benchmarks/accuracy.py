@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     parser.add_argument("--fractions", default="0.01,0.05,0.1")
     parser.add_argument("--methods", default=",".join(BASELINES))
     parser.add_argument("--replicates", type=int, default=100)
-    parser.add_argument("--kind", default="srs", choices=["srs", "stratified"])
+    parser.add_argument("--kind", default="srs", choices=["srs", "stratified", "household"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--csv", default=None, help="write the per-replicate results here")

@@ -162,9 +162,11 @@ def main(argv=None) -> int:
                          "eusilc-distinct, eusilc-multi: the held-out third file, not among "
                          "the 12 designs of the goal)")
     ap.add_argument("--fractions", default="0.01,0.05,0.1")
-    ap.add_argument("--kind", default="srs", choices=["srs", "stratified"],
+    ap.add_argument("--kind", default="srs", choices=["srs", "stratified", "household"],
                     help="simple random samples, or stratified ones with n_h proportional to "
-                         "sqrt(N_h) (unequal weights; strata of sdcbayes.validation.POPULATIONS)")
+                         "sqrt(N_h) (unequal weights; strata of sdcbayes.validation.POPULATIONS), "
+                         "or whole households (populations with households: synthetic, eusilc*; "
+                         "the cross-validation then keeps households whole)")
     ap.add_argument("--weights", default="classes", choices=["classes", "ignore"],
                     help="unequal weights (stratified designs) as a weight-class design "
                          "variable of the mixture (default), or ignored (one rate N/n)")

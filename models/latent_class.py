@@ -2349,6 +2349,14 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
         model = LatentClassModel.from_frame(frame, keys, levels=levels, n_classes=n_classes,
                                             structural_zeros=sz, priors=priors,
                                             weights=sample[weight] if weights else None)
+        # record -> cell (cells are the sorted unique rows of the coded keys)
+        rec = np.column_stack([pd.Categorical(frame[k], categories=model.levels[j]).codes
+                               for j, k in enumerate(keys)])
+        _, cell_of = np.unique(rec, axis=0, return_inverse=True)
+        cell_of = cell_of.reshape(-1)
+        clustered = "__household__" in sample.columns and model.class_weights is None
+        if clustered:  # a household design (sdcbayes.validation.HOUSEHOLD_COLUMN)
+            model.set_record_clusters(cell_of, sample["__household__"].to_numpy())
         od = overdispersion
         splits = CV_SPLITS if overdispersion_splits is None else int(overdispersion_splits)
         if od == "cv":  # seeded here, as the stored results were
@@ -2383,11 +2391,6 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
         er_pred = (f / (f + simulate_excess(lam, rng, kappa, smean, f=f[None, :]))).sum(axis=1)
         summ = posterior_tau_summary(idata, prob)
         lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
-        # record -> cell (cells are the sorted unique rows of the coded keys)
-        rec = np.column_stack([pd.Categorical(frame[k], categories=model.levels[j]).codes
-                               for j, k in enumerate(keys)])
-        _, cell_of = np.unique(rec, axis=0, return_inverse=True)
-        cell_of = cell_of.reshape(-1)
         p_unique = np.where(su, prob_population_unique(lam, kappa, smean).mean(axis=0), 0.0)
         excess = lam[:, su].mean(axis=0)
         return Estimate(
@@ -2402,6 +2405,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                   + (f"kappa median {np.median(kappa):.3g}; " if kappa is not None else "")
                   + (f"cv dispersion {od['dispersion']:.3g}; "
                      if isinstance(od, dict) and od.get("dispersion", 1.0) != 1.0 else "")
+                  + ("cv by household; " if clustered and isinstance(od, dict) else "")
                   + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),
         )
 

@@ -11,9 +11,9 @@ the disclosure-risk targets of ``DESIGN.md`` (Notation) are known exactly:
   (:mod:`sdcbayes.risk.dis`),
 
 and, per sample-unique record, whether it is a population unique. :func:`run_design`
-draws seeded samples (simple random, or stratified with unequal weights), runs every
-method on each and records estimate, truth, interval and time in a tidy table;
-:func:`summarise` reduces it to relative bias, relative RMSE, 90% interval coverage
+draws seeded samples (simple random, stratified with unequal weights, or whole
+households), runs every method on each and records estimate, truth, interval and time
+in a tidy table; :func:`summarise` reduces it to relative bias, relative RMSE, 90% interval coverage
 and width, Brier score and AUC (record-level calibration and ranking of
 P(F_k = 1 | f_k = 1) among sample uniques) and run time.
 
@@ -56,6 +56,8 @@ __all__ = [
     "COVERAGE_LEVEL",
     "DATA_ENV",
     "DESIGN_KINDS",
+    "HOUSEHOLDS",
+    "HOUSEHOLD_COLUMN",
     "POPULATIONS",
     "QUANTITIES",
     "Design",
@@ -85,7 +87,10 @@ __all__ = [
 DATA_ENV = "SDCBAYES_SHARED_DATA"
 
 #: Sampling designs of :class:`Design`.
-DESIGN_KINDS = ("srs", "stratified")
+DESIGN_KINDS = ("srs", "stratified", "household")
+
+#: Column of a household design's samples holding each record's household code.
+HOUSEHOLD_COLUMN = "__household__"
 
 #: File-level targets, in table order.
 QUANTITIES = ("tau1", "tau2", "expected_reidentifications", "theta")
@@ -116,6 +121,10 @@ POPULATIONS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "synthetic": ("synthetic", tuple(DEMO_KEYS), "region"),
 }
 
+#: Household id column of the populations that have households (household designs).
+HOUSEHOLDS = {"synthetic": "household_id", "eusilc": "db030", "eusilc-distinct": "db030",
+              "eusilc-multi": "db030"}
+
 SYNTHETIC_HOUSEHOLDS = 40_000
 SYNTHETIC_SEED = 20140801
 
@@ -141,12 +150,15 @@ class Population:
     keys : tuple of str
     strata : str or None
         Column used by stratified designs.
+    household : str or None
+        Household id column, used by household (cluster) designs.
     """
 
     name: str
     frame: pd.DataFrame
     keys: tuple[str, ...]
     strata: str | None = None
+    household: str | None = None
 
     @property
     def N(self) -> int:
@@ -315,7 +327,9 @@ def load_population(
                   "eusilc": _read_eusilc, "eusilc-distinct": _read_eusilc_distinct,
                   "eusilc-multi": _read_eusilc_multi}[source]
         frame = reader(str(folder.resolve()))
-    return Population(name=name, frame=frame, keys=tuple(keys), strata=strata)
+    hh = HOUSEHOLDS.get(name)
+    return Population(name=name, frame=frame, keys=tuple(keys), strata=strata,
+                      household=hh if hh in frame.columns else None)
 
 
 # --------------------------------------------------------------------------------------
@@ -333,10 +347,13 @@ class Design:
         A name for :func:`load_population`, or a loaded population.
     fraction : float
         Overall sampling fraction n / N in (0, 1).
-    kind : {"srs", "stratified"}
+    kind : {"srs", "stratified", "household"}
         Simple random sampling without replacement (weights N/n), or stratified
         SRS with n_h proportional to sqrt(N_h) (small strata over-sampled, unequal
-        weights N_h/n_h), the allocation of :func:`sdcbayes.datasets.draw_sample`.
+        weights N_h/n_h), the allocation of :func:`sdcbayes.datasets.draw_sample`;
+        or a household (cluster) sample: ``fraction`` of the households by simple
+        random sampling, every member taken, weights H/m (populations with a
+        household column, :data:`HOUSEHOLDS`).
     replicates : int
         Number of samples.
     seed : int
@@ -587,6 +604,16 @@ def truth_of_sample(pop_cell: np.ndarray, pop_counts: np.ndarray, index: np.ndar
     )
 
 
+def _draw_households(rng: np.random.Generator, household: np.ndarray, fraction: float):
+    """Rows (sorted) and weights of a simple random sample of whole households."""
+    H = int(household.max()) + 1
+    m = max(1, round(fraction * H))
+    chosen = np.zeros(H, dtype=bool)
+    chosen[rng.choice(H, size=m, replace=False)] = True
+    index = np.flatnonzero(chosen[household])
+    return index, np.full(index.size, H / m)
+
+
 def _draw(rng: np.random.Generator, stratum: np.ndarray | None, fraction: float, N: int):
     """Sample rows (sorted) and their weights: SRS, or stratified with n_h ∝ sqrt(N_h)."""
     if stratum is None:
@@ -699,6 +726,13 @@ def run_design(
         if strata not in frame.columns:
             raise InputError(f"strata column {strata!r} is not in population {pop.name!r}.")
         stratum = pd.factorize(frame[strata], sort=True)[0].astype(np.int64)
+    household = None
+    if design.kind == "household":
+        if pop.household is None:
+            raise InputError(f"population {pop.name!r} has no household column, so it has no "
+                             f"household design; use kind='srs' or 'stratified', or one of "
+                             f"{sorted(HOUSEHOLDS)}.")
+        household = pd.factorize(frame[pop.household], sort=True)[0].astype(np.int64)
     pop_cell, pop_counts = _population_cells(frame, keys)
     columns = list(dict.fromkeys(keys + ([strata] if stratum is not None else [])))
     weight = "__weight__"
@@ -708,9 +742,14 @@ def run_design(
     rows = []
     for r in range(int(design.replicates)):
         rng = np.random.default_rng([int(design.seed), r])
-        index, w = _draw(rng, stratum, float(design.fraction), N)
+        if household is None:
+            index, w = _draw(rng, stratum, float(design.fraction), N)
+        else:
+            index, w = _draw_households(rng, household, float(design.fraction))
         sample = frame.iloc[index][columns].reset_index(drop=True)
         sample[weight] = w
+        if household is not None:  # methods that model clusters read it (HOUSEHOLD_COLUMN)
+            sample[HOUSEHOLD_COLUMN] = household[index]
         truth = truth_of_sample(pop_cell, pop_counts, index)
         su = truth.record_fk == 1
         is_pu = truth.record_Fk[su] == 1

@@ -525,3 +525,18 @@ def test_from_microdata_keeps_households_for_the_cross_validation():
     no_hh = LatentClassModel.from_microdata(
         Microdata(d.sample, keys=list(d.keys), weight=d.weight))
     assert no_hh.record_clusters is None
+
+
+def test_household_designs_of_the_harness_cut_household_parts():
+    from sdcbayes.datasets import DEMO_KEYS, simulate_population
+    from sdcbayes.models.latent_class import latent_class_method
+    from sdcbayes.validation import Design, Population, run_design
+
+    pop = Population(name="tiny", frame=simulate_population(n_households=3000, seed=5),
+                     keys=tuple(DEMO_KEYS), household="household_id")
+    lc = latent_class_method(n_classes=8, draws=20, tune=20, chains=1, overdispersion="cv",
+                             em_restarts=1, structural_zeros=None)
+    notes = {kind: run_design(Design(pop, 0.2, kind=kind, replicates=1), {"lc": lc})
+             .query("quantity == 'tau1'").note.iloc[0] for kind in ("household", "srs")}
+    assert "cv by household" in notes["household"]
+    assert "cv by household" not in notes["srs"]

@@ -21,6 +21,7 @@ from sdcbayes.datasets import DEMO_KEYS, draw_sample, simulate_population
 from sdcbayes.exceptions import InputError, ModelError
 from sdcbayes.validation import (
     DATA_ENV,
+    HOUSEHOLD_COLUMN,
     Design,
     Estimate,
     Population,
@@ -146,6 +147,36 @@ def test_stratified_draw_allocation_and_weights(population):
     res = run_design(Design(population, 0.05, kind="stratified", replicates=2),
                      ["benedetti-franconi"])
     assert res["design"].iloc[0] == "tiny/stratified/5%"
+
+
+def test_household_design_takes_whole_households(population):
+    # a simple random sample of households, every member taken, weights H/m; the truth is
+    # the population's as for any design, and methods see each record's household
+    pop = Population(name="tiny", frame=population.frame, keys=population.keys,
+                     strata="region", household="household_id")
+    seen = []
+
+    def spy(sample, keys, weight, N):
+        seen.append(sample.copy())
+        return Estimate(tau1=1.0)
+
+    res = run_design(Design(pop, 0.1, kind="household", replicates=2), {"spy": spy})
+    assert res["design"].iloc[0] == "tiny/household/10%"
+    frame = population.frame
+    H = frame["household_id"].nunique()
+    size = frame.groupby("household_id").size()
+    for sample in seen:
+        hh = sample[HOUSEHOLD_COLUMN]
+        codes = np.sort(frame["household_id"].unique())[np.sort(hh.unique())]
+        assert hh.nunique() == round(0.1 * H)
+        # whole households: each sampled household with all its members
+        np.testing.assert_array_equal(sample.groupby(HOUSEHOLD_COLUMN).size().to_numpy(),
+                                      size.loc[codes].to_numpy())
+        np.testing.assert_allclose(sample["__weight__"], H / round(0.1 * H))
+    assert res[res.quantity == "tau1"].truth.notna().all()
+    with pytest.raises(InputError, match="no household column"):
+        run_design(Design(population, 0.1, kind="household", replicates=1), {"spy": spy})
+    assert load_population("synthetic", n_households=300).household == "household_id"
 
 
 def test_failing_method_is_recorded_not_raised(population):
