@@ -39,7 +39,7 @@ from sdcbayes.models.latent_class import (
     overdispersion_cv,
     prob_population_unique,
 )
-from sdcbayes.validation import _draw, _population_cells, truth_of_sample
+from sdcbayes.validation import _draw, _draw_households, _population_cells, truth_of_sample
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from latent_class_accuracy import CONFIRMED_RULES, populations_with_codebook  # noqa: E402
@@ -47,18 +47,34 @@ from latent_class_accuracy import CONFIRMED_RULES, populations_with_codebook  # 
 LAMBDA_BANDS = [0, 0.3, 1, 2, 4, 8, 16, np.inf]
 
 
-def sample_unique_table(pop_name, pop, levels, fraction, replicates, seed=0):
-    """One row per sample unique of each replicate: predicted and true uniqueness."""
+def sample_unique_table(pop_name, pop, levels, fraction, replicates, seed=0, kind="srs"):
+    """One row per sample unique of each replicate: predicted and true uniqueness.
+
+    ``kind="household"``: whole households (the harness's household design, the samples
+    of ``run_design``), the cross-validation's parts keeping households whole.
+    """
     frame = pop.frame
     keys = list(pop.keys)
     N = len(frame)
     pop_cell, pop_counts = _population_cells(frame, keys)
+    household = None
+    if kind == "household":
+        if pop.household is None:
+            raise SystemExit(f"population {pop_name} has no households")
+        household = pd.factorize(frame[pop.household], sort=True)[0].astype(np.int64)
     rows = []
     for r in range(replicates):
-        index, _ = _draw(np.random.default_rng([seed, r]), None, fraction, N)
+        rng = np.random.default_rng([seed, r])
+        index = (_draw(rng, None, fraction, N) if household is None
+                 else _draw_households(rng, household, fraction))[0]
         sample = frame.iloc[index][keys].astype(str).reset_index(drop=True)
         model = LatentClassModel.from_frame(sample, keys, levels=levels, n_classes=30,
                                             structural_zeros=CONFIRMED_RULES.get(pop_name))
+        if household is not None:
+            rec0 = np.column_stack([pd.Categorical(sample[k], categories=levels[k]).codes
+                                    for k in keys])
+            model.set_record_clusters(np.unique(rec0, axis=0, return_inverse=True)[1].reshape(-1),
+                                      household[index])
         od = overdispersion_cv(model, random_seed=seed, em_restarts=2, max_ratio=N / model.n)
         idata = model.sample(draws=150, tune=100, chains=2, N=float(N), random_seed=seed,
                              store="all", em_restarts=3, overdispersion=od)
@@ -115,16 +131,21 @@ def main(argv=None) -> int:
     ap.add_argument("--by", default="lambda",
                     help="groupings separated by ';': 'lambda', a key name, or 'key:c1,c2' "
                          "to cut a numeric key at c1, c2, ...")
+    ap.add_argument("--kind", default="srs", choices=["srs", "household"],
+                    help="simple random samples of persons, or of whole households")
     ap.add_argument("--csv", default=None, help="write the per-sample-unique table here")
     args = ap.parse_args(argv)
     found = list(populations_with_codebook(args.population))
     if not found:
         return 1
     name, pop, levels = found[0]
-    table = sample_unique_table(name, pop, levels, args.fraction, args.replicates, args.seed)
+    table = sample_unique_table(name, pop, levels, args.fraction, args.replicates, args.seed,
+                                args.kind)
     if args.csv:
         table.to_csv(args.csv, index=False)
-    print(f"{name}, simple random samples of {100 * args.fraction:g}%, {args.replicates} "
+    what = "persons" if args.kind == "srs" else "households"
+    print(f"{name}, simple random samples of {100 * args.fraction:g}% of the {what}, "
+          f"{args.replicates} "
           f"replicates (seed {args.seed}); sums over the sample uniques of all replicates")
     with pd.option_context("display.width", 200):
         for by in args.by.split(";"):

@@ -5,7 +5,13 @@ import pandas as pd
 import pytest
 from benchtools import load_benchmark
 
-from sdcbayes.validation import Population, _draw, _population_cells, truth_of_sample
+from sdcbayes.validation import (
+    Population,
+    _draw,
+    _draw_households,
+    _population_cells,
+    truth_of_sample,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +60,28 @@ def test_sample_unique_table_matches_the_harness_truth(ubg):
     assert table.pred_unique.between(0, 1).all()
     assert (table.pred_inverse >= table.pred_unique - 1e-12).all()  # E(1/F) >= P(F = 1)
     assert (table["lambda"] > 0).all()
+
+
+def test_household_samples_take_whole_households_and_score_the_same_truth(ubg):
+    rng = np.random.default_rng(8)
+    n_hh = 1200
+    size = rng.integers(1, 4, n_hh)
+    hh = np.repeat(np.arange(n_hh), size)
+    frame = pd.DataFrame({
+        "a": rng.choice(list("abcdef"), hh.size, p=[0.4, 0.2, 0.15, 0.1, 0.1, 0.05]),
+        "b": rng.choice(list("xyz"), hh.size),
+        "c": rng.integers(0, 25, hh.size).astype(str),
+        "hid": hh,
+    })
+    pop = Population(name="toy", frame=frame, keys=("a", "b", "c"), household="hid")
+    levels = {k: sorted(frame[k].unique()) for k in pop.keys}
+    table = ubg.sample_unique_table("toy", pop, levels, 0.1, replicates=1, seed=3,
+                                    kind="household")
+    index, _ = _draw_households(np.random.default_rng([3, 0]), hh, 0.1)
+    assert np.unique(hh[index]).size == round(0.1 * n_hh)
+    assert np.array_equal(np.bincount(hh[index], minlength=n_hh)[np.unique(hh[index])],
+                          size[np.unique(hh[index])])  # whole households
+    truth = truth_of_sample(*_population_cells(frame, list(pop.keys)), index)
+    assert len(table) == (truth.record_fk == 1).sum()
+    assert table.true_unique.sum() == truth.tau1
+    assert table.pred_unique.between(0, 1).all()
