@@ -1163,6 +1163,9 @@ assert {k: [round(p[5][q][0], 4) for q in ("tau1", "tau2")] for k, p in d_pooled
     "srs": [0.0165, 0.0057], "stratified": [0.0161, 0.011]}
 assert {k: round(p[5]["tau1"][1], 3) for k, p in d_pooled.items()} == {
     "srs": 0.073, "stratified": 0.07}
+# the largest |bias| of tau1 and tau2 (README, "In brief": within 5% and 7%)
+assert max(d_pooled["srs"][5][q][2] for q in ("tau1", "tau2")) < 0.05
+assert max(d_pooled["stratified"][5][q][2] for q in ("tau1", "tau2")) < 0.071
 assert [tuple(d_goal[k].loc[f"adult9/{k}/5%", ["tau1_coverage", "tau2_coverage"]])
         for k in d_goal] == [(0.955, 0.965), (0.99, 0.995)]
 assert [round(d_goal[k].at[f"adult9/{k}/1%", "tau1_bias"], 3) for k in d_goal] == [0.044, 0.07]
