@@ -68,13 +68,10 @@ def sample_unique_table(pop_name, pop, levels, fraction, replicates, seed=0, kin
         index = (_draw(rng, None, fraction, N) if household is None
                  else _draw_households(rng, household, fraction))[0]
         sample = frame.iloc[index][keys].astype(str).reset_index(drop=True)
-        model = LatentClassModel.from_frame(sample, keys, levels=levels, n_classes=30,
-                                            structural_zeros=CONFIRMED_RULES.get(pop_name))
-        if household is not None:
-            rec0 = np.column_stack([pd.Categorical(sample[k], categories=levels[k]).codes
-                                    for k in keys])
-            model.set_record_clusters(np.unique(rec0, axis=0, return_inverse=True)[1].reshape(-1),
-                                      household[index])
+        model = LatentClassModel.from_frame(
+            sample, keys, levels=levels, n_classes=30,
+            structural_zeros=CONFIRMED_RULES.get(pop_name),
+            clusters=None if household is None else household[index])
         od = overdispersion_cv(model, random_seed=seed, em_restarts=2, max_ratio=N / model.n)
         idata = model.sample(draws=150, tune=100, chains=2, N=float(N), random_seed=seed,
                              store="all", em_restarts=3, overdispersion=od)

@@ -967,7 +967,7 @@ class LatentClassModel(SuperpopulationModel):
     # ---------------------------------------------------------------- construction
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, keys: Sequence[str], *, levels=None, weights=None,
-                   **kwargs):
+                   clusters=None, **kwargs):
         """Build the model from records: code the keys and count distinct cells.
 
         ``levels`` (optional, a mapping key -> all levels of the key, e.g. from the
@@ -975,7 +975,9 @@ class LatentClassModel(SuperpopulationModel):
         by default the observed levels, sorted, are used. ``weights`` (a column
         name or one value per record): unequal sampling weights add the records'
         weight class as a design variable (:func:`weight_classes`; module
-        docstring, "Unequal weights"); equal weights change nothing.
+        docstring, "Unequal weights"); equal weights change nothing. ``clusters`` (a
+        column name or one id per record): the records' households in a household
+        sample, for the cross-validation (:meth:`set_record_clusters`).
         """
         missing = [k for k in keys if k not in frame.columns]
         if missing:
@@ -1013,8 +1015,16 @@ class LatentClassModel(SuperpopulationModel):
             keys = list(keys) + [WEIGHT_CLASS_KEY]
             kwargs["class_weights"] = cw
         rec = np.column_stack(cols)
-        cells, counts = np.unique(rec, axis=0, return_counts=True)
-        return cls(cells, counts, [len(v) for v in lvls], keys=list(keys), levels=lvls, **kwargs)
+        cells, rows, counts = np.unique(rec, axis=0, return_inverse=True, return_counts=True)
+        model = cls(cells, counts, [len(v) for v in lvls], keys=list(keys), levels=lvls,
+                    **kwargs)
+        if clusters is not None:
+            if isinstance(clusters, str):
+                if clusters not in frame.columns:
+                    raise InputError(f"cluster column {clusters!r} is not a column of the data")
+                clusters = frame[clusters]
+            model.set_record_clusters(rows.reshape(-1), np.asarray(clusters).reshape(-1))
+        return model
 
     @classmethod
     def from_microdata(cls, md, *, structural_zeros=None, weights: bool = True,
@@ -2344,19 +2354,16 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
         if isinstance(sz, str) and sz == "auto":
             cands = detect_structural_zeros(sample, keys)
             sz = list(cands.loc[cands.kind == "implication", "rule"]) or None
+        from sdcbayes.validation import HOUSEHOLD_COLUMN
+
         frame = sample[list(keys)].astype(str)
-        # unequal weights (a stratified design) enter as the records' weight class
-        model = LatentClassModel.from_frame(frame, keys, levels=levels, n_classes=n_classes,
-                                            structural_zeros=sz, priors=priors,
-                                            weights=sample[weight] if weights else None)
-        # record -> cell (cells are the sorted unique rows of the coded keys)
-        rec = np.column_stack([pd.Categorical(frame[k], categories=model.levels[j]).codes
-                               for j, k in enumerate(keys)])
-        _, cell_of = np.unique(rec, axis=0, return_inverse=True)
-        cell_of = cell_of.reshape(-1)
-        clustered = "__household__" in sample.columns and model.class_weights is None
-        if clustered:  # a household design (sdcbayes.validation.HOUSEHOLD_COLUMN)
-            model.set_record_clusters(cell_of, sample["__household__"].to_numpy())
+        # unequal weights (a stratified design) enter as the records' weight class; a
+        # household design's households keep the cross-validation's parts whole
+        model = LatentClassModel.from_frame(
+            frame, keys, levels=levels, n_classes=n_classes, structural_zeros=sz,
+            priors=priors, weights=sample[weight] if weights else None,
+            clusters=sample[HOUSEHOLD_COLUMN] if HOUSEHOLD_COLUMN in sample.columns else None)
+        clustered = model.record_clusters is not None
         od = overdispersion
         splits = CV_SPLITS if overdispersion_splits is None else int(overdispersion_splits)
         if od == "cv":  # seeded here, as the stored results were
@@ -2391,6 +2398,11 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
         er_pred = (f / (f + simulate_excess(lam, rng, kappa, smean, f=f[None, :]))).sum(axis=1)
         summ = posterior_tau_summary(idata, prob)
         lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
+        # record -> cell (cells are the sorted unique rows of the coded keys)
+        rec = np.column_stack([pd.Categorical(frame[k], categories=model.levels[j]).codes
+                               for j, k in enumerate(keys)])
+        _, cell_of = np.unique(rec, axis=0, return_inverse=True)
+        cell_of = cell_of.reshape(-1)
         p_unique = np.where(su, prob_population_unique(lam, kappa, smean).mean(axis=0), 0.0)
         excess = lam[:, su].mean(axis=0)
         return Estimate(

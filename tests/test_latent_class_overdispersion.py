@@ -525,6 +525,16 @@ def test_from_microdata_keeps_households_for_the_cross_validation():
     no_hh = LatentClassModel.from_microdata(
         Microdata(d.sample, keys=list(d.keys), weight=d.weight))
     assert no_hh.record_clusters is None
+    # from records: the same rows (cell and weight class) and households
+    frame = d.sample[list(d.keys)].astype(str)
+    rec = LatentClassModel.from_frame(frame.assign(hid=d.sample[d.household]), list(d.keys),
+                                      weights=d.sample[d.weight], clusters="hid")
+    r_rows, r_clusters = rec.record_clusters
+    assert rec.class_weights is not None
+    assert np.array_equal(np.bincount(r_rows, minlength=rec.counts.size), rec.counts)
+    assert np.unique(r_clusters).size == np.unique(clusters).size
+    with pytest.raises(InputError, match="cluster column"):
+        LatentClassModel.from_frame(frame, list(d.keys), clusters="hid")
 
 
 def test_household_designs_of_the_harness_cut_household_parts():
