@@ -36,6 +36,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--cv-part-mass whole|learn] [--cv-focus all|population]
         [--overdispersion cv|none] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
+        [--cluster-correction none|cv]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
 """
@@ -217,6 +218,9 @@ def main(argv=None) -> int:
                     help="part-uniques of the cross-validation: all alike (the default "
                          "CV_FOCUS) or each weighted by its population uniqueness under the "
                          "whole sample's fit")
+    ap.add_argument("--cluster-correction", default="none", choices=["cv", "none"],
+                    help="household designs: multiply the sample uniques' rates by "
+                         "cluster_rate_correction's factors (mates' influence removed), or not")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--summarise", nargs="*", default=None,
@@ -252,6 +256,7 @@ def main(argv=None) -> int:
             overdispersion_dispersion=args.cv_dispersion,
             overdispersion_part_mass=args.cv_part_mass,
             overdispersion_focus=args.cv_focus,
+            cluster_correction=None if args.cluster_correction == "none" else "cv",
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
         )

@@ -550,3 +550,116 @@ def test_household_designs_of_the_harness_cut_household_parts():
              .query("quantity == 'tau1'").note.iloc[0] for kind in ("household", "srs")}
     assert "cv by household" in notes["household"]
     assert "cv by household" not in notes["srs"]
+
+
+def _households_of_three(seed, shared, n_hh=600, L_hh=40, L_p=6):
+    """Households of three: two sparse "household" keys (Zipf over 40 levels) drawn once
+    per household and shared by its members (``shared``) or drawn per person with the
+    same margins, and two person keys of 6 levels drawn per person."""
+    rng = np.random.default_rng(seed)
+    zipf = 1.0 / np.arange(1, L_hh + 1) ** 1.2
+    zipf /= zipf.sum()
+    m = 3 * n_hh
+    hk = (np.repeat(rng.choice(L_hh, size=(n_hh, 2), p=zipf), 3, axis=0) if shared
+          else rng.choice(L_hh, size=(m, 2), p=zipf))
+    rec = np.column_stack([hk, rng.integers(0, L_p, size=(m, 2))])
+    cells, rows, counts = np.unique(rec, axis=0, return_inverse=True, return_counts=True)
+    model = LatentClassModel(cells, counts, [L_hh, L_hh, L_p, L_p], n_classes=10)
+    model.set_record_clusters(rows.reshape(-1), np.repeat(np.arange(n_hh), 3))
+    return model
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cluster_correction_sees_mates_who_share_a_uniques_keys(seed):
+    # mates sharing the household keys make the mixture fitted with them give a sample
+    # unique a larger rate than the fit without its household: factor well below 1
+    # (about 0.77 here); members whose keys are independent of each other: about 1
+    from sdcbayes.models.latent_class import cluster_rate_correction
+
+    shared = _households_of_three(seed, True)
+    alone = _households_of_three(seed, False)
+    cs = cluster_rate_correction(shared, random_seed=seed, sizes=(2, 3))
+    ca = cluster_rate_correction(alone, random_seed=seed, sizes=(2, 3))
+    assert cs["by_size"][3] < 0.85
+    assert 0.93 < ca["by_size"][3] < 1.07
+    # no household of two: fewer than 5 uniques keep the factor below (1)
+    assert cs["uniques_by_size"][2] == 0 and cs["by_size"][2] == 1.0
+    su = shared.key_counts == 1
+    assert cs["uniques_by_size"][3] == su.sum()
+    np.testing.assert_array_equal(cs["factor"][su], cs["by_size"][3])
+    np.testing.assert_array_equal(cs["factor"][~su], 1.0)
+
+
+def test_cluster_correction_checks_its_input():
+    from sdcbayes.models.latent_class import cluster_rate_correction
+
+    model = _households_of_three(0, True, n_hh=100)
+    for bad in ({"sizes": (1, 2)}, {"sizes": (3, 2)}, {"folds": 1}):
+        with pytest.raises(InputError):
+            cluster_rate_correction(model, **bad)
+    plain = LatentClassModel(model.codes, model.counts, model.n_levels, n_classes=4)
+    with pytest.raises(InputError, match="clusters"):
+        cluster_rate_correction(plain)
+    with pytest.raises(InputError, match="clusters"):
+        plain.sample(draws=5, tune=5, chains=1, N=1e4, cluster_correction="cv")
+
+
+def test_sample_multiplies_the_uniques_rates_by_the_cluster_factors():
+    import json
+
+    model = _households_of_three(2, True, n_hh=200)
+    kw = dict(draws=15, tune=10, chains=1, N=2e4, random_seed=4, store="all", em_restarts=1)
+    plain = model.sample(**kw)
+    C = model.key_codes.shape[0]
+    factor = np.where(model.key_counts == 1, 0.5, 1.0)
+    half = model.sample(**kw, cluster_correction={"factor": factor, "by_size": {3: 0.5}})
+    # the same chains up to the first stored draw (after it the predictive draws of F
+    # take as many random numbers as the rates need): pi and lam of the uniques halved,
+    # the others' unchanged
+    for v in ("pi", "lam"):
+        np.testing.assert_allclose(half.posterior[v].values[:, 0],
+                                   plain.posterior[v].values[:, 0] * factor, rtol=1e-12)
+    assert json.loads(half.attrs["cluster_correction"])["by_size"] == {"3": 0.5}
+    # smaller rates: more population uniques
+    assert float(half.posterior["tau1_expected"].mean()) > float(
+        plain.posterior["tau1_expected"].mean())
+    cv = model.sample(**kw, cluster_correction="cv")
+    assert "by_size" in json.loads(cv.attrs["cluster_correction"])
+    np.testing.assert_array_equal(cv.posterior["w"].values[:, 0], plain.posterior["w"].values[:, 0])
+    with pytest.raises(InputError, match="factor"):
+        model.sample(**kw, cluster_correction={"factor": np.ones(C + 1)})
+    with pytest.raises(InputError, match="cluster_correction"):
+        model.sample(**kw, cluster_correction="households")
+
+
+def test_household_designs_and_assess_pass_the_cluster_correction():
+    import warnings
+
+    from sdcbayes.datasets import DEMO_KEYS, simulate_population
+    from sdcbayes.microdata import Microdata
+    from sdcbayes.models.latent_class import latent_class_method
+    from sdcbayes.risk.posterior_assess import assess_posterior
+    from sdcbayes.validation import Design, Population, run_design
+
+    frame = simulate_population(n_households=3000, seed=5)
+    pop = Population(name="tiny", frame=frame, keys=tuple(DEMO_KEYS), household="household_id")
+    lc = latent_class_method(n_classes=8, draws=20, tune=20, chains=1, overdispersion=None,
+                             em_restarts=1, structural_zeros=None, cluster_correction="cv")
+    notes = {kind: run_design(Design(pop, 0.2, kind=kind, replicates=1), {"lc": lc})
+             .query("quantity == 'tau1'").note.iloc[0] for kind in ("household", "srs")}
+    assert "cluster factors" in notes["household"]
+    assert "cluster factors" not in notes["srs"]  # no households: nothing to correct
+    # the Python route: an option of the latent-class sampler, reported in the summary
+    hh = frame.household_id.drop_duplicates().sample(frac=0.2, random_state=1)
+    sample = frame[frame.household_id.isin(hh)]
+    md = Microdata(sample, keys=list(DEMO_KEYS), household="household_id",
+                   sampling_fraction=0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few draws
+        res = assess_posterior(md, model="latent-class", draws=20, tune=20, chains=1,
+                               random_seed=1, em_restarts=1, n_classes=8,
+                               overdispersion=None, cluster_correction="cv")
+    cc = res.summary["cluster_correction"]
+    assert set(cc["factor_by_size"]) == {"2", "3", "4"}
+    assert all(0 < v <= 2 for v in cc["factor_by_size"].values())
+    assert res.provenance["settings"]["cluster_correction"] == "cv"
