@@ -980,7 +980,10 @@ def assess_posterior(
         ``thin``, ``init``, ``em_restarts``, ``overdispersion`` of
         :meth:`LatentClassModel.sample` (default ``"cv"``, the cross-validated gamma
         overdispersion that ``sdcbayes assess`` uses and README "Accuracy" validates;
-        ``None`` for Poisson cells) and
+        ``None`` for Poisson cells), ``cluster_correction`` (``"cv"`` with a household
+        column: the household mates' share of the sample uniques' rates removed,
+        :func:`~sdcbayes.models.latent_class.cluster_rate_correction`; measured and
+        not the default, README "Household samples") and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
         warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).
 
@@ -1047,7 +1050,8 @@ def assess_posterior(
     )
 
 
-_LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion")
+_LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
+                                "cluster_correction")
 
 
 def _assess_latent_class(
@@ -1121,6 +1125,16 @@ def _assess_latent_class(
             "cv_ratios": od.get("ratios"),
             # the held-out count's variance factor (1: Bernoulli alone)
             "cv_dispersion": od.get("dispersion"),
+        }
+    if "cluster_correction" in idata.attrs:
+        import json
+
+        # the household mates' share of the sample uniques' rates, per household size
+        cc = json.loads(idata.attrs["cluster_correction"])
+        result.summary["cluster_correction"] = {
+            "factor_by_size": {str(k): float(v) for k, v in cc["by_size"].items()},
+            "uniques_by_size": {str(k): int(v) for k, v in cc["uniques_by_size"].items()},
+            "folds": cc.get("folds"),
         }
     # provenance stamps: save_posterior (posterior.nc) needs sdcbayes_version and model
     stamp_posterior(

@@ -159,6 +159,17 @@ def cli() -> None:
     "before; it understates the risk on keys with many rare levels, README, Accuracy).",
 )
 @click.option(
+    "--cluster-correction",
+    type=click.Choice(["none", "cv"]),
+    default="none",
+    show_default=True,
+    help="latent-class, household samples (needs --household): cv removes the household "
+    "mates' share of each sample unique's rate, measured by fitting the mixture without the "
+    "unique's household and without the unique alone. It fits populations whose households "
+    "are independent of each other and overstates the risk where similar households cluster "
+    "(README, Household samples); none: the members count as independent records.",
+)
+@click.option(
     "--draws", type=int, default=None,
     help="Posterior models: draws kept per chain [default: 500 for latent-class, 1000 "
     "for the NUTS models].",
@@ -273,6 +284,7 @@ def assess(
     structural_zeros: str = "none",
     overdispersion: str = "cv",
     profile_prior: str = "learn",
+    cluster_correction: str = "none",
     strict: bool = False,
     target_accept: float = 0.9,
 ) -> None:
@@ -315,6 +327,10 @@ def assess(
         data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json
     )
     weight, household, strata = roles["weight"], roles["household"], roles["strata"]
+    if cluster_correction != "none" and (model != "latent-class" or household is None):
+        raise InputError(
+            "--cluster-correction cv corrects the latent-class model for household mates: it "
+            "needs --model latent-class and --household (the household id column)")
 
     md_kwargs: dict[str, Any] = dict(
         keys=key_list,
@@ -358,7 +374,9 @@ def assess(
                 {"n_classes": classes, "structural_zeros": _zeros(structural_zeros),
                  "overdispersion": None if overdispersion == "none" else overdispersion,
                  **({"priors": {"phi": {"a": "inverse"}}} if profile_prior == "inverse"
-                    else {})}
+                    else {}),
+                 **({"cluster_correction": cluster_correction}
+                    if cluster_correction != "none" else {})}
                 if model == "latent-class" else {}
             ),
             target_accept=target_accept,
@@ -469,14 +487,24 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         lo, hi = od["kappa_interval"]
         rows.append(("cell overdispersion kappa (inf: none)",
                      f"{k(od['kappa_median'])}  [{k(lo)}, {k(hi)}]"))
+    cc = s.get("cluster_correction")
+    if cc:
+        sizes = list(cc["factor_by_size"])
+        rows.append((f"household mates' rate factor (sizes {'/'.join(sizes)}+)",
+                     " / ".join(f"{v:.3g}" for v in cc["factor_by_size"].values())))
     diag = s.get("diagnostics")
     if diag:
+        def num(key, fmt, missing):
+            # None where a diagnostic cannot be computed (r_hat of one chain)
+            v = diag.get(key)
+            return missing if v is None else format(v, fmt)
+
         rows.append(
             (
                 "diagnostics",
-                f"max r_hat {diag.get('max_r_hat', float('nan')):.3f}, "
-                f"min ESS {diag.get('min_ess_bulk', float('nan')):.0f}, "
-                f"divergences {diag.get('divergences') if diag.get('divergences') is not None else 'n/a (Gibbs)'}",
+                f"max r_hat {num('max_r_hat', '.3f', 'n/a (one chain)')}, "
+                f"min ESS {num('min_ess_bulk', '.0f', 'n/a')}, "
+                f"divergences {num('divergences', '', 'n/a (Gibbs)')}",
             )
         )
     echo_table(rows)

@@ -271,3 +271,24 @@ def test_fit_method_must_suit_the_model(tmp_path):
     proc = run_cli("assess", "--model", "poisson-gamma", "--fit-method", "gibbs",
                    "--out", str(tmp_path / "x"))
     assert_one_line_error(proc, "nuts")
+
+
+def test_cluster_correction_needs_households_and_reports_its_factors(small_csv, tmp_path):
+    path, _ = small_csv
+    # without a household column (or with another model) there is nothing to correct:
+    # one line, exit 2, before any work
+    for extra in ([], ["--household", "hid", "--model", "closed-form"]):
+        proc = run_cli("assess", str(path), "--keys", "age,sex,region", "--weight", "w",
+                       "--cluster-correction", "cv", *extra, "--out", str(tmp_path / "x"))
+        assert_one_line_error(proc, "--household")
+        assert not (tmp_path / "x").exists()
+    out = tmp_path / "cc"
+    proc = run_cli("assess", str(path), "--keys", "age,sex,region", "--weight", "w",
+                   "--household", "hid", "--cluster-correction", "cv", "--draws", "20",
+                   "--tune", "20", "--chains", "1", "--seed", "1", "--classes", "5",
+                   "--overdispersion", "none", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "household mates' rate factor (sizes 2/3/4+)" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["cluster_correction"]["factor_by_size"]) == {"2", "3", "4"}
+    assert summary["provenance"]["settings"]["cluster_correction"] == "cv"
