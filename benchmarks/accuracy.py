@@ -16,7 +16,7 @@ Usage:
     python benchmarks/accuracy.py [--populations adult6,adult9,scotland7,scotland13]
         [--fractions 0.01,0.05,0.1] [--methods benedetti-franconi,poisson-gamma,...]
         [--replicates 100] [--kind srs|stratified] [--seed 0] [--csv results.csv]
-        [--calibration]
+        [--calibration] [--calibration-html cal.html]
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--csv", default=None, help="write the per-replicate results here")
     parser.add_argument("--calibration", action="store_true", help="print calibration bins")
+    parser.add_argument("--calibration-html", default=None,
+                        help="write calibration plots (one per design) and the expected "
+                             "calibration error to this HTML page")
     args = parser.parse_args(argv)
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -116,10 +119,16 @@ def main(argv=None) -> int:
     if args.csv:
         all_results.to_csv(args.csv, index=False)
     print(format_table(summarise(all_results)))
+    cal = pd.concat(calib, ignore_index=True)
     if args.calibration:
-        cal = pd.concat(calib, ignore_index=True)
         print()
         print(cal.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if args.calibration_html:
+        from pathlib import Path
+
+        from sdcbayes.report import calibration_report
+
+        Path(args.calibration_html).write_text(calibration_report(cal), encoding="utf-8")
     return 0
 
 

@@ -36,7 +36,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--cv-part-mass whole|learn] [--cv-focus all|population]
         [--overdispersion cv|none] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
-        [--cluster-correction none|cv]
+        [--cluster-correction none|cv] [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
 """
@@ -54,6 +54,7 @@ from sdcbayes.validation import (
     BASELINES,
     Design,
     SkipDesign,
+    calibration_table,
     goal_table,
     load_population,
     run_design,
@@ -223,6 +224,12 @@ def main(argv=None) -> int:
                          "cluster_rate_correction's factors (mates' influence removed), or not")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
+    ap.add_argument("--calibration-csv", default=None,
+                    help="write the binned calibration of P(F=1|f=1) of every design and method "
+                         "(sdcbayes.validation.calibration_table) to this file")
+    ap.add_argument("--calibration-html", default=None,
+                    help="write calibration plots (one per design) and the expected "
+                         "calibration error to this HTML page")
     ap.add_argument("--summarise", nargs="*", default=None,
                     help="only print the tables of these result CSVs (from --csv)")
     args = ap.parse_args(argv)
@@ -240,7 +247,7 @@ def main(argv=None) -> int:
                      **({"min_levels": int(lmin[0])} if lmin else {})}
     else:
         phi_prior = {"a": float(args.phi_a)}
-    results = []
+    results, calib = [], []
     for pop_name, pop, levels in populations_with_codebook(args.populations):
         sz = {"confirmed": CONFIRMED_RULES.get(pop_name), "auto": "auto", "none": None}[args.rules]
         lc = latent_class_method(
@@ -268,6 +275,7 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             res = run_design(design, methods)
             results.append(res)
+            calib.append(calibration_table(res))
             s = summarise(res)
             lcrow = s[(s.method == "latent-class")].set_index("quantity")
             parts = []
@@ -281,9 +289,18 @@ def main(argv=None) -> int:
                   + "; ".join(parts) + f"; {lcrow.at['tau1', 'time_s']:.1f} s/fit", flush=True)
             if args.csv:
                 pd.concat(results, ignore_index=True).to_csv(args.csv, index=False)
+            if args.calibration_csv:
+                pd.concat(calib, ignore_index=True).to_csv(args.calibration_csv, index=False)
     if not results:
         return 1
     _report(pd.concat(results, ignore_index=True))
+    if args.calibration_html:
+        from pathlib import Path
+
+        from sdcbayes.report import calibration_report
+
+        Path(args.calibration_html).write_text(
+            calibration_report(pd.concat(calib, ignore_index=True)), encoding="utf-8")
     return 0
 
 

@@ -881,3 +881,41 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     )
     return render("Comparing models and priors: risk, fit and decisions", sections,
                   s.get("provenance"))
+
+
+def calibration_report(calibration, title: str = "Calibration of P(F = 1 | f = 1)",
+                       provenance: Mapping | None = None) -> str:
+    """A calibration plot (reliability diagram) per design, as a self-contained page.
+
+    ``calibration``: the binned table of :func:`sdcbayes.validation.calibration_table`
+    (several designs concatenated). Each design's plot shows, per method, the observed
+    share of population uniques against the mean predicted P(F = 1 | f = 1) in every
+    non-empty bin, beside the diagonal of perfect calibration; a table gives
+    :func:`sdcbayes.validation.calibration_error` (ECE) per design and method.
+    Methods without record-level predictions have no bins and no line.
+    """
+    from sdcbayes.validation import calibration_error
+
+    err = calibration_error(calibration)
+    sections = [(
+        "Expected calibration error",
+        "<p>Sample-unique records pooled over the replicates; ECE is the records' mean "
+        "distance from the diagonal (binned), max gap that of the worst bin holding at "
+        "least 1% of them.</p>"
+        + table([(r.design, r.method, f"{r.records:,}", fmt(r.mean_predicted, 3),
+                  fmt(r.observed, 3), fmt(r.ece, 3), fmt(r.max_gap, 3))
+                 for r in err.itertuples()],
+                header=("design", "method", "records", "mean predicted", "observed share",
+                        "ECE", "max gap")),
+    )]
+    for design, g in calibration.groupby("design", sort=False):
+        series = {"perfect calibration": (np.array([0.0, 1.0]), np.array([0.0, 1.0]))}
+        for method, m in g.groupby("method", sort=False):
+            m = m[m["n"] > 0]
+            if len(m):
+                series[method] = (m["mean_predicted"].to_numpy(float),
+                                  m["observed"].to_numpy(float))
+        sections.append((str(design), svg_lines(
+            series, title=str(design), xlabel="mean predicted P(F=1|f=1) in the bin",
+            ylabel="share population-unique", xlim=(0.0, 1.0), ylim=(0.0, 1.0))))
+    return render(title, sections, provenance)

@@ -68,6 +68,7 @@ __all__ = [
     "auc",
     "benedetti_franconi_method",
     "brier_score",
+    "calibration_error",
     "calibration_table",
     "coverage_band_probability",
     "coverage_p_value",
@@ -825,6 +826,46 @@ def calibration_table(results: pd.DataFrame) -> pd.DataFrame:
     designs drops pandas ``attrs``: concatenate their calibration tables instead).
     """
     return pd.DataFrame(results.attrs.get("calibration", {}))
+
+
+def calibration_error(calibration: pd.DataFrame) -> pd.DataFrame:
+    r"""Expected calibration error of P(F=1|f=1) per design and method.
+
+    From the binned counts of :func:`calibration_table` (bins b with :math:`n_b`
+    sample-unique records, mean prediction :math:`\bar p_b` and observed share of
+    population uniques :math:`\bar y_b`):
+    :math:`\mathrm{ECE} = \sum_b n_b |\bar p_b - \bar y_b| / \sum_b n_b`, the mean
+    distance of a record's bin from the diagonal of the calibration plot (Naeini,
+    Cooper & Hauskrecht 2015, "Obtaining well calibrated probabilities using Bayesian
+    binning", AAAI, section 3). Beside it the records, their mean prediction and the
+    observed share over all bins (calibration in the large) and the largest gap of a
+    bin holding at least 1% of the records.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (design, method): ``records``, ``mean_predicted``, ``observed``,
+        ``ece``, ``max_gap``.
+    """
+    need = {"design", "method", "n", "mean_predicted", "observed"}
+    if not need <= set(calibration.columns):
+        raise InputError(f"a calibration table needs the columns {sorted(need)} "
+                         f"(calibration_table of run_design's result); got "
+                         f"{sorted(calibration.columns)}")
+    rows = []
+    for (design, method), g in calibration.groupby(["design", "method"], sort=False):
+        g = g[g["n"] > 0]
+        n = g["n"].to_numpy(dtype=float)
+        if n.sum() == 0:
+            continue
+        p, y = g["mean_predicted"].to_numpy(float), g["observed"].to_numpy(float)
+        gap = np.abs(p - y)
+        rows.append({"design": design, "method": method, "records": int(n.sum()),
+                     "mean_predicted": float(n @ p / n.sum()),
+                     "observed": float(n @ y / n.sum()),
+                     "ece": float(n @ gap / n.sum()),
+                     "max_gap": float(gap[n >= 0.01 * n.sum()].max())})
+    return pd.DataFrame(rows)
 
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:

@@ -105,3 +105,27 @@ def test_lines_and_tables_escape_text(check_html):
 )
 def test_number_formatting(value, text):
     assert fmt(value) == text
+
+
+def test_calibration_report_plots_each_design_and_tabulates_its_error(check_html):
+    import pandas as pd
+
+    from sdcbayes.report import calibration_report
+
+    edges = np.linspace(0, 1, 11)
+    rows = []
+    for design in ("a/srs/1%", "b/srs/5%"):
+        for method, shift in (("model", 0.0), ("plug-in", 0.2)):
+            n = np.array([50, 0, 30, 0, 0, 0, 0, 0, 0, 20])
+            p = (edges[:-1] + 0.05)
+            rows.append(pd.DataFrame({"design": design, "method": method, "bin_lo": edges[:-1],
+                                      "bin_hi": edges[1:], "n": n,
+                                      "mean_predicted": np.where(n > 0, p, np.nan),
+                                      "observed": np.where(n > 0, np.clip(p - shift, 0, 1),
+                                                           np.nan)}))
+    page = calibration_report(pd.concat(rows, ignore_index=True))
+    check_html(page)
+    # a plot per design, a line per method beside the diagonal, and the ECE table
+    assert page.count("<svg") == 2 and page.count("<polyline") == 2 * 3
+    assert "a/srs/1%" in page and "perfect calibration" in page
+    assert "<td>0.125</td>" in page  # the plug-in's ECE: (50 * 0.05 + 30 * 0.2 + 20 * 0.2) / 100

@@ -30,6 +30,7 @@ from sdcbayes.validation import (
     _population_cells,
     auc,
     brier_score,
+    calibration_error,
     calibration_table,
     load_population,
     run_design,
@@ -380,3 +381,25 @@ def test_interval_errors_hand_computed_and_simulated():
         interval_errors(sim, level=1.0)
     with pytest.raises(InputError, match="columns"):
         interval_errors(sim.drop(columns=["lo"]))
+
+
+def test_calibration_error_is_the_records_mean_distance_from_the_diagonal():
+    cal = pd.DataFrame({
+        "design": "d", "method": ["m"] * 4 + ["e"],
+        "n": [60, 0, 39, 1, 0],
+        "mean_predicted": [0.05, np.nan, 0.5, 0.95, np.nan],
+        "observed": [0.10, np.nan, 0.3, 0.0, np.nan],
+    })
+    err = calibration_error(cal).set_index("method")
+    assert list(err.index) == ["m"]  # a method without records has no row
+    row = err.loc["m"]
+    assert row.records == 100
+    assert row.ece == pytest.approx((60 * 0.05 + 39 * 0.2 + 1 * 0.95) / 100)
+    assert row.mean_predicted == pytest.approx((60 * 0.05 + 39 * 0.5 + 0.95) / 100)
+    assert row.observed == pytest.approx((60 * 0.1 + 39 * 0.3) / 100)
+    # the bin of 1 record in 100 counts (1%), so its gap of 0.95 is the largest
+    assert row.max_gap == pytest.approx(0.95)
+    cal.loc[3, "n"], cal.loc[0, "n"] = 1, 160
+    assert calibration_error(cal).max_gap.iloc[0] == pytest.approx(0.2)  # 1 in 200: left out
+    with pytest.raises(InputError, match="calibration table"):
+        calibration_error(cal.drop(columns="observed"))
