@@ -193,8 +193,13 @@ def svg_lines(
     ylim: tuple[float, float] | None = None,
     width: int = 640,
     height: int = 360,
+    markers: Sequence[str] = (),
 ) -> str:
-    """Line plot of several ``{label: (x, y)}`` series as inline SVG (e.g. a frontier)."""
+    """Line plot of several ``{label: (x, y)}`` series as inline SVG (e.g. a frontier).
+
+    The series named in ``markers`` also get a dot at every point (a series of one point
+    has no line).
+    """
     palette = ["#1f5fa0", "#c0392b", "#27864a", "#8e44ad", "#d68910", "#555555"]
     ml, mr, mt, mb = 60, 150, 30, 45
     pw, ph = width - ml - mr, height - mt - mb
@@ -225,6 +230,9 @@ def svg_lines(
         pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(x), sy(y), strict=True))
         col = palette[i % len(palette)]
         parts.append(f'<polyline fill="none" stroke="{col}" stroke-width="1.8" points="{pts}"/>')
+        if label in markers:
+            parts.extend(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3.5" fill="{col}"/>'
+                         for a, b in zip(sx(x), sy(y), strict=True))
         ly = mt + 14 + 16 * i
         parts.append(
             f'<line x1="{ml + pw + 10}" x2="{ml + pw + 28}" y1="{ly - 4}" y2="{ly - 4}" '
@@ -890,7 +898,8 @@ def calibration_report(calibration, title: str = "Calibration of P(F = 1 | f = 1
     ``calibration``: the binned table of :func:`sdcbayes.validation.calibration_table`
     (several designs concatenated). Each design's plot shows, per method, the observed
     share of population uniques against the mean predicted P(F = 1 | f = 1) in every
-    non-empty bin, beside the diagonal of perfect calibration; a table gives
+    non-empty bin (dots joined by lines; a method that gives every sample unique the same
+    probability has one dot), beside the diagonal of perfect calibration; a table gives
     :func:`sdcbayes.validation.calibration_error` (ECE) per design and method.
     Methods without record-level predictions have no bins and no line.
     """
@@ -909,7 +918,7 @@ def calibration_report(calibration, title: str = "Calibration of P(F = 1 | f = 1
                         "ECE", "max gap")),
     )]
     for design, g in calibration.groupby("design", sort=False):
-        series = {"perfect calibration": (np.array([0.0, 1.0]), np.array([0.0, 1.0]))}
+        series = {"calibrated": (np.array([0.0, 1.0]), np.array([0.0, 1.0]))}
         for method, m in g.groupby("method", sort=False):
             m = m[m["n"] > 0]
             if len(m):
@@ -917,5 +926,6 @@ def calibration_report(calibration, title: str = "Calibration of P(F = 1 | f = 1
                                   m["observed"].to_numpy(float))
         sections.append((str(design), svg_lines(
             series, title=str(design), xlabel="mean predicted P(F=1|f=1) in the bin",
-            ylabel="share population-unique", xlim=(0.0, 1.0), ylim=(0.0, 1.0))))
+            ylabel="share population-unique", xlim=(0.0, 1.0), ylim=(0.0, 1.0),
+            markers=[k for k in series if k != "calibrated"])))
     return render(title, sections, provenance)

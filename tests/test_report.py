@@ -127,5 +127,6 @@ def test_calibration_report_plots_each_design_and_tabulates_its_error(check_html
     check_html(page)
     # a plot per design, a line per method beside the diagonal, and the ECE table
     assert page.count("<svg") == 2 and page.count("<polyline") == 2 * 3
-    assert "a/srs/1%" in page and "perfect calibration" in page
+    assert page.count("<circle") == 2 * 2 * 3  # a dot per non-empty bin and method
+    assert "a/srs/1%" in page and "calibrated" in page
     assert "<td>0.125</td>" in page  # the plug-in's ECE: (50 * 0.05 + 30 * 0.2 + 20 * 0.2) / 100
