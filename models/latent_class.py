@@ -134,6 +134,7 @@ from sdcbayes.models.base import PriorSpec, SuperpopulationModel
 __all__ = [
     "LatentClassModel",
     "StructuralZeros",
+    "cluster_rate_correction",
     "detect_structural_zeros",
     "expected_inverse_frequency",
     "expected_inverse_frequency_f",
