@@ -2377,6 +2377,13 @@ def cluster_rate_correction(model: LatentClassModel, *, folds: int = CLUSTER_FOL
     cluster_size = np.bincount(cluster_of_record)
     rec_size = cluster_size[cluster_of_record[unique_rec]]
     n = row_of_record.size
+    # the uniques of each size group: s up to the next listed size
+    upper = [*sizes[1:], np.inf]
+    groups = [(s, (rec_size >= s) & (rec_size < u)) for s, u in zip(sizes, upper, strict=True)]
+    factor = np.ones(C)
+    if not (rec_size >= sizes[0]).any():  # every unique lives alone: nothing to correct
+        return {"factor": factor, "by_size": dict.fromkeys(sizes, 1.0),
+                "uniques_by_size": dict.fromkeys(sizes, 0), "folds": int(folds)}
 
     def cross_fit(group_of_record, n_groups):
         fold = (rng.permutation(n_groups) % int(folds))[group_of_record]
@@ -2397,18 +2404,12 @@ def cluster_rate_correction(model: LatentClassModel, *, folds: int = CLUSTER_FOL
     log_ratio = np.log(pi_cluster) - np.log(pi_record)
     by_size, counts = {}, {}
     factor_of = 1.0
-    for i, s in enumerate(sizes):
-        upper = sizes[i + 1] if i + 1 < len(sizes) else np.inf
-        sel = (rec_size >= s) & (rec_size < upper)
+    for s, sel in groups:
         counts[s] = int(sel.sum())
         if sel.sum() >= 5:  # too few uniques: the size below's factor
             factor_of = float(np.exp(np.median(log_ratio[sel])))
         by_size[s] = factor_of
-    factor = np.ones(C)
-    for i, s in enumerate(sizes):
-        upper = sizes[i + 1] if i + 1 < len(sizes) else np.inf
-        sel = (rec_size >= s) & (rec_size < upper)
-        factor[key_of_record[unique_rec[sel]]] = by_size[s]
+        factor[key_of_record[unique_rec[sel]]] = factor_of
     return {"factor": factor, "by_size": by_size, "uniques_by_size": counts,
             "folds": int(folds)}
 

@@ -663,3 +663,16 @@ def test_household_designs_and_assess_pass_the_cluster_correction():
     assert set(cc["factor_by_size"]) == {"2", "3", "4"}
     assert all(0 < v <= 2 for v in cc["factor_by_size"].values())
     assert res.provenance["settings"]["cluster_correction"] == "cv"
+
+
+def test_cluster_correction_is_one_where_every_unique_lives_alone():
+    # one record per cluster: no mates, no fit needed, every factor exactly 1
+    from sdcbayes.models.latent_class import cluster_rate_correction
+
+    model = _simulated_cells(0.5, 4, n=400)
+    rows = np.repeat(np.arange(model.counts.size), model.counts.astype(int))
+    model.set_record_clusters(rows, np.arange(rows.size))
+    cc = cluster_rate_correction(model, random_seed=0)
+    np.testing.assert_array_equal(cc["factor"], 1.0)
+    assert cc["by_size"] == {2: 1.0, 3: 1.0, 4: 1.0}
+    assert cc["uniques_by_size"] == {2: 0, 3: 0, 4: 0}
