@@ -33,7 +33,8 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none]
         [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
-        [--cv-part-mass whole|learn] [--cv-focus all|population]
+        [--cv-part-mass whole|learn] [--cv-focus all|population] [--cv-partitions mixture|average]
+        [--cv-combine-ratios mixture|average]
         [--overdispersion cv|none] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
         [--cluster-correction none|cv] [--calibration-csv cal.csv] [--calibration-html cal.html]
@@ -219,6 +220,13 @@ def main(argv=None) -> int:
                     help="part-uniques of the cross-validation: all alike (the default "
                          "CV_FOCUS) or each weighted by its population uniqueness under the "
                          "whole sample's fit")
+    ap.add_argument("--cv-partitions", default=None, choices=["mixture", "average"],
+                    help="with --overdispersion-splits > 1: mix the partitions' kappa "
+                         "posteriors (the default CV_PARTITIONS) or average their "
+                         "log-likelihoods per ratio (repeated cross-validation)")
+    ap.add_argument("--cv-combine-ratios", default=None, choices=["mixture", "average"],
+                    help="combine the scale ratios' kappa posteriors as a mixture (the default "
+                         "CV_COMBINE_RATIOS) or average their log-likelihoods (composite)")
     ap.add_argument("--cluster-correction", default="none", choices=["cv", "none"],
                     help="household designs: multiply the sample uniques' rates by "
                          "cluster_rate_correction's factors (mates' influence removed), or not")
@@ -263,6 +271,8 @@ def main(argv=None) -> int:
             overdispersion_dispersion=args.cv_dispersion,
             overdispersion_part_mass=args.cv_part_mass,
             overdispersion_focus=args.cv_focus,
+            overdispersion_partitions=args.cv_partitions,
+            overdispersion_combine_ratios=args.cv_combine_ratios,
             cluster_correction=None if args.cluster_correction == "none" else "cv",
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),

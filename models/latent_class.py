@@ -1859,6 +1859,17 @@ CV_RATIOS = (4, 8)
 #: posteriors of all partitions and ratios are mixed with equal weight.
 CV_SPLITS = 1
 
+#: How :func:`overdispersion_cv` combines the ``n_splits`` partitions of one ratio
+#: (``partitions``): ``"mixture"`` (default) mixes their kappa posteriors; ``"average"``
+#: averages their log-likelihoods (repeated cross-validation), measured in README, Accuracy.
+CV_PARTITIONS = "mixture"
+
+#: How :func:`overdispersion_cv` combines its scale ratios (``combine_ratios``):
+#: ``"mixture"`` (default) mixes their kappa posteriors; ``"average"`` averages their
+#: log-likelihoods (a composite likelihood that counts the sample once), measured in
+#: README, Accuracy.
+CV_COMBINE_RATIOS = "mixture"
+
 #: Variance of the held-out count in :func:`overdispersion_cv` (``dispersion``):
 #: ``"parts"`` (default), the Bernoulli variance of the predicted part-uniques times a
 #: quasi-likelihood dispersion estimated from how much the parts of a partition disagree
@@ -1974,7 +1985,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                       max_ratio: float | None = None,
                       dispersion: str = CV_DISPERSION,
                       part_mass: str = CV_PART_MASS,
-                      focus: str = CV_FOCUS, by_cluster: bool = True) -> dict[str, Any]:
+                      focus: str = CV_FOCUS, by_cluster: bool = True,
+                      partitions: str = CV_PARTITIONS,
+                      combine_ratios: str = CV_COMBINE_RATIOS) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -2103,6 +2116,23 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         towards the grid's top, and the parts' extra smoothing would read as
         clumping), or each part learns its own. Ignored otherwise.
 
+    partitions : {"mixture", "average"}
+        How the ``n_splits`` partitions of one ratio are combined (default
+        :data:`CV_PARTITIONS`): their posteriors mixed with equal weight, or their
+        log-likelihoods averaged into one posterior per ratio. The partition is an
+        auxiliary randomisation: averaging the criterion over repeated partitions
+        (repeated K-fold cross-validation) removes its noise from the estimate without
+        reading the partitions' disagreement as doubt about kappa, which the mixture
+        does.
+    combine_ratios : {"mixture", "average"}
+        How the ratios are combined (default :data:`CV_COMBINE_RATIOS`): their
+        posteriors mixed with equal weight ("which scale transfers to the population
+        is unknown"), or their log-likelihoods averaged (with ``partitions="mixture"``
+        and several partitions: partition by partition, the results mixed). Every
+        ratio's cross-validation uses the whole sample, so the product of their
+        likelihoods would count it once per ratio; their mean is the composite
+        likelihood that counts it once, centred between the ratios where they
+        disagree, without the mixture's width.
     by_cluster : bool
         When the model knows its records' clusters (:meth:`LatentClassModel.set_record_clusters`;
         :meth:`LatentClassModel.from_microdata` with a household column), cut the sample
@@ -2128,7 +2158,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         partition),
         ``predicted_poisson`` (the prediction at :math:`\kappa = \infty`, averaged over
         the partitions), ``sd`` (:math:`\sqrt V`), ``method``,
-        ``n_splits``, ``ratios`` (those used), ``prior``, ``predictive``,
+        ``n_splits``, ``ratios`` (those used), ``partition_ratios`` and
+        ``partition_loglik`` (each partition's ratio and its log-likelihood over the
+        grid, prior not included), ``partitions``, ``prior``, ``predictive``,
         ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``); with
         ``part_mass="whole"`` and a learnt mass, ``part_phi_mass`` (the parts' masses).
     """
@@ -2169,6 +2201,11 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         raise InputError(f"part_mass must be 'whole' or 'learn'; got {part_mass!r}")
     if focus not in ("all", "population"):
         raise InputError(f"focus must be 'all' or 'population'; got {focus!r}")
+    if partitions not in ("mixture", "average"):
+        raise InputError(f"partitions must be 'mixture' or 'average'; got {partitions!r}")
+    if combine_ratios not in ("mixture", "average"):
+        raise InputError(f"combine_ratios must be 'mixture' or 'average'; "
+                         f"got {combine_ratios!r}")
     if focus == "population" and max_ratio is None:
         raise InputError("focus='population' weighs the part-uniques by their population "
                          "uniqueness, which needs the population size: pass max_ratio = N/n")
@@ -2269,15 +2306,28 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
             chi2 += float((resid**2 / v).sum())
             df += t.size - 1
         phi = max(1.0, chi2 / df) if df > 0 else 1.0
-    weights = np.zeros(grid.size)
+    logliks = []
     for t, pj, v in fits:
         # summed part by part in Python, as the stored benchmark results were
         # (the floor of 1 on V keeps a near-empty count from sharpening the likelihood; with
         # focus="population" V is a sum of squared weights, on another scale: no floor)
         v_floor = 1.0 if focus == "all" else 1e-9
         loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), v_floor))
+        logliks.append(loglik)
+    ratio_of = [r for r in use for _ in range(int(n_splits))]  # the order of ``fits``
+    by_ratio = [[ll for ll, r in zip(logliks, ratio_of) if r == ratio] for ratio in use]
+    if partitions == "average":
+        # one log-likelihood per ratio: the mean over its partitions
+        by_ratio = [[np.mean(lls, axis=0)] for lls in by_ratio]
+    if combine_ratios == "average":
+        # the ratios' composite: partition by partition, the mean over the ratios
+        combined = [np.mean(lls, axis=0) for lls in zip(*by_ratio)]
+    else:
+        combined = [ll for lls in by_ratio for ll in lls]
+    weights = np.zeros(grid.size)
+    for loglik in combined:
         w = np.exp(loglik - loglik.max()) * prior_mass
-        weights += w / w.sum() / len(fits)
+        weights += w / w.sum() / len(combined)
     cdf = np.cumsum(weights)
     return {
         "method": "cv",
@@ -2290,6 +2340,10 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "sd": float(np.sqrt(np.mean(var))),
         "n_splits": int(n_splits),
         "ratios": use,
+        "partition_ratios": ratio_of,
+        "partitions": partitions,
+        "combine_ratios": combine_ratios,
+        "partition_loglik": np.array(logliks),
         "prior": f"{prior[0]}" + ("" if prior[1] is None else f"({prior[1]:g})"),
         "predictive": predictive,
         "dispersion": phi,
@@ -2490,6 +2544,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         overdispersion_prior=None, overdispersion_predictive=None,
                         overdispersion_ratios=None, overdispersion_dispersion=None,
                         overdispersion_part_mass=None, overdispersion_focus=None,
+                        overdispersion_partitions=None, overdispersion_combine_ratios=None,
                         weights: bool = True, cluster_correction=None):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
@@ -2502,7 +2557,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     ``overdispersion_dispersion``, defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`,
     :data:`CV_DISPERSION`; with a learnt profile mass, the parts' masses
     ``overdispersion_part_mass``, default :data:`CV_PART_MASS`; the weighting of the
-    held-out count ``overdispersion_focus``, default :data:`CV_FOCUS`).
+    held-out count ``overdispersion_focus``, default :data:`CV_FOCUS`; the combination of
+    the partitions of a ratio ``overdispersion_partitions``, default :data:`CV_PARTITIONS`;
+    of the ratios ``overdispersion_combine_ratios``, default :data:`CV_COMBINE_RATIOS`).
 
     ``weights=True`` (default): unequal sampling weights (stratified designs) enter
     the model as the records' weight class (:func:`weight_classes`, module
@@ -2556,7 +2613,11 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                             else overdispersion_dispersion),
                 part_mass=(CV_PART_MASS if overdispersion_part_mass is None
                            else overdispersion_part_mass),
-                focus=CV_FOCUS if overdispersion_focus is None else overdispersion_focus)
+                focus=CV_FOCUS if overdispersion_focus is None else overdispersion_focus,
+                partitions=(CV_PARTITIONS if overdispersion_partitions is None
+                            else overdispersion_partitions),
+                combine_ratios=(CV_COMBINE_RATIOS if overdispersion_combine_ratios is None
+                                else overdispersion_combine_ratios))
         idata = model.sample(draws=draws, tune=tune, chains=chains, thin=thin, N=float(N),
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od,
