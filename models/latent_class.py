@@ -2315,13 +2315,14 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), v_floor))
         logliks.append(loglik)
     ratio_of = [r for r in use for _ in range(int(n_splits))]  # the order of ``fits``
-    by_ratio = [[ll for ll, r in zip(logliks, ratio_of) if r == ratio] for ratio in use]
+    by_ratio = [[ll for ll, r in zip(logliks, ratio_of, strict=True) if r == ratio]
+                for ratio in use]
     if partitions == "average":
         # one log-likelihood per ratio: the mean over its partitions
         by_ratio = [[np.mean(lls, axis=0)] for lls in by_ratio]
     if combine_ratios == "average":
         # the ratios' composite: partition by partition, the mean over the ratios
-        combined = [np.mean(lls, axis=0) for lls in zip(*by_ratio)]
+        combined = [np.mean(lls, axis=0) for lls in zip(*by_ratio, strict=True)]
     else:
         combined = [ll for lls in by_ratio for ll in lls]
     weights = np.zeros(grid.size)
