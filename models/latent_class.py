@@ -2233,7 +2233,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     pred_pois, var = [], []
     # per partition: observed counts, predictions over the grid and Bernoulli variances
     # of its parts (T_j, P_j(kappa), V_j)
-    fits = []
+    fits, ratio_of = [], []  # ratio_of: each partition's ratio
     for ratio in use:
         for _ in range(int(n_splits)):
             if not clustered:
@@ -2290,6 +2290,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                 observed += t_a
                 part_t.append(t_a)
             fits.append((np.array(part_t), np.array(part_p), np.array(part_v)))
+            ratio_of.append(ratio)
             pred_pois.append(sum(part_pois))
             var.append(float(sum(part_v)))
     phi = 1.0
@@ -2317,7 +2318,6 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         v_floor = 1.0 if focus == "all" else 1e-9
         loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), v_floor))
         logliks.append(loglik)
-    ratio_of = [r for r in use for _ in range(int(n_splits))]  # the order of ``fits``
     by_ratio = [[ll for ll, r in zip(logliks, ratio_of, strict=True) if r == ratio]
                 for ratio in use]
     if partitions == "average":
