@@ -55,3 +55,21 @@ def test_lattice_kappa_sizes_and_a_sample_of_twins(oracle):
     # targets that hold the whole sample leave no part-unique unique: the strongest
     # clumping the grid offers matches best
     assert lat[(2, 1)] <= 0.1 and lat[(4, 1)] <= 0.1
+
+
+def test_kappa_agreement_log_scale_and_cap(oracle):
+    orc = np.array([0.5, 1.0, 2.0, 4.0])
+    same = oracle.kappa_agreement(orc, orc, GRID)
+    assert same["kappa_corr"] == pytest.approx(1.0)
+    assert same["cv_log_sd"] == pytest.approx(np.std(np.log(orc), ddof=1))
+    assert same["oracle_log_sd"] == same["cv_log_sd"]
+    # reversed order: perfectly anti-correlated on the log scale
+    assert oracle.kappa_agreement(orc, orc[::-1], GRID)["kappa_corr"] == pytest.approx(-1.0)
+    # inf (Poisson cells) is capped at the largest finite grid value, 4: no NaN, no inf
+    capped = oracle.kappa_agreement(np.array([0.5, 1.0, np.inf]), np.array([np.inf, 1.0, 0.5]),
+                                    GRID)
+    assert np.isfinite(capped["kappa_corr"])
+    assert capped["oracle_log_sd"] == pytest.approx(np.std(np.log([0.5, 1.0, 4.0]), ddof=1))
+    # a cross-validation that never moves cannot correlate
+    flat = oracle.kappa_agreement(orc, np.full(4, 2.0), GRID)
+    assert np.isnan(flat["kappa_corr"]) and flat["cv_log_sd"] == 0.0
