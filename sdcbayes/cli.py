@@ -536,6 +536,9 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
     from sdcbayes.risk.posterior_assess import assess_posterior
 
     if quiet:
+        # older PyTensor (2.26) warns on import when it finds no BLAS library: a child
+        # logger's own level holds whatever the package sets on its root logger
+        logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
         import pymc  # noqa: F401  (imported first: it sets its logger's level on import)
 
         # PyMC and ArviZ log progress and advice on stderr; --quiet means silence

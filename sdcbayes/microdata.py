@@ -751,7 +751,9 @@ class Microdata:
         if isinstance(dtype, pd.CategoricalDtype):
             values = pd.Categorical.from_codes(codes, dtype=dtype)
         else:
-            values = pd.api.extensions.take(self.levels[key].array, codes, allow_fill=True)
+            # the levels' own array type (its dtype's NA for -1); the module-level
+            # pd.api.extensions.take warns on it in pandas 2.2
+            values = self.levels[key].array.take(codes, allow_fill=True)
         return pd.Series(values, name=key, copy=False)
 
     @cached_property

@@ -80,7 +80,8 @@ def assert_no_python(line: str, command: str) -> None:
     for other, opt in re.findall(r"(?:sdcbayes (\w+) )?(--[a-z][a-z0-9-]*)", line):
         cmd = cli_module.cli.commands[other or command]
         known = {o for p in cmd.params for o in p.opts} | {"--help"}
-        if f"No such option '{opt}'" in line:  # click naming the user's typo
+        # click naming the user's typo (its wording up to 8.2.0, and after)
+        if f"No such option '{opt}'" in line or f"No such option: {opt} " in line:
             continue
         assert opt in known, f"{opt} is no option of `sdcbayes {other or command}`: {line}"
 
