@@ -35,7 +35,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
         [--cv-part-mass whole|learn] [--cv-focus all|population] [--cv-partitions mixture|average]
         [--cv-combine-ratios mixture|average]
-        [--overdispersion cv|none] [--overdispersion-splits 4]
+        [--overdispersion cv|none|<kappa>] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
         [--cluster-correction none|cv] [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
@@ -145,6 +145,19 @@ def _kappa_prior(text: str):
     return ("half-cauchy", float(scale or 1.0))
 
 
+def _overdispersion(text: str):
+    """``--overdispersion``: "cv", "none" (Poisson cells: None) or a kappa > 0."""
+    if text in ("cv", "none"):
+        return None if text == "none" else text
+    try:
+        kappa = float(text)
+    except ValueError:
+        kappa = float("nan")
+    if not kappa > 0:
+        raise argparse.ArgumentTypeError(f"expected cv, none or a kappa > 0; got {text!r}")
+    return kappa
+
+
 def populations_with_codebook(names: str):
     """Yield ``(name, population, levels)`` for each comma-separated population that
     loads, ``levels`` the codebook (every level of each key: a user knows them from the
@@ -194,8 +207,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rules", default="confirmed", choices=["confirmed", "auto", "none"],
                     help="structural zeros: CONFIRMED_RULES (with the codebook levels), "
                          "the sample's detected implications, or none")
-    ap.add_argument("--overdispersion", default="cv", choices=["cv", "none"],
-                    help="gamma overdispersion of the cells (cross-validated), or Poisson cells")
+    ap.add_argument("--overdispersion", default="cv", type=_overdispersion,
+                    help="gamma overdispersion of the cells: cv (cross-validated), none "
+                         "(Poisson cells) or a number (that kappa for every sample, e.g. a "
+                         "design's oracle: what a perfectly transferred kappa would give)")
     ap.add_argument("--overdispersion-splits", type=int, default=None,
                     help="random partitions per scale ratio whose kappa posteriors are "
                          "mixed (cv only; default CV_SPLITS of sdcbayes.models.latent_class)")
@@ -263,7 +278,7 @@ def main(argv=None) -> int:
             thin=args.thin, structural_zeros=sz, priors={"phi": phi_prior}, seed=args.seed,
             levels=levels if args.rules == "confirmed" else None, init=args.init,
             em_restarts=args.em_restarts, weights=args.weights == "classes",
-            overdispersion=None if args.overdispersion == "none" else args.overdispersion,
+            overdispersion=args.overdispersion,
             overdispersion_splits=args.overdispersion_splits,
             overdispersion_prior=(None if args.kappa_prior is None
                                   else _kappa_prior(args.kappa_prior)),

@@ -659,3 +659,17 @@ def test_the_default_profile_prior_learns_the_mass_of_keys_with_20_levels_or_mor
     # a number per level replaces it whole too
     assert LatentClassModel.from_frame(frame, keys, n_classes=4, priors={
         "phi": {"a": 0.5}}).priors["phi"] == {"dist": "Dirichlet", "a": 0.5}
+
+
+def test_benchmark_overdispersion_option_reads_cv_none_or_a_kappa():
+    import argparse
+
+    from benchtools import load_benchmark
+
+    bench = load_benchmark("latent_class_accuracy.py")
+    assert bench._overdispersion("cv") == "cv"
+    assert bench._overdispersion("none") is None
+    assert bench._overdispersion("0.45") == 0.45
+    for bad in ("0", "-1", "nan", "poisson"):
+        with pytest.raises(argparse.ArgumentTypeError, match="cv, none or a kappa > 0"):
+            bench._overdispersion(bad)
