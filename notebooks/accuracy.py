@@ -1754,3 +1754,16 @@ assert fixed_vs_default("adult9/srs/1%", "coverage") == [(0.96, 0.8), (0.74, 0.8
 assert fixed_vs_default("scotland13/srs/1%", "rel_bias") == [(0.005, 0.055), (-0.01, 0.021)]
 assert fixed_vs_default("scotland13/srs/1%", "rel_rmse") == [(0.035, 0.118), (0.024, 0.079)]
 assert fixed_vs_default("scotland13/srs/1%", "coverage") == [(0.82, 0.94), (0.8, 0.94)]
+
+# at 10% (kappa 1.585 and 0.398, the oracle run's hindsight values; stored as
+# `latent_class_50_10pct_design_kappa.csv.gz`) the RMSE halves
+fixk = summarise(pd.read_csv(RESULTS / "latent_class_50_10pct_design_kappa.csv.gz")).set_index(
+    ["design", "quantity"])
+for d, k in (("adult9/srs/10%", 1.585), ("scotland13/srs/10%", 0.398)):
+    g = orc[orc.design == d]
+    curve = np.stack([np.array(c.split(), dtype=float) for c in g.error_curve])
+    assert abs(KAPPA_GRID[int(np.argmin(np.abs(curve.mean(axis=0))))] - k) < 0.001, d
+assert fixed_vs_default("adult9/srs/10%", "rel_rmse") == [(0.008, 0.016), (0.006, 0.009)]
+assert fixed_vs_default("adult9/srs/10%", "coverage") == [(0.98, 0.86), (0.84, 0.92)]
+assert fixed_vs_default("scotland13/srs/10%", "rel_rmse") == [(0.011, 0.017), (0.005, 0.012)]
+assert fixed_vs_default("scotland13/srs/10%", "coverage") == [(0.78, 0.9), (0.88, 0.86)]
