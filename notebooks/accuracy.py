@@ -1764,3 +1764,18 @@ assert fixed_vs_default("adult9/srs/10%", "rel_rmse") == [(0.008, 0.016), (0.006
 assert fixed_vs_default("adult9/srs/10%", "coverage") == [(0.98, 0.86), (0.84, 0.92)]
 assert fixed_vs_default("scotland13/srs/10%", "rel_rmse") == [(0.011, 0.017), (0.005, 0.012)]
 assert fixed_vs_default("scotland13/srs/10%", "coverage") == [(0.78, 0.9), (0.88, 0.86)]
+
+# the same kappas on the stratified 1% designs (samples they were not chosen on; stored as
+# `latent_class_50_stratified_1pct_design_kappa.csv.gz`), against the stratified default
+fixk = summarise(pd.read_csv(RESULTS / "latent_class_50_stratified_1pct_design_kappa.csv.gz")
+                 ).set_index(["design", "quantity"])
+lc50s = pd.read_csv(RESULTS / "latent_class_50_stratified.csv.gz")
+lc_default = summarise(pd.concat([
+    pd.read_csv(RESULTS / "latent_class_50_stratified_learnt_mass_adult.csv.gz"),
+    lc50s[lc50s.population.str.startswith("scotland")]])).set_index(["design", "method", "quantity"])
+assert fixed_vs_default("adult9/stratified/1%", "rel_bias") == [(0.002, 0.065), (-0.01, 0.039)]
+assert fixed_vs_default("adult9/stratified/1%", "rel_rmse") == [(0.046, 0.104), (0.031, 0.073)]
+assert fixed_vs_default("adult9/stratified/1%", "coverage") == [(0.8, 0.78), (0.78, 0.78)]
+assert fixed_vs_default("scotland13/stratified/1%", "rel_bias") == [(0.002, -0.039), (-0.012, -0.049)]
+assert fixed_vs_default("scotland13/stratified/1%", "rel_rmse") == [(0.03, 0.106), (0.022, 0.087)]
+assert fixed_vs_default("scotland13/stratified/1%", "coverage") == [(0.9, 0.94), (0.8, 0.9)]
