@@ -1765,6 +1765,16 @@ assert fixed_vs_default("adult9/srs/10%", "coverage") == [(0.98, 0.86), (0.84, 0
 assert fixed_vs_default("scotland13/srs/10%", "rel_rmse") == [(0.011, 0.017), (0.005, 0.012)]
 assert fixed_vs_default("scotland13/srs/10%", "coverage") == [(0.78, 0.9), (0.88, 0.86)]
 
+# at 5% (kappa 1.259 and 0.316; stored as `latent_class_50_5pct_design_kappa.csv.gz`)
+fixk = summarise(pd.read_csv(RESULTS / "latent_class_50_5pct_design_kappa.csv.gz")).set_index(
+    ["design", "quantity"])
+assert np.allclose(kr.loc[["adult9/srs/5%", "scotland13/srs/5%"], "fixed_kappa"], [1.259, 0.316],
+                   atol=0.001)
+assert fixed_vs_default("adult9/srs/5%", "rel_rmse") == [(0.014, 0.021), (0.01, 0.015)]
+assert fixed_vs_default("adult9/srs/5%", "coverage") == [(0.9, 0.98), (0.72, 0.98)]
+assert fixed_vs_default("scotland13/srs/5%", "rel_rmse") == [(0.015, 0.028), (0.013, 0.019)]
+assert fixed_vs_default("scotland13/srs/5%", "coverage") == [(0.88, 0.94), (0.66, 0.9)]
+
 # the same kappas on the stratified 1% designs (samples they were not chosen on; stored as
 # `latent_class_50_stratified_1pct_design_kappa.csv.gz`), against the stratified default
 fixk = summarise(pd.read_csv(RESULTS / "latent_class_50_stratified_1pct_design_kappa.csv.gz")
