@@ -57,6 +57,7 @@
 # relative RMSE than every baseline -- is checked design by design at the end.
 
 # %%
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -1727,32 +1728,40 @@ assert near("log_rmse", [0.82, 0.29, 0.46, 0.87, 0.24, 0.14])
 # default's cross-validated kappa on the same samples.
 
 # %%
-fixk = summarise(pd.read_csv(RESULTS / "latent_class_50_1pct_design_kappa.csv.gz")).set_index(
-    ["design", "quantity"])
+def design_kappa_table(stem):
+    """A stored design-kappa run, summarised by design and quantity."""
+    return summarise(pd.read_csv(RESULTS / f"{stem}.csv.gz")).set_index(["design", "quantity"])
+
+
+def default_table(kind=""):
+    """Today's default on the same samples (``kind`` "" or "_stratified"): Adult with the
+    learnt mass; Scotland's runs are the default's bit for bit (no key of 20 levels)."""
+    scot = pd.read_csv(RESULTS / f"latent_class_50{kind}.csv.gz")
+    return summarise(pd.concat([
+        pd.read_csv(RESULTS / f"latent_class_50{kind}_learnt_mass_adult.csv.gz"),
+        scot[scot.population.str.startswith("scotland")]])
+    ).set_index(["design", "method", "quantity"])
+
+
+def fixed_vs_default(fixed, default, design, col):
+    """(fixed kappa, default) of a column, tau1 then tau2."""
+    return [(round(fixed.at[(design, q), col], 3),
+             round(default.at[(design, "latent-class", q), col], 3)) for q in ("tau1", "tau2")]
+
+
+srs_default = default_table()
+srs_1pct = partial(fixed_vs_default, design_kappa_table("latent_class_50_1pct_design_kappa"),
+                   srs_default)
 # the fixed values are the oracle run's hindsight kappas
 assert np.allclose(kr.loc[["adult9/srs/1%", "scotland13/srs/1%"], "fixed_kappa"], [0.501, 0.2],
                    atol=0.001)
-# today's default on the same samples: Adult with the learnt mass; Scotland's runs are the
-# default's bit for bit (no Scotland key has 20 levels)
-lc50 = pd.read_csv(RESULTS / "latent_class_50.csv.gz")
-lc_default = summarise(pd.concat([
-    pd.read_csv(RESULTS / "latent_class_50_learnt_mass_adult.csv.gz"),
-    lc50[lc50.population.str.startswith("scotland")]])).set_index(["design", "method", "quantity"])
-
-
-def fixed_vs_default(design, col):
-    """(fixed kappa, default) of a column, tau1 then tau2."""
-    return [(round(fixk.at[(design, q), col], 3),
-             round(lc_default.at[(design, "latent-class", q), col], 3)) for q in ("tau1", "tau2")]
-
-
 # what the README states (tau1, tau2; fixed kappa against the default)
-assert fixed_vs_default("adult9/srs/1%", "rel_bias") == [(0.002, 0.054), (-0.011, 0.03)]
-assert fixed_vs_default("adult9/srs/1%", "rel_rmse") == [(0.032, 0.089), (0.025, 0.063)]
-assert fixed_vs_default("adult9/srs/1%", "coverage") == [(0.96, 0.8), (0.74, 0.82)]
-assert fixed_vs_default("scotland13/srs/1%", "rel_bias") == [(0.005, 0.055), (-0.01, 0.021)]
-assert fixed_vs_default("scotland13/srs/1%", "rel_rmse") == [(0.035, 0.118), (0.024, 0.079)]
-assert fixed_vs_default("scotland13/srs/1%", "coverage") == [(0.82, 0.94), (0.8, 0.94)]
+assert srs_1pct("adult9/srs/1%", "rel_bias") == [(0.002, 0.054), (-0.011, 0.03)]
+assert srs_1pct("adult9/srs/1%", "rel_rmse") == [(0.032, 0.089), (0.025, 0.063)]
+assert srs_1pct("adult9/srs/1%", "coverage") == [(0.96, 0.8), (0.74, 0.82)]
+assert srs_1pct("scotland13/srs/1%", "rel_bias") == [(0.005, 0.055), (-0.01, 0.021)]
+assert srs_1pct("scotland13/srs/1%", "rel_rmse") == [(0.035, 0.118), (0.024, 0.079)]
+assert srs_1pct("scotland13/srs/1%", "coverage") == [(0.82, 0.94), (0.8, 0.94)]
 
 # at 5% and 10% (the oracle run's hindsight kappas; stored as
 # `latent_class_50_{5,10}pct_design_kappa.csv.gz`) the RMSE falls by a third to a half.
@@ -1768,27 +1777,21 @@ DESIGN_KAPPA = {
                                          [(0.78, 0.9), (0.88, 0.86)])}),
 }
 for pct, (kappas, expected) in DESIGN_KAPPA.items():
-    fixk = summarise(pd.read_csv(RESULTS / f"latent_class_50_{pct}pct_design_kappa.csv.gz")
-                     ).set_index(["design", "quantity"])
+    fixed = design_kappa_table(f"latent_class_50_{pct}pct_design_kappa")
     assert np.allclose(kr.loc[[f"{p}/srs/{pct}%" for p in expected], "fixed_kappa"], kappas,
                        atol=0.001)
     for p, (rmse, cover) in expected.items():
-        assert fixed_vs_default(f"{p}/srs/{pct}%", "rel_rmse") == rmse, (p, pct)
-        assert fixed_vs_default(f"{p}/srs/{pct}%", "coverage") == cover, (p, pct)
+        assert fixed_vs_default(fixed, srs_default, f"{p}/srs/{pct}%", "rel_rmse") == rmse
+        assert fixed_vs_default(fixed, srs_default, f"{p}/srs/{pct}%", "coverage") == cover
 
 # the same kappas on the stratified 1% designs (samples they were not chosen on; stored as
 # `latent_class_50_stratified_1pct_design_kappa.csv.gz`), against the stratified default
-fixk = summarise(pd.read_csv(RESULTS / "latent_class_50_stratified_1pct_design_kappa.csv.gz")
-                 ).set_index(["design", "quantity"])
-lc50s = pd.read_csv(RESULTS / "latent_class_50_stratified.csv.gz")
-lc_default = summarise(pd.concat([
-    pd.read_csv(RESULTS / "latent_class_50_stratified_learnt_mass_adult.csv.gz"),
-    lc50s[lc50s.population.str.startswith("scotland")]])
-).set_index(["design", "method", "quantity"])
-assert fixed_vs_default("adult9/stratified/1%", "rel_bias") == [(0.002, 0.065), (-0.01, 0.039)]
-assert fixed_vs_default("adult9/stratified/1%", "rel_rmse") == [(0.046, 0.104), (0.031, 0.073)]
-assert fixed_vs_default("adult9/stratified/1%", "coverage") == [(0.8, 0.78), (0.78, 0.78)]
-assert fixed_vs_default("scotland13/stratified/1%", "rel_bias") == [(0.002, -0.039),
-                                                                    (-0.012, -0.049)]
-assert fixed_vs_default("scotland13/stratified/1%", "rel_rmse") == [(0.03, 0.106), (0.022, 0.087)]
-assert fixed_vs_default("scotland13/stratified/1%", "coverage") == [(0.9, 0.94), (0.8, 0.9)]
+strat_1pct = partial(fixed_vs_default,
+                     design_kappa_table("latent_class_50_stratified_1pct_design_kappa"),
+                     default_table("_stratified"))
+assert strat_1pct("adult9/stratified/1%", "rel_bias") == [(0.002, 0.065), (-0.01, 0.039)]
+assert strat_1pct("adult9/stratified/1%", "rel_rmse") == [(0.046, 0.104), (0.031, 0.073)]
+assert strat_1pct("adult9/stratified/1%", "coverage") == [(0.8, 0.78), (0.78, 0.78)]
+assert strat_1pct("scotland13/stratified/1%", "rel_bias") == [(0.002, -0.039), (-0.012, -0.049)]
+assert strat_1pct("scotland13/stratified/1%", "rel_rmse") == [(0.03, 0.106), (0.022, 0.087)]
+assert strat_1pct("scotland13/stratified/1%", "coverage") == [(0.9, 0.94), (0.8, 0.9)]
