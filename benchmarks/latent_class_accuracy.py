@@ -35,8 +35,8 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
         [--cv-part-mass whole|learn] [--cv-focus all|population] [--cv-partitions mixture|average]
         [--cv-combine-ratios mixture|average]
-        [--overdispersion cv|none|<kappa>] [--overdispersion-splits 4]
-        [--kappa-prior log-uniform|half-cauchy[:1]] [--cv-predictive em|gibbs]
+        [--overdispersion cv|none|<kappa>|log-normal:<m>:<s>] [--overdispersion-splits 4]
+        [--kappa-prior log-uniform|half-cauchy[:1]|log-normal:<m>:<s>] [--cv-predictive em|gibbs]
         [--cluster-correction none|cv] [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
@@ -45,14 +45,23 @@ Usage (the two machines' cores are shared: split the work by population or by
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 
-from sdcbayes.models.latent_class import PHI_PRIOR_DEFAULT, latent_class_method
+from sdcbayes.models.latent_class import (
+    KAPPA_GRID,
+    PHI_PRIOR_DEFAULT,
+    kappa_prior,
+    latent_class_method,
+)
 from sdcbayes.validation import (
     BASELINES,
+    POPULATIONS,
     Design,
     SkipDesign,
     calibration_table,
@@ -140,34 +149,100 @@ def _kappa_prior(text: str):
     if text == "log-uniform":
         return ("log-uniform", None)
     kind, _, scale = text.partition(":")
+    if kind == "log-normal":
+        try:
+            mean, sd = (float(x) for x in scale.split(":"))
+        except ValueError:
+            mean, sd = float("nan"), float("nan")
+        if not (np.isfinite(mean) and sd > 0):
+            raise SystemExit(f"--kappa-prior log-normal needs :<mean of log kappa>:<sd > 0>; "
+                             f"got {text!r}")
+        return ("log-normal", (mean, sd))
     if kind != "half-cauchy":
-        raise SystemExit(f"--kappa-prior must be log-uniform or half-cauchy[:scale]; got {text!r}")
+        raise SystemExit(f"--kappa-prior must be log-uniform, half-cauchy[:scale] or "
+                         f"log-normal:<mean>:<sd>; got {text!r}")
     return ("half-cauchy", float(scale or 1.0))
 
 
 def _overdispersion(text: str):
-    """``--overdispersion``: "cv", "none" (Poisson cells: None) or a kappa > 0."""
+    """``--overdispersion``: "cv", "none" (Poisson cells: None), a kappa > 0, or
+    ``log-normal:<mean>:<sd>`` (log kappa normal, no cross-validation: a kappa known
+    from elsewhere, as grid weights)."""
     if text in ("cv", "none"):
         return None if text == "none" else text
+    if text.startswith("log-normal"):
+        try:
+            prior = _kappa_prior(text)
+        except SystemExit as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return {"grid": KAPPA_GRID, "weights": kappa_prior(KAPPA_GRID, prior),
+                "method": "log-normal", "prior": list(prior[1])}
     try:
         kappa = float(text)
     except ValueError:
         kappa = float("nan")
     if not kappa > 0:
-        raise argparse.ArgumentTypeError(f"expected cv, none or a kappa > 0; got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected cv, none, a kappa > 0 or log-normal:<mean>:<sd>; got {text!r}")
     return kappa
+
+
+def parse_key_set(spec: str) -> tuple[str, list[str], list[str]]:
+    """Split a population spec ``base[+key ...][~key ...]`` into (base, added, removed).
+
+    ``adult6+workclass`` is Adult with the 6 keys and workclass; ``scotland13~industry``
+    Scotland's 13 keys without industry (``~``, not ``-``: Adult's keys hold hyphens).
+    Other key sets of the same files train choices meant for the 12 designs of the goal
+    (``benchmarks/kappa_transfer.py``) without touching them.
+    """
+    parts = re.split(r"([+~])", spec)
+    base, added, removed = parts[0], [], []
+    for op, key in zip(parts[1::2], parts[2::2], strict=True):
+        (added if op == "+" else removed).append(key)
+    return base, added, removed
+
+
+def confirmed_rules(name: str, keys) -> list | None:
+    """The :data:`CONFIRMED_RULES` of a population spec (:func:`parse_key_set`).
+
+    A known population's own rules; for another key set of the same file, every rule
+    confirmed for that file whose variables are all among ``keys`` (a rule on a key
+    that is absent says nothing about the table of the others).
+    """
+    if name in CONFIRMED_RULES:
+        return CONFIRMED_RULES[name]
+    base = parse_key_set(name)[0]
+    if base not in POPULATIONS:
+        return None
+    source, keys = POPULATIONS[base][0], set(keys)
+    pooled = []
+    for other, rules in CONFIRMED_RULES.items():
+        if POPULATIONS.get(other, ("",))[0] != source:
+            continue
+        pooled += [r for r in rules or () if set(r) <= keys and r not in pooled]
+    return pooled or None
 
 
 def populations_with_codebook(names: str):
     """Yield ``(name, population, levels)`` for each comma-separated population that
     loads, ``levels`` the codebook (every level of each key: a user knows them from the
-    documentation); a population whose data are absent is skipped with the reason."""
+    documentation); a population whose data are absent is skipped with the reason.
+    A name may change the key set (:func:`parse_key_set`)."""
     for name in names.split(","):
+        base, added, removed = parse_key_set(name)
         try:
-            pop = load_population(name)
+            pop = load_population(base)
         except SkipDesign as exc:
             print(f"skip {name}: {exc}", file=sys.stderr)
             continue
+        if added or removed:
+            unknown = [k for k in added + removed if k not in pop.frame.columns
+                       or (k in removed and k not in pop.keys)]
+            if unknown:
+                raise SystemExit(f"{name}: {unknown} not among the columns / keys of {base}")
+            keys = tuple(k for k in pop.keys if k not in removed) + tuple(
+                k for k in added if k not in pop.keys)
+            pop = dataclasses.replace(pop, name=name, keys=keys)
         yield name, pop, {k: sorted(pop.frame[k].astype(str).unique()) for k in pop.keys}
 
 
@@ -209,8 +284,10 @@ def main(argv=None) -> int:
                          "the sample's detected implications, or none")
     ap.add_argument("--overdispersion", default="cv", type=_overdispersion,
                     help="gamma overdispersion of the cells: cv (cross-validated), none "
-                         "(Poisson cells) or a number (that kappa for every sample, e.g. a "
-                         "design's oracle: what a perfectly transferred kappa would give)")
+                         "(Poisson cells), a number (that kappa for every sample, e.g. a "
+                         "design's oracle: what a perfectly transferred kappa would give) or "
+                         "log-normal:<mean>:<sd> (log kappa normal: a kappa known from "
+                         "elsewhere with its doubt, no cross-validation)")
     ap.add_argument("--overdispersion-splits", type=int, default=None,
                     help="random partitions per scale ratio whose kappa posteriors are "
                          "mixed (cv only; default CV_SPLITS of sdcbayes.models.latent_class)")
@@ -218,8 +295,9 @@ def main(argv=None) -> int:
                     help="scale ratios of the cross-validation, comma-separated (cv only; "
                          "default CV_RATIOS = 4,8; 2 = the halves of earlier runs)")
     ap.add_argument("--kappa-prior", default=None,
-                    help="prior of kappa (cv only): log-uniform (the default before) "
-                         "or half-cauchy[:scale] (on kappa^-1/2, scale 1; the default KAPPA_PRIOR)")
+                    help="prior of kappa (cv only): log-uniform (the default before), "
+                         "half-cauchy[:scale] (on kappa^-1/2, scale 1; the default KAPPA_PRIOR) "
+                         "or log-normal:<mean>:<sd> (of log kappa)")
     ap.add_argument("--cv-predictive", default=None, choices=["em", "gibbs"],
                     help="fit of each half in the cross-validation: one EM point (the "
                          "default CV_PREDICTIVE) or Gibbs draws")
@@ -272,7 +350,8 @@ def main(argv=None) -> int:
         phi_prior = {"a": float(args.phi_a)}
     results, calib = [], []
     for pop_name, pop, levels in populations_with_codebook(args.populations):
-        sz = {"confirmed": CONFIRMED_RULES.get(pop_name), "auto": "auto", "none": None}[args.rules]
+        sz = {"confirmed": confirmed_rules(pop_name, pop.keys), "auto": "auto",
+              "none": None}[args.rules]
         lc = latent_class_method(
             n_classes=args.classes, draws=args.draws, tune=args.tune, chains=args.chains,
             thin=args.thin, structural_zeros=sz, priors={"phi": phi_prior}, seed=args.seed,

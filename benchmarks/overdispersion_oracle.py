@@ -40,6 +40,12 @@ Usage::
         [--splits 1] [--ratios 2,4,8,4+8] [--profile-prior inverse|learn] [--lattice]
         [--csv out.csv]
 
+Every row also carries the sample's features (:func:`sample_features`: n, N, keys, key
+cells, f1, f2, log size of the key table), the inputs of a kappa learnt across designs
+(``benchmarks/kappa_transfer.py``); ``--ratios ""`` skips the cross-validation (training
+designs need only the oracle). A population may be another key set of a known file
+(``adult6+workclass``, ``scotland13~industry``: ``latent_class_accuracy.parse_key_set``).
+
 Whether the per-sample kappa reads the sample: ``kappa_corr`` (:func:`kappa_agreement`)
 correlates, over a design's replicates, the last cross-validation's median kappa with
 the oracle (log scale), beside the two spreads ``cv_log_sd`` and ``oracle_log_sd``.
@@ -72,8 +78,8 @@ from sdcbayes.validation import (
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from latent_class_accuracy import (  # noqa: E402
-    CONFIRMED_RULES,
     _kappa_prior,
+    confirmed_rules,
     populations_with_codebook,
 )
 
@@ -189,6 +195,22 @@ def lattice_kappa(model: LatentClassModel, rng, sizes=LATTICE_SIZES,
     return out
 
 
+def sample_features(model: LatentClassModel, N: int) -> dict:
+    """What a sample says about its design, for a kappa learnt across designs.
+
+    ``n``, ``N``, ``keys`` (J), ``cells`` (occupied key cells), ``f1`` / ``f2`` (key
+    cells seen once / twice), ``log_space`` (sum of the log numbers of codebook levels
+    of the keys: the log size of the key table); per-cell work only.
+    """
+    key_counts = np.bincount(model.key_index, weights=model.counts,
+                             minlength=model.key_codes.shape[0])
+    f = np.rint(key_counts[key_counts > 0]).astype(np.int64)
+    n_levels = np.asarray(model.n_levels, dtype=float)[:model.n_keys]
+    return {"n": int(f.sum()), "N": int(N), "keys": int(model.n_keys), "cells": int(f.size),
+            "f1": int(np.count_nonzero(f == 1)), "f2": int(np.count_nonzero(f == 2)),
+            "log_space": float(np.log(n_levels).sum())}
+
+
 def _quantile(grid, weights, p):
     return float(grid[np.searchsorted(np.cumsum(weights), p)])
 
@@ -209,7 +231,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ratios", default="2,4,8,4+8",
                     help="cross-validations to compare, comma-separated; each a scale ratio "
                          "or ratios joined by + (mixed); the last is the one whose 90%% "
-                         "interval is checked against the oracle")
+                         "interval is checked against the oracle; empty: no cross-validation "
+                         "(the oracle and the sample's features only)")
     ap.add_argument("--profile-prior", default="inverse", choices=["inverse", "learn"],
                     help="the mixture's profile prior: 1/L_j per level (inverse, as the "
                          "numbers quoted in README were measured) or the model's default "
@@ -221,7 +244,7 @@ def main(argv=None) -> int:
                     help="also the matched kappa at fit sizes n/s and extrapolations s/t "
                          "(lattice_kappa), a second table of medians")
     args = ap.parse_args(argv)
-    settings = [[int(x) for x in item.split("+")] for item in args.ratios.split(",")]
+    settings = [[int(x) for x in item.split("+")] for item in args.ratios.split(",") if item]
     prior = _kappa_prior(args.kappa_prior)
     at = {k: int(np.argmin(np.abs(np.log(KAPPA_GRID[:-1]) - np.log(k)))) for k in (1.0, 10.0)}
     rows = []
@@ -240,7 +263,7 @@ def main(argv=None) -> int:
                 sample = frame.iloc[index][keys].reset_index(drop=True).astype(str)
                 model = LatentClassModel.from_frame(
                     sample, keys, levels=levels, n_classes=30,
-                    structural_zeros=CONFIRMED_RULES.get(pop_name),
+                    structural_zeros=confirmed_rules(pop_name, keys),
                     priors={"phi": ({"a": "inverse"} if args.profile_prior == "inverse"
                                     else dict(PHI_PRIOR_DEFAULT))})
                 idata = model.sample(draws=150, tune=100, chains=2, N=float(N), random_seed=r)
@@ -249,7 +272,8 @@ def main(argv=None) -> int:
                 curve = np.array([prob_population_unique(lam, k, smean).sum(axis=1).mean()
                                   for k in KAPPA_GRID])
                 row = {"design": design.label, "replicate": r, "truth": truth.tau1,
-                       "oracle_kappa": oracle_kappa(curve, truth.tau1)}
+                       "oracle_kappa": oracle_kappa(curve, truth.tau1),
+                       **sample_features(model, N)}
                 for ratios in settings:
                     od = overdispersion_cv(model, random_seed=r, n_splits=args.splits,
                                            prior=prior, predictive=args.cv_predictive,
@@ -260,9 +284,11 @@ def main(argv=None) -> int:
                 if args.lattice:
                     lat = lattice_kappa(model, np.random.default_rng([args.seed, r, 1]))
                     row.update({f"fit n/{s_}, ratio {s_ // t_}": k for (s_, t_), k in lat.items()})
+                if settings:
+                    row.update({"cv_5%": _quantile(g, w, 0.05), "cv_95%": _quantile(g, w, 0.95),
+                                "error_cv": float(w @ curve) / truth.tau1 - 1})
                 rows.append({
-                    **row, "cv_5%": _quantile(g, w, 0.05), "cv_95%": _quantile(g, w, 0.95),
-                    "error_cv": float(w @ curve) / truth.tau1 - 1,
+                    **row,
                     "error_curve": curve / truth.tau1 - 1,
                     "bias_at_1": curve[at[1.0]] / truth.tau1 - 1,
                     "bias_at_10": curve[at[10.0]] / truth.tau1 - 1,
@@ -272,14 +298,18 @@ def main(argv=None) -> int:
     if not rows:
         return 1
     res = pd.DataFrame(rows)
-    res["oracle_in_cv_90"] = res.oracle_kappa.between(res["cv_5%"], res["cv_95%"])
+    if not settings:  # no cross-validation: the oracle's error curves only
+        res["error_cv"] = np.nan
+    res["oracle_in_cv_90"] = (res.oracle_kappa.between(res["cv_5%"], res["cv_95%"])
+                              if settings else np.nan)
     spread = pd.DataFrame([error_spread(np.stack(g.error_curve.to_numpy()), g.error_cv.to_numpy())
                            for _, g in res.groupby("design")],
                           index=pd.Index([d for d, _ in res.groupby("design")], name="design"))
-    last = "cv_" + "+".join(map(str, settings[-1]))
-    agree = pd.DataFrame([kappa_agreement(g.oracle_kappa.to_numpy(), g[last].to_numpy())
-                          for _, g in res.groupby("design")], index=spread.index)
-    spread = spread.join(agree)
+    if settings:
+        last = "cv_" + "+".join(map(str, settings[-1]))
+        agree = pd.DataFrame([kappa_agreement(g.oracle_kappa.to_numpy(), g[last].to_numpy())
+                              for _, g in res.groupby("design")], index=spread.index)
+        spread = spread.join(agree)
     if args.csv:
         res.assign(error_curve=[" ".join(f"{e:.6g}" for e in c) for c in res.error_curve]
                    ).to_csv(args.csv, index=False)

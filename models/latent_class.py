@@ -1938,14 +1938,24 @@ def kappa_prior(grid, prior=KAPPA_PRIOR) -> np.ndarray:
     \to 0` (the held-out prediction is flat in kappa above a few, the sparse
     designs at 1%, README "Accuracy"), the posterior follows the arbitrary
     upper end of the grid, here half of the mass on :math:`\kappa > 10`.
+    ``("log-normal", (m, s))``: :math:`\log\kappa \sim N(m, s^2)`, each finite point
+    taking the mass between the midpoints (log scale) to its neighbours, inf the mass
+    above the largest point's upper midpoint: what a methodologist knows of kappa from
+    elsewhere, e.g. the design's kappa on a previous census (``benchmarks/kappa_transfer.py``
+    measures how far such knowledge carries).
     """
     g = np.asarray(grid, dtype=float)
     kind, scale = prior
     if kind == "log-uniform":
         return np.full(g.size, 1.0 / g.size)
+    if kind == "log-normal":
+        if np.ndim(scale) != 1 or len(scale) != 2:
+            raise InputError(f"a log-normal kappa prior is ('log-normal', (mean, sd)); "
+                             f"got {prior!r}")
+        return _log_normal_mass(g, float(scale[0]), float(scale[1]))
     if kind != "half-cauchy" or not (scale is not None and float(scale) > 0):
-        raise InputError(f"kappa prior must be ('half-cauchy', scale > 0) or ('log-uniform', "
-                         f"None); got {prior!r}")
+        raise InputError(f"kappa prior must be ('half-cauchy', scale > 0), ('log-uniform', "
+                         f"None) or ('log-normal', (mean, sd > 0)); got {prior!r}")
     fin = np.isfinite(g)
     sig = np.where(fin, 1.0 / np.sqrt(np.where(fin, g, 1.0)), 0.0)
     order = np.argsort(sig)
@@ -1965,6 +1975,42 @@ def kappa_prior(grid, prior=KAPPA_PRIOR) -> np.ndarray:
     if n_zero == 0:
         sorted_mass[0] += cdf[0]  # no Poisson point: its mass goes to the largest kappa
     mass[order] = sorted_mass
+    return mass / mass.sum()
+
+
+def _prior_label(prior) -> str:
+    """``half-cauchy(1)``, ``log-uniform``, ``log-normal(-0.4, 0.9)``."""
+    kind, scale = prior
+    if scale is None:
+        return f"{kind}"
+    if np.ndim(scale):
+        return f"{kind}(" + ", ".join(f"{v:g}" for v in scale) + ")"
+    return f"{kind}({scale:g})"
+
+
+def _log_normal_mass(grid: np.ndarray, mean: float, sd: float) -> np.ndarray:
+    """Mass of N(mean, sd^2) on log kappa at each point of ``grid`` (inf allowed)."""
+    from scipy import stats
+
+    if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
+        raise InputError(f"a log-normal kappa prior needs a finite mean and sd > 0; "
+                         f"got {(mean, sd)!r}")
+    fin = np.isfinite(grid)
+    lg = np.log(grid[fin])
+    order = np.argsort(lg)
+    ls = lg[order]
+    if ls.size == 0:
+        raise InputError("the kappa grid needs at least one finite value")
+    step = ls[-1] - ls[-2] if ls.size > 1 else 1.0
+    inner = np.concatenate([[-np.inf], (ls[1:] + ls[:-1]) / 2, [ls[-1] + step / 2]])
+    cdf = stats.norm.cdf(inner, loc=mean, scale=sd)
+    mass = np.zeros(grid.size)
+    fin_mass = np.diff(cdf)
+    if np.any(~fin):
+        mass[np.flatnonzero(~fin)] = (1.0 - cdf[-1]) / np.count_nonzero(~fin)
+    else:
+        fin_mass[-1] += 1.0 - cdf[-1]  # no Poisson point: the tail goes to the largest kappa
+    mass[np.flatnonzero(fin)[order]] = fin_mass
     return mass / mass.sum()
 
 
@@ -2348,7 +2394,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "partitions": partitions,
         "combine_ratios": combine_ratios,
         "partition_loglik": np.array(logliks),
-        "prior": f"{prior[0]}" + ("" if prior[1] is None else f"({prior[1]:g})"),
+        "prior": _prior_label(prior),
         "predictive": predictive,
         "dispersion": phi,
         **({} if focus == "all" else {"focus": focus}),

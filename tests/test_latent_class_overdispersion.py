@@ -204,6 +204,43 @@ def test_kappa_prior_is_half_cauchy_on_the_coefficient_of_variation():
         kappa_prior(g, ("gamma", 2.0))
 
 
+def test_kappa_prior_log_normal_against_the_normal_cdf():
+    from scipy import stats
+
+    g = KAPPA_GRID
+    lg = np.log(g[:-1])
+    half = (lg[1] - lg[0]) / 2
+    m = kappa_prior(g, ("log-normal", (0.5, 1.2)))
+    np.testing.assert_allclose(m.sum(), 1.0)
+    # a point takes the normal's mass between the midpoints to its neighbours
+    j = int(np.argmin(np.abs(lg - 0.5)))
+    assert m[j] == pytest.approx(stats.norm.cdf(lg[j] + half, 0.5, 1.2)
+                                 - stats.norm.cdf(lg[j] - half, 0.5, 1.2), rel=1e-9)
+    # the smallest point takes the lower tail, Poisson cells the upper one
+    assert m[0] == pytest.approx(stats.norm.cdf(lg[0] + half, 0.5, 1.2), rel=1e-9)
+    assert m[-1] == pytest.approx(stats.norm.sf(lg[-1] + half, 0.5, 1.2), rel=1e-6)
+    # far above the grid: Poisson cells; without an inf point the tail goes to the top
+    assert kappa_prior(g, ("log-normal", (30.0, 1.0)))[-1] == pytest.approx(1.0)
+    top = kappa_prior(g[:-1], ("log-normal", (30.0, 1.0)))
+    assert top[-1] == pytest.approx(1.0)
+    # the grid's order does not matter
+    rev = kappa_prior(g[::-1], ("log-normal", (0.5, 1.2)))
+    np.testing.assert_allclose(rev[::-1], m)
+    for bad in (("log-normal", 1.0), ("log-normal", (0.0, 0.0)), ("log-normal", (np.nan, 1.0))):
+        with pytest.raises(InputError, match="log-normal"):
+            kappa_prior(g, bad)
+
+
+def test_overdispersion_cv_under_a_log_normal_prior_labels_it():
+    model = _simulated_cells(0.3, 3, n=600)
+    od = overdispersion_cv(model, random_seed=1, prior=("log-normal", (0.0, 0.5)),
+                           max_ratio=20.0)
+    assert od["prior"] == "log-normal(0, 0.5)"
+    # a tight prior about kappa = 1 keeps the posterior near it
+    med = od["grid"][np.searchsorted(np.cumsum(od["weights"]), 0.5)]
+    assert 0.2 < med < 5
+
+
 def test_sampler_draws_kappa_and_uses_it_for_tau():
     model = _simulated_cells(0.3, 3, n=2000)
     N = 40_000.0

@@ -666,10 +666,21 @@ def test_benchmark_overdispersion_option_reads_cv_none_or_a_kappa():
 
     from benchtools import load_benchmark
 
+    from sdcbayes.models.latent_class import kappa_prior
+
     bench = load_benchmark("latent_class_accuracy.py")
     assert bench._overdispersion("cv") == "cv"
     assert bench._overdispersion("none") is None
     assert bench._overdispersion("0.45") == 0.45
-    for bad in ("0", "-1", "nan", "poisson"):
-        with pytest.raises(argparse.ArgumentTypeError, match="cv, none or a kappa > 0"):
+    for bad in ("0", "-1", "nan", "poisson", "log-normal:1", "log-normal:0:-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="kappa > 0|log-normal"):
             bench._overdispersion(bad)
+    # log kappa normal, as weights on the grid (no cross-validation); and as the CV's prior
+    od = bench._overdispersion("log-normal:-0.5:0.8")
+    assert od["method"] == "log-normal" and od["prior"] == [-0.5, 0.8]
+    np.testing.assert_allclose(od["weights"],
+                               kappa_prior(od["grid"], ("log-normal", (-0.5, 0.8))))
+    assert bench._kappa_prior("log-normal:-0.5:0.8") == ("log-normal", (-0.5, 0.8))
+    assert bench._kappa_prior("half-cauchy:2") == ("half-cauchy", 2.0)
+    with pytest.raises(SystemExit, match="log-normal"):
+        bench._kappa_prior("log-normal:x:1")
