@@ -27,6 +27,7 @@ Usage::
     python benchmarks/kappa_transfer.py --train a.csv b.csv
         [--evaluate benchmarks/results/overdispersion_oracle_20.csv.gz]
         [--features log_fraction,unique_share] [--cap 100] [--min-truth 10] [--within-file]
+        [--csv evaluation.csv]
 
 ``--within-file`` fits each evaluation design's prior on the training designs of its own
 file only: a kappa calibrated on other key sets of the same population (what an office
@@ -245,6 +246,9 @@ def main(argv=None) -> int:
     ap.add_argument("--features", default="log_fraction,unique_share")
     ap.add_argument("--cap", type=float, default=100.0)
     ap.add_argument("--min-truth", type=float, default=10.0)
+    ap.add_argument("--csv", default=None,
+                    help="write the evaluation designs' table (features, oracle log kappa, "
+                         "prior mean and sd, tau1 errors under the prior) here")
     ap.add_argument("--within-file", action="store_true",
                     help="evaluate each design with a fit on the training designs of its own "
                          "file only (a kappa calibrated on other key sets of the same population)")
@@ -290,6 +294,8 @@ def main(argv=None) -> int:
             print("\ntau1 relative error (Poisson-cell posterior averaged over the kappa prior): "
                   "transferred vs the per-sample cross-validation")
             print(summ.round(3).to_string())
+            if args.csv:
+                ev.join(summ).to_csv(args.csv)
     return 0
 
 
