@@ -1805,7 +1805,15 @@ assert strat_1pct("scotland13/stratified/1%", "coverage") == [(0.9, 0.94), (0.8,
 # (`adult6+workclass`, `adult9~native-country`, ...) and of Scotland (`scotland7+Economic_Activity`,
 # `scotland13~industry`, ...), EU-SILC and the synthetic census, each at 1%, 5% and 10% --
 # stored as `kappa_transfer_train_15.csv.gz` (three runs side by side, about 35 min on both
-# cores). `python benchmarks/kappa_transfer.py --train kappa_transfer_train_15.csv.gz
+# cores; `+` adds a key, `~` drops one):
+#
+# ```
+# --populations adult6~native-country,adult6+workclass,adult6+occupation,adult6+relationship,adult6+workclass+occupation,adult6+relationship+occupation,adult9~native-country,adult9+hours-per-week,adult6~education+occupation+workclass,adult9~race~native-country,eusilc,eusilc~pb220a
+# --populations scotland7~religion,scotland7+Economic_Activity,scotland7+Family_Composition+Economic_Activity,scotland7+Economic_Activity+Occupation+industry,scotland13~Hours_Worked_Per_Week~Approximate_Social_Grade,scotland13~industry,scotland13~religion~health,scotland7+student+RESIDENCE_TYPE,synthetic,synthetic+occupation
+# --populations scotland13+student,adult6+hours-per-week,adult9~native-country+hours-per-week,eusilc-distinct,scotland7+Occupation+Approximate_Social_Grade
+# ```
+#
+# `python benchmarks/kappa_transfer.py --train kappa_transfer_train_15.csv.gz
 # --evaluate overdispersion_oracle_20.csv.gz [--within-file] --csv e.csv` fits a censored
 # normal regression of each design's oracle log kappa on log(n/N) and the share of sample
 # uniques, and evaluates the prior it gives on the 12 designs of the goal; both evaluation
@@ -1903,3 +1911,54 @@ assert across.loc["scotland13/srs/1%"].tolist() == [0.145, 0.102]
 assert within.loc["adult9/srs/1%"].tolist() == [0.046, 0.086]
 assert within.loc["scotland13/srs/1%"].tolist() == [0.037, 0.102]
 assert ((within.rmse_transfer - within.rmse_cv) <= 0.006).all()
+
+# %% [markdown]
+# The same-file prior in the whole model, 50 samples of design seed 0: reweighting the
+# cross-validated kappa posterior (`--kappa-prior log-normal:<prior_mean>:<prior_sd>` of the
+# evaluation table above; stored as `latent_class_50_kappa_prior_same_file.csv.gz`), alone
+# (`--overdispersion log-normal:...` at 1%; `latent_class_50_1pct_kappa_prior_alone_same_file`),
+# and the prior learnt across files with the cross-validation (at 1%;
+# `latent_class_50_1pct_kappa_prior_across_files`), against the default on the same samples.
+
+# %%
+same = kev.loc["same file"]
+across_prior = kev.loc["all files"]
+# the priors the runs were given are the evaluation table's (rounded to 3 decimals)
+assert same.loc["adult9/srs/1%", ["prior_mean", "prior_sd"]].round(3).tolist() == [-0.444, 0.837]
+assert same.loc["scotland13/srs/1%", ["prior_mean", "prior_sd"]].round(3).tolist() == [-1.513,
+                                                                                        1.384]
+assert across_prior.loc["adult9/srs/1%", ["prior_mean", "prior_sd"]].round(3).tolist() == [
+    -0.605, 1.737]
+with_cv = partial(fixed_vs_default, design_kappa_table("latent_class_50_kappa_prior_same_file"),
+                  srs_default)
+# what the README states (tau1, tau2; with the prior against the default)
+assert with_cv("adult9/srs/1%", "rel_bias") == [(0.032, 0.054), (0.012, 0.03)]
+assert with_cv("adult9/srs/1%", "rel_rmse") == [(0.066, 0.089), (0.046, 0.063)]
+assert with_cv("adult9/srs/1%", "coverage") == [(0.88, 0.8), (0.88, 0.82)]
+assert with_cv("scotland13/srs/1%", "rel_bias") == [(0.018, 0.055), (-0.004, 0.021)]
+assert with_cv("scotland13/srs/1%", "rel_rmse") == [(0.096, 0.118), (0.069, 0.079)]
+assert with_cv("scotland13/srs/1%", "coverage") == [(0.94, 0.94), (0.96, 0.94)]
+# at 5% and 10% the cross-validation outweighs the prior: bias and RMSE within 0.3 points
+for design in [f"{p}/srs/{f}%" for p in ("adult9", "scotland13") for f in (5, 10)]:
+    for col in ("rel_bias", "rel_rmse"):
+        assert all(abs(a - b) <= 0.0031 for a, b in with_cv(design, col)), (design, col)
+assert with_cv("adult9/srs/5%", "coverage") == [(0.98, 0.98), (0.98, 0.98)]
+alone = partial(fixed_vs_default,
+                design_kappa_table("latent_class_50_1pct_kappa_prior_alone_same_file"),
+                srs_default)
+assert alone("adult9/srs/1%", "rel_rmse") == [(0.035, 0.089), (0.024, 0.063)]
+assert alone("scotland13/srs/1%", "rel_rmse") == [(0.037, 0.118), (0.034, 0.079)]
+for design in ("adult9/srs/1%", "scotland13/srs/1%"):
+    assert all(abs(a) <= 0.026 for a, _ in alone(design, "rel_bias"))
+    assert alone(design, "coverage") == [(1.0, 0.8 if "adult" in design else 0.94),
+                                         (1.0, 0.82 if "adult" in design else 0.94)]
+    # a third to a half wider than the default's intervals
+    assert all(1.3 < a / b < 1.5 for a, b in alone(design, "width"))
+xfile = partial(fixed_vs_default,
+                design_kappa_table("latent_class_50_1pct_kappa_prior_across_files"), srs_default)
+assert xfile("adult9/srs/1%", "rel_bias") == [(0.043, 0.054), (0.022, 0.03)]
+assert xfile("adult9/srs/1%", "rel_rmse") == [(0.081, 0.089), (0.057, 0.063)]
+assert xfile("adult9/srs/1%", "coverage") == [(0.84, 0.8), (0.82, 0.82)]
+assert xfile("scotland13/srs/1%", "rel_bias") == [(0.061, 0.055), (0.027, 0.021)]
+assert xfile("scotland13/srs/1%", "rel_rmse") == [(0.115, 0.118), (0.076, 0.079)]
+assert xfile("scotland13/srs/1%", "coverage") == [(0.94, 0.94), (0.94, 0.94)]
