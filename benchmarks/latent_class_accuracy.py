@@ -50,14 +50,15 @@ import re
 import sys
 import time
 
-import numpy as np
 import pandas as pd
 
+from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
     KAPPA_GRID,
     PHI_PRIOR_DEFAULT,
     kappa_prior,
     latent_class_method,
+    parse_kappa_prior,
 )
 from sdcbayes.validation import (
     BASELINES,
@@ -146,22 +147,11 @@ def _report(allres: pd.DataFrame) -> None:
 
 
 def _kappa_prior(text: str):
-    if text == "log-uniform":
-        return ("log-uniform", None)
-    kind, _, scale = text.partition(":")
-    if kind == "log-normal":
-        try:
-            mean, sd = (float(x) for x in scale.split(":"))
-        except ValueError:
-            mean, sd = float("nan"), float("nan")
-        if not (np.isfinite(mean) and sd > 0):
-            raise SystemExit(f"--kappa-prior log-normal needs :<mean of log kappa>:<sd > 0>; "
-                             f"got {text!r}")
-        return ("log-normal", (mean, sd))
-    if kind != "half-cauchy":
-        raise SystemExit(f"--kappa-prior must be log-uniform, half-cauchy[:scale] or "
-                         f"log-normal:<mean>:<sd>; got {text!r}")
-    return ("half-cauchy", float(scale or 1.0))
+    """``--kappa-prior``: :func:`sdcbayes.models.latent_class.parse_kappa_prior`."""
+    try:
+        return parse_kappa_prior(text)
+    except InputError as exc:
+        raise SystemExit(f"--kappa-prior: {exc}") from None
 
 
 def _overdispersion(text: str):

@@ -139,6 +139,7 @@ __all__ = [
     "expected_inverse_frequency",
     "expected_inverse_frequency_f",
     "kappa_prior",
+    "parse_kappa_prior",
     "latent_class_loglik",
     "overdispersion_cv",
     "prob_population_unique",
@@ -1635,7 +1636,7 @@ class LatentClassModel(SuperpopulationModel):
     def sample(self, draws: int = 500, tune: int = 500, chains: int = 2, *, thin: int = 1,
                N: float | None = None, random_seed=None, store: str = "uniques",
                init: str = "em", em_restarts: int = 3, overdispersion=None,
-               cluster_correction=None, progressbar: bool = False):
+               kappa_prior=None, cluster_correction=None, progressbar: bool = False):
         r"""Blocked Gibbs sampler; returns an ``arviz.InferenceData``.
 
         Steps per iteration (Ishwaran & James 2001; Dunson & Xing 2009, section
@@ -1676,6 +1677,11 @@ class LatentClassModel(SuperpopulationModel):
             (:func:`overdispersion_cv`, module docstring "Overdispersion"). A number:
             that :math:`\kappa`. A mapping with ``grid`` and ``weights`` (e.g. the
             output of :func:`overdispersion_cv` with ``n_splits > 1``): that posterior.
+        kappa_prior : tuple or str, optional
+            With ``overdispersion="cv"``: the prior of :math:`\kappa` the
+            cross-validation's likelihood reweights (:func:`kappa_prior`; a tuple such as
+            ``("log-normal", (m, s))`` or its text, :func:`parse_kappa_prior`); default
+            :data:`KAPPA_PRIOR`.
         cluster_correction : None, "cv" or mapping
             ``None``: none. ``"cv"`` (needs the records' clusters,
             :meth:`set_record_clusters`): the sample uniques' :math:`\pi_k` (and
@@ -1723,6 +1729,13 @@ class LatentClassModel(SuperpopulationModel):
                   else np.arange(self.key_codes.shape[0]))
         seeds = np.random.SeedSequence(random_seed).spawn(chains + 1)
         kappa_grid, od_summary = None, None
+        if kappa_prior is not None:
+            if not (isinstance(overdispersion, str) and overdispersion == "cv"):
+                raise InputError("kappa_prior is the prior of the cross-validated kappa: it "
+                                 "needs overdispersion='cv'")
+            if isinstance(kappa_prior, str):
+                kappa_prior = parse_kappa_prior(kappa_prior)
+            _prior_mass(KAPPA_GRID, kappa_prior)  # a bad prior fails before any work
         if overdispersion is not None:
             if isinstance(overdispersion, Mapping):
                 if not {"grid", "weights"} <= set(overdispersion):
@@ -1745,7 +1758,8 @@ class LatentClassModel(SuperpopulationModel):
                                        em_restarts=max(1, int(em_restarts) - 1),
                                        n_splits=CV_SPLITS, ratios=CV_RATIOS,
                                        max_ratio=None if N is None else float(N) / self.n,
-                                       dispersion=CV_DISPERSION)
+                                       dispersion=CV_DISPERSION,
+                                       prior=KAPPA_PRIOR if kappa_prior is None else kappa_prior)
                 kappa_grid = (od["grid"], od["weights"])
                 od_summary = {k: v for k, v in od.items() if k not in ("grid", "weights")}
             else:
@@ -1978,6 +1992,32 @@ def kappa_prior(grid, prior=KAPPA_PRIOR) -> np.ndarray:
     return mass / mass.sum()
 
 
+def parse_kappa_prior(text: str) -> tuple[str, Any]:
+    r"""The prior tuple of :func:`kappa_prior` from its text (command lines).
+
+    ``half-cauchy`` or ``half-cauchy:A`` (scale A > 0 of the half-Cauchy on
+    :math:`\kappa^{-1/2}`, default 1), ``log-uniform``, or ``log-normal:M:S`` (log kappa
+    normal with mean M and sd S > 0; e.g. a kappa calibrated on a census of the same
+    population, ``benchmarks/kappa_transfer.py --within-file``).
+    """
+    kind, _, rest = str(text).strip().partition(":")
+    try:
+        if kind == "log-uniform" and not rest:
+            return KAPPA_PRIOR_LOG_UNIFORM
+        if kind == "half-cauchy":
+            scale = float(rest) if rest else 1.0
+            if scale > 0 and np.isfinite(scale):
+                return ("half-cauchy", scale)
+        if kind == "log-normal":
+            mean, sd = (float(x) for x in rest.split(":"))
+            if np.isfinite(mean) and np.isfinite(sd) and sd > 0:
+                return ("log-normal", (mean, sd))
+    except ValueError:
+        pass
+    raise InputError(f"kappa prior {text!r} is not one of half-cauchy[:<scale > 0>], log-uniform, "
+                     f"log-normal:<mean of log kappa>:<sd > 0> (e.g. log-normal:-0.4:0.8)")
+
+
 def _prior_label(prior) -> str:
     """``half-cauchy(1)``, ``log-uniform``, ``log-normal(-0.4, 0.9)``."""
     kind, scale = prior
@@ -1986,6 +2026,10 @@ def _prior_label(prior) -> str:
     if np.ndim(scale):
         return f"{kind}(" + ", ".join(f"{v:g}" for v in scale) + ")"
     return f"{kind}({scale:g})"
+
+
+# the module's kappa_prior under another name, for methods whose keyword shadows it
+_prior_mass = kappa_prior
 
 
 def _log_normal_mass(grid: np.ndarray, mean: float, sd: float) -> np.ndarray:

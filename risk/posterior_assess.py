@@ -980,7 +980,10 @@ def assess_posterior(
         ``thin``, ``init``, ``em_restarts``, ``overdispersion`` of
         :meth:`LatentClassModel.sample` (default ``"cv"``, the cross-validated gamma
         overdispersion that ``sdcbayes assess`` uses and README "Accuracy" validates;
-        ``None`` for Poisson cells), ``cluster_correction`` (``"cv"`` with a household
+        ``None`` for Poisson cells), ``kappa_prior`` (the prior of the cross-validated
+        kappa, default the half-Cauchy; e.g. ``("log-normal", (m, s))`` or its text
+        ``"log-normal:m:s"``, :func:`~sdcbayes.models.latent_class.parse_kappa_prior`),
+        ``cluster_correction`` (``"cv"`` with a household
         column: the household mates' share of the sample uniques' rates removed,
         :func:`~sdcbayes.models.latent_class.cluster_rate_correction`; measured and
         not the default, README "Household samples") and
@@ -1051,7 +1054,7 @@ def assess_posterior(
 
 
 _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
-                                "cluster_correction")
+                                "kappa_prior", "cluster_correction")
 
 
 def _assess_latent_class(

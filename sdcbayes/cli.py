@@ -148,6 +148,15 @@ def cli() -> None:
     "mixture's overstatement of the risk (README, Accuracy). none: Poisson cells.",
 )
 @click.option(
+    "--kappa-prior",
+    default="half-cauchy:1",
+    show_default=True,
+    help="latent-class with --overdispersion cv: prior of the overdispersion kappa that the "
+    "cross-validation reweights. half-cauchy[:A] on kappa^-1/2; log-uniform; or "
+    "log-normal:M:S (log kappa ~ Normal(M, S)), e.g. a kappa calibrated on a census of the "
+    "same population (README, 'A kappa learnt across designs?').",
+)
+@click.option(
     "--profile-prior",
     type=click.Choice(["learn", "inverse"]),
     default="learn",
@@ -283,6 +292,7 @@ def assess(
     classes: int = 30,
     structural_zeros: str = "none",
     overdispersion: str = "cv",
+    kappa_prior: str = "half-cauchy:1",
     profile_prior: str = "learn",
     cluster_correction: str = "none",
     strict: bool = False,
@@ -322,6 +332,14 @@ def assess(
             )
         if model == "latent-class" and classes < 1:
             raise InputError(f"--classes must be at least 1; got {classes}")
+    kappa_prior_spec = None
+    if kappa_prior != "half-cauchy:1":
+        if model != "latent-class" or overdispersion != "cv":
+            raise InputError("--kappa-prior is the prior of the cross-validated overdispersion: "
+                             "it needs --model latent-class and --overdispersion cv")
+        from sdcbayes.models.latent_class import parse_kappa_prior
+
+        kappa_prior_spec = parse_kappa_prior(kappa_prior)
 
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json
@@ -373,6 +391,7 @@ def assess(
             model_options=(
                 {"n_classes": classes, "structural_zeros": _zeros(structural_zeros),
                  "overdispersion": None if overdispersion == "none" else overdispersion,
+                 **({"kappa_prior": kappa_prior_spec} if kappa_prior_spec is not None else {}),
                  **({"priors": {"phi": {"a": "inverse"}}} if profile_prior == "inverse"
                     else {}),
                  **({"cluster_correction": cluster_correction}

@@ -292,3 +292,29 @@ def test_cluster_correction_needs_households_and_reports_its_factors(small_csv, 
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["cluster_correction"]["factor_by_size"]) == {"2", "3", "4"}
     assert summary["provenance"]["settings"]["cluster_correction"] == "cv"
+
+
+def test_kappa_prior_option_reweights_the_cross_validation(tmp_path):
+    # a bad prior, or a prior with nothing to reweight: one line, exit 2, nothing written
+    for extra, word in ((["--kappa-prior", "log-normal:0"], "log-normal"),
+                        (["--kappa-prior", "gamma:2"], "half-cauchy"),
+                        (["--kappa-prior", "log-normal:0:1", "--overdispersion", "none"],
+                         "--overdispersion cv"),
+                        (["--kappa-prior", "log-uniform", "--model", "closed-form"],
+                         "--model latent-class")):
+        proc = run_cli("assess", *extra, "--out", str(tmp_path / "x"))
+        assert_one_line_error(proc, word)
+        assert not (tmp_path / "x").exists()
+    # a tight prior far below the default's median pulls kappa there (strong clumping)
+    runs = {}
+    for name, extra in (("default", []), ("tight", ["--kappa-prior", "log-normal:-3:0.2"])):
+        out = tmp_path / name
+        proc = run_cli("assess", "--draws", "30", "--tune", "30", "--chains", "1", "--seed", "3",
+                       *extra, "--out", str(out), "--json")
+        assert proc.returncode == 0, proc.stderr
+        runs[name] = json.loads(proc.stdout)
+    od = runs["tight"]["overdispersion"]
+    assert od["kappa_prior"] == "log-normal(-3, 0.2)"
+    assert runs["default"]["overdispersion"]["kappa_prior"] == "half-cauchy(1)"
+    assert od["kappa_median"] < 0.2 < (runs["default"]["overdispersion"]["kappa_median"] or 1e9)
+    assert runs["tight"]["provenance"]["settings"]["kappa_prior"] == ["log-normal", [-3.0, 0.2]]

@@ -769,3 +769,34 @@ def test_averaged_partitions_steady_the_estimate_against_the_partition():
     four = [mean_log_kappa(overdispersion_cv(model, random_seed=s, n_splits=4,
                                              partitions="average")) for s in range(4)]
     assert np.std(four) < 0.75 * np.std(one)
+
+
+def test_parse_kappa_prior_reads_the_three_kinds():
+    from sdcbayes.models.latent_class import parse_kappa_prior
+
+    assert parse_kappa_prior("half-cauchy") == ("half-cauchy", 1.0)
+    assert parse_kappa_prior("half-cauchy:2.5") == ("half-cauchy", 2.5)
+    assert parse_kappa_prior("log-uniform") == KAPPA_PRIOR_LOG_UNIFORM
+    assert parse_kappa_prior(" log-normal:-0.4:0.8 ") == ("log-normal", (-0.4, 0.8))
+    for bad in ("gamma:2", "half-cauchy:0", "half-cauchy:x", "log-uniform:3", "log-normal",
+                "log-normal:1", "log-normal:0:0", "log-normal:nan:1", "log-normal:0:1:2"):
+        with pytest.raises(InputError, match="kappa prior"):
+            parse_kappa_prior(bad)
+
+
+def test_sampler_takes_the_kappa_prior_of_its_cross_validation():
+    import json
+
+    model = _simulated_cells(0.3, 5, n=800)
+    # a prior without the cross-validation, or a bad one, fails before any work
+    with pytest.raises(InputError, match="overdispersion='cv'"):
+        model.sample(draws=5, tune=5, chains=1, N=20_000.0, kappa_prior="log-uniform")
+    with pytest.raises(InputError, match="kappa prior"):
+        model.sample(draws=5, tune=5, chains=1, N=20_000.0, overdispersion="cv",
+                     kappa_prior=("log-normal", (0.0, -1.0)))
+    idata = model.sample(draws=20, tune=10, chains=1, N=20_000.0, random_seed=2,
+                         overdispersion="cv", kappa_prior="log-normal:4:0.1")
+    assert json.loads(idata.attrs["overdispersion"])["prior"] == "log-normal(4, 0.1)"
+    # a tight prior at kappa = e^4 dominates the draws
+    kappa = idata.posterior["kappa"].values.ravel()
+    assert np.all((kappa > np.exp(3.4)) & (kappa < np.exp(4.6)))
