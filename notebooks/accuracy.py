@@ -1962,3 +1962,12 @@ assert xfile("adult9/srs/1%", "coverage") == [(0.84, 0.8), (0.82, 0.82)]
 assert xfile("scotland13/srs/1%", "rel_bias") == [(0.061, 0.055), (0.027, 0.021)]
 assert xfile("scotland13/srs/1%", "rel_rmse") == [(0.115, 0.118), (0.076, 0.079)]
 assert xfile("scotland13/srs/1%", "coverage") == [(0.94, 0.94), (0.94, 0.94)]
+# the same priors on the stratified 1% designs, against the stratified default
+strat_prior = partial(fixed_vs_default, design_kappa_table(
+    "latent_class_50_stratified_1pct_kappa_prior_same_file"), default_table("_stratified"))
+assert strat_prior("adult9/stratified/1%", "rel_bias") == [(0.042, 0.065), (0.021, 0.039)]
+assert strat_prior("adult9/stratified/1%", "rel_rmse") == [(0.081, 0.104), (0.054, 0.073)]
+assert strat_prior("adult9/stratified/1%", "coverage") == [(0.8, 0.78), (0.86, 0.78)]
+assert strat_prior("scotland13/stratified/1%", "rel_bias") == [(-0.057, -0.039), (-0.061, -0.049)]
+assert strat_prior("scotland13/stratified/1%", "rel_rmse") == [(0.102, 0.106), (0.086, 0.087)]
+assert strat_prior("scotland13/stratified/1%", "coverage") == [(0.9, 0.94), (0.88, 0.9)]
