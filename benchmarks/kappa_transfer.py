@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from sdcbayes.models.latent_class import KAPPA_GRID
+from sdcbayes.models.latent_class import KAPPA_GRID, kappa_prior
 from sdcbayes.validation import _draw, _population_cells
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
@@ -192,15 +192,10 @@ def predict(fit: dict, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def transfer_weights(mean: float, sd: float, grid=KAPPA_GRID) -> np.ndarray:
-    """Normal(mean, sd) of log kappa as weights on ``grid`` (last point inf).
-
-    Each finite point takes the mass between the midpoints (log scale) to its
-    neighbours; the mass above the last finite point's upper midpoint goes to inf.
-    """
-    lg = np.log(grid[np.isfinite(grid)])
-    edges = np.concatenate([[-np.inf], (lg[1:] + lg[:-1]) / 2, [lg[-1] + (lg[-1] - lg[-2]) / 2],
-                            [np.inf]])
-    return np.diff(stats.norm.cdf(edges, loc=mean, scale=sd))
+    """Normal(mean, sd) of log kappa as weights on ``grid`` (last point inf): the model's
+    ``kappa_prior(grid, ("log-normal", (mean, sd)))``, what ``--kappa-prior log-normal:m:s``
+    of ``latent_class_accuracy.py`` gives the cross-validation."""
+    return kappa_prior(np.asarray(grid, dtype=float), ("log-normal", (float(mean), float(sd))))
 
 
 def evaluate(rows: pd.DataFrame, fit: dict, features, grid=KAPPA_GRID) -> pd.DataFrame:
