@@ -1,0 +1,142 @@
+"""benchmarks/kappa_rules.py: kappa rules scored offline from one Gibbs run per sample.
+
+The offline rules are checked against the model's own route (overdispersion_cv's
+weights for the rules it implements, the sampler's estimate for the default rule), the
+weighted interval against plain quantiles, and the scoring against data built to have
+a known bias and coverage.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from benchtools import load_benchmark
+
+from sdcbayes.models.latent_class import (
+    KAPPA_GRID,
+    KAPPA_PRIOR_LOG_UNIFORM,
+    LatentClassModel,
+    overdispersion_cv,
+)
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return load_benchmark("kappa_rules.py")
+
+
+def _sample(seed=0, J=4, L=6, H=3, n=600):
+    rng = np.random.default_rng(seed)
+    w = rng.dirichlet(np.full(H, 2.0))
+    phi = [rng.dirichlet(np.full(L, 0.4), size=H) for _ in range(J)]
+    cells = np.indices([L] * J).reshape(J, -1).T
+    pi = sum(w[h] * np.prod([phi[j][h, cells[:, j]] for j in range(J)], axis=0)
+             for h in range(H))
+    pi = pi * rng.gamma(0.5, 2.0, size=pi.size)
+    f = rng.multinomial(n, pi / pi.sum())
+    keep = f > 0
+    return LatentClassModel(cells[keep], f[keep], [L] * J, n_classes=8)
+
+
+@pytest.fixture(scope="module")
+def cv_model():
+    return _sample()
+
+
+def test_rules_reproduce_the_cross_validation(rules, cv_model):
+    kw = {"random_seed": 3, "ratios": (4, 8), "em_restarts": 1}
+    od = overdispersion_cv(cv_model, **kw)
+    ll, ratios = np.asarray(od["partition_loglik"]), np.asarray(od["partition_ratios"])
+    np.testing.assert_allclose(rules.rule_weights(ll, ratios, "default"), od["weights"])
+    np.testing.assert_allclose(rules.rule_weights(ll, ratios, "default/t=1"), od["weights"])
+    avg = overdispersion_cv(cv_model, combine_ratios="average", **kw)
+    np.testing.assert_allclose(rules.rule_weights(ll, ratios, "default/average"),
+                               avg["weights"])
+    lu = overdispersion_cv(cv_model, prior=KAPPA_PRIOR_LOG_UNIFORM, **kw)
+    np.testing.assert_allclose(rules.rule_weights(ll, ratios, "log-uniform"), lu["weights"])
+    # a power below 1 flattens the likelihood: the posterior of log kappa widens
+    # (the Poisson point excluded from the spread)
+
+    def log_sd(w):
+        g, p = np.log(KAPPA_GRID[:-1]), w[:-1] / w[:-1].sum()
+        return float(np.sqrt(p @ (g - p @ g) ** 2))
+
+    # a likelihood made sharp enough to be flattened visibly
+    sharp = -0.5 * ((np.log(KAPPA_GRID) - 0.0) / 0.3) ** 2
+    sharp = np.where(np.isinf(KAPPA_GRID), -50.0, sharp)
+    ll2, r2 = np.stack([sharp, sharp]), np.array([4, 8])
+    assert log_sd(rules.rule_weights(ll2, r2, "log-uniform/t=0.25")) == pytest.approx(
+        2 * log_sd(rules.rule_weights(ll2, r2, "log-uniform")), rel=0.05)
+    with pytest.raises(ValueError, match="modifier"):
+        rules.rule_weights(ll, ratios, "default/sharpen")
+
+
+def test_weighted_interval(rules):
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(3, 4000))
+    draws[1] += 10.0
+    # all weight on one row: that row's quantiles (to one order statistic)
+    lo, hi = rules.weighted_interval(draws, np.array([0.0, 1.0, 0.0]))
+    q = np.quantile(draws[1], [0.05, 0.95])
+    step = np.diff(np.sort(draws[1])).max()
+    assert abs(lo - q[0]) <= step and abs(hi - q[1]) <= step
+    # equal weights: the quantiles of the pooled draws
+    lo, hi = rules.weighted_interval(draws, np.full(3, 1 / 3))
+    q = np.quantile(draws.ravel(), [0.05, 0.95])
+    assert lo == pytest.approx(q[0], abs=0.05) and hi == pytest.approx(q[1], abs=0.05)
+
+
+def test_evaluate_scores_bias_and_coverage(rules):
+    # two designs of 40 samples, every kappa alike: the estimate is 1.1 x the truth
+    # (bias +10%); the draws span truth x [0.9, 1.3] on the first design (always covered)
+    # and truth x [1.2, 1.4] on the second (never)
+    g, d = KAPPA_GRID.size, 400
+    data = {k: [] for k in ("design", "replicate", "truth1", "truth2", "m1", "m2", "d1",
+                            "d2", "loglik", "ratios")}
+    for design, (a, b) in (("x", (0.9, 1.3)), ("y", (1.2, 1.4))):
+        for r in range(40):
+            truth = 100.0 + r
+            data["design"].append(design)
+            data["replicate"].append(r)
+            data["truth1"].append(truth)
+            data["truth2"].append(truth)
+            for t in ("1", "2"):
+                data["m" + t].append(np.full(g, 1.1 * truth))
+                data["d" + t].append(np.tile(np.linspace(a, b, d) * truth, (g, 1)))
+            data["loglik"].append(np.zeros((2, g)))
+            data["ratios"].append(np.array([4, 8]))
+    data = {k: np.asarray(v) for k, v in data.items()}
+    summ = rules.evaluate(data, ["default"]).set_index("design")
+    np.testing.assert_allclose(summ.bias1, 0.1)
+    np.testing.assert_allclose(summ.rmse2, 0.1)
+    assert summ.at["x", "cover1"] == 1.0 and summ.at["y", "cover2"] == 0.0
+    assert summ.at["x", "width1"] == pytest.approx(0.36, abs=0.005)  # 0.9 x 0.4
+    assert not summ.calibrated.any()
+    # 40/40 covered is not consistent with 90% (p = 0.9^40 x 2 sides < 0.05), nor 0/40
+    assert summ.at["x", "cover1_p"] < 0.05 and not summ.consistent.any()
+    # every error is the same multiple of its interval's implied sd: no spread
+    assert summ.at["x", "z1_sd"] == pytest.approx(0.0, abs=1e-9)
+    assert (summ.replicates == 40).all()
+
+
+def test_record_sample_matches_the_sampler(rules, cv_model):
+    N = 20 * cv_model.n
+    rec = rules.record_sample(cv_model, N, seed=1, sim_seed=2)
+    g = KAPPA_GRID.size
+    assert rec["loglik"].shape == (2, g) and list(rec["ratios"]) == [4, 8]
+    assert rec["d1"].shape == (g, rules.DRAWS * rules.CHAINS)
+    w = rules.rule_weights(rec["loglik"], rec["ratios"], "default")
+    np.testing.assert_allclose(w, rec["weights"])
+    # the sampler draws kappa per kept draw from the same weights: its posterior mean
+    # of tau1 is the w-average of the per-kappa means up to that draw's Monte Carlo
+    # error (the sd of tau1_expected over the grid's spread, small here)
+    est1, est2 = w @ rec["m1"], w @ rec["m2"]
+    assert est1 == pytest.approx(rec["model"][0], rel=0.03)
+    assert est2 == pytest.approx(rec["model"][3], rel=0.03)
+    # per-kappa means: tau1 rises with kappa (clumped cells are less often unique), and
+    # the simulated draws average to them
+    assert np.all(np.diff(rec["m1"]) >= -1e-9)
+    assert rec["d1"].mean(axis=1) == pytest.approx(rec["m1"], rel=0.05, abs=1.0)
+    # Poisson end: at most every sample unique is population-unique
+    su = int((cv_model.key_counts == 1).sum())
+    assert 0 < rec["m1"][-1] <= su
