@@ -247,7 +247,8 @@ def main(argv=None) -> int:
                 calibrated=("calibrated", "sum"), consistent=("consistent", "sum"),
                 mean_rmse1=("rmse1", "mean"), mean_rmse2=("rmse2", "mean"),
                 max_abs_bias1=("bias1", lambda b: float(np.abs(b).max())),
-                max_abs_bias2=("bias2", lambda b: float(np.abs(b).max()))).round(3))
+                max_abs_bias2=("bias2", lambda b: float(np.abs(b).max()))).round(3)
+                .to_string())
         if args.csv:
             summ.to_csv(args.csv, index=False)
         return 0
