@@ -34,7 +34,8 @@ Usage::
     python benchmarks/kappa_rules.py --populations adult6,adult9 [--fractions 0.01,0.05,0.1]
         [--kind srs|stratified] [--replicates 50] [--seed 0] --out adult.npz
     python benchmarks/kappa_rules.py --evaluate adult.npz scotland.npz
-        [--rules default,half-cauchy:2,...] [--csv rules.csv]
+        [--rules default,half-cauchy:2,...] [--csv rules.csv] [--per-sample samples.csv]
+    python benchmarks/kappa_rules.py --evaluate samples.csv.gz   # re-score a stored table
 
 A rule is ``prior[/t=T][/average]``: ``prior`` a :func:`parse_kappa_prior` text
 (``half-cauchy:2``, ``log-uniform``, ``log-normal:0:1``) or ``default``; ``t=T``
@@ -179,25 +180,45 @@ def weighted_interval(draws: np.ndarray, w: np.ndarray, prob: float = 0.9):
             float(x[order][min(np.searchsorted(cdf, hi * cdf[-1]), x.size - 1)]))
 
 
-def evaluate(data: dict, rules) -> pd.DataFrame:
-    """Per design and rule: bias, RMSE, coverage of tau1 and tau2 (module docstring)."""
+def score_samples(data: dict, rules, model: bool = False) -> pd.DataFrame:
+    """Per rule and sample: truth, estimate and 90% interval of tau1 and tau2.
+
+    With ``model=True`` the sampler's own estimates (the default rule as the model ran
+    it, stored by :func:`record_sample`) come first as the rule ``"model"``.
+    """
     rows = []
     n = len(data["design"])
-    for rule in rules:
+    for rule in (["model"] if model else []) + list(rules):
         for i in range(n):
-            w = rule_weights(data["loglik"][i], data["ratios"][i], rule)
             row = {"rule": rule, "design": str(data["design"][i]),
                    "replicate": int(data["replicate"][i])}
+            if rule == "model":
+                m = data["model"][i]
+                vals = {"1": m[:3], "2": m[3:]}
+            else:
+                w = rule_weights(data["loglik"][i], data["ratios"][i], rule)
+                vals = {t: (float(w @ data["m" + t][i]),
+                            *weighted_interval(data["d" + t][i], w)) for t in ("1", "2")}
             for t in ("1", "2"):
-                truth = float(data["truth" + t][i])
-                est = float(w @ data["m" + t][i])
-                lo, hi = weighted_interval(data["d" + t][i], w)
-                row.update({f"err{t}": est / truth - 1, f"cover{t}": lo <= truth <= hi,
-                            f"width{t}": (hi - lo) / truth,
-                            # the error over the sd the interval implies (1 if calibrated)
-                            f"z{t}": (est - truth) / max((hi - lo) / 3.29, 1e-9)})
+                est, lo, hi = (float(v) for v in vals[t])
+                row.update({f"truth{t}": float(data["truth" + t][i]), f"est{t}": est,
+                            f"lo{t}": lo, f"hi{t}": hi})
             rows.append(row)
-    per = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def evaluate(data: dict, rules, per: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per design and rule: bias, RMSE, coverage of tau1 and tau2 (module docstring);
+    from :func:`score_samples`'s table ``per`` if given."""
+    per = score_samples(data, rules) if per is None else per.copy()
+    for t in ("1", "2"):
+        truth, est = per[f"truth{t}"], per[f"est{t}"]
+        lo, hi = per[f"lo{t}"], per[f"hi{t}"]
+        per[f"err{t}"] = est / truth - 1
+        per[f"cover{t}"] = (lo <= truth) & (truth <= hi)
+        per[f"width{t}"] = (hi - lo) / truth
+        # the error over the sd the interval implies (1 if calibrated)
+        per[f"z{t}"] = (est - truth) / np.maximum((hi - lo) / 3.29, 1e-9)
     summ = per.groupby(["rule", "design"], sort=False).agg(
         bias1=("err1", "mean"), rmse1=("err1", lambda e: float(np.sqrt(np.mean(e**2)))),
         cover1=("cover1", "mean"), width1=("width1", "mean"),
@@ -235,12 +256,27 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="store the per-sample records here (.npz)")
     ap.add_argument("--evaluate", nargs="*", default=None,
                     help="score kappa rules on these stored records instead of running")
-    ap.add_argument("--rules", default="default",
-                    help="comma-separated rules (module docstring)")
+    ap.add_argument("--rules", default=None,
+                    help="comma-separated rules (module docstring); default: 'default' "
+                         "on .npz records, every rule of a stored per-sample table")
     ap.add_argument("--csv", default=None, help="write the evaluation table here")
+    ap.add_argument("--per-sample", default=None,
+                    help="write each sample's truth, estimate and interval per rule here, "
+                         "the sampler's own as the rule 'model'")
     args = ap.parse_args(argv)
     if args.evaluate is not None:
-        summ = evaluate(load(args.evaluate), args.rules.split(","))
+        rules = args.rules.split(",") if args.rules else None
+        if all(p.endswith((".csv", ".csv.gz")) for p in args.evaluate):
+            # stored per-sample tables (--per-sample): re-score them, no npz needed
+            per = pd.concat([pd.read_csv(p) for p in args.evaluate], ignore_index=True)
+            if rules:
+                per = per[per.rule.isin(rules)]
+        else:
+            per = score_samples(load(args.evaluate), rules or ["default"],
+                                model=args.per_sample is not None)
+        if args.per_sample:
+            per.to_csv(args.per_sample, index=False, float_format="%.6g")
+        summ = evaluate(None, None, per)
         with pd.option_context("display.width", 200, "display.max_rows", 1000):
             print(summ.round(3).to_string(index=False))
             print(summ.groupby("rule", sort=False).agg(
