@@ -24,7 +24,8 @@ log-likelihoods to grid weights w (prior, power t on the log-likelihood, mixture
 average of the ratios); tau's posterior is the w-mixture of the per-kappa draws (the
 model draws kappa per kept draw from w: the same distribution), its mean is
 sum_k w_k E[tau | kappa_k]. Per design and rule: relative bias, relative RMSE, 90%
-coverage and mean width of tau1 and tau2, the sd of the errors over the sd each
+coverage and mean width of tau1 and tau2 (bias, RMSE and width over the mean truth, as
+:func:`sdcbayes.validation.summarise`), the sd of the errors over the sd each
 interval implies (width / 3.29; 1 when calibrated), whether both coverages are in
 85-95% (``calibrated``) and whether both are consistent with 90% by the exact binomial
 test (p >= 0.05, ``consistent``).
@@ -214,18 +215,24 @@ def evaluate(data: dict, rules, per: pd.DataFrame | None = None) -> pd.DataFrame
     for t in ("1", "2"):
         truth, est = per[f"truth{t}"], per[f"est{t}"]
         lo, hi = per[f"lo{t}"], per[f"hi{t}"]
-        per[f"err{t}"] = est / truth - 1
+        per[f"err{t}"] = est - truth
+        per[f"sq{t}"] = (est - truth) ** 2
         per[f"cover{t}"] = (lo <= truth) & (truth <= hi)
-        per[f"width{t}"] = (hi - lo) / truth
+        per[f"width{t}"] = hi - lo
         # the error over the sd the interval implies (1 if calibrated)
         per[f"z{t}"] = (est - truth) / np.maximum((hi - lo) / 3.29, 1e-9)
     summ = per.groupby(["rule", "design"], sort=False).agg(
-        bias1=("err1", "mean"), rmse1=("err1", lambda e: float(np.sqrt(np.mean(e**2)))),
+        err1=("err1", "mean"), sq1=("sq1", "mean"), t1=("truth1", "mean"),
         cover1=("cover1", "mean"), width1=("width1", "mean"),
-        bias2=("err2", "mean"), rmse2=("err2", lambda e: float(np.sqrt(np.mean(e**2)))),
+        err2=("err2", "mean"), sq2=("sq2", "mean"), t2=("truth2", "mean"),
         cover2=("cover2", "mean"), width2=("width2", "mean"), replicates=("err1", "size"),
         z1_sd=("z1", "std"), z2_sd=("z2", "std"), hits1=("cover1", "sum"),
         hits2=("cover2", "sum"))
+    # ratios of means, as sdcbayes.validation.summarise (a truth of 0 or 1 at 1% stays usable)
+    for t in ("1", "2"):
+        summ[f"bias{t}"] = summ[f"err{t}"] / summ[f"t{t}"]
+        summ[f"rmse{t}"] = np.sqrt(summ[f"sq{t}"]) / summ[f"t{t}"]
+        summ[f"width{t}"] = summ[f"width{t}"] / summ[f"t{t}"]
     summ["calibrated"] = (summ[["cover1", "cover2"]].ge(0.85).all(axis=1)
                           & summ[["cover1", "cover2"]].le(0.95).all(axis=1))
     # coverage consistent with 90% by the exact binomial test (the README's criterion)
@@ -233,7 +240,9 @@ def evaluate(data: dict, rules, per: pd.DataFrame | None = None) -> pd.DataFrame
         summ[f"cover{t}_p"] = [stats.binomtest(int(k), int(m), 0.9).pvalue
                                for k, m in zip(summ[f"hits{t}"], summ.replicates, strict=True)]
     summ["consistent"] = (summ.cover1_p >= 0.05) & (summ.cover2_p >= 0.05)
-    summ = summ.drop(columns=["hits1", "hits2"])
+    summ = summ[["bias1", "rmse1", "cover1", "width1", "bias2", "rmse2", "cover2", "width2",
+                 "replicates", "z1_sd", "z2_sd", "calibrated", "cover1_p", "cover2_p",
+                 "consistent"]]
     return summ.reset_index()
 
 

@@ -109,7 +109,9 @@ def test_evaluate_scores_bias_and_coverage(rules):
     data = {k: np.asarray(v) for k, v in data.items()}
     summ = rules.evaluate(data, ["default"]).set_index("design")
     np.testing.assert_allclose(summ.bias1, 0.1)
-    np.testing.assert_allclose(summ.rmse2, 0.1)
+    # RMSE over the mean truth: 0.1 x the root mean square truth over the mean truth
+    t = np.arange(100.0, 140.0)
+    np.testing.assert_allclose(summ.rmse2, 0.1 * np.sqrt(np.mean(t**2)) / t.mean())
     assert summ.at["x", "cover1"] == 1.0 and summ.at["y", "cover2"] == 0.0
     assert summ.at["x", "width1"] == pytest.approx(0.36, abs=0.005)  # 0.9 x 0.4
     assert not summ.calibrated.any()
@@ -167,12 +169,13 @@ def test_per_sample_table_round_trips(rules, tmp_path):
                        str(table), "--csv", str(s1)]) == 0
     # the stored table re-scores to the same summary, without the records
     assert rules.main(["--evaluate", str(table), "--csv", str(s2)]) == 0
-
     a, b = pd.read_csv(s1), pd.read_csv(s2)
     assert list(a.rule) == ["model", "default"]
     pd.testing.assert_frame_equal(a, b, rtol=1e-5)
-    np.testing.assert_allclose(a.bias1, [(54 / 50 + 54 / 60) / 2 - 1,
-                                         (55 / 50 + 55 / 60) / 2 - 1])
+    # ratios of means: the mean error over the mean truth
+    np.testing.assert_allclose(a.bias1, [(54 - 55) / 55, 0.0], atol=1e-12)
+    np.testing.assert_allclose(a.rmse2, [np.sqrt((4**2 + 6**2) / 2) / 75,
+                                         np.sqrt((5**2 + 5**2) / 2) / 75])
     # a rule filter on a stored table keeps only that rule
     assert rules.main(["--evaluate", str(table), "--rules", "model", "--csv", str(s2)]) == 0
     assert list(pd.read_csv(s2).rule) == ["model"]
