@@ -36,6 +36,7 @@ Usage::
         [--kind srs|stratified] [--replicates 50] [--seed 0] --out adult.npz
     python benchmarks/kappa_rules.py --evaluate adult.npz scotland.npz
         [--rules default,half-cauchy:2,...] [--csv rules.csv] [--per-sample samples.csv]
+        [--kappa-csv kappa.csv]
     python benchmarks/kappa_rules.py --evaluate samples.csv.gz   # re-score a stored table
 
 A rule is ``prior[/t=T][/average]``: ``prior`` a :func:`parse_kappa_prior` text
@@ -170,6 +171,32 @@ def rule_weights(loglik: np.ndarray, ratios: np.ndarray, rule: str,
     return w
 
 
+def kappa_reads(data: dict, rule: str = "default", grid=KAPPA_GRID) -> pd.DataFrame:
+    """Per sample: where the rule's kappa posterior sits and where the truth needs it.
+
+    ``cv_median`` is the posterior median of log kappa (inf where the Poisson point
+    holds half the mass); ``oracle`` the log kappa at which the per-kappa posterior mean
+    of tau1 meets the sample's true tau1 (linear in log kappa between grid points;
+    tau1's conditional mean rises with kappa), ``censored`` -1 or +1 where the truth
+    lies below or above every finite kappa's mean (oracle then the grid's end).
+    """
+    finite = np.isfinite(grid)
+    logk = np.log(grid[finite])
+    log_all = np.where(finite, np.log(np.where(finite, grid, 1.0)), np.inf)
+    rows = []
+    for i in range(len(data["design"])):
+        w = rule_weights(data["loglik"][i], data["ratios"][i], rule, grid)
+        med = float(log_all[np.searchsorted(np.cumsum(w), 0.5 * w.sum())])
+        m1 = np.maximum.accumulate(np.asarray(data["m1"][i], dtype=float)[finite])
+        t1 = float(data["truth1"][i])
+        cens = -1 if t1 <= m1[0] else (1 if t1 >= m1[-1] else 0)
+        # np.interp needs increasing abscissae: break ties of a flat stretch by index
+        oracle = float(np.interp(t1, m1 + 1e-9 * np.arange(m1.size), logk))
+        rows.append({"design": str(data["design"][i]), "replicate": int(data["replicate"][i]),
+                     "rule": rule, "cv_median": med, "oracle": oracle, "censored": cens})
+    return pd.DataFrame(rows)
+
+
 def weighted_interval(draws: np.ndarray, w: np.ndarray, prob: float = 0.9):
     """Central interval of the w-mixture of the rows of ``draws`` (kappa x draws)."""
     x = draws.ravel()
@@ -269,22 +296,33 @@ def main(argv=None) -> int:
                     help="comma-separated rules (module docstring); default: 'default' "
                          "on .npz records, every rule of a stored per-sample table")
     ap.add_argument("--csv", default=None, help="write the evaluation table here")
+    ap.add_argument("--kappa-csv", default=None,
+                    help="write each sample's posterior median log kappa (the first rule's) "
+                         "and the log kappa its true tau1 needs (.npz records only)")
     ap.add_argument("--per-sample", default=None,
                     help="write each sample's truth, estimate and interval per rule here, "
                          "the sampler's own as the rule 'model'")
     args = ap.parse_args(argv)
     if args.evaluate is not None:
         rules = args.rules.split(",") if args.rules else None
-        if all(p.endswith((".csv", ".csv.gz")) for p in args.evaluate):
+        stored_table = all(p.endswith((".csv", ".csv.gz")) for p in args.evaluate)
+        if args.kappa_csv and stored_table:
+            ap.error("--kappa-csv needs the .npz records (the per-sample table has no "
+                     "kappa likelihoods)")
+        if stored_table:
             # stored per-sample tables (--per-sample): re-score them, no npz needed
+            data = {}
             per = pd.concat([pd.read_csv(p) for p in args.evaluate], ignore_index=True)
             if rules:
                 per = per[per.rule.isin(rules)]
         else:
-            per = score_samples(load(args.evaluate), rules or ["default"],
-                                model=args.per_sample is not None)
+            data = load(args.evaluate)
+            per = score_samples(data, rules or ["default"], model=args.per_sample is not None)
         if args.per_sample:
             per.to_csv(args.per_sample, index=False, float_format="%.6g")
+        if args.kappa_csv:
+            kappa_reads(data, (rules or ["default"])[0]).to_csv(
+                args.kappa_csv, index=False, float_format="%.5g")
         summ = evaluate(None, None, per)
         with pd.option_context("display.width", 200, "display.max_rows", 1000):
             print(summ.round(3).to_string(index=False))

@@ -179,3 +179,29 @@ def test_per_sample_table_round_trips(rules, tmp_path):
     # a rule filter on a stored table keeps only that rule
     assert rules.main(["--evaluate", str(table), "--rules", "model", "--csv", str(s2)]) == 0
     assert list(pd.read_csv(s2).rule) == ["model"]
+    # the kappa reads need the records: refused on a stored table, before writing anything
+    with pytest.raises(SystemExit):
+        rules.main(["--evaluate", str(table), "--kappa-csv", str(tmp_path / "k.csv")])
+    assert not (tmp_path / "k.csv").exists()
+
+
+def test_kappa_reads_finds_the_oracle_and_the_median(rules):
+    # tau1's conditional mean linear in log kappa over the finite grid; the truth placed at
+    # log kappa = 0.3 (between grid points) is read back by interpolation; a likelihood
+    # peaked at one grid point puts the posterior median there
+    finite = np.isfinite(KAPPA_GRID)
+    logk = np.log(KAPPA_GRID[finite])
+    m1 = np.full(KAPPA_GRID.size, np.nan)
+    m1[finite] = 100.0 + 10.0 * logk
+    m1[~finite] = m1[finite].max() + 1.0
+    peak = np.full(KAPPA_GRID.size, -50.0)
+    j = int(np.argmin(np.abs(KAPPA_GRID - 2.0)))
+    peak[j] = 0.0
+    data = {"design": np.array(["x", "x", "x"]), "replicate": np.array([0, 1, 2]),
+            "truth1": np.array([103.0, 50.0, 1e6]), "m1": np.tile(m1, (3, 1)),
+            "loglik": np.tile(peak, (3, 2, 1)), "ratios": np.tile([4, 8], (3, 1))}
+    reads = rules.kappa_reads(data, "log-uniform")
+    assert reads.oracle[0] == pytest.approx(0.3, abs=1e-6)
+    assert list(reads.censored) == [0, -1, 1]
+    assert reads.oracle[1] == pytest.approx(logk[0]) and reads.oracle[2] == pytest.approx(logk[-1])
+    np.testing.assert_allclose(reads.cv_median, np.log(KAPPA_GRID[j]))
