@@ -77,10 +77,12 @@ from latent_class_accuracy import confirmed_rules, populations_with_codebook  # 
 DRAWS, TUNE, CHAINS, EM_RESTARTS = 150, 100, 2, 3
 
 
-def record_sample(model: LatentClassModel, N: float, seed: int, sim_seed) -> dict:
-    """One sample's cross-validation and per-kappa tau draws (module docstring)."""
+def record_sample(model: LatentClassModel, N: float, seed: int, sim_seed,
+                  cv_parts: str = "random") -> dict:
+    """One sample's cross-validation and per-kappa tau draws (module docstring);
+    ``cv_parts`` is :func:`overdispersion_cv`'s ``parts``."""
     od = overdispersion_cv(model, random_seed=seed, em_restarts=max(1, EM_RESTARTS - 1),
-                           max_ratio=float(N) / model.n)
+                           max_ratio=float(N) / model.n, parts=cv_parts)
     idata = model.sample(draws=DRAWS, tune=TUNE, chains=CHAINS, N=float(N), random_seed=seed,
                          store="all", em_restarts=EM_RESTARTS, overdispersion=od)
     summ = posterior_tau_summary(idata)
@@ -105,7 +107,8 @@ def record_sample(model: LatentClassModel, N: float, seed: int, sim_seed) -> dic
                                summ["tau2"], *summ["tau2_interval"]])}
 
 
-def collect(populations: str, fractions, kind: str, replicates: int, seed: int) -> dict:
+def collect(populations: str, fractions, kind: str, replicates: int, seed: int,
+            cv_parts: str = "random") -> dict:
     """Run :func:`record_sample` on every replicate of every design; arrays by key."""
     out: dict[str, list] = {}
     for pop_name, pop, levels in populations_with_codebook(populations):
@@ -128,7 +131,7 @@ def collect(populations: str, fractions, kind: str, replicates: int, seed: int) 
                     structural_zeros=confirmed_rules(pop_name, keys),
                     priors={"phi": dict(PHI_PRIOR_DEFAULT)},
                     weights=pd.Series(w))  # as latent_class_method: equal weights = none
-                rec = record_sample(model, N, seed, [seed, r, 7])
+                rec = record_sample(model, N, seed, [seed, r, 7], cv_parts)
                 rec.update(design=design.label, replicate=r, truth1=truth.tau1,
                            truth2=truth.tau2)
                 for k, v in rec.items():
@@ -289,6 +292,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kind", default="srs", choices=["srs", "stratified"])
     ap.add_argument("--replicates", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cv-parts", default="random", choices=["random", "weights"],
+                    help="how the cross-validation draws its parts (overdispersion_cv's "
+                         "parts; 'weights' matters on stratified samples only)")
     ap.add_argument("--out", default=None, help="store the per-sample records here (.npz)")
     ap.add_argument("--evaluate", nargs="*", default=None,
                     help="score kappa rules on these stored records instead of running")
@@ -338,7 +344,7 @@ def main(argv=None) -> int:
     if not args.out:
         ap.error("--out is needed to run (or --evaluate to score stored records)")
     out = collect(args.populations, [float(x) for x in args.fractions.split(",")], args.kind,
-                  args.replicates, args.seed)
+                  args.replicates, args.seed, args.cv_parts)
     if not out:
         return 1
     save(out, args.out)

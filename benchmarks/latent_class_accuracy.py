@@ -310,6 +310,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cv-combine-ratios", default=None, choices=["mixture", "average"],
                     help="combine the scale ratios' kappa posteriors as a mixture (the default "
                          "CV_COMBINE_RATIOS) or average their log-likelihoods (composite)")
+    ap.add_argument("--cv-parts", default=None, choices=["random", "weights"],
+                    help="stratified designs: cut the sample at random (the default "
+                         "CV_PARTS) or draw parts whose rest extrapolates each weight class "
+                         "at a rate proportional to the population's")
     ap.add_argument("--cluster-correction", default="none", choices=["cv", "none"],
                     help="household designs: multiply the sample uniques' rates by "
                          "cluster_rate_correction's factors (mates' influence removed), or not")
@@ -357,6 +361,7 @@ def main(argv=None) -> int:
             overdispersion_focus=args.cv_focus,
             overdispersion_partitions=args.cv_partitions,
             overdispersion_combine_ratios=args.cv_combine_ratios,
+            overdispersion_parts=args.cv_parts,
             cluster_correction=None if args.cluster_correction == "none" else "cv",
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),

@@ -1935,6 +1935,13 @@ CV_FOCUS = "all"
 #: README, Accuracy.
 CV_PREDICTIVE = "em"
 
+#: How :func:`overdispersion_cv` draws its parts (``parts``): ``"random"`` (default),
+#: simple random subsets of the sample whatever its design; ``"weights"``, on a sample
+#: with weight classes, subsets whose within-class fractions make the rest of the sample
+#: extrapolate each class at a rate proportional to the population's, measured as an
+#: option (README, "Accuracy").
+CV_PARTS = "random"
+
 
 def kappa_prior(grid, prior=KAPPA_PRIOR) -> np.ndarray:
     r"""Prior mass of each point of a kappa grid (inf = Poisson cells).
@@ -2069,6 +2076,30 @@ def _part_model(model: LatentClassModel, row_counts, priors) -> LatentClassModel
                    else np.unique(model.key_index[keep], return_inverse=True)[1]))
 
 
+def _weighted_part_sizes(n_g: np.ndarray, excess: np.ndarray, target: float) -> np.ndarray:
+    r"""Records per weight class of a part mirroring the population's extrapolation.
+
+    The within-class fraction :math:`s_g = 1/(1 + c\,e_g)` (``excess`` :math:`e_g =
+    \bar w_g - 1`) leaves :math:`(1 - s_g)/s_g = c\,e_g` rest records per part record
+    in class g: proportional to the population's rate. c (bisection on log c) makes the
+    part hold ``target`` records; where the classes of rate 0 alone hold more, c is as
+    large as the bisection goes. Each class keeps at least one record when it has
+    one, and at most all of them.
+    """
+    n_g = np.asarray(n_g, dtype=float)
+    excess = np.asarray(excess, dtype=float)
+
+    def size(log_c):
+        return float((n_g / (1.0 + np.exp(log_c) * excess)).sum())
+
+    lo, hi = -30.0, 30.0
+    for _ in range(200):  # size() falls as c grows
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if size(mid) > target else (lo, mid)
+    s = 1.0 / (1.0 + np.exp(0.5 * (lo + hi)) * excess)
+    return np.clip(np.rint(n_g * s), np.minimum(n_g, 1), n_g).astype(np.int64)
+
+
 def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts: int = 2,
                       grid=None, n_splits: int = 1, prior=KAPPA_PRIOR,
                       predictive: str = CV_PREDICTIVE, ratios=CV_RATIOS,
@@ -2077,7 +2108,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                       part_mass: str = CV_PART_MASS,
                       focus: str = CV_FOCUS, by_cluster: bool = True,
                       partitions: str = CV_PARTITIONS,
-                      combine_ratios: str = CV_COMBINE_RATIOS) -> dict[str, Any]:
+                      combine_ratios: str = CV_COMBINE_RATIOS,
+                      parts: str = CV_PARTS) -> dict[str, Any]:
     r"""Cross-validated gamma overdispersion of the cells around a latent-class fit.
 
     The mixture smooths: on sparse keys it spreads probability over combinations
@@ -2240,6 +2272,19 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         strong clumping that the foreign-born ones, which carry tau1, do not show.
         T, the predictions and V are then the weighted sums (V with :math:`w_k^2`).
         Measured as an option (README, "Accuracy").
+    parts : {"random", "weights"}
+        How the parts are drawn (default :data:`CV_PARTS`). ``"random"``: the sample is
+        cut at random, so every weight class of the rest of the sample is extrapolated
+        by the same factor r - 1, while the population extrapolates class g by
+        :math:`\bar w_g - 1` (:meth:`LatentClassModel.excess_rates`). ``"weights"``
+        (a sample with weight classes; without one it is ``"random"``): each of the r
+        parts of a partition is drawn on its own, class by class, with the
+        within-class fraction :math:`s_g = 1 / (1 + c(\bar w_g - 1))`, c set so that
+        the part holds about n/r records; the rest of class g then holds
+        :math:`\rho_g = (n_g - a_g)/a_g` records per part record, proportional to
+        the population's rate, and the held-out prediction is class by class,
+        :math:`\lambda_k = n_A \sum_g \pi_{kg}\rho_g`. Needs ``predictive="em"``
+        and no record clusters (``by_cluster=False`` or none known).
 
     Returns
     -------
@@ -2268,8 +2313,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         raise InputError(f"ratios must be whole numbers >= 2 (parts of 1/r of the sample); "
                          f"got {ratios!r}")
     # records -> model rows (cells, or (cell, weight class) pairs); uniqueness is of key
-    # cells. The parts are simple random subsets of the sample whatever its design, so the
-    # part-to-sample extrapolation is the same factor for every class.
+    # cells. With parts="random" the parts are simple random subsets of the sample whatever
+    # its design, so the part-to-sample extrapolation is the same factor for every class.
     rows_f = np.rint(model.counts).astype(np.int64)
     K = rows_f.size
     f = np.rint(model.key_counts).astype(np.int64)
@@ -2299,6 +2344,18 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     if combine_ratios not in ("mixture", "average"):
         raise InputError(f"combine_ratios must be 'mixture' or 'average'; "
                          f"got {combine_ratios!r}")
+    if parts not in ("random", "weights"):
+        raise InputError(f"parts must be 'random' or 'weights'; got {parts!r}")
+    by_weights = parts == "weights" and model.class_weights is not None
+    if by_weights and (clustered or predictive != "em"):
+        raise InputError("parts='weights' draws records class by class: it needs "
+                         "predictive='em' and no record clusters (by_cluster=False)")
+    if by_weights:
+        class_of_record = model.codes[cell_of_record, -1]
+        n_g = np.bincount(class_of_record, minlength=model.class_weights.size)
+        N_pop = (float(max_ratio) * n if max_ratio is not None
+                 else float(n_g @ model.class_weights))
+        excess = model.excess_rates(N_pop)
     if focus == "population" and max_ratio is None:
         raise InputError("focus='population' weighs the part-uniques by their population "
                          "uniqueness, which needs the population size: pass max_ratio = N/n")
@@ -2326,7 +2383,18 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     fits, ratio_of = [], []  # ratio_of: each partition's ratio
     for ratio in use:
         for _ in range(int(n_splits)):
-            if not clustered:
+            rates = None  # the rest's records per part record, by weight class
+            if by_weights:
+                a_g = _weighted_part_sizes(n_g, excess, n / ratio)
+                rates = np.where(a_g > 0, (n_g - a_g) / np.maximum(a_g, 1), 0.0)
+                # r parts drawn on their own (they overlap): unequal fractions cannot
+                # partition the sample
+                drawn = [np.concatenate([
+                    rng.choice(np.flatnonzero(class_of_record == g), size=int(a), replace=False)
+                    for g, a in enumerate(a_g) if a > 0]) for _ in range(ratio)]
+                perm = np.concatenate(drawn)
+                bounds = np.concatenate([[0], np.cumsum([d.size for d in drawn])]).tolist()
+            elif not clustered:
                 perm = rng.permutation(n)
                 bounds = [i * n // ratio for i in range(ratio + 1)]  # ratio 2: the halves
             else:
@@ -2355,11 +2423,20 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                                               random_seed=int(rng.integers(2**63 - 1)),
                                               store="uniques", em_restarts=em_restarts)
                     pi = idata.posterior["pi"].values.reshape(-1, unique_a.size)
+                elif rates is not None:
+                    em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
+                    pi_kg = np.asarray(part_model.key_cell_probabilities(
+                        em["w"], em["phi"], model.key_codes[unique_a], by_class=True))
+                    pi = pi_kg.sum(axis=1)[None, :]
                 else:
                     em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
                     pi = part_model.key_cell_probabilities(
                         em["w"], em["phi"], model.key_codes[unique_a])[None, :]
-                lam, sm = (n - part.size) * pi, part.size * pi
+                if rates is None:
+                    lam = (n - part.size) * pi
+                else:  # class by class: the part's expected count times the rest's rate
+                    lam = part.size * (pi_kg @ rates)[None, :]
+                sm = part.size * pi
                 if focus == "all":
                     t_a = int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
                     # P_k(kappa) averaged over the draws (one draw for EM), summed over
@@ -2441,6 +2518,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "prior": _prior_label(prior),
         "predictive": predictive,
         "dispersion": phi,
+        **({"parts": "weights"} if by_weights else {}),
         **({} if focus == "all" else {"focus": focus}),
         **({"clusters": int(cluster_size.size)} if clustered else {}),
         **({} if whole_mass is None else {"part_phi_mass": whole_mass}),
@@ -2639,6 +2717,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         overdispersion_ratios=None, overdispersion_dispersion=None,
                         overdispersion_part_mass=None, overdispersion_focus=None,
                         overdispersion_partitions=None, overdispersion_combine_ratios=None,
+                        overdispersion_parts=None,
                         weights: bool = True, cluster_correction=None):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
@@ -2653,7 +2732,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     ``overdispersion_part_mass``, default :data:`CV_PART_MASS`; the weighting of the
     held-out count ``overdispersion_focus``, default :data:`CV_FOCUS`; the combination of
     the partitions of a ratio ``overdispersion_partitions``, default :data:`CV_PARTITIONS`;
-    of the ratios ``overdispersion_combine_ratios``, default :data:`CV_COMBINE_RATIOS`).
+    of the ratios ``overdispersion_combine_ratios``, default :data:`CV_COMBINE_RATIOS`;
+    how the parts are drawn ``overdispersion_parts``, default :data:`CV_PARTS`).
 
     ``weights=True`` (default): unequal sampling weights (stratified designs) enter
     the model as the records' weight class (:func:`weight_classes`, module
@@ -2711,7 +2791,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                 partitions=(CV_PARTITIONS if overdispersion_partitions is None
                             else overdispersion_partitions),
                 combine_ratios=(CV_COMBINE_RATIOS if overdispersion_combine_ratios is None
-                                else overdispersion_combine_ratios))
+                                else overdispersion_combine_ratios),
+                parts=CV_PARTS if overdispersion_parts is None else overdispersion_parts)
         idata = model.sample(draws=draws, tune=tune, chains=chains, thin=thin, N=float(N),
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od,

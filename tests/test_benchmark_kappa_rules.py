@@ -145,6 +145,24 @@ def test_record_sample_matches_the_sampler(rules, cv_model):
     assert 0 < rec["m1"][-1] <= su
 
 
+def test_record_sample_passes_the_cv_parts(rules):
+    # a sample with two weight classes: the record's log-likelihoods are those of the
+    # cross-validation with weighted parts, which differ from random parts'
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({k: rng.choice(list("abcdefgh"[:L]), 500) for k, L in
+                          (("x", 8), ("y", 5), ("z", 3))})
+    w = np.where(frame.x.isin(["a", "b"]), 5.0, 40.0)
+    model = LatentClassModel.from_frame(frame, ["x", "y", "z"], n_classes=4, weights=w)
+    N = float(w.sum())
+    rec = rules.record_sample(model, N, seed=1, sim_seed=2, cv_parts="weights")
+    kw = {"random_seed": 1, "em_restarts": max(1, rules.EM_RESTARTS - 1),
+          "max_ratio": N / model.n}
+    weighted = overdispersion_cv(model, parts="weights", **kw)
+    assert weighted["parts"] == "weights"
+    np.testing.assert_allclose(rec["loglik"], weighted["partition_loglik"])
+    assert not np.allclose(rec["loglik"], overdispersion_cv(model, **kw)["partition_loglik"])
+
+
 def test_per_sample_table_round_trips(rules, tmp_path):
     # records of two samples with a known answer: the default rule's estimate is the
     # constant per-kappa mean; the stored model estimate comes back as the rule "model"

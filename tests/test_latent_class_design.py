@@ -7,7 +7,10 @@ class-by-class excess against a brute-force sum over the whole cell space (whose
 total is N - n when the fit reproduces the class sizes); the Gibbs draws' lam
 against the closed form at the same parameters; and on a simulated population
 whose over-sampled stratum differs in its keys, that the weighted model recovers
-tau1 where one extrapolation N/n for all understates it.
+tau1 where one extrapolation N/n for all understates it. The cross-validation's
+weighted parts (``parts="weights"``): part sizes whose rest mirrors the population's
+class rates, and, with every part fitted exactly, a held-out prediction that matches
+the count it predicts only when made class by class.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from sdcbayes.models.latent_class import (
     WEIGHT_BINS,
     WEIGHT_CLASS_KEY,
     LatentClassModel,
+    _weighted_part_sizes,
     latent_class_method,
     overdispersion_cv,
     weight_classes,
@@ -150,6 +154,93 @@ def test_cross_validation_runs_on_key_cells(design_model):
     assert od["ratios"] == [2, 4]
     # observed part-uniques that stay unique: at most the key cells' sample uniques
     assert 0 < od["observed"] <= int((model.key_counts == 1).sum())
+
+
+def test_weighted_part_sizes_mirror_the_population_rates():
+    n_g = np.array([500, 1500, 40])
+    excess = np.array([4.0, 39.0, 9.0])
+    for target in (2000 / 4, 2000 / 8, 2000 / 2):
+        a_g = _weighted_part_sizes(n_g, excess, target)
+        assert abs(a_g.sum() - target) <= n_g.size  # rounding, class by class
+        rho = (n_g - a_g) / a_g
+        # rest per part record proportional to the population's rate (to the rounding of
+        # the smallest class: 40 records)
+        np.testing.assert_allclose(rho / rho[1], excess / excess[1], rtol=0.1)
+        np.testing.assert_allclose(rho[0] / rho[1], excess[0] / excess[1], rtol=0.01)
+    # a class extrapolated at rate 0 keeps all its records in every part; an empty one none;
+    # a small class keeps at least one record
+    a_g = _weighted_part_sizes(np.array([300, 900, 0, 2]), np.array([0.0, 50.0, 5.0, 500.0]),
+                               400)
+    assert a_g[0] == 300 and a_g[2] == 0 and a_g[3] == 1
+    assert a_g.sum() == pytest.approx(400, abs=4)
+
+
+def _two_strata_sample(seed, n0=1500, n1=500):
+    """Keys independent within each stratum, different across them: the sample is exactly
+    a two-class mixture. Stratum 1 (weight 5) is over-sampled, stratum 0 has weight 40."""
+    rng = np.random.default_rng(seed)
+    frames = [pd.DataFrame({k: rng.choice(p.size, n, p=p) for k, p in probs.items()})
+              for n, probs in ((n0, _STRATUM_P[0]), (n1, _STRATUM_P[1]))]
+    frame = pd.concat(frames, ignore_index=True).astype(str)
+    return frame, np.r_[np.full(n0, 40.0), np.full(n1, 5.0)]
+
+
+_ZIPF = 1.0 / np.arange(1, 41) ** 1.1
+_STRATUM_P = [{"k1": _ZIPF / _ZIPF.sum(), "k2": np.full(8, 1 / 8),
+               "k3": np.array([.4, .3, .2, .1])},
+              {"k1": _ZIPF[::-1] / _ZIPF.sum(), "k2": np.full(8, 1 / 8),
+               "k3": np.array([.1, .2, .3, .4])}]
+
+
+def test_weighted_parts_predict_the_rest_class_by_class(monkeypatch):
+    """Every part fitted exactly (the true pi_kg of its composition, monkeypatched in
+    for the EM fit): with Poisson cells the count of part-uniques left unique by the rest
+    must match its prediction. It does for random parts (one rate for all classes) and
+    for weighted parts only with the rest's class-by-class rates: predicting the rest of
+    a weighted part at one rate (n - n_A) pi_k misses by about 11 standard deviations
+    over these six samples (checked by hand); the class-by-class prediction within 3."""
+    def exact(self, w, phi, key_codes=None, *, by_class=False):
+        kc = np.asarray(self.key_codes if key_codes is None else key_codes)
+        value = [np.array([int(v) for v in self.levels[j]])[kc[:, j]] for j in range(3)]
+        # weight classes are ordered by weight: class 0 is stratum 1 (weight 5)
+        pg = np.stack([np.prod([_STRATUM_P[h][k][value[j]]
+                                for j, k in enumerate(("k1", "k2", "k3"))], axis=0)
+                       for h in (1, 0)], axis=1)
+        pi = pg * (self._class_n / self.n)  # the part's class shares, known exactly
+        return pi if by_class else pi.sum(axis=1)
+
+    monkeypatch.setattr(LatentClassModel, "fit_em", lambda self, **kw: {
+        "w": None, "phi": None, "phi_mass": [1.0] * len(self.n_levels)})
+    monkeypatch.setattr(LatentClassModel, "key_cell_probabilities", exact)
+    totals = {"random": np.zeros(3), "weights": np.zeros(3)}
+    for seed in range(6):
+        frame, w = _two_strata_sample(seed)
+        model = LatentClassModel.from_frame(frame, ["k1", "k2", "k3"], n_classes=4, weights=w)
+        for parts in totals:
+            od = overdispersion_cv(model, random_seed=seed, em_restarts=1, parts=parts,
+                                   ratios=(4,))
+            assert od.get("parts", "random") == parts
+            totals[parts] += [od["observed"], od["predicted_poisson"], od["sd"] ** 2]
+    for parts, (observed, predicted, var) in totals.items():
+        assert abs(observed - predicted) < 3.0 * np.sqrt(var), parts
+    # the weighted parts hold more part-uniques (the over-sampled stratum is sparser in
+    # them than in the sample) and overlap: their count is not the sample uniques'
+    assert totals["weights"][0] > totals["random"][0]
+
+
+def test_weighted_parts_refusals_and_the_model_without_weights(design_model):
+    _, _, model = design_model
+    with pytest.raises(InputError, match="parts must be"):
+        overdispersion_cv(model, parts="strata")
+    with pytest.raises(InputError, match="predictive='em'"):
+        overdispersion_cv(model, parts="weights", predictive="gibbs")
+    frame = _frame(seed=3)
+    plain = LatentClassModel.from_frame(frame, ["a", "b", "c"], n_classes=3)
+    a = overdispersion_cv(plain, random_seed=2, em_restarts=1, parts="weights")
+    b = overdispersion_cv(plain, random_seed=2, em_restarts=1)
+    # without weight classes the parts are random: the same result, unlabelled
+    assert "parts" not in a
+    np.testing.assert_array_equal(a["weights"], b["weights"])
 
 
 def test_from_microdata_rows_are_cell_class_pairs():
