@@ -2292,7 +2292,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         ``grid``, ``weights`` (posterior over the grid), ``kappa_hat`` (posterior
         mode), ``kappa_median``, ``observed`` (T: every sample unique is unique in its
         part, so T is the (weighted) count of sample uniques, the same for every
-        partition),
+        partition; with weighted parts, which overlap, the last partition's count),
         ``predicted_poisson`` (the prediction at :math:`\kappa = \infty`, averaged over
         the partitions), ``sd`` (:math:`\sqrt V`), ``method``,
         ``n_splits``, ``ratios`` (those used), ``partition_ratios`` and
@@ -2300,7 +2300,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         grid, prior not included), ``partitions``, ``combine_ratios``, ``prior``,
         ``predictive``,
         ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``); with
-        ``part_mass="whole"`` and a learnt mass, ``part_phi_mass`` (the parts' masses).
+        ``part_mass="whole"`` and a learnt mass, ``part_phi_mass`` (the parts' masses);
+        with weighted parts, ``parts``.
     """
     rng = np.random.default_rng(random_seed)
     grid = KAPPA_GRID if grid is None else np.asarray(grid, dtype=float)
