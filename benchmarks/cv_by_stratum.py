@@ -25,10 +25,21 @@ stratum's records of each simple random sample, subsampled to the stratified des
 take of that stratum -- the same design as ``stratified-households``, so their
 difference measures the noise.
 
+``--population-scale`` answers the other side: what kappa the population needs,
+stratum by stratum. Per sample it runs the default model exactly as
+``benchmarks/kappa_rules.py`` does (cross-validated kappa, Gibbs sampler, same seeds)
+and keeps, for the sample uniques of each stratum, how many are population-unique (T)
+and their posterior mean count of population uniques at each kappa of the grid
+(:func:`population_by_stratum`); :func:`point_kappa` on these rows is the stratum's
+"oracle" kappa (``kappa_rules.kappa_reads`` gives it for all strata together). Only
+``srs`` and ``stratified`` samples.
+
 Usage::
 
     python benchmarks/cv_by_stratum.py --population scotland13 --fraction 0.01
         --replicates 90 [--start 0] [--kinds srs,stratified] --csv rows.csv
+    python benchmarks/cv_by_stratum.py ... --population-scale --kinds srs,stratified
+        --replicates 50 --csv oracle.csv
     python benchmarks/cv_by_stratum.py --summarise rows.csv [more.csv ...]
 """
 
@@ -45,6 +56,7 @@ from sdcbayes.models.latent_class import (
     KAPPA_GRID,
     PHI_PRIOR_DEFAULT,
     LatentClassModel,
+    overdispersion_cv,
     prob_population_unique,
 )
 from sdcbayes.validation import _draw
@@ -109,6 +121,54 @@ def held_out_by_stratum(sample: pd.DataFrame, keys, stratum, *, weights=None, le
     return rows
 
 
+def population_by_stratum(sample: pd.DataFrame, keys, stratum, population_unique, N: float,
+                          *, weights=None, levels=None, structural_zeros=None,
+                          seed: int = 0, draws=None) -> list[dict]:
+    """Per stratum: the sample uniques' true and predicted population uniques over kappa.
+
+    The default model as ``benchmarks/kappa_rules.py`` runs it (``record_sample``: its
+    sampler settings, cross-validated kappa, ``seed`` for both); ``population_unique``
+    (one bool per record: F = 1) is the truth. Returns rows with ``stratum``, ``m``
+    (sample uniques), ``T`` (of them population-unique) and ``P0`` .. (the posterior
+    mean of their count of population uniques at each kappa of :data:`GRID`);
+    summed over the strata, the P columns are ``record_sample``'s ``m1``.
+    """
+    import kappa_rules as kr
+
+    sample = sample[list(keys)].astype(str).reset_index(drop=True)
+    stratum = np.asarray(stratum)
+    population_unique = np.asarray(population_unique, dtype=bool)
+    model = LatentClassModel.from_frame(
+        sample, keys, levels=levels, n_classes=30, structural_zeros=structural_zeros,
+        priors={"phi": dict(PHI_PRIOR_DEFAULT)},
+        weights=None if weights is None else pd.Series(np.asarray(weights, dtype=float)))
+    od = overdispersion_cv(model, random_seed=seed, em_restarts=max(1, kr.EM_RESTARTS - 1),
+                           max_ratio=float(N) / model.n)
+    idata = model.sample(draws=draws or kr.DRAWS, tune=kr.TUNE, chains=kr.CHAINS, N=float(N),
+                         random_seed=seed, store="all", em_restarts=kr.EM_RESTARTS,
+                         overdispersion=od)
+    C = model.key_codes.shape[0]
+    su = np.flatnonzero(model.key_counts == 1)
+    lam = idata.posterior["lam"].values.reshape(-1, C)[:, su]
+    smean = model.n * idata.posterior["pi"].values.reshape(-1, C)[:, su]
+    # each record's key cell (the model's key_codes, coded on the same levels)
+    lv = model.levels
+    codes = np.column_stack([pd.Categorical(sample[k], categories=lv[j]).codes
+                             for j, k in enumerate(keys)])
+    index_of = {c: i for i, c in enumerate(map(tuple, model.key_codes.tolist()))}
+    cell_of = np.array([index_of[c] for c in map(tuple, codes.tolist())])
+    position = np.full(C, -1)
+    position[su] = np.arange(su.size)
+    rec = np.flatnonzero(position[cell_of] >= 0)  # the sample-unique records
+    order = np.empty(su.size, dtype=np.int64)
+    order[position[cell_of[rec]]] = rec  # record of each sample-unique cell
+    st, truth = stratum[order], population_unique[order]
+    pred = np.array([prob_population_unique(lam, k, smean).mean(axis=0) for k in GRID])
+    return [{"stratum": int(s), "m": int((st == s).sum()), "T": int(truth[st == s].sum()),
+             **{f"P{i}": float(v) for i, v in enumerate(pred[:, st == s].sum(axis=1))}}
+            for s in np.unique(st)]
+
+
 def point_kappa(rows: pd.DataFrame) -> float:
     """Log kappa at which the rows' summed prediction meets their summed T.
 
@@ -124,7 +184,7 @@ def point_kappa(rows: pd.DataFrame) -> float:
 
 
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per kind and stratum (and all strata): part-uniques per sample, the pooled reading
+    """Per kind and stratum (and all strata): (part-)uniques per sample, the pooled reading
     (one kappa for all samples' rows), the mean of the per-sample readings and its
     standard error."""
     out = []
@@ -132,14 +192,17 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
         for s, h in [*g.groupby("stratum"), ("all", g)]:
             per = h.groupby("replicate").apply(point_kappa, include_groups=False)
             out.append({"kind": kind, "stratum": s,
-                        "part_uniques": h.m.sum() / h.replicate.nunique() / h.ratio.nunique(),
+                        # per sample (and per ratio for the cross-validation's rows)
+                        "uniques": h.m.sum() / h.replicate.nunique() / (
+                            h.ratio.nunique() if "ratio" in h else 1),
                         "share_T": h["T"].sum() / h.m.sum(), "log_kappa_pooled": point_kappa(h),
                         "log_kappa_mean": per.mean(), "se": per.std() / np.sqrt(per.size),
                         "samples": per.size})
     return pd.DataFrame(out)
 
 
-def collect(population: str, fraction: float, replicates: int, start: int, kinds) -> pd.DataFrame:
+def collect(population: str, fraction: float, replicates: int, start: int, kinds,
+            population_scale: bool = False) -> pd.DataFrame:
     (name, pop, levels), = list(populations_with_codebook(population))
     keys, frame = list(pop.keys), pop.frame
     N = len(frame)
@@ -149,6 +212,9 @@ def collect(population: str, fraction: float, replicates: int, start: int, kinds
     # the stratified design's take of the largest stratum (as _draw allocates)
     take = int(np.clip(np.rint(round(fraction * N) * np.sqrt(sizes[big])
                                / np.sqrt(sizes).sum()), 1, sizes[big]))
+    if population_scale:  # each record's population count of its key cell
+        cell_all = frame[keys].astype(str).agg("|".join, axis=1).to_numpy()
+        cell_counts = pd.Series(cell_all).value_counts()
     rows = []
     for kind in kinds:
         for r in range(start, replicates):
@@ -163,6 +229,15 @@ def collect(population: str, fraction: float, replicates: int, start: int, kinds
                                                                   replace=False)
                     index, w = index[np.sort(sub)], w[np.sort(sub)]
             design_weights = w if kind == "stratified" else None
+            if population_scale:
+                F = pd.Series(cell_all).map(cell_counts).to_numpy()
+                for row in population_by_stratum(
+                        frame.iloc[index], keys, strata[index], F[index] == 1, N,
+                        weights=w, levels=levels,
+                        structural_zeros=confirmed_rules(name, keys), seed=0):
+                    rows.append({"kind": kind, "replicate": r, **row})
+                print(kind, r, file=sys.stderr, flush=True)
+                continue
             for row in held_out_by_stratum(
                     frame.iloc[index], keys, strata[index], weights=design_weights,
                     levels=levels, structural_zeros=confirmed_rules(name, keys), seed=r):
@@ -178,6 +253,9 @@ def main(argv=None) -> int:
     ap.add_argument("--replicates", type=int, default=90, help="samples 0 .. R-1")
     ap.add_argument("--start", type=int, default=0, help="first sample (to split a run)")
     ap.add_argument("--kinds", default="srs,stratified")
+    ap.add_argument("--population-scale", action="store_true",
+                    help="the population's need per stratum (the default model's Gibbs run) "
+                         "instead of the cross-validation's reading; kinds srs, stratified")
     ap.add_argument("--csv", default=None, help="write the per-sample rows here")
     ap.add_argument("--summarise", nargs="*", default=None,
                     help="only summarise stored rows (from --csv)")
@@ -189,7 +267,10 @@ def main(argv=None) -> int:
         bad = [k for k in kinds if k not in KINDS]
         if bad:
             ap.error(f"unknown kind(s) {bad}; choose from {list(KINDS)}")
-        rows = collect(args.population, args.fraction, args.replicates, args.start, kinds)
+        if args.population_scale and set(kinds) - {"srs", "stratified"}:
+            ap.error("--population-scale runs the harness's own samples: kinds srs, stratified")
+        rows = collect(args.population, args.fraction, args.replicates, args.start, kinds,
+                       args.population_scale)
         if rows.empty:
             return 1
         if args.csv:

@@ -5,7 +5,9 @@ kappa (and its censoring at the grid's ends); on a small sample, that the strata
 rows add up to what a random partition must give (every sample unique is unique in
 its part: T summed over the parts and strata is the number of sample uniques, for
 each ratio), that predictions converge at the grid's top and stay within the
-part-uniques' count; and the summary's pooled reading.
+part-uniques' count; and the summary's pooled reading. The population-scale rows: summed
+over the strata they are kappa_rules.record_sample's per-kappa tau1 means on the same
+model and seeds, and each stratum's counts are its sample uniques and their truths.
 """
 
 from __future__ import annotations
@@ -67,3 +69,34 @@ def test_held_out_rows_add_up(cbs):
     summ = cbs.summarise(rows).set_index("stratum")
     assert summ.at["all", "log_kappa_pooled"] == pytest.approx(cbs.point_kappa(rows))
     assert summ.at["all", "samples"] == 1
+
+
+def test_population_rows_are_the_samplers_tau1_split_by_stratum(cbs):
+    # the same model, seeds and sampler as kappa_rules.record_sample: summed over the
+    # strata, the predicted counts are its per-kappa posterior means of tau1, and the
+    # truth counts every sample unique once
+    rules = load_benchmark("kappa_rules.py")
+    rng = np.random.default_rng(7)
+    n = 300
+    frame = pd.DataFrame({"a": rng.choice(list("abcdefgh"), n),
+                          "b": rng.choice(list("pqrst"), n, p=[.4, .3, .15, .1, .05]),
+                          "c": rng.choice(list("xyz"), n)})
+    stratum = frame.a.isin(["a", "b"]).to_numpy().astype(int)
+    w = np.where(stratum == 1, 5.0, 30.0)
+    N = float(w.sum())
+    truth = rng.random(n) < 0.4  # any labelling: only its sums per stratum are checked
+    rows = pd.DataFrame(cbs.population_by_stratum(frame, ["a", "b", "c"], stratum, truth, N,
+                                                  weights=w, seed=2))
+    model = rules.LatentClassModel.from_frame(
+        frame, ["a", "b", "c"], n_classes=30,
+        priors={"phi": dict(rules.PHI_PRIOR_DEFAULT)}, weights=pd.Series(w))
+    rec = rules.record_sample(model, N, 2, [0, 1])
+    pcols = [f"P{i}" for i in range(cbs.GRID.size)]
+    np.testing.assert_allclose(rows[pcols].sum().to_numpy(), rec["m1"][:cbs.GRID.size],
+                               rtol=1e-10)
+    cells = frame.agg("|".join, axis=1)
+    unique = cells.map(cells.value_counts()).to_numpy() == 1
+    assert rows.m.sum() == unique.sum()
+    for s, g in rows.groupby("stratum"):
+        assert g.m.sum() == (unique & (stratum == s)).sum()
+        assert g["T"].sum() == (unique & (stratum == s) & truth).sum()
