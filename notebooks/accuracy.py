@@ -2332,3 +2332,19 @@ per_need = POPSTRAT.groupby(["kind", "replicate"]).apply(crossing, include_group
 for kind in ("srs", "stratified"):
     ko = kreads[kreads.design == f"scotland13/{kind}/1%"].set_index("replicate").oracle
     assert np.abs(per_need.loc[kind].loc[ko.index] - ko).max() < 0.01, kind
+
+# %% [markdown]
+# Not the extrapolation factor alone: on Adult 9 keys at 1% (`--population adult9 --kinds
+# stratified --population-scale`, stored as `cv_by_stratum_adult9_1pct_population_50.csv.gz`)
+# the two income strata, extrapolated about 118-fold (<=50K) and 66-fold (>50K), need the same
+# kappa (pooled log kappa -0.72 and -0.68), so Scotland's communal establishments are a
+# population of their own rather than an instance of a rule in the factor.
+
+# %%
+POPA9 = pd.read_csv(RESULTS / "cv_by_stratum_adult9_1pct_population_50.csv.gz")
+assert POPA9.replicate.nunique() == 50
+need9 = {s: round(crossing(g), 2) for s, g in POPA9.groupby("stratum")}
+assert need9 == {0: -0.72, 1: -0.68}, need9
+ko9 = kreads[kreads.design == "adult9/stratified/1%"].set_index("replicate").oracle
+per9 = POPA9.groupby("replicate").apply(crossing, include_groups=False)
+assert np.abs(per9.loc[ko9.index] - ko9).max() < 0.01
