@@ -56,12 +56,12 @@ from sdcbayes.models.latent_class import (
     KAPPA_GRID,
     PHI_PRIOR_DEFAULT,
     LatentClassModel,
-    overdispersion_cv,
     prob_population_unique,
 )
 from sdcbayes.validation import _draw
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+from kappa_rules import log_kappa_crossing, run_default  # noqa: E402
 from latent_class_accuracy import confirmed_rules, populations_with_codebook  # noqa: E402
 
 #: Finite kappas of the grid (the Poisson point is the reading's upper censoring).
@@ -123,7 +123,7 @@ def held_out_by_stratum(sample: pd.DataFrame, keys, stratum, *, weights=None, le
 
 def population_by_stratum(sample: pd.DataFrame, keys, stratum, population_unique, N: float,
                           *, weights=None, levels=None, structural_zeros=None,
-                          seed: int = 0, draws=None) -> list[dict]:
+                          seed: int = 0) -> list[dict]:
     """Per stratum: the sample uniques' true and predicted population uniques over kappa.
 
     The default model as ``benchmarks/kappa_rules.py`` runs it (``record_sample``: its
@@ -133,8 +133,6 @@ def population_by_stratum(sample: pd.DataFrame, keys, stratum, population_unique
     mean of their count of population uniques at each kappa of :data:`GRID`);
     summed over the strata, the P columns are ``record_sample``'s ``m1``.
     """
-    import kappa_rules as kr
-
     sample = sample[list(keys)].astype(str).reset_index(drop=True)
     stratum = np.asarray(stratum)
     population_unique = np.asarray(population_unique, dtype=bool)
@@ -142,15 +140,9 @@ def population_by_stratum(sample: pd.DataFrame, keys, stratum, population_unique
         sample, keys, levels=levels, n_classes=30, structural_zeros=structural_zeros,
         priors={"phi": dict(PHI_PRIOR_DEFAULT)},
         weights=None if weights is None else pd.Series(np.asarray(weights, dtype=float)))
-    od = overdispersion_cv(model, random_seed=seed, em_restarts=max(1, kr.EM_RESTARTS - 1),
-                           max_ratio=float(N) / model.n)
-    idata = model.sample(draws=draws or kr.DRAWS, tune=kr.TUNE, chains=kr.CHAINS, N=float(N),
-                         random_seed=seed, store="all", em_restarts=kr.EM_RESTARTS,
-                         overdispersion=od)
+    _, _, lam, smean = run_default(model, N, seed)
     C = model.key_codes.shape[0]
-    su = np.flatnonzero(model.key_counts == 1)
-    lam = idata.posterior["lam"].values.reshape(-1, C)[:, su]
-    smean = model.n * idata.posterior["pi"].values.reshape(-1, C)[:, su]
+    su = np.flatnonzero(model.key_counts == 1)  # lam's columns, in this order
     # each record's key cell (the model's key_codes, coded on the same levels)
     lv = model.levels
     codes = np.column_stack([pd.Categorical(sample[k], categories=lv[j]).codes
@@ -176,11 +168,8 @@ def point_kappa(rows: pd.DataFrame) -> float:
     cell whose part mean exceeds 1 can fall slightly), so its running maximum is read;
     linear interpolation in log kappa, the grid's ends where T lies outside.
     """
-    pcols = [f"P{i}" for i in range(GRID.size)]
-    pred = np.maximum.accumulate(rows[pcols].sum().to_numpy())
-    # np.interp needs increasing abscissae: break ties of a flat stretch by index
-    return float(np.interp(rows["T"].sum(), pred + 1e-9 * np.arange(pred.size),
-                           np.log(GRID)))
+    pred = rows[[f"P{i}" for i in range(GRID.size)]].sum().to_numpy()
+    return log_kappa_crossing(pred, rows["T"].sum(), np.log(GRID))
 
 
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:

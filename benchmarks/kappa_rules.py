@@ -77,19 +77,42 @@ from latent_class_accuracy import confirmed_rules, populations_with_codebook  # 
 DRAWS, TUNE, CHAINS, EM_RESTARTS = 150, 100, 2, 3
 
 
-def record_sample(model: LatentClassModel, N: float, seed: int, sim_seed,
-                  cv_parts: str = "random") -> dict:
-    """One sample's cross-validation and per-kappa tau draws (module docstring);
-    ``cv_parts`` is :func:`overdispersion_cv`'s ``parts``."""
+def run_default(model: LatentClassModel, N: float, seed: int, cv_parts: str = "random"):
+    r"""The default model on one sample, as ``latent_class_accuracy.py`` runs it.
+
+    The cross-validation (``cv_parts`` is :func:`overdispersion_cv`'s ``parts``) and the
+    Gibbs run, both seeded by ``seed``. Returns ``(od, idata, lam, smean)``: the
+    cross-validation's result, the posterior, and per draw the excess rate and the sample
+    mean :math:`n\pi_k` of the sample-unique key cells (in the order of the key cells).
+    """
     od = overdispersion_cv(model, random_seed=seed, em_restarts=max(1, EM_RESTARTS - 1),
                            max_ratio=float(N) / model.n, parts=cv_parts)
     idata = model.sample(draws=DRAWS, tune=TUNE, chains=CHAINS, N=float(N), random_seed=seed,
                          store="all", em_restarts=EM_RESTARTS, overdispersion=od)
-    summ = posterior_tau_summary(idata)
     C = model.key_codes.shape[0]
     su = model.key_counts == 1
     lam = idata.posterior["lam"].values.reshape(-1, C)[:, su]
     smean = model.n * idata.posterior["pi"].values.reshape(-1, C)[:, su]
+    return od, idata, lam, smean
+
+
+def log_kappa_crossing(curve, target: float, log_kappa) -> float:
+    """Log kappa at which a prediction curve over the kappa grid meets ``target``.
+
+    The curve's running maximum is read (it rises with kappa but for small dips), linear
+    in log kappa between grid points, the grid's ends where ``target`` lies outside.
+    """
+    curve = np.maximum.accumulate(np.asarray(curve, dtype=float))
+    # np.interp needs increasing abscissae: break ties of a flat stretch by index
+    return float(np.interp(target, curve + 1e-9 * np.arange(curve.size), log_kappa))
+
+
+def record_sample(model: LatentClassModel, N: float, seed: int, sim_seed,
+                  cv_parts: str = "random") -> dict:
+    """One sample's cross-validation and per-kappa tau draws (module docstring);
+    ``cv_parts`` is :func:`overdispersion_cv`'s ``parts``."""
+    od, idata, lam, smean = run_default(model, N, seed, cv_parts)
+    summ = posterior_tau_summary(idata)
     rng = np.random.default_rng(sim_seed)
     g = KAPPA_GRID.size
     m1, m2 = np.empty(g), np.empty(g)
@@ -193,8 +216,7 @@ def kappa_reads(data: dict, rule: str = "default", grid=KAPPA_GRID) -> pd.DataFr
         m1 = np.maximum.accumulate(np.asarray(data["m1"][i], dtype=float)[finite])
         t1 = float(data["truth1"][i])
         cens = -1 if t1 <= m1[0] else (1 if t1 >= m1[-1] else 0)
-        # np.interp needs increasing abscissae: break ties of a flat stretch by index
-        oracle = float(np.interp(t1, m1 + 1e-9 * np.arange(m1.size), logk))
+        oracle = log_kappa_crossing(m1, t1, logk)
         rows.append({"design": str(data["design"][i]), "replicate": int(data["replicate"][i]),
                      "rule": rule, "cv_median": med, "oracle": oracle, "censored": cens})
     return pd.DataFrame(rows)

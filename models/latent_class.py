@@ -2354,6 +2354,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     if by_weights:
         class_of_record = model.codes[cell_of_record, -1]
         n_g = np.bincount(class_of_record, minlength=model.class_weights.size)
+        members = [np.flatnonzero(class_of_record == g) for g in range(n_g.size)]
         N_pop = (float(max_ratio) * n if max_ratio is not None
                  else float(n_g @ model.class_weights))
         excess = model.excess_rates(N_pop)
@@ -2390,9 +2391,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                 rates = np.where(a_g > 0, (n_g - a_g) / np.maximum(a_g, 1), 0.0)
                 # r parts drawn on their own (they overlap): unequal fractions cannot
                 # partition the sample
-                drawn = [np.concatenate([
-                    rng.choice(np.flatnonzero(class_of_record == g), size=int(a), replace=False)
-                    for g, a in enumerate(a_g) if a > 0]) for _ in range(ratio)]
+                drawn = [np.concatenate([rng.choice(members[g], size=int(a), replace=False)
+                                         for g, a in enumerate(a_g) if a > 0])
+                         for _ in range(ratio)]
                 perm = np.concatenate(drawn)
                 bounds = np.concatenate([[0], np.cumsum([d.size for d in drawn])]).tolist()
             elif not clustered:
@@ -2424,15 +2425,13 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                                               random_seed=int(rng.integers(2**63 - 1)),
                                               store="uniques", em_restarts=em_restarts)
                     pi = idata.posterior["pi"].values.reshape(-1, unique_a.size)
-                elif rates is not None:
-                    em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
-                    pi_kg = np.asarray(part_model.key_cell_probabilities(
-                        em["w"], em["phi"], model.key_codes[unique_a], by_class=True))
-                    pi = pi_kg.sum(axis=1)[None, :]
                 else:
                     em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
-                    pi = part_model.key_cell_probabilities(
-                        em["w"], em["phi"], model.key_codes[unique_a])[None, :]
+                    # by class where the rest's rates differ by class
+                    pi_kg = np.asarray(part_model.key_cell_probabilities(
+                        em["w"], em["phi"], model.key_codes[unique_a],
+                        by_class=rates is not None))
+                    pi = (pi_kg if rates is None else pi_kg.sum(axis=1))[None, :]
                 if rates is None:
                     lam = (n - part.size) * pi
                 else:  # class by class: the part's expected count times the rest's rate
