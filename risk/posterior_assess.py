@@ -983,7 +983,9 @@ def assess_posterior(
         ``None`` for Poisson cells), ``kappa_prior`` (the prior of the cross-validated
         kappa, default the half-Cauchy; e.g. ``("log-normal", (m, s))`` or its text
         ``"log-normal:m:s"``, :func:`~sdcbayes.models.latent_class.parse_kappa_prior`),
-        ``cluster_correction`` (``"cv"`` with a household
+        ``cores`` (chains run at once, on threads; default all CPUs, at most
+        ``chains``; the draws do not depend on it), ``cluster_correction`` (``"cv"``
+        with a household
         column: the household mates' share of the sample uniques' rates removed,
         :func:`~sdcbayes.models.latent_class.cluster_rate_correction`; measured and
         not the default, README "Household samples") and
@@ -1054,7 +1056,7 @@ def assess_posterior(
 
 
 _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
-                                "kappa_prior", "cluster_correction")
+                                "kappa_prior", "cluster_correction", "cores")
 
 
 def _assess_latent_class(
@@ -1088,11 +1090,12 @@ def _assess_latent_class(
     idata = spec.sample(draws=draws, tune=tune, chains=chains, N=N_fit,
                         random_seed=random_seed, store="all", progressbar=bool(progressbar),
                         **sample_kwargs)
+    # cores changes the run time, not the draws: it is not a setting of the result
     settings = {
         "method": method, "draws": draws, "chains": chains, "tune": tune,
         "random_seed": random_seed, "n_classes": int(n_classes), "store": "all",
         "sampling_time_s": float(idata.attrs.get("sampling_time_s", float("nan"))),
-    } | sample_kwargs
+    } | {k: v for k, v in sample_kwargs.items() if k != "cores"}
     result = assess_from_posterior(
         md, idata, "latent-class", quantiles=quantiles, threshold=threshold,
         predictive=predictive, random_seed=random_seed, n=spec.n, N=N_fit,

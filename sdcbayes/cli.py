@@ -192,6 +192,12 @@ def cli() -> None:
     help="Posterior models: tuning (warm-up, burn-in) steps per chain, discarded "
     "[default: 200 for latent-class, whose chains start at EM fits; 1000 for NUTS].",
 )
+@click.option(
+    "--cores", type=int, default=None,
+    help="Posterior models: chains run at once. latent-class: threads, default all CPUs "
+    "up to --chains (the draws do not depend on it); NUTS: worker processes, default 1 "
+    "(each compiles the model again).",
+)
 @click.option("--seed", type=int, default=None, help="Random seed (posterior models).")
 @click.option(
     "--fit-method",
@@ -265,6 +271,11 @@ def cli() -> None:
     show_default=True,
     help="Output folder: summary.json, records.csv, report.html.",
 )
+@click.option(
+    "--posterior/--no-posterior", "write_posterior", default=True, show_default=True,
+    help="Posterior models: also write posterior.nc, the draws of every cell (2 x chains "
+    "x draws x cells x 8 bytes for latent-class: 1 GB for 10^6 records in 30,000 cells).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def assess(
@@ -284,10 +295,12 @@ def assess(
     out: Path,
     quiet: bool,
     as_json: bool,
+    write_posterior: bool = True,
     draws: int | None = None,
     chains: int | None = None,
     tune: int | None = None,
     seed: int | None = None,
+    cores: int | None = None,
     fit_method: str | None = None,
     classes: int = 30,
     structural_zeros: str = "none",
@@ -319,7 +332,9 @@ def assess(
         draws = defaults["draws"] if draws is None else draws
         chains = defaults["chains"] if chains is None else chains
         tune = defaults["tune"] if tune is None else tune
-        for name, value, low in (("--draws", draws, 1), ("--chains", chains, 1), ("--tune", tune, 0)):
+        checks = (("--draws", draws, 1), ("--chains", chains, 1), ("--tune", tune, 0),
+                  ("--cores", 1 if cores is None else cores, 1))
+        for name, value, low in checks:
             if value < low:
                 raise InputError(f"{name} must be at least {low}; got {value}")
         if fit_method is None:
@@ -398,7 +413,7 @@ def assess(
                     if cluster_correction != "none" else {})}
                 if model == "latent-class" else {}
             ),
-            target_accept=target_accept,
+            target_accept=target_accept, cores=cores,
         )
     summary = dict(result.summary)
     summary["data"] = source
@@ -414,7 +429,7 @@ def assess(
         "records.csv": lambda p: write_csv(p, result.records),
         "report.html": lambda p: p.write_text(html, encoding="utf-8"),
     }
-    idata = getattr(result, "idata", None)
+    idata = getattr(result, "idata", None) if write_posterior else None
     if idata is not None:
         from sdcbayes.inference.posterior import save_posterior
 
@@ -423,7 +438,7 @@ def assess(
     if as_json:
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
-        _print_summary(summary, out)
+        _print_summary(summary, out, posterior=idata is not None)
 
 
 def load_input(data: Path | None, keys: str | None, *, quiet: bool, **roles: str | None):
@@ -457,7 +472,7 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool, **roles: str
     return frame, key_list, resolved, None, str(data)
 
 
-def _print_summary(s: dict[str, Any], out: Path) -> None:
+def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None:
     truth = s.get("truth")
 
     def with_truth(name: str) -> str:
@@ -527,7 +542,7 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             )
         )
     echo_table(rows)
-    extra = ", posterior.nc" if "diagnostics" in s else ""
+    extra = ", posterior.nc" if posterior and "diagnostics" in s else ""
     click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")
 
 
@@ -544,7 +559,7 @@ SAMPLER_DEFAULTS: dict[str, dict[str, int]] = {
 
 
 def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshold, strict, quiet,
-                   target_accept=0.9, model_options=None):
+                   target_accept=0.9, model_options=None, cores=None):
     """Fit a posterior model; convergence warnings become one-line messages on stderr.
 
     Progress bars (PyMC's, on stderr) unless ``quiet``.
@@ -572,6 +587,8 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
             err=True,
         )
     extra = {"target_accept": target_accept} if fit_method in ("nuts", "nutpie") else {}
+    if cores is not None:
+        extra["cores"] = cores
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = assess_posterior(

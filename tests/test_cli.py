@@ -149,6 +149,7 @@ def test_file_run_matches_python_api(small_csv, tmp_path):
         (lambda p, t: ["assess", str(p), "--keys", "age", "--model", "magic"], ["magic"]),
         (lambda p, t: ["assess", str(p), "--keys", "age", "--alpha", "3"], ["--alpha"]),
         (lambda p, t: ["assess", str(p), "--keys", "age", "--household", "none"], ["none"]),
+        (lambda p, t: ["assess", str(p), "--keys", "age", "--cores", "0"], ["--cores"]),
     ],
     ids=[
         "missing-file",
@@ -158,6 +159,7 @@ def test_file_run_matches_python_api(small_csv, tmp_path):
         "unknown-model",
         "bad-alpha",
         "unknown-household",
+        "bad-cores",
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(small_csv, tmp_path, make_args, fragments):
@@ -243,6 +245,27 @@ def test_latent_class_model_runs_from_the_cli(tmp_path):
     from sdcbayes.models.latent_class import PHI_PRIOR_DEFAULT
 
     assert summary["provenance"]["priors"]["phi"] == PHI_PRIOR_DEFAULT
+
+
+def test_chains_on_threads_change_nothing_and_the_posterior_file_is_optional(tmp_path):
+    # --cores 1 runs the chains one after another, --cores 2 on two threads: the same draws
+    runs = {}
+    for cores in ("1", "2"):
+        out = tmp_path / f"c{cores}"
+        proc = run_cli("assess", "--draws", "30", "--tune", "20", "--chains", "2", "--seed",
+                       "4", "--cores", cores, "--no-posterior", "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        assert "written:" in proc.stdout and "posterior.nc" not in proc.stdout
+        assert sorted(p.name for p in out.iterdir()) == ["records.csv", "report.html",
+                                                          "summary.json"]
+        runs[cores] = json.loads((out / "summary.json").read_text())
+    for key in ("tau1", "tau2", "expected_reidentifications"):
+        assert runs["1"][key] == runs["2"][key]
+        assert runs["1"][f"{key}_interval"] == runs["2"][f"{key}_interval"]
+    assert (tmp_path / "c1" / "records.csv").read_bytes() == (
+        tmp_path / "c2" / "records.csv").read_bytes()
+    # the run time's setting is not a setting of the result
+    assert "cores" not in runs["2"]["provenance"]["settings"]
 
 
 def test_profile_prior_inverse_restores_one_over_l_on_every_key(tmp_path):

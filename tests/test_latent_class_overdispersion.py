@@ -364,9 +364,10 @@ def test_scale_ratios_mix_their_posteriors_and_respect_the_part_size():
 
 def test_progress_report_on_stderr_changes_nothing(capsys):
     model = _simulated_cells(None, 2, n=800)
-    quiet = model.sample(draws=10, tune=5, chains=2, N=20_000.0, random_seed=3)
+    quiet = model.sample(draws=10, tune=5, chains=2, N=20_000.0, random_seed=3, cores=1)
     assert capsys.readouterr().err == ""
-    loud = model.sample(draws=10, tune=5, chains=2, N=20_000.0, random_seed=3, progressbar=True)
+    loud = model.sample(draws=10, tune=5, chains=2, N=20_000.0, random_seed=3, progressbar=True,
+                        cores=1)
     err = capsys.readouterr().err
     assert "gibbs: chain 2/2" in err and "15/15 sweeps" in err and err.endswith("\n")
     # not a terminal (captured): each chain's start and the end, a line each, no redraws
