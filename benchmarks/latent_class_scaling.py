@@ -1,0 +1,158 @@
+"""Benchmark: the default model, ``sdcbayes assess`` (latent class), on large files (issue 7).
+
+How long the recommended model takes, and how much memory and disk it uses, as the
+file grows: simple random samples of 10% of the persons of synthetic censuses
+(:func:`sdcbayes.datasets.census.simulate_population`, the demo's generator) of 10^5,
+10^6 and 10^7 persons, i.e. samples of 10^4 to 10^6 records, with the demo's six keys
+(:data:`sdcbayes.datasets.demo.DEMO_KEYS`; about 350,000 possible combinations) and a
+weight N/n. Each run is the whole command, in a process of its own
+
+    sdcbayes assess SAMPLE.parquet --keys ... --weight weight --seed 1 --cores C --out DIR
+
+(reading Parquet, the cross-validated overdispersion, 4 Gibbs chains x 500 draws after
+200, per-record risk with intervals, writing ``summary.json``, ``records.csv``,
+``report.html`` and ``posterior.nc``), once with ``--cores 1`` (chains one after another)
+and once with every CPU (chains on threads). Printed per run: distinct cells, sample
+uniques, wall time, of it the Gibbs chains, peak resident memory of the process, the size
+of the output folder, and the estimates of tau1 and tau2 with their 90% intervals beside
+the truth (the population is known). The estimates of the two runs of a size are the
+same draws (each chain has its own seeded stream): the table checks that.
+
+Usage::
+
+    python benchmarks/latent_class_scaling.py [--sizes 1e4,1e5,1e6] [--cores 1,all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sdcbayes.datasets.census import simulate_population
+from sdcbayes.datasets.demo import DEMO_KEYS
+from sdcbayes.models.latent_class import available_cpus
+from sdcbayes.validation import _population_cells, truth_of_sample
+
+FRACTION = 0.1
+PERSONS_PER_HOUSEHOLD = 2.28  # simulate_population's mean household size (measured)
+
+
+def make_sample(n: int, seed: int = 1):
+    """A simple random sample of ``n`` persons, 10% of a synthetic census, and its truth.
+
+    Returns the sample (keys and ``weight`` = N/n) and ``(tau1, tau2)`` of the sample.
+    """
+    pop = simulate_population(int(round(n / FRACTION / PERSONS_PER_HOUSEHOLD)), seed=seed)
+    keys = list(DEMO_KEYS)
+    rng = np.random.default_rng([seed, n])
+    n = min(n, len(pop))
+    index = np.sort(rng.choice(len(pop), size=n, replace=False))
+    sample = pop.iloc[index][keys].reset_index(drop=True)
+    sample["weight"] = len(pop) / n
+    pop_cell, pop_counts = _population_cells(pop, keys)
+    truth = truth_of_sample(pop_cell, pop_counts, index)
+    return sample, (truth.value("tau1"), truth.value("tau2"))
+
+
+def child(path: str, cores: int, out: str) -> None:
+    """Run the command in this process; print its timings and peak memory as JSON."""
+    from sdcbayes.cli import main
+
+    t0 = time.perf_counter()
+    try:
+        main(["assess", path, "--keys", ",".join(DEMO_KEYS), "--weight", "weight",
+              "--seed", "1", "--cores", str(cores), "--out", out, "--quiet"])
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    wall = time.perf_counter() - t0
+    summary = json.loads((Path(out) / "summary.json").read_text())
+    print(json.dumps({"wall": wall, "peak_mib": peak_mib(), "summary": summary}))
+
+
+def peak_mib() -> float:
+    """Peak resident memory of this process in MiB.
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this program's
+    own address space (``ru_maxrss`` would also count the parent's, inherited across
+    the fork before ``exec``). Elsewhere ``ru_maxrss``.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    scale = 1024 if sys.platform != "darwin" else 1024 * 1024  # kB on Linux, bytes on macOS
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+
+
+def _find(summary: dict, key: str):
+    """``key`` anywhere in the nested summary (the first found)."""
+    if key in summary:
+        return summary[key]
+    for v in summary.values():
+        if isinstance(v, dict):
+            found = _find(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1e4,1e5,1e6", help="sample sizes (records)")
+    ap.add_argument("--cores", default="1,all",
+                    help="comma-separated --cores of the runs ('all': every CPU)")
+    ap.add_argument("--child", nargs=3, metavar=("PATH", "CORES", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args.child[0], int(args.child[1]), args.child[2])
+        return 0
+    cpus = available_cpus()
+    cores = [cpus if c == "all" else int(c) for c in args.cores.split(",")]
+    print(f"sdcbayes assess (latent class, 4 chains x 500 after 200), demo keys, "
+          f"10% samples of synthetic censuses; {cpus} CPUs")
+    print(f"{'records':>9} {'cells':>7} {'uniques':>7} {'cores':>5} {'wall s':>7} "
+          f"{'gibbs s':>7} {'peak MiB':>8} {'out MB':>7}  {'tau1 [90%] (true)':>30}  "
+          f"{'tau2 [90%] (true)':>30}")
+    tmp = Path(tempfile.mkdtemp(prefix="sdcbayes-scaling-"))
+    try:
+        for size in (int(float(s)) for s in args.sizes.split(",")):
+            sample, (t1, t2) = make_sample(size)
+            path = tmp / f"s{size}.parquet"
+            sample.to_parquet(path)
+            del sample
+            for c in cores:
+                out = tmp / f"out{size}_{c}"
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--child", str(path), str(c), str(out)],
+                    capture_output=True, text=True, check=True)
+                res = json.loads(proc.stdout.strip().splitlines()[-1])
+                s = res["summary"]
+                mb = sum(f.stat().st_size for f in out.iterdir()) / 1e6
+                gibbs = _find(s, "sampling_time_s")
+                iv1, iv2 = s["tau1_interval"], s["tau2_interval"]
+                print(f"{s['n_records'] if 'n_records' in s else size:>9,} "
+                      f"{_find(s, 'n_cells') or 0:>7,} {_find(s, 'n_sample_uniques') or 0:>7,} "
+                      f"{c:>5} {res['wall']:>7.1f} {gibbs:>7.1f} {res['peak_mib']:>8.0f} "
+                      f"{mb:>7.0f}  {s['tau1']:>8.1f} [{iv1[0]:.0f}, {iv1[1]:.0f}] ({t1:.0f})"
+                      f"  {s['tau2']:>8.1f} [{iv2[0]:.0f}, {iv2[1]:.0f}] ({t2:.1f})", flush=True)
+                shutil.rmtree(out)
+            path.unlink()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""benchmarks/latent_class_scaling.py: the default model on large files.
+
+Checked on a small size (the benchmark itself runs 10^4 to 10^6 records): the sample is
+a simple random sample of 10% of a synthetic census, its weight N/n, and its true tau1
+and tau2 those of a direct count over the population; the peak-memory reader and the
+summary lookup the table relies on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from benchtools import load_benchmark
+
+from sdcbayes.datasets.census import simulate_population
+from sdcbayes.datasets.demo import DEMO_KEYS
+
+
+@pytest.fixture(scope="module")
+def lcs():
+    return load_benchmark("latent_class_scaling.py")
+
+
+def test_sample_and_truth_against_a_direct_count(lcs):
+    n = 3000
+    sample, (tau1, tau2) = lcs.make_sample(n, seed=2)
+    pop = simulate_population(int(round(n / lcs.FRACTION / lcs.PERSONS_PER_HOUSEHOLD)), seed=2)
+    keys = list(DEMO_KEYS)
+    assert len(sample) == n and list(sample.columns) == keys + ["weight"]
+    assert sample["weight"].iloc[0] == pytest.approx(len(pop) / n)
+    assert 0.08 < n / len(pop) < 0.12
+    # truth by brute force: population counts of the sample uniques' key combinations
+    key = lambda f: f[keys].astype(str).agg("|".join, axis=1)  # noqa: E731
+    F = key(pop).value_counts()
+    fk = key(sample).value_counts()
+    uniques = fk.index[fk.to_numpy() == 1]
+    Fu = F.reindex(uniques).to_numpy()
+    assert tau1 == (Fu == 1).sum() and tau2 == pytest.approx((1.0 / Fu).sum(), rel=1e-12)
+    # the sample is a subset of the population's rows: every sample cell exists there
+    assert F.reindex(fk.index).notna().all()
+    assert (F.reindex(fk.index).to_numpy() >= fk.to_numpy()).all()
+
+
+def test_peak_memory_and_summary_lookup(lcs):
+    peak = lcs.peak_mib()
+    big = np.ones(40 * 2**20 // 8)  # 40 MiB touched: the high-water mark is at least that
+    big += 1.0
+    assert lcs.peak_mib() >= max(peak, 40.0)
+    assert lcs._find({"a": 1, "b": {"c": {"sampling_time_s": 2.5}}}, "sampling_time_s") == 2.5
+    assert lcs._find({"a": 1}, "missing") is None
+    del big
