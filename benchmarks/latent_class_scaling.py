@@ -18,9 +18,13 @@ of the output folder, and the estimates of tau1 and tau2 with their 90% interval
 the truth (the population is known). The estimates of the two runs of a size are the
 same draws (each chain has its own seeded stream): the table checks that.
 
+With ``--replicates R`` each size is run on R samples (census and sample seeds 1..R) and
+the intervals' coverage per size is printed: whether they stay honest as n grows.
+
 Usage::
 
     python benchmarks/latent_class_scaling.py [--sizes 1e4,1e5,1e6] [--cores 1,all]
+        [--replicates R] [--no-posterior]
 """
 
 from __future__ import annotations
@@ -63,14 +67,15 @@ def make_sample(n: int, seed: int = 1):
     return sample, (truth.value("tau1"), truth.value("tau2"))
 
 
-def child(path: str, cores: int, out: str) -> None:
+def child(path: str, cores: int, out: str, posterior: bool = True) -> None:
     """Run the command in this process; print its timings and peak memory as JSON."""
     from sdcbayes.cli import main
 
     t0 = time.perf_counter()
     try:
         main(["assess", path, "--keys", ",".join(DEMO_KEYS), "--weight", "weight",
-              "--seed", "1", "--cores", str(cores), "--out", out, "--quiet"])
+              "--seed", "1", "--cores", str(cores), "--out", out, "--quiet",
+              *([] if posterior else ["--no-posterior"])])
     except SystemExit as exc:
         if exc.code:
             raise
@@ -108,49 +113,87 @@ def _find(summary: dict, key: str):
     return None
 
 
+def interval_summary(rows: list[dict]) -> list[str]:
+    """Per size: replicates, mean relative error, 90% coverage and mean z of tau1, tau2.
+
+    ``z`` is the error over the posterior sd read from the 90% interval (its width over
+    2 x 1.645): about 0 on average with sd 1 where the intervals are honest.
+    """
+    lines = []
+    for size in dict.fromkeys(r["size"] for r in rows):
+        rs = [r for r in rows if r["size"] == size]
+        parts = []
+        for q in ("tau1", "tau2"):
+            est = np.array([r[q] for r in rs])
+            true = np.array([r[f"{q}_true"] for r in rs])
+            lo = np.array([r[f"{q}_lo"] for r in rs])
+            hi = np.array([r[f"{q}_hi"] for r in rs])
+            z = (est - true) / ((hi - lo) / (2 * 1.645))
+            parts.append(f"{q} error {100 * np.mean(est / true - 1):+.1f}%, cover "
+                         f"{np.mean((lo <= true) & (true <= hi)):.2f}, mean z {z.mean():+.1f}")
+        lines.append(f"{size:>9,} records, {len(rs)} samples: " + "; ".join(parts))
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e4,1e5,1e6", help="sample sizes (records)")
     ap.add_argument("--cores", default="1,all",
                     help="comma-separated --cores of the runs ('all': every CPU)")
-    ap.add_argument("--child", nargs=3, metavar=("PATH", "CORES", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--replicates", type=int, default=1,
+                    help="samples per size, replicate r from census and sample seed 1 + r "
+                         "(then the intervals' coverage per size is printed)")
+    ap.add_argument("--no-posterior", action="store_true",
+                    help="pass --no-posterior (no posterior.nc: less disk, less time)")
+    ap.add_argument("--child", nargs=4, metavar=("PATH", "CORES", "OUT", "POST"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        child(args.child[0], int(args.child[1]), args.child[2])
+        child(args.child[0], int(args.child[1]), args.child[2], args.child[3] == "1")
         return 0
     cpus = available_cpus()
     cores = [cpus if c == "all" else int(c) for c in args.cores.split(",")]
     print(f"sdcbayes assess (latent class, 4 chains x 500 after 200), demo keys, "
           f"10% samples of synthetic censuses; {cpus} CPUs")
-    print(f"{'records':>9} {'cells':>7} {'uniques':>7} {'cores':>5} {'wall s':>7} "
+    print(f"{'records':>9} {'seed':>4} {'cells':>7} {'uniques':>7} {'cores':>5} {'wall s':>7} "
           f"{'gibbs s':>7} {'peak MiB':>8} {'out MB':>7}  {'tau1 [90%] (true)':>30}  "
           f"{'tau2 [90%] (true)':>30}")
     tmp = Path(tempfile.mkdtemp(prefix="sdcbayes-scaling-"))
+    rows = []
     try:
         for size in (int(float(s)) for s in args.sizes.split(",")):
-            sample, (t1, t2) = make_sample(size)
-            path = tmp / f"s{size}.parquet"
-            sample.to_parquet(path)
-            del sample
-            for c in cores:
-                out = tmp / f"out{size}_{c}"
-                proc = subprocess.run(
-                    [sys.executable, __file__, "--child", str(path), str(c), str(out)],
-                    capture_output=True, text=True, check=True)
-                res = json.loads(proc.stdout.strip().splitlines()[-1])
-                s = res["summary"]
-                mb = sum(f.stat().st_size for f in out.iterdir()) / 1e6
-                gibbs = _find(s, "sampling_time_s")
-                iv1, iv2 = s["tau1_interval"], s["tau2_interval"]
-                print(f"{s['n_records'] if 'n_records' in s else size:>9,} "
-                      f"{_find(s, 'n_cells') or 0:>7,} {_find(s, 'n_sample_uniques') or 0:>7,} "
-                      f"{c:>5} {res['wall']:>7.1f} {gibbs:>7.1f} {res['peak_mib']:>8.0f} "
-                      f"{mb:>7.0f}  {s['tau1']:>8.1f} [{iv1[0]:.0f}, {iv1[1]:.0f}] ({t1:.0f})"
-                      f"  {s['tau2']:>8.1f} [{iv2[0]:.0f}, {iv2[1]:.0f}] ({t2:.1f})", flush=True)
-                shutil.rmtree(out)
-            path.unlink()
+            for rep in range(args.replicates):
+                seed = 1 + rep
+                sample, (t1, t2) = make_sample(size, seed=seed)
+                path = tmp / f"s{size}.parquet"
+                sample.to_parquet(path)
+                del sample
+                for c in cores:
+                    out = tmp / f"out{size}_{c}"
+                    proc = subprocess.run(
+                        [sys.executable, __file__, "--child", str(path), str(c), str(out),
+                         "0" if args.no_posterior else "1"],
+                        capture_output=True, text=True, check=True)
+                    res = json.loads(proc.stdout.strip().splitlines()[-1])
+                    s = res["summary"]
+                    mb = sum(f.stat().st_size for f in out.iterdir()) / 1e6
+                    gibbs = _find(s, "sampling_time_s")
+                    iv1, iv2 = s["tau1_interval"], s["tau2_interval"]
+                    print(f"{size:>9,} {seed:>4} {_find(s, 'n_cells') or 0:>7,} "
+                          f"{_find(s, 'n_sample_uniques') or 0:>7,} "
+                          f"{c:>5} {res['wall']:>7.1f} {gibbs:>7.1f} {res['peak_mib']:>8.0f} "
+                          f"{mb:>7.0f}  {s['tau1']:>8.1f} [{iv1[0]:.0f}, {iv1[1]:.0f}] "
+                          f"({t1:.0f})  {s['tau2']:>8.1f} [{iv2[0]:.0f}, {iv2[1]:.0f}] "
+                          f"({t2:.1f})", flush=True)
+                    shutil.rmtree(out)
+                rows.append({"size": size, "tau1": s["tau1"], "tau1_true": t1,
+                             "tau1_lo": iv1[0], "tau1_hi": iv1[1], "tau2": s["tau2"],
+                             "tau2_true": t2, "tau2_lo": iv2[0], "tau2_hi": iv2[1]})
+                path.unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if args.replicates > 1:
+        print("\n".join(interval_summary(rows)))
     return 0
 
 

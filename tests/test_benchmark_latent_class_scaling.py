@@ -49,3 +49,16 @@ def test_peak_memory_and_summary_lookup(lcs):
     assert lcs._find({"a": 1, "b": {"c": {"sampling_time_s": 2.5}}}, "sampling_time_s") == 2.5
     assert lcs._find({"a": 1}, "missing") is None
     del big
+
+
+def test_interval_summary_coverage_and_z(lcs):
+    # interval half-width 1.645 -> posterior sd 1: z is the error itself
+    rows = [{"size": 10, "tau1": 100 + e, "tau1_true": 100.0, "tau1_lo": 100 + e - 1.645,
+             "tau1_hi": 100 + e + 1.645, "tau2": 50.0, "tau2_true": 50.0, "tau2_lo": 49.0,
+             "tau2_hi": 51.0} for e in (0.5, 2.5)]
+    rows.append({**rows[0], "size": 20})
+    lines = lcs.interval_summary(rows)
+    assert len(lines) == 2
+    assert "2 samples" in lines[0] and "tau1 error +1.5%, cover 0.50, mean z +1.5" in lines[0]
+    assert "tau2 error +0.0%, cover 1.00, mean z +0.0" in lines[0]
+    assert "1 samples" in lines[1] and "cover 1.00, mean z +0.5" in lines[1]
