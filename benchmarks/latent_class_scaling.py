@@ -114,7 +114,7 @@ def _find(summary: dict, key: str):
 
 
 def interval_summary(rows: list[dict]) -> list[str]:
-    """Per size: replicates, mean relative error, 90% coverage and mean z of tau1, tau2.
+    """Per size: replicates, mean relative error, 90% coverage, mean and sd of z of tau1, tau2.
 
     ``z`` is the error over the posterior sd read from the 90% interval (its width over
     2 x 1.645): about 0 on average with sd 1 where the intervals are honest.
@@ -130,7 +130,8 @@ def interval_summary(rows: list[dict]) -> list[str]:
             hi = np.array([r[f"{q}_hi"] for r in rs])
             z = (est - true) / ((hi - lo) / (2 * 1.645))
             parts.append(f"{q} error {100 * np.mean(est / true - 1):+.1f}%, cover "
-                         f"{np.mean((lo <= true) & (true <= hi)):.2f}, mean z {z.mean():+.1f}")
+                         f"{np.mean((lo <= true) & (true <= hi)):.2f}, mean z {z.mean():+.1f}, "
+                         f"z sd {z.std(ddof=1) if z.size > 1 else float('nan'):.1f}")
         lines.append(f"{size:>9,} records, {len(rs)} samples: " + "; ".join(parts))
     return lines
 

@@ -59,6 +59,8 @@ def test_interval_summary_coverage_and_z(lcs):
     rows.append({**rows[0], "size": 20})
     lines = lcs.interval_summary(rows)
     assert len(lines) == 2
-    assert "2 samples" in lines[0] and "tau1 error +1.5%, cover 0.50, mean z +1.5" in lines[0]
-    assert "tau2 error +0.0%, cover 1.00, mean z +0.0" in lines[0]
-    assert "1 samples" in lines[1] and "cover 1.00, mean z +0.5" in lines[1]
+    assert "2 samples" in lines[0]
+    # z: 0.5 and 2.5, sd (ddof 1) 1.41
+    assert "tau1 error +1.5%, cover 0.50, mean z +1.5, z sd 1.4" in lines[0]
+    assert "tau2 error +0.0%, cover 1.00, mean z +0.0, z sd 0.0" in lines[0]
+    assert "1 samples" in lines[1] and "cover 1.00, mean z +0.5, z sd nan" in lines[1]
