@@ -2782,7 +2782,7 @@ def posterior_tau_summary(idata, prob: float = 0.9) -> dict[str, Any]:
     return out
 
 
-__all__.append("posterior_tau_summary")
+__all__ += ["posterior_tau_summary", "available_cpus"]
 
 
 
