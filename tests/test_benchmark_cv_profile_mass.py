@@ -71,3 +71,28 @@ def test_the_fit_is_the_default_model_with_the_chosen_prior(cpm, monkeypatch):
     assert got["overdispersion"] == "cv" and got["priors"] == {"phi": phi}
     assert got["seed"] == 3 and got["levels"] == {"age": ["1"]}
     assert "structural_zeros" in got
+
+
+@pytest.mark.parametrize(("needed", "expected"), [(65, 64 * 2**0.5), (55, 32 * 2**0.5),
+                                                  (40, "learn")])
+def test_interpolated_rule_finds_the_crossing_in_log_mass(cpm, monkeypatch, needed, expected):
+    # Poisson prediction 10 per doubling of the mass; the learnt mass is 32 on the key of
+    # 25 levels (its part_phi_mass; the key of 3 levels does not count)
+    def fake_cv(model, **kw):
+        mass = model.priors["phi"]["mass"]
+        m = 32.0 if mass == "learn" else float(mass)
+        return {"observed": 1000, "predicted_poisson": 1000 - needed + 10 * np.log2(m),
+                "part_phi_mass": [3.0, 32.0]}
+
+    monkeypatch.setattr(cpm, "overdispersion_cv", fake_cv)
+    rng = np.random.default_rng(0)
+    frame = __import__("pandas").DataFrame({"a": rng.integers(0, 3, 300).astype(str),
+                                            "b": rng.integers(0, 25, 300).astype(str)})
+    levels = {k: sorted(frame[k].unique()) for k in frame}
+    phi, _ = cpm.choose_prior(frame, ["a", "b"], levels, None, 20_000, [64, 128, 256],
+                              rule="interpolate")
+    if expected == "learn":
+        assert phi["mass"] == "learn"
+    else:
+        assert phi["mass"] == pytest.approx(expected, rel=1e-9)
+        assert phi["min_levels"] == 20 and phi["a"] == "marginal"
