@@ -25,7 +25,8 @@ Usage::
 Measured (README, "Three scratch checks" and after): on Adult 6 keys at 10% the rule picks
 64-1024 and moves tau1 / tau2 from -2.0% / -1.2% to +1.7% / +0.7% over 20 samples; at 5%
 from -0.7% / -0.8% to +0.6% / -0.1%; it keeps the learnt mass on the Adult 9 keys and 1%
-samples checked.
+samples checked. ``--rule interpolate`` (the crossing in log mass): +1.3% / +0.5% at 10%,
+-0.1% / -0.4% at 5%, relative RMSE below the default's on all four.
 """
 
 from __future__ import annotations
