@@ -89,7 +89,7 @@ def choose_prior(frame, keys, levels, rules, N, masses, seed=0,
                 (m0, d0), (m1, d1) = points[-2], points[-1]
                 t = -d0 / (d1 - d0)  # d0 < 0 <= d1
                 mass = float(np.exp(np.log(m0) + t * (np.log(m1) - np.log(m0))))
-                return {**cands[-1], "mass": mass}, tried
+                return candidates([mass])[1], tried  # that mass, fixed
             return phi, tried
     return cands[-1], tried
 
