@@ -37,7 +37,8 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--cv-combine-ratios mixture|average]
         [--overdispersion cv|none|<kappa>|log-normal:<m>:<s>] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]|log-normal:<m>:<s>] [--cv-predictive em|gibbs]
-        [--cluster-correction none|cv] [--calibration-csv cal.csv] [--calibration-html cal.html]
+        [--cluster-correction none|cv] [--profile-mass prior|cv]
+        [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
 """
@@ -314,6 +315,11 @@ def main(argv=None) -> int:
                     help="stratified designs: cut the sample at random (the default "
                          "CV_PARTS) or draw parts whose rest extrapolates each weight class "
                          "at a rate proportional to the population's")
+    ap.add_argument("--profile-mass", default="prior", choices=["prior", "cv"],
+                    help="the profile mass of the keys of >= 20 levels: the prior's (learnt by "
+                         "default) or, with the learnt prior and --overdispersion cv, chosen "
+                         "by the cross-validation where the learnt one leaves the mixture too "
+                         "smooth (profile_mass_cv)")
     ap.add_argument("--cluster-correction", default="none", choices=["cv", "none"],
                     help="household designs: multiply the sample uniques' rates by "
                          "cluster_rate_correction's factors (mates' influence removed), or not")
@@ -363,6 +369,7 @@ def main(argv=None) -> int:
             overdispersion_combine_ratios=args.cv_combine_ratios,
             overdispersion_parts=args.cv_parts,
             cluster_correction=None if args.cluster_correction == "none" else "cv",
+            profile_mass=None if args.profile_mass == "prior" else "cv",
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
         )

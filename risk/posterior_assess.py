@@ -34,6 +34,7 @@ imported inside the functions that need them, so importing this module is cheap.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -988,7 +989,11 @@ def assess_posterior(
         with a household
         column: the household mates' share of the sample uniques' rates removed,
         :func:`~sdcbayes.models.latent_class.cluster_rate_correction`; measured and
-        not the default, README "Household samples") and
+        not the default, README "Household samples"), ``profile_mass`` (``"cv"``: the
+        profile mass of the keys of >= 20 levels chosen by the cross-validation where
+        the learnt one leaves the mixture too smooth,
+        :func:`~sdcbayes.models.latent_class.profile_mass_cv`; the summary's
+        ``profile_mass`` says what it chose, the stamped priors are those used) and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
         warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).
 
@@ -1056,7 +1061,7 @@ def assess_posterior(
 
 
 _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
-                                "kappa_prior", "cluster_correction", "cores")
+                                "kappa_prior", "cluster_correction", "cores", "profile_mass")
 
 
 def _assess_latent_class(
@@ -1099,16 +1104,18 @@ def _assess_latent_class(
     result = assess_from_posterior(
         md, idata, "latent-class", quantiles=quantiles, threshold=threshold,
         predictive=predictive, random_seed=random_seed, n=spec.n, N=N_fit,
-        priors=spec.priors, settings=settings,
+        # the prior the chains ran with (profile_mass="cv" may have fixed the mass)
+        priors=(json.loads(idata.attrs["priors"]) if "profile_mass" in idata.attrs
+                else spec.priors), settings=settings,
     )
+    if "profile_mass" in idata.attrs:
+        result.summary["profile_mass"] = json.loads(idata.attrs["profile_mass"])
     diag = dict(result.summary["diagnostics"])
     checkable = {k: (math.nan if v is None else v) for k, v in diag.items()}
     diag["problems"] = check_diagnostics(checkable | {"divergences": 0}, strict=strict,
                                          sampler="gibbs")
     result.summary["diagnostics"] = diag
     if "kappa" in idata.posterior:
-        import json
-
         kap = idata.posterior["kappa"].values.ravel()
         od = json.loads(idata.attrs.get("overdispersion", "{}"))
         lo, hi = np.quantile(kap, [quantiles[0], quantiles[-1]])
@@ -1133,8 +1140,6 @@ def _assess_latent_class(
             "cv_dispersion": od.get("dispersion"),
         }
     if "cluster_correction" in idata.attrs:
-        import json
-
         # the household mates' share of the sample uniques' rates, per household size
         cc = json.loads(idata.attrs["cluster_correction"])
         result.summary["cluster_correction"] = {

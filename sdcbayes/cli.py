@@ -158,14 +158,16 @@ def cli() -> None:
 )
 @click.option(
     "--profile-prior",
-    type=click.Choice(["learn", "inverse"]),
+    type=click.Choice(["learn", "cv", "inverse"]),
     default="learn",
     show_default=True,
     help="latent-class: prior of the classes' distributions over each key's levels. learn: "
     "keys of 20 levels or more (age in years, country of birth) are centred on their sample "
     "distribution with a strength learnt from the data, so that a small class does not "
-    "claim its members' rare levels; inverse: 1/L per level on every key (the default "
-    "before; it understates the risk on keys with many rare levels, README, Accuracy).",
+    "claim its members' rare levels; cv (needs --overdispersion cv): as learn, but where "
+    "the cross-validation finds the mixture too smooth that strength is raised until its "
+    "held-out uniques are predicted (README, Accuracy); inverse: 1/L per level on every key "
+    "(the default before; it understates the risk on keys with many rare levels).",
 )
 @click.option(
     "--cluster-correction",
@@ -356,6 +358,11 @@ def assess(
 
         kappa_prior_spec = parse_kappa_prior(kappa_prior)
 
+    if profile_prior == "cv" and (model != "latent-class" or overdispersion != "cv"):
+        raise InputError("--profile-prior cv is chosen by the overdispersion's "
+                         "cross-validation: it needs --model latent-class and "
+                         "--overdispersion cv")
+
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json
     )
@@ -409,6 +416,7 @@ def assess(
                  **({"kappa_prior": kappa_prior_spec} if kappa_prior_spec is not None else {}),
                  **({"priors": {"phi": {"a": "inverse"}}} if profile_prior == "inverse"
                     else {}),
+                 **({"profile_mass": "cv"} if profile_prior == "cv" else {}),
                  **({"cluster_correction": cluster_correction}
                     if cluster_correction != "none" else {})}
                 if model == "latent-class" else {}
@@ -521,6 +529,14 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         lo, hi = od["kappa_interval"]
         rows.append(("cell overdispersion kappa (inf: none)",
                      f"{k(od['kappa_median'])}  [{k(lo)}, {k(hi)}]"))
+    pm = s.get("profile_mass")
+    if pm:
+        # the mass of the many-level keys' profiles, learnt or chosen by the cross-validation
+        rows.append(("profile mass, keys of >= 20 levels",
+                     "learnt" if pm["mass"] == "learn"
+                     else f"{pm['mass']:.3g} (cross-validated; learnt "
+                          f"{pm['learnt_mass']:.3g})" if pm.get("learnt_mass") is not None
+                     else f"{pm['mass']:.3g} (cross-validated)"))
     cc = s.get("cluster_correction")
     if cc:
         sizes = list(cc["factor_by_size"])

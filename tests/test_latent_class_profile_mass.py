@@ -1,0 +1,244 @@
+"""The profile mass chosen by the cross-validation (``profile_mass_cv``, ``profile_mass="cv"``).
+
+The rule is checked on a stubbed cross-validation whose Poisson prediction is a known
+function of the mass (which candidates are tried, the crossing interpolated in log mass,
+one seed for every run); the demo sample checks, with the real cross-validation, the
+mechanism the rule rests on (a larger mass raises the held-out prediction); the sampler,
+the harness method and the CLI check the plumbing (the learnt mass kept gives the
+default's draws bit for bit; a chosen mass is the prior the chains run with and is
+stamped).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from clitools import assert_one_line_error, run_cli, run_in_process
+
+import sdcbayes.models.latent_class as lcm
+from sdcbayes.exceptions import InputError
+from sdcbayes.models.latent_class import (
+    KAPPA_GRID,
+    LatentClassModel,
+    latent_class_method,
+    profile_mass_cv,
+)
+
+LEARNT = 32.0
+
+
+def _model(seed=0, n=800):
+    # one key of 24 levels (its profile mass is learnt), two small ones
+    rng = np.random.default_rng(seed)
+    z = rng.random(n) < 0.5
+    a = np.where(z, rng.integers(0, 12, n), rng.integers(8, 24, n))
+    b = np.where(z, rng.integers(0, 2, n), rng.integers(1, 3, n))
+    c = rng.integers(0, 4, n)
+    cells, f = np.unique(np.column_stack([a, b, c]), axis=0, return_counts=True)
+    return LatentClassModel(cells, f, [24, 3, 4], keys=["a", "b", "c"], n_classes=6)
+
+
+def _stub(calls, observed=100.0, slope=8.0):
+    """A cross-validation whose Poisson prediction is 80 + slope log2(M / LEARNT)."""
+    def cv(model, *, random_seed=None, **kw):
+        mass = model.priors["phi"]["mass"]
+        m = LEARNT if mass == "learn" else float(mass)
+        calls.append({"mass": mass, "u": np.random.default_rng(random_seed).random(), **kw})
+        weights = np.zeros(KAPPA_GRID.size)
+        weights[10 if mass == "learn" else 40] = 1.0  # a kappa per prior: which one is used
+        return {"method": "cv", "grid": KAPPA_GRID, "weights": weights,
+                "observed": observed, "predicted_poisson": 80.0 + slope * np.log2(m / LEARNT),
+                "part_phi_mass": [LEARNT if model.learns_mass(j) else 1.0
+                                  for j in range(len(model.keys))]}
+    return cv
+
+
+def test_learnt_mass_kept_where_it_reaches_the_held_out_count(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=70.0))
+    model = _model()
+    out = profile_mass_cv(model, random_seed=3, ratios=(4, 8))
+    assert out["model"] is model and len(calls) == 1
+    assert calls[0]["ratios"] == (4, 8)  # the options reach the cross-validation
+    assert out["summary"]["mass"] == "learn" and out["summary"]["learnt_mass"] == LEARNT
+    assert out["overdispersion"]["predicted_poisson"] == 80.0
+
+
+def test_mass_interpolated_at_the_crossing_in_log_mass(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    model = _model()
+    out = profile_mass_cv(model, random_seed=3)
+    # predictions 80, 88 (64), 96 (128), 104 (256): the count 100 is crossed half way
+    # between 128 and 256 in log mass, i.e. at sqrt(128 * 256); that mass gets its own run
+    expected = float(np.sqrt(128.0 * 256.0))
+    assert [c["mass"] for c in calls][:4] == ["learn", 64.0, 128.0, 256.0]
+    assert calls[4]["mass"] == pytest.approx(expected)
+    assert len(calls) == 5
+    assert out["summary"]["mass"] == pytest.approx(expected)
+    assert [t["mass"] for t in out["summary"]["tried"]][:4] == ["learn", 64.0, 128.0, 256.0]
+    phi = out["model"].priors["phi"]
+    assert phi["mass"] == pytest.approx(expected) and phi["a"] == "marginal"
+    assert phi["min_levels"] == model.priors["phi"]["min_levels"]
+    # the other keys keep 1/L per level; the chosen mass is fixed, no longer learnt
+    assert out["model"].learns_phi_mass is False and model.learns_phi_mass is True
+    np.testing.assert_allclose(out["model"].phi_concentration(1), 1.0 / 3)
+    assert out["model"].phi_concentration(0).sum() == pytest.approx(expected)
+    assert out["overdispersion"]["predicted_poisson"] == pytest.approx(100.0)
+    # every run sees the same partitions (one seed, re-used)
+    assert len({c["u"] for c in calls}) == 1
+
+
+def test_candidates_above_the_learnt_mass_only_and_the_largest_when_none_reaches(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=1e6))
+    profile_mass_cv(_model(), masses=(16, 32, 64, 2048))
+    # 16 and 32 (the learnt mass itself) are not tried; nothing reaches: the last one
+    assert [c["mass"] for c in calls] == ["learn", 64.0, 2048.0]
+    calls.clear()
+    out = profile_mass_cv(_model(), masses=(64, 2048))
+    assert out["summary"]["mass"] == 2048.0 and out["model"].priors["phi"]["mass"] == 2048.0
+    assert len(calls) == 3  # the last candidate's run is the chosen model's
+
+
+def test_bad_prior_or_masses_fail_before_any_cross_validation(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    model = _model()
+    inverse = model.with_priors({"phi": {"dist": "Dirichlet", "a": "inverse"}})
+    with pytest.raises(InputError, match="learnt profile prior"):
+        profile_mass_cv(inverse)
+    for bad in ((), (128, 64), (0, 64)):
+        with pytest.raises(InputError, match="increasing"):
+            profile_mass_cv(model, masses=bad)
+    assert calls == []
+    with pytest.raises(InputError, match="profile_mass"):
+        model.sample(draws=5, tune=0, chains=1, profile_mass="cv")  # no overdispersion='cv'
+    with pytest.raises(InputError, match="profile_mass"):
+        model.sample(draws=5, tune=0, chains=1, overdispersion="cv", profile_mass="all")
+    with pytest.raises(InputError, match="cluster_correction"):
+        model.sample(draws=5, tune=0, chains=1, overdispersion="cv", profile_mass="cv",
+                     cluster_correction="cv")  # no clusters known
+    with pytest.raises(InputError, match="profile_mass"):
+        latent_class_method(profile_mass="cv")  # overdispersion None
+    assert calls == []
+
+
+def test_learnt_mass_kept_gives_the_default_draws(monkeypatch):
+    # the real cross-validation, its observed count lowered so that the learnt mass is kept
+    real = lcm.overdispersion_cv
+    calls = []
+
+    def cv(model, **kw):
+        calls.append(model.priors["phi"]["mass"])
+        return {**real(model, **kw), "observed": 0}
+
+    monkeypatch.setattr(lcm, "overdispersion_cv", cv)
+    model = _model()
+    kw = dict(draws=15, tune=10, chains=2, N=16_000.0, random_seed=5, store="all",
+              overdispersion="cv", cores=1)
+    default = model.sample(**kw)
+    chosen = model.sample(profile_mass="cv", **kw)
+    assert calls == ["learn", "learn"]  # no candidate tried: one run each
+    for name in ("pi", "lam", "w", "kappa", "phi_mass"):
+        np.testing.assert_array_equal(default.posterior[name].values,
+                                      chosen.posterior[name].values)
+    assert json.loads(chosen.attrs["profile_mass"])["mass"] == "learn"
+    assert chosen.attrs["priors"] == default.attrs["priors"]
+
+
+def test_a_chosen_mass_is_the_prior_the_chains_run_with(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    model = _model()
+    idata = model.sample(draws=10, tune=5, chains=2, N=16_000.0, random_seed=5,
+                         overdispersion="cv", profile_mass="cv", cores=1)
+    expected = float(np.sqrt(128.0 * 256.0))
+    prior = json.loads(idata.attrs["priors"])["phi"]
+    assert prior["mass"] == pytest.approx(expected)
+    assert "phi_mass" not in idata.posterior  # fixed, not learnt
+    # kappa drawn from the chosen model's cross-validated posterior (the stub's point)
+    assert np.all(idata.posterior["kappa"].values == KAPPA_GRID[40])
+    summary = json.loads(idata.attrs["profile_mass"])
+    assert summary["mass"] == pytest.approx(expected) and summary["learnt_mass"] == LEARNT
+    assert len(summary["tried"]) == 4
+    # the cross-validations ran with the sampler's settings: the population's N/n
+    assert calls[0]["max_ratio"] == pytest.approx(16_000.0 / model.n)
+
+
+def test_a_larger_mass_raises_the_held_out_prediction_on_the_demo():
+    # the mechanism the rule rests on, with the real cross-validation: on the demo sample
+    # the learnt mass leaves its part-uniques more often unique than even Poisson cells
+    # predict, and each larger mass of the many-level keys raises that prediction
+    from sdcbayes.datasets import load_demo
+    from sdcbayes.microdata import Microdata
+
+    demo = load_demo()
+    md = Microdata(demo.sample, keys=list(demo.keys), weight=demo.weight)
+    model = LatentClassModel.from_microdata(md)  # weight classes, as `sdcbayes assess`
+    N = float(np.asarray(md.weights).sum())
+    out = profile_mass_cv(model, random_seed=1, em_restarts=1, max_ratio=N / model.n,
+                          masses=(1024.0, 8192.0))
+    tried = out["summary"]["tried"]
+    pred = [t["predicted_poisson"] for t in tried]
+    assert tried[0]["observed"] > pred[0]  # the learnt mass falls short
+    assert [t["mass"] for t in tried] == ["learn", 1024.0, 8192.0]
+    assert pred[0] < pred[1] < pred[2]
+
+
+def test_harness_method_notes_the_mass():
+    rng = np.random.default_rng(0)
+    n = 600
+    sample = pd.DataFrame({"a": rng.integers(0, 24, n).astype(str),
+                           "b": rng.integers(0, 3, n).astype(str), "w": 10.0})
+    method = latent_class_method(n_classes=4, draws=10, tune=5, overdispersion="cv",
+                                 profile_mass="cv", structural_zeros=None, em_restarts=2)
+    est = method(sample, ["a", "b"], "w", 6000)
+    assert "profile mass " in est.note
+    assert est.intervals["tau1"][0] <= est.tau1 <= est.intervals["tau1"][1]
+
+
+def test_cli_profile_prior_cv(tmp_path, capsys):
+    # needs the cross-validated overdispersion: one line, exit 2, nothing written
+    proc = run_in_process(capsys, "assess", "--profile-prior", "cv", "--overdispersion", "none",
+                          "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "--profile-prior cv", "--overdispersion cv")
+    assert not (tmp_path / "x").exists()
+    out = tmp_path / "cv"
+    proc = run_cli("assess", "--profile-prior", "cv", "--draws", "20", "--tune", "10",
+                   "--chains", "2", "--seed", "1", "--no-posterior", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "profile mass, keys of >= 20 levels" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    pm = summary["profile_mass"]
+    assert pm["tried"][0]["mass"] == "learn"
+    # the stamped prior is the one the chains ran with
+    assert summary["provenance"]["priors"]["phi"]["mass"] == pm["mass"]
+    assert summary["provenance"]["settings"]["profile_mass"] == "cv"
+
+
+def test_accuracy_harness_passes_the_option(monkeypatch):
+    from types import SimpleNamespace
+
+    from benchtools import load_benchmark
+
+    bench = load_benchmark("latent_class_accuracy.py")
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def method(**kw):
+        seen.append(kw["profile_mass"])
+        raise Stop
+
+    monkeypatch.setattr(bench, "latent_class_method", method)
+    monkeypatch.setattr(bench, "populations_with_codebook",
+                        lambda names: iter([("adult6", SimpleNamespace(keys=["a"]), None)]))
+    for argv, want in (([], None), (["--profile-mass", "cv"], "cv")):
+        with pytest.raises(Stop):
+            bench.main(argv)
+        assert seen[-1] == want
