@@ -2,8 +2,9 @@
 
 Checked: the candidates (the default first, then a fixed mass on the keys of >= 20
 levels), that the rule takes the first candidate whose parts' Poisson prediction reaches
-the held-out count (the cross-validation replaced by a stub that records the prior it
-was given), the last one when none does, and the summary's bias, RMSE and coverage.
+the held-out count (the cross-validation replaced by a stub that records the prior it was
+given), the last one when none does; the ``interpolate`` rule (the model's
+``profile_mass_cv``); and the summary's bias, RMSE and coverage.
 """
 
 from __future__ import annotations
@@ -84,7 +85,10 @@ def test_interpolated_rule_finds_the_crossing_in_log_mass(cpm, monkeypatch, need
         return {"observed": 1000, "predicted_poisson": 1000 - needed + 10 * np.log2(m),
                 "part_phi_mass": [3.0, 32.0]}
 
-    monkeypatch.setattr(cpm, "overdispersion_cv", fake_cv)
+    # the rule is the model's (profile_mass_cv), whose cross-validation is the module's
+    import sdcbayes.models.latent_class as lcm
+
+    monkeypatch.setattr(lcm, "overdispersion_cv", fake_cv)
     rng = np.random.default_rng(0)
     frame = __import__("pandas").DataFrame({"a": rng.integers(0, 3, 300).astype(str),
                                             "b": rng.integers(0, 25, 300).astype(str)})
