@@ -55,7 +55,8 @@ Gibbs sampler (:func:`sdcbayes.risk.posterior_assess.assess_posterior`, method
 ``"gibbs"`` whatever ``method`` says, which applies to the PyMC models only), with
 the comparison's ``draws``, ``chains``, ``tune`` and ``random_seed`` and the spec's
 ``options`` (``n_classes`` 30, ``overdispersion`` ``"cv"``, ``structural_zeros``
-None by default). Its losses are averaged over the per-cell conditional
+None, ``profile_mass`` None by default; ``"cv"``: the mass of the many-level keys'
+profiles chosen by the cross-validation, :func:`sdcbayes.models.latent_class.profile_mass_cv`). Its losses are averaged over the per-cell conditional
 :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in the limit) of
 :func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
 
@@ -139,11 +140,12 @@ LATENT_CLASS_OPTIONS: dict[str, Any] = {
     "n_classes": 30,
     "overdispersion": "cv",
     "structural_zeros": None,
+    "profile_mass": None,
 }
 
 #: ``--models`` spelling of the latent-class options (as ``sdcbayes assess`` spells them).
 _CLI_OPTION_NAMES = {"classes": "n_classes", "overdispersion": "overdispersion",
-                     "structural-zeros": "structural_zeros"}
+                     "structural-zeros": "structural_zeros", "profile-mass": "profile_mass"}
 
 #: Prior names of the pooled Poisson-gamma model, mirrored here so that a typo is
 #: reported without importing PyMC (models/poisson_gamma.py imports it at module
@@ -196,8 +198,9 @@ class ModelSpec:
         Prior overrides, merged into the model's defaults key by key
         (:func:`sdcbayes.models.base.merge_priors`); empty for the defaults.
     options : dict
-        Latent-class only: ``n_classes``, ``overdispersion``, ``structural_zeros``
-        (:data:`LATENT_CLASS_OPTIONS` for the defaults); empty for the defaults.
+        Latent-class only: ``n_classes``, ``overdispersion``, ``structural_zeros``,
+        ``profile_mass`` (:data:`LATENT_CLASS_OPTIONS` for the defaults); empty for the
+        defaults.
     """
 
     name: str
@@ -250,7 +253,8 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
     ``PRIOR.FIELD=VALUE`` items after a specification belong to it; a bare
     ``MODEL`` is named after the model. Latent-class options are written
     ``OPTION=VALUE`` in the same places: ``classes=10``, ``overdispersion=cv|none|KAPPA``,
-    ``structural-zeros=none|auto`` (as ``sdcbayes assess`` spells them). Example::
+    ``structural-zeros=none|auto``, ``profile-mass=none|cv`` (``sdcbayes assess``'s
+    ``--profile-prior cv``). Example::
 
         pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2,
         negbin=negbin,lc=latent-class,lc-poisson=latent-class:overdispersion=none,
@@ -358,6 +362,15 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
                                                 and not isinstance(sz, str))):
             problems.append(f"{name!r}: structural_zeros (structural-zeros=) must be none, "
                             f"'auto' or a list of rules; got {sz!r}")
+    if "profile_mass" in out:
+        pm = out["profile_mass"]
+        od = out.get("overdispersion", LATENT_CLASS_OPTIONS["overdispersion"])
+        if not (pm is None or pm == "cv"):
+            problems.append(f"{name!r}: profile_mass (profile-mass=) must be none or 'cv'; "
+                            f"got {pm!r}")
+        elif pm == "cv" and od != "cv":
+            problems.append(f"{name!r}: profile-mass=cv is chosen by the overdispersion's "
+                            "cross-validation: it needs overdispersion=cv")
     return out, problems
 
 
@@ -819,6 +832,8 @@ def compare_models(
                 priors=s.priors or None, n_classes=int(opts["n_classes"]),
                 structural_zeros=opts["structural_zeros"],
                 overdispersion=opts["overdispersion"], progressbar=progressbar,
+                **({"profile_mass": opts["profile_mass"]}
+                   if opts["profile_mass"] is not None else {}),
             )
             fit_seconds = time.perf_counter() - t0
             N_file = float(a.summary["population_size"])

@@ -313,3 +313,27 @@ def test_default_models_leave_out_what_the_file_cannot_support(capsys, csv_file,
     assert list(table.name) == ["latent-class", "pg-default", "pg-wide", "closed"]
     summary = json.loads((out / "summary.json").read_text())
     assert [d["name"] for d in summary["models_left_out"]] == ["negbin"]
+
+
+def test_latent_class_profile_mass_option(capsys, csv_file, tmp_path):
+    """profile-mass=cv reaches the fit: its choice is the prior recorded for the row."""
+    out = tmp_path / "pm"
+    proc = run_in_process(
+        capsys, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+        "--models", "lc=latent-class:classes=4,profile-mass=cv",
+        "--draws", "20", "--tune", "10", "--chains", "1", "--seed", "3", "--out", str(out),
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["models"][0]["options"] == {"n_classes": 4, "profile_mass": "cv"}
+    lc = pd.read_csv(out / "comparison.csv").set_index("name").loc["lc"]
+    # no key of 20 levels here: the learnt prior is kept, and recorded as the one used
+    assert json.loads(lc["priors"])["phi"]["mass"] == "learn"
+    assert lc["tau1_lo"] <= lc["tau1"] <= lc["tau1_hi"]
+    # needs the cross-validated overdispersion: one line, exit 2
+    proc = run_in_process(
+        capsys, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+        "--models", "lc=latent-class:profile-mass=cv,overdispersion=none",
+        "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "profile-mass=cv", "overdispersion=cv")

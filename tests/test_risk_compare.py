@@ -562,6 +562,8 @@ def test_latent_class_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
         "  (cat, [dict(lc, priors={'alfa': {'alpha': 1}})]),\n"
         "  (cat, [dict(lc, priors={'alpha': {'dist': 'HalfNormal', 'sigma': 1}})]),\n"
         "  (cat, [dict(lc, options={'n_classes': 0})]),\n"
+        "  (cat, [dict(lc, options={'profile_mass': 'cv', 'overdispersion': None})]),\n"
+        "  (cat, [dict(lc, options={'profile_mass': 'all'})]),\n"
         "]\n"
         "for md, specs in bad:\n"
         "    try:\n"
@@ -576,22 +578,26 @@ def test_latent_class_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 5 and all(x.startswith("ERR") for x in lines), proc.stdout
+    assert len(lines) == 7 and all(x.startswith("ERR") for x in lines), proc.stdout
     assert "each record in one cell" in lines[0] and "missing='category'" in lines[0]
     assert "population size" in lines[1]
     assert "'alfa'" in lines[2] and "'phi'" in lines[2]
     assert "Gamma" in lines[3]
     assert "n_classes" in lines[4]
+    assert "profile-mass=cv" in lines[5] and "overdispersion=cv" in lines[5]
+    assert "profile_mass" in lines[6] and "'all'" in lines[6]
 
 
 def test_latent_class_spec_syntax():
     specs = parse_model_specs(
         "lc=latent-class,lc-pois=latent-class:overdispersion=none,classes=10,phi.a=0.5,"
-        "structural-zeros=auto,classes=latent-class:alpha.alpha=1,closed=closed-form"
+        "structural-zeros=auto,classes=latent-class:alpha.alpha=1,closed=closed-form,"
+        "lc-mass=latent-class:profile-mass=cv"
     )
     assert [(s.name, s.model) for s in specs] == [
         ("lc", "latent-class"), ("lc-pois", "latent-class"), ("classes", "latent-class"),
-        ("closed", "closed-form")]
+        ("closed", "closed-form"), ("lc-mass", "latent-class")]
+    assert specs[4].options == {"profile_mass": "cv"}
     assert specs[0].options == {} and specs[0].priors == {}
     assert specs[1].options == {"overdispersion": None, "n_classes": 10,
                                 "structural_zeros": "auto"}
