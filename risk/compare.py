@@ -57,8 +57,9 @@ the comparison's ``draws``, ``chains``, ``tune`` and ``random_seed`` and the spe
 ``options`` (``n_classes`` 30, ``overdispersion`` ``"cv"``, ``structural_zeros``
 None, ``profile_mass`` None by default; ``"cv"``: the mass of the many-level keys'
 profiles chosen by the cross-validation,
-:func:`sdcbayes.models.latent_class.profile_mass_cv`). Its losses are averaged over the per-cell conditional
-:math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in the limit) of
+:func:`sdcbayes.models.latent_class.profile_mass_cv`). Its losses are averaged over the
+per-cell conditional :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in
+the limit) of
 :func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
 
 The closed-form reference row
