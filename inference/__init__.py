@@ -25,7 +25,6 @@ from sdcbayes.inference.diagnostics import (
     check_diagnostics,
     compute_diagnostics,
 )
-from sdcbayes.inference.fitting import METHODS, fit
 from sdcbayes.inference.posterior import (
     fit_diagnostics,
     get_group,
@@ -34,11 +33,22 @@ from sdcbayes.inference.posterior import (
     provenance,
     save_posterior,
 )
-from sdcbayes.inference.predictive import (
-    posterior_predictive,
-    predictive_check,
-    prior_predictive,
-)
+
+# PyMC (about 3 s and 0.2 GB to import) loads with the first use of these names only: the
+# latent-class route (its own Gibbs sampler) reads diagnostics and posteriors from this
+# package without ever fitting a PyMC model
+_LAZY = {"METHODS": "fitting", "fit": "fitting", "posterior_predictive": "predictive",
+         "predictive_check": "predictive", "prior_predictive": "predictive"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f"sdcbayes.inference.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sdcbayes.inference' has no attribute {name!r}")
 
 __all__ = [
     "METHODS",

@@ -589,7 +589,10 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
         # older PyTensor (2.26) warns on import when it finds no BLAS library: a child
         # logger's own level holds whatever the package sets on its root logger
         logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
-        import pymc  # noqa: F401  (imported first: it sets its logger's level on import)
+        if model == "latent-class":  # its Gibbs sampler needs ArviZ only, not PyMC
+            import arviz  # noqa: F401  (imported first: it sets its logger's level on import)
+        else:
+            import pymc  # noqa: F401  (imported first: it sets its logger's level on import)
 
         # PyMC and ArviZ log progress and advice on stderr; --quiet means silence
         # (our own diagnostics still reach the user as warnings or, with --strict, errors)

@@ -8,6 +8,9 @@ means with fixed seeds, and the demo sample's known truth (its population is kno
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -316,3 +319,25 @@ def test_latent_class_route_rejects_other_samplers(demo_fit):
         assess_posterior(md, model="latent-class", method="nuts", draws=5, tune=5)
     with pytest.raises(InputError, match="unknown option"):
         assess_posterior(md, model="latent-class", draws=5, tune=5, target_accept=0.9)
+
+
+def test_latent_class_route_does_not_import_pymc(tmp_path):
+    # its Gibbs sampler needs ArviZ for the posterior, never PyMC or PyTensor (0.5 s, 20 MB)
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import pandas as pd\n"
+        "from sdcbayes.microdata import Microdata\n"
+        "from sdcbayes.risk.posterior_assess import assess_posterior\n"
+        "rng = np.random.default_rng(0)\n"
+        "df = pd.DataFrame({'a': rng.integers(0, 5, 300), 'b': rng.integers(0, 4, 300)})\n"
+        "md = Microdata(df, keys=['a', 'b'], sampling_fraction=0.1, missing='category')\n"
+        "r = assess_posterior(md, 'latent-class', draws=10, tune=5, chains=2, random_seed=1,\n"
+        "                     n_classes=4)\n"
+        "assert r.summary['tau1'] >= 0\n"
+        "print(sorted(m for m in ('pymc', 'pytensor') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
