@@ -1722,7 +1722,8 @@ class LatentClassModel(SuperpopulationModel):
             the learnt mass of the keys of >= 20 levels too smooth, a larger fixed mass
             chosen by it (:func:`profile_mass_cv`); where it does not, the draws are the
             default's. ``attrs["priors"]`` is the prior used, ``attrs["profile_mass"]``
-            the choice (JSON).
+            the choice (JSON). Measured worse than the default on the dense designs
+            (README "Accuracy"): an option for comparison.
 
         Returns
         -------
@@ -2688,8 +2689,15 @@ def profile_mass_cv(model: LatentClassModel, *, masses=PROFILE_MASS_CANDIDATES,
     Measured with ``benchmarks/cv_profile_mass.py --rule interpolate`` (20 samples per
     design): Adult 6 keys at 10% tau1 / tau2 bias -2.0 / -1.2% -> +1.3 / +0.5%, at 5%
     -0.7 / -0.8% -> -0.1 / -0.4%, relative RMSE lower on all four; the learnt mass
-    kept on every Adult 9 keys sample and 1% sample checked. The 200-replicate runs
-    are in README "Accuracy".
+    kept on every Adult 9 keys sample and 1% sample checked. Over 200 samples per
+    design it is *worse* than the learnt mass (README "Accuracy"; Adult 6 keys, SRS
+    and stratified): at 5% and 10% it raises the mass on 67-97% of the samples, tau1
+    moves from about -1.3% to +1.2-1.9% at 10% with intervals as wide as before, and
+    coverage falls (SRS 10% tau1 0.865 -> 0.74, stratified 10% 0.915 -> 0.75) with a
+    higher RMSE on all eight comparisons. The mass read per sample is uncorrelated
+    with that sample's own error (|r| <= 0.15) but sets how far the estimate moves:
+    the cross-validation sees the average over-smoothing, not the sample's. Not the
+    default; kept as a measured option.
 
     Parameters
     ----------

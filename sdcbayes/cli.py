@@ -166,8 +166,9 @@ def cli() -> None:
     "distribution with a strength learnt from the data, so that a small class does not "
     "claim its members' rare levels; cv (needs --overdispersion cv): as learn, but where "
     "the cross-validation finds the mixture too smooth that strength is raised until its "
-    "held-out uniques are predicted (README, Accuracy); inverse: 1/L per level on every key "
-    "(the default before; it understates the risk on keys with many rare levels).",
+    "held-out uniques are predicted (measured worse than learn on dense samples: README, "
+    "Accuracy; for comparison); inverse: 1/L per level on every key (the default before; it "
+    "understates the risk on keys with many rare levels).",
 )
 @click.option(
     "--cluster-correction",
