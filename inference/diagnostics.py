@@ -81,10 +81,15 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
         }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant variables give nan
-        rhat = az.rhat(post)
+        # one chain has no between-chain variance: r_hat is undefined (nan), and ArviZ
+        # would log a shape warning on a logger that --quiet cannot reach
+        rhat = az.rhat(post) if n_chains >= 2 else None
         ess_bulk = az.ess(post, method="bulk")
         ess_tail = az.ess(post, method="tail")
-    out["max_r_hat"], out["max_r_hat_at"] = _worst(rhat, largest=True)
+    if rhat is None:
+        out["max_r_hat"] = math.nan
+    else:
+        out["max_r_hat"], out["max_r_hat_at"] = _worst(rhat, largest=True)
     out["min_ess_bulk"], out["min_ess_bulk_at"] = _worst(ess_bulk, largest=False)
     out["min_ess_tail"], out["min_ess_tail_at"] = _worst(ess_tail, largest=False)
     divergences = 0

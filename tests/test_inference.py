@@ -482,3 +482,21 @@ def test_gibbs_rhat_advice_names_the_classes_not_tuning():
         nuts = check_diagnostics(diag)
     assert len(gibbs) == 1 and "latent classes" in gibbs[0] and "tune=" not in gibbs[0]
     assert "tune=2000" in nuts[0]
+
+
+def test_one_chain_has_no_r_hat_and_asks_arviz_for_none(monkeypatch):
+    # r_hat needs two chains; ArviZ would log a shape warning that --quiet cannot silence
+    rng = np.random.default_rng(0)
+    idata = az.from_dict(posterior={"tau1": rng.normal(size=(1, 200))})
+
+    def no_rhat(*a, **k):
+        raise AssertionError("az.rhat called on one chain")
+
+    monkeypatch.setattr(az, "rhat", no_rhat)
+    d = compute_diagnostics(idata)
+    assert d["chains"] == 1 and np.isnan(d["max_r_hat"])
+    assert d["min_ess_bulk"] > 50  # ESS still computed from the one chain
+    assert check_diagnostics(d, ess_threshold=10, sampler="gibbs") == []
+    two = az.from_dict(posterior={"tau1": rng.normal(size=(2, 200))})
+    with pytest.raises(AssertionError, match="one chain"):  # two chains: r_hat computed
+        compute_diagnostics(two)
