@@ -2486,8 +2486,9 @@ def cv_mass_adult9(kind):
     assert np.allclose(pair.truth_x, pair.truth_y, equal_nan=True)
     kept = pair.note_y.str.contains("profile mass learn;")
     # the learnt mass kept: the default's fit, the same draws -- but for one stratified
-    # sample, whose chain drifted apart from the stored run's late on (sums that differ in
-    # the last bits between the two runs' NumPy builds can flip a multinomial draw)
+    # sample (1%, replicate 42), whose tau1 interval matches the stored run's and whose
+    # other numbers differ by up to 2%: not traced; the kept path runs the default's own
+    # code, so most likely floating-point drift between the two runs' environments
     same = np.isclose(pair.estimate_x, pair.estimate_y, rtol=1e-12, atol=0, equal_nan=True)
     drifted = pair[kept & ~same].replicate.nunique()
     assert drifted <= 1, drifted
