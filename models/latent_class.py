@@ -1647,6 +1647,28 @@ class LatentClassModel(SuperpopulationModel):
                 keep += 1
         return out
 
+    def _check_cluster_correction(self, cluster_correction) -> None:
+        """The checks of :meth:`sample`'s ``cluster_correction``, before any work."""
+        if cluster_correction is None:
+            return
+        if isinstance(cluster_correction, str):
+            if cluster_correction != "cv":
+                raise InputError(f"cluster_correction must be None, 'cv' or a mapping with "
+                                 f"'factor'; got {cluster_correction!r}")
+            if self.record_clusters is None:
+                raise InputError(
+                    "cluster_correction='cv' needs the records' clusters (households): "
+                    "build the model with from_microdata and a household column, or "
+                    "from_frame(clusters=...); or pass cluster_correction=None")
+        elif isinstance(cluster_correction, Mapping) and "factor" in cluster_correction:
+            factor = np.asarray(cluster_correction["factor"], dtype=float)
+            if factor.shape != (self.key_codes.shape[0],) or np.any(~(factor > 0)):
+                raise InputError(f"cluster_correction factor must be positive, one per key cell "
+                                 f"({self.key_codes.shape[0]}); got shape {factor.shape}")
+        else:
+            raise InputError(f"cluster_correction must be None, 'cv' or a mapping with "
+                             f"'factor'; got {cluster_correction!r}")
+
     def sample(self, draws: int = 500, tune: int = 500, chains: int = 2, *, thin: int = 1,
                N: float | None = None, random_seed=None, store: str = "uniques",
                init: str = "em", em_restarts: int = 3, overdispersion=None,
@@ -1766,6 +1788,7 @@ class LatentClassModel(SuperpopulationModel):
             if isinstance(kappa_prior, str):
                 kappa_prior = parse_kappa_prior(kappa_prior)
             _prior_mass(KAPPA_GRID, kappa_prior)  # a bad prior fails before any work
+        self._check_cluster_correction(cluster_correction)  # before the cross-validations
         if profile_mass is not None:
             if profile_mass != "cv" or not (isinstance(overdispersion, str)
                                             and overdispersion == "cv"):
@@ -1773,15 +1796,6 @@ class LatentClassModel(SuperpopulationModel):
                                  "overdispersion's cross-validation and needs "
                                  f"overdispersion='cv'; got {profile_mass!r} with "
                                  f"overdispersion={overdispersion!r}")
-            if cluster_correction is not None and not (
-                    (isinstance(cluster_correction, str) and cluster_correction == "cv"
-                     and self.record_clusters is not None)
-                    or (isinstance(cluster_correction, Mapping)
-                        and "factor" in cluster_correction)):
-                # checked again below; here so that it fails before the cross-validations
-                raise InputError(f"cluster_correction must be None, 'cv' (with the records' "
-                                 f"clusters) or a mapping with 'factor'; got "
-                                 f"{cluster_correction!r}")
             if random_seed is None:  # one seed for the choice and the chains
                 random_seed = np.random.SeedSequence().entropy
             seeds = np.random.SeedSequence(random_seed).spawn(chains + 1)
@@ -1836,29 +1850,15 @@ class LatentClassModel(SuperpopulationModel):
                 kappa_grid = (np.array([k]), np.array([1.0]))
                 od_summary = {"method": "fixed", "kappa": k}
         rate_factor, cc_summary = None, None
-        if cluster_correction is not None:
-            if isinstance(cluster_correction, str):
-                if cluster_correction != "cv":
-                    raise InputError(f"cluster_correction must be None, 'cv' or a mapping with "
-                                     f"'factor'; got {cluster_correction!r}")
-                if self.record_clusters is None:
-                    raise InputError(
-                        "cluster_correction='cv' needs the records' clusters (households): "
-                        "build the model with from_microdata and a household column, or "
-                        "from_frame(clusters=...); or pass cluster_correction=None")
+        if cluster_correction is not None:  # checked by _check_cluster_correction
+            if isinstance(cluster_correction, str):  # "cv"
                 # seeded from the overdispersion's stream: the chains' seeds are unchanged
                 cc = cluster_rate_correction(
                     self, random_seed=np.random.default_rng(seeds[-1].spawn(1)[0]),
                     em_restarts=max(1, int(em_restarts) - 2))
-            elif isinstance(cluster_correction, Mapping) and "factor" in cluster_correction:
-                cc = dict(cluster_correction)
             else:
-                raise InputError(f"cluster_correction must be None, 'cv' or a mapping with "
-                                 f"'factor'; got {cluster_correction!r}")
+                cc = dict(cluster_correction)
             rate_factor = np.asarray(cc["factor"], dtype=float)
-            if rate_factor.shape != (self.key_codes.shape[0],) or np.any(~(rate_factor > 0)):
-                raise InputError(f"cluster_correction factor must be positive, one per key cell "
-                                 f"({self.key_codes.shape[0]}); got shape {rate_factor.shape}")
             cc_summary = {k: v for k, v in cc.items() if k != "factor"}
         seeds = seeds[:chains]
         t0 = time.perf_counter()
