@@ -34,7 +34,7 @@ from sdcbayes.inference.posterior import (
     save_posterior,
 )
 
-# PyMC (about 3 s and 0.2 GB to import) loads with the first use of these names only: the
+# PyMC (0.5 s and 20 MB to import beyond ArviZ) loads with the first use of these names: the
 # latent-class route (its own Gibbs sampler) reads diagnostics and posteriors from this
 # package without ever fitting a PyMC model
 _LAZY = {"METHODS": "fitting", "fit": "fitting", "posterior_predictive": "predictive",

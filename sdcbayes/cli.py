@@ -590,9 +590,7 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
         # older PyTensor (2.26) warns on import when it finds no BLAS library: a child
         # logger's own level holds whatever the package sets on its root logger
         logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
-        if model == "latent-class":  # its Gibbs sampler needs ArviZ only, not PyMC
-            import arviz  # noqa: F401  (imported first: it sets its logger's level on import)
-        else:
+        if model != "latent-class":  # the latent-class Gibbs sampler never imports PyMC
             import pymc  # noqa: F401  (imported first: it sets its logger's level on import)
 
         # PyMC and ArviZ log progress and advice on stderr; --quiet means silence
