@@ -38,6 +38,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--overdispersion cv|none|<kappa>|log-normal:<m>:<s>] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]|log-normal:<m>:<s>] [--cv-predictive em|gibbs]
         [--cluster-correction none|cv] [--profile-mass prior|cv]
+        [--em-learn-mass converged|always]
         [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
@@ -315,6 +316,11 @@ def main(argv=None) -> int:
                     help="stratified designs: cut the sample at random (the default "
                          "CV_PARTS) or draw parts whose rest extrapolates each weight class "
                          "at a rate proportional to the population's")
+    ap.add_argument("--em-learn-mass", default="converged", choices=["converged", "always"],
+                    help="when EM learns a profile mass (the chains' start and the "
+                         "cross-validation's parts): once converged at the starting mass "
+                         "within its sweeps (EM_LEARN_MASS, the default) or always, in a "
+                         "phase of its own")
     ap.add_argument("--profile-mass", default="prior", choices=["prior", "cv"],
                     help="the profile mass of the keys of >= 20 levels: the prior's (learnt by "
                          "default) or, with the learnt prior and --overdispersion cv, chosen "
@@ -348,6 +354,9 @@ def main(argv=None) -> int:
                      **({"min_levels": int(lmin[0])} if lmin else {})}
     else:
         phi_prior = {"a": float(args.phi_a)}
+    import sdcbayes.models.latent_class as lcm
+
+    lcm.EM_LEARN_MASS = args.em_learn_mass  # read by fit_em at each call
     results, calib = [], []
     for pop_name, pop, levels in populations_with_codebook(args.populations):
         sz = {"confirmed": confirmed_rules(pop_name, pop.keys), "auto": "auto",

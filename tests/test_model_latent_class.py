@@ -17,7 +17,9 @@ import pytest
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
+    EM_LEARN_MASS,
     PHI_MASS_GRID,
+    PHI_MASS_START,
     PHI_PRIOR_DEFAULT,
     LatentClassModel,
     StructuralZeros,
@@ -605,6 +607,32 @@ def test_learnt_mass_separates_keys_that_follow_the_classes_from_those_that_do_n
     with m.build() as pm_model:
         names = {v.name for v in pm_model.free_RVs}
     assert {"log_phi_mass_k0", "log_phi_mass_k1", "log_phi_mass_k2"} <= names
+
+
+def test_em_learns_the_mass_also_where_the_classes_have_not_converged():
+    # the data of the test above: stopped after 30 sweeps at the starting mass (the
+    # classes formed, not yet converged: 41 sweeps), learn_mass="always" still learns M
+    # in a phase of its own; with one budget for both phases (the default) M stays at
+    # the starting mass (16) for every key, as on Adult 6 keys at 5% (300-400 sweeps)
+    rng = np.random.default_rng(5)
+    cls = rng.integers(0, 2, size=3000)
+    k0 = np.where(cls == 0, rng.choice(4, size=3000, p=[0.7, 0.2, 0.05, 0.05]),
+                  rng.choice(4, size=3000, p=[0.05, 0.05, 0.2, 0.7]))
+    k2 = np.where(cls == 0, rng.integers(0, 2, size=3000), 2 + rng.integers(0, 2, size=3000))
+    k1 = rng.choice(20, size=3000, p=rng.dirichlet(np.full(20, 2.0)))
+    frame = pd.DataFrame({"k0": k0, "k1": k1, "k2": k2}).astype(str)
+    m = LatentClassModel.from_frame(frame, ["k0", "k1", "k2"], n_classes=5,
+                                    priors={"phi": {"a": "marginal", "mass": "learn"}})
+    em = m.fit_em(n_restarts=1, random_seed=0, max_iter=30, learn_mass="always")
+    assert em["n_iter"] > 30  # the learning phase ran
+    assert em["phi_mass"][1] >= 256 and em["phi_mass"][0] <= 16, em["phi_mass"]
+    # the default (EM_LEARN_MASS, what the measured results used): not converged at the
+    # starting mass within max_iter, M stays there
+    assert EM_LEARN_MASS == "converged"
+    em = m.fit_em(n_restarts=1, random_seed=0, max_iter=30)
+    np.testing.assert_array_equal(em["phi_mass"], PHI_MASS_START)
+    with pytest.raises(InputError, match="learn_mass"):
+        m.fit_em(n_restarts=1, learn_mass="sometimes")
 
 
 def test_min_levels_keeps_the_inverse_prior_on_keys_with_few_levels():
