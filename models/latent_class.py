@@ -2050,8 +2050,9 @@ CV_DISPERSION = "parts"
 
 #: With a learnt profile mass (``priors={"phi": {"a": "marginal", "mass": "learn"}}``),
 #: how the parts of :func:`overdispersion_cv` are smoothed (``part_mass``): ``"whole"``,
-#: with the whole sample's masses (type-II EM estimates), or ``"learn"``, each part
-#: learning its own.
+#: with the whole sample's masses (:meth:`LatentClassModel.fit_em`'s: type-II estimates
+#: where its classes converge within its sweeps, else the starting mass 16,
+#: :data:`EM_LEARN_MASS`), or ``"learn"``, each part learning its own.
 CV_PART_MASS = "whole"
 
 #: Fewest records a part may hold (:func:`overdispersion_cv`): a ratio whose parts
@@ -2389,10 +2390,11 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         which also counts the noise of each part's own fit.
     part_mass : {"whole", "learn"}
         With a learnt profile mass (``priors={"phi": {"a": "marginal", "mass":
-        "learn"}}``): the parts are smoothed with the whole sample's type-II EM
-        masses (default :data:`CV_PART_MASS`; fitted to n/r records a key's mass runs
-        towards the grid's top, and the parts' extra smoothing would read as
-        clumping), or each part learns its own. Ignored otherwise.
+        "learn"}}``): the parts are smoothed with the whole sample's EM masses
+        (:data:`EM_LEARN_MASS`: on large samples the starting mass; default
+        :data:`CV_PART_MASS`; fitted to n/r records a key's mass runs towards the
+        grid's top, and the parts' extra smoothing would read as clumping), or each
+        part learns its own. Ignored otherwise.
 
     partitions : {"mixture", "average"}
         How the ``n_splits`` partitions of one ratio are combined (default
@@ -2520,7 +2522,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     part_priors = model.priors
     whole_mass = whole_fit = None
     if model.learns_phi_mass and part_mass == "whole":
-        # the parts are smoothed with the whole sample's masses (type-II EM estimates):
+        # the parts are smoothed with the whole sample's masses (EM's; EM_LEARN_MASS):
         # learnt on n/r records, a key's mass runs to the grid's top (every small class
         # looks like the marginal), and the parts' extra smoothing would be read as
         # clumping that the whole-sample fit does not have
