@@ -37,7 +37,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--cv-combine-ratios mixture|average]
         [--overdispersion cv|none|<kappa>|log-normal:<m>:<s>] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]|log-normal:<m>:<s>] [--cv-predictive em|gibbs]
-        [--cluster-correction none|cv] [--profile-mass prior|cv]
+        [--cluster-correction none|cv] [--profile-mass prior|cv|span]
         [--em-learn-mass converged|always]
         [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
@@ -321,7 +321,7 @@ def main(argv=None) -> int:
                          "cross-validation's parts): once converged at the starting mass "
                          "within its sweeps (EM_LEARN_MASS, the default) or always, in a "
                          "phase of its own")
-    ap.add_argument("--profile-mass", default="prior", choices=["prior", "cv"],
+    ap.add_argument("--profile-mass", default="prior", choices=["prior", "cv", "span"],
                     help="the profile mass of the keys of >= 20 levels: the prior's (learnt by "
                          "default) or, with the learnt prior and --overdispersion cv, chosen "
                          "by the cross-validation where the learnt one leaves the mixture too "
@@ -378,7 +378,7 @@ def main(argv=None) -> int:
             overdispersion_combine_ratios=args.cv_combine_ratios,
             overdispersion_parts=args.cv_parts,
             cluster_correction=None if args.cluster_correction == "none" else "cv",
-            profile_mass=None if args.profile_mass == "prior" else "cv",
+            profile_mass=None if args.profile_mass == "prior" else args.profile_mass,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
         )

@@ -1137,6 +1137,39 @@ class LatentClassModel(SuperpopulationModel):
         other._phi_conc = {}  # phi_concentration's cache depends on the prior
         return other
 
+    def with_mass_span(self, high: float, kappa_high=None) -> LatentClassModel:
+        r"""The same model with the learnt keys' profile mass spread towards ``high``.
+
+        A cut: on every key whose mass the prior learns (:meth:`learns_mass`), each
+        sweep of the Gibbs sampler draws :math:`M_j` from its conditional as usual and
+        then moves it towards ``high`` by a :math:`u \sim U(0, 1)` of its own (one for
+        all such keys), :math:`\log M_j \leftarrow (1 - u)\log M_j + u\log M`: the
+        mass is spread uniformly in :math:`\log M` between the learnt one and
+        ``high``, whatever the data say about the range (they cannot tell,
+        :func:`profile_mass_span`). With ``kappa_high`` (``(grid, weights)``, the
+        overdispersion's posterior at mass ``high``), each kept draw's kappa comes from
+        it with probability u, else from the overdispersion passed to :meth:`sample`
+        (the learnt prior's): the cross-validated kappa moves with the mass.
+
+        Parameters
+        ----------
+        high : float
+        kappa_high : tuple of arrays, optional
+        """
+        import copy
+
+        keys = np.array([self.learns_mass(j) for j in range(len(self.keys))])
+        if not float(high) > 0:
+            raise InputError(f"a mass span needs a positive high mass; got {high!r}")
+        if not keys.any():
+            raise InputError("a mass span needs a key whose profile mass the prior learns")
+        other = copy.copy(self)
+        other._mass_span = {"keys": keys, "log_high": float(np.log(high)),
+                            "kappa_high": (None if kappa_high is None
+                                           else (np.asarray(kappa_high[0], dtype=float),
+                                                 np.asarray(kappa_high[1], dtype=float)))}
+        return other
+
     def _check_priors(self):
         a = self.priors["alpha"]
         if a.get("dist") != "Gamma" or set(a) - {"dist", "alpha", "beta"}:
@@ -1560,6 +1593,8 @@ class LatentClassModel(SuperpopulationModel):
             base = [self.phi_base(j)[:, None] for j in range(J)]
             phi_mass = np.array(st["phi_mass"], dtype=float)
             conc = [phi_mass[j] * base[j] for j in range(J)]
+        span = getattr(self, "_mass_span", None) if learn else None
+        u_span = 0.0
         n_keep = len(range(keep_from, n_iter, thin))
         out = {
             "w": np.empty((n_keep, H)), "alpha": np.empty(n_keep), "loglik": np.empty(n_keep),
@@ -1623,7 +1658,11 @@ class LatentClassModel(SuperpopulationModel):
                 out["mass_structural_zero"][keep] = mass
                 kappa = None
                 if kappa_grid is not None:
-                    kappa = float(rng.choice(kappa_grid[0], p=kappa_grid[1]))
+                    kg = kappa_grid
+                    if span is not None and span["kappa_high"] is not None \
+                            and rng.random() < u_span:  # the kappa of the sweep's mass
+                        kg = span["kappa_high"]
+                    kappa = float(rng.choice(kg[0], p=kg[1]))
                     out["kappa"][keep] = kappa
                 if N is not None:
                     lam_t = n * (pi_kg @ excess) if design else (N - n) * pi_t
@@ -1667,6 +1706,10 @@ class LatentClassModel(SuperpopulationModel):
             if learn:
                 phi_mass = np.array([self._learn_mass(c[j], j, rng) if self.learns_mass(j)
                                      else phi_mass[j] for j in range(J)])
+                if span is not None:  # moved towards the high end by a u of its own (cut)
+                    u_span = rng.random()
+                    phi_mass = np.where(span["keys"], np.exp(
+                        (1 - u_span) * np.log(phi_mass) + u_span * span["log_high"]), phi_mass)
                 conc = [phi_mass[j] * base[j] for j in range(J)]
             log_phi = [_log_dirichlet(rng, c[j] + conc[j]).T for j in range(J)]
             if it >= keep_from and (it - keep_from) % thin == 0:
@@ -1820,17 +1863,17 @@ class LatentClassModel(SuperpopulationModel):
             _prior_mass(KAPPA_GRID, kappa_prior)  # a bad prior fails before any work
         self._check_cluster_correction(cluster_correction)  # before the cross-validations
         if profile_mass is not None:
-            if profile_mass != "cv" or not (isinstance(overdispersion, str)
-                                            and overdispersion == "cv"):
-                raise InputError("profile_mass must be None or 'cv'; 'cv' is chosen by the "
-                                 "overdispersion's cross-validation and needs "
+            if profile_mass not in ("cv", "span") or not (isinstance(overdispersion, str)
+                                                          and overdispersion == "cv"):
+                raise InputError("profile_mass must be None, 'cv' or 'span', which the "
+                                 "overdispersion's cross-validation chooses and which need "
                                  f"overdispersion='cv'; got {profile_mass!r} with "
                                  f"overdispersion={overdispersion!r}")
             if random_seed is None:  # one seed for the choice and the chains
                 random_seed = np.random.SeedSequence().entropy
             seeds = np.random.SeedSequence(random_seed).spawn(chains + 1)
             # the same cross-validation as overdispersion="cv" below, per candidate mass
-            choice = profile_mass_cv(
+            choice = (profile_mass_cv if profile_mass == "cv" else profile_mass_span)(
                 self, random_seed=seeds[-1], em_restarts=max(1, int(em_restarts) - 1),
                 n_splits=CV_SPLITS, ratios=CV_RATIOS,
                 max_ratio=None if N is None else float(N) / self.n,
@@ -2748,7 +2791,8 @@ def profile_mass_cv(model: LatentClassModel, *, masses=PROFILE_MASS_CANDIDATES,
     dict
         ``model`` (the input model if the learnt mass is kept, else a copy with the
         chosen fixed mass, :meth:`LatentClassModel.with_priors`), ``overdispersion``
-        (the chosen model's :func:`overdispersion_cv` output) and ``summary`` (JSON-safe:
+        (the chosen model's :func:`overdispersion_cv` output),
+        ``learnt_overdispersion`` (the learnt prior's) and ``summary`` (JSON-safe:
         ``rule``, ``mass`` -- ``"learn"`` or the chosen number --, ``learnt_mass``,
         and ``tried``: per cross-validation run its ``mass``, ``observed`` and
         ``predicted_poisson``).
@@ -2782,7 +2826,8 @@ def profile_mass_cv(model: LatentClassModel, *, masses=PROFILE_MASS_CANDIDATES,
     summary = {"rule": "cv-interpolate", "mass": "learn", "learnt_mass": learnt,
                "tried": tried}
     if not learnt_keys or od["predicted_poisson"] >= od["observed"]:
-        return {"model": model, "overdispersion": od, "summary": summary}
+        return {"model": model, "overdispersion": od, "summary": summary,
+                "learnt_overdispersion": od}
 
     def fixed(mass):
         return model.with_priors({"phi": {**phi, "mass": float(mass)}})
@@ -2809,12 +2854,48 @@ def profile_mass_cv(model: LatentClassModel, *, masses=PROFILE_MASS_CANDIDATES,
             break
         prev = (mass, d)
     if chosen is None:  # no candidate above the learnt mass: keep it
-        return {"model": model, "overdispersion": od, "summary": summary}
+        return {"model": model, "overdispersion": od, "summary": summary,
+                "learnt_overdispersion": od}
     summary["mass"] = chosen[0]
-    return {"model": chosen[1], "overdispersion": chosen_od, "summary": summary}
+    return {"model": chosen[1], "overdispersion": chosen_od, "summary": summary,
+            "learnt_overdispersion": od}
 
 
-__all__ += ["PROFILE_MASS_CANDIDATES", "profile_mass_cv"]
+def profile_mass_span(model: LatentClassModel, *, random_seed=None,
+                      **cv_options) -> dict[str, Any]:
+    r"""The learnt profile mass and the cross-validation's, as a range the posterior spans.
+
+    :func:`profile_mass_cv` reads, per sample, a mass above the learnt one wherever the
+    parts' Poisson prediction falls short of the held-out count; over 200 samples per
+    design that reading is uncorrelated with the sample's own error and overshoots
+    (README "Accuracy"). The two readings -- the mass the classes learn in the sample
+    and the smallest one that reaches the held-out count -- are both defensible and
+    the sample cannot tell between them, so this spreads the mass over the range
+    between them, uniform in :math:`\log M` (:meth:`LatentClassModel.with_mass_span`:
+    each learnt key from its own learnt mass, drawn as usual, to the chosen one), with the
+    kappa posterior moving from the learnt prior's cross-validation to the chosen
+    mass's along it. Where the learnt mass reaches the count the model is the
+    default's (the draws too).
+
+    Returns
+    -------
+    dict
+        ``model`` (the input model, or its :meth:`~LatentClassModel.with_mass_span`
+        copy), ``overdispersion`` (the learnt prior's cross-validation, the range's low
+        end) and ``summary`` (:func:`profile_mass_cv`'s, ``rule`` ``"cv-span"``).
+    """
+    choice = profile_mass_cv(model, random_seed=random_seed, **cv_options)
+    od = choice["learnt_overdispersion"]
+    summary = {**choice["summary"], "rule": "cv-span"}
+    if summary["mass"] == "learn":
+        return {"model": model, "overdispersion": od, "summary": summary}
+    chosen = choice["overdispersion"]
+    spanned = model.with_mass_span(float(summary["mass"]),
+                                   kappa_high=(chosen["grid"], chosen["weights"]))
+    return {"model": spanned, "overdispersion": od, "summary": summary}
+
+
+__all__ += ["PROFILE_MASS_CANDIDATES", "profile_mass_cv", "profile_mass_span", "EM_LEARN_MASS"]
 
 
 #: Folds of each cross-fit of :func:`cluster_rate_correction`.
@@ -3094,8 +3175,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     r_hat of tau1/tau2 across chains, which stays above 1.05 on the real designs
     (the number of occupied classes mixes slowly, see ``benchmarks/latent_class_accuracy.py``).
     """
-    if profile_mass is not None and (profile_mass != "cv" or overdispersion != "cv"):
-        raise InputError("profile_mass must be None or 'cv' (which needs "
+    if profile_mass is not None and (profile_mass not in ("cv", "span")
+                                     or overdispersion != "cv"):
+        raise InputError("profile_mass must be None, 'cv' or 'span' (which need "
                          f"overdispersion='cv'); got {profile_mass!r}")
 
     def method(sample, keys, weight, N):
@@ -3135,8 +3217,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                 combine_ratios=(CV_COMBINE_RATIOS if overdispersion_combine_ratios is None
                                 else overdispersion_combine_ratios),
                 parts=CV_PARTS if overdispersion_parts is None else overdispersion_parts)
-            if profile_mass == "cv":
-                choice = profile_mass_cv(model, random_seed=seed, **cv_options)
+            if profile_mass is not None:
+                choice = (profile_mass_cv if profile_mass == "cv" else profile_mass_span)(
+                    model, random_seed=seed, **cv_options)
                 model, od = choice["model"], choice["overdispersion"]
                 od = {**od, "profile_mass": choice["summary"]["mass"]}
             else:

@@ -57,8 +57,9 @@ the comparison's ``draws``, ``chains``, ``tune`` and ``random_seed`` and the spe
 ``options`` (``n_classes`` 30, ``overdispersion`` ``"cv"``, ``structural_zeros``
 None, ``profile_mass`` None by default; ``"cv"``: the mass of the many-level keys'
 profiles chosen by the cross-validation,
-:func:`sdcbayes.models.latent_class.profile_mass_cv`). Its losses are averaged over the
-per-cell conditional :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in
+:func:`sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread between the
+learnt and that one, :func:`sdcbayes.models.latent_class.profile_mass_span`). Its losses
+are averaged over the per-cell conditional :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in
 the limit) of
 :func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
 
@@ -255,8 +256,8 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
     ``PRIOR.FIELD=VALUE`` items after a specification belong to it; a bare
     ``MODEL`` is named after the model. Latent-class options are written
     ``OPTION=VALUE`` in the same places: ``classes=10``, ``overdispersion=cv|none|KAPPA``,
-    ``structural-zeros=none|auto``, ``profile-mass=none|cv`` (``sdcbayes assess``'s
-    ``--profile-prior cv``). Example::
+    ``structural-zeros=none|auto``, ``profile-mass=none|cv|span`` (``sdcbayes assess``'s
+    ``--profile-prior cv`` and ``span``). Example::
 
         pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2,
         negbin=negbin,lc=latent-class,lc-poisson=latent-class:overdispersion=none,
@@ -367,11 +368,11 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
     if "profile_mass" in out:
         pm = out["profile_mass"]
         od = out.get("overdispersion", LATENT_CLASS_OPTIONS["overdispersion"])
-        if not (pm is None or pm == "cv"):
-            problems.append(f"{name!r}: profile_mass (profile-mass=) must be none or 'cv'; "
-                            f"got {pm!r}")
-        elif pm == "cv" and od != "cv":
-            problems.append(f"{name!r}: profile-mass=cv is chosen by the overdispersion's "
+        if not (pm is None or pm in ("cv", "span")):
+            problems.append(f"{name!r}: profile_mass (profile-mass=) must be none, 'cv' or "
+                            f"'span'; got {pm!r}")
+        elif pm in ("cv", "span") and od != "cv":
+            problems.append(f"{name!r}: profile-mass={pm} is chosen by the overdispersion's "
                             "cross-validation: it needs overdispersion=cv")
     return out, problems
 

@@ -992,7 +992,9 @@ def assess_posterior(
         not the default, README "Household samples"), ``profile_mass`` (``"cv"``: the
         profile mass of the keys of >= 20 levels chosen by the cross-validation where
         the learnt one leaves the mixture too smooth,
-        :func:`~sdcbayes.models.latent_class.profile_mass_cv`; the summary's
+        :func:`~sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread
+        between the learnt mass and that one,
+        :func:`~sdcbayes.models.latent_class.profile_mass_span`; the summary's
         ``profile_mass`` says what it chose, the stamped priors are those used) and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
         warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).

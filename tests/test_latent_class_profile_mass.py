@@ -25,6 +25,7 @@ from sdcbayes.models.latent_class import (
     LatentClassModel,
     latent_class_method,
     profile_mass_cv,
+    profile_mass_span,
 )
 
 LEARNT = 32.0
@@ -238,7 +239,119 @@ def test_accuracy_harness_passes_the_option(monkeypatch):
     monkeypatch.setattr(bench, "latent_class_method", method)
     monkeypatch.setattr(bench, "populations_with_codebook",
                         lambda names: iter([("adult6", SimpleNamespace(keys=["a"]), None)]))
-    for argv, want in (([], None), (["--profile-mass", "cv"], "cv")):
+    for argv, want in (([], None), (["--profile-mass", "cv"], "cv"),
+                       (["--profile-mass", "span"], "span")):
         with pytest.raises(Stop):
             bench.main(argv)
         assert seen[-1] == want
+    # --em-learn-mass sets the module's EM_LEARN_MASS, which fit_em reads at each call
+    monkeypatch.setattr(lcm, "EM_LEARN_MASS", "converged")  # restored after the test
+    with pytest.raises(Stop):
+        bench.main(["--em-learn-mass", "always"])
+    assert lcm.EM_LEARN_MASS == "always"
+    with pytest.raises(Stop):
+        bench.main([])
+    assert lcm.EM_LEARN_MASS == "converged"
+
+
+# ---------------------------------------------------------------- the mass as a range
+def test_span_is_the_default_model_where_the_learnt_mass_reaches_the_count(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=70.0))
+    model = _model()
+    out = profile_mass_span(model, random_seed=3)
+    assert out["model"] is model and len(calls) == 1
+    assert out["summary"]["rule"] == "cv-span" and out["summary"]["mass"] == "learn"
+    assert "low" not in out["summary"]
+
+
+def test_span_runs_from_the_learnt_masses_to_the_crossing(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    model = _model()
+    out = profile_mass_span(model, random_seed=3)
+    expected = float(np.sqrt(128.0 * 256.0))
+    span = out["model"]._mass_span
+    assert out["model"] is not model and not hasattr(model, "_mass_span")
+    np.testing.assert_array_equal(span["keys"], [True, False, False])
+    assert np.exp(span["log_high"]) == pytest.approx(expected)
+    # the low end's kappa is the learnt prior's cross-validation, the high end's the chosen's
+    assert out["overdispersion"]["weights"][10] == 1.0
+    assert span["kappa_high"][1][40] == 1.0
+    assert out["summary"]["rule"] == "cv-span"
+    assert out["summary"]["mass"] == pytest.approx(expected)
+    # the prior stays the learnt one (the span moves its draws of M, not the prior)
+    assert out["model"].priors == model.priors
+
+
+def test_span_sampler_draws_the_mass_over_its_range_and_kappa_with_it(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    model = _model()
+    kw = dict(draws=200, tune=5, chains=2, N=16_000.0, random_seed=5, overdispersion="cv",
+              cores=1)
+    # the conditional draw of M (data-dependent) held at 8, so that what the span adds
+    # is seen alone: log M = (1 - u) log 8 + u log high with u ~ U(0, 1)
+    monkeypatch.setattr(LatentClassModel, "_learn_mass", lambda self, c, j, rng=None: 8.0)
+    idata = model.sample(profile_mass="span", **kw)
+    high = float(np.sqrt(128.0 * 256.0))
+    m = idata.posterior["phi_mass"].sel(key="a").values.ravel()
+    u = (np.log(m) - np.log(8.0)) / (np.log(high) - np.log(8.0))
+    assert u.min() >= -1e-12 and u.max() <= 1 + 1e-12
+    # uniform: mean 1/2, sd 1/sqrt(12) = 0.29; 400 draws give a mean within 0.5 +- 0.05
+    # (3.5 standard errors)
+    assert abs(u.mean() - 0.5) < 0.05 and np.std(u) == pytest.approx(12 ** -0.5, rel=0.15)
+    # the keys of fewer levels keep their fixed mass (1/L per level)
+    np.testing.assert_allclose(idata.posterior["phi_mass"].sel(key="b").values, 1.0)
+    # kappa from the high end's posterior with probability u: about half of the draws
+    k = idata.posterior["kappa"].values.ravel()
+    assert set(np.unique(k)) == {KAPPA_GRID[10], KAPPA_GRID[40]}
+    assert abs(np.mean(k == KAPPA_GRID[40]) - 0.5) < 0.1
+    summary = json.loads(idata.attrs["profile_mass"])
+    assert summary["rule"] == "cv-span" and summary["mass"] == pytest.approx(high)
+    assert json.loads(idata.attrs["priors"])["phi"]["mass"] == "learn"
+
+
+def test_span_checks_its_input():
+    model = _model()
+    with pytest.raises(InputError, match="positive high mass"):
+        model.with_mass_span(-1.0)
+    inverse = model.with_priors({"phi": {"dist": "Dirichlet", "a": "inverse"}})
+    with pytest.raises(InputError, match="learns"):
+        inverse.with_mass_span(100.0)
+    with pytest.raises(InputError, match="profile_mass"):
+        model.sample(draws=5, tune=0, chains=1, profile_mass="span")  # no overdispersion='cv'
+    with pytest.raises(InputError, match="learnt profile prior"):
+        profile_mass_span(inverse)
+
+
+def test_harness_method_notes_the_span_mass():
+    rng = np.random.default_rng(0)
+    n = 600
+    sample = pd.DataFrame({"a": rng.integers(0, 24, n).astype(str),
+                           "b": rng.integers(0, 3, n).astype(str), "w": 10.0})
+    method = latent_class_method(n_classes=4, draws=10, tune=5, overdispersion="cv",
+                                 profile_mass="span", structural_zeros=None, em_restarts=2)
+    est = method(sample, ["a", "b"], "w", 6000)
+    assert "profile mass " in est.note
+    with pytest.raises(InputError, match="profile_mass"):
+        latent_class_method(profile_mass="range", overdispersion="cv")
+
+
+def test_cli_profile_prior_span(tmp_path, capsys):
+    proc = run_in_process(capsys, "assess", "--profile-prior", "span", "--overdispersion",
+                          "none", "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "--profile-prior span", "--overdispersion cv")
+    assert not (tmp_path / "x").exists()
+    out = tmp_path / "span"
+    proc = run_cli("assess", "--profile-prior", "span", "--draws", "20", "--tune", "10",
+                   "--chains", "2", "--seed", "1", "--no-posterior", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    pm = summary["profile_mass"]
+    # on the demo the learnt mass falls short of the held-out count: the span acts
+    assert pm["rule"] == "cv-span" and pm["mass"] != "learn"
+    assert f"learnt, spread up to {pm['mass']:.3g}" in proc.stdout
+    # the prior the chains ran with is the learnt one (the span moves its draws)
+    assert summary["provenance"]["priors"]["phi"]["mass"] == "learn"
+    assert summary["provenance"]["settings"]["profile_mass"] == "span"

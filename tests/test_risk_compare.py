@@ -592,12 +592,13 @@ def test_latent_class_spec_syntax():
     specs = parse_model_specs(
         "lc=latent-class,lc-pois=latent-class:overdispersion=none,classes=10,phi.a=0.5,"
         "structural-zeros=auto,classes=latent-class:alpha.alpha=1,closed=closed-form,"
-        "lc-mass=latent-class:profile-mass=cv"
+        "lc-mass=latent-class:profile-mass=cv,lc-span=latent-class:profile-mass=span"
     )
     assert [(s.name, s.model) for s in specs] == [
         ("lc", "latent-class"), ("lc-pois", "latent-class"), ("classes", "latent-class"),
-        ("closed", "closed-form"), ("lc-mass", "latent-class")]
+        ("closed", "closed-form"), ("lc-mass", "latent-class"), ("lc-span", "latent-class")]
     assert specs[4].options == {"profile_mass": "cv"}
+    assert specs[5].options == {"profile_mass": "span"}
     assert specs[0].options == {} and specs[0].priors == {}
     assert specs[1].options == {"overdispersion": None, "n_classes": 10,
                                 "structural_zeros": "auto"}
