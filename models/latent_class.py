@@ -1811,14 +1811,16 @@ class LatentClassModel(SuperpopulationModel):
             operations and multinomial draws, which release the GIL, so threads scale:
             two cores halve a fit of 10^5 records (``benchmarks/latent_class_scaling.py``).
             The draws do not depend on it (each chain has its own seeded stream).
-        profile_mass : None or "cv"
+        profile_mass : None, "cv" or "span"
             ``None``: the profile prior as given. ``"cv"`` (with ``overdispersion="cv"``
             and the learnt profile prior, the default): where the cross-validation finds
             the learnt mass of the keys of >= 20 levels too smooth, a larger fixed mass
             chosen by it (:func:`profile_mass_cv`); where it does not, the draws are the
             default's. ``attrs["priors"]`` is the prior used, ``attrs["profile_mass"]``
             the choice (JSON). Measured worse than the default on the dense designs
-            (README "Accuracy"): an option for comparison.
+            (README "Accuracy"): an option for comparison. ``"span"``: the mass spread
+            between the learnt one and that choice (:func:`profile_mass_span`); the
+            prior stays the learnt one.
 
         Returns
         -------
