@@ -190,13 +190,14 @@ def test_a_larger_mass_raises_the_held_out_prediction_on_the_demo():
     assert pred[0] < pred[1] < pred[2]
 
 
-def test_harness_method_notes_the_mass():
+@pytest.mark.parametrize("rule", ["cv", "span"])
+def test_harness_method_notes_the_mass(rule):
     rng = np.random.default_rng(0)
     n = 600
     sample = pd.DataFrame({"a": rng.integers(0, 24, n).astype(str),
                            "b": rng.integers(0, 3, n).astype(str), "w": 10.0})
     method = latent_class_method(n_classes=4, draws=10, tune=5, overdispersion="cv",
-                                 profile_mass="cv", structural_zeros=None, em_restarts=2)
+                                 profile_mass=rule, structural_zeros=None, em_restarts=2)
     est = method(sample, ["a", "b"], "w", 6000)
     assert "profile mass " in est.note
     assert est.intervals["tau1"][0] <= est.tau1 <= est.intervals["tau1"][1]
@@ -323,17 +324,6 @@ def test_span_checks_its_input():
         model.sample(draws=5, tune=0, chains=1, profile_mass="span")  # no overdispersion='cv'
     with pytest.raises(InputError, match="learnt profile prior"):
         profile_mass_span(inverse)
-
-
-def test_harness_method_notes_the_span_mass():
-    rng = np.random.default_rng(0)
-    n = 600
-    sample = pd.DataFrame({"a": rng.integers(0, 24, n).astype(str),
-                           "b": rng.integers(0, 3, n).astype(str), "w": 10.0})
-    method = latent_class_method(n_classes=4, draws=10, tune=5, overdispersion="cv",
-                                 profile_mass="span", structural_zeros=None, em_restarts=2)
-    est = method(sample, ["a", "b"], "w", 6000)
-    assert "profile mass " in est.note
     with pytest.raises(InputError, match="profile_mass"):
         latent_class_method(profile_mass="range", overdispersion="cv")
 

@@ -582,10 +582,8 @@ def test_gibbs_with_learnt_mass_matches_importance_sampling():
     assert idata.posterior["phi_mass"].dims == ("chain", "draw", "key")
 
 
-def test_learnt_mass_separates_keys_that_follow_the_classes_from_those_that_do_not():
-    # two classes: key 0 follows the class, key 1 (20 levels) is the same in both
-    # (drawn from one distribution), so the classes' profiles of key 1 are the marginal:
-    # EM and the Gibbs sampler put a small mass on key 0 and a large one on key 1
+def _class_and_marginal_keys():
+    """Two classes: k0 and k2 follow the class, k1 (20 levels) is the same in both."""
     rng = np.random.default_rng(5)
     cls = rng.integers(0, 2, size=3000)
     k0 = np.where(cls == 0, rng.choice(4, size=3000, p=[0.7, 0.2, 0.05, 0.05]),
@@ -593,8 +591,16 @@ def test_learnt_mass_separates_keys_that_follow_the_classes_from_those_that_do_n
     k2 = np.where(cls == 0, rng.integers(0, 2, size=3000), 2 + rng.integers(0, 2, size=3000))
     k1 = rng.choice(20, size=3000, p=rng.dirichlet(np.full(20, 2.0)))
     frame = pd.DataFrame({"k0": k0, "k1": k1, "k2": k2}).astype(str)
-    m = LatentClassModel.from_frame(frame, ["k0", "k1", "k2"], n_classes=5,
-                                    priors={"phi": {"a": "marginal", "mass": "learn"}})
+    return frame, LatentClassModel.from_frame(
+        frame, ["k0", "k1", "k2"], n_classes=5,
+        priors={"phi": {"a": "marginal", "mass": "learn"}})
+
+
+def test_learnt_mass_separates_keys_that_follow_the_classes_from_those_that_do_not():
+    # two classes: key 0 follows the class, key 1 (20 levels) is the same in both
+    # (drawn from one distribution), so the classes' profiles of key 1 are the marginal:
+    # EM and the Gibbs sampler put a small mass on key 0 and a large one on key 1
+    frame, m = _class_and_marginal_keys()
     em = m.fit_em(n_restarts=2, random_seed=0)
     assert em["phi_mass"][1] >= 256 and em["phi_mass"][0] <= 16, em["phi_mass"]
     idata = m.sample(draws=100, tune=100, chains=1, random_seed=0)
@@ -614,15 +620,7 @@ def test_em_learns_the_mass_also_where_the_classes_have_not_converged():
     # classes formed, not yet converged: 41 sweeps), learn_mass="always" still learns M
     # in a phase of its own; with one budget for both phases (the default) M stays at
     # the starting mass (16) for every key, as on Adult 6 keys at 5% (300-400 sweeps)
-    rng = np.random.default_rng(5)
-    cls = rng.integers(0, 2, size=3000)
-    k0 = np.where(cls == 0, rng.choice(4, size=3000, p=[0.7, 0.2, 0.05, 0.05]),
-                  rng.choice(4, size=3000, p=[0.05, 0.05, 0.2, 0.7]))
-    k2 = np.where(cls == 0, rng.integers(0, 2, size=3000), 2 + rng.integers(0, 2, size=3000))
-    k1 = rng.choice(20, size=3000, p=rng.dirichlet(np.full(20, 2.0)))
-    frame = pd.DataFrame({"k0": k0, "k1": k1, "k2": k2}).astype(str)
-    m = LatentClassModel.from_frame(frame, ["k0", "k1", "k2"], n_classes=5,
-                                    priors={"phi": {"a": "marginal", "mass": "learn"}})
+    _, m = _class_and_marginal_keys()
     em = m.fit_em(n_restarts=1, random_seed=0, max_iter=30, learn_mass="always")
     assert em["n_iter"] > 30  # the learning phase ran
     assert em["phi_mass"][1] >= 256 and em["phi_mass"][0] <= 16, em["phi_mass"]
