@@ -38,6 +38,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--overdispersion cv|none|<kappa>|log-normal:<m>:<s>] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]|log-normal:<m>:<s>] [--cv-predictive em|gibbs]
         [--cluster-correction none|cv] [--profile-mass prior|cv|span]
+        [--profile-mass-unreached learnt|largest]
         [--em-learn-mass converged|always]
         [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
@@ -326,6 +327,11 @@ def main(argv=None) -> int:
                          "default) or, with the learnt prior and --overdispersion cv, chosen "
                          "by the cross-validation where the learnt one leaves the mixture too "
                          "smooth (profile_mass_cv)")
+    ap.add_argument("--profile-mass-unreached", default=None, choices=["learnt", "largest"],
+                    help="with --profile-mass: the mass where no candidate reaches the "
+                         "held-out count (profile_mass_cv's unreached; default: the rule's "
+                         "own, 'largest' for cv, 'learnt' for span; the span_mass results "
+                         "stored before it existed are 'largest')")
     ap.add_argument("--cluster-correction", default="none", choices=["cv", "none"],
                     help="household designs: multiply the sample uniques' rates by "
                          "cluster_rate_correction's factors (mates' influence removed), or not")
@@ -379,6 +385,7 @@ def main(argv=None) -> int:
             overdispersion_parts=args.cv_parts,
             cluster_correction=None if args.cluster_correction == "none" else "cv",
             profile_mass=None if args.profile_mass == "prior" else args.profile_mass,
+            profile_mass_unreached=args.profile_mass_unreached,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
         )

@@ -168,8 +168,9 @@ def cli() -> None:
     "the cross-validation finds the mixture too smooth that strength is raised until its "
     "held-out uniques are predicted (measured worse than learn on dense samples: README, "
     "Accuracy; for comparison); span (needs --overdispersion cv): the strength spread "
-    "between the learnt one and cv's, which the sample cannot tell apart (measured on "
-    "Adult: README, Accuracy); inverse: 1/L per level on every key (the default before; it "
+    "between the learnt one and cv's, which the sample cannot tell apart, and the learnt "
+    "one where no larger strength reaches the held-out uniques (measured: README, "
+    "Accuracy); inverse: 1/L per level on every key (the default before; it "
     "understates the risk on keys with many rare levels).",
 )
 @click.option(
@@ -538,7 +539,8 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     if pm:
         # the mass of the many-level keys' profiles, learnt or chosen by the cross-validation
         rows.append(("profile mass, keys of >= 20 levels",
-                     "learnt" if pm["mass"] == "learn"
+                     ("learnt; no larger mass reaches the held-out count"
+                      if pm.get("reached") is False else "learnt") if pm["mass"] == "learn"
                      else f"learnt, spread up to {pm['mass']:.3g} (cross-validated)"
                      if pm.get("rule") == "cv-span"
                      else f"{pm['mass']:.3g} (cross-validated; learnt "

@@ -103,6 +103,29 @@ def test_candidates_above_the_learnt_mass_only_and_the_largest_when_none_reaches
     out = profile_mass_cv(_model(), masses=(64, 2048))
     assert out["summary"]["mass"] == 2048.0 and out["model"].priors["phi"]["mass"] == 2048.0
     assert len(calls) == 3  # the last candidate's run is the chosen model's
+    assert out["summary"]["reached"] is False
+
+
+def test_unreached_learnt_keeps_the_learnt_mass_after_trying_every_candidate(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=1e6))
+    model = _model()
+    out = profile_mass_cv(model, masses=(64, 2048), unreached="learnt", random_seed=3)
+    assert [c["mass"] for c in calls] == ["learn", 64.0, 2048.0]  # all tried first
+    assert out["model"] is model and out["summary"]["mass"] == "learn"
+    assert out["summary"]["reached"] is False
+    assert out["overdispersion"] is out["learnt_overdispersion"]
+    assert out["overdispersion"]["predicted_poisson"] == 80.0  # the learnt prior's run
+    # where a candidate reaches the count it changes nothing: the crossing as before
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    for unreached in ("learnt", "largest"):
+        out = profile_mass_cv(model, unreached=unreached, random_seed=3)
+        assert out["summary"]["mass"] == pytest.approx(np.sqrt(128.0 * 256.0))
+        assert out["summary"]["reached"] is True
+    calls.clear()
+    with pytest.raises(InputError, match="unreached"):
+        profile_mass_cv(model, unreached="smallest")
+    assert calls == []
 
 
 def test_bad_prior_or_masses_fail_before_any_cross_validation(monkeypatch):
@@ -228,13 +251,14 @@ def test_accuracy_harness_passes_the_option(monkeypatch):
     from benchtools import load_benchmark
 
     bench = load_benchmark("latent_class_accuracy.py")
-    seen = []
+    seen, unreached = [], []
 
     class Stop(Exception):
         pass
 
     def method(**kw):
         seen.append(kw["profile_mass"])
+        unreached.append(kw["profile_mass_unreached"])
         raise Stop
 
     monkeypatch.setattr(bench, "latent_class_method", method)
@@ -245,6 +269,10 @@ def test_accuracy_harness_passes_the_option(monkeypatch):
         with pytest.raises(Stop):
             bench.main(argv)
         assert seen[-1] == want
+    for argv, want in (([], None), (["--profile-mass-unreached", "largest"], "largest")):
+        with pytest.raises(Stop):
+            bench.main(["--profile-mass", "span", *argv])
+        assert unreached[-1] == want
     # --em-learn-mass sets the module's EM_LEARN_MASS, which fit_em reads at each call
     monkeypatch.setattr(lcm, "EM_LEARN_MASS", "converged")  # restored after the test
     with pytest.raises(Stop):
@@ -264,6 +292,20 @@ def test_span_is_the_default_model_where_the_learnt_mass_reaches_the_count(monke
     assert out["model"] is model and len(calls) == 1
     assert out["summary"]["rule"] == "cv-span" and out["summary"]["mass"] == "learn"
     assert "low" not in out["summary"]
+
+
+def test_span_is_the_default_model_where_no_candidate_reaches_the_count(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=1e6))
+    model = _model()
+    out = profile_mass_span(model, random_seed=3)
+    assert len(calls) == 1 + len(lcm.PROFILE_MASS_CANDIDATES)
+    assert out["model"] is model and out["summary"]["mass"] == "learn"
+    assert out["summary"]["reached"] is False and out["overdispersion"]["weights"][10] == 1.0
+    # the first version (stored results before the option existed) spanned up to the largest
+    out = profile_mass_span(model, random_seed=3, unreached="largest")
+    assert np.exp(out["model"]._mass_span["log_high"]) == pytest.approx(
+        lcm.PROFILE_MASS_CANDIDATES[-1])
 
 
 def test_span_runs_from_the_learnt_masses_to_the_crossing(monkeypatch):
@@ -326,9 +368,14 @@ def test_span_checks_its_input():
         profile_mass_span(inverse)
     with pytest.raises(InputError, match="profile_mass"):
         latent_class_method(profile_mass="range", overdispersion="cv")
+    with pytest.raises(InputError, match="profile_mass_unreached"):
+        latent_class_method(profile_mass="span", overdispersion="cv",
+                            profile_mass_unreached="last")
+    with pytest.raises(InputError, match="profile_mass_unreached"):
+        latent_class_method(overdispersion="cv", profile_mass_unreached="learnt")
 
 
-def test_cli_profile_prior_span(tmp_path, capsys):
+def test_cli_profile_prior_span(tmp_path, capsys, monkeypatch):
     proc = run_in_process(capsys, "assess", "--profile-prior", "span", "--overdispersion",
                           "none", "--out", str(tmp_path / "x"))
     assert_one_line_error(proc, "--profile-prior span", "--overdispersion cv")
@@ -339,9 +386,26 @@ def test_cli_profile_prior_span(tmp_path, capsys):
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     pm = summary["profile_mass"]
-    # on the demo the learnt mass falls short of the held-out count: the span acts
-    assert pm["rule"] == "cv-span" and pm["mass"] != "learn"
-    assert f"learnt, spread up to {pm['mass']:.3g}" in proc.stdout
+    # on the demo the learnt mass falls short of the held-out count and so does every
+    # candidate (the parts' prediction gains about 7 of the 30-odd it lacks from 16
+    # times the mass): the span keeps the learnt mass, and says why
+    assert pm["rule"] == "cv-span" and pm["mass"] == "learn" and pm["reached"] is False
+    assert [t["mass"] for t in pm["tried"]] == ["learn", *lcm.PROFILE_MASS_CANDIDATES]
+    predicted = np.array([t["predicted_poisson"] for t in pm["tried"]])
+    observed = np.array([t["observed"] for t in pm["tried"]])
+    assert np.all(predicted < observed) and predicted[-1] > predicted[0]
+    assert "learnt; no larger mass reaches the held-out count" in proc.stdout
     # the prior the chains ran with is the learnt one (the span moves its draws)
     assert summary["provenance"]["priors"]["phi"]["mass"] == "learn"
     assert summary["provenance"]["settings"]["profile_mass"] == "span"
+    # where a mass reaches it (a stubbed cross-validation: the crossing sqrt(128 256)),
+    # the row gives the range's top
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub([]))
+    out = tmp_path / "stubbed"
+    proc = run_in_process(capsys, "assess", "--profile-prior", "span", "--draws", "10",
+                          "--tune", "5", "--chains", "1", "--seed", "1", "--no-posterior",
+                          "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    pm = json.loads((out / "summary.json").read_text())["profile_mass"]
+    assert pm["mass"] == pytest.approx(np.sqrt(128.0 * 256.0)) and pm["reached"] is True
+    assert f"learnt, spread up to {pm['mass']:.3g} (cross-validated)" in proc.stdout
