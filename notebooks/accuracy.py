@@ -2601,14 +2601,15 @@ for kind in emt:
 # keys, design seeds 0-3, both kinds (about 12 min per seed and kind on one core):
 #
 # ```
-# python benchmarks/latent_class_accuracy.py --populations adult6 --replicates 50 --seed S --baselines "" --profile-mass span --csv a.csv
-# python benchmarks/latent_class_accuracy.py --populations adult6 --replicates 50 --seed S --baselines "" --profile-mass span --kind stratified --csv b.csv
+# python benchmarks/latent_class_accuracy.py --populations adult6 --replicates 50 --seed S --baselines "" --profile-mass span --profile-mass-unreached largest --csv a.csv
+# python benchmarks/latent_class_accuracy.py --populations adult6 --replicates 50 --seed S --baselines "" --profile-mass span --profile-mass-unreached largest --kind stratified --csv b.csv
 # ```
 #
 # stored as `latent_class_50{,_stratified}_span_mass_adult6{,_seed1,_seed2,_seed3}.csv.gz`, the
 # default's samples; and on the two held-out files with a many-level key (the synthetic
 # census's country of birth, EU-SILC's age), simple random samples of design seed 0
-# (`--populations synthetic,eusilc-multi --seed 0 --profile-mass span`, about 30 min;
+# (`--populations synthetic,eusilc-multi --seed 0 --profile-mass span
+# --profile-mass-unreached largest`, about 30 min;
 # stored as `latent_class_50_span_mass_heldout.csv.gz`).
 
 # %%
@@ -2703,3 +2704,191 @@ for frac in ("1%", "5%", "10%"):
         d = f"eusilc-multi/srs/{frac}"
         assert abs(ho_val(d, "span", q, "rel_bias") - ho_val(d, "default", q, "rel_bias")) \
             <= 0.005
+
+# %% [markdown]
+# ## The span keeps the learnt mass where no candidate reaches the count
+#
+# Where did the first version go wrong on the held-out files? There it took the largest
+# candidate (1024: no candidate's Poisson prediction reached the held-out count T) on most
+# samples at 5% and 10%, on Adult 6 keys almost never. The parts' prediction rises with the
+# mass, but by a few per cent of the gap per doubling, so the rule's premise -- a larger mass
+# closes the gap -- fails there, and the largest mass with its more overdispersed kappa
+# moved tau1 down. `profile_mass_span(unreached="learnt")`, the span's rule now, keeps the
+# learnt mass there, which gives the default's fit, draw for draw. So on every sample its run is
+# either the first version's (where a mass reached T) or the default's: the 200 samples per
+# Adult 6 keys design are composed from the stored runs, and the composition is checked,
+# exactly, against runs of the new rule on design seed 0 (simple random samples of Adult 6
+# keys, and the held-out files), about 12 and 30 min on one core:
+#
+# ```
+# python benchmarks/latent_class_accuracy.py --populations adult6 --replicates 50 --seed 0 --baselines "" --profile-mass span --csv a.csv
+# python benchmarks/latent_class_accuracy.py --populations synthetic,eusilc-multi --replicates 50 --seed 0 --baselines "" --profile-mass span --csv b.csv
+# python benchmarks/latent_class_accuracy.py --populations adult9 --replicates 50 --seed 0 --baselines "" --profile-mass span [--kind stratified] --csv c.csv
+# ```
+#
+# stored as `latent_class_50_span_keep_adult6.csv.gz`, `latent_class_50_span_keep_heldout.csv.gz`
+# and `latent_class_50{,_stratified}_span_keep_adult9.csv.gz` (about 15 min per kind).
+
+# %%
+TOOK_LARGEST = "profile mass 1.02e+03"  # the note of a run that took the largest candidate
+
+
+def keep_learnt(span, base):
+    """The first version's runs with each sample where it took the largest candidate
+    replaced by the default's run of that sample (what unreached='learnt' gives)."""
+    base = base[(base.method == "latent-class") & base.design.isin(span.design)]
+    took = span.loc[span.note.str.contains(TOOK_LARGEST, regex=False), ["design", "replicate"]]
+    took = took.drop_duplicates().assign(took=True)
+    flag = span.merge(took, on=["design", "replicate"], how="left").took.eq(True).to_numpy()
+    out = pd.concat([span[~flag], base.merge(took.drop(columns="took"),
+                                             on=["design", "replicate"])], ignore_index=True)
+    assert len(out) == len(span)
+    return out, len(took)
+
+
+def same_runs(a, b):
+    pair = a.merge(b, on=["design", "replicate", "quantity"])
+    assert len(pair) == len(a) == len(b)
+    for col in ("estimate", "lo", "hi"):
+        assert np.allclose(pair[f"{col}_x"], pair[f"{col}_y"], rtol=1e-12, atol=0,
+                           equal_nan=True), col
+
+
+# the composition is the new rule's run: Adult 6 keys seed 0 and the held-out files
+keep_a6 = pd.read_csv(RESULTS / "latent_class_50_span_keep_adult6.csv.gz")
+composed, n_took = keep_learnt(pd.read_csv(RESULTS / "latent_class_50_span_mass_adult6.csv.gz"),
+                               d_runs["srs"][0])
+same_runs(keep_a6, composed)
+keep_ho = pd.read_csv(RESULTS / "latent_class_50_span_keep_heldout.csv.gz")
+composed_ho, n_took_ho = keep_learnt(ho, ho_base)
+same_runs(keep_ho, composed_ho)
+print("samples where the first version took the largest mass: Adult 6 seed 0", n_took,
+      "of 150; held-out", n_took_ho, "of 300")
+assert n_took == 1 and n_took_ho == 158
+
+keep_runs, keep_took = {}, {}
+for kind in spr:
+    pre = "latent_class_50" + ("_stratified" if kind == "stratified" else "")
+    parts = []
+    for s, sfx in enumerate(SPAN_SEEDS):
+        v = pd.read_csv(RESULTS / f"{pre}_span_mass_adult6{sfx}.csv.gz")
+        c, n = keep_learnt(v, d_runs[kind][s])
+        parts.append(c.assign(method="span, learnt kept", seed=s))
+        keep_took[(kind, s)] = n
+    keep_runs[kind] = pd.concat(parts, ignore_index=True)
+print("Adult 6 samples (of 150 per seed and kind) where the largest mass was taken:", keep_took)
+assert all(n <= 5 for n in keep_took.values())
+keep_tab = {}
+for kind in spr:
+    both = pd.concat([spr[kind], keep_runs[kind]], ignore_index=True)
+    both = both[both.quantity.isin(["tau1", "tau2"])]
+    keep_tab[kind] = (summarise(both).set_index(["design", "method", "quantity"])
+                      [["rel_bias", "rel_rmse", "coverage"]].unstack("quantity"))
+    print(keep_tab[kind].round(3).to_string())
+
+
+def keep_val(kind, design, method, q, col):
+    return round(float(keep_tab[kind].at[(design, method), (col, q)]), 3)
+
+
+ho_keep = pd.concat([ho_base.assign(method="default"), ho.assign(method="span"),
+                     keep_ho.assign(method="span, learnt kept")], ignore_index=True)
+ho_keep = ho_keep[ho_keep.quantity.isin(["tau1", "tau2"])]
+ho_keep_tab = (summarise(ho_keep).set_index(["design", "method", "quantity"])
+               [["rel_bias", "rel_rmse", "coverage"]].unstack("quantity"))
+print(ho_keep_tab.round(3).to_string())
+
+
+def hk_val(design, method, q, col):
+    return round(float(ho_keep_tab.at[(design, method), (col, q)]), 3)
+
+
+# Adult 9 keys: seed 0 at every fraction, seeds 1-3 at 1% (where it acts at all)
+KEEP_A9 = {0: "", 1: "_1pct_seed1", 2: "_1pct_seed2", 3: "_1pct_seed3"}
+keep_a9, keep_a9_runs = {}, {}
+for kind in ("srs", "stratified"):
+    pre = "latent_class_50" + ("_stratified" if kind == "stratified" else "")
+    for s, sfx in KEEP_A9.items():
+        v = pd.read_csv(RESULTS / f"{pre}_span_keep_adult9{sfx}.csv.gz")
+        keep_a9_runs[(kind, s)] = v
+        base = d_runs[kind][s]
+        base = base[(base.method == "latent-class") & base.design.isin(v.design)]
+        pair = v.merge(base, on=["design", "replicate", "quantity"])
+        assert len(pair) == len(v) == len(base)
+        acted = pair[~pair.note_x.str.contains("profile mass learn", regex=False)]
+        keep_a9[(kind, s)] = acted.groupby("design").replicate.nunique().to_dict()
+        # elsewhere the default's run (up to one sample per kind whose chains drift apart
+        # in floating point, as noted with the cv mass)
+        same = pair[~(pair.replicate.isin(acted.replicate) & pair.design.isin(acted.design))]
+        close = np.isclose(same.estimate_x, same.estimate_y, rtol=1e-12, atol=0)
+        drifted = same.loc[~close, ["design", "replicate"]].drop_duplicates()
+        assert len(drifted) <= 1, (kind, s, drifted)
+print("Adult 9 keys samples where the span acts:", keep_a9)
+for kind in ("srs", "stratified"):  # never at 5% or 10% (seed 0)
+    assert set(keep_a9[(kind, 0)]) <= {f"adult9/{kind}/1%"}
+a9_acted = {kind: sum(sum(keep_a9[(kind, s)].values()) for s in KEEP_A9)
+            for kind in ("srs", "stratified")}
+print("Adult 9 keys at 1%: samples of 200 where the span acts", a9_acted)
+
+# the goal with this rule in place of the default: Adult 6 keys composed over 200 samples,
+# Adult 9 keys as run (seed 0; seeds 1-3 at 1%, at 5% and 10% the default's: on seed 0 it
+# never acted there), Scotland the default's (no key of 20 levels or more: it never acts)
+keep_goal = {}
+for kind in ("srs", "stratified"):
+    pre = "latent_class_50" + ("_stratified" if kind == "stratified" else "")
+    runs = []
+    for s, run in enumerate(d_runs[kind]):
+        new = keep_runs[kind].query("seed == @s").drop(columns="seed").assign(
+            method="latent-class")
+        new = pd.concat([new, keep_a9_runs[(kind, s)]], ignore_index=True)
+        swap = (run.method == "latent-class") & run.design.isin(new.design)
+        runs.append(pd.concat([run[~swap], new], ignore_index=True))
+    keep_goal[kind] = pooled_goal(runs, f"{kind}, span with the learnt mass kept")
+    print(kind, "goal met on", keep_goal[kind][2][0], "against the default's", d_pooled[kind][2][0])
+
+# what the README states
+K = "span, learnt kept"
+assert keep_val("srs", "adult6/srs/10%", K, "tau1", "rel_bias") == 0.005
+assert keep_val("srs", "adult6/srs/10%", K, "tau2", "rel_bias") == 0.001
+assert keep_val("srs", "adult6/srs/10%", K, "tau1", "rel_rmse") == 0.021
+assert keep_val("srs", "adult6/srs/10%", K, "tau1", "coverage") == 0.895
+assert keep_val("srs", "adult6/srs/10%", K, "tau2", "coverage") == 0.9
+assert keep_val("stratified", "adult6/stratified/10%", K, "tau1", "coverage") == 0.895
+assert keep_val("stratified", "adult6/stratified/10%", K, "tau2", "coverage") == 0.895
+assert keep_val("srs", "adult6/srs/5%", K, "tau1", "coverage") == 0.885
+assert keep_val("srs", "adult6/srs/5%", K, "tau2", "coverage") == 0.86
+for kind in ("srs", "stratified"):
+    for frac in ("1%", "5%", "10%"):
+        d = f"adult6/{kind}/{frac}"
+        for q in ("tau1", "tau2"):
+            assert 0.85 <= keep_val(kind, d, K, q, "coverage") <= 0.95, (kind, frac, q)
+            assert abs(keep_val(kind, d, K, q, "rel_bias")) <= 0.015
+            # at 10% no worse than the first version; at 1% within 0.01 of the default
+            if frac == "10%":
+                assert keep_val(kind, d, K, q, "rel_rmse") <= keep_val(kind, d, "span", q,
+                                                                        "rel_rmse")
+            if frac == "1%":
+                assert abs(keep_val(kind, d, K, q, "coverage")
+                           - span_val(kind, d, "default", q, "coverage")) <= 0.01 + 1e-9
+    d = f"adult6/{kind}/10%"
+    for q in ("tau1", "tau2"):
+        assert keep_val(kind, d, K, q, "rel_rmse") < span_val(kind, d, "default", q, "rel_rmse")
+# the held-out files: the synthetic census at 10% and EU-SILC are the default's; at 5%
+# the synthetic census is half a point further off (the first version: two points)
+for q in ("tau1", "tau2"):
+    for col in ("rel_bias", "rel_rmse", "coverage"):
+        assert hk_val("synthetic/srs/10%", K, q, col) == hk_val("synthetic/srs/10%", "default",
+                                                                 q, col)
+    for frac in ("1%", "5%", "10%"):
+        d = f"eusilc-multi/srs/{frac}"
+        assert abs(hk_val(d, K, q, "rel_bias") - hk_val(d, "default", q, "rel_bias")) <= 0.0015
+assert hk_val("synthetic/srs/5%", K, "tau1", "rel_bias") == -0.045
+assert hk_val("synthetic/srs/5%", K, "tau2", "rel_bias") == -0.026
+assert hk_val("synthetic/srs/5%", K, "tau1", "coverage") == 0.8
+assert hk_val("synthetic/srs/5%", K, "tau2", "coverage") == 0.7
+# the goal: 9 of 12 of each kind against the default's 8; the misses that remain
+assert a9_acted == {"srs": 2, "stratified": 6}
+for kind in ("srs", "stratified"):
+    assert keep_goal[kind][2][0] == 9 and d_pooled[kind][2][0] == 8
+    missed = set(keep_goal[kind][1].query("not met").design)
+    assert missed == {f"adult9/{kind}/1%", f"adult9/{kind}/5%", f"scotland13/{kind}/10%"}, missed
