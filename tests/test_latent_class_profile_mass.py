@@ -57,9 +57,15 @@ def _stub(calls, observed=100.0, slope=8.0):
     return cv
 
 
-def test_learnt_mass_kept_where_it_reaches_the_held_out_count(monkeypatch):
+def _stubbed(monkeypatch, **kw):
+    """Put :func:`_stub` in place of the cross-validation; returns its list of calls."""
     calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=70.0))
+    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, **kw))
+    return calls
+
+
+def test_learnt_mass_kept_where_it_reaches_the_held_out_count(monkeypatch):
+    calls = _stubbed(monkeypatch, observed=70.0)
     model = _model()
     out = profile_mass_cv(model, random_seed=3, ratios=(4, 8))
     assert out["model"] is model and len(calls) == 1
@@ -69,8 +75,7 @@ def test_learnt_mass_kept_where_it_reaches_the_held_out_count(monkeypatch):
 
 
 def test_mass_interpolated_at_the_crossing_in_log_mass(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    calls = _stubbed(monkeypatch)
     model = _model()
     out = profile_mass_cv(model, random_seed=3)
     # predictions 80, 88 (64), 96 (128), 104 (256): the count 100 is crossed half way
@@ -94,8 +99,7 @@ def test_mass_interpolated_at_the_crossing_in_log_mass(monkeypatch):
 
 
 def test_candidates_above_the_learnt_mass_only_and_the_largest_when_none_reaches(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=1e6))
+    calls = _stubbed(monkeypatch, observed=1e6)
     profile_mass_cv(_model(), masses=(16, 32, 64, 2048))
     # 16 and 32 (the learnt mass itself) are not tried; nothing reaches: the last one
     assert [c["mass"] for c in calls] == ["learn", 64.0, 2048.0]
@@ -107,8 +111,7 @@ def test_candidates_above_the_learnt_mass_only_and_the_largest_when_none_reaches
 
 
 def test_unreached_learnt_keeps_the_learnt_mass_after_trying_every_candidate(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=1e6))
+    calls = _stubbed(monkeypatch, observed=1e6)
     model = _model()
     out = profile_mass_cv(model, masses=(64, 2048), unreached="learnt", random_seed=3)
     assert [c["mass"] for c in calls] == ["learn", 64.0, 2048.0]  # all tried first
@@ -129,8 +132,7 @@ def test_unreached_learnt_keeps_the_learnt_mass_after_trying_every_candidate(mon
 
 
 def test_bad_prior_or_masses_fail_before_any_cross_validation(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    calls = _stubbed(monkeypatch)
     model = _model()
     inverse = model.with_priors({"phi": {"dist": "Dirichlet", "a": "inverse"}})
     with pytest.raises(InputError, match="learnt profile prior"):
@@ -175,8 +177,7 @@ def test_learnt_mass_kept_gives_the_default_draws(monkeypatch):
 
 
 def test_a_chosen_mass_is_the_prior_the_chains_run_with(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    calls = _stubbed(monkeypatch)
     model = _model()
     idata = model.sample(draws=10, tune=5, chains=2, N=16_000.0, random_seed=5,
                          overdispersion="cv", profile_mass="cv", cores=1)
@@ -285,8 +286,7 @@ def test_accuracy_harness_passes_the_option(monkeypatch):
 
 # ---------------------------------------------------------------- the mass as a range
 def test_span_is_the_default_model_where_the_learnt_mass_reaches_the_count(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=70.0))
+    calls = _stubbed(monkeypatch, observed=70.0)
     model = _model()
     out = profile_mass_span(model, random_seed=3)
     assert out["model"] is model and len(calls) == 1
@@ -295,8 +295,7 @@ def test_span_is_the_default_model_where_the_learnt_mass_reaches_the_count(monke
 
 
 def test_span_is_the_default_model_where_no_candidate_reaches_the_count(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls, observed=1e6))
+    calls = _stubbed(monkeypatch, observed=1e6)
     model = _model()
     out = profile_mass_span(model, random_seed=3)
     assert len(calls) == 1 + len(lcm.PROFILE_MASS_CANDIDATES)
@@ -309,8 +308,7 @@ def test_span_is_the_default_model_where_no_candidate_reaches_the_count(monkeypa
 
 
 def test_span_runs_from_the_learnt_masses_to_the_crossing(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    _stubbed(monkeypatch)
     model = _model()
     out = profile_mass_span(model, random_seed=3)
     expected = float(np.sqrt(128.0 * 256.0))
@@ -328,8 +326,7 @@ def test_span_runs_from_the_learnt_masses_to_the_crossing(monkeypatch):
 
 
 def test_span_sampler_draws_the_mass_over_its_range_and_kappa_with_it(monkeypatch):
-    calls = []
-    monkeypatch.setattr(lcm, "overdispersion_cv", _stub(calls))
+    _stubbed(monkeypatch)
     model = _model()
     kw = dict(draws=200, tune=5, chains=2, N=16_000.0, random_seed=5, overdispersion="cv",
               cores=1)
