@@ -227,16 +227,22 @@ def test_harness_method_notes_the_mass(rule):
     assert est.intervals["tau1"][0] <= est.tau1 <= est.intervals["tau1"][1]
 
 
-def test_cli_profile_prior_cv(tmp_path, capsys):
-    # needs the cross-validated overdispersion: one line, exit 2, nothing written
-    proc = run_in_process(capsys, "assess", "--profile-prior", "cv", "--overdispersion", "none",
-                          "--out", str(tmp_path / "x"))
-    assert_one_line_error(proc, "--profile-prior cv", "--overdispersion cv")
+def _cli_demo(rule, tmp_path, capsys):
+    """``assess --profile-prior <rule>``: refused without the cross-validated overdispersion
+    (one line, exit 2, nothing written), then run on the demo; (process, output folder)."""
+    proc = run_in_process(capsys, "assess", "--profile-prior", rule, "--overdispersion",
+                          "none", "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, f"--profile-prior {rule}", "--overdispersion cv")
     assert not (tmp_path / "x").exists()
-    out = tmp_path / "cv"
-    proc = run_cli("assess", "--profile-prior", "cv", "--draws", "20", "--tune", "10",
+    out = tmp_path / rule
+    proc = run_cli("assess", "--profile-prior", rule, "--draws", "20", "--tune", "10",
                    "--chains", "2", "--seed", "1", "--no-posterior", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
+    return proc, out
+
+
+def test_cli_profile_prior_cv(tmp_path, capsys):
+    proc, out = _cli_demo("cv", tmp_path, capsys)
     assert "profile mass, keys of >= 20 levels" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
     pm = summary["profile_mass"]
@@ -373,14 +379,7 @@ def test_span_checks_its_input():
 
 
 def test_cli_profile_prior_span(tmp_path, capsys, monkeypatch):
-    proc = run_in_process(capsys, "assess", "--profile-prior", "span", "--overdispersion",
-                          "none", "--out", str(tmp_path / "x"))
-    assert_one_line_error(proc, "--profile-prior span", "--overdispersion cv")
-    assert not (tmp_path / "x").exists()
-    out = tmp_path / "span"
-    proc = run_cli("assess", "--profile-prior", "span", "--draws", "20", "--tune", "10",
-                   "--chains", "2", "--seed", "1", "--no-posterior", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
+    proc, out = _cli_demo("span", tmp_path, capsys)
     summary = json.loads((out / "summary.json").read_text())
     pm = summary["profile_mass"]
     # on the demo the learnt mass falls short of the held-out count and so does every
