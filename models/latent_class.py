@@ -1420,7 +1420,8 @@ class LatentClassModel(SuperpopulationModel):
         n_restarts : int
             Random starts (each: random soft allocation of the cells to classes).
         max_iter : int
-            EM iterations per start (with ``learn_mass="always"``, per phase).
+            EM iterations per start (with ``learn_mass="always"`` and a learnt mass,
+            twice as many: see ``learn_mass``).
         tol : float
             Stop when the log-likelihood gains less than ``tol * n`` per iteration.
         random_seed : int or numpy.random.Generator, optional
@@ -1435,7 +1436,8 @@ class LatentClassModel(SuperpopulationModel):
             marginal and M would run to the top), then M is learnt with them (type-II
             EM) -- ``"converged"``: once that first phase converges within
             ``max_iter`` sweeps, else M stays at the start; ``"always"``: after at most
-            ``max_iter`` sweeps, with up to ``max_iter`` more. Default
+            ``max_iter`` sweeps, for the rest of a budget of ``2 max_iter`` (at least
+            ``max_iter``). Default
             :data:`EM_LEARN_MASS` (``"converged"``, what every measured result used).
 
         Returns
@@ -1476,7 +1478,7 @@ class LatentClassModel(SuperpopulationModel):
             # set at the end of each sweep; the augmentation step reads last sweep's
             mass, wS, phi = 0.0, None, None
             # "always": a learnt M gets a phase of its own, up to max_iter sweeps at the
-            # starting mass (until converged), then up to max_iter more learning it; with one
+            # starting mass (until converged), then the rest of 2 max_iter learning it; with one
             # budget for both ("converged"), a fit still converging at the starting mass
             # keeps it (EM_LEARN_MASS)
             for it in range(int(max_iter) * (2 if learn and always else 1)):

@@ -59,8 +59,8 @@ None, ``profile_mass`` None by default; ``"cv"``: the mass of the many-level key
 profiles chosen by the cross-validation,
 :func:`sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread between the
 learnt and that one, :func:`sdcbayes.models.latent_class.profile_mass_span`). Its losses
-are averaged over the per-cell conditional :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in
-the limit) of
+are averaged over the per-cell conditional
+:math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in the limit) of
 :func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
 
 The closed-form reference row
