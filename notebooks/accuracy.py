@@ -2893,3 +2893,137 @@ for kind in ("srs", "stratified"):
     assert keep_goal[kind][2][0] == 9 and d_pooled[kind][2][0] == 8
     missed = set(keep_goal[kind][1].query("not met").design)
     assert missed == {f"adult9/{kind}/1%", f"adult9/{kind}/5%", f"scotland13/{kind}/10%"}, missed
+
+# %% [markdown]
+# ## A fresh held-out key set: Adult's work keys
+#
+# The span's rule was mended after the held-out files showed the first version's fault, so
+# they no longer test it. A key set no choice was made on: sex, race, education, workclass,
+# occupation and hours per week (the spec `WORK6` below: Adult 6 keys without age, marital
+# status and native country, with workclass, occupation and hours per week). Hours per week,
+# 96 levels, is its only key of 20 levels or more, where the span acts; it was used before
+# only beside age (`benchmarks/kappa_transfer.py`), never as the one such key. 14.3% of
+# the 48,842 records are population-unique, against Adult 6 keys' 15%; Adult's two
+# confirmed structural zeros on workclass and occupation apply. Simple random and
+# stratified samples at 1/5/10%, design seeds 0 and 1, the default and the span, about 7
+# and 11 min per seed and kind on one core:
+#
+# ```
+# python benchmarks/latent_class_accuracy.py --populations 'adult6~age~marital-status~native-country+workclass+occupation+hours-per-week' --replicates 50 --seed S --baselines "" [--kind stratified] [--profile-mass span] --csv a.csv
+# ```
+#
+# (seed 1's default runs with `--baselines benedetti-franconi,poisson-gamma,loglinear-main,dis`),
+# stored as `latent_class_50{,_stratified}_work6{,_seed1}.csv.gz` and
+# `latent_class_50{,_stratified}_span_keep_work6{,_seed1}.csv.gz`.
+#
+# The default meets the goal on all six designs (100 samples each; the baselines scored on
+# seed 1's 50), every coverage consistent with 90%. The span does not confirm: where it acts
+# (most samples at 10%, a fifth to a third at 5%) it raises the relative RMSE on every such
+# design; at 10% it moves tau1 up by a few tenths of a point from a centred default, and
+# on the simple random samples there brings coverage down to 0.86 with errors of more than
+# one posterior sd. On Adult 6 keys the same push helped because the default sits low
+# there (-1.3% at 10%); the cross-validation does not tell the two apart. Many of its
+# masses lie below 64: EM has not converged in 200 sweeps on most samples at 5% and 10%, so
+# the cross-validation's learnt mass is EM's starting 16, and the crossing interpolated up
+# from it can fall below the mass the chains learn (README, "A fresh held-out key set").
+
+# %%
+WORK6 = "adult6~age~marital-status~native-country+workclass+occupation+hours-per-week"
+
+
+def work6_runs(stem):
+    """A stored work-keys run, seeds 0 and 1 pooled, designs named work6/<kind>/<f>."""
+    runs = []
+    for kind in ("", "_stratified"):
+        for seed in ("", "_seed1"):
+            r = pd.read_csv(RESULTS / f"latent_class_50{kind}_{stem}work6{seed}.csv.gz")
+            runs.append(r.assign(seed=1 if seed else 0))
+    run = pd.concat(runs, ignore_index=True)
+    assert set(run.population) == {WORK6}
+    run["design"] = run.design.str.replace(WORK6, "work6", regex=False)
+    return run
+
+
+w6_default, w6_span = work6_runs(""), work6_runs("span_keep_")
+w6 = pd.concat([w6_default[w6_default.method == "latent-class"].assign(method="default"),
+                w6_span.assign(method="span")], ignore_index=True)
+w6 = w6[w6.quantity.isin(["tau1", "tau2"])]
+w6_reps = w6.groupby(["design", "method"]).apply(
+    lambda g: len(g.drop_duplicates(["seed", "replicate"])), include_groups=False)
+assert (w6_reps == 100).all() and len(w6_reps) == 12, w6_reps
+# the same samples: the truths agree pair by pair
+w6_pair = w6.query("method == 'default'").merge(w6.query("method == 'span'"),
+                                             on=["design", "seed", "replicate", "quantity"])
+assert len(w6_pair) == 1200 and np.allclose(w6_pair.truth_x, w6_pair.truth_y)
+w6_tab = (summarise(w6).set_index(["design", "method", "quantity"])
+          [["rel_bias", "rel_rmse", "coverage", "width"]].unstack("quantity"))
+w6_z = interval_errors(w6).set_index(["design", "method", "quantity"]).z_sd.unstack("quantity")
+print(w6_tab.round(3).to_string())
+print(w6_z.round(2).to_string())
+w6_acted = w6_pair.loc[(w6_pair.quantity == "tau1")
+                      & ~w6_pair.note_y.str.contains("profile mass learn", regex=False)]
+w6_mass = pd.to_numeric(w6_acted.note_y.str.extract(r"profile mass ([0-9.e+]+);")[0])
+w6_acts = w6_acted.design.value_counts().to_dict()
+# below 64: interpolated up from EM's starting mass 16 (EM not converged in 200 sweeps)
+w6_low = (w6_mass < 64).groupby(w6_acted.design).sum().to_dict()
+print("samples of 100 where the span acts:", w6_acts, "| of them with a mass below 64:", w6_low)
+
+
+def w6_val(design, method, q, col):
+    return round(float(w6_tab.at[(design, method), (col, q)]), 3)
+
+
+# the goal for the default on the fresh key set, with the baselines of seed 1's samples
+w6_goal_tab = summarise(pd.concat([w6_default.query("seed == 1"),
+                                   w6_default.query("seed == 0 and method == 'latent-class'")],
+                                  ignore_index=True))
+w6_goal = goal_table(w6_goal_tab, "latent-class")
+print(w6_goal.round(3).to_string(index=False))
+w6_owned = {d for d, r in w6_goal.set_index("design").iterrows()
+            if min(r.tau1_cover_p, r.tau2_cover_p) < 0.05}
+print("the default on the work keys: goal met on", int(w6_goal.met.sum()), "of 6")
+
+# what the README states: the default meets the goal on all six designs, its coverage
+# consistent with 90% on each (p >= 0.05), its bias within 2.5%
+assert w6_goal.met.all() and len(w6_goal) == 6 and not w6_owned
+assert w6_goal[["tau1_bias", "tau2_bias"]].abs().max().max() < 0.025
+w6_base = w6_goal_tab[(w6_goal_tab.method != "latent-class")
+                      & w6_goal_tab.quantity.isin(["tau1", "tau2"])]
+assert set(w6_base.method) == {"benedetti-franconi", "poisson-gamma", "loglinear-main"}
+assert 0.205 <= w6_base.rel_bias.abs().min() and w6_base.rel_bias.abs().max() < 0.955
+assert w6_val("work6/srs/10%", "default", "tau1", "coverage") == 0.9
+assert w6_val("work6/srs/10%", "default", "tau2", "coverage") == 0.93
+# the span: the default's run at 1% (it never w6_acted); where it w6_acted it moves tau1 up by
+# 0.1-0.4 points, from a centred default, and raises the RMSE on every such design
+assert w6_acts == {"work6/srs/10%": 94, "work6/stratified/10%": 79, "work6/srs/5%": 32,
+                   "work6/stratified/5%": 18}
+for kind in ("srs", "stratified"):
+    for q in ("tau1", "tau2"):
+        for col in ("rel_bias", "rel_rmse", "coverage"):
+            d = f"work6/{kind}/1%"
+            assert w6_val(d, "span", q, col) == w6_val(d, "default", q, col)
+        for frac in ("5%", "10%"):
+            d = f"work6/{kind}/{frac}"
+            assert w6_val(d, "span", q, "rel_rmse") > w6_val(d, "default", q, "rel_rmse")
+    assert 0.001 <= (w6_val(f"work6/{kind}/10%", "span", "tau1", "rel_bias")
+                     - w6_val(f"work6/{kind}/10%", "default", "tau1", "rel_bias")) <= 0.004
+assert w6_val("work6/srs/10%", "span", "tau1", "rel_rmse") == 0.025
+assert w6_val("work6/srs/10%", "default", "tau1", "rel_rmse") == 0.021
+assert w6_val("work6/srs/10%", "span", "tau2", "rel_rmse") == 0.013
+assert w6_val("work6/srs/10%", "default", "tau2", "rel_rmse") == 0.01
+assert w6_val("work6/srs/10%", "span", "tau1", "coverage") == 0.86
+assert w6_val("work6/srs/10%", "span", "tau2", "coverage") == 0.86
+assert w6_val("work6/srs/5%", "span", "tau2", "coverage") == 0.86
+assert w6_val("work6/srs/5%", "default", "tau2", "coverage") == 0.89
+assert w6_val("work6/stratified/10%", "default", "tau1", "coverage") == 0.94
+assert w6_val("work6/stratified/10%", "default", "tau2", "coverage") == 0.95
+assert w6_val("work6/stratified/10%", "span", "tau1", "coverage") == 0.9
+assert w6_val("work6/stratified/10%", "span", "tau2", "coverage") == 0.89
+# the spread of the errors in posterior sd: the default's 0.87-0.90 at 10%, the span's
+# above 1 (its intervals narrower than the error it adds) on the simple random samples
+assert all(0.85 <= w6_z.at[(f"work6/{k}/10%", "default"), q] <= 0.91
+           for k in ("srs", "stratified") for q in ("tau1", "tau2"))
+assert min(w6_z.at[("work6/srs/10%", "span"), q] for q in ("tau1", "tau2")) > 1.05
+# the spans whose high end is below 64, interpolated up from EM's starting mass 16
+assert w6_low == {"work6/srs/10%": 28, "work6/srs/5%": 22, "work6/stratified/10%": 41,
+                  "work6/stratified/5%": 13}
