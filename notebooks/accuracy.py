@@ -2991,6 +2991,12 @@ w6_base = w6_goal_tab[(w6_goal_tab.method != "latent-class")
                       & w6_goal_tab.quantity.isin(["tau1", "tau2"])]
 assert set(w6_base.method) == {"benedetti-franconi", "poisson-gamma", "loglinear-main"}
 assert 0.205 <= w6_base.rel_bias.abs().min() and w6_base.rel_bias.abs().max() < 0.955
+# the record level, seed 1's samples: the lowest Brier score and highest AUC of P(F=1|f=1)
+w6_rec = summarise(w6_default.query("seed == 1")).query("quantity == 'tau1'")
+for design, g in w6_rec.groupby("design"):
+    lc, others = g[g.method == "latent-class"].iloc[0], g[g.method != "latent-class"]
+    assert lc.brier < others.brier.min() and lc.auc > others.auc.max(), design
+    assert 0.09 < lc.brier < 0.135 and lc.auc > 0.885 and others.auc.max() < 0.875, design
 assert w6_val("work6/srs/10%", "default", "tau1", "coverage") == 0.9
 assert w6_val("work6/srs/10%", "default", "tau2", "coverage") == 0.93
 # the span: the default's run at 1% (it never w6_acted); where it w6_acted it moves tau1 up by
