@@ -2634,18 +2634,29 @@ def span_runs(kind):
     return pd.concat(out, ignore_index=True)
 
 
+def tau_table(runs, cols=("rel_bias", "rel_rmse", "coverage"), replicates=None):
+    """tau1 and tau2 of stored runs summarised per (design, method), columns (metric,
+    quantity), printed; ``replicates``: the number every row must have."""
+    s = summarise(runs[runs.quantity.isin(["tau1", "tau2"])]).set_index(
+        ["design", "method", "quantity"])
+    assert replicates is None or (s.replicates == replicates).all()
+    tab = s[list(cols)].unstack("quantity")
+    print(tab.round(3).to_string())
+    return tab
+
+
+def table_val(tab, design, method, q, col):
+    """One number of a :func:`tau_table`, rounded as the README states it."""
+    return round(float(tab.at[(design, method), (col, q)]), 3)
+
+
 spr = {k: span_runs(k) for k in ("srs", "stratified")}
-span_tab = {}
-for kind, runs in spr.items():
-    both = runs[runs.quantity.isin(["tau1", "tau2"])]
-    s = summarise(both).set_index(["design", "method", "quantity"])
-    assert (s.replicates == 50 * len(SPAN_SEEDS)).all()
-    span_tab[kind] = s[["rel_bias", "rel_rmse", "coverage", "width"]].unstack("quantity")
-    print(span_tab[kind].round(3).to_string())
+span_tab = {kind: tau_table(runs, cols=("rel_bias", "rel_rmse", "coverage", "width"),
+                            replicates=50 * len(SPAN_SEEDS)) for kind, runs in spr.items()}
 
 
 def span_val(kind, design, method, q, col):
-    return round(float(span_tab[kind].at[(design, method), (col, q)]), 3)
+    return table_val(span_tab[kind], design, method, q, col)
 
 
 # the held-out files: the span against the stored default runs of the same samples
@@ -2656,16 +2667,9 @@ ho_base = pd.concat([pd.read_csv(RESULTS / "latent_class_50_synthetic.csv.gz"),
 ho_base = ho_base[(ho_base.method == "latent-class") & ho_base.design.isin(ho.design)]
 pair = ho_base.merge(ho, on=["design", "replicate", "quantity"])
 assert len(pair) == len(ho) and np.allclose(pair.truth_x, pair.truth_y, equal_nan=True)
-ho_both = pd.concat([ho_base.assign(method="default"), ho.assign(method="span")],
-                    ignore_index=True)
-ho_both = ho_both[ho_both.quantity.isin(["tau1", "tau2"])]
-ho_tab = (summarise(ho_both).set_index(["design", "method", "quantity"])
-          [["rel_bias", "rel_rmse", "coverage"]].unstack("quantity"))
-print(ho_tab.round(3).to_string())
-
-
-def ho_val(design, method, q, col):
-    return round(float(ho_tab.at[(design, method), (col, q)]), 3)
+ho_tab = tau_table(pd.concat([ho_base.assign(method="default"), ho.assign(method="span")],
+                             ignore_index=True))
+ho_val = partial(table_val, ho_tab)
 
 
 # what the README states. Adult 6 keys, 200 samples per design: both 10% designs come into
@@ -2779,29 +2783,17 @@ composed_ho, n_took_ho = keep_learnt(ho, ho_base)
 same_runs(keep_ho, composed_ho)
 print("samples where the first version took the largest mass: held-out", n_took_ho, "of 300")
 assert keep_took[("srs", 0)] == 1 and n_took_ho == 158
-keep_tab = {}
-for kind in spr:
-    both = pd.concat([spr[kind], keep_runs[kind]], ignore_index=True)
-    both = both[both.quantity.isin(["tau1", "tau2"])]
-    keep_tab[kind] = (summarise(both).set_index(["design", "method", "quantity"])
-                      [["rel_bias", "rel_rmse", "coverage"]].unstack("quantity"))
-    print(keep_tab[kind].round(3).to_string())
+keep_tab = {kind: tau_table(pd.concat([spr[kind], keep_runs[kind]], ignore_index=True))
+            for kind in spr}
 
 
 def keep_val(kind, design, method, q, col):
-    return round(float(keep_tab[kind].at[(design, method), (col, q)]), 3)
+    return table_val(keep_tab[kind], design, method, q, col)
 
 
-ho_keep = pd.concat([ho_base.assign(method="default"), ho.assign(method="span"),
-                     keep_ho.assign(method="span, learnt kept")], ignore_index=True)
-ho_keep = ho_keep[ho_keep.quantity.isin(["tau1", "tau2"])]
-ho_keep_tab = (summarise(ho_keep).set_index(["design", "method", "quantity"])
-               [["rel_bias", "rel_rmse", "coverage"]].unstack("quantity"))
-print(ho_keep_tab.round(3).to_string())
-
-
-def hk_val(design, method, q, col):
-    return round(float(ho_keep_tab.at[(design, method), (col, q)]), 3)
+hk_val = partial(table_val, tau_table(pd.concat(
+    [ho_base.assign(method="default"), ho.assign(method="span"),
+     keep_ho.assign(method="span, learnt kept")], ignore_index=True)))
 
 
 # Adult 9 keys: seed 0 at every fraction, seeds 1-3 at 1% and at 5% and 10%
@@ -2959,10 +2951,8 @@ assert (w6_reps == 100).all() and len(w6_reps) == 12, w6_reps
 w6_pair = w6.query("method == 'default'").merge(w6.query("method == 'span'"),
                                              on=["design", "seed", "replicate", "quantity"])
 assert len(w6_pair) == 1200 and np.allclose(w6_pair.truth_x, w6_pair.truth_y)
-w6_tab = (summarise(w6).set_index(["design", "method", "quantity"])
-          [["rel_bias", "rel_rmse", "coverage", "width"]].unstack("quantity"))
+w6_tab = tau_table(w6, cols=("rel_bias", "rel_rmse", "coverage", "width"))
 w6_z = interval_errors(w6).set_index(["design", "method", "quantity"]).z_sd.unstack("quantity")
-print(w6_tab.round(3).to_string())
 print(w6_z.round(2).to_string())
 w6_acted = w6_pair.loc[(w6_pair.quantity == "tau1")
                       & ~w6_pair.note_y.str.contains("profile mass learn", regex=False)]
@@ -2973,8 +2963,7 @@ w6_low = (w6_mass < 64).groupby(w6_acted.design).sum().to_dict()
 print("samples of 100 where the span acts:", w6_acts, "| of them with a mass below 64:", w6_low)
 
 
-def w6_val(design, method, q, col):
-    return round(float(w6_tab.at[(design, method), (col, q)]), 3)
+w6_val = partial(table_val, w6_tab)
 
 
 # the goal for the default on the fresh key set, with the baselines of seed 1's samples
