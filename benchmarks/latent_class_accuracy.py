@@ -32,7 +32,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--replicates 10] [--seed 0] [--classes 30]
         [--draws 150] [--tune 100] [--chains 2] [--thin 1] [--em-restarts 3]
         [--init em|margins] [--rules confirmed|auto|none]
-        [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>]]
+        [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>[:<small mass>]]]
         [--cv-part-mass whole|learn] [--cv-focus all|population] [--cv-partitions mixture|average]
         [--cv-combine-ratios mixture|average]
         [--overdispersion cv|none|<kappa>|log-normal:<m>:<s>] [--overdispersion-splits 4]
@@ -239,6 +239,20 @@ def populations_with_codebook(names: str):
         yield name, pop, {k: sorted(pop.frame[k].astype(str).unique()) for k in pop.keys}
 
 
+def phi_prior_spec(text: str) -> dict:
+    """The profile prior of ``--phi-a`` (see its help) as the model's ``priors["phi"]``."""
+    if text == "default":
+        return dict(PHI_PRIOR_DEFAULT)
+    if text == "inverse":
+        return {"a": "inverse"}
+    if text.startswith("marginal:"):
+        m, *rest = text.split(":")[1:]
+        return {"a": "marginal", "mass": m if m == "learn" else float(m),
+                **({"min_levels": int(rest[0])} if rest else {}),
+                **({"small_mass": float(rest[1])} if len(rest) > 1 else {})}
+    return {"a": float(text)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13",
@@ -271,7 +285,9 @@ def main(argv=None) -> int:
                          "default of the stored runs without 'learnt_mass' in their name), or "
                          "'marginal:M' (M times the sample's marginal share of the level); "
                          "'marginal:learn' (M per key learnt, PHI_MASS_GRID); "
-                         "':<L>' after either: only keys of at least L levels")
+                         "':<L>' after either: only keys of at least L levels, and "
+                         "':<L>:<m>' the others centred on their marginal with mass m "
+                         "(small_mass; without it they keep 1/L_j)")
     ap.add_argument("--rules", default="confirmed", choices=["confirmed", "auto", "none"],
                     help="structural zeros: CONFIRMED_RULES (with the codebook levels), "
                          "the sample's detected implications, or none")
@@ -350,16 +366,7 @@ def main(argv=None) -> int:
     if args.summarise is not None:
         _report(pd.concat([pd.read_csv(f) for f in args.summarise], ignore_index=True))
         return 0
-    if args.phi_a == "default":
-        phi_prior = dict(PHI_PRIOR_DEFAULT)
-    elif args.phi_a == "inverse":
-        phi_prior = {"a": "inverse"}
-    elif args.phi_a.startswith("marginal:"):
-        m, *lmin = args.phi_a.split(":")[1:]
-        phi_prior = {"a": "marginal", "mass": m if m == "learn" else float(m),
-                     **({"min_levels": int(lmin[0])} if lmin else {})}
-    else:
-        phi_prior = {"a": float(args.phi_a)}
+    phi_prior = phi_prior_spec(args.phi_a)
     import sdcbayes.models.latent_class as lcm
 
     lcm.EM_LEARN_MASS = args.em_learn_mass  # read by fit_em at each call

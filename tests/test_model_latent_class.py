@@ -10,6 +10,7 @@ simulation with fixed seeds.
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
@@ -659,6 +660,46 @@ def test_min_levels_keeps_the_inverse_prior_on_keys_with_few_levels():
     with pytest.raises(InputError, match="prior 'phi'"):
         LatentClassModel.from_frame(frame, keys, priors={"phi": {
             "a": "marginal", "mass": "learn", "min_levels": 2.5}})
+
+
+def test_small_mass_centres_the_keys_with_few_levels_on_their_marginal_with_a_fixed_mass():
+    # small_mass: the keys below min_levels are centred on their sample marginal with that
+    # fixed total mass (not learnt); the keys at or above it are as without it
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"k0": rng.integers(0, 25, 400),
+                          "k1": rng.choice(3, 400, p=[0.7, 0.2, 0.1]),
+                          "k2": rng.integers(0, 4, 400)}).astype(str)
+    keys = ["k0", "k1", "k2"]
+    hyb = LatentClassModel.from_frame(frame, keys, n_classes=4, priors={"phi": {
+        "a": "marginal", "mass": "learn", "min_levels": 20}})
+    small = LatentClassModel.from_frame(frame, keys, n_classes=4, priors={"phi": {
+        "a": "marginal", "mass": "learn", "min_levels": 20, "small_mass": 4}})
+    assert [small.learns_mass(j) for j in range(3)] == [True, False, False]
+    np.testing.assert_array_equal(small.phi_concentration(0), hyb.phi_concentration(0))
+    for j in (1, 2):
+        m = frame[keys[j]].value_counts().reindex(small.levels[j]).to_numpy(float)
+        L = m.size
+        np.testing.assert_allclose(small.phi_concentration(j), 4 * (m + 1 / L) / (400 + 1))
+        assert small.phi_concentration(j).sum() == pytest.approx(4.0)
+    # the skewed key's common level gets most of the mass, unlike 1/L_j
+    assert small.phi_concentration(1)[0] > 2.5 > hyb.phi_concentration(1)[0] * 3
+    idata = small.sample(draws=20, tune=10, chains=1, random_seed=1)
+    pm_ = idata.posterior["phi_mass"].values[0]
+    np.testing.assert_allclose(pm_[:, 1:], 4.0)  # fixed, stored as the key's total mass
+    assert json.loads(idata.attrs["priors"])["phi"]["small_mass"] == 4
+    # the harness's --phi-a marginal:learn:20:4 is this prior
+    from benchtools import load_benchmark
+
+    bench = load_benchmark("latent_class_accuracy.py")
+    assert bench.phi_prior_spec("marginal:learn:20:4") == {
+        "a": "marginal", "mass": "learn", "min_levels": 20, "small_mass": 4.0}
+    assert bench.phi_prior_spec("marginal:learn:20") == {
+        "a": "marginal", "mass": "learn", "min_levels": 20}
+    assert {**bench.phi_prior_spec("default"), "small_mass": 4} == small.priors["phi"]
+    for bad in (0, -1, "learn", True):
+        with pytest.raises(InputError, match="small_mass"):
+            LatentClassModel.from_frame(frame, keys, priors={"phi": {
+                "a": "marginal", "mass": "learn", "min_levels": 20, "small_mass": bad}})
 
 
 def test_the_default_profile_prior_learns_the_mass_of_keys_with_20_levels_or_more():
