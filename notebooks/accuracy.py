@@ -3215,3 +3215,82 @@ assert sv("work6/srs/1%", "small mass 4", "tau1", "rel_bias") == -0.021
 assert sv("scotland7/stratified/1%", "default", "tau1", "rel_bias", "stratified") == 0.073
 assert [sv("activity6/stratified/1%", m, q, "coverage", "stratified")
         for m in ("default", "small mass 4") for q in ("tau1", "tau2")] == [0.82, 0.78, 0.88, 0.9]
+
+# %% [markdown]
+# ## Two more fresh key sets, 100 samples per design: the default does not generalise to them
+#
+# Adult's relationship keys (age, sex, education, relationship, hours per week: two keys of
+# 20 levels or more, both with a learnt mass) and Scotland's labour keys (age, sex, economic
+# activity, industry, hours worked, social grade, student), held out of every choice like
+# the two above, design seeds 0 and 1, both kinds (baselines on seed 0; about 5 min per seed
+# and kind on one core for the first, 8 for the second):
+#
+# ```
+# python benchmarks/latent_class_accuracy.py --populations 'adult6~race~marital-status~native-country+relationship+hours-per-week' --replicates 50 --seed S [--kind stratified] [--baselines ""] --csv a.csv
+# python benchmarks/latent_class_accuracy.py --populations 'scotland13~Marital_Status~Country_Of_Birth~Ethnic_Group~religion~health~Family_Composition~Occupation+student' --replicates 50 --seed S [--kind stratified] [--baselines ""] --csv b.csv
+# ```
+#
+# stored as `latent_class_50{,_stratified}_rel5{,_seed1}.csv.gz` and
+# `latent_class_50{,_stratified}_swork7{,_seed1}.csv.gz`.
+
+# %%
+REL5 = "adult6~race~marital-status~native-country+relationship+hours-per-week"
+SWORK7 = ("scotland13~Marital_Status~Country_Of_Birth~Ethnic_Group~religion~health"
+          "~Family_Composition~Occupation+student")
+more_goal, more_z = {}, {}
+for name, spec in (("rel5", REL5), ("swork7", SWORK7)):
+    run = fresh_runs(name, spec, name)
+    lc = run[run.method == "latent-class"]
+    assert (lc.groupby("design").apply(lambda g: len(g.drop_duplicates(["seed", "replicate"])),
+                                       include_groups=False) == 100).all()
+    tab = summarise(pd.concat([lc, run[(run.method != "latent-class") & (run.seed == 0)]],
+                              ignore_index=True))
+    more_goal[name] = goal_table(tab, "latent-class").set_index("design")
+    more_z[name] = interval_errors(lc[lc.quantity.isin(["tau1", "tau2"])]).set_index(
+        ["design", "quantity"])
+    print(more_goal[name].round(3).to_string())
+    print(more_z[name][["z_mean", "z_sd"]].unstack("quantity").round(2).to_string())
+
+
+def more_val(name, design, q, col):
+    return round(float(more_goal[name].at[design, f"{q}_{col}"]), 3)
+
+
+# what the README states. The RMSE is below every baseline's on all twelve designs, but
+# the goal is met on 4 of 6 relationship-keys designs (missed at 1%: the centre high, tau2
+# coverage 0.62 and 0.70) and on 2 of 6 of the labour keys' (tau1 high by 3-13% at every
+# fraction, the errors of the right spread around a centre 0.5-1.1 posterior sd high; the
+# simple random 1% design misses on the absolute bias, the true tau1 being about 20)
+for name in more_goal:
+    assert more_goal[name][["tau1_rmse_ok", "tau2_rmse_ok"]].all().all()
+r5 = more_goal["rel5"]
+assert set(r5.index[r5.met]) == {f"rel5/{k}/{f}" for k in ("srs", "stratified")
+                                 for f in ("5%", "10%")}
+for kind in ("srs", "stratified"):
+    d = f"rel5/{kind}/1%"
+    assert 0.05 < more_val("rel5", d, "tau1", "bias") < 0.065
+    assert 0.045 < more_val("rel5", d, "tau2", "bias") < 0.06
+    assert more_z["rel5"].at[(d, "tau2"), "z_mean"] > 1.0
+assert more_val("rel5", "rel5/srs/1%", "tau2", "coverage") == 0.62
+assert more_val("rel5", "rel5/stratified/1%", "tau2", "coverage") == 0.70
+sw = more_goal["swork7"]
+assert set(sw.index[sw.met]) == {"swork7/stratified/1%", "swork7/stratified/10%"}
+assert more_val("swork7", "swork7/srs/1%", "tau1", "bias") == 0.13
+assert [more_val("swork7", f"swork7/srs/{f}", "tau1", "coverage") for f in ("5%", "10%")] \
+    == [0.68, 0.68]
+assert sw.tau1_bias.between(0.025, 0.135).all() and (sw.tau2_bias > 0).all()
+assert more_z["swork7"].xs("tau1", level="quantity").z_mean.between(0.25, 1.2).all()
+assert more_z["swork7"].z_sd.between(0.85, 1.2).all()
+# the baselines (seed 0's samples) beside the default's 100: how far off, and the RMSE ratio
+more_base, more_ratio = [], []
+for name, spec in (("rel5", REL5), ("swork7", SWORK7)):
+    t = summarise(fresh_runs(name, spec, name)).query("quantity in ['tau1', 'tau2']")
+    b = t[t.method != "latent-class"]
+    more_base.append(b.rel_bias.abs())
+    lc = t[t.method == "latent-class"].set_index(["design", "quantity"]).rel_rmse
+    more_ratio.append(b.groupby(["design", "quantity"]).rel_rmse.min() / lc)
+more_base, more_ratio = pd.concat(more_base), pd.concat(more_ratio)
+print("baselines |bias|", more_base.min().round(3), more_base.max().round(3),
+      "| best baseline RMSE / the default's", more_ratio.min().round(1), more_ratio.max().round(1))
+assert 0.15 < more_base.min() < 0.16 and 3.79 < more_base.max() < 3.81
+assert 2.95 < more_ratio.min() < 3.5 and 18 < more_ratio.max() < 20
