@@ -3294,3 +3294,12 @@ print("baselines |bias|", more_base.min().round(3), more_base.max().round(3),
       "| best baseline RMSE / the default's", more_ratio.min().round(1), more_ratio.max().round(1))
 assert 0.15 < more_base.min() < 0.16 and 3.79 < more_base.max() < 3.81
 assert 2.95 < more_ratio.min() < 3.5 and 18 < more_ratio.max() < 20
+# the labour keys' cross-validated kappa at simple random 5% and 10%: median 42-63, and the
+# errors do not follow it (|r| of z with log kappa below 0.1)
+sw_lc = fresh_runs("swork7", SWORK7, "swork7").query("method == 'latent-class' and "
+                                                      "quantity == 'tau1' and kind == 'srs'")
+sw_lc = sw_lc.assign(kappa=pd.to_numeric(sw_lc.note.str.extract(r"kappa median ([0-9.e+]+)")[0]),
+                     z=(sw_lc.estimate - sw_lc.truth) / ((sw_lc.hi - sw_lc.lo) / 3.29))
+for frac, (lo, hi) in ((0.05, (42, 43)), (0.1, (63, 64))):
+    g = sw_lc[sw_lc.fraction == frac]
+    assert lo <= g.kappa.median() <= hi and abs(np.corrcoef(g.z, np.log(g.kappa))[0, 1]) < 0.1
