@@ -3056,20 +3056,27 @@ ACTIVITY6 = ("scotland7~Marital_Status~Country_Of_Birth~Ethnic_Group~religion"
              "+Family_Composition+Economic_Activity+Occupation")
 fresh = {"work6": (fresh_runs("work6", WORK6, "work6", range(4)), 1),
          "activity6": (fresh_runs("activity6", ACTIVITY6, "activity6", range(4)), 0)}
-fresh_goal, fresh_tab, fresh_z = {}, {}, {}
-for name, (run, base_seed) in fresh.items():
+
+
+def fresh_summary(run, base_seed, samples):
+    """A fresh key set's table, goal (by design) and interval errors (by design and
+    quantity): the model's ``samples`` per design beside the baselines of the one seed
+    that scored them."""
     lc = run[run.method == "latent-class"]
     assert (lc.groupby("design").apply(lambda g: len(g.drop_duplicates(["seed", "replicate"])),
-                                       include_groups=False) == 200).all()
-    # the baselines of the one seed that scored them, beside the model's 200 samples
+                                       include_groups=False) == samples).all()
     tab = summarise(pd.concat([lc, run[(run.method != "latent-class")
                                        & (run.seed == base_seed)]], ignore_index=True))
-    fresh_tab[name] = tab
-    fresh_goal[name] = goal_table(tab, "latent-class").set_index("design")
-    fresh_z[name] = interval_errors(lc[lc.quantity.isin(["tau1", "tau2"])]).set_index(
-        ["design", "quantity"])
-    print(fresh_goal[name].round(3).to_string())
-    print(fresh_z[name][["z_mean", "z_sd"]].unstack("quantity").round(2).to_string())
+    goal = goal_table(tab, "latent-class").set_index("design")
+    z = interval_errors(lc[lc.quantity.isin(["tau1", "tau2"])]).set_index(["design", "quantity"])
+    print(goal.round(3).to_string())
+    print(z[["z_mean", "z_sd"]].unstack("quantity").round(2).to_string())
+    return tab, goal, z
+
+
+fresh_goal, fresh_tab, fresh_z = {}, {}, {}
+for name, (run, base_seed) in fresh.items():
+    fresh_tab[name], fresh_goal[name], fresh_z[name] = fresh_summary(run, base_seed, 200)
 
 
 def fresh_val(name, design, q, col):
@@ -3239,17 +3246,7 @@ SWORK7 = ("scotland13~Marital_Status~Country_Of_Birth~Ethnic_Group~religion~heal
           "~Family_Composition~Occupation+student")
 more_goal, more_z = {}, {}
 for name, spec in (("rel5", REL5), ("swork7", SWORK7)):
-    run = fresh_runs(name, spec, name)
-    lc = run[run.method == "latent-class"]
-    assert (lc.groupby("design").apply(lambda g: len(g.drop_duplicates(["seed", "replicate"])),
-                                       include_groups=False) == 100).all()
-    tab = summarise(pd.concat([lc, run[(run.method != "latent-class") & (run.seed == 0)]],
-                              ignore_index=True))
-    more_goal[name] = goal_table(tab, "latent-class").set_index("design")
-    more_z[name] = interval_errors(lc[lc.quantity.isin(["tau1", "tau2"])]).set_index(
-        ["design", "quantity"])
-    print(more_goal[name].round(3).to_string())
-    print(more_z[name][["z_mean", "z_sd"]].unstack("quantity").round(2).to_string())
+    _, more_goal[name], more_z[name] = fresh_summary(fresh_runs(name, spec, name), 0, 100)
 
 
 def more_val(name, design, q, col):
