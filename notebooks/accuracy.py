@@ -3224,12 +3224,12 @@ assert [sv("activity6/stratified/1%", m, q, "coverage", "stratified")
         for m in ("default", "small mass 4") for q in ("tau1", "tau2")] == [0.82, 0.78, 0.88, 0.9]
 
 # %% [markdown]
-# ## Two more fresh key sets, 100 samples per design: the default does not generalise to them
+# ## Two more fresh key sets, 200 samples per design: the default does not generalise to them
 #
 # Adult's relationship keys (age, sex, education, relationship, hours per week: two keys of
 # 20 levels or more, both with a learnt mass) and Scotland's labour keys (age, sex, economic
 # activity, industry, hours worked, social grade, student), held out of every choice like
-# the two above, design seeds 0 and 1, both kinds (baselines on seed 0; about 5 min per seed
+# the two above, design seeds 0-3, both kinds (baselines on seed 0; about 5 min per seed
 # and kind on one core for the first, 8 for the second):
 #
 # ```
@@ -3237,8 +3237,8 @@ assert [sv("activity6/stratified/1%", m, q, "coverage", "stratified")
 # python benchmarks/latent_class_accuracy.py --populations 'scotland13~Marital_Status~Country_Of_Birth~Ethnic_Group~religion~health~Family_Composition~Occupation+student' --replicates 50 --seed S [--kind stratified] [--baselines ""] --csv b.csv
 # ```
 #
-# stored as `latent_class_50{,_stratified}_rel5{,_seed1}.csv.gz` and
-# `latent_class_50{,_stratified}_swork7{,_seed1}.csv.gz`.
+# stored as `latent_class_50{,_stratified}_rel5{,_seed1,_seed2,_seed3}.csv.gz` and
+# `latent_class_50{,_stratified}_swork7{,_seed1,_seed2,_seed3}.csv.gz`.
 
 # %%
 REL5 = "adult6~race~marital-status~native-country+relationship+hours-per-week"
@@ -3246,7 +3246,8 @@ SWORK7 = ("scotland13~Marital_Status~Country_Of_Birth~Ethnic_Group~religion~heal
           "~Family_Composition~Occupation+student")
 more_goal, more_z = {}, {}
 for name, spec in (("rel5", REL5), ("swork7", SWORK7)):
-    _, more_goal[name], more_z[name] = fresh_summary(fresh_runs(name, spec, name), 0, 100)
+    _, more_goal[name], more_z[name] = fresh_summary(fresh_runs(name, spec, name, range(4)),
+                                                     0, 200)
 
 
 def more_val(name, design, q, col):
@@ -3255,8 +3256,8 @@ def more_val(name, design, q, col):
 
 # what the README states. The RMSE is below every baseline's on all twelve designs, but
 # the goal is met on 4 of 6 relationship-keys designs (missed at 1%: the centre high, tau2
-# coverage 0.62 and 0.70) and on 2 of 6 of the labour keys' (tau1 high by 3-13% at every
-# fraction, the errors of the right spread around a centre 0.5-1.1 posterior sd high; the
+# coverage 0.625 and 0.725) and on 2 of 6 of the labour keys' (tau1 high by 3-13% at every
+# fraction, the errors of the right spread around a centre 0.4-1.2 posterior sd high; the
 # simple random 1% design misses on the absolute bias, the true tau1 being about 20)
 for name in more_goal:
     assert more_goal[name][["tau1_rmse_ok", "tau2_rmse_ok"]].all().all()
@@ -3268,20 +3269,20 @@ for kind in ("srs", "stratified"):
     assert 0.05 < more_val("rel5", d, "tau1", "bias") < 0.065
     assert 0.045 < more_val("rel5", d, "tau2", "bias") < 0.06
     assert more_z["rel5"].at[(d, "tau2"), "z_mean"] > 1.0
-assert more_val("rel5", "rel5/srs/1%", "tau2", "coverage") == 0.62
-assert more_val("rel5", "rel5/stratified/1%", "tau2", "coverage") == 0.70
+assert more_val("rel5", "rel5/srs/1%", "tau2", "coverage") == 0.625
+assert more_val("rel5", "rel5/stratified/1%", "tau2", "coverage") == 0.725
 sw = more_goal["swork7"]
 assert set(sw.index[sw.met]) == {"swork7/stratified/1%", "swork7/stratified/10%"}
-assert more_val("swork7", "swork7/srs/1%", "tau1", "bias") == 0.13
+assert more_val("swork7", "swork7/srs/1%", "tau1", "bias") == 0.126
 assert [more_val("swork7", f"swork7/srs/{f}", "tau1", "coverage") for f in ("5%", "10%")] \
-    == [0.68, 0.68]
+    == [0.73, 0.655]
 assert sw.tau1_bias.between(0.025, 0.135).all() and (sw.tau2_bias > 0).all()
-assert more_z["swork7"].xs("tau1", level="quantity").z_mean.between(0.25, 1.2).all()
+assert more_z["swork7"].xs("tau1", level="quantity").z_mean.between(0.4, 1.25).all()
 assert more_z["swork7"].z_sd.between(0.85, 1.2).all()
-# the baselines (seed 0's samples) beside the default's 100: how far off, and the RMSE ratio
+# the baselines (seed 0's samples) beside the default's 200: how far off, and the RMSE ratio
 more_base, more_ratio = [], []
 for name, spec in (("rel5", REL5), ("swork7", SWORK7)):
-    t = summarise(fresh_runs(name, spec, name)).query("quantity in ['tau1', 'tau2']")
+    t = summarise(fresh_runs(name, spec, name, range(4))).query("quantity in ['tau1', 'tau2']")
     b = t[t.method != "latent-class"]
     more_base.append(b.rel_bias.abs())
     lc = t[t.method == "latent-class"].set_index(["design", "quantity"]).rel_rmse
@@ -3290,13 +3291,15 @@ more_base, more_ratio = pd.concat(more_base), pd.concat(more_ratio)
 print("baselines |bias|", more_base.min().round(3), more_base.max().round(3),
       "| best baseline RMSE / the default's", more_ratio.min().round(1), more_ratio.max().round(1))
 assert 0.15 < more_base.min() < 0.16 and 3.79 < more_base.max() < 3.81
-assert 2.95 < more_ratio.min() < 3.5 and 18 < more_ratio.max() < 20
-# the labour keys' cross-validated kappa at simple random 5% and 10%: median 42-63, and the
-# errors do not follow it (|r| of z with log kappa below 0.1)
-sw_lc = fresh_runs("swork7", SWORK7, "swork7").query("method == 'latent-class' and "
+assert 2.95 < more_ratio.min() < 3.5 and 17 < more_ratio.max() < 19
+# the labour keys' cross-validated kappa at simple random 5% and 10%: median 40-57, and the
+# errors barely follow it (|r| of z with log kappa below 0.15)
+sw_lc = fresh_runs("swork7", SWORK7, "swork7", range(4)).query("method == 'latent-class' and "
                                                       "quantity == 'tau1' and kind == 'srs'")
 sw_lc = sw_lc.assign(kappa=pd.to_numeric(sw_lc.note.str.extract(r"kappa median ([0-9.e+]+)")[0]),
                      z=(sw_lc.estimate - sw_lc.truth) / ((sw_lc.hi - sw_lc.lo) / 3.29))
-for frac, (lo, hi) in ((0.05, (42, 43)), (0.1, (63, 64))):
+for frac, (lo, hi) in ((0.05, (39, 41)), (0.1, (56, 57))):
     g = sw_lc[sw_lc.fraction == frac]
-    assert lo <= g.kappa.median() <= hi and abs(np.corrcoef(g.z, np.log(g.kappa))[0, 1]) < 0.1
+    assert lo <= g.kappa.median() <= hi and abs(np.corrcoef(g.z, np.log(g.kappa))[0, 1]) < 0.15
+# where the held-out designs miss, the errors' spread: 0.89-1.30 posterior sd
+assert 1.25 < more_z["rel5"].z_sd.max() < 1.35 and 0.88 < more_z["swork7"].z_sd.min() < 0.9
