@@ -3173,17 +3173,13 @@ def small_runs(kind):
 small_tab = {kind: tau_table(small_runs(kind), replicates=50) for kind in ("srs", "stratified")}
 
 
-def small_val(kind, design, method, q, col):
-    return table_val(small_tab[kind], design, method, q, col)
-
-
 # what the README states: a mass of 4 mends the activity keys at 1% on simple random
 # samples (tau1 -9.2% -> +2.9%, tau2 coverage 0.74 -> 0.86) but overshoots Scotland 7 keys
 # (+7.1% and +5.1% at 5% and 10%, tau2 coverage 0.96 -> 0.78 and 1.00 -> 0.82) and takes
 # Scotland 13 keys at 10% down (tau2 coverage 0.86 -> 0.64); on the stratified samples the
 # activity keys barely move (-6.8% -> -6.5%) and Scotland 7 keys go to +22%
 def sv(design, method, q, col, kind="srs"):
-    return small_val(kind, design, method, q, col)
+    return table_val(small_tab[kind], design, method, q, col)
 
 
 assert sv("activity6/srs/1%", "default", "tau1", "rel_bias") == -0.092
@@ -3244,45 +3240,41 @@ assert [sv("activity6/stratified/1%", m, q, "coverage", "stratified")
 REL5 = "adult6~race~marital-status~native-country+relationship+hours-per-week"
 SWORK7 = ("scotland13~Marital_Status~Country_Of_Birth~Ethnic_Group~religion~health"
           "~Family_Composition~Occupation+student")
-more_goal, more_z = {}, {}
+# the same reading as the two fresh key sets above (fresh, fresh_val)
 for name, spec in (("rel5", REL5), ("swork7", SWORK7)):
-    _, more_goal[name], more_z[name] = fresh_summary(fresh_runs(name, spec, name, range(4)),
-                                                     0, 200)
-
-
-def more_val(name, design, q, col):
-    return round(float(more_goal[name].at[design, f"{q}_{col}"]), 3)
-
+    fresh[name] = (fresh_runs(name, spec, name, range(4)), 0)
+    fresh_tab[name], fresh_goal[name], fresh_z[name] = fresh_summary(*fresh[name], 200)
+MORE = ("rel5", "swork7")
 
 # what the README states. The RMSE is below every baseline's on all twelve designs, but
 # the goal is met on 4 of 6 relationship-keys designs (missed at 1%: the centre high, tau2
 # coverage 0.625 and 0.725) and on 2 of 6 of the labour keys' (tau1 high by 3-13% at every
 # fraction, the errors of the right spread around a centre 0.4-1.2 posterior sd high; the
 # simple random 1% design misses on the absolute bias, the true tau1 being about 20)
-for name in more_goal:
-    assert more_goal[name][["tau1_rmse_ok", "tau2_rmse_ok"]].all().all()
-r5 = more_goal["rel5"]
+for name in MORE:
+    assert fresh_goal[name][["tau1_rmse_ok", "tau2_rmse_ok"]].all().all()
+r5 = fresh_goal["rel5"]
 assert set(r5.index[r5.met]) == {f"rel5/{k}/{f}" for k in ("srs", "stratified")
                                  for f in ("5%", "10%")}
 for kind in ("srs", "stratified"):
     d = f"rel5/{kind}/1%"
-    assert 0.05 < more_val("rel5", d, "tau1", "bias") < 0.065
-    assert 0.045 < more_val("rel5", d, "tau2", "bias") < 0.06
-    assert more_z["rel5"].at[(d, "tau2"), "z_mean"] > 1.0
-assert more_val("rel5", "rel5/srs/1%", "tau2", "coverage") == 0.625
-assert more_val("rel5", "rel5/stratified/1%", "tau2", "coverage") == 0.725
-sw = more_goal["swork7"]
+    assert 0.05 < fresh_val("rel5", d, "tau1", "bias") < 0.065
+    assert 0.045 < fresh_val("rel5", d, "tau2", "bias") < 0.06
+    assert fresh_z["rel5"].at[(d, "tau2"), "z_mean"] > 1.0
+assert fresh_val("rel5", "rel5/srs/1%", "tau2", "coverage") == 0.625
+assert fresh_val("rel5", "rel5/stratified/1%", "tau2", "coverage") == 0.725
+sw = fresh_goal["swork7"]
 assert set(sw.index[sw.met]) == {"swork7/stratified/1%", "swork7/stratified/10%"}
-assert more_val("swork7", "swork7/srs/1%", "tau1", "bias") == 0.126
-assert [more_val("swork7", f"swork7/srs/{f}", "tau1", "coverage") for f in ("5%", "10%")] \
+assert fresh_val("swork7", "swork7/srs/1%", "tau1", "bias") == 0.126
+assert [fresh_val("swork7", f"swork7/srs/{f}", "tau1", "coverage") for f in ("5%", "10%")] \
     == [0.73, 0.655]
 assert sw.tau1_bias.between(0.025, 0.135).all() and (sw.tau2_bias > 0).all()
-assert more_z["swork7"].xs("tau1", level="quantity").z_mean.between(0.4, 1.25).all()
-assert more_z["swork7"].z_sd.between(0.85, 1.2).all()
+assert fresh_z["swork7"].xs("tau1", level="quantity").z_mean.between(0.4, 1.25).all()
+assert fresh_z["swork7"].z_sd.between(0.85, 1.2).all()
 # the baselines (seed 0's samples) beside the default's 200: how far off, and the RMSE ratio
 more_base, more_ratio = [], []
-for name, spec in (("rel5", REL5), ("swork7", SWORK7)):
-    t = summarise(fresh_runs(name, spec, name, range(4))).query("quantity in ['tau1', 'tau2']")
+for name in MORE:
+    t = fresh_tab[name].query("quantity in ['tau1', 'tau2']")
     b = t[t.method != "latent-class"]
     more_base.append(b.rel_bias.abs())
     lc = t[t.method == "latent-class"].set_index(["design", "quantity"]).rel_rmse
@@ -3294,12 +3286,12 @@ assert 0.15 < more_base.min() < 0.16 and 3.79 < more_base.max() < 3.81
 assert 2.95 < more_ratio.min() < 3.5 and 17 < more_ratio.max() < 19
 # the labour keys' cross-validated kappa at simple random 5% and 10%: median 40-57, and the
 # errors barely follow it (|r| of z with log kappa below 0.15)
-sw_lc = fresh_runs("swork7", SWORK7, "swork7", range(4)).query("method == 'latent-class' and "
-                                                      "quantity == 'tau1' and kind == 'srs'")
+sw_lc = fresh["swork7"][0].query("method == 'latent-class' and quantity == 'tau1' and "
+                                 "kind == 'srs'")
 sw_lc = sw_lc.assign(kappa=pd.to_numeric(sw_lc.note.str.extract(r"kappa median ([0-9.e+]+)")[0]),
                      z=(sw_lc.estimate - sw_lc.truth) / ((sw_lc.hi - sw_lc.lo) / 3.29))
 for frac, (lo, hi) in ((0.05, (39, 41)), (0.1, (56, 57))):
     g = sw_lc[sw_lc.fraction == frac]
     assert lo <= g.kappa.median() <= hi and abs(np.corrcoef(g.z, np.log(g.kappa))[0, 1]) < 0.15
 # where the held-out designs miss, the errors' spread: 0.89-1.30 posterior sd
-assert 1.25 < more_z["rel5"].z_sd.max() < 1.35 and 0.88 < more_z["swork7"].z_sd.min() < 0.9
+assert 1.25 < fresh_z["rel5"].z_sd.max() < 1.35 and 0.88 < fresh_z["swork7"].z_sd.min() < 0.9
