@@ -38,6 +38,15 @@ Usage::
         [--rules default,half-cauchy:2,...] [--csv rules.csv] [--per-sample samples.csv]
         [--kappa-csv kappa.csv]
     python benchmarks/kappa_rules.py --evaluate samples.csv.gz   # re-score a stored table
+    python benchmarks/kappa_rules.py --populations adult9 --reread adult.npz
+        [--cv-predictive gibbs] --per-sample gibbs.csv   # kappa read by other parts
+
+``--reread`` runs the cross-validation again on the recorded samples with the parts fitted
+by the Gibbs sampler (``--cv-predictive gibbs``, :func:`overdispersion_cv`'s ``predictive``:
+the held-out prediction averaged over the part's posterior, as the risk averages over the
+whole sample's) instead of one EM point, and scores the default rule on its
+log-likelihoods with the recorded per-kappa draws; the rows (rule
+``default/gibbs-parts``) join a per-sample table (``--evaluate a.csv b.csv``).
 
 A rule is ``prior[/t=T][/average]``: ``prior`` a :func:`parse_kappa_prior` text
 (``half-cauchy:2``, ``log-uniform``, ``log-normal:0:1``) or ``default``; ``t=T``
@@ -130,10 +139,9 @@ def record_sample(model: LatentClassModel, N: float, seed: int, sim_seed,
                                summ["tau2"], *summ["tau2_interval"]])}
 
 
-def collect(populations: str, fractions, kind: str, replicates: int, seed: int,
-            cv_parts: str = "random") -> dict:
-    """Run :func:`record_sample` on every replicate of every design; arrays by key."""
-    out: dict[str, list] = {}
+def samples(populations: str, fractions, kind: str, replicates: int, seed: int):
+    """Yield ``(design label, replicate, model, N, truth)`` for every sample of every
+    design: the samples, seeds and models of ``latent_class_accuracy.py``'s default."""
     for pop_name, pop, levels in populations_with_codebook(populations):
         keys, frame = list(pop.keys), pop.frame
         N = len(frame)
@@ -154,14 +162,58 @@ def collect(populations: str, fractions, kind: str, replicates: int, seed: int,
                     structural_zeros=confirmed_rules(pop_name, keys),
                     priors={"phi": dict(PHI_PRIOR_DEFAULT)},
                     weights=pd.Series(w))  # as latent_class_method: equal weights = none
-                rec = record_sample(model, N, seed, [seed, r, 7], cv_parts)
-                rec.update(design=design.label, replicate=r, truth1=truth.tau1,
-                           truth2=truth.tau2)
-                for k, v in rec.items():
-                    out.setdefault(k, []).append(v)
+                yield design.label, r, model, N, truth
             print(f"{design.label}: {time.perf_counter() - t0:.0f}s", file=sys.stderr,
                   flush=True)
+
+
+def collect(populations: str, fractions, kind: str, replicates: int, seed: int,
+            cv_parts: str = "random") -> dict:
+    """Run :func:`record_sample` on every replicate of every design; arrays by key."""
+    out: dict[str, list] = {}
+    for label, r, model, N, truth in samples(populations, fractions, kind, replicates, seed):
+        rec = record_sample(model, N, seed, [seed, r, 7], cv_parts)
+        rec.update(design=label, replicate=r, truth1=truth.tau1, truth2=truth.tau2)
+        for k, v in rec.items():
+            out.setdefault(k, []).append(v)
     return out
+
+
+def reread_sample(model: LatentClassModel, N: float, seed: int, data: dict, i: int,
+                  predictive: str, rule: str = "default") -> dict:
+    """Sample ``i`` of the records ``data`` with kappa read again by a cross-validation
+    whose parts are fitted by ``predictive`` (:func:`overdispersion_cv`'s; the partitions
+    and seeds of :func:`run_default`), the rule's weights applied to the recorded
+    per-kappa means and draws (the model is cut: the Gibbs run on the whole sample does
+    not change). One per-sample row of :func:`score_samples`'s table."""
+    od = overdispersion_cv(model, random_seed=seed, em_restarts=max(1, EM_RESTARTS - 1),
+                           max_ratio=float(N) / model.n, predictive=predictive)
+    w = rule_weights(np.asarray(od["partition_loglik"]), np.asarray(od["partition_ratios"]),
+                     rule)
+    row = {"rule": f"{rule}/{predictive}-parts", "design": str(data["design"][i]),
+           "replicate": int(data["replicate"][i])}
+    for t in ("1", "2"):
+        lo, hi = weighted_interval(data["d" + t][i], w)
+        row.update({f"truth{t}": float(data["truth" + t][i]),
+                    f"est{t}": float(w @ data["m" + t][i]), f"lo{t}": lo, f"hi{t}": hi})
+    return row
+
+
+def reread(data: dict, populations: str, fractions, kind: str, replicates: int, seed: int,
+           predictive: str) -> pd.DataFrame:
+    """:func:`reread_sample` on every sample of the records ``data`` (which must hold the
+    samples these arguments draw: their truths are checked before any work)."""
+    where = {(str(d), int(r)): i for i, (d, r) in
+             enumerate(zip(data["design"], data["replicate"], strict=True))}
+    rows = []
+    for label, r, model, N, truth in samples(populations, fractions, kind, replicates, seed):
+        i = where.get((label, r))
+        if i is None or not np.isclose(float(data["truth1"][i]), truth.tau1):
+            raise ValueError(f"the records hold no sample {label} #{r} with this truth: "
+                             "give --reread the records these --populations, --fractions, "
+                             "--kind, --replicates and --seed made")
+        rows.append(reread_sample(model, N, seed, data, i, predictive))
+    return pd.DataFrame(rows)
 
 
 def save(out: dict, path: str) -> None:
@@ -327,10 +379,27 @@ def main(argv=None) -> int:
     ap.add_argument("--kappa-csv", default=None,
                     help="write each sample's posterior median log kappa (the first rule's) "
                          "and the log kappa its true tau1 needs (.npz records only)")
+    ap.add_argument("--reread", nargs="*", default=None,
+                    help="read kappa again on the samples of these records (--populations, "
+                         "--fractions, --kind, --replicates, --seed as recorded), the parts "
+                         "fitted by --cv-predictive; writes --per-sample")
+    ap.add_argument("--cv-predictive", default="gibbs", choices=["em", "gibbs"],
+                    help="how --reread's cross-validation fits its parts "
+                         "(overdispersion_cv's predictive)")
     ap.add_argument("--per-sample", default=None,
                     help="write each sample's truth, estimate and interval per rule here, "
                          "the sampler's own as the rule 'model'")
     args = ap.parse_args(argv)
+    if args.reread is not None:
+        if not args.per_sample:
+            ap.error("--reread writes its rows to --per-sample: give the file")
+        per = reread(load(args.reread), args.populations,
+                     [float(x) for x in args.fractions.split(",")], args.kind,
+                     args.replicates, args.seed, args.cv_predictive)
+        per.to_csv(args.per_sample, index=False, float_format="%.6g")
+        with pd.option_context("display.width", 200):
+            print(evaluate(None, None, per).round(3).to_string(index=False))
+        return 0
     if args.evaluate is not None:
         rules = args.rules.split(",") if args.rules else None
         stored_table = all(p.endswith((".csv", ".csv.gz")) for p in args.evaluate)

@@ -145,6 +145,31 @@ def test_record_sample_matches_the_sampler(rules, cv_model):
     assert 0 < rec["m1"][-1] <= su
 
 
+def test_reread_applies_the_new_kappa_to_the_recorded_draws(rules, cv_model):
+    N = 20 * cv_model.n
+    rec = rules.record_sample(cv_model, N, seed=1, sim_seed=2)
+    data = {"design": np.array(["x"]), "replicate": np.array([0]),
+            "truth1": np.array([40.0]), "truth2": np.array([60.0]),
+            **{k: rec[k][None] for k in ("m1", "m2", "d1", "d2")}}
+    # EM parts again: the recorded cross-validation, so the default rule's row
+    em = rules.reread_sample(cv_model, N, 1, data, 0, "em")
+    w = rules.rule_weights(rec["loglik"], rec["ratios"], "default")
+    assert em["rule"] == "default/em-parts" and em["truth2"] == 60.0
+    assert em["est1"] == pytest.approx(float(w @ rec["m1"]))
+    assert (em["lo2"], em["hi2"]) == rules.weighted_interval(rec["d2"], w)
+    # Gibbs parts: the weights of overdispersion_cv(predictive="gibbs") with the same
+    # partitions, applied to the same per-kappa means
+    gib = rules.reread_sample(cv_model, N, 1, data, 0, "gibbs")
+    od = overdispersion_cv(cv_model, random_seed=1, em_restarts=max(1, rules.EM_RESTARTS - 1),
+                           max_ratio=20.0, predictive="gibbs")
+    assert gib["rule"] == "default/gibbs-parts"
+    assert gib["est1"] == pytest.approx(float(np.asarray(od["weights"]) @ rec["m1"]))
+    assert not np.allclose(od["partition_loglik"], rec["loglik"])
+    # the command refuses to run without the file its rows go to, before reading anything
+    with pytest.raises(SystemExit):
+        rules.main(["--reread", "absent.npz"])
+
+
 def test_record_sample_passes_the_cv_parts(rules):
     # a sample with two weight classes: the record's log-likelihoods are those of the
     # cross-validation with weighted parts, which differ from random parts'
