@@ -965,7 +965,9 @@ def assess_posterior(
         Passed to :func:`sdcbayes.inference.fit` (``method`` "nuts" (default),
         "nutpie", "advi" or "map"); for the latent-class model to
         :meth:`LatentClassModel.sample` (``method`` "gibbs", the default and only
-        one). ``random_seed`` also seeds the predictive simulation.
+        one). ``random_seed`` also seeds the predictive simulation; without one a seed
+        is drawn from the operating system and stamped in the settings, so that any
+        run can be repeated.
     threshold, quantiles, predictive
         See :func:`assess_from_posterior`.
     priors : dict, optional
@@ -1011,6 +1013,10 @@ def assess_posterior(
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
     if method is None:
         method = DEFAULT_METHODS[model]
+    if random_seed is None:
+        # an unseeded run draws its seed from the OS and stamps it: the stamped settings
+        # repeat the run (``random_seed=`` / ``--seed`` with that number)
+        random_seed = int(np.random.SeedSequence().generate_state(1)[0])
     if model == "latent-class":
         return _assess_latent_class(
             md, draws=draws, chains=chains, tune=tune, random_seed=random_seed,

@@ -321,6 +321,30 @@ def test_latent_class_route_rejects_other_samplers(demo_fit):
         assess_posterior(md, model="latent-class", draws=5, tune=5, target_accept=0.9)
 
 
+def test_unseeded_run_stamps_the_seed_that_repeats_it():
+    import warnings
+
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({k: rng.choice(list("abcdef"[:L]), 300) for k, L in
+                          (("x", 6), ("y", 4), ("z", 3))})
+    md = Microdata(frame, keys=["x", "y", "z"], sampling_fraction=0.1)
+    kw = {"model": "latent-class", "draws": 20, "tune": 10, "chains": 1, "n_classes": 4,
+          "em_restarts": 1, "overdispersion": None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few draws: ESS warnings expected
+        first = assess_posterior(md, **kw)
+        seed = first.provenance["settings"]["random_seed"]
+        assert isinstance(seed, int)
+        again = assess_posterior(md, random_seed=seed, **kw)
+        other = assess_posterior(md, random_seed=seed + 1, **kw)
+    assert again.provenance["settings"]["random_seed"] == seed
+    for key in ("tau1", "tau2", "expected_reidentifications"):
+        assert again.summary[key] == first.summary[key], key
+    assert other.summary["tau1"] != first.summary["tau1"]
+
+
 def test_latent_class_route_does_not_import_pymc(tmp_path):
     # its Gibbs sampler needs ArviZ for the posterior, never PyMC or PyTensor (0.5 s, 20 MB)
     code = (
