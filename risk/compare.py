@@ -710,7 +710,8 @@ def compare_models(
         {"name": "closed", "model": "closed-form"}]``.
     draws, chains, tune, random_seed, method
         Passed to :func:`sdcbayes.inference.fit` for every PyMC model (the same seed
-        for all, so prior effects are not confounded with seed noise). A latent-class
+        for all, so prior effects are not confounded with seed noise; without one, a
+        seed is drawn from the operating system, used for all and stamped). A latent-class
         specification is fitted by its Gibbs sampler whatever ``method`` says
         (:meth:`~sdcbayes.models.latent_class.LatentClassModel.sample` with these
         ``draws``, ``chains``, ``tune`` (burn-in sweeps) and ``random_seed``; module
@@ -799,6 +800,10 @@ def compare_models(
     if len(set(labels)) != len(labels):
         raise InputError(f"loss pairs repeat: {labels}; give each alternative once")
     check_model_data(md, specs)
+    if random_seed is None:
+        # one seed drawn for every model (prior effects not confounded with seed noise),
+        # stamped in the summary so that the comparison can be repeated
+        random_seed = int(np.random.SeedSequence().generate_state(1)[0])
 
     # ---- fits and assessments
     from sdcbayes.risk.posterior_assess import (

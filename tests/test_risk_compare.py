@@ -17,6 +17,7 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sdcbayes.exceptions import InputError
@@ -428,6 +429,20 @@ def test_latent_class_row_equals_sdcbayes_assess(lc_result, md):
     # the default pair's R1 is f E(1/F | f): the cell's records times the assessed risk
     R1 = lc_result.decision_results["lc"].table["R1"].to_numpy()
     np.testing.assert_allclose(R1, np.asarray(md.cells.fk) * a.cells["risk"], rtol=1e-12)
+
+
+def test_unseeded_comparison_stamps_one_seed_for_all_models(lc_result, md):
+    unseeded = {k: v for k, v in LC_FIT.items() if k != "random_seed"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = compare_models(md, LC_SPECS, **unseeded)
+        seed = first.settings["random_seed"]
+        assert isinstance(seed, int)
+        again = compare_models(md, LC_SPECS, random_seed=seed, **unseeded)
+    # every model got the drawn seed, and the stamped seed repeats the comparison
+    assert first.assessments["lc"].provenance["settings"]["random_seed"] == seed
+    pd.testing.assert_frame_equal(first.table.drop(columns="fit_seconds"),
+                                  again.table.drop(columns="fit_seconds"))
 
 
 def test_latent_class_groups_mean_is_the_assessed_F_mean(lc_result, md):
