@@ -10,10 +10,10 @@ above every kappa's prediction, the kappa posterior piles up at Poisson, and the
 the Gibbs average's with Poisson cells -- right or wrong as that happens to be. Per sample
 this script reports both, with Poisson cells
 (:math:`\\tau_1 = \\sum_{f_k = 1} e^{-(N - n)\\pi_k}`, Skinner & Holmes 1998, section 3.4):
-the EM fit of :meth:`LatentClassModel.fit_em` (the whole sample, ``em_restarts`` starts, as
-the sampler's start) and the posterior mean over the default Gibbs run without
-overdispersion, on the samples and models of ``benchmarks/latent_class_accuracy.py`` (same
-seeds, via ``kappa_rules.samples``).
+the EM fit of :meth:`LatentClassModel.fit_em` (the whole sample, ``EM_RESTARTS`` starts,
+as the sampler starts from; seeded by ``--seed``) and the posterior mean over the default
+Gibbs run without overdispersion, on the samples and models of
+``benchmarks/latent_class_accuracy.py`` (same seeds, via ``kappa_rules.samples``).
 
 Usage::
 

@@ -190,19 +190,14 @@ def reread_sample(model: LatentClassModel, N: float, seed: int, data: dict, i: i
                            max_ratio=float(N) / model.n, predictive=predictive)
     w = rule_weights(np.asarray(od["partition_loglik"]), np.asarray(od["partition_ratios"]),
                      rule)
-    row = {"rule": f"{rule}/{predictive}-parts", "design": str(data["design"][i]),
-           "replicate": int(data["replicate"][i])}
-    for t in ("1", "2"):
-        lo, hi = weighted_interval(data["d" + t][i], w)
-        row.update({f"truth{t}": float(data["truth" + t][i]),
-                    f"est{t}": float(w @ data["m" + t][i]), f"lo{t}": lo, f"hi{t}": hi})
-    return row
+    return sample_row(data, i, f"{rule}/{predictive}-parts", w)
 
 
 def reread(data: dict, populations: str, fractions, kind: str, replicates: int, seed: int,
            predictive: str) -> pd.DataFrame:
-    """:func:`reread_sample` on every sample of the records ``data`` (which must hold the
-    samples these arguments draw: their truths are checked before any work)."""
+    """:func:`reread_sample` on every sample of the records ``data``, which must hold the
+    samples these arguments draw (each sample's truth is checked before its
+    cross-validation; nothing is written until all are done)."""
     where = {(str(d), int(r)): i for i, (d, r) in
              enumerate(zip(data["design"], data["replicate"], strict=True))}
     rows = []
@@ -285,30 +280,33 @@ def weighted_interval(draws: np.ndarray, w: np.ndarray, prob: float = 0.9):
             float(x[order][min(np.searchsorted(cdf, hi * cdf[-1]), x.size - 1)]))
 
 
+def sample_row(data: dict, i: int, rule: str, w=None) -> dict:
+    """Sample ``i``'s row of :func:`score_samples`'s table: truth, estimate and 90%
+    interval of tau1 and tau2 under grid weights ``w`` of kappa (the w-mixture of the
+    recorded per-kappa means and draws), or the sampler's own (``w=None``)."""
+    row = {"rule": rule, "design": str(data["design"][i]), "replicate": int(data["replicate"][i])}
+    m = data["model"][i] if w is None else None
+    for t in ("1", "2"):
+        if w is None:
+            est, lo, hi = m[:3] if t == "1" else m[3:]
+        else:
+            est, (lo, hi) = w @ data["m" + t][i], weighted_interval(data["d" + t][i], w)
+        row.update({f"truth{t}": float(data["truth" + t][i]), f"est{t}": float(est),
+                    f"lo{t}": float(lo), f"hi{t}": float(hi)})
+    return row
+
+
 def score_samples(data: dict, rules, model: bool = False) -> pd.DataFrame:
     """Per rule and sample: truth, estimate and 90% interval of tau1 and tau2.
 
     With ``model=True`` the sampler's own estimates (the default rule as the model ran
     it, stored by :func:`record_sample`) come first as the rule ``"model"``.
     """
-    rows = []
-    n = len(data["design"])
-    for rule in (["model"] if model else []) + list(rules):
-        for i in range(n):
-            row = {"rule": rule, "design": str(data["design"][i]),
-                   "replicate": int(data["replicate"][i])}
-            if rule == "model":
-                m = data["model"][i]
-                vals = {"1": m[:3], "2": m[3:]}
-            else:
-                w = rule_weights(data["loglik"][i], data["ratios"][i], rule)
-                vals = {t: (float(w @ data["m" + t][i]),
-                            *weighted_interval(data["d" + t][i], w)) for t in ("1", "2")}
-            for t in ("1", "2"):
-                est, lo, hi = (float(v) for v in vals[t])
-                row.update({f"truth{t}": float(data["truth" + t][i]), f"est{t}": est,
-                            f"lo{t}": lo, f"hi{t}": hi})
-            rows.append(row)
+    rows = [sample_row(data, i, "model") for i in range(len(data["design"]))] if model else []
+    for rule in rules:
+        rows += [sample_row(data, i, rule,
+                            rule_weights(data["loglik"][i], data["ratios"][i], rule))
+                 for i in range(len(data["design"]))]
     return pd.DataFrame(rows)
 
 

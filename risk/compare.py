@@ -93,7 +93,7 @@ import pandas as pd
 import xarray as xr
 
 from sdcbayes.exceptions import DataError, InputError
-from sdcbayes.provenance import json_safe, stamp
+from sdcbayes.provenance import json_safe, seed_or_drawn, stamp
 from sdcbayes.risk.decisions import (
     DecisionResult,
     decide_from_risks,
@@ -800,10 +800,8 @@ def compare_models(
     if len(set(labels)) != len(labels):
         raise InputError(f"loss pairs repeat: {labels}; give each alternative once")
     check_model_data(md, specs)
-    if random_seed is None:
-        # one seed drawn for every model (prior effects not confounded with seed noise),
-        # stamped in the summary so that the comparison can be repeated
-        random_seed = int(np.random.SeedSequence().generate_state(1)[0])
+    # one seed for every model (prior effects not confounded with seed noise), stamped
+    random_seed = seed_or_drawn(random_seed)
 
     # ---- fits and assessments
     from sdcbayes.risk.posterior_assess import (

@@ -45,7 +45,7 @@ import pandas as pd
 import xarray as xr
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.provenance import stamp
+from sdcbayes.provenance import seed_or_drawn, stamp
 from sdcbayes.risk import mokken
 from sdcbayes.risk.assess import Assessment, cells_to_records
 from sdcbayes.risk.loglinear import poisson_inverse_moment, poisson_prob_unique
@@ -1013,10 +1013,7 @@ def assess_posterior(
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
     if method is None:
         method = DEFAULT_METHODS[model]
-    if random_seed is None:
-        # an unseeded run draws its seed from the OS and stamps it: the stamped settings
-        # repeat the run (``random_seed=`` / ``--seed`` with that number)
-        random_seed = int(np.random.SeedSequence().generate_state(1)[0])
+    random_seed = seed_or_drawn(random_seed)  # stamped: the settings repeat the run
     if model == "latent-class":
         return _assess_latent_class(
             md, draws=draws, chains=chains, tune=tune, random_seed=random_seed,

@@ -14,6 +14,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+import numpy as np
+
 from sdcbayes._version import __version__
 
 _STACK = ("numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "arviz")
@@ -59,6 +61,17 @@ def package_versions(names: tuple[str, ...] = _STACK) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def seed_or_drawn(random_seed):
+    """``random_seed``, or without one (None) a seed drawn from the operating system.
+
+    Unseeded runs stamp the drawn seed in their settings, so that passing it back
+    (``random_seed=`` / ``--seed``) repeats the run.
+    """
+    if random_seed is not None:
+        return random_seed
+    return int(np.random.SeedSequence().generate_state(1)[0])
 
 
 def command_line() -> str:

@@ -35,7 +35,7 @@ def test_a_larger_population_leaves_fewer_uniques_alone(eg, model):
     em100, gibbs100 = eg.em_and_gibbs_tau1(model, 100 * model.n, seed=1)
     su = int((model.key_counts == 1).sum())
     assert 0 < em100 < em10 < su and 0 < gibbs100 < gibbs10 < su
-    # the EM point is the sampler's start: the same seed gives the same point
+    # the EM point is deterministic given its seed
     assert eg.em_and_gibbs_tau1(model, 10 * model.n, seed=1)[0] == em10
 
 
