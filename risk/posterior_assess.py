@@ -719,7 +719,9 @@ def assess_from_posterior(
     predictive : {"auto", "exact", "normal"}
         See :func:`sdcbayes.risk.posterior.evaluate_groups`.
     random_seed : int, optional
-        Seed of the predictive simulation (results are reproducible with it).
+        Seed of the predictive simulation (results are reproducible with it);
+        without one a seed is drawn and stamped as ``predictive_seed`` in the
+        provenance's settings.
     n, N : float, optional
         Sample and population size (Poisson-gamma, latent-class), see
         :func:`posterior_groups` and :func:`latent_class_pi`.
@@ -732,6 +734,7 @@ def assess_from_posterior(
     """
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    random_seed = seed_or_drawn(random_seed)  # stamped as predictive_seed: repeatable
     post = _posterior_dataset(posterior)
     if model == "latent-class":
         if predictive not in ("auto", "exact"):

@@ -34,7 +34,8 @@ from sdcbayes.risk.posterior_assess import (
     mokken_posterior,
 )
 
-X_MAX = 100_000  # brute-force support; the neglected tail is < 1e-40 for the cases below (rho >= 0.001)
+# brute-force support; the neglected tail is < 1e-40 for the cases below (rho >= 0.001)
+X_MAX = 100_000
 
 
 def brute_inverse_moment(f, r, rho, power=1):
@@ -159,7 +160,10 @@ def test_degenerate_pg_file_level_equals_plugins(degenerate_pg):
     assert s["tau1"] == pytest.approx(m1 * rho ** (ALPHA + 1), rel=1e-10)
     assert s["tau2"] == pytest.approx(m1 * brute_inverse_moment(1, ALPHA + 1, rho), rel=1e-8)
     fvals, counts = np.unique(fk, return_counts=True)
-    er = sum(c * f * brute_inverse_moment(f, ALPHA + f, rho) for f, c in zip(fvals, counts))
+    er = sum(
+        c * f * brute_inverse_moment(f, ALPHA + f, rho)
+        for f, c in zip(fvals, counts, strict=True)
+    )
     assert s["expected_reidentifications"] == pytest.approx(er, rel=1e-8)
     for key in ("tau1", "tau2", "expected_reidentifications"):
         lo, hi = s[f"{key}_hyper_interval"]
@@ -243,11 +247,28 @@ def test_degenerate_negbin_reproduces_ihsn_table1():
     np.testing.assert_allclose(res.records["risk_lo"], res.records["risk"], rtol=1e-12)
     # "0.966, the sum of the last column": the printed column sums to 0.9665
     assert res.summary["expected_reidentifications"] == pytest.approx(0.966, abs=1e-3)
-    assert res.summary["expected_reidentifications"] == pytest.approx(sum(IHSN_TABLE1_RISK), abs=3e-4)
+    er = res.summary["expected_reidentifications"]
+    assert er == pytest.approx(sum(IHSN_TABLE1_RISK), abs=3e-4)
     for f, p, risk in zip(md.cells.fk, p_hat, res.cells["risk"], strict=True):
         assert risk == pytest.approx(brute_inverse_moment(f, f, p), rel=1e-8)
     u = md.cells.fk == 1
     assert res.summary["tau1"] == pytest.approx(p_hat[u].sum(), rel=1e-12)  # P(F=1|f=1) = p
+
+
+def test_unseeded_assessment_stamps_a_seed_that_repeats_it():
+    """Without random_seed the predictive seed is drawn and stamped; passing it back repeats."""
+    md = Microdata(FRANCDAT, keys=["Key1", "Key2", "Key3", "Key4"], weight="w")
+    post = constant_posterior(p=np.full(md.cells.n_cells, 0.3))
+    first = assess_from_posterior(md, post, "negbin")
+    seed = first.provenance["settings"]["predictive_seed"]
+    assert isinstance(seed, int)
+    again = assess_from_posterior(md, post, "negbin", random_seed=seed)
+    assert again.provenance["settings"]["predictive_seed"] == seed
+    for key in ("tau1", "tau2", "expected_reidentifications"):
+        assert again.summary[f"{key}_interval"] == first.summary[f"{key}_interval"]
+    # the seed is what makes it repeat: the predictive draws differ with another one
+    other = assess_from_posterior(md, post, "negbin", random_seed=seed + 1)
+    assert not np.array_equal(other.file_draws["tau2"].values, first.file_draws["tau2"].values)
 
 
 # ------------------------------------------------- F_k randomness: Monte Carlo checks
