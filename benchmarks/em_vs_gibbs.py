@@ -26,7 +26,6 @@ errors (ratios of means).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
@@ -35,7 +34,14 @@ import pandas as pd
 from sdcbayes.models.latent_class import LatentClassModel, prob_population_unique
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from kappa_rules import CHAINS, DRAWS, EM_RESTARTS, TUNE, samples  # noqa: E402
+from kappa_rules import (  # noqa: E402
+    CHAINS,
+    DRAWS,
+    EM_RESTARTS,
+    TUNE,
+    per_sample_table,
+    sample_parser,
+)
 
 
 def em_and_gibbs_tau1(model: LatentClassModel, N: float, seed: int) -> tuple[float, float]:
@@ -62,27 +68,20 @@ def summarise_gap(per: pd.DataFrame) -> pd.DataFrame:
     return g.reset_index()
 
 
+def sample_rows(label: str, r: int, model, N: float, truth, seed: int) -> list[dict]:
+    """The one row of a sample: its truth, EM point and Gibbs average."""
+    em, gibbs = em_and_gibbs_tau1(model, N, seed)
+    return [{"design": label, "replicate": r, "truth1": truth.tau1, "em_tau1": em,
+             "gibbs_tau1": gibbs}]
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13")
-    ap.add_argument("--fractions", default="0.01,0.05,0.1")
-    ap.add_argument("--kind", default="srs", choices=["srs", "stratified"])
-    ap.add_argument("--replicates", type=int, default=8)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = sample_parser(__doc__.splitlines()[0],
+                       populations="adult6,adult9,scotland7,scotland13", replicates=8)
     ap.add_argument("--csv", default=None, help="write the per-sample rows here")
-    args = ap.parse_args(argv)
-    rows = []
-    for label, r, model, N, truth in samples(args.populations,
-                                             [float(x) for x in args.fractions.split(",")],
-                                             args.kind, args.replicates, args.seed):
-        em, gibbs = em_and_gibbs_tau1(model, N, args.seed)
-        rows.append({"design": label, "replicate": r, "truth1": truth.tau1, "em_tau1": em,
-                     "gibbs_tau1": gibbs})
-    if not rows:
+    per = per_sample_table(ap.parse_args(argv), sample_rows)
+    if per is None:
         return 1
-    per = pd.DataFrame(rows)
-    if args.csv:
-        per.to_csv(args.csv, index=False, float_format="%.6g")
     with pd.option_context("display.width", 200):
         print(summarise_gap(per).round(3).to_string(index=False))
     return 0

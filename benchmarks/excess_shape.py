@@ -32,7 +32,6 @@ samples whose tau2 oracle lies below their tau1 oracle.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
@@ -46,7 +45,12 @@ from sdcbayes.models.latent_class import (
 )
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from kappa_rules import log_kappa_crossing, run_default, samples  # noqa: E402
+from kappa_rules import (  # noqa: E402
+    log_kappa_crossing,
+    per_sample_table,
+    run_default,
+    sample_parser,
+)
 
 #: Bands of F: [lower, upper] inclusive; the last is open.
 BANDS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, None))
@@ -184,24 +188,12 @@ def summarise(per: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--populations", default="adult6,scotland13")
-    ap.add_argument("--fractions", default="0.1")
-    ap.add_argument("--kind", default="srs", choices=["srs", "stratified"])
-    ap.add_argument("--replicates", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = sample_parser(__doc__.splitlines()[0], populations="adult6,scotland13",
+                       fractions="0.1", replicates=20)
     ap.add_argument("--csv", default=None, help="write the per-sample rows here")
-    args = ap.parse_args(argv)
-    rows = []
-    for label, r, model, N, truth in samples(args.populations,
-                                             [float(x) for x in args.fractions.split(",")],
-                                             args.kind, args.replicates, args.seed):
-        rows += sample_rows(label, r, model, N, truth, args.seed)
-    if not rows:
+    per = per_sample_table(ap.parse_args(argv), sample_rows)
+    if per is None:
         return 1
-    per = pd.DataFrame(rows)
-    if args.csv:
-        per.to_csv(args.csv, index=False, float_format="%.6g")
     with pd.option_context("display.width", 200):
         print(summarise(per).round(3).to_string(index=False))
         print(summarise_oracles(per).round(2).to_string(index=False))

@@ -167,6 +167,40 @@ def samples(populations: str, fractions, kind: str, replicates: int, seed: int):
                   flush=True)
 
 
+def sample_parser(description: str, *, populations: str, fractions: str = "0.01,0.05,0.1",
+                  replicates: int) -> argparse.ArgumentParser:
+    """The arguments that pick :func:`samples` (``--populations``, ``--fractions``,
+    ``--kind``, ``--replicates``, ``--seed``) with this script's defaults."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--populations", default=populations)
+    ap.add_argument("--fractions", default=fractions)
+    ap.add_argument("--kind", default="srs", choices=["srs", "stratified"])
+    ap.add_argument("--replicates", type=int, default=replicates)
+    ap.add_argument("--seed", type=int, default=0)
+    return ap
+
+
+def args_samples(args):
+    """:func:`samples` for the arguments of :func:`sample_parser`."""
+    return samples(args.populations, [float(x) for x in args.fractions.split(",")],
+                   args.kind, args.replicates, args.seed)
+
+
+def per_sample_table(args, rows_of) -> pd.DataFrame | None:
+    """Run ``rows_of(label, replicate, model, N, truth, seed)`` (a list of row dicts) on
+    every sample of :func:`args_samples`; the rows as a table, written to ``args.csv``
+    when given; None when no sample was drawn."""
+    rows = []
+    for label, r, model, N, truth in args_samples(args):
+        rows += rows_of(label, r, model, N, truth, args.seed)
+    if not rows:
+        return None
+    per = pd.DataFrame(rows)
+    if getattr(args, "csv", None):
+        per.to_csv(args.csv, index=False, float_format="%.6g")
+    return per
+
+
 def collect(populations: str, fractions, kind: str, replicates: int, seed: int,
             cv_parts: str = "random") -> dict:
     """Run :func:`record_sample` on every replicate of every design; arrays by key."""
@@ -358,12 +392,8 @@ def load(paths) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13")
-    ap.add_argument("--fractions", default="0.01,0.05,0.1")
-    ap.add_argument("--kind", default="srs", choices=["srs", "stratified"])
-    ap.add_argument("--replicates", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = sample_parser(__doc__.splitlines()[0],
+                       populations="adult6,adult9,scotland7,scotland13", replicates=50)
     ap.add_argument("--cv-parts", default="random", choices=["random", "weights"],
                     help="how the cross-validation draws its parts (overdispersion_cv's "
                          "parts; 'weights' matters on stratified samples only)")

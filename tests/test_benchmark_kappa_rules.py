@@ -248,3 +248,24 @@ def test_kappa_reads_finds_the_oracle_and_the_median(rules):
     assert list(reads.censored) == [0, -1, 1]
     assert reads.oracle[1] == pytest.approx(logk[0]) and reads.oracle[2] == pytest.approx(logk[-1])
     np.testing.assert_allclose(reads.cv_median, np.log(KAPPA_GRID[j]))
+
+
+def test_per_sample_table_runs_every_sample_the_arguments_pick(rules, monkeypatch, tmp_path):
+    seen = []
+
+    def fake_samples(populations, fractions, kind, replicates, seed):
+        seen.append((populations, fractions, kind, replicates, seed))
+        for r in range(replicates):
+            yield "toy/srs/1%", r, None, 100.0, None
+
+    monkeypatch.setattr(rules, "samples", fake_samples)
+    ap = rules.sample_parser("d", populations="a,b", replicates=3)
+    args = ap.parse_args(["--fractions", "0.05,0.1", "--kind", "stratified", "--seed", "4"])
+    args.csv = str(tmp_path / "t.csv")
+    per = rules.per_sample_table(
+        args, lambda label, r, model, N, truth, seed: [{"design": label, "r": r, "s": seed}] * 2)
+    assert seen == [("a,b", [0.05, 0.1], "stratified", 3, 4)]
+    assert len(per) == 6 and list(per.r) == [0, 0, 1, 1, 2, 2] and (per.s == 4).all()
+    pd.testing.assert_frame_equal(pd.read_csv(args.csv), per)
+    args.replicates = 0  # no sample drawn: no table
+    assert rules.per_sample_table(args, lambda *a: [{}]) is None
