@@ -99,6 +99,22 @@ def test_sample_rows_cover_every_sample_unique(es):
     # one oracle row per sample, read from the band rows
     o = es.summarise_oracles(rows)
     assert len(o) == 1 and np.isfinite(o.oracle1.iloc[0]) and np.isfinite(o.oracle2.iloc[0])
+    assert (rows.cv_lo <= rows.cv_median).all() and (rows.cv_median <= rows.cv_hi).all()
+    assert o.oracle_in_90.iloc[0] in (0.0, 1.0)
+
+
+def test_kappa_quantiles_and_the_oracle_inside_the_range(es):
+    grid = np.array([0.1, 1.0, 10.0, np.inf])
+    lo, med, hi = es.kappa_quantiles(grid, [0.02, 0.5, 0.3, 0.18])
+    assert (lo, med, hi) == (np.log(1.0), np.log(1.0), np.inf)
+    lo, med, hi = es.kappa_quantiles(grid, [0.1, 0.1, 0.8, 0.0])
+    assert (lo, med, hi) == (np.log(0.1), np.log(10.0), np.log(10.0))
+    per = pd.DataFrame({"design": ["a"] * 4, "replicate": range(4),
+                        "cv_lo": [0.0, 0.0, 0.0, 0.0], "cv_median": [1.0] * 4,
+                        "cv_hi": [2.0, 2.0, np.inf, 2.0], "oracle1": [1.5, 2.5, 9.2, 9.2],
+                        "censored1": [0, 0, 1, 1], "oracle2": [1.5, 2.5, 9.2, 9.2]})
+    # inside; above the range; censored above with Poisson in range; without it
+    assert es.summarise_oracles(per).oracle_in_90.iloc[0] == pytest.approx(0.5)
 
 
 def test_oracle_kappas_find_the_kappa_that_made_the_truth(es):
