@@ -180,6 +180,22 @@ def test_posterior_smoke(domains, tmp_path):
     np.testing.assert_array_equal(dec["R0"], frame["cnt"])  # L0 = y
 
 
+def test_unseeded_posterior_stamps_a_seed_that_repeats_it(domains, tmp_path):
+    path, _ = domains
+    common = ["decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop", "--draws", "10",
+              "--tune", "10", "--chains", "1", "-q"]
+    first = run_cli(*common, "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    s1 = json.loads((tmp_path / "a" / "summary.json").read_text())
+    seed = s1["settings"]["seed"]
+    assert isinstance(seed, int)
+    again = run_cli(*common, "--seed", str(seed), "--out", str(tmp_path / "b"))
+    assert again.returncode == 0, again.stderr
+    s2 = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert s2["settings"]["seed"] == seed
+    assert s2["hyperparameters"] == s1["hyperparameters"]
+
+
 @pytest.mark.parametrize(
     ("extra", "fragments"),
     [

@@ -56,6 +56,7 @@ from sdcbayes._cliutils import (
     write_output_folder,
 )
 from sdcbayes.exceptions import InputError
+from sdcbayes.provenance import seed_or_drawn
 
 #: Defaults of the posterior route (kept small so a run takes seconds, not minutes).
 DEFAULT_DRAWS = 500
@@ -201,7 +202,11 @@ _DISCLOSURE_EXAMPLES = (
     help="Posterior route: target acceptance rate of NUTS; raise it towards 0.99 when "
     "divergent transitions are reported.",
 )
-@click.option("--seed", type=int, default=None, help="Random seed (reproducible posterior).")
+@click.option(
+    "--seed", type=int, default=None,
+    help="Random seed (reproducible posterior); without it one is drawn and stamped in "
+    "summary.json's settings.",
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),  # a file: refused by check_out_dir, fix named
@@ -365,6 +370,7 @@ def command(
     elif route == "ml":
         kwargs |= {"fit_method": "ml"}
     else:
+        seed = seed_or_drawn(seed)  # stamped below: --seed with it repeats the run
         a_draws, b_draws, diagnostics = _posterior_draws(
             y, n, N, names, draws=draws, chains=chains, tune=tune, seed=seed,
             quiet=quiet or as_json, target_accept=target_accept,
