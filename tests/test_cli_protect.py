@@ -73,6 +73,22 @@ def python_api_pipeline(frame: pd.DataFrame, seed: int):
     return r
 
 
+def test_unseeded_run_stamps_a_seed_that_repeats_it(data, tmp_path):
+    d, _ = data
+    common = ["protect", str(d / "p.csv"), "--keys", ",".join(KEYS), "--pram", "region",
+              "--noise", "income"]
+    first = run_cli(*common, "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    seed = json.loads((tmp_path / "a" / "summary.json").read_text())["seed"]
+    assert isinstance(seed, int)
+    again = run_cli(*common, "--seed", str(seed), "--out", str(tmp_path / "b"))
+    assert again.returncode == 0, again.stderr
+    a, b = (pd.read_csv(tmp_path / x / "protected.csv") for x in "ab")
+    pd.testing.assert_frame_equal(a, b)
+    # PRAM and noise did act: the protected file is not the input
+    assert not a["income"].equals(pd.read_csv(d / "p.csv")["income"])
+
+
 def test_csv_steps_match_python_api_and_risk_before_after(data, tmp_path):
     d, frame = data
     out = tmp_path / "out"

@@ -32,7 +32,8 @@ of them are resolved before any work; outputs use the column names.
 
 Randomness: one NumPy Generator, ``numpy.random.default_rng(seed)``, is handed
 to the random steps (PRAM, Nayak-Zhang PRAM, noise) in the order they run, so a
-run is reproduced by the same steps and seed.
+run is reproduced by the same steps and seed; without ``--seed`` (or a recipe's seed)
+one is drawn and stamped in ``summary.json``.
 
 Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
 
@@ -70,6 +71,7 @@ from sdcbayes._cliutils import (
     write_output_folder,
 )
 from sdcbayes.exceptions import InputError
+from sdcbayes.provenance import seed_or_drawn
 
 #: step name -> (required parameters, optional parameters). "keys" defaults to --keys.
 STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -189,7 +191,11 @@ DEFAULT_RISK_K = 3
     "reached and PRAM applied within each stratum (records of different strata never match). "
     "In a recipe, give strata inside the steps instead.",
 )
-@click.option("--seed", type=int, default=None, help="Random seed (reproducible PRAM and noise).")
+@click.option(
+    "--seed", type=int, default=None,
+    help="Random seed (reproducible PRAM and noise); without it one is drawn and stamped in "
+    "summary.json.",
+)
 @click.option(
     "--weight",
     help="Sampling-weight column, used to measure risk before and after (population "
@@ -300,6 +306,7 @@ def command(
     # ---- work ------------------------------------------------------------------------
     import numpy as np
 
+    seed = seed_or_drawn(seed)  # stamped in summary.json: --seed with it repeats the run
     rng = np.random.default_rng(seed)
     current = frame
     logs, step_summaries, touched, numeric = [], [], [], []
