@@ -86,6 +86,14 @@ from latent_class_accuracy import confirmed_rules, populations_with_codebook  # 
 DRAWS, TUNE, CHAINS, EM_RESTARTS = 150, 100, 2, 3
 
 
+def default_cv(model: LatentClassModel, N: float, seed: int, **options) -> dict:
+    """The default's cross-validation of kappa as ``latent_class_accuracy.py`` runs it
+    (seeded by ``seed``, ratios capped at N/n); ``options`` go to
+    :func:`overdispersion_cv` (``parts``, ``predictive``)."""
+    return overdispersion_cv(model, random_seed=seed, em_restarts=max(1, EM_RESTARTS - 1),
+                             max_ratio=float(N) / model.n, **options)
+
+
 def run_default(model: LatentClassModel, N: float, seed: int, cv_parts: str = "random"):
     r"""The default model on one sample, as ``latent_class_accuracy.py`` runs it.
 
@@ -94,8 +102,7 @@ def run_default(model: LatentClassModel, N: float, seed: int, cv_parts: str = "r
     cross-validation's result, the posterior, and per draw the excess rate and the sample
     mean :math:`n\pi_k` of the sample-unique key cells (in the order of the key cells).
     """
-    od = overdispersion_cv(model, random_seed=seed, em_restarts=max(1, EM_RESTARTS - 1),
-                           max_ratio=float(N) / model.n, parts=cv_parts)
+    od = default_cv(model, N, seed, parts=cv_parts)
     idata = model.sample(draws=DRAWS, tune=TUNE, chains=CHAINS, N=float(N), random_seed=seed,
                          store="all", em_restarts=EM_RESTARTS, overdispersion=od)
     C = model.key_codes.shape[0]
@@ -114,6 +121,23 @@ def log_kappa_crossing(curve, target: float, log_kappa) -> float:
     curve = np.maximum.accumulate(np.asarray(curve, dtype=float))
     # np.interp needs increasing abscissae: break ties of a flat stretch by index
     return float(np.interp(target, curve + 1e-9 * np.arange(curve.size), log_kappa))
+
+
+def kappa_crossing(curve, target: float, log_kappa) -> tuple[float, int]:
+    """:func:`log_kappa_crossing` and whether it is censored: -1 where ``target`` lies at or
+    below the curve's first value, +1 at or above its running maximum's last, else 0."""
+    run = np.maximum.accumulate(np.asarray(curve, dtype=float))
+    cens = -1 if target <= run[0] else (1 if target >= run[-1] else 0)
+    return log_kappa_crossing(curve, target, log_kappa), cens
+
+
+def kappa_quantiles(grid, weights, probs=(0.05, 0.5, 0.95)) -> tuple[float, ...]:
+    """Quantiles of log kappa under grid weights (the lowest grid point whose cumulative
+    weight reaches the level; inf where the Poisson point holds the rest)."""
+    grid = np.asarray(grid, dtype=float)
+    cum = np.cumsum(weights)
+    return tuple(float(np.log(grid[min(np.searchsorted(cum, q * cum[-1]), grid.size - 1)]))
+                 for q in probs)
 
 
 def record_sample(model: LatentClassModel, N: float, seed: int, sim_seed,
@@ -220,8 +244,7 @@ def reread_sample(model: LatentClassModel, N: float, seed: int, data: dict, i: i
     and seeds of :func:`run_default`), the rule's weights applied to the recorded
     per-kappa means and draws (the model is cut: the Gibbs run on the whole sample does
     not change). One per-sample row of :func:`score_samples`'s table."""
-    od = overdispersion_cv(model, random_seed=seed, em_restarts=max(1, EM_RESTARTS - 1),
-                           max_ratio=float(N) / model.n, predictive=predictive)
+    od = default_cv(model, N, seed, predictive=predictive)
     w = rule_weights(np.asarray(od["partition_loglik"]), np.asarray(od["partition_ratios"]),
                      rule)
     return sample_row(data, i, f"{rule}/{predictive}-parts", w)
@@ -289,15 +312,12 @@ def kappa_reads(data: dict, rule: str = "default", grid=KAPPA_GRID) -> pd.DataFr
     """
     finite = np.isfinite(grid)
     logk = np.log(grid[finite])
-    log_all = np.where(finite, np.log(np.where(finite, grid, 1.0)), np.inf)
     rows = []
     for i in range(len(data["design"])):
         w = rule_weights(data["loglik"][i], data["ratios"][i], rule, grid)
-        med = float(log_all[np.searchsorted(np.cumsum(w), 0.5 * w.sum())])
-        m1 = np.maximum.accumulate(np.asarray(data["m1"][i], dtype=float)[finite])
-        t1 = float(data["truth1"][i])
-        cens = -1 if t1 <= m1[0] else (1 if t1 >= m1[-1] else 0)
-        oracle = log_kappa_crossing(m1, t1, logk)
+        (med,) = kappa_quantiles(grid, w, (0.5,))
+        m1 = np.asarray(data["m1"][i], dtype=float)[finite]
+        oracle, cens = kappa_crossing(m1, float(data["truth1"][i]), logk)
         rows.append({"design": str(data["design"][i]), "replicate": int(data["replicate"][i]),
                      "rule": rule, "cv_median": med, "oracle": oracle, "censored": cens})
     return pd.DataFrame(rows)
