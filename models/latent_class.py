@@ -2522,7 +2522,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         partition; with weighted parts, which overlap, the last partition's count),
         ``predicted_poisson`` (the prediction at :math:`\kappa = \infty`, averaged over
         the partitions), ``sd`` (:math:`\sqrt V`), ``method``,
-        ``n_splits``, ``ratios`` (those used), ``partition_ratios`` and
+        ``n_splits``, ``ratios`` (those used), ``kappa_median_by_ratio`` (each ratio's
+        own posterior median of kappa, its partitions combined as ``partitions`` says;
+        inf = Poisson), ``partition_ratios`` and
         ``partition_loglik`` (each partition's ratio and its log-likelihood over the
         grid, prior not included), ``partitions``, ``combine_ratios``, ``prior``,
         ``predictive``,
@@ -2717,6 +2719,15 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     if partitions == "average":
         # one log-likelihood per ratio: the mean over its partitions
         by_ratio = [[np.mean(lls, axis=0)] for lls in by_ratio]
+    # each ratio's own posterior median (its partitions as combined above): how far the
+    # scales' reads disagree, which the mixture over the ratios turns into width
+    ratio_medians = {}
+    for ratio, lls in zip(use, by_ratio, strict=True):
+        w_r = np.zeros(grid.size)
+        for loglik in lls:
+            w = np.exp(loglik - loglik.max()) * prior_mass
+            w_r += w / w.sum() / len(lls)
+        ratio_medians[int(ratio)] = float(grid[np.searchsorted(np.cumsum(w_r), 0.5)])
     if combine_ratios == "average":
         # the ratios' composite: partition by partition, the mean over the ratios
         combined = [np.mean(lls, axis=0) for lls in zip(*by_ratio, strict=True)]
@@ -2738,6 +2749,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "sd": float(np.sqrt(np.mean(var))),
         "n_splits": int(n_splits),
         "ratios": use,
+        "kappa_median_by_ratio": ratio_medians,
         "partition_ratios": ratio_of,
         "partitions": partitions,
         "combine_ratios": combine_ratios,

@@ -1144,6 +1144,9 @@ def _assess_latent_class(
             "cv_parts_fit": od.get("predictive"),
             "cv_splits": od.get("n_splits"),
             "cv_ratios": od.get("ratios"),
+            # each scale ratio's own median kappa (None = Poisson): where they disagree,
+            # the mixture over the ratios is what widens kappa's interval
+            "cv_kappa_median_by_ratio": od.get("kappa_median_by_ratio"),
             # the held-out count's variance factor (1: Bernoulli alone)
             "cv_dispersion": od.get("dispersion"),
         }

@@ -60,6 +60,10 @@ def test_demo_output_folder_follows_design(demo_run, check_html):
 
     assert od["cv_splits"] == lcm.CV_SPLITS and od["cv_parts_fit"] == lcm.CV_PREDICTIVE
     assert od["cv_ratios"] == list(lcm.CV_RATIOS)  # the demo's 3,908 records allow eighths
+    # each ratio's own median kappa (JSON keys are strings; None = Poisson)
+    by_ratio = {int(r): (np.inf if k is None else k)
+                for r, k in od["cv_kappa_median_by_ratio"].items()}
+    assert sorted(by_ratio) == list(lcm.CV_RATIOS) and min(by_ratio.values()) > 0
     assert od["kappa_prior"].startswith(lcm.KAPPA_PRIOR[0])
     # the parts' dispersion of the held-out count (the default CV_DISPERSION = "parts")
     assert lcm.CV_DISPERSION == "parts" and od["cv_dispersion"] >= 1.0

@@ -348,6 +348,14 @@ def test_scale_ratios_mix_their_posteriors_and_respect_the_part_size():
     # the first partition of the mixture is the one of ratio 4 alone (same random stream)
     assert np.all(both["weights"] >= 0.5 * four["weights"] - 1e-15)
     assert not np.allclose(both["weights"], four["weights"])
+    # each ratio's own median: ratio 4's is the one of ratio 4 alone; ratio 8's is its
+    # partition's log-likelihood under the prior
+    assert four["kappa_median_by_ratio"] == {4: four["kappa_median"]}
+    assert both["kappa_median_by_ratio"][4] == four["kappa_median"]
+    ll8 = both["partition_loglik"][both["partition_ratios"].index(8)]
+    w8 = np.exp(ll8 - ll8.max()) * kappa_prior(both["grid"])
+    assert both["kappa_median_by_ratio"][8] == both["grid"][
+        np.searchsorted(np.cumsum(w8 / w8.sum()), 0.5)]
     # every part's uniques that are sample uniques, summed over the parts: the sample uniques
     assert both["observed"] == int((model.counts == 1).sum())
     # parts must hold CV_MIN_PART records: 2000 / 128 is too few, halves are the fallback
