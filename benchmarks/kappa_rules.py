@@ -308,7 +308,11 @@ def kappa_reads(data: dict, rule: str = "default", grid=KAPPA_GRID) -> pd.DataFr
     holds half the mass); ``oracle`` the log kappa at which the per-kappa posterior mean
     of tau1 meets the sample's true tau1 (linear in log kappa between grid points;
     tau1's conditional mean rises with kappa), ``censored`` -1 or +1 where the truth
-    lies below or above every finite kappa's mean (oracle then the grid's end).
+    lies below or above every finite kappa's mean (oracle then the grid's end); with the
+    per-kappa draws (``d1``), ``noise``: the sd of tau1's posterior-predictive draws at
+    the oracle over the slope of its conditional mean in log kappa there, i.e. how far
+    the oracle itself scatters from sample to sample when the model is right, since the
+    truth scatters around its conditional mean by about that sd (nan where censored).
     """
     finite = np.isfinite(grid)
     logk = np.log(grid[finite])
@@ -318,9 +322,24 @@ def kappa_reads(data: dict, rule: str = "default", grid=KAPPA_GRID) -> pd.DataFr
         (med,) = kappa_quantiles(grid, w, (0.5,))
         m1 = np.asarray(data["m1"][i], dtype=float)[finite]
         oracle, cens = kappa_crossing(m1, float(data["truth1"][i]), logk)
-        rows.append({"design": str(data["design"][i]), "replicate": int(data["replicate"][i]),
-                     "rule": rule, "cv_median": med, "oracle": oracle, "censored": cens})
+        row = {"design": str(data["design"][i]), "replicate": int(data["replicate"][i]),
+               "rule": rule, "cv_median": med, "oracle": oracle, "censored": cens}
+        if "d1" in data:
+            row["noise"] = oracle_noise(m1, np.asarray(data["d1"][i])[finite], oracle, logk,
+                                        cens)
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def oracle_noise(m1, d1, oracle: float, log_kappa, censored: int = 0) -> float:
+    """The sd of the draws ``d1`` (finite kappa x draws) at the grid interval holding
+    ``oracle`` (its upper point) over the slope of ``m1`` across that interval; nan where
+    the oracle is censored or the slope is not positive."""
+    if censored:
+        return float("nan")
+    j = int(np.clip(np.searchsorted(log_kappa, oracle), 1, len(log_kappa) - 1))
+    slope = (m1[j] - m1[j - 1]) / (log_kappa[j] - log_kappa[j - 1])
+    return float(np.std(d1[j]) / slope) if slope > 0 else float("nan")
 
 
 def weighted_interval(draws: np.ndarray, w: np.ndarray, prob: float = 0.9):

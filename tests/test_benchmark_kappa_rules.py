@@ -248,6 +248,12 @@ def test_kappa_reads_finds_the_oracle_and_the_median(rules):
     assert list(reads.censored) == [0, -1, 1]
     assert reads.oracle[1] == pytest.approx(logk[0]) and reads.oracle[2] == pytest.approx(logk[-1])
     np.testing.assert_allclose(reads.cv_median, np.log(KAPPA_GRID[j]))
+    assert "noise" not in reads
+    # with the per-kappa draws: their sd (2.5) over the slope (10 per unit of log kappa)
+    d1 = m1[:, None] + np.tile([-2.5, 2.5], (KAPPA_GRID.size, 20))
+    reads = rules.kappa_reads({**data, "d1": np.tile(d1, (3, 1, 1))}, "log-uniform")
+    assert reads.noise[0] == pytest.approx(0.25)
+    assert np.isnan(reads.noise[1]) and np.isnan(reads.noise[2])  # censored oracles
 
 
 def test_per_sample_table_runs_every_sample_the_arguments_pick(rules, monkeypatch, tmp_path):
