@@ -52,6 +52,11 @@ A rule is ``prior[/t=T][/average]``: ``prior`` a :func:`parse_kappa_prior` text
 (``half-cauchy:2``, ``log-uniform``, ``log-normal:0:1``) or ``default``; ``t=T``
 multiplies the log-likelihood by T (T < 1 flattens it); ``average`` averages the
 ratios' log-likelihoods instead of mixing their posteriors (``combine_ratios``).
+Two benchmark-only rules give the ceiling of any rule: ``design-oracle1`` and
+``design-oracle2`` put kappa, for every sample of a design, at the design's kappa, the
+mean over its samples of the oracle of tau1 (of tau2) (:func:`kappa_reads`; linear in
+log kappa between the two grid points around it), with no width: what the model would
+score were the design's kappa known.
 """
 
 from __future__ import annotations
@@ -377,10 +382,39 @@ def score_samples(data: dict, rules, model: bool = False) -> pd.DataFrame:
     """
     rows = [sample_row(data, i, "model") for i in range(len(data["design"]))] if model else []
     for rule in rules:
-        rows += [sample_row(data, i, rule,
-                            rule_weights(data["loglik"][i], data["ratios"][i], rule))
-                 for i in range(len(data["design"]))]
+        if rule in ("design-oracle1", "design-oracle2"):
+            weights = design_oracle_weights(data, rule[-1])
+        else:
+            weights = [rule_weights(data["loglik"][i], data["ratios"][i], rule)
+                       for i in range(len(data["design"]))]
+        rows += [sample_row(data, i, rule, weights[i]) for i in range(len(data["design"]))]
     return pd.DataFrame(rows)
+
+
+def design_oracle_weights(data: dict, tau: str = "1", grid=KAPPA_GRID) -> list[np.ndarray]:
+    """Per sample, grid weights holding kappa at its design's kappa: the mean of the
+    design's uncensored oracles of tau1 (``tau="1"``, the conditional means ``m1``) or
+    tau2 (``"2"``), split linearly in log kappa between the finite grid points around it
+    (the ``design-oracle`` rules of the module docstring)."""
+    finite = np.flatnonzero(np.isfinite(grid))
+    logk = np.log(grid[finite])
+    designs = np.array([str(d) for d in data["design"]])
+    oracle, cens = np.empty(designs.size), np.empty(designs.size, dtype=int)
+    for i in range(designs.size):
+        curve = np.asarray(data["m" + tau][i], dtype=float)[finite]
+        oracle[i], cens[i] = kappa_crossing(curve, float(data["truth" + tau][i]), logk)
+    weights = []
+    for design in designs:
+        use = (designs == design) & (cens == 0)
+        if not use.any():
+            raise ValueError(f"every oracle of {design} is censored: no design kappa")
+        x = float(oracle[use].mean())
+        j = int(np.clip(np.searchsorted(logk, x), 1, logk.size - 1))
+        frac = (x - logk[j - 1]) / (logk[j] - logk[j - 1])
+        w = np.zeros(grid.size)
+        w[finite[j - 1]], w[finite[j]] = 1.0 - frac, frac
+        weights.append(w)
+    return weights
 
 
 def evaluate(data: dict, rules, per: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -275,3 +275,35 @@ def test_per_sample_table_runs_every_sample_the_arguments_pick(rules, monkeypatc
     pd.testing.assert_frame_equal(pd.read_csv(args.csv), per)
     args.replicates = 0  # no sample drawn: no table
     assert rules.per_sample_table(args, lambda *a: [{}]) is None
+
+
+def test_design_oracle_rules_put_kappa_at_the_designs_mean_oracle(rules):
+    # conditional means linear in log kappa: 100 + 10 log kappa (tau1), 200 + 20 log kappa
+    # (tau2); design x's uncensored oracles 0.3 and 0.5 (mean 0.4), a third censored sample
+    # is left out; design y's one oracle -1.0
+    finite = np.isfinite(KAPPA_GRID)
+    logk = np.log(KAPPA_GRID[finite])
+    m1 = np.full(KAPPA_GRID.size, np.nan)
+    m1[finite] = 100.0 + 10.0 * logk
+    m1[~finite] = m1[finite].max() + 1.0
+    m2 = 2.0 * m1
+    draws = np.tile(np.linspace(-1.0, 1.0, 8), (KAPPA_GRID.size, 1))
+    data = {"design": np.array(["x", "x", "x", "y"]), "replicate": np.arange(4),
+            "truth1": np.array([103.0, 105.0, 1e6, 90.0]),
+            "truth2": np.array([206.0, 210.0, 1e6, 180.0]),
+            "m1": np.tile(m1, (4, 1)), "m2": np.tile(m2, (4, 1)),
+            "d1": m1[None, :, None] + draws[None], "d2": m2[None, :, None] + draws[None],
+            "loglik": np.zeros((4, 2, KAPPA_GRID.size)), "ratios": np.tile([4, 8], (4, 1))}
+    data["d1"] = np.repeat(data["d1"], 4, axis=0)
+    data["d2"] = np.repeat(data["d2"], 4, axis=0)
+    w = rules.design_oracle_weights(data, "1")
+    for i, x in enumerate([0.4, 0.4, 0.4, -1.0]):
+        assert w[i].sum() == pytest.approx(1.0) and np.count_nonzero(w[i]) <= 2
+        assert w[i][finite] @ logk == pytest.approx(x)  # linear between the grid points
+    per = rules.score_samples(data, ["design-oracle1", "design-oracle2"])
+    one = per[per.rule == "design-oracle1"]
+    np.testing.assert_allclose(one.est1, [104.0, 104.0, 104.0, 90.0])
+    np.testing.assert_allclose(per[per.rule == "design-oracle2"].est2, [208.0] * 3 + [180.0])
+    bad = {**data, "truth1": np.array([103.0, 105.0, 1e6, 1e6])}
+    with pytest.raises(ValueError, match="censored"):
+        rules.design_oracle_weights(bad, "1")
