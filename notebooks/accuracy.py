@@ -3620,3 +3620,28 @@ rd_sd = unc.cv_median.groupby(level=0).std().round(2)
 assert (off["scotland13/srs/10%"], rd_sd["scotland13/srs/10%"]) == (-0.07, 0.12)
 assert (off["scotland13/stratified/10%"], rd_sd["scotland13/stratified/10%"]) == (-0.05, 0.10)
 assert off[["adult9/srs/1%", "adult9/stratified/1%"]].tolist() == [0.71, 0.83]
+
+# %% [markdown]
+# The ceiling of any kappa rule: `kappa_rules.py --evaluate a.npz s.npz --rules
+# default,design-oracle1,design-oracle2 --per-sample t.csv` (stored as
+# `kappa_rules_50_design_oracle.csv.gz`) puts kappa at the design's mean oracle, with no width.
+
+# %%
+_spec = importlib.util.spec_from_file_location("kappa_rules", RESULTS.parent / "kappa_rules.py")
+kappa_rules = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kappa_rules)
+DO = pd.read_csv(RESULTS / "kappa_rules_50_design_oracle.csv.gz")
+assert DO.groupby("rule").size().to_dict() == {
+    "model": 300, "default": 300, "design-oracle1": 300, "design-oracle2": 300}
+do = kappa_rules.evaluate(None, None, DO).set_index(["rule", "design"]).round(3)
+print(do[["bias1", "rmse1", "cover1", "bias2", "rmse2", "cover2"]])
+order = ["adult9/srs/1%", "adult9/srs/5%", "adult9/srs/10%",
+         "scotland13/srs/1%", "scotland13/srs/5%", "scotland13/srs/10%"]
+assert do.loc["default"].rmse1[order].round(3).tolist() == [0.09, 0.021, 0.017, 0.12, 0.028, 0.017]
+assert do.loc["design-oracle1"].rmse1[order].tolist() == [0.032, 0.014, 0.008, 0.035, 0.015, 0.009]
+assert round(do.loc["default"].rmse1.mean(), 3) == 0.049
+assert round(do.loc["design-oracle1"].rmse1.mean(), 3) == 0.019
+assert do.loc["design-oracle1"].cover1[order].tolist() == [0.94, 0.94, 1.0, 0.86, 0.96, 0.98]
+assert do.loc["design-oracle1"].cover2[order].tolist() == [0.76, 0.94, 1.0, 0.8, 0.96, 0.96]
+assert do.loc["design-oracle2"].cover2[["adult9/srs/1%", "scotland13/srs/1%"]].tolist() == [
+    0.88, 0.92]
