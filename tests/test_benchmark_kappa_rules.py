@@ -228,15 +228,22 @@ def test_per_sample_table_round_trips(rules, tmp_path):
     assert not (tmp_path / "k.csv").exists()
 
 
-def test_kappa_reads_finds_the_oracle_and_the_median(rules):
-    # tau1's conditional mean linear in log kappa over the finite grid; the truth placed at
-    # log kappa = 0.3 (between grid points) is read back by interpolation; a likelihood
-    # peaked at one grid point puts the posterior median there
+def linear_means():
+    """The finite grid points, their log kappa, and a conditional mean of tau1 linear in
+    log kappa over them (100 + 10 log kappa; 1 above the largest at the Poisson point)."""
     finite = np.isfinite(KAPPA_GRID)
     logk = np.log(KAPPA_GRID[finite])
     m1 = np.full(KAPPA_GRID.size, np.nan)
     m1[finite] = 100.0 + 10.0 * logk
     m1[~finite] = m1[finite].max() + 1.0
+    return finite, logk, m1
+
+
+def test_kappa_reads_finds_the_oracle_and_the_median(rules):
+    # tau1's conditional mean linear in log kappa over the finite grid; the truth placed at
+    # log kappa = 0.3 (between grid points) is read back by interpolation; a likelihood
+    # peaked at one grid point puts the posterior median there
+    finite, logk, m1 = linear_means()
     peak = np.full(KAPPA_GRID.size, -50.0)
     j = int(np.argmin(np.abs(KAPPA_GRID - 2.0)))
     peak[j] = 0.0
@@ -281,11 +288,7 @@ def test_design_oracle_rules_put_kappa_at_the_designs_mean_oracle(rules):
     # conditional means linear in log kappa: 100 + 10 log kappa (tau1), 200 + 20 log kappa
     # (tau2); design x's uncensored oracles 0.3 and 0.5 (mean 0.4), a third censored sample
     # is left out; design y's one oracle -1.0
-    finite = np.isfinite(KAPPA_GRID)
-    logk = np.log(KAPPA_GRID[finite])
-    m1 = np.full(KAPPA_GRID.size, np.nan)
-    m1[finite] = 100.0 + 10.0 * logk
-    m1[~finite] = m1[finite].max() + 1.0
+    finite, logk, m1 = linear_means()
     m2 = 2.0 * m1
     draws = np.tile(np.linspace(-1.0, 1.0, 8), (KAPPA_GRID.size, 1))
     data = {"design": np.array(["x", "x", "x", "y"]), "replicate": np.arange(4),
