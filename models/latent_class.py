@@ -2317,6 +2317,15 @@ def _weighted_part_sizes(n_g: np.ndarray, excess: np.ndarray, target: float) -> 
     return np.clip(np.rint(n_g * s), np.minimum(n_g, 1), n_g).astype(np.int64)
 
 
+def _mixed_grid_posterior(logliks, prior_mass: np.ndarray) -> np.ndarray:
+    """Equal mixture over ``logliks`` of the grid posteriors exp(loglik) x prior."""
+    weights = np.zeros(prior_mass.size)
+    for loglik in logliks:
+        w = np.exp(loglik - loglik.max()) * prior_mass
+        weights += w / w.sum() / len(logliks)
+    return weights
+
+
 def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts: int = 2,
                       grid=None, n_splits: int = 1, prior=KAPPA_PRIOR,
                       predictive: str = CV_PREDICTIVE, ratios=CV_RATIOS,
@@ -2727,22 +2736,15 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         by_ratio = [[np.mean(lls, axis=0)] for lls in by_ratio]
     # each ratio's own posterior median (its partitions as combined above): how far the
     # scales' reads disagree, which the mixture over the ratios turns into width
-    ratio_medians = {}
-    for ratio, lls in zip(use, by_ratio, strict=True):
-        w_r = np.zeros(grid.size)
-        for loglik in lls:
-            w = np.exp(loglik - loglik.max()) * prior_mass
-            w_r += w / w.sum() / len(lls)
-        ratio_medians[int(ratio)] = float(grid[np.searchsorted(np.cumsum(w_r), 0.5)])
+    ratio_medians = {int(ratio): float(grid[np.searchsorted(
+        np.cumsum(_mixed_grid_posterior(lls, prior_mass)), 0.5)])
+        for ratio, lls in zip(use, by_ratio, strict=True)}
     if combine_ratios == "average":
         # the ratios' composite: partition by partition, the mean over the ratios
         combined = [np.mean(lls, axis=0) for lls in zip(*by_ratio, strict=True)]
     else:
         combined = [ll for lls in by_ratio for ll in lls]
-    weights = np.zeros(grid.size)
-    for loglik in combined:
-        w = np.exp(loglik - loglik.max()) * prior_mass
-        weights += w / w.sum() / len(combined)
+    weights = _mixed_grid_posterior(combined, prior_mass)
     cdf = np.cumsum(weights)
     return {
         "method": "cv",
