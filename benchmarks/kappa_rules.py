@@ -40,6 +40,8 @@ Usage::
     python benchmarks/kappa_rules.py --evaluate samples.csv.gz   # re-score a stored table
     python benchmarks/kappa_rules.py --populations adult9 --reread adult.npz
         [--cv-predictive gibbs] --per-sample gibbs.csv   # kappa read by other parts
+    python benchmarks/kappa_rules.py --populations adult9 --fractions 0.01 --reread adult.npz
+        --cv-predictive em --cv-splits 4 --per-sample s.csv --split-csv splits.csv
 
 ``--reread`` runs the cross-validation again on the recorded samples with the parts fitted
 by the Gibbs sampler (``--cv-predictive gibbs``, :func:`overdispersion_cv`'s ``predictive``:
@@ -47,6 +49,10 @@ the held-out prediction averaged over the part's posterior, as the risk averages
 whole sample's) instead of one EM point, and scores the default rule on its
 log-likelihoods with the recorded per-kappa draws; the rows (rule
 ``default/gibbs-parts``) join a per-sample table (``--evaluate a.csv b.csv``).
+``--cv-splits K`` draws K random partitions per ratio (rule ``.../splits=K``, all mixed),
+and ``--split-csv`` writes each split's own read of every sample and prints how much a
+sample's read moves from partition to partition against how much it moves from sample to
+sample (:func:`split_spread`): what averaging partitions could remove.
 
 A rule is ``prior[/t=T][/average]``: ``prior`` a :func:`parse_kappa_prior` text
 (``half-cauchy:2``, ``log-uniform``, ``log-normal:0:1``) or ``default``; ``t=T``
@@ -243,20 +249,60 @@ def collect(populations: str, fractions, kind: str, replicates: int, seed: int,
 
 
 def reread_sample(model: LatentClassModel, N: float, seed: int, data: dict, i: int,
-                  predictive: str, rule: str = "default") -> dict:
+                  predictive: str, rule: str = "default", n_splits: int = 1,
+                  split_reads: list | None = None) -> dict:
     """Sample ``i`` of the records ``data`` with kappa read again by a cross-validation
     whose parts are fitted by ``predictive`` (:func:`overdispersion_cv`'s; the partitions
     and seeds of :func:`run_default`), the rule's weights applied to the recorded
     per-kappa means and draws (the model is cut: the Gibbs run on the whole sample does
-    not change). One per-sample row of :func:`score_samples`'s table."""
-    od = default_cv(model, N, seed, predictive=predictive)
-    w = rule_weights(np.asarray(od["partition_loglik"]), np.asarray(od["partition_ratios"]),
-                     rule)
-    return sample_row(data, i, f"{rule}/{predictive}-parts", w)
+    not change). One per-sample row of :func:`score_samples`'s table.
+
+    With ``n_splits`` > 1 the cross-validation draws that many random partitions per ratio
+    and the rule mixes all of them (rule label ``.../splits=K``); ``split_reads``, if
+    given, receives one dict per split: the posterior median log kappa of that split's
+    partitions alone (one per ratio), so that the read's scatter between the partitions
+    of one sample can be set against its scatter between samples (:func:`split_spread`).
+    """
+    od = default_cv(model, N, seed, predictive=predictive, n_splits=n_splits)
+    loglik = np.asarray(od["partition_loglik"])
+    ratios = np.asarray(od["partition_ratios"])
+    w = rule_weights(loglik, ratios, rule)
+    label = f"{rule}/{predictive}-parts" + (f"/splits={n_splits}" if n_splits > 1 else "")
+    if split_reads is not None:
+        for s in range(n_splits):
+            # the s-th partition of every ratio (overdispersion_cv keeps each ratio's
+            # partitions together, in the order drawn)
+            take = np.concatenate([np.flatnonzero(ratios == r)[s:s + 1]
+                                   for r in dict.fromkeys(ratios.tolist())])
+            (med,) = kappa_quantiles(KAPPA_GRID, rule_weights(loglik[take], ratios[take], rule),
+                                     (0.5,))
+            split_reads.append({"design": str(data["design"][i]),
+                                "replicate": int(data["replicate"][i]), "split": s,
+                                "cv_median": med})
+    return sample_row(data, i, label, w)
+
+
+def split_spread(reads: pd.DataFrame) -> pd.DataFrame:
+    """Per design, from :func:`reread_sample`'s ``split_reads`` (finite medians): the
+    scatter of one split's read between the partitions of a sample (root mean of the
+    within-sample variances) and between samples (sd over the samples of one split's
+    read, averaged over the splits; and the sd of the samples' mean read over their
+    splits, what any number of partitions would leave)."""
+    rows = []
+    for design, d in reads.groupby("design", sort=False):
+        wide = d.pivot(index="replicate", columns="split", values="cv_median")
+        wide = wide[np.isfinite(wide).all(axis=1)]
+        rows.append({"design": design, "samples": len(wide), "splits": wide.shape[1],
+                     "read_mean": float(wide.to_numpy().mean()),
+                     "within_sd": float(np.sqrt(wide.var(axis=1).mean())),
+                     "between_sd": float(wide.std(axis=0).mean()),
+                     "mean_read_sd": float(wide.mean(axis=1).std())})
+    return pd.DataFrame(rows)
 
 
 def reread(data: dict, populations: str, fractions, kind: str, replicates: int, seed: int,
-           predictive: str) -> pd.DataFrame:
+           predictive: str, n_splits: int = 1,
+           split_reads: list | None = None) -> pd.DataFrame:
     """:func:`reread_sample` on every sample of the records ``data``, which must hold the
     samples these arguments draw (each sample's truth is checked before its
     cross-validation; nothing is written until all are done)."""
@@ -269,7 +315,8 @@ def reread(data: dict, populations: str, fractions, kind: str, replicates: int, 
             raise ValueError(f"the records hold no sample {label} #{r} with this truth: "
                              "give --reread the records these --populations, --fractions, "
                              "--kind, --replicates and --seed made")
-        rows.append(reread_sample(model, N, seed, data, i, predictive))
+        rows.append(reread_sample(model, N, seed, data, i, predictive,
+                                  n_splits=n_splits, split_reads=split_reads))
     return pd.DataFrame(rows)
 
 
@@ -310,7 +357,8 @@ def kappa_reads(data: dict, rule: str = "default", grid=KAPPA_GRID) -> pd.DataFr
     """Per sample: where the rule's kappa posterior sits and where the truth needs it.
 
     ``cv_median`` is the posterior median of log kappa (inf where the Poisson point
-    holds half the mass); ``oracle`` the log kappa at which the per-kappa posterior mean
+    holds half the mass), ``cv_q05`` and ``cv_q95`` its 5% and 95% quantiles (the 90%
+    range the oracle should fall in); ``oracle`` the log kappa at which the per-kappa posterior mean
     of tau1 meets the sample's true tau1 (linear in log kappa between grid points;
     tau1's conditional mean rises with kappa), ``censored`` -1 or +1 where the truth
     lies below or above every finite kappa's mean (oracle then the grid's end); with the
@@ -324,11 +372,12 @@ def kappa_reads(data: dict, rule: str = "default", grid=KAPPA_GRID) -> pd.DataFr
     rows = []
     for i in range(len(data["design"])):
         w = rule_weights(data["loglik"][i], data["ratios"][i], rule, grid)
-        (med,) = kappa_quantiles(grid, w, (0.5,))
+        q05, med, q95 = kappa_quantiles(grid, w)
         m1 = np.asarray(data["m1"][i], dtype=float)[finite]
         oracle, cens = kappa_crossing(m1, float(data["truth1"][i]), logk)
         row = {"design": str(data["design"][i]), "replicate": int(data["replicate"][i]),
-               "rule": rule, "cv_median": med, "oracle": oracle, "censored": cens}
+               "rule": rule, "cv_median": med, "cv_q05": q05, "cv_q95": q95,
+               "oracle": oracle, "censored": cens}
         if "d1" in data:
             row["noise"] = oracle_noise(m1, np.asarray(data["d1"][i])[finite], oracle, logk,
                                         cens)
@@ -478,8 +527,9 @@ def main(argv=None) -> int:
                          "on .npz records, every rule of a stored per-sample table")
     ap.add_argument("--csv", default=None, help="write the evaluation table here")
     ap.add_argument("--kappa-csv", default=None,
-                    help="write each sample's posterior median log kappa (the first rule's) "
-                         "and the log kappa its true tau1 needs (.npz records only)")
+                    help="write each sample's posterior median and 90%% range of log kappa "
+                         "(the first rule's) and the log kappa its true tau1 needs (.npz "
+                         "records only)")
     ap.add_argument("--reread", nargs="*", default=None,
                     help="read kappa again on the samples of these records (--populations, "
                          "--fractions, --kind, --replicates, --seed as recorded), the parts "
@@ -487,6 +537,12 @@ def main(argv=None) -> int:
     ap.add_argument("--cv-predictive", default="gibbs", choices=["em", "gibbs"],
                     help="how --reread's cross-validation fits its parts "
                          "(overdispersion_cv's predictive)")
+    ap.add_argument("--cv-splits", type=int, default=1,
+                    help="random partitions per ratio in --reread's cross-validation (the "
+                         "rule mixes them all)")
+    ap.add_argument("--split-csv", default=None,
+                    help="with --reread: write each split's own median log kappa here and "
+                         "print the read's scatter within and between samples")
     ap.add_argument("--per-sample", default=None,
                     help="write each sample's truth, estimate and interval per rule here, "
                          "the sampler's own as the rule 'model'")
@@ -494,12 +550,20 @@ def main(argv=None) -> int:
     if args.reread is not None:
         if not args.per_sample:
             ap.error("--reread writes its rows to --per-sample: give the file")
+        if args.cv_splits < 1:
+            ap.error(f"--cv-splits must be at least 1; got {args.cv_splits}")
+        split_reads = [] if args.split_csv else None
         per = reread(load(args.reread), args.populations,
                      [float(x) for x in args.fractions.split(",")], args.kind,
-                     args.replicates, args.seed, args.cv_predictive)
+                     args.replicates, args.seed, args.cv_predictive, args.cv_splits,
+                     split_reads)
         per.to_csv(args.per_sample, index=False, float_format="%.6g")
         with pd.option_context("display.width", 200):
             print(evaluate(None, None, per).round(3).to_string(index=False))
+            if split_reads is not None:
+                reads = pd.DataFrame(split_reads)
+                reads.to_csv(args.split_csv, index=False, float_format="%.5g")
+                print(split_spread(reads).round(3).to_string(index=False))
         return 0
     if args.evaluate is not None:
         rules = args.rules.split(",") if args.rules else None

@@ -168,6 +168,37 @@ def test_reread_applies_the_new_kappa_to_the_recorded_draws(rules, cv_model):
     # the command refuses to run without the file its rows go to, before reading anything
     with pytest.raises(SystemExit):
         rules.main(["--reread", "absent.npz"])
+    # two partitions per ratio: the rule mixes all four (the weights of overdispersion_cv
+    # with n_splits=2), and each split's read is that of its own quarters and eighths
+    reads = []
+    two = rules.reread_sample(cv_model, N, 1, data, 0, "em", n_splits=2, split_reads=reads)
+    od2 = overdispersion_cv(cv_model, random_seed=1, em_restarts=max(1, rules.EM_RESTARTS - 1),
+                            max_ratio=20.0, n_splits=2)
+    assert two["rule"] == "default/em-parts/splits=2"
+    assert two["est1"] == pytest.approx(float(np.asarray(od2["weights"]) @ rec["m1"]))
+    ll2, r2 = np.asarray(od2["partition_loglik"]), np.asarray(od2["partition_ratios"])
+    assert list(r2) == [4, 4, 8, 8]
+    assert [(r["split"], r["replicate"]) for r in reads] == [(0, 0), (1, 0)]
+    for s, take in enumerate(([0, 2], [1, 3])):
+        w = rules.rule_weights(ll2[take], r2[take], "default")
+        assert reads[s]["cv_median"] == rules.kappa_quantiles(KAPPA_GRID, w, (0.5,))[0]
+    with pytest.raises(SystemExit):
+        rules.main(["--reread", "absent.npz", "--per-sample", "x.csv", "--cv-splits", "0"])
+
+
+def test_split_spread_separates_partition_and_sample_scatter(rules):
+    # three samples, two splits: each sample's reads differ by 1 (within-sample variance
+    # 0.5), each split's reads over the samples are 0, 2, 4 (sd 2); a sample whose read is
+    # the Poisson point (inf) is left out
+    reads = pd.DataFrame({"design": "x", "replicate": [0, 0, 1, 1, 2, 2, 3, 3],
+                          "split": [0, 1] * 4,
+                          "cv_median": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 1.0, np.inf]})
+    out = rules.split_spread(reads).iloc[0]
+    assert (out.samples, out.splits) == (3, 2)
+    assert out.within_sd == pytest.approx(np.sqrt(0.5))
+    assert out.between_sd == pytest.approx(2.0)
+    assert out.mean_read_sd == pytest.approx(2.0)
+    assert out.read_mean == pytest.approx(2.5)
 
 
 def test_record_sample_passes_the_cv_parts(rules):
@@ -255,7 +286,17 @@ def test_kappa_reads_finds_the_oracle_and_the_median(rules):
     assert list(reads.censored) == [0, -1, 1]
     assert reads.oracle[1] == pytest.approx(logk[0]) and reads.oracle[2] == pytest.approx(logk[-1])
     np.testing.assert_allclose(reads.cv_median, np.log(KAPPA_GRID[j]))
+    np.testing.assert_allclose(reads.cv_q05, reads.cv_median)
+    np.testing.assert_allclose(reads.cv_q95, reads.cv_median)
     assert "noise" not in reads
+    # a likelihood flat over two grid points (the prior flat in log kappa): the 90% range
+    # runs from the lower point to the upper, the median is the lower
+    two = np.full(KAPPA_GRID.size, -50.0)
+    two[[j, j + 3]] = 0.0
+    spread = rules.kappa_reads({**data, "loglik": np.tile(two, (3, 2, 1))}, "log-uniform")
+    np.testing.assert_allclose(spread.cv_q05, np.log(KAPPA_GRID[j]))
+    np.testing.assert_allclose(spread.cv_median, np.log(KAPPA_GRID[j]))
+    np.testing.assert_allclose(spread.cv_q95, np.log(KAPPA_GRID[j + 3]))
     # with the per-kappa draws: their sd (2.5) over the slope (10 per unit of log kappa)
     d1 = m1[:, None] + np.tile([-2.5, 2.5], (KAPPA_GRID.size, 20))
     reads = rules.kappa_reads({**data, "d1": np.tile(d1, (3, 1, 1))}, "log-uniform")
