@@ -3645,3 +3645,99 @@ assert do.loc["design-oracle1"].cover1[order].tolist() == [0.94, 0.94, 1.0, 0.86
 assert do.loc["design-oracle1"].cover2[order].tolist() == [0.76, 0.94, 1.0, 0.8, 0.96, 0.96]
 assert do.loc["design-oracle2"].cover2[["adult9/srs/1%", "scotland13/srs/1%"]].tolist() == [
     0.88, 0.92]
+
+# %% [markdown]
+# Where the 1% read's scatter and offset come from. The read on eight partitions per ratio of
+# each sample (`kappa_rules.py --reread a.npz --cv-predictive em --cv-splits 8 --split-csv s.csv`,
+# stored as `kappa_rules_1pct_splits8.csv.gz` and `kappa_rules_1pct_splits8_samples.csv.gz`); the
+# side of kappa's 90% range the design's kappa falls on (`cv_q05`, `cv_q95` of
+# `kappa_rules_50_kappa_noise.csv.gz`); and the read in samples drawn from each sample's own EM
+# fit (`kappa_model_world.py`, stored as `kappa_model_world_50.csv.gz`).
+
+# %%
+SP = pd.read_csv(RESULTS / "kappa_rules_1pct_splits8.csv.gz")
+assert (SP.groupby("design").replicate.nunique() == 50).all() and SP.split.nunique() == 8
+sp = kappa_rules.split_spread(SP).set_index("design").round(2)
+print(sp)
+# a partition moves the read a third as much as the sample does; eight partitions keep the scatter
+assert sp.within_sd.tolist() == [0.35, 0.29] and sp.between_sd.tolist() == [0.98, 0.94]
+assert sp.mean_read_sd.tolist() == [0.92, 0.90]
+SR = pd.read_csv(RESULTS / "kappa_rules_1pct_splits8_samples.csv.gz")
+e8 = kappa_rules.evaluate(None, None, pd.concat(
+    [SR, DO[(DO.rule == "default") & DO.design.str.endswith("/1%")]])).set_index(
+    ["rule", "design"]).round(3)
+print(e8[["bias1", "rmse1", "cover1", "cover2", "z1_sd"]])
+assert e8.loc["default"].rmse1.tolist() == [0.09, 0.12]
+assert e8.loc["default/em-parts/splits=8"].rmse1.tolist() == [0.09, 0.11]
+assert e8.loc["default"].cover1.tolist() == [0.80, 0.94]
+assert e8.loc["default/em-parts/splits=8"].cover1.tolist() == [0.84, 0.96]
+
+# %%
+TOP = float(np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)][-1]))
+kq = KN[KN.censored == 0].copy()
+kq["design_k"] = kq.groupby("design").oracle.transform("mean")
+sides = kq.assign(below=kq.design_k < kq.cv_q05, above=kq.design_k > kq.cv_q95,
+                  lower=kq.cv_median - kq.cv_q05,
+                  upper=np.minimum(kq.cv_q95, TOP) - kq.cv_median).groupby("design").agg(
+    below=("below", "mean"), above=("above", "mean"), lower=("lower", "median"),
+    upper=("upper", "median"), read_sd=("cv_median", "std")).round(2)
+print(sides)
+# Adult 9 keys at 1%: the design's kappa falls below the range three times as often as the
+# 5% a 90% range allows; the lower side is narrow for the read's scatter, the upper side long
+assert sides.loc["adult9/srs/1%"].tolist() == [0.16, 0.04, 0.92, 3.45, 0.99]
+assert sides.loc["scotland13/srs/1%"].tolist() == [0.08, 0.0, 1.61, 4.61, 0.95]
+# so the default's misses there are intervals above the truth
+d1 = DO[(DO.rule == "default") & (DO.design == "adult9/srs/1%")]
+assert ((d1.lo1 > d1.truth1).sum(), (d1.hi1 < d1.truth1).sum()) == (9, 1)
+
+# %%
+_spec = importlib.util.spec_from_file_location("kappa_model_world",
+                                               RESULTS.parent / "kappa_model_world.py")
+kappa_model_world = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kappa_model_world)
+MW = pd.read_csv(RESULTS / "kappa_model_world_50.csv.gz")
+assert MW.groupby("design").replicate.nunique().tolist() == [50, 50]
+mw = kappa_model_world.summarise(MW).set_index(["design", "kappa0"]).round(2)
+print(mw)
+# the real samples' reads are those of the stored records
+real = MW[MW.kappa0.isna()].merge(KN, on=["design", "replicate"])
+assert len(real) == 100 and np.allclose(real.read, real.cv_median, atol=1e-4)
+# in the model's world the read lies below kappa0; the real read lies above the design's kappa
+assert mw.loc[("adult9/srs/1%", "0.5"), "offset"] == -0.36
+assert mw.loc[("scotland13/srs/1%", "0.2"), "offset"] == -0.67
+assert off[["adult9/srs/1%"]].tolist() == [0.71]
+design_k1 = KN[(KN.censored == 0)].groupby("design").oracle.mean()
+assert round(KN[KN.design == "scotland13/srs/1%"].cv_median.mean()
+             - design_k1["scotland13/srs/1%"], 2) == 0.56
+# its scatter: as on the real samples on Scotland 13 keys, less on Adult 9 keys
+assert mw.loc[("scotland13/srs/1%", "0.2"), "within_sd"] == 0.96
+assert mw.loc[("scotland13/srs/1%", "real"), "read_sd"] == 0.95
+assert mw.loc[("adult9/srs/1%", "0.5"), "within_sd"] == 0.59
+assert mw.loc[("adult9/srs/1%", "real"), "read_sd"] == 0.99
+
+# %%
+# the same on stratified samples (new records; `kappa_rules_50_stratified_kappa_noise.csv.gz`)
+KS_ = pd.read_csv(RESULTS / "kappa_rules_50_stratified_kappa_noise.csv.gz")
+assert (KS_.groupby("design").replicate.nunique() == 50).all() and KS_.design.nunique() == 6
+ku = KS_[KS_.censored == 0].copy()
+ku["design_k"] = ku.groupby("design").oracle.transform("mean")
+gs = ku.groupby("design")
+strat = pd.DataFrame({
+    "oracle_sd": gs.oracle.std(), "noise": gs.noise.median(),
+    "offset": gs.cv_median.mean() - gs.design_k.mean(),
+    "holds": gs.apply(lambda g: ((g.cv_q05 <= g.design_k) & (g.design_k <= g.cv_q95)).mean()),
+    "above": gs.apply(lambda g: (g.design_k > g.cv_q95).mean()),
+    "corr": gs.apply(lambda g: np.corrcoef(g.cv_median, g.oracle)[0, 1])})
+gap = (strat.oracle_sd - strat.noise).abs()
+strat = strat.round(2)
+print(strat)
+assert (gap.drop("adult9/stratified/1%") < 0.05).all()
+assert round(gs.oracle.std()["adult9/stratified/1%"], 3) == 0.415
+assert round(gs.noise.median()["adult9/stratified/1%"], 3) == 0.284
+assert (strat["corr"].abs() <= 0.19).all()
+assert strat.holds[["adult9/stratified/1%", "adult9/stratified/5%",
+                    "adult9/stratified/10%"]].tolist() == [0.70, 0.96, 0.60]
+assert strat.holds[["scotland13/stratified/1%", "scotland13/stratified/5%",
+                    "scotland13/stratified/10%"]].tolist() == [0.94, 0.80, 0.52]
+assert strat.offset[["adult9/stratified/1%", "adult9/stratified/10%"]].tolist() == [0.83, 0.28]
+assert strat.loc["scotland13/stratified/10%", "above"] == 0.48
