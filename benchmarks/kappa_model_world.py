@@ -15,10 +15,20 @@ and the sampler alike; set against the real sample's read, the EM oracle and the
 oracle (``kappa_scale.py``, ``kappa_rules.py``), the model-world read's offset and scatter
 tell which part of the real one the estimator owns.
 
+Kappa0 is the kappa of the process that drew the sample, the one the EM plug-in needs;
+the model's posterior mean may need another (on the real samples the EM plug-in needs a
+larger kappa than the Gibbs average, ``kappa_scale.py``). ``--population`` therefore
+runs the whole default in the model's world (:func:`population_rows`): a population of N
+records drawn from each sample's EM fit with Gamma(kappa0) cells, a simple random sample
+of the real one's size from it, the default's cross-validation and Gibbs run on that
+sample, and the read's offset from the kappa at which the posterior mean of tau1 meets
+that sample's true tau1 (its Gibbs oracle), to set against the real samples' offset from
+theirs.
+
 Usage::
 
     python benchmarks/kappa_model_world.py --populations adult9 [--fractions 0.01]
-        [--replicates 12] [--draws 8] [--kappas 0.5,1.27] [--csv reads.csv]
+        [--replicates 12] [--draws 8] [--kappas 0.5,1.27] [--population] [--csv reads.csv]
     python benchmarks/kappa_model_world.py --summarise reads.csv
 """
 
@@ -30,14 +40,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sdcbayes.models.latent_class import KAPPA_GRID, LatentClassModel
+from sdcbayes.models.latent_class import (
+    KAPPA_GRID,
+    LatentClassModel,
+    prob_population_unique,
+)
+from sdcbayes.validation import truth_of_sample
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from kappa_rules import (  # noqa: E402
     EM_RESTARTS,
     default_cv,
+    kappa_crossing,
     kappa_quantiles,
     per_sample_table,
+    run_default,
     sample_parser,
 )
 from kappa_scale import em_oracle, part_priors  # noqa: E402
@@ -136,6 +153,62 @@ def sample_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
     return rows
 
 
+def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
+                    draws: int = 2) -> list[dict]:
+    """The default run in the model's world with a population: per kappa0 of ``kappas``
+    and draw, a population of N records drawn from the sample's EM fit with
+    Gamma(kappa0) cells (:func:`simulate_sample` at size N), a simple random sample of
+    the real sample's size from it, and on that sample the default's cross-validation and
+    Gibbs run (``kappa_rules.run_default``): its median log kappa (``read``) and the log
+    kappa at which its posterior mean of tau1 meets the drawn sample's true tau1
+    (``gibbs_oracle``, with ``censored``), so that the read's offset from the oracle can
+    be set against the real samples'. Seeded by ``(seed, replicate)``."""
+    rng = np.random.default_rng([seed, replicate, 97])
+    _, fit = part_priors(model, rng, EM_RESTARTS - 1)
+    fin = np.isfinite(KAPPA_GRID)
+    rows = []
+    for k0 in kappas:
+        for b in range(draws):
+            codes, counts = simulate_sample(model, fit, k0, rng, n=float(N))
+            pop_cell = np.repeat(np.arange(counts.size), counts)
+            index = rng.choice(pop_cell.size, size=int(model.n), replace=False)
+            t = truth_of_sample(pop_cell, counts, index)
+            cells, f = np.unique(pop_cell[index], return_counts=True)
+            sample = _model_like(model, codes[cells], f)
+            od, _, lam, smean = run_default(sample, float(pop_cell.size),
+                                            int(np.random.SeedSequence(
+                                                [seed, replicate, b]).generate_state(1)[0]))
+            m1 = np.array([prob_population_unique(lam, None if np.isinf(k) else k,
+                                                  smean).sum(axis=1).mean()
+                           for k in KAPPA_GRID[fin]])
+            orc, cens = kappa_crossing(m1, t.tau1, np.log(KAPPA_GRID[fin]))
+            rows.append({"design": label, "replicate": replicate, "kappa0": float(k0),
+                         "draw": b, "world": "population",
+                         "read": kappa_quantiles(KAPPA_GRID, np.asarray(od["weights"]),
+                                                 (0.5,))[0],
+                         "n": float(f.sum()), "N": float(pop_cell.size), "tau1": t.tau1,
+                         "gibbs_oracle": orc, "censored": cens})
+    return rows
+
+
+def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
+    """Per design and kappa0 of :func:`population_rows`' table: the mean read, the mean
+    uncensored Gibbs oracle, the read's offset from it (over the uncensored samples) and
+    the sd of both (the Poisson point counted as the grid's top)."""
+    per = per.copy()
+    top = float(np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)][-1]))
+    per["read"] = np.minimum(per.read, top)
+    rows = []
+    for (design, k0), d in per.groupby(["design", "kappa0"], sort=False):
+        u = d[d.censored == 0]
+        rows.append({"design": design, "kappa0": k0, "samples": len(d),
+                     "censored": int((d.censored != 0).sum()), "read_mean": u.read.mean(),
+                     "oracle_mean": u.gibbs_oracle.mean(),
+                     "offset": (u.read - u.gibbs_oracle).mean(), "read_sd": u.read.std(),
+                     "oracle_sd": u.gibbs_oracle.std(), "log_kappa0": float(np.log(k0))})
+    return pd.DataFrame(rows)
+
+
 def summarise(per: pd.DataFrame) -> pd.DataFrame:
     """Per design and kappa0: the reads' mean, its offset from log kappa0 and their sd
     (the Poisson point counted as the grid's top, log 10^4, so the mean is finite; the
@@ -170,6 +243,10 @@ def main(argv=None) -> int:
                     help="samples simulated per sample and kappa0")
     ap.add_argument("--kappas", default="0.5",
                     help="comma-separated kappa0 of the simulations (inf: Poisson cells)")
+    ap.add_argument("--population", action="store_true",
+                    help="draw a population of N records from each fit and run the default "
+                         "on a sample of it (population_rows) instead of reading samples "
+                         "drawn at the sample's size")
     ap.add_argument("--csv", default=None, help="write every read here")
     ap.add_argument("--summarise", nargs="*", default=None,
                     help="summarise stored read tables instead of running")
@@ -184,14 +261,17 @@ def main(argv=None) -> int:
         if args.draws < 1 or not all(k > 0 for k in kappas):
             ap.error("--draws must be at least 1 and every kappa0 positive")
 
+        rows = population_rows if args.population else sample_rows
+
         def rows_of(label, replicate, model, N, truth, seed):
-            return sample_rows(label, replicate, model, N, truth, seed, kappas, args.draws)
+            return rows(label, replicate, model, N, truth, seed, kappas, args.draws)
 
         per = per_sample_table(args, rows_of)
         if per is None:
             return 1
+    table = (summarise_population(per) if "world" in per else summarise(per))
     with pd.option_context("display.width", 200):
-        print(summarise(per).round(2).to_string(index=False))
+        print(table.round(2).to_string(index=False))
     return 0
 
 

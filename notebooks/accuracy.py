@@ -3651,8 +3651,10 @@ assert do.loc["design-oracle2"].cover2[["adult9/srs/1%", "scotland13/srs/1%"]].t
 # each sample (`kappa_rules.py --reread a.npz --cv-predictive em --cv-splits 8 --split-csv s.csv`,
 # stored as `kappa_rules_1pct_splits8.csv.gz` and `kappa_rules_1pct_splits8_samples.csv.gz`); the
 # side of kappa's 90% range the design's kappa falls on (`cv_q05`, `cv_q95` of
-# `kappa_rules_50_kappa_noise.csv.gz`); and the read in samples drawn from each sample's own EM
-# fit (`kappa_model_world.py`, stored as `kappa_model_world_50.csv.gz`).
+# `kappa_rules_50_kappa_noise.csv.gz`); and the default run in the model's own world
+# (`kappa_model_world.py`: on samples of a population drawn from each sample's EM fit,
+# `kappa_model_world_population_25.csv.gz`, and on samples drawn at the sample's size,
+# `kappa_model_world_50.csv.gz`).
 
 # %%
 SP = pd.read_csv(RESULTS / "kappa_rules_1pct_splits8.csv.gz")
@@ -3702,18 +3704,30 @@ print(mw)
 # the real samples' reads are those of the stored records
 real = MW[MW.kappa0.isna()].merge(KN, on=["design", "replicate"])
 assert len(real) == 100 and np.allclose(real.read, real.cv_median, atol=1e-4)
-# in the model's world the read lies below kappa0; the real read lies above the design's kappa
+# in the model's world the read lies below kappa0 (the EM plug-in's kappa there); the real read
+# lies above the design's kappa (the posterior mean's)
 assert mw.loc[("adult9/srs/1%", "0.5"), "offset"] == -0.36
 assert mw.loc[("scotland13/srs/1%", "0.2"), "offset"] == -0.67
 assert off[["adult9/srs/1%"]].tolist() == [0.71]
 design_k1 = KN[(KN.censored == 0)].groupby("design").oracle.mean()
 assert round(KN[KN.design == "scotland13/srs/1%"].cv_median.mean()
              - design_k1["scotland13/srs/1%"], 2) == 0.56
-# its scatter: as on the real samples on Scotland 13 keys, less on Adult 9 keys
-assert mw.loc[("scotland13/srs/1%", "0.2"), "within_sd"] == 0.96
-assert mw.loc[("scotland13/srs/1%", "real"), "read_sd"] == 0.95
-assert mw.loc[("adult9/srs/1%", "0.5"), "within_sd"] == 0.59
+# drawn at the sample's size, the sample sizes vary with the clumping
+assert mw.loc[("adult9/srs/1%", "0.5"), "read_sd"] == 0.66
+assert mw.loc[("scotland13/srs/1%", "0.2"), "read_sd"] == 0.95
+sim_n = MW[MW.kappa0.notna()].groupby("design").n.std().round(0)
+assert sim_n.tolist() == [24.0, 50.0]
 assert mw.loc[("adult9/srs/1%", "real"), "read_sd"] == 0.99
+assert mw.loc[("scotland13/srs/1%", "real"), "read_sd"] == 0.95
+# with a population drawn from the model, the posterior needs kappa0 and the read lies below
+# it, while on the real populations it lies above the design's kappa
+PW = pd.read_csv(RESULTS / "kappa_model_world_population_25.csv.gz")
+assert len(PW) == 100 and (PW.groupby("design").replicate.nunique() == 25).all()
+pw = kappa_model_world.summarise_population(PW).set_index("design").round(2)
+print(pw)
+assert pw.oracle_mean.tolist() == [-0.74, -1.52] and pw.log_kappa0.tolist() == [-0.69, -1.61]
+assert pw.offset.tolist() == [-0.12, -1.0] and pw.read_sd.tolist() == [0.66, 0.65]
+assert pw.censored.tolist() == [0, 0]
 
 # %%
 # the same on stratified samples (new records; `kappa_rules_50_stratified_kappa_noise.csv.gz`)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from benchtools import load_benchmark
 
-from sdcbayes.models.latent_class import LatentClassModel
+from sdcbayes.models.latent_class import KAPPA_GRID, LatentClassModel
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +98,34 @@ def test_simulated_total_is_poisson_with_poisson_cells(mw):
                        for _ in range(3000)])
     assert abs(totals.mean() - 40) < 4 * np.sqrt(40 / 3000)
     assert totals.var() == pytest.approx(40, rel=0.1)
+
+
+def test_population_rows_run_the_default_on_a_sample_of_a_drawn_population(mw):
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({k: rng.choice([f"v{i}" for i in range(6)], 250)
+                          for k in ("x", "y", "z", "u")})
+    toy = LatentClassModel.from_frame(frame, ["x", "y", "z", "u"], n_classes=4)
+    N = 20 * toy.n
+    rows = mw.population_rows("toy/5%", 0, toy, N, None, 0, kappas=(0.5,), draws=1)
+    assert len(rows) == 1
+    row = rows[0]
+    # the drawn sample has the real one's size; the population is Poisson(N) records
+    assert row["n"] == toy.n and abs(row["N"] - N) < 5 * np.sqrt(N)
+    assert row["world"] == "population" and row["kappa0"] == 0.5
+    assert 0 <= row["tau1"] <= toy.n and row["censored"] in (-1, 0, 1)
+    logk = np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)])
+    assert logk[0] <= row["gibbs_oracle"] <= logk[-1]
+    assert row["read"] >= logk[0]
+
+
+def test_summarise_population_offsets_over_uncensored_samples(mw):
+    per = pd.DataFrame({"design": "x", "kappa0": 0.5, "world": "population",
+                        "read": [0.0, 1.0, np.inf, 2.0],
+                        "gibbs_oracle": [-1.0, -1.0, 0.0, 5.0], "censored": [0, 0, 0, 1]})
+    out = mw.summarise_population(per).iloc[0]
+    assert (out.samples, out.censored) == (4, 1)
+    # the Poisson point read as the grid's top, log 10^4
+    top = np.log(1e4)
+    assert out.read_mean == pytest.approx((0.0 + 1.0 + top) / 3)
+    assert out.offset == pytest.approx((1.0 + 2.0 + top) / 3)
+    assert out.oracle_mean == pytest.approx(-2.0 / 3)
