@@ -43,6 +43,7 @@ from scipy import stats
 from sdcbayes.models.latent_class import (
     KAPPA_GRID,
     LatentClassModel,
+    posterior_tau_summary,
     prob_population_unique,
 )
 from sdcbayes.validation import truth_of_sample
@@ -175,26 +176,34 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
             t = truth_of_sample(pop_cell, counts, index)
             cells, f = np.unique(pop_cell[index], return_counts=True)
             sample = _model_like(model, codes[cells], f)
-            od, _, lam, smean = run_default(sample, float(pop_cell.size),
+            od, idata, lam, smean = run_default(sample, float(pop_cell.size),
                                             int(np.random.SeedSequence(
                                                 [seed, replicate, b]).generate_state(1)[0]))
             m1 = np.array([prob_population_unique(lam, None if np.isinf(k) else k,
                                                   smean).sum(axis=1).mean()
                            for k in KAPPA_GRID[fin]])
             orc, cens = kappa_crossing(m1, t.tau1, np.log(KAPPA_GRID[fin]))
+            summ = posterior_tau_summary(idata)
             rows.append({"design": label, "replicate": replicate, "kappa0": float(k0),
                          "draw": b, "world": "population",
                          "read": kappa_quantiles(KAPPA_GRID, np.asarray(od["weights"]),
                                                  (0.5,))[0],
                          "n": float(f.sum()), "N": float(pop_cell.size), "tau1": t.tau1,
-                         "gibbs_oracle": orc, "censored": cens})
+                         "gibbs_oracle": orc, "censored": cens,
+                         # the default's own estimates and 90% intervals, and the truth
+                         **{f"{k}{i}": v for i in ("1", "2") for k, v in zip(
+                             ("est", "lo", "hi"),
+                             (summ[f"tau{i}"], *summ[f"tau{i}_interval"]), strict=True)},
+                         "tau2": t.tau2})
     return rows
 
 
 def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
     """Per design and kappa0 of :func:`population_rows`' table: the mean read, the mean
     uncensored Gibbs oracle, the read's offset from it (over the uncensored samples) and
-    the sd of both (the Poisson point counted as the grid's top)."""
+    the sd of both (the Poisson point counted as the grid's top); where the rows hold the
+    default's estimates (``est1``, ``lo1``, ``hi1``, ...), its relative bias and 90%
+    coverage of tau1 and tau2 in the model's world."""
     per = per.copy()
     top = float(np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)][-1]))
     per["read"] = np.minimum(per.read, top)
@@ -206,6 +215,11 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
                      "oracle_mean": u.gibbs_oracle.mean(),
                      "offset": (u.read - u.gibbs_oracle).mean(), "read_sd": u.read.std(),
                      "oracle_sd": u.gibbs_oracle.std(), "log_kappa0": float(np.log(k0))})
+        if "est1" in d:
+            for i in ("1", "2"):
+                truth = d[f"tau{i}"]
+                rows[-1][f"bias{i}"] = (d[f"est{i}"] - truth).mean() / truth.mean()
+                rows[-1][f"cover{i}"] = ((d[f"lo{i}"] <= truth) & (truth <= d[f"hi{i}"])).mean()
     return pd.DataFrame(rows)
 
 

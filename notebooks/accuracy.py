@@ -3653,7 +3653,7 @@ assert do.loc["design-oracle2"].cover2[["adult9/srs/1%", "scotland13/srs/1%"]].t
 # side of kappa's 90% range the design's kappa falls on (`cv_q05`, `cv_q95` of
 # `kappa_rules_50_kappa_noise.csv.gz`); and the default run in the model's own world
 # (`kappa_model_world.py`: on samples of a population drawn from each sample's EM fit,
-# `kappa_model_world_population_25.csv.gz`, and on samples drawn at the sample's size,
+# `kappa_model_world_population.csv.gz`, and on samples drawn at the sample's size,
 # `kappa_model_world_50.csv.gz`).
 
 # %%
@@ -3721,13 +3721,25 @@ assert mw.loc[("adult9/srs/1%", "real"), "read_sd"] == 0.99
 assert mw.loc[("scotland13/srs/1%", "real"), "read_sd"] == 0.95
 # with a population drawn from the model, the posterior needs kappa0 and the read lies below
 # it, while on the real populations it lies above the design's kappa
-PW = pd.read_csv(RESULTS / "kappa_model_world_population_25.csv.gz")
-assert len(PW) == 100 and (PW.groupby("design").replicate.nunique() == 25).all()
+PW = pd.read_csv(RESULTS / "kappa_model_world_population.csv.gz")
+assert PW.groupby("design").replicate.nunique().to_dict() == {
+    "adult9/srs/1%": 25, "scotland13/srs/1%": 25, "adult9/srs/5%": 10, "scotland13/srs/5%": 10}
 pw = kappa_model_world.summarise_population(PW).set_index("design").round(2)
 print(pw)
-assert pw.oracle_mean.tolist() == [-0.74, -1.52] and pw.log_kappa0.tolist() == [-0.69, -1.61]
-assert pw.offset.tolist() == [-0.12, -1.0] and pw.read_sd.tolist() == [0.66, 0.65]
-assert pw.censored.tolist() == [0, 0]
+p1 = pw.loc[["adult9/srs/1%", "scotland13/srs/1%"]]
+assert p1.oracle_mean.tolist() == [-0.74, -1.52] and p1.log_kappa0.tolist() == [-0.69, -1.61]
+assert p1.offset.tolist() == [-0.12, -1.0] and p1.read_sd.tolist() == [0.66, 0.65]
+assert pw.censored.eq(0).all()
+# a calibration check of the whole procedure in its own world: the read is low everywhere
+p5 = pw.loc[["adult9/srs/5%", "scotland13/srs/5%"]]
+assert p5.offset.tolist() == [-0.54, -0.37]
+assert p1.bias1.tolist() == [-0.02, -0.15] and p5.bias1.tolist() == [-0.04, -0.04]
+assert p1.cover1.tolist() == [0.80, 0.88] and p5.cover1.tolist() == [0.85, 0.60]
+# on the real samples at 5% the read sits at the oracle
+assert round(KN[KN.design == "adult9/srs/5%"].cv_median.mean()
+             - design_k1["adult9/srs/5%"], 2) == -0.04
+assert round(KN[KN.design == "scotland13/srs/5%"].cv_median.mean()
+             - design_k1["scotland13/srs/5%"], 2) == 0.06
 
 # %%
 # the same on stratified samples (new records; `kappa_rules_50_stratified_kappa_noise.csv.gz`)

@@ -116,6 +116,9 @@ def test_population_rows_run_the_default_on_a_sample_of_a_drawn_population(mw):
     logk = np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)])
     assert logk[0] <= row["gibbs_oracle"] <= logk[-1]
     assert row["read"] >= logk[0]
+    # the default's own estimates and intervals of the drawn sample's tau1 and tau2
+    assert row["lo1"] <= row["hi1"] and row["lo2"] <= row["hi2"]
+    assert 0 < row["est2"] and row["tau1"] <= row["tau2"]
 
 
 def test_summarise_population_offsets_over_uncensored_samples(mw):
@@ -129,3 +132,11 @@ def test_summarise_population_offsets_over_uncensored_samples(mw):
     assert out.read_mean == pytest.approx((0.0 + 1.0 + top) / 3)
     assert out.offset == pytest.approx((1.0 + 2.0 + top) / 3)
     assert out.oracle_mean == pytest.approx(-2.0 / 3)
+    assert "cover1" not in out
+    # with estimates: bias over the mean truth, coverage over every sample
+    est = per.assign(tau1=[10.0, 10.0, 20.0, 20.0], est1=[11.0, 9.0, 22.0, 30.0],
+                     lo1=[5.0, 5.0, 21.0, 25.0], hi1=[15.0, 15.0, 30.0, 35.0],
+                     tau2=20.0, est2=20.0, lo2=19.0, hi2=21.0)
+    out = mw.summarise_population(est).iloc[0]
+    assert out.bias1 == pytest.approx((1 - 1 + 2 + 10) / 4 / 15)
+    assert out.cover1 == 0.5 and out.cover2 == 1.0 and out.bias2 == 0.0
