@@ -3723,7 +3723,8 @@ assert mw.loc[("scotland13/srs/1%", "real"), "read_sd"] == 0.95
 # it, while on the real populations it lies above the design's kappa
 PW = pd.read_csv(RESULTS / "kappa_model_world_population.csv.gz")
 assert PW.groupby("design").replicate.nunique().to_dict() == {
-    "adult9/srs/1%": 25, "scotland13/srs/1%": 25, "adult9/srs/5%": 10, "scotland13/srs/5%": 10}
+    "adult9/srs/1%": 25, "scotland13/srs/1%": 25, "adult9/srs/5%": 10, "scotland13/srs/5%": 10,
+    "adult9/srs/10%": 8, "scotland13/srs/10%": 8}
 pw = kappa_model_world.summarise_population(PW).set_index("design").round(2)
 print(pw)
 p1 = pw.loc[["adult9/srs/1%", "scotland13/srs/1%"]]
@@ -3735,6 +3736,11 @@ p5 = pw.loc[["adult9/srs/5%", "scotland13/srs/5%"]]
 assert p5.offset.tolist() == [-0.54, -0.37]
 assert p1.bias1.tolist() == [-0.02, -0.15] and p5.bias1.tolist() == [-0.04, -0.04]
 assert p1.cover1.tolist() == [0.80, 0.88] and p5.cover1.tolist() == [0.85, 0.60]
+p10 = pw.loc[["adult9/srs/10%", "scotland13/srs/10%"]]
+assert p10.offset.tolist() == [-0.24, -0.17] and p10.bias1.tolist() == [-0.01, -0.02]
+assert p10.cover1.tolist() == [0.69, 0.75]
+# against the default's coverage on the real samples (the same designs, design seed 0)
+assert do.loc["default"].cover1[order].tolist() == [0.80, 1.0, 0.86, 0.94, 0.94, 0.88]
 # on the real samples at 5% the read sits at the oracle
 assert round(KN[KN.design == "adult9/srs/5%"].cv_median.mean()
              - design_k1["adult9/srs/5%"], 2) == -0.04
