@@ -67,6 +67,10 @@ from kappa_scale import em_oracle, part_priors  # noqa: E402
 #: cut there and renormalised; at the real designs' n pi_k below 1 its mass beyond is nil).
 MAX_COUNT = 200
 
+#: The kappa grid's largest finite log kappa: where a read at the Poisson point is counted
+#: so that means and sds stay finite.
+_LOG_TOP = float(np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)][-1]))
+
 
 def simulate_sample(model: LatentClassModel, fit: dict, kappa: float, rng,
                     n: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -106,11 +110,14 @@ def simulate_sample(model: LatentClassModel, fit: dict, kappa: float, rng,
                                  p.shape[1] - 1)
     if model.structural_zeros is not None:
         codes = codes[~model.structural_zeros.contains(codes)]
-    if np.isfinite(kappa):
-        mu = n * model.cell_probabilities(w, phi, codes=codes)
-        codes = codes[rng.random(mu.size) < kappa * np.log1p(mu / kappa) / mu]
-    cells = np.unique(codes, axis=0)
+    # pi per distinct cell, not per record: the candidates repeat their cells
+    cells, cell_of = np.unique(codes, axis=0, return_inverse=True)
+    cell_of = cell_of.ravel()
     mu = n * model.cell_probabilities(w, phi, codes=cells)
+    if np.isfinite(kappa):
+        keep = rng.random(cell_of.size) < (kappa * np.log1p(mu / kappa) / mu)[cell_of]
+        occupied = np.bincount(cell_of[keep], minlength=cells.shape[0]) > 0
+        cells, mu = cells[occupied], mu[occupied]
     k = np.arange(1, MAX_COUNT + 1)
     if np.isfinite(kappa):
         pmf = stats.nbinom.pmf(k[None, :], kappa, (kappa / (kappa + mu))[:, None])
@@ -208,8 +215,7 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
     default's estimates (``est1``, ``lo1``, ``hi1``, ...), its relative bias and 90%
     coverage of tau1 and tau2 in the model's world."""
     per = per.copy()
-    top = float(np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)][-1]))
-    per["read"] = np.minimum(per.read, top)
+    per["read"] = np.minimum(per.read, _LOG_TOP)
     rows = []
     for (design, k0), d in per.groupby(["design", "kappa0"], sort=False):
         u = d[d.censored == 0]
@@ -232,9 +238,8 @@ def summarise(per: pd.DataFrame) -> pd.DataFrame:
     share at it is ``poisson``); for the real samples (kappa0 ``real``) the offset is
     from the mean uncensored EM oracle."""
     per = per.copy()
-    top = float(np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)][-1]))
     per["poisson"] = ~np.isfinite(per.read)
-    per["read"] = np.minimum(per.read, top)
+    per["read"] = np.minimum(per.read, _LOG_TOP)
     rows = []
     for design, d in per.groupby("design", sort=False):
         real = d[d.kappa0.isna()]
