@@ -53,7 +53,10 @@ from sdcbayes.validation import truth_of_sample
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from kappa_rules import (  # noqa: E402
+    CHAINS,
+    DRAWS,
     EM_RESTARTS,
+    TUNE,
     default_cv,
     kappa_crossing,
     kappa_quantiles,
@@ -62,6 +65,7 @@ from kappa_rules import (  # noqa: E402
     sample_parser,
 )
 from kappa_scale import em_oracle, part_priors  # noqa: E402
+from mixture_bootstrap import bootstrap_sums  # noqa: E402
 
 #: Largest count drawn for an occupied cell (the zero-truncated negative binomial is
 #: cut there and renormalised; at the real designs' n pi_k below 1 its mass beyond is nil).
@@ -70,6 +74,9 @@ MAX_COUNT = 200
 #: The kappa grid's largest finite log kappa: where a read at the Poisson point is counted
 #: so that means and sds stay finite.
 _LOG_TOP = float(np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)][-1]))
+
+#: A central 90% normal interval's width in standard deviations (2 x 1.645).
+_Z90 = float(2 * stats.norm.ppf(0.95))
 
 
 def simulate_sample(model: LatentClassModel, fit: dict, kappa: float, rng,
@@ -164,8 +171,17 @@ def sample_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
     return rows
 
 
+def _tau_columns(idata, prefix: str = "") -> dict:
+    """The posterior means and 90% intervals of tau1 and tau2 as ``est1, lo1, hi1, ...``
+    (with ``prefix``)."""
+    summ = posterior_tau_summary(idata)
+    return {f"{prefix}{k}{i}": v for i in ("1", "2") for k, v in zip(
+        ("est", "lo", "hi"), (summ[f"tau{i}"], *summ[f"tau{i}_interval"]), strict=True)}
+
+
 def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
-                    draws: int = 2) -> list[dict]:
+                    draws: int = 2, at_kappa0: bool = False,
+                    bootstrap: int = 0) -> list[dict]:
     """The default run in the model's world with a population: per kappa0 of ``kappas``
     and draw, a population of N records drawn from the sample's EM fit with
     Gamma(kappa0) cells (:func:`simulate_sample` at size N), a simple random sample of
@@ -173,7 +189,19 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
     Gibbs run (``kappa_rules.run_default``): its median log kappa (``read``) and the log
     kappa at which its posterior mean of tau1 meets the drawn sample's true tau1
     (``gibbs_oracle``, with ``censored``), so that the read's offset from the oracle can
-    be set against the real samples'. Seeded by ``(seed, replicate)``."""
+    be set against the real samples'. Also the read's 90% range (``read_q05``,
+    ``read_q95``); with ``at_kappa0`` the same Gibbs run with kappa fixed at kappa0, the
+    process's own (``k0_est1``, ``k0_lo1``, ...): the posterior with the right kappa, so
+    that the default's interval errors can be split into the read's and the mixture's;
+    and with it the truth's expectation given the process's own pi and kappa0
+    (``tau1_star``), F's noise about it (``noise_sd1``) and the posterior sd of tau1's
+    expectation at kappa0 (``k0_post_sd1``), which split the run's error once more, and
+    the sample uniques' mean error of log pi (posterior mean over the process's own,
+    ``k0_log_pi_err``). With ``bootstrap`` = B > 1 as well: the whole sample's EM plug-in
+    of tau1's expectation at kappa0 (``em_k0``) and its mean and sd over B refits to
+    resamples of the records (``boot_mean``, ``boot_sd``;
+    ``mixture_bootstrap.bootstrap_sums``), to set against the plug-in's error over samples.
+    Seeded by ``(seed, replicate)``."""
     rng = np.random.default_rng([seed, replicate, 97])
     _, fit = part_priors(model, rng, EM_RESTARTS - 1)
     fin = np.isfinite(KAPPA_GRID)
@@ -186,25 +214,50 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
             t = truth_of_sample(pop_cell, counts, index)
             cells, f = np.unique(pop_cell[index], return_counts=True)
             sample = _model_like(model, codes[cells], f)
-            od, idata, lam, smean = run_default(sample, float(pop_cell.size),
-                                            int(np.random.SeedSequence(
-                                                [seed, replicate, b]).generate_state(1)[0]))
+            run_seed = int(np.random.SeedSequence([seed, replicate, b]).generate_state(1)[0])
+            od, idata, lam, smean = run_default(sample, float(pop_cell.size), run_seed)
             m1 = np.array([prob_population_unique(lam, None if np.isinf(k) else k,
                                                   smean).sum(axis=1).mean()
                            for k in KAPPA_GRID[fin]])
             orc, cens = kappa_crossing(m1, t.tau1, np.log(KAPPA_GRID[fin]))
-            summ = posterior_tau_summary(idata)
+            q05, read, q95 = kappa_quantiles(KAPPA_GRID, np.asarray(od["weights"]))
             rows.append({"design": label, "replicate": replicate, "kappa0": float(k0),
-                         "draw": b, "world": "population",
-                         "read": kappa_quantiles(KAPPA_GRID, np.asarray(od["weights"]),
-                                                 (0.5,))[0],
+                         "draw": b, "world": "population", "read": read,
+                         "read_q05": q05, "read_q95": q95,
                          "n": float(f.sum()), "N": float(pop_cell.size), "tau1": t.tau1,
                          "gibbs_oracle": orc, "censored": cens,
                          # the default's own estimates and 90% intervals, and the truth
-                         **{f"{k}{i}": v for i in ("1", "2") for k, v in zip(
-                             ("est", "lo", "hi"),
-                             (summ[f"tau{i}"], *summ[f"tau{i}_interval"]), strict=True)},
-                         "tau2": t.tau2})
+                         **_tau_columns(idata), "tau2": t.tau2})
+            if at_kappa0:
+                # the same chains' seeds, kappa fixed at the process's own
+                fixed = sample.sample(draws=DRAWS, tune=TUNE, chains=CHAINS,
+                                      N=float(pop_cell.size), random_seed=run_seed,
+                                      em_restarts=EM_RESTARTS, overdispersion=float(k0))
+                rows[-1].update(_tau_columns(fixed, "k0_"))
+                # its error split in two: the truth's expectation at the process's own pi
+                # and kappa0 (tau1_star; F's noise about it has sd sqrt(sum P(1 - P)))
+                # against the posterior mean and sd of the expectation (the mixture's part)
+                su = sample.key_counts == 1
+                w = np.asarray(fit["w"], dtype=float)
+                pi = model.cell_probabilities(w / w.sum(), [np.asarray(x, dtype=float)
+                                                            for x in fit["phi"]],
+                                              codes=sample.key_codes[su])
+                n = float(f.sum())
+                p = prob_population_unique((pop_cell.size - n) * pi, float(k0), n * pi)
+                ex = fixed.posterior["tau1_expected"].values.ravel()
+                post_pi = fixed.posterior["pi"].values.reshape(-1, pi.size).mean(axis=0)
+                rows[-1].update(tau1_star=float(p.sum()),
+                                noise_sd1=float(np.sqrt((p * (1.0 - p)).sum())),
+                                k0_post_sd1=float(ex.std()),
+                                # the uniques' mean error of log pi: the error they share
+                                k0_log_pi_err=float(np.mean(np.log(post_pi / pi))))
+                if bootstrap > 1:
+                    bs = bootstrap_sums(sample, float(pop_cell.size), int(bootstrap),
+                                        np.random.default_rng([seed, replicate, b, 31]),
+                                        grid=np.array([float(k0)]))
+                    rows[-1].update(em_k0=float(bs["em1"][0]),
+                                    boot_mean=float(bs["b1"][:, 0].mean()),
+                                    boot_sd=float(bs["b1"][:, 0].std(ddof=1)))
     return rows
 
 
@@ -213,7 +266,15 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
     uncensored Gibbs oracle, the read's offset from it (over the uncensored samples) and
     the sd of both (the Poisson point counted as the grid's top); where the rows hold the
     default's estimates (``est1``, ``lo1``, ``hi1``, ...), its relative bias and 90%
-    coverage of tau1 and tau2 in the model's world."""
+    coverage of tau1 and tau2 in the model's world and the mean and sd of its errors over
+    the posterior sd its interval implies (width / 3.29; 0 and 1 when calibrated), the
+    same with the prefix ``k0_`` for the run at kappa0 (and, split, the sd of the mixture's
+    error of tau1's expectation, ``k0_param_err_sd1``, against its posterior sd,
+    ``k0_post_sd1``, their ratio's mean and sd, and F's noise over its sd,
+    ``noise_z_sd1``, and the uniques' shared error of log pi, mean and sd); with the
+    bootstrap, the EM plug-in's error mean and sd over samples against the bootstrap's
+    mean sd and mean shift; where they hold the read's range,
+    the share of samples whose range lies above kappa0 (``kappa_below``) and below it."""
     per = per.copy()
     per["read"] = np.minimum(per.read, _LOG_TOP)
     rows = []
@@ -224,11 +285,41 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
                      "oracle_mean": u.gibbs_oracle.mean(),
                      "offset": (u.read - u.gibbs_oracle).mean(), "read_sd": u.read.std(),
                      "oracle_sd": u.gibbs_oracle.std(), "log_kappa0": float(np.log(k0))})
-        if "est1" in d:
+        if "read_q05" in d and d.read_q05.notna().any():
+            # the read's 90% range against the process's kappa (the Poisson point: inf)
+            lk = float(np.log(k0))
+            rows[-1]["kappa_below"] = float((lk < d.read_q05).mean())
+            rows[-1]["kappa_above"] = float((lk > d.read_q95).mean())
+        for pre in ("", "k0_"):
+            if f"{pre}est1" not in d or d[f"{pre}est1"].isna().all():
+                continue
             for i in ("1", "2"):
-                truth = d[f"tau{i}"]
-                rows[-1][f"bias{i}"] = (d[f"est{i}"] - truth).mean() / truth.mean()
-                rows[-1][f"cover{i}"] = ((d[f"lo{i}"] <= truth) & (truth <= d[f"hi{i}"])).mean()
+                truth, est = d[f"tau{i}"], d[f"{pre}est{i}"]
+                lo, hi = d[f"{pre}lo{i}"], d[f"{pre}hi{i}"]
+                rows[-1][f"{pre}bias{i}"] = (est - truth).mean() / truth.mean()
+                rows[-1][f"{pre}cover{i}"] = ((lo <= truth) & (truth <= hi)).mean()
+                # errors over the posterior sd the interval implies (interval_errors)
+                z = (est - truth) / ((hi - lo) / _Z90)
+                rows[-1][f"{pre}z_mean{i}"] = z.mean()
+                rows[-1][f"{pre}z_sd{i}"] = z.std()
+        if "tau1_star" in d and d.tau1_star.notna().any():
+            # at kappa0: the mixture's error of tau1's expectation over its posterior sd,
+            # and F's noise over its sd (each 0 and 1 when calibrated)
+            err = d.k0_est1 - d.tau1_star
+            rows[-1]["k0_param_err_sd1"] = err.std()
+            rows[-1]["k0_post_sd1"] = d.k0_post_sd1.mean()
+            rows[-1]["k0_param_z_mean1"] = (err / d.k0_post_sd1).mean()
+            rows[-1]["k0_param_z_sd1"] = (err / d.k0_post_sd1).std()
+            rows[-1]["noise_z_sd1"] = ((d.tau1_star - d.tau1) / d.noise_sd1).std()
+            if "k0_log_pi_err" in d:
+                rows[-1]["k0_log_pi_err"] = d.k0_log_pi_err.mean()
+                rows[-1]["k0_log_pi_err_sd"] = d.k0_log_pi_err.std()
+        if "boot_sd" in d and d.boot_sd.notna().any():
+            # the EM plug-in's error over samples against the bootstrap's sd within one
+            rows[-1]["em_err_mean"] = (d.em_k0 - d.tau1_star).mean()
+            rows[-1]["em_err_sd"] = (d.em_k0 - d.tau1_star).std()
+            rows[-1]["boot_sd"] = d.boot_sd.mean()
+            rows[-1]["boot_shift"] = (d.boot_mean - d.em_k0).mean()
     return pd.DataFrame(rows)
 
 
@@ -269,6 +360,12 @@ def main(argv=None) -> int:
                     help="draw a population of N records from each fit and run the default "
                          "on a sample of it (population_rows) instead of reading samples "
                          "drawn at the sample's size")
+    ap.add_argument("--at-kappa0", action="store_true",
+                    help="with --population, also run the Gibbs sampler with kappa fixed at "
+                         "kappa0 (population_rows' k0_ columns)")
+    ap.add_argument("--bootstrap", type=int, default=0,
+                    help="with --at-kappa0, also this many resamples of the EM plug-in "
+                         "(population_rows' em_k0, boot_mean, boot_sd)")
     ap.add_argument("--csv", default=None, help="write every read here")
     ap.add_argument("--summarise", nargs="*", default=None,
                     help="summarise stored read tables instead of running")
@@ -283,10 +380,17 @@ def main(argv=None) -> int:
         if args.draws < 1 or not all(k > 0 for k in kappas):
             ap.error("--draws must be at least 1 and every kappa0 positive")
 
-        rows = population_rows if args.population else sample_rows
+        if args.at_kappa0 and not args.population:
+            ap.error("--at-kappa0 needs --population")
+        if args.bootstrap and (not args.at_kappa0 or args.bootstrap < 2):
+            ap.error("--bootstrap needs --at-kappa0 and at least 2 resamples")
 
         def rows_of(label, replicate, model, N, truth, seed):
-            return rows(label, replicate, model, N, truth, seed, kappas, args.draws)
+            if args.population:
+                return population_rows(label, replicate, model, N, truth, seed, kappas,
+                                       args.draws, at_kappa0=args.at_kappa0,
+                                       bootstrap=args.bootstrap)
+            return sample_rows(label, replicate, model, N, truth, seed, kappas, args.draws)
 
         per = per_sample_table(args, rows_of)
         if per is None:

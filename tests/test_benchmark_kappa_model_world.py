@@ -106,7 +106,8 @@ def test_population_rows_run_the_default_on_a_sample_of_a_drawn_population(mw):
                           for k in ("x", "y", "z", "u")})
     toy = LatentClassModel.from_frame(frame, ["x", "y", "z", "u"], n_classes=4)
     N = 20 * toy.n
-    rows = mw.population_rows("toy/5%", 0, toy, N, None, 0, kappas=(0.5,), draws=1)
+    rows = mw.population_rows("toy/5%", 0, toy, N, None, 0, kappas=(0.5,), draws=1,
+                              at_kappa0=True, bootstrap=3)
     assert len(rows) == 1
     row = rows[0]
     # the drawn sample has the real one's size; the population is Poisson(N) records
@@ -115,10 +116,23 @@ def test_population_rows_run_the_default_on_a_sample_of_a_drawn_population(mw):
     assert 0 <= row["tau1"] <= toy.n and row["censored"] in (-1, 0, 1)
     logk = np.log(KAPPA_GRID[np.isfinite(KAPPA_GRID)])
     assert logk[0] <= row["gibbs_oracle"] <= logk[-1]
-    assert row["read"] >= logk[0]
+    assert logk[0] <= row["read_q05"] <= row["read"] <= row["read_q95"]
     # the default's own estimates and intervals of the drawn sample's tau1 and tau2
     assert row["lo1"] <= row["hi1"] and row["lo2"] <= row["hi2"]
     assert 0 < row["est2"] and row["tau1"] <= row["tau2"]
+    # the run at kappa0: kappa known, so its interval of tau1 is no wider than the
+    # default's, which also carries kappa's doubt (same chains' seeds)
+    assert row["k0_lo1"] <= row["k0_est1"] <= row["k0_hi1"]
+    assert row["k0_hi1"] - row["k0_lo1"] <= row["hi1"] - row["lo1"]
+    assert row["k0_lo2"] <= row["k0_est2"] <= row["k0_hi2"]
+    # the split: the expectation at the process's own pi lies among the uniques' count,
+    # F's noise and the posterior sd are positive
+    assert 0 < row["tau1_star"] < (toy.key_counts == 1).sum() + 1
+    assert row["noise_sd1"] > 0 and row["k0_post_sd1"] > 0
+    # the EM plug-in at kappa0 and its bootstrap over the same uniques
+    n_unique = (toy.key_counts == 1).sum()
+    assert 0 < row["em_k0"] <= n_unique and 0 < row["boot_mean"] <= n_unique
+    assert row["boot_sd"] > 0
 
 
 def test_summarise_population_offsets_over_uncensored_samples(mw):
@@ -140,3 +154,35 @@ def test_summarise_population_offsets_over_uncensored_samples(mw):
     out = mw.summarise_population(est).iloc[0]
     assert out.bias1 == pytest.approx((1 - 1 + 2 + 10) / 4 / 15)
     assert out.cover1 == 0.5 and out.cover2 == 1.0 and out.bias2 == 0.0
+    # errors over the implied posterior sd, width / 3.29
+    z = np.array([1.0, -1.0, 2.0, 10.0]) / (np.array([10.0, 10.0, 9.0, 10.0]) / 3.2897)
+    assert out.z_mean1 == pytest.approx(z.mean(), rel=1e-4)
+    assert out.z_sd1 == pytest.approx(z.std(ddof=1), rel=1e-4)
+    assert "k0_cover1" not in out and "kappa_below" not in out
+    # the run at kappa0 summarised alike; the read's range against log kappa0 = -0.69
+    k0 = est.assign(k0_est1=est.tau1, k0_lo1=est.tau1 - 1, k0_hi1=est.tau1 + 1,
+                    k0_est2=25.0, k0_lo2=24.0, k0_hi2=26.0,
+                    read_q05=[-2.0, -0.5, -3.0, -1.0], read_q95=[0.0, 1.0, -1.0, 0.0])
+    out = mw.summarise_population(k0).iloc[0]
+    assert out.k0_cover1 == 1.0 and out.k0_bias1 == 0.0 and out.k0_z_sd1 == 0.0
+    assert out.k0_cover2 == 0.0 and out.k0_bias2 == pytest.approx(0.25)
+    assert out.kappa_below == 0.25 and out.kappa_above == 0.25
+    assert "k0_param_z_sd1" not in out
+    # the split at kappa0: the mixture's error over its posterior sd, F's noise over its sd
+    split = k0.assign(tau1_star=[11.0, 9.0, 20.0, 22.0], k0_post_sd1=[1.0, 1.0, 2.0, 2.0],
+                      noise_sd1=[1.0, 1.0, 1.0, 2.0])
+    out = mw.summarise_population(split).iloc[0]
+    err = np.array([-1.0, 1.0, 0.0, -2.0])
+    assert out.k0_param_err_sd1 == pytest.approx(err.std(ddof=1))
+    assert out.k0_post_sd1 == 1.5
+    assert out.k0_param_z_mean1 == pytest.approx(np.mean(err / [1, 1, 2, 2]))
+    assert out.noise_z_sd1 == pytest.approx(np.std([1.0, -1.0, 0.0, 1.0], ddof=1))
+    assert "boot_sd" not in out
+    # the EM plug-in's error over samples against the bootstrap
+    boot = split.assign(k0_log_pi_err=[0.1, 0.3, 0.2, 0.2], em_k0=[10.0, 10.0, 18.0, 20.0],
+                        boot_mean=[12.0, 11.0, 20.0, 20.0], boot_sd=[1.0, 2.0, 3.0, 2.0])
+    out = mw.summarise_population(boot).iloc[0]
+    assert out.k0_log_pi_err == pytest.approx(0.2)
+    assert out.em_err_mean == pytest.approx(np.mean([-1.0, 1.0, -2.0, -2.0]))
+    assert out.em_err_sd == pytest.approx(np.std([-1.0, 1.0, -2.0, -2.0], ddof=1))
+    assert out.boot_sd == 2.0 and out.boot_shift == pytest.approx(1.25)
