@@ -137,9 +137,19 @@ def widened_row(data: dict, i: int, rule: str, w, sd1, sd2, rng, scale: float = 
     return row
 
 
+def boot_sds(paths) -> dict:
+    """The bootstrap's sd per sample and kappa (``sd1``, ``sd2``: samples x grid) of
+    stored :func:`collect` runs, which may differ in their number of resamples."""
+    parts = [dict(np.load(p, allow_pickle=False)) for p in paths]
+    return {"design": np.concatenate([p["design"] for p in parts]),
+            "replicate": np.concatenate([p["replicate"] for p in parts]),
+            **{f"sd{t}": np.concatenate([p["b" + t].std(axis=1, ddof=1) for p in parts])
+               for t in ("1", "2")}}
+
+
 def score(data: dict, boot: dict, rules=("default",), scales=SCALES, seed: int = 11):
-    """Per sample of ``boot`` found in the records ``data``: each rule's row and its
-    widened rows (:func:`widened_row`, one per scale)."""
+    """Per sample of ``boot`` (:func:`boot_sds`) found in the records ``data``: each
+    rule's row and its widened rows (:func:`widened_row`, one per scale)."""
     at = {(str(d), int(r)): i for i, (d, r) in enumerate(
         zip(data["design"], data["replicate"], strict=True))}
     rng = np.random.default_rng(seed)
@@ -148,7 +158,7 @@ def score(data: dict, boot: dict, rules=("default",), scales=SCALES, seed: int =
         i = at.get((str(d), int(r)))
         if i is None:
             raise ValueError(f"sample {d} #{r} of the bootstrap is not in the records")
-        sd1, sd2 = (boot[b][j].std(axis=0, ddof=1) for b in ("b1", "b2"))
+        sd1, sd2 = boot["sd1"][j], boot["sd2"][j]
         for rule in rules:
             w = rule_weights(data["loglik"][i], data["ratios"][i], rule)
             rows.append(sample_row(data, i, rule, w))
@@ -171,7 +181,7 @@ def main(argv=None) -> int:
     if args.evaluate is not None:
         if not args.evaluate or not args.boot_npz:
             ap.error("--evaluate needs the records and --boot-npz the bootstrap sums")
-        per = score(load(args.evaluate), load(args.boot_npz), args.rules.split(","))
+        per = score(load(args.evaluate), boot_sds(args.boot_npz), args.rules.split(","))
         if args.per_sample:
             per.to_csv(args.per_sample, index=False, float_format="%.6g")
         table = evaluate(None, None, per)

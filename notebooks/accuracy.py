@@ -3773,3 +3773,87 @@ assert strat.holds[["scotland13/stratified/1%", "scotland13/stratified/5%",
                     "scotland13/stratified/10%"]].tolist() == [0.94, 0.80, 0.52]
 assert strat.offset[["adult9/stratified/1%", "adult9/stratified/10%"]].tolist() == [0.83, 0.28]
 assert strat.loc["scotland13/stratified/10%", "above"] == 0.48
+
+# %% [markdown]
+# The default in its own world with kappa known: the same run with the Gibbs sampler's kappa
+# fixed at the process's own, kappa0 (`kappa_model_world.py --population --at-kappa0`, with
+# `--bootstrap 20` at 1%; stored as `kappa_model_world_k0.csv.gz`, and at 5% with the split on
+# 20 further draws as `kappa_model_world_k0_5pct_split.csv.gz`), and the recorded default's
+# intervals widened by the bootstrap scatter of the mixture's EM plug-in
+# (`mixture_bootstrap.py`, stored as `mixture_bootstrap_50.csv.gz`).
+
+# %%
+K0 = pd.read_csv(RESULTS / "kappa_model_world_k0.csv.gz")
+assert K0.groupby("design", sort=False).size().to_dict() == {
+    "adult9/srs/1%": 50, "scotland13/srs/1%": 50, "adult9/srs/5%": 40, "scotland13/srs/5%": 40,
+    "adult9/srs/10%": 32, "scotland13/srs/10%": 32}
+# the same samples and default runs as the last check, bit for bit where they overlap
+_both = PW.merge(K0, on=["design", "replicate", "draw"])
+assert len(_both) == 172 and (_both.est1_x == _both.est1_y).all()
+assert (_both.hi2_x == _both.hi2_y).all() and (_both.read_x == _both.read_y).all()
+k0 = kappa_model_world.summarise_population(K0).set_index("design").round(2)
+print(k0.T)
+k0_order = ["adult9/srs/1%", "adult9/srs/5%", "adult9/srs/10%",
+            "scotland13/srs/1%", "scotland13/srs/5%", "scotland13/srs/10%"]
+k0 = k0.loc[k0_order]
+# the default in its own world: the read low, kappa0 above its 90% range far too often
+assert k0.cover1.tolist() == [0.80, 0.78, 0.75, 0.88, 0.62, 0.78]
+assert k0.kappa_above.tolist() == [0.12, 0.45, 0.38, 0.18, 0.65, 0.28]
+assert k0.kappa_below.tolist() == [0.04, 0.0, 0.0, 0.0, 0.0, 0.06]
+# with kappa0 itself the posterior is calibrated on two designs, too sharp on Adult 9 keys at
+# 1% and 5% and off on Scotland 13 keys at 1% and 10%
+assert k0.k0_cover1.tolist() == [0.84, 0.75, 0.94, 0.78, 0.92, 0.78]
+assert k0.k0_cover2.tolist() == [0.80, 0.72, 0.91, 0.76, 0.90, 0.78]
+assert k0.k0_z_sd1.tolist() == [1.34, 1.35, 0.75, 1.10, 1.05, 1.14]
+assert k0.k0_z_mean1.tolist() == [0.31, 0.27, 0.16, -0.54, 0.00, 0.29]
+assert k0.k0_bias1.abs().max() <= 0.01
+# at 1% the split: the mixture's error of tau1's expectation is twice its posterior sd, F's
+# noise is what the posterior says
+k1 = k0.loc[["adult9/srs/1%", "scotland13/srs/1%"]]
+assert k1.k0_param_err_sd1.tolist() == [6.26, 5.16] and k1.k0_post_sd1.tolist() == [2.82, 2.72]
+assert k1.noise_z_sd1.tolist() == [1.10, 0.93]
+# the uniques' pi share an error (mean over the uniques of log posterior / true pi), which
+# moves with tau1's error
+assert k1.k0_log_pi_err.tolist() == [0.19, 0.48] and k1.k0_log_pi_err_sd.tolist() == [0.12, 0.06]
+_r = {d: np.corrcoef(g.k0_log_pi_err, g.k0_est1 - g.tau1_star)[0, 1].round(2)
+      for d, g in K0[K0.design.str.endswith("/1%")].groupby("design")}
+assert _r == {"adult9/srs/1%": -0.90, "scotland13/srs/1%": -0.66}
+# the bootstrap of the EM plug-in sees most of that error's scatter
+assert k1.em_err_sd.tolist() == [7.93, 6.42] and k1.boot_sd.tolist() == [5.85, 5.15]
+assert k1.em_err_mean.tolist() == [-16.77, -28.82] and k1.boot_shift.tolist() == [16.54, 16.07]
+K5 = pd.read_csv(RESULTS / "kappa_model_world_k0_5pct_split.csv.gz")
+assert K5.groupby("design").size().tolist() == [20, 20]
+k5 = kappa_model_world.summarise_population(K5).set_index("design").round(2).loc[
+    ["adult9/srs/5%", "scotland13/srs/5%"]]
+print(k5.T)
+assert k5.k0_param_err_sd1.tolist() == [6.89, 12.68] and k5.k0_post_sd1.tolist() == [5.87, 8.81]
+assert k5.em_err_sd.tolist() == [11.48, 17.53] and k5.boot_sd.tolist() == [9.88, 10.84]
+assert k5.k0_cover1.tolist() == [0.85, 1.0]
+
+# %%
+MB = pd.read_csv(RESULTS / "mixture_bootstrap_50.csv.gz")
+assert (MB.groupby("rule").size() == 300).all() and MB.rule.nunique() == 6
+# its default rows are the stored default's (the same records)
+_d = DO[DO.rule == "default"].merge(MB[MB.rule == "default"], on=["design", "replicate"])
+assert len(_d) == 300 and (_d.lo1_x == _d.lo1_y).all() and (_d.hi2_x == _d.hi2_y).all()
+mb = kappa_rules.evaluate(None, None, MB).set_index(["rule", "design"]).round(3)
+print(mb[["bias1", "cover1", "cover2", "width1", "z1_sd", "z2_sd"]])
+
+
+def _covers(rule):
+    c = mb.loc[rule].loc[order]
+    return list(zip(c.cover1.round(2).tolist(), c.cover2.round(2).tolist(), strict=True))
+
+
+assert _covers("default") == [(0.8, 0.8), (1.0, 0.98), (0.86, 0.9), (0.94, 0.94),
+                              (0.94, 0.94), (0.88, 0.9)]
+assert _covers("default+boot1") == [(0.84, 0.86), (1.0, 1.0), (0.86, 0.94), (0.94, 0.94),
+                                    (0.98, 0.98), (0.94, 0.92)]
+assert _covers("default+boot0.5") == [(0.82, 0.84), (1.0, 1.0), (0.86, 0.92), (0.94, 0.94),
+                                      (0.94, 0.96), (0.92, 0.9)]
+assert _covers("default/average+boot1") == [(0.78, 0.78), (0.92, 0.84), (0.84, 0.92),
+                                            (0.74, 0.8), (0.92, 0.92), (0.9, 0.88)]
+assert mb.loc[("default", "adult9/srs/1%"), ["z1_sd", "z2_sd"]].tolist() == [1.311, 1.51]
+assert mb.loc[("default+boot1", "adult9/srs/1%"), ["z1_sd", "z2_sd"]].tolist() == [1.089, 1.209]
+# the estimate is never moved
+assert (mb.loc["default+boot1"].bias1 == mb.loc["default"].bias1).all()

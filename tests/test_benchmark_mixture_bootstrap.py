@@ -121,7 +121,7 @@ def test_score_rows_and_missing_samples(mb):
     data = _records()
     g = KAPPA_GRID.size
     boot = {"design": np.array(["toy/1%", "toy/1%"]), "replicate": np.array([0, 2]),
-            "b1": np.zeros((2, 3, g)), "b2": np.zeros((2, 3, g))}
+            "sd1": np.zeros((2, g)), "sd2": np.zeros((2, g))}
     per = mb.score(data, boot)
     assert per.rule.tolist() == ["default", "default+boot0.5", "default+boot1"] * 2
     assert per.replicate.tolist() == [0, 0, 0, 2, 2, 2]
@@ -130,3 +130,17 @@ def test_score_rows_and_missing_samples(mb):
     bad = {**boot, "replicate": np.array([0, 5])}
     with pytest.raises(ValueError, match="not in the records"):
         mb.score(data, bad)
+
+
+def test_boot_sds_join_runs_of_different_sizes(mb, tmp_path):
+    g = KAPPA_GRID.size
+    rng = np.random.default_rng(0)
+    a = {"design": np.array(["x"]), "replicate": np.array([0]),
+         "b1": rng.standard_normal((1, 4, g)), "b2": rng.standard_normal((1, 4, g))}
+    b = {"design": np.array(["y", "y"]), "replicate": np.array([0, 1]),
+         "b1": rng.standard_normal((2, 7, g)), "b2": rng.standard_normal((2, 7, g))}
+    np.savez(tmp_path / "a.npz", **a)
+    np.savez(tmp_path / "b.npz", **b)
+    out = mb.boot_sds([tmp_path / "a.npz", tmp_path / "b.npz"])
+    assert out["design"].tolist() == ["x", "y", "y"] and out["sd1"].shape == (3, g)
+    assert np.allclose(out["sd2"][2], b["b2"][1].std(axis=0, ddof=1))
