@@ -278,7 +278,9 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
     ``k0_post_sd1``, their ratio's mean and sd, and F's noise over its sd,
     ``noise_z_sd1``, and the uniques' shared error of log pi, mean and sd); with the
     bootstrap, the EM plug-in's error mean and sd over samples against the bootstrap's
-    mean sd and mean shift; where they hold the read's range,
+    mean sd and mean shift, and the run at kappa0 widened by the bootstrap's variance (a
+    normal interval of the implied variance plus ``boot_sd``^2: its coverage, z mean and sd,
+    ``k0_boot_*``); where they hold the read's range,
     the share of samples whose range lies above kappa0 (``kappa_below``) and below it."""
     per = per.copy()
     per["read"] = np.minimum(per.read, _LOG_TOP)
@@ -325,6 +327,13 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
             rows[-1]["em_err_sd"] = (d.em_k0 - d.tau1_star).std()
             rows[-1]["boot_sd"] = d.boot_sd.mean()
             rows[-1]["boot_shift"] = (d.boot_mean - d.em_k0).mean()
+            # the run at kappa0 with the bootstrap's variance added to the variance its
+            # interval implies (a normal interval): does that width match its errors?
+            sd = np.sqrt(((d.k0_hi1 - d.k0_lo1) / _Z90) ** 2 + d.boot_sd ** 2)
+            z = (d.k0_est1 - d.tau1) / sd
+            rows[-1]["k0_boot_cover1"] = float((z.abs() <= _Z90 / 2).mean())
+            rows[-1]["k0_boot_z_mean1"] = z.mean()
+            rows[-1]["k0_boot_z_sd1"] = z.std()
     return pd.DataFrame(rows)
 
 

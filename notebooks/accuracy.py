@@ -3821,6 +3821,9 @@ assert _r == {"adult9/srs/1%": -0.90, "scotland13/srs/1%": -0.66}
 # the bootstrap of the EM plug-in sees most of that error's scatter
 assert k1.em_err_sd.tolist() == [7.93, 6.42] and k1.boot_sd.tolist() == [5.85, 5.15]
 assert k1.em_err_mean.tolist() == [-16.77, -28.82] and k1.boot_shift.tolist() == [16.54, 16.07]
+# and it is the width the posterior lacks: the kappa0 run with the bootstrap's variance added
+assert k1.k0_boot_z_sd1.tolist() == [1.02, 0.94] and k1.k0_boot_cover1.tolist() == [0.88, 0.82]
+assert k1.k0_boot_z_mean1.tolist() == [0.20, -0.45]
 K5 = pd.read_csv(RESULTS / "kappa_model_world_k0_5pct_split.csv.gz")
 assert K5.groupby("design").size().tolist() == [20, 20]
 k5 = kappa_model_world.summarise_population(K5).set_index("design").round(2).loc[
@@ -3829,6 +3832,8 @@ print(k5.T)
 assert k5.k0_param_err_sd1.tolist() == [6.89, 12.68] and k5.k0_post_sd1.tolist() == [5.87, 8.81]
 assert k5.em_err_sd.tolist() == [11.48, 17.53] and k5.boot_sd.tolist() == [9.88, 10.84]
 assert k5.k0_cover1.tolist() == [0.85, 1.0]
+assert k5.k0_z_sd1.tolist() == [1.18, 0.92] and k5.k0_boot_z_sd1.tolist() == [1.01, 0.81]
+assert k5.k0_boot_cover1.tolist() == [0.95, 1.0]
 
 # %%
 MB = pd.read_csv(RESULTS / "mixture_bootstrap_50.csv.gz")

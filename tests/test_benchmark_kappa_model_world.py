@@ -186,3 +186,12 @@ def test_summarise_population_offsets_over_uncensored_samples(mw):
     assert out.em_err_mean == pytest.approx(np.mean([-1.0, 1.0, -2.0, -2.0]))
     assert out.em_err_sd == pytest.approx(np.std([-1.0, 1.0, -2.0, -2.0], ddof=1))
     assert out.boot_sd == 2.0 and out.boot_shift == pytest.approx(1.25)
+    # the kappa0 run widened: implied sd 1 / 3.29 * 2 and the bootstrap's, in quadrature
+    sd = np.sqrt((2.0 / 3.2897) ** 2 + np.array([1.0, 2.0, 3.0, 2.0]) ** 2)
+    z = np.zeros(4) / sd  # k0_est1 is the truth in this frame
+    assert out.k0_boot_cover1 == 1.0 and out.k0_boot_z_mean1 == pytest.approx(z.mean())
+    wide = boot.assign(k0_est1=boot.tau1 + [3.0, -3.0, 1.0, 0.0])
+    out = mw.summarise_population(wide).iloc[0]
+    z = np.array([3.0, -3.0, 1.0, 0.0]) / sd
+    assert out.k0_boot_z_sd1 == pytest.approx(z.std(ddof=1), rel=1e-4)
+    assert out.k0_boot_cover1 == pytest.approx(np.mean(np.abs(z) <= 1.6449), abs=1e-9)
