@@ -3780,7 +3780,9 @@ assert strat.loc["scotland13/stratified/10%", "above"] == 0.48
 # `--bootstrap 20` at 1%; stored as `kappa_model_world_k0.csv.gz`, and at 5% with the split on
 # 20 further draws as `kappa_model_world_k0_5pct_split.csv.gz`), and the recorded default's
 # intervals widened by the bootstrap scatter of the mixture's EM plug-in
-# (`mixture_bootstrap.py`, stored as `mixture_bootstrap_50.csv.gz`).
+# (`mixture_bootstrap.py`, stored as `mixture_bootstrap_50.csv.gz`; the records of Adult 6
+# and Scotland 7 keys new: `kappa_rules.py --populations adult6,scotland7 --replicates 50
+# --out`).
 
 # %%
 K0 = pd.read_csv(RESULTS / "kappa_model_world_k0.csv.gz")
@@ -3837,7 +3839,8 @@ assert k5.k0_boot_cover1.tolist() == [0.95, 1.0]
 
 # %%
 MB = pd.read_csv(RESULTS / "mixture_bootstrap_50.csv.gz")
-assert (MB.groupby("rule").size() == 300).all() and MB.rule.nunique() == 6
+assert (MB.groupby("rule").size() == 600).all() and MB.rule.nunique() == 6
+assert (MB.groupby("design").replicate.nunique() == 50).all() and MB.design.nunique() == 12
 # its default rows are the stored default's (the same records)
 _d = DO[DO.rule == "default"].merge(MB[MB.rule == "default"], on=["design", "replicate"])
 assert len(_d) == 300 and (_d.lo1_x == _d.lo1_y).all() and (_d.hi2_x == _d.hi2_y).all()
@@ -3862,3 +3865,25 @@ assert mb.loc[("default", "adult9/srs/1%"), ["z1_sd", "z2_sd"]].tolist() == [1.3
 assert mb.loc[("default+boot1", "adult9/srs/1%"), ["z1_sd", "z2_sd"]].tolist() == [1.089, 1.209]
 # the estimate is never moved
 assert (mb.loc["default+boot1"].bias1 == mb.loc["default"].bias1).all()
+# on the other two key sets (new records of the default, design seed 0): it mends Adult 6
+# keys at 10% and over-covers where the default already covers
+order6 = ["adult6/srs/1%", "adult6/srs/5%", "adult6/srs/10%",
+          "scotland7/srs/1%", "scotland7/srs/5%", "scotland7/srs/10%"]
+
+
+def _covers6(rule):
+    c = mb.loc[rule].loc[order6]
+    return list(zip(c.cover1.round(2).tolist(), c.cover2.round(2).tolist(), strict=True))
+
+
+assert _covers6("default") == [(0.92, 0.94), (0.92, 0.9), (0.8, 0.7), (0.88, 0.88),
+                               (1.0, 0.96), (0.96, 1.0)]
+assert _covers6("default+boot1") == [(0.94, 0.94), (0.94, 1.0), (0.9, 0.86), (0.96, 0.98),
+                                     (1.0, 1.0), (1.0, 1.0)]
+assert _covers6("default+boot0.5") == [(0.94, 0.94), (0.92, 0.92), (0.88, 0.8), (0.96, 0.94),
+                                       (1.0, 0.98), (0.98, 1.0)]
+# consistent with 90% (binomial test) on 7, 8 and 8 of the 12 designs
+assert [int(mb.loc[r].consistent.sum()) for r in
+        ("default", "default+boot0.5", "default+boot1")] == [7, 8, 8]
+assert mb.loc[("default", "scotland7/srs/1%"), "width1"] == 0.892
+assert mb.loc[("default+boot1", "scotland7/srs/1%"), "width1"] == 1.366
