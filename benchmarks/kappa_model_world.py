@@ -70,7 +70,7 @@ from kappa_rules import (  # noqa: E402
     sample_parser,
 )
 from kappa_scale import em_oracle, part_priors  # noqa: E402
-from mixture_bootstrap import bootstrap_sums  # noqa: E402
+from mixture_bootstrap import bootstrap_sums, fit_probabilities  # noqa: E402
 
 #: Largest count drawn for an occupied cell (the zero-truncated negative binomial is
 #: cut there and renormalised; at the real designs' n pi_k below 1 its mass beyond is nil).
@@ -242,11 +242,7 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
                 # its error split in two: the truth's expectation at the process's own pi
                 # and kappa0 (tau1_star; F's noise about it has sd sqrt(sum P(1 - P)))
                 # against the posterior mean and sd of the expectation (the mixture's part)
-                su = sample.key_counts == 1
-                w = np.asarray(fit["w"], dtype=float)
-                pi = model.cell_probabilities(w / w.sum(), [np.asarray(x, dtype=float)
-                                                            for x in fit["phi"]],
-                                              codes=sample.key_codes[su])
+                pi = fit_probabilities(model, fit, sample.key_codes[sample.key_counts == 1])
                 n = float(f.sum())
                 p = prob_population_unique((pop_cell.size - n) * pi, float(k0), n * pi)
                 ex = fixed.posterior["tau1_expected"].values.ravel()

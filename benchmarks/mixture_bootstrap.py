@@ -57,6 +57,14 @@ from kappa_rules import (  # noqa: E402
 SCALES = (0.5, 1.0)
 
 
+def fit_probabilities(model: LatentClassModel, fit: dict, codes) -> np.ndarray:
+    r""":math:`\pi_k` of the cells ``codes`` at a fitted mixture (``w``, renormalised, and
+    ``phi``; :meth:`LatentClassModel.cell_probabilities`)."""
+    w = np.asarray(fit["w"], dtype=float)
+    return model.cell_probabilities(w / w.sum(), [np.asarray(p, dtype=float) for p in fit["phi"]],
+                                    codes=np.asarray(codes))
+
+
 def plug_in_sums(model: LatentClassModel, fit: dict, codes, N: float, n: float,
                  grid=KAPPA_GRID) -> tuple[np.ndarray, np.ndarray]:
     r"""tau1's and tau2's conditional expectations over the cells ``codes`` (sample
@@ -68,9 +76,7 @@ def plug_in_sums(model: LatentClassModel, fit: dict, codes, N: float, n: float,
     (:func:`prob_population_unique`, :func:`expected_inverse_frequency`): the equal-weight
     (simple random sample) case.
     """
-    w = np.asarray(fit["w"], dtype=float)
-    pi = model.cell_probabilities(w / w.sum(), [np.asarray(p, dtype=float) for p in fit["phi"]],
-                                  codes=np.asarray(codes))
+    pi = fit_probabilities(model, fit, codes)
     lam, smean = (float(N) - float(n)) * pi, float(n) * pi
     s1 = np.array([prob_population_unique(lam, None if np.isinf(k) else k, smean).sum()
                    for k in grid])
