@@ -184,6 +184,19 @@ def _tau_columns(idata, prefix: str = "") -> dict:
         ("est", "lo", "hi"), (summ[f"tau{i}"], *summ[f"tau{i}_interval"]), strict=True)}
 
 
+def population_sample(model: LatentClassModel, fit: dict, kappa0: float, N: float, rng):
+    """A population of N records drawn from ``fit`` with Gamma(``kappa0``) cells
+    (:func:`simulate_sample` at size N) and a simple random sample of ``model``'s size
+    from it: the sample's model (:func:`_model_like`), its truth
+    (:func:`sdcbayes.validation.truth_of_sample`) and the population's size."""
+    codes, counts = simulate_sample(model, fit, kappa0, rng, n=float(N))
+    pop_cell = np.repeat(np.arange(counts.size), counts)
+    index = rng.choice(pop_cell.size, size=int(model.n), replace=False)
+    truth = truth_of_sample(pop_cell, counts, index)
+    cells, f = np.unique(pop_cell[index], return_counts=True)
+    return _model_like(model, codes[cells], f), truth, float(pop_cell.size)
+
+
 def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
                     draws: int = 2, at_kappa0: bool = False,
                     bootstrap: int = 0) -> list[dict]:
@@ -213,14 +226,10 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
     rows = []
     for k0 in kappas:
         for b in range(draws):
-            codes, counts = simulate_sample(model, fit, k0, rng, n=float(N))
-            pop_cell = np.repeat(np.arange(counts.size), counts)
-            index = rng.choice(pop_cell.size, size=int(model.n), replace=False)
-            t = truth_of_sample(pop_cell, counts, index)
-            cells, f = np.unique(pop_cell[index], return_counts=True)
-            sample = _model_like(model, codes[cells], f)
+            sample, t, N_pop = population_sample(model, fit, k0, N, rng)
+            f = sample.counts
             run_seed = int(np.random.SeedSequence([seed, replicate, b]).generate_state(1)[0])
-            od, idata, lam, smean = run_default(sample, float(pop_cell.size), run_seed)
+            od, idata, lam, smean = run_default(sample, N_pop, run_seed)
             m1 = np.array([prob_population_unique(lam, None if np.isinf(k) else k,
                                                   smean).sum(axis=1).mean()
                            for k in KAPPA_GRID[fin]])
@@ -229,14 +238,14 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
             rows.append({"design": label, "replicate": replicate, "kappa0": float(k0),
                          "draw": b, "world": "population", "read": read,
                          "read_q05": q05, "read_q95": q95,
-                         "n": float(f.sum()), "N": float(pop_cell.size), "tau1": t.tau1,
+                         "n": float(f.sum()), "N": N_pop, "tau1": t.tau1,
                          "gibbs_oracle": orc, "censored": cens,
                          # the default's own estimates and 90% intervals, and the truth
                          **_tau_columns(idata), "tau2": t.tau2})
             if at_kappa0:
                 # the same chains' seeds, kappa fixed at the process's own
                 fixed = sample.sample(draws=DRAWS, tune=TUNE, chains=CHAINS,
-                                      N=float(pop_cell.size), random_seed=run_seed,
+                                      N=N_pop, random_seed=run_seed,
                                       em_restarts=EM_RESTARTS, overdispersion=float(k0))
                 rows[-1].update(_tau_columns(fixed, "k0_"))
                 # its error split in two: the truth's expectation at the process's own pi
@@ -244,7 +253,7 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
                 # against the posterior mean and sd of the expectation (the mixture's part)
                 pi = fit_probabilities(model, fit, sample.key_codes[sample.key_counts == 1])
                 n = float(f.sum())
-                p = prob_population_unique((pop_cell.size - n) * pi, float(k0), n * pi)
+                p = prob_population_unique((N_pop - n) * pi, float(k0), n * pi)
                 ex = fixed.posterior["tau1_expected"].values.ravel()
                 post_pi = fixed.posterior["pi"].values.reshape(-1, pi.size).mean(axis=0)
                 rows[-1].update(tau1_star=float(p.sum()),
@@ -253,7 +262,7 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
                                 # the uniques' mean error of log pi: the error they share
                                 k0_log_pi_err=float(np.mean(np.log(post_pi / pi))))
                 if bootstrap > 1:
-                    bs = bootstrap_sums(sample, float(pop_cell.size), int(bootstrap),
+                    bs = bootstrap_sums(sample, N_pop, int(bootstrap),
                                         np.random.default_rng([seed, replicate, b, 31]),
                                         grid=np.array([float(k0)]))
                     rows[-1].update(em_k0=float(bs["em1"][0]),

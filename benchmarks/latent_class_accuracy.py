@@ -278,7 +278,7 @@ def main(argv=None) -> int:
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--thin", type=int, default=1)
     ap.add_argument("--em-restarts", type=int, default=3)
-    ap.add_argument("--init", default="em", choices=["em", "margins"])
+    ap.add_argument("--init", default="em", choices=["em", "bootstrap", "margins"])
     ap.add_argument("--phi-a", default="default",
                     help="profile prior: 'default' (the model's PHI_PRIOR_DEFAULT, the same as "
                          "'marginal:learn:20'), a number per level, 'inverse' (1/L_j: the "

@@ -175,6 +175,17 @@ def cli() -> None:
     "rare levels).",
 )
 @click.option(
+    "--chain-start",
+    type=click.Choice(["em", "bootstrap"]),
+    default="em",
+    show_default=True,
+    help="latent-class: where each Gibbs chain starts. em: the sample's best EM fit; "
+    "bootstrap: the EM fit of a bootstrap resample of the records, one per chain, so that "
+    "chains that do not mix between the mixture's modes still carry the spread between "
+    "them (wider, better calibrated intervals where the mixture is uncertain; give 4 "
+    "chains or more: README, 'Where the chains start').",
+)
+@click.option(
     "--cluster-correction",
     type=click.Choice(["none", "cv"]),
     default="none",
@@ -314,6 +325,7 @@ def assess(
     overdispersion: str = "cv",
     kappa_prior: str = "half-cauchy:1",
     profile_prior: str = "learn",
+    chain_start: str = "em",
     cluster_correction: str = "none",
     strict: bool = False,
     target_accept: float = 0.9,
@@ -363,6 +375,9 @@ def assess(
 
         kappa_prior_spec = parse_kappa_prior(kappa_prior)
 
+    if chain_start != "em" and model != "latent-class":
+        raise InputError(f"--chain-start {chain_start} sets where the latent-class model's "
+                         "Gibbs chains start: it needs --model latent-class")
     if profile_prior in ("cv", "span") and (model != "latent-class"
                                              or overdispersion != "cv"):
         raise InputError(f"--profile-prior {profile_prior} is chosen by the overdispersion's "
@@ -425,7 +440,8 @@ def assess(
                  **({"profile_mass": profile_prior} if profile_prior in ("cv", "span")
                     else {}),
                  **({"cluster_correction": cluster_correction}
-                    if cluster_correction != "none" else {})}
+                    if cluster_correction != "none" else {}),
+                 **({"init": chain_start} if chain_start != "em" else {})}
                 if model == "latent-class" else {}
             ),
             target_accept=target_accept, cores=cores,

@@ -321,6 +321,25 @@ def test_cluster_correction_needs_households_and_reports_its_factors(small_csv, 
     assert summary["provenance"]["settings"]["cluster_correction"] == "cv"
 
 
+def test_chain_start_bootstrap_is_stamped_and_needs_the_latent_class_model(tmp_path):
+    proc = run_cli("assess", "--model", "closed-form", "--chain-start", "bootstrap",
+                   "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "--chain-start", "latent-class")
+    assert not (tmp_path / "x").exists()
+    runs = {}
+    for start in ("em", "bootstrap"):
+        out = tmp_path / start
+        proc = run_cli("assess", "--draws", "20", "--tune", "10", "--chains", "3", "--seed",
+                       "4", "--overdispersion", "none", "--chain-start", start,
+                       "--out", str(out), "--json")
+        assert proc.returncode == 0, proc.stderr
+        runs[start] = json.loads(proc.stdout)
+    settings = runs["bootstrap"]["provenance"]["settings"]
+    assert settings["init"] == "bootstrap" and "init" not in runs["em"]["provenance"]["settings"]
+    # the same seed, other starts: other draws
+    assert runs["bootstrap"]["tau1"] != runs["em"]["tau1"]
+
+
 def test_kappa_prior_option_reweights_the_cross_validation(tmp_path):
     # a bad prior, or a prior with nothing to reweight: one line, exit 2, nothing written
     for extra, word in ((["--kappa-prior", "log-normal:0"], "log-normal"),

@@ -415,6 +415,72 @@ def test_gibbs_stationary_distribution_matches_importance_sampling(with_zeros):
             k, draws.mean(), is_mean[k], se, is_se[k])
 
 
+def test_resample_draws_the_records_with_replacement():
+    # a bootstrap resample: n records, only observed cells, each cell's count
+    # Binomial(n, f/n) -- mean f and variance f (1 - f/n) over resamples
+    rng = np.random.default_rng(21)
+    cells = np.array([[0, 0, 0], [0, 1, 1], [1, 0, 2], [1, 1, 0], [2, 1, 1]])
+    counts = np.array([1, 3, 10, 2, 4])
+    model = LatentClassModel(cells, counts, [3, 2, 3], n_classes=3,
+                             structural_zeros=[{"key0": [2], "key1": [0]}])
+    n, R = counts.sum(), 4000
+    got = np.zeros((R, counts.size))
+    for r in range(R):
+        rs = model.resample(rng)
+        assert rs.n == n and rs.H == 3 and rs.structural_zeros is model.structural_zeros
+        idx = [int(np.flatnonzero((cells == c).all(axis=1))[0]) for c in rs.codes]
+        got[r, idx] = rs.counts
+    np.testing.assert_allclose(got.mean(axis=0), counts,
+                               atol=4 * np.sqrt(counts * (1 - counts / n) / R).max())
+    np.testing.assert_allclose(got.var(axis=0), counts * (1 - counts / n), rtol=0.1)
+    a, b = model.resample(np.random.default_rng(3)), model.resample(np.random.default_rng(3))
+    np.testing.assert_array_equal(a.codes, b.codes)
+    np.testing.assert_array_equal(a.counts, b.counts)
+    # a design variable's weight classes travel with the records
+    weighted = LatentClassModel(np.column_stack([cells, [0, 1, 0, 1, 1]]), counts,
+                                [3, 2, 3, 2], n_classes=3, class_weights=[5.0, 20.0])
+    rs = weighted.resample(np.random.default_rng(4))
+    np.testing.assert_array_equal(rs.class_weights, [5.0, 20.0])
+    assert rs.n_keys == 3
+
+
+def test_bootstrap_chain_start_is_the_em_fit_of_a_resample():
+    rng = np.random.default_rng(8)
+    n_levels = [4, 3, 5]
+    w, phi = _random_params(rng, 3, n_levels, a=0.5)
+    frame = pd.DataFrame(_simulate_records(rng, w, phi, 300), columns=["x", "y", "z"])
+    model = LatentClassModel.from_frame(frame.astype(str), ["x", "y", "z"], n_classes=6)
+    st = model._init_state(np.random.default_rng(5), "bootstrap", 2)
+    g = np.random.default_rng(5)
+    fit = model.resample(g).fit_em(n_restarts=2, random_seed=g)
+    for got, want in zip(st["log_phi"], fit["phi"], strict=True):
+        np.testing.assert_allclose(got, np.log(want))
+    own = model._init_state(np.random.default_rng(5), "em", 2)
+    assert not all(np.allclose(a, b) for a, b in zip(st["log_phi"], own["log_phi"],
+                                                      strict=True))
+    with pytest.raises(InputError, match="'em', 'bootstrap' or 'margins'"):
+        model.sample(draws=5, tune=0, init="resample")
+
+
+def test_gibbs_from_bootstrap_starts_matches_importance_sampling():
+    # the start changes where the chains begin, not what they converge to: pi of a
+    # cell (invariant to the class labels) against prior importance sampling
+    cells = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    model = LatentClassModel(cells, np.array([4, 2, 1, 3]), [2, 2], keys=["k0", "k1"],
+                             n_classes=2, priors={"phi": {"a": 1.0}})
+
+    def functional(w, pi):
+        return pi[:, :1]
+
+    is_mean, is_se = _prior_importance(model, functional, 100_000, np.random.default_rng(6))
+    idata = model.sample(draws=4000, tune=200, chains=4, random_seed=9, store="all",
+                         init="bootstrap")
+    draws = idata.posterior["pi"].sel(cell=0).values
+    batches = draws.reshape(draws.shape[0], 40, -1).mean(axis=2).ravel()
+    se = batches.std(ddof=1) / np.sqrt(batches.size)
+    assert abs(draws.mean() - is_mean[0]) < 4 * np.hypot(se, is_se[0]) + 1e-3
+
+
 def test_sample_returns_labelled_inference_data():
     rng = np.random.default_rng(8)
     n_levels = [4, 3, 5]
