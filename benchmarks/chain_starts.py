@@ -101,11 +101,14 @@ def summarise(per: pd.DataFrame) -> pd.DataFrame:
     posterior mean of tau1's expectation from ``tau1_star`` (mean, sd) against its
     posterior sd and the sd between chains (means over samples); the 90% coverage of tau1
     and tau2 and the mean and sd of their errors over the posterior sd the interval
-    implies (width / 3.29; 0 and 1 when calibrated)."""
+    implies (width / 3.29; 0 and 1 when calibrated). Starts a design was not run with
+    (stored tables of several runs) are left out of its rows."""
     starts = [c[:-len("_ex")] for c in per.columns if c.endswith("_ex")]
     rows = []
     for (design, k0), d in per.groupby(["design", "kappa0"], sort=False):
         for s in starts:
+            if d[f"{s}_ex"].isna().all():  # a start not run on this design
+                continue
             err = d[f"{s}_ex"] - d.tau1_star
             row = {"design": design, "kappa0": k0, "start": s, "samples": len(d),
                    "ex_err_mean": err.mean(), "ex_err_sd": err.std(),

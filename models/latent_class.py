@@ -121,9 +121,12 @@ bootstrap resample of the records, i.e. at the points the estimate would reach f
 other samples of the same population (overdispersed starts, Gelman et al. 2013, BDA3,
 section 11.4). The chains then run on the sample itself, so the target is the same
 posterior; where they do not mix between modes, their pooled draws keep the spread
-between the modes they started in. That spread shrinks as chains are added: with 2
-chains it is mostly lost, with 4 or more it brings the errors' spread in line with the
-intervals (z sd 1.34 -> 1.11 with 4 chains, 1.04 with 8).
+between the modes they started in. Two chains sample that spread at two points only and
+gain little; with 4 or more the errors' spread comes in line with the intervals (there, the
+sd of tau1's errors over the sd its interval implies: 1.34 with EM starts, 1.31 / 1.11 /
+1.04 with 2 / 4 / 8 bootstrap-started chains). On the real designs, where the
+cross-validated kappa's range carries most of an interval's width, the change is small
+and the default keeps EM starts (README, "Where the chains start").
 
 May import NumPy, SciPy, pandas, xarray, ArviZ, PyMC/PyTensor (inside
 :meth:`build` only) and the ``sdcbayes`` data layer; not ``sdcbayes.inference`` or

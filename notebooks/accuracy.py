@@ -3881,3 +3881,85 @@ assert [int(mb.loc[r].consistent.sum()) for r in
         ("default", "default+boot0.5", "default+boot1")] == [7, 8, 8]
 assert mb.loc[("default", "scotland7/srs/1%"), "width1"] == 0.892
 assert mb.loc[("default+boot1", "scotland7/srs/1%"), "width1"] == 1.366
+
+# %% [markdown]
+# Where the chains start: the Gibbs sampler at kappa0 in the model's world from the sample's
+# best EM fit and from EM fits of bootstrap resamples of the records (`chain_starts.py`,
+# stored as `chain_starts_k0.csv.gz`), and the default with bootstrap starts on the real
+# samples of design seed 0 (`latent_class_accuracy.py --init bootstrap --chains 4 --draws
+# 75`, stored as `latent_class_50_bootstrap_starts_{adult,scotland}.csv.gz`).
+
+# %%
+_spec = importlib.util.spec_from_file_location("chain_starts", RESULTS.parent / "chain_starts.py")
+chain_starts = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(chain_starts)
+CS = pd.read_csv(RESULTS / "chain_starts_k0.csv.gz")
+assert CS.groupby("design", sort=False).size().to_dict() == {
+    "adult9/srs/1%": 50, "scotland13/srs/1%": 50, "adult9/srs/5%": 20, "scotland13/srs/5%": 20}
+# the EM start with two chains is the run at kappa0 of kappa_model_world, bit for bit
+_b = K0.merge(CS, on=["design", "replicate", "draw"])
+assert len(_b) == 140 and np.allclose(_b.k0_est1, _b.em2_est1, rtol=1e-5, atol=0)
+assert np.allclose(_b.k0_hi2, _b.em2_hi2, rtol=1e-5, atol=0)
+cs = chain_starts.summarise(CS).set_index(["design", "start"]).round(2)
+print(cs)
+_rows = {("adult9/srs/1%", "em2"): (6.26, 2.82, 1.28, 0.84, 0.80, 1.34, 1.50),
+         ("adult9/srs/1%", "bootstrap2"): (6.22, 3.71, 2.54, 0.86, 0.80, 1.31, 1.44),
+         ("adult9/srs/1%", "bootstrap4"): (5.20, 4.94, 4.26, 0.86, 0.80, 1.11, 1.10),
+         ("adult9/srs/1%", "bootstrap8"): (4.56, 5.15, 4.66, 0.90, 0.84, 1.04, 1.01),
+         ("adult9/srs/5%", "em2"): (6.89, 5.87, 3.23, 0.85, 0.85, 1.18, 1.19),
+         ("adult9/srs/5%", "bootstrap4"): (6.34, 7.38, 5.65, 0.90, 0.90, 1.03, 0.97),
+         ("adult9/srs/5%", "bootstrap8"): (5.68, 8.26, 7.07, 0.90, 0.95, 1.00, 0.91),
+         ("scotland13/srs/1%", "em2"): (5.16, 2.72, 0.82, 0.78, 0.76, 1.10, 1.23),
+         ("scotland13/srs/1%", "bootstrap4"): (5.44, 3.71, 2.61, 0.80, 0.76, 1.11, 1.22),
+         ("scotland13/srs/1%", "bootstrap8"): (5.04, 3.91, 3.06, 0.80, 0.78, 1.04, 1.12),
+         ("scotland13/srs/5%", "em2"): (12.68, 8.81, 7.08, 1.00, 0.85, 0.92, 0.99),
+         ("scotland13/srs/5%", "bootstrap4"): (9.81, 7.25, 5.52, 0.95, 0.85, 1.02, 1.04)}
+_cols = ["ex_err_sd", "ex_post_sd", "between_sd", "cover1", "cover2", "z_sd1", "z_sd2"]
+for _k, _want in _rows.items():
+    assert tuple(cs.loc[_k, _cols].tolist()) == _want, (_k, cs.loc[_k, _cols].tolist())
+# Scotland 13 keys at 1% keeps the mixture's offset at kappa0 whatever the start
+assert cs.loc[("scotland13/srs/1%", "em2"), ["ex_err_mean", "z_mean1"]].tolist() == [-13.62, -0.54]
+
+# %%
+BS = pd.concat([pd.read_csv(RESULTS / f"latent_class_50_bootstrap_starts_{f}.csv.gz")
+                for f in ("adult", "scotland")], ignore_index=True)
+assert (BS.groupby("design").replicate.nunique() == 50).all() and BS.design.nunique() == 12
+_def = pd.concat([pd.read_csv(RESULTS / "latent_class_50_learnt_mass_adult.csv.gz"),
+                  latent[latent.population.str.startswith("scotland")]], ignore_index=True)
+_def = _def[_def.method == "latent-class"]
+# the same samples: the truth of every replicate agrees
+_m = _def.merge(BS, on=["design", "replicate", "quantity"])
+_m = _m[_m.quantity.isin(["tau1", "tau2"])]
+assert len(_m) == 12 * 50 * 2 and np.allclose(_m.truth_x, _m.truth_y)
+bs_cmp = pd.concat([summarise(_def).assign(start="em"), summarise(BS).assign(start="bootstrap")])
+bs_cmp = bs_cmp[bs_cmp.quantity.isin(["tau1", "tau2"])].set_index(["start", "design", "quantity"])
+bs_z = pd.concat([interval_errors(_def).assign(start="em"),
+                  interval_errors(BS).assign(start="bootstrap")]).set_index(
+    ["start", "design", "quantity"])
+print(bs_cmp[["rel_bias", "coverage", "width"]].unstack("start").round(3))
+
+
+def _cov(start, design):
+    return tuple(bs_cmp.loc[(start, design, q), "coverage"].round(2) for q in ("tau1", "tau2"))
+
+
+assert _cov("em", "adult9/srs/1%") == (0.80, 0.82) and _cov("bootstrap", "adult9/srs/1%") == (
+    0.76, 0.80)
+assert _cov("em", "adult6/srs/10%") == (0.80, 0.64)
+assert _cov("bootstrap", "adult6/srs/10%") == (0.78, 0.72)
+assert _cov("bootstrap", "scotland13/srs/5%") == (0.92, 0.96)
+assert bs_z.loc[("em", "adult9/srs/1%", "tau1"), "z_sd"].round(2) == 1.37
+assert bs_z.loc[("bootstrap", "adult9/srs/1%", "tau1"), "z_sd"].round(2) == 1.26
+_w = bs_cmp.xs("tau1", level="quantity").width.unstack("start")
+assert _w.loc["adult9/srs/1%"].round(1).tolist() == [57.5, 54.9]  # bootstrap, em
+# widths within 5% of the default's everywhere: kappa's range carries the width
+assert ((_w.bootstrap / _w.em - 1).abs() <= 0.05).all()
+_b = (bs_cmp.xs("tau1", level="quantity").rel_bias.unstack("start") * 100).round(1)
+assert _b.loc["adult9/srs/1%"].tolist() == [6.5, 5.4]
+assert _b.loc["scotland7/srs/1%"].tolist() == [-3.9, -1.6]
+assert ((_b.bootstrap - _b.em).abs().drop("scotland7/srs/1%") <= 1.1).all()
+# coverage consistent with 90% (binomial test, tau1 and tau2): 9 of 12 with EM starts, 8 with
+# bootstrap starts, on these 50 samples per design
+_g = {s: goal_table(summarise(d), "latent-class") for s, d in (("em", _def), ("bootstrap", BS))}
+assert {s: int(((g.tau1_cover_p >= 0.05) & (g.tau2_cover_p >= 0.05)).sum())
+        for s, g in _g.items()} == {"em": 9, "bootstrap": 8}

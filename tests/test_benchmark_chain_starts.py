@@ -62,6 +62,8 @@ def test_summary_by_hand(cs):
                         "em2_hi1": [15.29, 24.0],
                         "em2_est2": [12.0, 24.0], "em2_lo2": [10.0, 20.0],
                         "em2_hi2": [14.0, 28.0]})
+    # a start another design was run with: no row here
+    per = per.assign(**{f"bootstrap4_{c}": np.nan for c in ("ex", "ex_sd", "between")})
     (row,) = cs.summarise(per).to_dict("records")
     assert row["start"] == "em2" and row["samples"] == 2
     assert row["ex_err_mean"] == pytest.approx(1.5)          # errors 1 and 2
