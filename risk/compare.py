@@ -58,7 +58,9 @@ the comparison's ``draws``, ``chains``, ``tune`` and ``random_seed`` and the spe
 None, ``profile_mass`` None by default; ``"cv"``: the mass of the many-level keys'
 profiles chosen by the cross-validation,
 :func:`sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread between the
-learnt and that one, :func:`sdcbayes.models.latent_class.profile_mass_span`). Its losses
+learnt and that one, :func:`sdcbayes.models.latent_class.profile_mass_span`; ``init``
+``"em"``, or ``"bootstrap"``: chains started at EM fits of bootstrap resamples of the
+records, :meth:`sdcbayes.models.latent_class.LatentClassModel.sample`). Its losses
 are averaged over the per-cell conditional
 :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in the limit) of
 :func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
@@ -144,11 +146,13 @@ LATENT_CLASS_OPTIONS: dict[str, Any] = {
     "overdispersion": "cv",
     "structural_zeros": None,
     "profile_mass": None,
+    "init": "em",
 }
 
 #: ``--models`` spelling of the latent-class options (as ``sdcbayes assess`` spells them).
 _CLI_OPTION_NAMES = {"classes": "n_classes", "overdispersion": "overdispersion",
-                     "structural-zeros": "structural_zeros", "profile-mass": "profile_mass"}
+                     "structural-zeros": "structural_zeros", "profile-mass": "profile_mass",
+                     "chain-start": "init"}
 
 #: Prior names of the pooled Poisson-gamma model, mirrored here so that a typo is
 #: reported without importing PyMC (models/poisson_gamma.py imports it at module
@@ -202,8 +206,8 @@ class ModelSpec:
         (:func:`sdcbayes.models.base.merge_priors`); empty for the defaults.
     options : dict
         Latent-class only: ``n_classes``, ``overdispersion``, ``structural_zeros``,
-        ``profile_mass`` (:data:`LATENT_CLASS_OPTIONS` for the defaults); empty for the
-        defaults.
+        ``profile_mass``, ``init`` (:data:`LATENT_CLASS_OPTIONS` for the defaults); empty
+        for the defaults.
     """
 
     name: str
@@ -374,6 +378,9 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
         elif pm in ("cv", "span") and od != "cv":
             problems.append(f"{name!r}: profile-mass={pm} is chosen by the overdispersion's "
                             "cross-validation: it needs overdispersion=cv")
+    if "init" in out and out["init"] not in ("em", "bootstrap"):
+        problems.append(f"{name!r}: init (chain-start=) must be 'em' or 'bootstrap'; got "
+                        f"{out['init']!r}")
     return out, problems
 
 
@@ -840,6 +847,7 @@ def compare_models(
                 overdispersion=opts["overdispersion"], progressbar=progressbar,
                 **({"profile_mass": opts["profile_mass"]}
                    if opts["profile_mass"] is not None else {}),
+                **({"init": opts["init"]} if opts["init"] != "em" else {}),
             )
             fit_seconds = time.perf_counter() - t0
             N_file = float(a.summary["population_size"])

@@ -315,6 +315,27 @@ def test_default_models_leave_out_what_the_file_cannot_support(capsys, csv_file,
     assert [d["name"] for d in summary["models_left_out"]] == ["negbin"]
 
 
+def test_latent_class_chain_start_option(capsys, csv_file, tmp_path):
+    """chain-start=bootstrap reaches the sampler: the row's fit differs from the EM start's
+    with the same seed, and the option is recorded."""
+    out = tmp_path / "cs"
+    proc = run_in_process(
+        capsys, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+        "--models", "lc=latent-class:classes=4,lc-boot=latent-class:classes=4,"
+        "chain-start=bootstrap", "--draws", "20", "--tune", "10", "--chains", "2",
+        "--seed", "3", "--out", str(out), "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["models"][1]["options"] == {"n_classes": 4, "init": "bootstrap"}
+    rows = pd.read_csv(out / "comparison.csv").set_index("name")
+    assert rows.loc["lc", "tau1"] != rows.loc["lc-boot", "tau1"]
+    proc = run_in_process(
+        capsys, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+        "--models", "lc=latent-class:chain-start=margins", "--out", str(tmp_path / "x"))
+    assert_one_line_error(proc, "chain-start=", "bootstrap")
+
+
 def test_latent_class_profile_mass_option(capsys, csv_file, tmp_path):
     """profile-mass=cv reaches the fit: its choice is the prior recorded for the row."""
     out = tmp_path / "pm"

@@ -579,6 +579,7 @@ def test_latent_class_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
         "  (cat, [dict(lc, options={'n_classes': 0})]),\n"
         "  (cat, [dict(lc, options={'profile_mass': 'cv', 'overdispersion': None})]),\n"
         "  (cat, [dict(lc, options={'profile_mass': 'all'})]),\n"
+        "  (cat, [dict(lc, options={'init': 'margins'})]),\n"
         "]\n"
         "for md, specs in bad:\n"
         "    try:\n"
@@ -593,7 +594,7 @@ def test_latent_class_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 7 and all(x.startswith("ERR") for x in lines), proc.stdout
+    assert len(lines) == 8 and all(x.startswith("ERR") for x in lines), proc.stdout
     assert "each record in one cell" in lines[0] and "missing='category'" in lines[0]
     assert "population size" in lines[1]
     assert "'alfa'" in lines[2] and "'phi'" in lines[2]
@@ -601,17 +602,21 @@ def test_latent_class_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
     assert "n_classes" in lines[4]
     assert "profile-mass=cv" in lines[5] and "overdispersion=cv" in lines[5]
     assert "profile_mass" in lines[6] and "'all'" in lines[6]
+    assert "chain-start=" in lines[7] and "'bootstrap'" in lines[7]
 
 
 def test_latent_class_spec_syntax():
     specs = parse_model_specs(
         "lc=latent-class,lc-pois=latent-class:overdispersion=none,classes=10,phi.a=0.5,"
         "structural-zeros=auto,classes=latent-class:alpha.alpha=1,closed=closed-form,"
-        "lc-mass=latent-class:profile-mass=cv,lc-span=latent-class:profile-mass=span"
+        "lc-mass=latent-class:profile-mass=cv,lc-span=latent-class:profile-mass=span,"
+        "lc-boot=latent-class:chain-start=bootstrap"
     )
     assert [(s.name, s.model) for s in specs] == [
         ("lc", "latent-class"), ("lc-pois", "latent-class"), ("classes", "latent-class"),
-        ("closed", "closed-form"), ("lc-mass", "latent-class"), ("lc-span", "latent-class")]
+        ("closed", "closed-form"), ("lc-mass", "latent-class"), ("lc-span", "latent-class"),
+        ("lc-boot", "latent-class")]
+    assert specs[6].options == {"init": "bootstrap"}
     assert specs[4].options == {"profile_mass": "cv"}
     assert specs[5].options == {"profile_mass": "span"}
     assert specs[0].options == {} and specs[0].priors == {}
