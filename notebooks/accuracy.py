@@ -3963,3 +3963,57 @@ assert ((_b.bootstrap - _b.em).abs().drop("scotland7/srs/1%") <= 1.1).all()
 _g = {s: goal_table(summarise(d), "latent-class") for s, d in (("em", _def), ("bootstrap", BS))}
 assert {s: int(((g.tau1_cover_p >= 0.05) & (g.tau2_cover_p >= 0.05)).sum())
         for s, g in _g.items()} == {"em": 9, "bootstrap": 8}
+
+# %% [markdown]
+# Can one sample see its kappa read's scatter? The default's cross-validation on half-samples
+# (`kappa_halves.py`, stored as `kappa_halves.csv.gz`), and the recorded default's kappa
+# posterior widened by the half reads' scatter, scored per sample (`--evaluate ...
+# --per-sample`, stored as `kappa_halves_scored.csv.gz`).
+
+# %%
+_spec = importlib.util.spec_from_file_location("kappa_halves", RESULTS.parent / "kappa_halves.py")
+kappa_halves = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kappa_halves)
+KH = pd.read_csv(RESULTS / "kappa_halves.csv.gz")
+kh = kappa_halves.summarise(KH).set_index("design").round(2)
+print(kh)
+assert kh.samples.to_dict() == {d: (50 if d in ("adult9/srs/1%", "scotland13/srs/1%") else 25)
+                                for d in kh.index}
+_sd = {d: (kh.loc[d, "between_sd_mean"], kh.loc[d, "within_sd_mean"]) for d in kh.index}
+assert _sd["adult9/srs/1%"] == (1.11, 0.95) and _sd["scotland13/srs/1%"] == (1.14, 1.06)
+assert _sd["scotland13/srs/5%"] == (0.19, 0.41) and _sd["scotland13/srs/10%"] == (0.10, 0.20)
+_ratio = {d: b / a for d, (a, b) in _sd.items()}
+assert all(1 / 1.5 <= r <= 1.5 for d, r in _ratio.items() if not d.startswith("scotland13/srs/"
+                                                                          ) or d.endswith("/1%"))
+KS = pd.read_csv(RESULTS / "kappa_halves_scored.csv.gz")
+# its default rows are the recorded default's (mixture_bootstrap_50's, the same records)
+_d = MB[MB.rule == "default"].merge(KS[KS.rule == "default"], on=["design", "replicate"])
+assert len(_d) == 350 and np.allclose(_d.lo1_x, _d.lo1_y) and np.allclose(_d.hi2_x, _d.hi2_y)
+ks = kappa_rules.evaluate(None, None, KS).set_index(["rule", "design"])
+
+
+def _kh(rule, design):
+    r = ks.loc[(rule, design)]
+    return (round(r.cover1, 2), round(r.cover2, 2), round(r.z1_sd, 2))
+
+
+expected_kh = {
+    "adult9/srs/1%": [(0.80, 0.80, 1.31), (0.94, 0.96, 0.92), (0.94, 0.94, 1.06)],
+    "adult9/srs/5%": [(1.00, 0.96, 0.70), (1.00, 1.00, 0.44), (1.00, 1.00, 0.52)],
+    "adult9/srs/10%": [(0.84, 0.92, 0.92), (1.00, 1.00, 0.67), (0.96, 1.00, 0.76)],
+    "scotland13/srs/1%": [(0.94, 0.94, 1.14), (0.98, 0.98, 0.76), (0.96, 0.96, 0.91)],
+    "scotland13/srs/5%": [(0.96, 0.96, 0.87), (1.00, 1.00, 0.48), (1.00, 1.00, 0.58)],
+    "scotland13/srs/10%": [(0.92, 0.88, 0.92), (1.00, 0.96, 0.57), (0.96, 0.92, 0.67)]}
+for _design, _want in expected_kh.items():
+    assert [_kh(r, _design) for r in ("default", "halves-design1", "halves-design0.5")] == _want, (
+        _design)
+# on Adult 6 and Scotland 7 keys the coverage does not move, widths grow by at most 13%
+for _design in [d for d in ks.loc["default"].index if d.startswith(("adult6", "scotland7"))]:
+    for _rule in ("halves-design1", "halves-design0.5"):
+        assert _kh(_rule, _design)[:2] == _kh("default", _design)[:2]
+        assert ks.loc[(_rule, _design), "width1"] <= 1.13 * ks.loc[("default", _design), "width1"]
+# Adult 9 keys at 1%: bias and RMSE fall as well
+_k3 = ks.round(3)
+assert _k3.loc[("default", "adult9/srs/1%"), ["bias1", "rmse1"]].tolist() == [0.054, 0.09]
+assert _k3.loc[("halves-design1", "adult9/srs/1%"), ["bias1", "rmse1"]].tolist() == [0.039, 0.082]
+assert _k3.loc[("halves-design1", "scotland13/srs/1%"), "rmse1"] == 0.109

@@ -19,3 +19,25 @@ def load_benchmark(script: str):
     finally:
         sys.path.remove(str(bench))
     return mod
+
+
+def made_up_records(samples: int = 3, draws: int = 400, slope: float = 0.0):
+    """Made-up ``kappa_rules.py --out`` records of design ``toy/1%``: kappa's weight on
+    one grid point (index 10; the Poisson end, where every rule's prior is tiny, is
+    avoided by a log-likelihood spike), per-kappa draws of tau1 of sd 5 about
+    100 + ``slope`` x grid index (tau2 = tau1 + 20), truths 103 and 123."""
+    import numpy as np
+
+    from sdcbayes.models.latent_class import KAPPA_GRID
+
+    g = KAPPA_GRID.size
+    rng = np.random.default_rng(7)
+    loglik = np.full((samples, 2, g), -50.0)
+    loglik[:, :, 10] = 0.0
+    m1 = np.tile(100.0 + slope * np.arange(g), (samples, 1))
+    d1 = (m1[:, :, None] + 5 * rng.standard_normal((samples, g, draws))).astype(np.float32)
+    return {"design": np.array(["toy/1%"] * samples), "replicate": np.arange(samples),
+            "loglik": loglik, "ratios": np.tile([4, 8], (samples, 1)),
+            "m1": m1, "m2": m1 + 20.0,
+            "d1": d1, "d2": d1 + 20, "truth1": np.full(samples, 103.0),
+            "truth2": np.full(samples, 123.0), "model": np.zeros((samples, 6))}

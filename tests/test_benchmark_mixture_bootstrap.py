@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from benchtools import load_benchmark
+from benchtools import load_benchmark, made_up_records
 
 from sdcbayes.models.latent_class import KAPPA_GRID, LatentClassModel
 
@@ -81,23 +81,8 @@ def test_bootstrap_sums_refuse_a_weighted_sample(mb):
         mb.bootstrap_sums(weighted, 1200.0, 2, rng)
 
 
-def _records(samples=3, draws=400):
-    # made-up kappa_rules records: one grid point carries all of kappa's weight (the
-    # Poisson end, where every rule's prior is tiny, is avoided by a loglik spike)
-    g = KAPPA_GRID.size
-    rng = np.random.default_rng(7)
-    loglik = np.full((samples, 2, g), -50.0)
-    loglik[:, :, 10] = 0.0
-    d1 = (100 + 5 * rng.standard_normal((samples, g, draws))).astype(np.float32)
-    return {"design": np.array(["toy/1%"] * samples), "replicate": np.arange(samples),
-            "loglik": loglik, "ratios": np.tile([4, 8], (samples, 1)),
-            "m1": np.full((samples, g), 100.0), "m2": np.full((samples, g), 120.0),
-            "d1": d1, "d2": d1 + 20, "truth1": np.full(samples, 103.0),
-            "truth2": np.full(samples, 123.0), "model": np.zeros((samples, 6))}
-
-
 def test_widened_rows_keep_the_estimate_and_widen_by_the_sd(mb):
-    data = _records()
+    data = made_up_records()
     w = mb.rule_weights(data["loglik"][0], data["ratios"][0], "default")
     assert w[10] > 0.999
     base = mb.sample_row(data, 0, "default", w)
@@ -118,7 +103,7 @@ def test_widened_rows_keep_the_estimate_and_widen_by_the_sd(mb):
 
 
 def test_score_rows_and_missing_samples(mb):
-    data = _records()
+    data = made_up_records()
     g = KAPPA_GRID.size
     boot = {"design": np.array(["toy/1%", "toy/1%"]), "replicate": np.array([0, 2]),
             "sd1": np.zeros((2, g)), "sd2": np.zeros((2, g))}
