@@ -41,3 +41,17 @@ def made_up_records(samples: int = 3, draws: int = 400, slope: float = 0.0):
             "m1": m1, "m2": m1 + 20.0,
             "d1": d1, "d2": d1 + 20, "truth1": np.full(samples, 103.0),
             "truth2": np.full(samples, 123.0), "model": np.zeros((samples, 6))}
+
+
+def toy_latent_class(n: int = 250, seed: int = 4, levels: int = 6,
+                     keys=("x", "y", "z", "u"), n_classes: int = 4):
+    """A latent-class model of ``n`` records with uniform random levels on ``keys``
+    (the toy sample of the model's-world benchmark tests)."""
+    import numpy as np
+    import pandas as pd
+
+    from sdcbayes.models.latent_class import LatentClassModel
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({k: rng.choice([f"v{i}" for i in range(levels)], n) for k in keys})
+    return LatentClassModel.from_frame(frame, list(keys), n_classes=n_classes)

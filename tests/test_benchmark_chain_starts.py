@@ -10,9 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from benchtools import load_benchmark
-
-from sdcbayes.models.latent_class import LatentClassModel
+from benchtools import load_benchmark, toy_latent_class
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +27,7 @@ def test_parse_starts(cs):
 
 def test_rows_match_the_model_world_run_at_kappa0(cs):
     mw = load_benchmark("kappa_model_world.py")
-    rng = np.random.default_rng(4)
-    frame = pd.DataFrame({k: rng.choice([f"v{i}" for i in range(6)], 250)
-                          for k in ("x", "y", "z", "u")})
-    toy = LatentClassModel.from_frame(frame, ["x", "y", "z", "u"], n_classes=4)
+    toy = toy_latent_class()
     N = 20 * toy.n
     rows = cs.start_rows("toy/5%", 0, toy, N, None, 0, kappas=(0.5,), draws=1,
                          starts=(("em", 2), ("bootstrap", 3)), total=300)

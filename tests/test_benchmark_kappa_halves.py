@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from benchtools import load_benchmark, made_up_records
+from benchtools import load_benchmark, made_up_records, toy_latent_class
 
 from sdcbayes.models.latent_class import KAPPA_GRID, LatentClassModel
 
@@ -89,10 +89,7 @@ def test_score_widens_kappa_range_not_its_centre(kh):
 
 
 def test_half_rows_read_the_whole_sample_once_and_each_half(kh):
-    rng = np.random.default_rng(4)
-    frame = pd.DataFrame({k: rng.choice([f"v{i}" for i in range(6)], 300)
-                          for k in ("x", "y", "z", "u")})
-    toy = LatentClassModel.from_frame(frame, ["x", "y", "z", "u"], n_classes=4)
+    toy = toy_latent_class(n=300)
     rows = kh.half_rows("toy/5%", 0, toy, 20 * toy.n, None, 0, halves=3)
     assert [r["half"] for r in rows] == [0, 1, 2]
     assert len({(r["full_med"], r["full_mean"]) for r in rows}) == 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from benchtools import load_benchmark
+from benchtools import load_benchmark, toy_latent_class
 
 from sdcbayes.models.latent_class import KAPPA_GRID, LatentClassModel
 
@@ -101,10 +101,7 @@ def test_simulated_total_is_poisson_with_poisson_cells(mw):
 
 
 def test_population_rows_run_the_default_on_a_sample_of_a_drawn_population(mw):
-    rng = np.random.default_rng(4)
-    frame = pd.DataFrame({k: rng.choice([f"v{i}" for i in range(6)], 250)
-                          for k in ("x", "y", "z", "u")})
-    toy = LatentClassModel.from_frame(frame, ["x", "y", "z", "u"], n_classes=4)
+    toy = toy_latent_class()
     N = 20 * toy.n
     rows = mw.population_rows("toy/5%", 0, toy, N, None, 0, kappas=(0.5,), draws=1,
                               at_kappa0=True, bootstrap=3)
