@@ -38,15 +38,17 @@ import pandas as pd
 from sdcbayes.models.latent_class import prob_population_unique
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from kappa_model_world import _tau_columns, population_sample  # noqa: E402
+from kappa_model_world import (  # noqa: E402
+    _tau_columns,
+    interval_scores,
+    population_sample,
+)
 from kappa_rules import EM_RESTARTS, TUNE, per_sample_table, sample_parser  # noqa: E402
 from kappa_scale import part_priors  # noqa: E402
 from mixture_bootstrap import fit_probabilities  # noqa: E402
 
 #: Kept draws of every start, split evenly among its chains (the default's 2 x 150).
 TOTAL_DRAWS = 300
-#: An interval's width over the posterior sd it implies (normal, 90%).
-_Z90 = 3.29
 
 
 def parse_starts(text: str) -> list[tuple[str, int]]:
@@ -113,12 +115,8 @@ def summarise(per: pd.DataFrame) -> pd.DataFrame:
             row = {"design": design, "kappa0": k0, "start": s, "samples": len(d),
                    "ex_err_mean": err.mean(), "ex_err_sd": err.std(),
                    "ex_post_sd": d[f"{s}_ex_sd"].mean(), "between_sd": d[f"{s}_between"].mean()}
-            for i in ("1", "2"):
-                truth, est = d[f"tau{i}"], d[f"{s}_est{i}"]
-                lo, hi = d[f"{s}_lo{i}"], d[f"{s}_hi{i}"]
-                z = (est - truth) / ((hi - lo) / _Z90)
-                row.update({f"cover{i}": ((lo <= truth) & (truth <= hi)).mean(),
-                            f"z_mean{i}": z.mean(), f"z_sd{i}": z.std()})
+            scores = interval_scores(d, f"{s}_")
+            row.update({k: v for k, v in scores.items() if not k.startswith("bias")})
             rows.append(row)
     return pd.DataFrame(rows)
 

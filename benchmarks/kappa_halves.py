@@ -39,7 +39,6 @@ import pandas as pd
 from sdcbayes.models.latent_class import KAPPA_GRID, LatentClassModel
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from kappa_model_world import _model_like  # noqa: E402
 from kappa_rules import (  # noqa: E402
     default_cv,
     evaluate,
@@ -71,14 +70,8 @@ def read_summary(weights, grid=KAPPA_GRID) -> tuple[float, float]:
 
 
 def half_sample(model: LatentClassModel, rng) -> LatentClassModel:
-    """The model on n // 2 of the sample's records drawn without replacement (equal
-    weights)."""
-    f = np.rint(model.counts).astype(np.int64)
-    rec = np.repeat(np.arange(f.size), f)
-    counts = np.bincount(rec[rng.choice(rec.size, size=rec.size // 2, replace=False)],
-                         minlength=f.size)
-    kept = counts > 0
-    return _model_like(model, model.codes[kept], counts[kept])
+    """The model on n // 2 of the sample's records drawn without replacement."""
+    return model.resample(rng, size=int(round(model.n)) // 2, replace=False)
 
 
 def half_rows(label, replicate, model, N, truth, seed, halves: int = 8) -> list[dict]:

@@ -271,6 +271,23 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
     return rows
 
 
+def interval_scores(d: pd.DataFrame, columns: str = "", prefix: str = "") -> dict:
+    """Relative bias, 90% coverage and the mean and sd of the errors over the posterior
+    sd the interval implies (width / 3.29, as ``sdcbayes.validation.interval_errors``; 0
+    and 1 when calibrated) of tau1 and tau2 over the rows of ``d``: truths ``tau1``,
+    ``tau2``, estimates and intervals ``<columns>est1``, ``<columns>lo1``, ... Keys
+    ``<prefix>bias1``, ``<prefix>cover1``, ``<prefix>z_mean1``, ``<prefix>z_sd1``, ..."""
+    out = {}
+    for i in ("1", "2"):
+        truth, est = d[f"tau{i}"], d[f"{columns}est{i}"]
+        lo, hi = d[f"{columns}lo{i}"], d[f"{columns}hi{i}"]
+        z = (est - truth) / ((hi - lo) / _Z90)
+        out.update({f"{prefix}bias{i}": (est - truth).mean() / truth.mean(),
+                    f"{prefix}cover{i}": ((lo <= truth) & (truth <= hi)).mean(),
+                    f"{prefix}z_mean{i}": z.mean(), f"{prefix}z_sd{i}": z.std()})
+    return out
+
+
 def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
     """Per design and kappa0 of :func:`population_rows`' table: the mean read, the mean
     uncensored Gibbs oracle, the read's offset from it (over the uncensored samples) and
@@ -305,15 +322,7 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
         for pre in ("", "k0_"):
             if f"{pre}est1" not in d or d[f"{pre}est1"].isna().all():
                 continue
-            for i in ("1", "2"):
-                truth, est = d[f"tau{i}"], d[f"{pre}est{i}"]
-                lo, hi = d[f"{pre}lo{i}"], d[f"{pre}hi{i}"]
-                rows[-1][f"{pre}bias{i}"] = (est - truth).mean() / truth.mean()
-                rows[-1][f"{pre}cover{i}"] = ((lo <= truth) & (truth <= hi)).mean()
-                # errors over the posterior sd the interval implies (interval_errors)
-                z = (est - truth) / ((hi - lo) / _Z90)
-                rows[-1][f"{pre}z_mean{i}"] = z.mean()
-                rows[-1][f"{pre}z_sd{i}"] = z.std()
+            rows[-1].update(interval_scores(d, pre, pre))
         if "tau1_star" in d and d.tau1_star.notna().any():
             # at kappa0: the mixture's error of tau1's expectation over its posterior sd,
             # and F's noise over its sd (each 0 and 1 when calibrated)

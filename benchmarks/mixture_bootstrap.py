@@ -100,16 +100,9 @@ def bootstrap_sums(model: LatentClassModel, N: float, boot: int, rng,
     codes = model.key_codes[model.key_counts == 1]
     em1, em2 = plug_in_sums(model, model.fit_em(n_restarts=EM_RESTARTS - 1, random_seed=rng),
                             codes, N, n, grid)
-    f = np.rint(model.counts).astype(np.int64)
-    record_cell = np.repeat(np.arange(f.size), f)
     b1, b2 = np.empty((boot, grid.size)), np.empty((boot, grid.size))
     for b in range(boot):
-        counts = np.bincount(rng.choice(record_cell, size=record_cell.size), minlength=f.size)
-        kept = counts > 0
-        resample = LatentClassModel(model.codes[kept], counts[kept], model.n_levels,
-                                    keys=model.keys, levels=model.levels, n_classes=model.H,
-                                    structural_zeros=model.structural_zeros,
-                                    priors=model.priors)
+        resample = model.resample(rng)
         fit = resample.fit_em(n_restarts=EM_RESTARTS - 1, random_seed=rng)
         b1[b], b2[b] = plug_in_sums(resample, fit, codes, N, n, grid)
     return {"em1": em1, "em2": em2, "b1": b1, "b2": b2}

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from benchtools import load_benchmark, toy_latent_class
+from scipy import stats
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,8 @@ def test_summary_by_hand(cs):
     assert row["ex_err_sd"] == pytest.approx(np.std([1, 2], ddof=1))
     assert row["ex_post_sd"] == pytest.approx(2.0) and row["between_sd"] == 0.5
     assert row["cover1"] == 0.5 and row["cover2"] == 1.0      # 20 lies below 20.5
-    # z of tau1: (12 - 10) / (6.58 / 3.29) = 1, (22 - 20) / (3.5 / 3.29)
-    z = np.array([1.0, 2.0 / (3.5 / 3.29)])
+    # z of tau1: error over width / (2 z_0.95), the sd a normal 90% interval implies
+    z90 = 2 * stats.norm.ppf(0.95)
+    z = np.array([2.0 / (6.58 / z90), 2.0 / (3.5 / z90)])
     assert row["z_mean1"] == pytest.approx(z.mean())
     assert row["z_sd1"] == pytest.approx(z.std(ddof=1))
