@@ -2,7 +2,7 @@
 
 On Scotland 13 keys at 1% the cross-validated kappa of stratified samples sits about
 0.5 lower (log scale) than that of simple random samples of the same file, while the
-kappa the population needs is the same for both (README, "Accuracy"). This script
+kappa the population needs is the same for both (benchmarks/README.md). This script
 splits the cross-validation's held-out count by the records' stratum to say where the
 difference comes from. Per sample of a design and per scale ratio r of
 :data:`CV_RATIOS`: cut the sample at random into r parts, fit the mixture to each part

@@ -22,15 +22,15 @@ Usage::
     python benchmarks/cv_profile_mass.py --population adult6 --fraction 0.1 [--replicates 20]
         [--masses 64,128,256,512,1024] [--seed 0]
 
-Measured (README, "Three scratch checks" and after): on Adult 6 keys at 10% the rule picks
-64-1024 and moves tau1 / tau2 from -2.0% / -1.2% to +1.7% / +0.7% over 20 samples; at 5%
-from -0.7% / -0.8% to +0.6% / -0.1%; it keeps the learnt mass on the Adult 9 keys and 1%
+Measured (benchmarks/README.md, "Three scratch checks" and after): on Adult 6 keys at 10%
+the rule picks 64-1024 and moves tau1 / tau2 from -2.0% / -1.2% to +1.7% / +0.7% over 20 samples; at
+5% from -0.7% / -0.8% to +0.6% / -0.1%; it keeps the learnt mass on the Adult 9 keys and 1%
 samples checked. ``--rule interpolate`` (the crossing in log mass, measured with this
 script's own first version of the rule, commit a274b24): +1.3% / +0.5% at 10%, -0.1% / -0.4%
 at 5%, relative RMSE below the default's on all four. That rule is now the model's
 (:func:`sdcbayes.models.latent_class.profile_mass_cv`, ``profile_mass="cv"``; it tries only
 masses above the learnt one), which ``--rule interpolate`` calls; its 200-replicate runs
-(``benchmarks/latent_class_accuracy.py --profile-mass cv``, README "Accuracy") found it worse
+(``benchmarks/latent_class_accuracy.py --profile-mass cv``, benchmarks/README.md) found it worse
 than the learnt mass on Adult 6 keys at 5% and 10% (on the 20 samples here the default was
 further off than over 200, tau1 -2.0% against -1.3% at 10%, which flattered the rule).
 """

@@ -2,9 +2,9 @@
 
 On Adult 9 keys at 1% the default's kappa read scatters from sample to sample by about one
 unit of log kappa, and that scatter, not the mixture's width, makes the intervals too
-narrow there (README, "Where the owned misses come from", "Where the chains start"). Can
-one sample see its own read's scatter? Per sample (the samples of ``kappa_rules.py``): the
-default's cross-validation (:func:`kappa_rules.default_cv`) on the whole sample and on
+narrow there (benchmarks/README.md, "Where the owned misses come from", "Where the chains
+start"). Can one sample see its own read's scatter? Per sample (the samples of ``kappa_rules.py``):
+the default's cross-validation (:func:`kappa_rules.default_cv`) on the whole sample and on
 ``--halves`` half-samples (n/2 of its records drawn without replacement,
 :func:`half_sample`), each summarised by the posterior mean and median of log kappa with the
 Poisson point at log 10^4 (:func:`read_summary`). For an estimator whose variance falls as

@@ -24,13 +24,13 @@ of the real one's size from it, the default's cross-validation and Gibbs run on 
 sample, and the read's offset from the kappa at which the posterior mean of tau1 meets
 that sample's true tau1 (its Gibbs oracle), to set against the real samples' offset from
 theirs; it also records the default's own tau estimates and intervals, a calibration check
-of the whole procedure in its own world. Measured (README, "Where the 1% read's scatter and
-offset come from"): there the posterior needs kappa0 itself, and the read lies below it at
-every design checked (tau1 2-15% low), while on the real samples at 1% it lies above.
+of the whole procedure in its own world. Measured (benchmarks/README.md, "Where the 1% read's
+scatter and offset come from"): there the posterior needs kappa0 itself, and the read lies below it
+at every design checked (tau1 2-15% low), while on the real samples at 1% it lies above.
 ``--at-kappa0`` runs the Gibbs sampler once more with kappa fixed at kappa0 and splits the
-error further (README, "The default in its own world with kappa known"): with the right kappa
-the posterior is calibrated on 2 of 6 designs and too sharp on Adult 9 keys at 1% and 5%,
-where its sd for the sample uniques' summed probability is about half that sum's error.
+error further (benchmarks/README.md, "The default in its own world with kappa known"): with the
+right kappa the posterior is calibrated on 2 of 6 designs and too sharp on Adult 9 keys at 1% and
+5%, where its sd for the sample uniques' summed probability is about half that sum's error.
 
 Usage::
 

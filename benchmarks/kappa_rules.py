@@ -1,6 +1,6 @@
 """Benchmark: how the cross-validated kappa posterior should be formed (issue 7).
 
-The default model's tau intervals miss 90% on a few designs (README, "Accuracy"):
+The default model's tau intervals miss 90% on a few designs (benchmarks/README.md):
 too narrow on Adult 9 keys at 1%, too wide at 5%. Both depend on how
 :func:`sdcbayes.models.latent_class.overdispersion_cv` turns the held-out count into
 a posterior for kappa: its prior, how sharp its likelihood is, how the scale ratios

@@ -3,7 +3,7 @@
 The per-sample cross-validated overdispersion kappa of the latent-class model is noise
 about a design's own value (``benchmarks/overdispersion_oracle.py``, ``kappa_corr``),
 and the design's value, were it known, would take two thirds of the 1% RMSE
-(README, "Does the per-sample kappa read the sample?"). This script learns that value
+(benchmarks/README.md, "Does the per-sample kappa read the sample?"). This script learns that value
 from other designs: a censored (Tobit) regression of the design's oracle log kappa on
 features every sample has (:func:`design_features`), fitted on training designs --
 other key sets of the same files, EU-SILC, the synthetic census -- and checked on

@@ -14,7 +14,7 @@ The oracle is the kappa the population scale needs (an extrapolation by N/n); a
 cross-validation at scale ratio r (parts of 1/r of the sample predicting the rest)
 sees an extrapolation by r. The table shows, design by design, the median kappa at
 each ratio of ``--ratios`` beside the oracle: the gap the cross-validation must
-bridge (README, "Accuracy").
+bridge (benchmarks/README.md).
 
 How much of a replicate's error is the cross-validation's own noise: for the last
 cross-validation of ``--ratios`` the table also gives the mean and the standard

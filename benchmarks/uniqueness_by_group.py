@@ -18,7 +18,7 @@ Usage::
     python benchmarks/uniqueness_by_group.py --population eusilc-distinct --fraction 0.05
         [--replicates 10] [--seed 0] [--by "lambda;hsize;age:15,25,40,55,65"]
 
-What it showed (README, "A held-out file"): on ``eusilc-distinct`` the file-level
+What it showed (benchmarks/README.md, "A held-out file"): on ``eusilc-distinct`` the file-level
 tau1 is right at 5% because two errors cancel -- every one-person household is
 population-unique there by construction (a one-person composition is its member's
 key) and the model gives them about half that, while it overstates the uniques of

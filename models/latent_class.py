@@ -101,7 +101,7 @@ fitted to a quarter, or an eighth, of the records predicts which of its uniques 
 rest of the sample leaves unique, an extrapolation by 4 or 8 that comes closer to the
 population's N/n than halves do (by default each part fitted by penalised EM, a prior
 uniform in :math:`\log\kappa`; halves, Gibbs-fitted parts and a half-Cauchy prior on
-:math:`\kappa^{-1/2}` are options, measured in README "Accuracy").
+:math:`\kappa^{-1/2}` are options, measured in benchmarks/README.md).
 
 Two routes to the same posterior: :meth:`LatentClassModel.sample` (blocked Gibbs
 sampler with data augmentation, vectorised over distinct cells, chains started
@@ -114,9 +114,9 @@ Chain starts (``sample(init=...)``). The mixture's posterior has modes the Gibbs
 sampler seldom leaves: classes split and merge over hundreds of sweeps. Chains started
 at the sample's best EM fit (``init="em"``) stay near one mode, and their draws lack the
 spread between modes. Measured in the model's own world with :math:`\kappa` known
-(``benchmarks/chain_starts.py``, README "Where the chains start"), the posterior sd of
-tau1's conditional expectation on Adult 9 keys at 1% is 2.8 against an error of sd 6.3
-from sample to sample. ``init="bootstrap"`` starts each chain at the EM fit of a
+(``benchmarks/chain_starts.py``, benchmarks/README.md, "Where the chains start"), the
+posterior sd of tau1's conditional expectation on Adult 9 keys at 1% is 2.8 against an error of sd
+6.3 from sample to sample. ``init="bootstrap"`` starts each chain at the EM fit of a
 bootstrap resample of the records, i.e. at the points the estimate would reach from
 other samples of the same population (overdispersed starts, Gelman et al. 2013, BDA3,
 section 11.4). The chains then run on the sample itself, so the target is the same
@@ -126,7 +126,7 @@ gain little; with 4 or more the errors' spread comes in line with the intervals 
 sd of tau1's errors over the sd its interval implies: 1.34 with EM starts, 1.30 / 1.11 /
 1.04 with 2 / 4 / 8 bootstrap-started chains). On the real designs, where the
 cross-validated kappa's range carries most of an interval's width, the change is small
-and the default keeps EM starts (README, "Where the chains start").
+and the default keeps EM starts (benchmarks/README.md, "Where the chains start").
 
 May import NumPy, SciPy, pandas, xarray, ArviZ, PyMC/PyTensor (inside
 :meth:`build` only) and the ``sdcbayes`` data layer; not ``sdcbayes.inference`` or
@@ -704,7 +704,7 @@ def _log_dirichlet(rng, conc: np.ndarray) -> np.ndarray:
 #: Default prior of the class profiles (:meth:`LatentClassModel.phi_concentration`): keys of
 #: at least 20 levels (age in years, country of birth) centred on their sample marginal with
 #: a learnt mass M_j, the others 1/L_j per level. ``{"a": "inverse"}`` gives 1/L_j on every
-#: key, the default before (README, "Accuracy": the prior of the class profiles).
+#: key, the default before (benchmarks/README.md: the prior of the class profiles).
 PHI_PRIOR_DEFAULT = {"dist": "Dirichlet", "a": "marginal", "mass": "learn", "min_levels": 20}
 
 #: Values of the profile prior's mass M_j weighed when it is learnt
@@ -723,9 +723,9 @@ PHI_MASS_START = 16.0
 #: more than about 2,000 records (Adult at 5% and 10%: 300-400 sweeps to converge)
 #: keeps the starting mass -- in the chains' start (which then learn M themselves) and
 #: in the parts of the overdispersion's cross-validation, which take the whole sample's
-#: EM masses (``part_mass="whole"``). Every result in the README was measured so;
+#: EM masses (``part_mass="whole"``). Every result in benchmarks/README.md was measured so;
 #: ``"always"``, the type-II estimate the cross-validation was meant to use, was measured
-#: worse (README "Accuracy"), so it is an option.
+#: worse (benchmarks/README.md), so it is an option.
 EM_LEARN_MASS = "converged"
 
 
@@ -787,7 +787,7 @@ class LatentClassModel(SuperpopulationModel):
       and with concentration ``1/L_j`` per level on the others. ``a="inverse"``:
       ``1/L_j`` per level on every key (total mass 1 per key and class), the default
       until the synthetic census showed what it costs on a key with a long tail of
-      rare levels (README, "Accuracy"); a number sets the same concentration on
+      rare levels (benchmarks/README.md); a number sets the same concentration on
       every level. A uniform ``a = 1`` adds L_j pseudo
       records per class and key, which for keys with many levels (age in single
       years) pulls a class's distribution towards uniform and inflates the
@@ -1241,7 +1241,7 @@ class LatentClassModel(SuperpopulationModel):
         records); each model, e.g. each part of :func:`overdispersion_cv`, takes the
         marginal of its own records.
 
-        Measured on the real designs and not the default (README "Accuracy", 10
+        Measured on the real designs and not the default (benchmarks/README.md, 10
         replicates per design): a mass of 30 removes the bias of Adult 6 keys at 10%
         (tau1 -3.7% -> +0.5%) and Adult 9 keys at 10% (+2.2% -> -0.4%), but breaks
         the small samples (Scotland 7 keys at 1%: +11% -> +70%); a mass of 10 moves
@@ -1258,13 +1258,13 @@ class LatentClassModel(SuperpopulationModel):
         coverage 0.3), with parts learning their own masses or taking the whole
         sample's alike. With ``min_levels=20`` (only Adult's age and native country
         learn) the Scotland results are the default's bit for bit and the Adult
-        designs were measured over 150 replicates (README "Accuracy"). That is the
+        designs were measured over 150 replicates (benchmarks/README.md). That is the
         default since the synthetic census (country of birth: 150 levels with a Zipf
         tail) showed the inverse prior understating tau1 by 18% and 12% at 5% and 10%
         (4% and 1% with it); on the held-out EU-SILC it raises an overstatement.
 
         ``small_mass=M`` centres the keys below ``min_levels`` on their marginal too,
-        with the fixed mass M (README "The small keys' smoothing"; design seed 0, 50
+        with the fixed mass M (benchmarks/README.md, "The small keys' smoothing"; design seed 0, 50
         samples per design): M = 4 mends Scotland's activity keys at 1% (tau1 -9.2% ->
         +2.9%) but overshoots Scotland 7 keys at every fraction (+17.5/+7.1/+5.1%,
         tau2 coverage at 5% 0.96 -> 0.78), and M = 1 lowers Adult's key sets at 1% by
@@ -1887,7 +1887,7 @@ class LatentClassModel(SuperpopulationModel):
             chosen by it (:func:`profile_mass_cv`); where it does not, the draws are the
             default's. ``attrs["priors"]`` is the prior used, ``attrs["profile_mass"]``
             the choice (JSON). Measured worse than the default on the dense designs
-            (README "Accuracy"): an option for comparison. ``"span"``: the mass spread
+            (benchmarks/README.md): an option for comparison. ``"span"``: the mass spread
             between the learnt one and that choice (:func:`profile_mass_span`; the
             learnt mass where no candidate reaches the held-out count); the prior stays
             the learnt one.
@@ -2135,7 +2135,7 @@ class LatentClassModel(SuperpopulationModel):
 #: eighths; the population, a factor 20 away, needs 1.2), so halves, a factor 2, see too
 #: little of the clumping that matters at the population's factor N/n (10 to 100 on the
 #: real designs). Quarters and eighths, mixed, come closer and carry the doubt about
-#: which scale transfers: on the real designs (50 replicates, README "Accuracy") the bias
+#: which scale transfers: on the real designs (50 replicates, benchmarks/README.md) the bias
 #: of tau1 on Scotland 13 keys at 1% fell from +20% (halves) to +3.5%, its 90% coverage
 #: from 0.50 to 0.90, and the mean |bias| over the 12 designs from 4.5% to 1.6%.
 CV_RATIOS = (4, 8)
@@ -2146,13 +2146,13 @@ CV_SPLITS = 1
 
 #: How :func:`overdispersion_cv` combines the ``n_splits`` partitions of one ratio
 #: (``partitions``): ``"mixture"`` (default) mixes their kappa posteriors; ``"average"``
-#: averages their log-likelihoods (repeated cross-validation), measured in README, Accuracy.
+#: averages their log-likelihoods (repeated cross-validation), measured in benchmarks/README.md.
 CV_PARTITIONS = "mixture"
 
 #: How :func:`overdispersion_cv` combines its scale ratios (``combine_ratios``):
 #: ``"mixture"`` (default) mixes their kappa posteriors; ``"average"`` averages their
 #: log-likelihoods (a composite likelihood that counts the sample once), measured in
-#: README, Accuracy.
+#: benchmarks/README.md.
 CV_COMBINE_RATIOS = "mixture"
 
 #: Variance of the held-out count in :func:`overdispersion_cv` (``dispersion``):
@@ -2199,19 +2199,19 @@ KAPPA_PRIOR = KAPPA_PRIOR_HALF_CAUCHY
 
 #: Default weighting of the held-out count in :func:`overdispersion_cv`: every
 #: part-unique alike (``"all"``); ``"population"`` weighs each by its population
-#: uniqueness under the whole sample's fit (measured as an option, README "Accuracy").
+#: uniqueness under the whole sample's fit (measured as an option, benchmarks/README.md).
 CV_FOCUS = "all"
 
 #: Default fit of each half in :func:`overdispersion_cv`: ``"em"`` (one penalised-EM
 #: point, as validated); ``"gibbs"`` (posterior draws) is the alternative measured in
-#: README, Accuracy.
+#: benchmarks/README.md.
 CV_PREDICTIVE = "em"
 
 #: How :func:`overdispersion_cv` draws its parts (``parts``): ``"random"`` (default),
 #: simple random subsets of the sample whatever its design; ``"weights"``, on a sample
 #: with weight classes, subsets whose within-class fractions make the rest of the sample
 #: extrapolate each class at a rate proportional to the population's, measured as an
-#: option (README, "Accuracy").
+#: option (benchmarks/README.md).
 CV_PARTS = "random"
 
 
@@ -2229,7 +2229,7 @@ def kappa_prior(grid, prior=KAPPA_PRIOR) -> np.ndarray:
     :math:`\log\kappa` over the grid's range, plus the Poisson point. Gelman (2006,
     section 4) warns against it: where the data cannot rule out :math:`\sigma_u
     \to 0` (the held-out prediction is flat in kappa above a few, the sparse
-    designs at 1%, README "Accuracy"), the posterior follows the arbitrary
+    designs at 1%, benchmarks/README.md), the posterior follows the arbitrary
     upper end of the grid, here half of the mass on :math:`\kappa > 10`.
     ``("log-normal", (m, s))``: :math:`\log\kappa \sim N(m, s^2)`, each finite point
     taking the mass between the midpoints (log scale) to its neighbours, inf the mass
@@ -2435,14 +2435,14 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     arbitrary Poisson end the mass the log-uniform prior does (Adult 9 keys at 1%:
     median kappa 0.9 -> 2.0 and tau1 bias +4.7% -> +7.6% with the log-uniform prior,
     1.0 and +5.5% with the half-Cauchy). Measured at 50 replicates per real design
-    (README, Accuracy): designs meeting the whole goal 4 -> 6 of 12, mean relative
+    (benchmarks/README.md): designs meeting the whole goal 4 -> 6 of 12, mean relative
     RMSE of tau1 7.8% -> 7.5%, mean |bias| 1.6% -> 2.2%.
     When the Poisson prediction is at or below T the data show no clumping and the
     posterior moves to large :math:`\kappa` (towards Poisson). Measured, that happens
     where the EM point puts tau1 with Poisson cells below the truth (Adult 6 and
-    Scotland 7 keys, most held-out designs; ``benchmarks/em_vs_gibbs.py``, README "The
-    kappa rules on the four held-out key sets"): the risk is then the Gibbs average's
-    with Poisson cells, which the EM parts cannot check.
+    Scotland 7 keys, most held-out designs; ``benchmarks/em_vs_gibbs.py``,
+    benchmarks/README.md, "The kappa rules on the four held-out key sets"): the risk is then the
+    Gibbs average's with Poisson cells, which the EM parts cannot check.
 
     Why several parts rather than halves. Each part extrapolates by the factor r,
     the population by N/n (10 to 100 on the real designs), and the kappa a fit
@@ -2455,7 +2455,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     transfers. A ratio is used only when its parts hold :data:`CV_MIN_PART`
     records and it does not exceed ``max_ratio`` (the population's N/n, when
     known: a sample of half the population is not extrapolated eightfold);
-    halves are the fallback. Measured since (``benchmarks/kappa_scale.py``, README
+    halves are the fallback. Measured since (``benchmarks/kappa_scale.py``, benchmarks/README.md,
     "What the cross-validation's κ reads"): what lowers a ratio's kappa is mostly its
     smaller part, not its longer extrapolation (Adult 9 keys at 5%: predicting in the
     rest once, halves read log kappa 1.35 and eighths 0.07; eighths predicting 7 times
@@ -2472,7 +2472,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     kappa = 3 from Poisson (most sample uniques stay unique in any half: the
     sparse designs at 1%), a prior uniform in :math:`\log\kappa` hands the answer
     to the grid's arbitrary upper end (Gelman 2006, section 4). Together (two
-    halvings, 50 replicates per real design, README "Accuracy") they lower the
+    halvings, 50 replicates per real design, benchmarks/README.md) they lower the
     bias of tau1 on the sparse key sets (Adult 9 keys: +9.5/+5.0/+2.6% at
     1/5/10% become +6.7/+3.1/+1.0%; Scotland 13 keys at 1%: +19.9% becomes +16.9%)
     and raise its coverage there (Adult 9 keys at 5%: 0.32 to 0.56), but move the
@@ -2481,7 +2481,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     |bias| over the designs does not fall. What fits at the half-sample scale
     does not carry over to the population scale the same way on every key set.
     Gibbs-fitted parts measured again with quarters and eighths, on the four held-out
-    key sets (README, "The kappa rules on the four held-out key sets"): more clumping
+    key sets (benchmarks/README.md, "The kappa rules on the four held-out key sets"): more clumping
     read on Scotland's labour keys (tau1 +9.5% -> +7.3% at 5%), but Adult's
     relationship keys at 1% go from +5.5% to +8.4% and its work keys at 5% from -1.0%
     to -3.2%; EM parts stay the default.
@@ -2491,7 +2491,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     whole sample, without feeding back into the classes. It assumes the relative
     departure from the mixture is about the same at the scale of the
     cross-validation (extrapolation by the factor r) as at the scale of the
-    population (factor N/n). Measured on the real designs (README, Accuracy), it
+    population (factor N/n). Measured on the real designs (benchmarks/README.md), it
     removes most of the mixture's overstatement of tau1 on the sparsest keys.
 
     Parameters
@@ -2542,9 +2542,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         auxiliary randomisation: averaging the criterion over repeated partitions
         (repeated K-fold cross-validation) removes its noise from the estimate without
         reading the partitions' disagreement as doubt about kappa, which the mixture
-        does. Measured with four partitions on Adult 9 keys at 1% (README, Accuracy):
+        does. Measured with four partitions on Adult 9 keys at 1% (benchmarks/README.md):
         no gain, the partition's noise is not what makes those intervals too narrow;
-        with eight (README, "Where the 1% read's scatter and offset come from"), one
+        with eight (benchmarks/README.md, "Where the 1% read's scatter and offset come from"), one
         partition's median log kappa moves by sd 0.35 between the partitions of a sample
         and by 0.98 between samples.
     combine_ratios : {"mixture", "average"}
@@ -2555,7 +2555,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         ratio's cross-validation uses the whole sample, so the product of their
         likelihoods would count it once per ratio; their mean is the composite
         likelihood that counts it once, centred between the ratios where they
-        disagree, without the mixture's width. Measured (README, Accuracy): right where
+        disagree, without the mixture's width. Measured (benchmarks/README.md): right where
         the mixture is too wide (Adult 9 keys at 5%), too narrow on the other designs.
     by_cluster : bool
         When the model knows its records' clusters (:meth:`LatentClassModel.set_record_clusters`;
@@ -2571,7 +2571,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         at 1% the part-uniques of native-born persons (common cells, w near 0) read
         strong clumping that the foreign-born ones, which carry tau1, do not show.
         T, the predictions and V are then the weighted sums (V with :math:`w_k^2`).
-        Measured as an option (README, "Accuracy").
+        Measured as an option (benchmarks/README.md).
     parts : {"random", "weights"}
         How the parts are drawn (default :data:`CV_PARTS`). ``"random"``: the sample is
         cut at random, so every weight class of the rest of the sample is extrapolated
@@ -2847,7 +2847,7 @@ def profile_mass_cv(model: LatentClassModel, *, masses=PROFILE_MASS_CANDIDATES,
     them, and its sample uniques are unique in the population more often than it
     predicts. No gamma overdispersion can mend that: given :math:`f_k = 1` a
     gamma-mixed cell is *less* likely to be population-unique than a Poisson one
-    wherever :math:`n\pi_k < 1` (README, "Where the centre errs on Adult 6 keys").
+    wherever :math:`n\pi_k < 1` (benchmarks/README.md, "Where the centre errs on Adult 6 keys").
     :func:`overdispersion_cv` sees it at the parts' scale: its observed count T of
     part-uniques left unique in the rest of the sample exceeds even the Poisson
     prediction (``observed > predicted_poisson``), and the kappa posterior runs to
@@ -2873,7 +2873,7 @@ def profile_mass_cv(model: LatentClassModel, *, masses=PROFILE_MASS_CANDIDATES,
     design): Adult 6 keys at 10% tau1 / tau2 bias -2.0 / -1.2% -> +1.3 / +0.5%, at 5%
     -0.7 / -0.8% -> -0.1 / -0.4%, relative RMSE lower on all four; the learnt mass
     kept on every Adult 9 keys sample and 1% sample checked. Over 200 samples per
-    design it is *worse* than the learnt mass (README "Accuracy"; Adult 6 keys, SRS
+    design it is *worse* than the learnt mass (benchmarks/README.md; Adult 6 keys, SRS
     and stratified): at 5% and 10% it raises the mass on 67-97% of the samples, tau1
     moves from about -1.3% to +1.2-1.9% at 10% with intervals as wide as before, and
     coverage falls (SRS 10% tau1 0.865 -> 0.74, stratified 10% 0.915 -> 0.75) with a
@@ -2983,7 +2983,7 @@ def profile_mass_span(model: LatentClassModel, *, random_seed=None, unreached: s
     :func:`profile_mass_cv` reads, per sample, a mass above the learnt one wherever the
     parts' Poisson prediction falls short of the held-out count; over 200 samples per
     design that reading is uncorrelated with the sample's own error and overshoots
-    (README "Accuracy"). The two readings -- the mass the classes learn in the sample
+    (benchmarks/README.md). The two readings -- the mass the classes learn in the sample
     and the smallest one that reaches the held-out count -- are both defensible and
     the sample cannot tell between them, so this spreads the mass over the range
     between them, uniform in :math:`\log M` (:meth:`LatentClassModel.with_mass_span`:
@@ -2997,7 +2997,7 @@ def profile_mass_span(model: LatentClassModel, *, random_seed=None, unreached: s
     files at 5% and 10% (the synthetic census, EU-SILC: the parts' prediction rises
     by a few per cent of the gap per doubling and never reaches the count) and on
     0-1.5% of Adult 6 keys samples, and it moved the synthetic census's tau1 from
-    -0.7% to -2.7% at 10% (README "Accuracy").
+    -0.7% to -2.7% at 10% (benchmarks/README.md).
 
     Not the default. On a key set held out of every choice (Adult's sex, race,
     education, workclass, occupation, hours per week; 100 samples per design) the
@@ -3062,7 +3062,7 @@ def cluster_rate_correction(model: LatentClassModel, *, folds: int = CLUSTER_FOL
     :math:`\pi_k` is larger than the population's share of the combination, and
     it is called population-unique too rarely: on the synthetic census at 5% of
     households, Poisson cells give tau1 -10.6% against -3.3% on samples of persons of
-    the same size (README, "Household samples"), the deficit growing with the
+    the same size (benchmarks/README.md, "Household samples"), the deficit growing with the
     household's size. In a simple random sample of persons there are no mates:
     the unique's own record is its only self-influence, which the model's Bayes
     update of the cell's rate is meant to carry.

@@ -985,7 +985,7 @@ def assess_posterior(
         Further options of :func:`sdcbayes.inference.fit`; for the latent-class model
         ``thin``, ``init``, ``em_restarts``, ``overdispersion`` of
         :meth:`LatentClassModel.sample` (default ``"cv"``, the cross-validated gamma
-        overdispersion that ``sdcbayes assess`` uses and README "Accuracy" validates;
+        overdispersion that ``sdcbayes assess`` uses and benchmarks/README.md validates;
         ``None`` for Poisson cells), ``kappa_prior`` (the prior of the cross-validated
         kappa, default the half-Cauchy; e.g. ``("log-normal", (m, s))`` or its text
         ``"log-normal:m:s"``, :func:`~sdcbayes.models.latent_class.parse_kappa_prior`),
@@ -994,8 +994,8 @@ def assess_posterior(
         with a household
         column: the household mates' share of the sample uniques' rates removed,
         :func:`~sdcbayes.models.latent_class.cluster_rate_correction`; measured and
-        not the default, README "Household samples"), ``profile_mass`` (``"cv"``: the
-        profile mass of the keys of >= 20 levels chosen by the cross-validation where
+        not the default, benchmarks/README.md, "Household samples"), ``profile_mass``
+        (``"cv"``: the profile mass of the keys of >= 20 levels chosen by the cross-validation where
         the learnt one leaves the mixture too smooth,
         :func:`~sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread
         between the learnt mass and that one,
@@ -1089,7 +1089,7 @@ def _assess_latent_class(
             f"unknown option(s) {unknown} for the latent-class sampler; it takes "
             f"{list(_LATENT_CLASS_SAMPLE_OPTIONS)}"
         )
-    # the validated default (README "Accuracy"), as `sdcbayes assess` fits it; None: Poisson
+    # the validated default (benchmarks/README.md), as `sdcbayes assess` fits it; None: Poisson
     sample_kwargs.setdefault("overdispersion", "cv")
     from sdcbayes._version import __version__
     from sdcbayes.inference.diagnostics import check_diagnostics

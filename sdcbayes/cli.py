@@ -154,7 +154,7 @@ def cli() -> None:
     help="latent-class with --overdispersion cv: prior of the overdispersion kappa that the "
     "cross-validation reweights. half-cauchy[:A] on kappa^-1/2; log-uniform; or "
     "log-normal:M:S (log kappa ~ Normal(M, S)), e.g. a kappa calibrated on a census of the "
-    "same population (README, 'A kappa learnt across designs?').",
+    "same population (benchmarks/README.md, 'A kappa learnt across designs?').",
 )
 @click.option(
     "--profile-prior",
@@ -166,11 +166,11 @@ def cli() -> None:
     "distribution with a strength learnt from the data, so that a small class does not "
     "claim its members' rare levels; cv (needs --overdispersion cv): as learn, but where "
     "the cross-validation finds the mixture too smooth that strength is raised until its "
-    "held-out uniques are predicted (measured worse than learn on dense samples: README, "
-    "Accuracy; for comparison); span (needs --overdispersion cv): the strength spread "
+    "held-out uniques are predicted (measured worse than learn on dense samples: "
+    "benchmarks/README.md; for comparison); span (needs --overdispersion cv): the strength spread "
     "between the learnt one and cv's, which the sample cannot tell apart, and the learnt "
     "one where no larger strength reaches the held-out uniques (better on Adult 6 keys "
-    "at 10%, worse on a fresh key set: README, Accuracy; an option); inverse: 1/L per "
+    "at 10%, worse on a fresh key set: benchmarks/README.md; an option); inverse: 1/L per "
     "level on every key (the default before; it understates the risk on keys with many "
     "rare levels).",
 )
@@ -184,7 +184,8 @@ def cli() -> None:
     "chains that do not mix between the mixture's modes still carry the spread between "
     "them: with 4 chains or more the mixture's share of the intervals matches its errors "
     "in the model's own world; with the cross-validated kappa, whose range carries most of "
-    "the width, the intervals change little (README, 'Where the chains start').",
+    "the width, the intervals change little (benchmarks/README.md, 'Where the chains "
+    "start').",
 )
 @click.option(
     "--cluster-correction",
@@ -195,7 +196,8 @@ def cli() -> None:
     "mates' share of each sample unique's rate, measured by fitting the mixture without the "
     "unique's household and without the unique alone. It fits populations whose households "
     "are independent of each other and overstates the risk where similar households cluster "
-    "(README, Household samples); none: the members count as independent records.",
+    "(benchmarks/README.md, 'Household samples'); none: the members count as independent "
+    "records.",
 )
 @click.option(
     "--draws", type=int, default=None,

@@ -135,7 +135,7 @@ def test_default_scale_ratios_order_known_overdispersion(seed):
     # the default, quarters and eighths (CV_RATIOS): small parts (250-500 records here)
     # fit their own uniques too closely, so on this correctly specified simulation kappa
     # drifts up with the ratio (measured: kappa = 1 is read as 4-6, kappa = 0.3 as 0.6);
-    # the real designs drift the other way, more strongly (README, Accuracy). What must
+    # the real designs drift the other way, more strongly (benchmarks/README.md). What must
     # hold: strong clumping is found, moderate clumping is told from Poisson cells.
     meds = {}
     for kappa in (0.3, 1.0, None):

@@ -84,3 +84,32 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert main_job.endswith("sdcbayes assess")
     ci = (root / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci[-1] == tests
+
+
+def test_readme_links_to_the_accuracy_studies_resolve():
+    # the README's accuracy section indexes the studies of benchmarks/README.md by their
+    # headings; a renamed or removed heading must not leave a dead link behind
+    import re
+    from pathlib import Path
+
+    def slug(title):  # GitHub's heading anchors: lower case, punctuation dropped
+        return "".join(c for c in title.lower() if c.isalnum() or c in " -_").replace(" ", "-")
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    studies = (root / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    anchors = {slug(t) for t in re.findall(r"^#+ (.+)$", studies, flags=re.M)}
+    links = re.findall(r"\]\(benchmarks/README\.md#([^)]+)\)", readme)
+    own = re.findall(r"\]\(#([^)]+)\)", studies)
+    assert len(links) >= 30 and len(own) == len(links)
+    assert set(links) <= anchors, set(links) - anchors
+    assert set(own) <= anchors, set(own) - anchors
+    # every quoted study name in the README's accuracy section is a heading there
+    accuracy = readme.split("### Accuracy", 1)[1].split("\n## ", 1)[0]
+    titles = set(re.findall(r"^### (.+)$", studies, flags=re.M))
+    prose = re.sub(r"`[^`]*`", "", accuracy.split("The studies in [", 1)[0])  # no code spans
+    quoted = [" ".join(q.split()) for q in re.findall(r'"([^"]{12,})"', prose)]
+    assert len(quoted) >= 10
+    missing = [q for q in quoted if not any(t.startswith(q.rstrip("?")) or q.startswith(t)
+                                             for t in titles)]
+    assert not missing, missing
