@@ -2526,7 +2526,13 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         :math:`\hat\phi = \max(1, \sum_j (d_j - V_j \bar d)^2 / V_j \,/\, \sum (r - 1))`,
         :math:`d_j = T_j - P_j(\hat\kappa)`, :math:`\bar d = \sum d_j / \sum V_j`, over
         the parts j of each partition (McCullagh & Nelder 1989, section 9.2),
-        which also counts the noise of each part's own fit.
+        which also counts the noise of each part's own fit. It does not count the
+        clumping of the failures (part-uniques with a twin in the rest) across parts: a
+        sample cell of two records split between two parts makes two failures at once,
+        so the count's variance is about rho = sum e_c^2 / sum e_c (2.0-2.1 for quarters
+        on every real design) times the Bernoulli one; measured, and not corrected, in
+        ``benchmarks/cv_pairs.py`` (benchmarks/README.md, "Why the kappa likelihood is
+        too sharp").
     part_mass : {"whole", "learn"}
         With a learnt profile mass (``priors={"phi": {"a": "marginal", "mass":
         "learn"}}``): the parts are smoothed with the whole sample's EM masses

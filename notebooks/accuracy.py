@@ -4064,3 +4064,44 @@ _k3 = ks.round(3)
 assert _k3.loc[("default", "adult9/srs/1%"), ["bias1", "rmse1"]].tolist() == [0.054, 0.09]
 assert _k3.loc[("halves-design1", "adult9/srs/1%"), ["bias1", "rmse1"]].tolist() == [0.039, 0.082]
 assert _k3.loc[("halves-design1", "scotland13/srs/1%"), "rmse1"] == 0.109
+
+# %% [markdown]
+# ### Why the kappa likelihood is too sharp: the held-out failures come in pairs
+#
+# `cv_pairs.py --index` (failures per partition and their clumping index rho on the
+# harness's samples, no fitting; stored as `cv_pairs_index.csv.gz`) and `--model-world`
+# (the likelihood's standardised discrepancy z at kappa0 on samples drawn from each real
+# sample's EM fit; stored as `cv_pairs_model_world.csv.gz`).
+
+# %%
+_spec = importlib.util.spec_from_file_location("cv_pairs", RESULTS.parent / "cv_pairs.py")
+cv_pairs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cv_pairs)
+CPI = cv_pairs.summarise_index(pd.read_csv(RESULTS / "cv_pairs_index.csv.gz")).set_index(
+    "design")
+print(CPI.round(2).to_string())
+assert len(CPI) == 24
+# what the README states: rho 2.00-2.11 for quarters and 2.00-2.95 for eighths on all 24
+# designs; Adult 9 keys at 1%: 12.75 and 14.75 failures per partition
+assert round(CPI.rho4.min(), 2) == 2.0 and round(CPI.rho4.max(), 2) == 2.11
+assert round(CPI.rho8.min(), 2) == 2.0 and round(CPI.rho8.max(), 2) == 2.95
+assert tuple(CPI.loc["adult9/srs/1%", ["failures4", "failures8"]]) == (12.75, 14.75)
+CPZ = cv_pairs.summarise_z(pd.read_csv(RESULTS / "cv_pairs_model_world.csv.gz"))
+CPZ = CPZ.set_index(["design", "ratio"]).round(2)
+print(CPZ.to_string())
+expected_cpz = {  # design: (z mean, z sd, z sd within a sample) for quarters, eighths
+    "adult9/srs/1%": [(-2.08, 1.68, 1.65), (-0.99, 1.52, 1.32)],
+    "scotland13/srs/1%": [(-0.99, 1.49, 1.4), (-2.79, 1.7, 1.63)],
+    "adult9/srs/5%": [(-0.15, 0.87, 1.01), (-4.47, 1.71, 1.83)],
+    "scotland13/srs/5%": [(-1.55, 1.89, 1.74), (-3.97, 2.94, 2.98)],
+    "adult9/srs/10%": [(-0.89, 1.34, 1.44), (-3.0, 1.68, 1.72)],
+    "scotland13/srs/10%": [(-2.1, 1.46, 1.18), (-3.15, 1.83, 1.28)]}
+for _design, _want in expected_cpz.items():
+    assert [tuple(CPZ.loc[(_design, r), ["z_mean", "z_sd", "z_sd_within"]])
+            for r in (4, 8)] == _want, _design
+# too sharp (within-sample sd above 1.25) on 10 of the 12; at 1% within 0.25 of sqrt(rho)
+assert (CPZ.z_sd_within > 1.25).sum() == 10
+for _design in ("adult9/srs/1%", "scotland13/srs/1%"):
+    for r in (4, 8):
+        assert abs(CPZ.loc[(_design, r), "z_sd_within"]
+                   - np.sqrt(CPI.loc[_design, f"rho{r}"])) < 0.25, (_design, r)
