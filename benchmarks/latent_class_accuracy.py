@@ -34,7 +34,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--init em|margins] [--rules confirmed|auto|none]
         [--phi-a default|inverse|<a>|marginal:<M>|marginal:learn[:<min levels>[:<small mass>]]]
         [--cv-part-mass whole|learn] [--cv-focus all|population] [--cv-partitions mixture|average]
-        [--cv-combine-ratios mixture|average]
+        [--cv-combine-ratios mixture|average] [--cv-dispersion binomial|parts|parts-kappa[-quasi]]
         [--overdispersion cv|none|<kappa>|log-normal:<m>:<s>] [--overdispersion-splits 4]
         [--kappa-prior log-uniform|half-cauchy[:1]|log-normal:<m>:<s>] [--cv-predictive em|gibbs]
         [--cluster-correction none|cv] [--profile-mass prior|cv|span]
@@ -310,10 +310,13 @@ def main(argv=None) -> int:
     ap.add_argument("--cv-predictive", default=None, choices=["em", "gibbs"],
                     help="fit of each half in the cross-validation: one EM point (the "
                          "default CV_PREDICTIVE) or Gibbs draws")
-    ap.add_argument("--cv-dispersion", default=None, choices=["binomial", "parts"],
+    ap.add_argument("--cv-dispersion", default=None,
+                    choices=["binomial", "parts", "parts-kappa", "parts-kappa-quasi"],
                     help="variance of the held-out count in the cross-validation: Bernoulli "
                          "(the default before) or times a dispersion estimated from the parts' "
-                         "disagreement (the default CV_DISPERSION)")
+                         "disagreement (the default CV_DISPERSION); parts-kappa: the same "
+                         "with the Bernoulli variance at every kappa, not at the Poisson limit "
+                         "(and the normal's normalising term; without it: parts-kappa-quasi)")
     ap.add_argument("--cv-part-mass", default=None, choices=["whole", "learn"],
                     help="with --phi-a marginal:learn, the parts' profile masses in the "
                          "cross-validation: the whole sample's (default CV_PART_MASS) or "

@@ -2163,6 +2163,9 @@ CV_COMBINE_RATIOS = "mixture"
 #: dispersion".
 CV_DISPERSION = "parts"
 
+#: The variances :func:`overdispersion_cv` knows (``dispersion``).
+CV_DISPERSIONS = ("binomial", "parts", "parts-kappa", "parts-kappa-quasi")
+
 #: With a learnt profile mass (``priors={"phi": {"a": "marginal", "mass": "learn"}}``),
 #: how the parts of :func:`overdispersion_cv` are smoothed (``part_mass``): ``"whole"``,
 #: with the whole sample's masses (:meth:`LatentClassModel.fit_em`'s: type-II estimates
@@ -2519,9 +2522,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         :data:`CV_RATIOS`.
     max_ratio : float, optional
         The population's extrapolation factor N/n: ratios above it are not used.
-    dispersion : {"binomial", "parts"}
+    dispersion : {"binomial", "parts", "parts-kappa"}
         The variance of the held-out count: the Bernoulli variance
-        :math:`V = \sum_k P_k(1 - P_k)` (default :data:`CV_DISPERSION`), or
+        :math:`V = \sum_k P_k(1 - P_k)` at the Poisson limit, or
         :math:`\phi V` with the quasi-likelihood dispersion
         :math:`\hat\phi = \max(1, \sum_j (d_j - V_j \bar d)^2 / V_j \,/\, \sum (r - 1))`,
         :math:`d_j = T_j - P_j(\hat\kappa)`, :math:`\bar d = \sum d_j / \sum V_j`, over
@@ -2532,7 +2535,16 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         so the count's variance is about rho = sum e_c^2 / sum e_c (2.0-2.1 for quarters
         on every real design) times the Bernoulli one; measured, and not corrected, in
         ``benchmarks/cv_pairs.py`` (benchmarks/README.md, "Why the kappa likelihood is
-        too sharp").
+        too sharp"). ``"parts-kappa"``: :math:`\hat\phi V(\kappa)`, the Bernoulli
+        variance at every kappa of the grid instead of at the Poisson limit, with the
+        normal's normalising term :math:`-\frac12 \log \hat\phi V(\kappa)`: the smaller
+        kappa, the more part-uniques are predicted to have a twin in the rest and the
+        larger the count's variance, which the Poisson-limit V does not follow, so its
+        likelihood is too sharp on the clumped side. ``"parts-kappa-quasi"``: the same
+        without the normalising term (a quasi-likelihood, whose variance function enters
+        only the discrepancy; the term favours the large kappa of small variance).
+        Measured as options (benchmarks/README.md). Default :data:`CV_DISPERSION`
+        (``"parts"``).
     part_mass : {"whole", "learn"}
         With a learnt profile mass (``priors={"phi": {"a": "marginal", "mass":
         "learn"}}``): the parts are smoothed with the whole sample's EM masses
@@ -2605,7 +2617,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         own posterior median of kappa, its partitions combined as ``partitions`` says;
         inf = Poisson), ``partition_ratios`` and
         ``partition_loglik`` (each partition's ratio and its log-likelihood over the
-        grid, prior not included), ``partitions``, ``combine_ratios``, ``prior``,
+        grid, prior not included), ``partition_variance`` (the held-out count's variance
+        each log-likelihood uses, over the grid: constant but with ``"parts-kappa"``),
+        ``partitions``, ``combine_ratios``, ``prior``,
         ``predictive``,
         ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``); with
         ``part_mass="whole"`` and a learnt mass, ``part_phi_mass`` (the parts' masses);
@@ -2642,8 +2656,9 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     use = [int(r) for r in ratios if n // int(r) >= CV_MIN_PART
            and (max_ratio is None or int(r) <= max(2.0, float(max_ratio)))]
     use = use or [2]
-    if dispersion not in ("binomial", "parts"):
-        raise InputError(f"dispersion must be 'binomial' or 'parts'; got {dispersion!r}")
+    if dispersion not in CV_DISPERSIONS:
+        raise InputError(f"dispersion must be one of {CV_DISPERSIONS}; got {dispersion!r}")
+    by_kappa = dispersion.startswith("parts-kappa")
     if part_mass not in ("whole", "learn"):
         raise InputError(f"part_mass must be 'whole' or 'learn'; got {part_mass!r}")
     if focus not in ("all", "population"):
@@ -2719,7 +2734,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                        for i in range(1, ratio)]
                 bounds = sorted(set([0, *cut, n]))
             observed = 0
-            part_t, part_p, part_v, part_pois = [], [], [], []
+            part_t, part_p, part_v, part_pois, part_vk = [], [], [], [], []
             for a, b in itertools.pairwise(bounds):
                 part = perm[a:b]
                 cA = np.bincount(cell_of_record[part], minlength=K)
@@ -2748,28 +2763,36 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                 if focus == "all":
                     t_a = int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
                     # P_k(kappa) averaged over the draws (one draw for EM), summed over
-                    # the A-uniques
-                    part_p.append(np.array([
-                        prob_population_unique(lam, k, sm).sum(axis=1).mean() for k in grid]))
+                    # the A-uniques; with "parts-kappa" also their Bernoulli variance at
+                    # every kappa
+                    p_k = [prob_population_unique(lam, k, sm) for k in grid]
+                    part_p.append(np.array([pk.sum(axis=1).mean() for pk in p_k]))
+                    if by_kappa:
+                        part_vk.append(np.array([(pk * (1.0 - pk)).sum(axis=1).mean()
+                                                 for pk in p_k]))
                     p_pois = prob_population_unique(lam).mean(axis=0)
                     part_v.append(float((p_pois * (1.0 - p_pois)).sum()))
                     part_pois.append(float(p_pois.sum()))
                 else:  # each A-unique weighted by its population uniqueness
                     wa = cell_w[unique_a]
                     t_a = float(wa @ (f[unique_a] == 1))
-                    part_p.append(np.array([
-                        (prob_population_unique(lam, k, sm) @ wa).mean() for k in grid]))
+                    p_k = [prob_population_unique(lam, k, sm) for k in grid]
+                    part_p.append(np.array([(pk @ wa).mean() for pk in p_k]))
+                    if by_kappa:
+                        part_vk.append(np.array([(pk * (1.0 - pk) @ wa**2).mean()
+                                                 for pk in p_k]))
                     p_pois = prob_population_unique(lam).mean(axis=0)
                     part_v.append(float((wa**2 * p_pois * (1.0 - p_pois)).sum()))
                     part_pois.append(float(p_pois @ wa))
                 observed += t_a
                 part_t.append(t_a)
-            fits.append((np.array(part_t), np.array(part_p), np.array(part_v)))
+            fits.append((np.array(part_t), np.array(part_p), np.array(part_v),
+                         np.array(part_vk)))
             ratio_of.append(ratio)
             pred_pois.append(sum(part_pois))
             var.append(float(sum(part_v)))
     phi = 1.0
-    if dispersion == "parts":
+    if dispersion != "binomial":
         # quasi-likelihood dispersion (McCullagh & Nelder 1989, sec. 9.2): the parts'
         # discrepancies d_j = T_j - P_j at each partition's best kappa, less their common
         # share c V_j of the total (which kappa may not absorb at the grid's Poisson end),
@@ -2777,7 +2800,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         # partition. The part fits are noisy (a mixture fitted to n/r records), which V_j
         # does not count.
         chi2, df = 0.0, 0
-        for t, pj, v in fits:
+        for t, pj, v, _ in fits:
             i = int(np.argmin(np.abs(t.sum() - pj.sum(axis=0))))
             v = np.maximum(v, 1e-9)
             d = t - pj[:, i]
@@ -2785,14 +2808,24 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
             chi2 += float((resid**2 / v).sum())
             df += t.size - 1
         phi = max(1.0, chi2 / df) if df > 0 else 1.0
-    logliks = []
-    for t, pj, v in fits:
+    logliks, variances = [], []
+    for t, pj, v, vk in fits:
         # summed part by part in Python, as the stored benchmark results were
         # (the floor of 1 on V keeps a near-empty count from sharpening the likelihood; with
         # focus="population" V is a sum of squared weights, on another scale: no floor)
         v_floor = 1.0 if focus == "all" else 1e-9
-        loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), v_floor))
+        if by_kappa:
+            # the count's variance at each kappa; "parts-kappa" with the normal's
+            # normalising term, which no longer cancels between the grid points
+            v_k = phi * np.maximum(vk.sum(axis=0), v_floor)
+            loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * v_k)
+            if dispersion == "parts-kappa":
+                loglik = loglik - 0.5 * np.log(v_k)
+        else:
+            loglik = -((t.sum() - sum(pj)) ** 2) / (2.0 * phi * max(sum(v.tolist()), v_floor))
+            v_k = np.full(grid.size, phi * max(sum(v.tolist()), v_floor))
         logliks.append(loglik)
+        variances.append(v_k)
     by_ratio = [[ll for ll, r in zip(logliks, ratio_of, strict=True) if r == ratio]
                 for ratio in use]
     if partitions == "average":
@@ -2826,6 +2859,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "partitions": partitions,
         "combine_ratios": combine_ratios,
         "partition_loglik": np.array(logliks),
+        "partition_variance": np.array(variances),
         "prior": _prior_label(prior),
         "predictive": predictive,
         "dispersion": phi,

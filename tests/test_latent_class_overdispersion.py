@@ -427,6 +427,35 @@ def test_parts_dispersion_stays_near_one_without_clumping(seed):
     assert od["weights"][od["grid"] >= 30].sum() > 0.5
 
 
+def test_parts_kappa_uses_the_count_variance_at_every_kappa():
+    # the same partition, fits and dispersion; "parts-kappa-quasi" divides each
+    # partition's squared discrepancy by phi V(kappa), the Bernoulli variance at every
+    # kappa, instead of phi V at the Poisson limit; "parts-kappa" adds the normal's
+    # normalising term -log(phi V(kappa)) / 2
+    model = _simulated_cells(0.3, 0, n=2000)
+    kw = {"random_seed": 5, "ratios": 4}
+    parts = overdispersion_cv(model, dispersion="parts", **kw)
+    quasi = overdispersion_cv(model, dispersion="parts-kappa-quasi", **kw)
+    full = overdispersion_cv(model, dispersion="parts-kappa", **kw)
+    assert parts["dispersion"] == quasi["dispersion"] == full["dispersion"] > 1.0
+    v_p, v_q = parts["partition_variance"], quasi["partition_variance"]
+    assert v_p.shape == v_q.shape == (1, KAPPA_GRID.size) and np.ptp(v_p) == 0.0
+    np.testing.assert_array_equal(full["partition_variance"], v_q)
+    # the Poisson point's variance is the Poisson limit's
+    np.testing.assert_allclose(v_q[:, -1], v_p[:, -1], rtol=1e-9)
+    # clumping: at small kappa more part-uniques are predicted to have a twin in the rest,
+    # and the count's variance is larger
+    small = int(np.argmin(np.abs(KAPPA_GRID - 0.3)))
+    assert v_q[0, small] > 1.3 * v_q[0, -1]
+    squared = -2.0 * parts["partition_loglik"] * v_p
+    np.testing.assert_allclose(quasi["partition_loglik"], -squared / (2.0 * v_q), rtol=1e-9)
+    np.testing.assert_allclose(full["partition_loglik"],
+                               quasi["partition_loglik"] - 0.5 * np.log(v_q), rtol=1e-9)
+    # the clumped side is flatter: more of the posterior below the 5% quantile of parts'
+    low = np.searchsorted(np.cumsum(parts["weights"]), 0.05)
+    assert quasi["weights"][:low].sum() > 1.5 * parts["weights"][:low].sum()
+
+
 def test_learnt_profile_mass_parts_take_the_whole_samples_masses():
     # with mass="learn" the parts of the cross-validation are smoothed with the whole
     # sample's type-II EM masses (CV_PART_MASS "whole"), given to them as one mass per key;
