@@ -2765,22 +2765,28 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
                     # P_k(kappa) averaged over the draws (one draw for EM), summed over
                     # the A-uniques; with "parts-kappa" also their Bernoulli variance at
                     # every kappa
-                    p_k = [prob_population_unique(lam, k, sm) for k in grid]
-                    part_p.append(np.array([pk.sum(axis=1).mean() for pk in p_k]))
+                    sums = []  # one kappa at a time: Gibbs parts hold draws x uniques
+                    for k in grid:
+                        pk = prob_population_unique(lam, k, sm)
+                        sums.append((pk.sum(axis=1).mean(),
+                                     (pk * (1.0 - pk)).sum(axis=1).mean() if by_kappa else 0.0))
+                    part_p.append(np.array([a for a, _ in sums]))
                     if by_kappa:
-                        part_vk.append(np.array([(pk * (1.0 - pk)).sum(axis=1).mean()
-                                                 for pk in p_k]))
+                        part_vk.append(np.array([b for _, b in sums]))
                     p_pois = prob_population_unique(lam).mean(axis=0)
                     part_v.append(float((p_pois * (1.0 - p_pois)).sum()))
                     part_pois.append(float(p_pois.sum()))
                 else:  # each A-unique weighted by its population uniqueness
                     wa = cell_w[unique_a]
                     t_a = float(wa @ (f[unique_a] == 1))
-                    p_k = [prob_population_unique(lam, k, sm) for k in grid]
-                    part_p.append(np.array([(pk @ wa).mean() for pk in p_k]))
+                    sums = []
+                    for k in grid:
+                        pk = prob_population_unique(lam, k, sm)
+                        sums.append(((pk @ wa).mean(),
+                                     (pk * (1.0 - pk) @ wa**2).mean() if by_kappa else 0.0))
+                    part_p.append(np.array([a for a, _ in sums]))
                     if by_kappa:
-                        part_vk.append(np.array([(pk * (1.0 - pk) @ wa**2).mean()
-                                                 for pk in p_k]))
+                        part_vk.append(np.array([b for _, b in sums]))
                     p_pois = prob_population_unique(lam).mean(axis=0)
                     part_v.append(float((wa**2 * p_pois * (1.0 - p_pois)).sum()))
                     part_pois.append(float(p_pois @ wa))
