@@ -91,36 +91,24 @@ def clumping(e: np.ndarray) -> tuple[float, float]:
 
 def index_rows(populations: str, kinds, fractions, replicates: int, seed: int = 0,
                partitions: int = 4, ratios=CV_RATIOS) -> pd.DataFrame:
-    """Per sample of every design: n, sample uniques, and per ratio the failures per
-    partition and rho over ``partitions`` random partitions (pooled sums)."""
-    from latent_class_accuracy import populations_with_codebook
-
-    from sdcbayes.validation import _draw
-
+    """Per sample of every design (:func:`kappa_rules.samples`, the harness's samples):
+    n, sample uniques, and per ratio the failures per partition and rho over
+    ``partitions`` random partitions (pooled sums)."""
     rows = []
-    for pop_name, pop, _ in populations_with_codebook(populations):
-        keys, frame = list(pop.keys), pop.frame
-        N = len(frame)
-        cell_all = pd.factorize(pd.MultiIndex.from_frame(frame[keys].astype(str)))[0]
-        for kind in kinds:
-            stratum = None
-            if kind == "stratified":
-                stratum = pd.factorize(frame[pop.strata], sort=True)[0].astype(np.int64)
-            for frac in fractions:
-                for r in range(replicates):
-                    index, _ = _draw(np.random.default_rng([seed, r]), stratum, frac, N)
-                    cell = pd.factorize(cell_all[index])[0]
-                    row = {"design": f"{pop_name}/{kind}/{frac:.0%}", "replicate": r,
-                           "n": cell.size, "uniques": int((np.bincount(cell) == 1).sum())}
-                    prng = np.random.default_rng([seed, r, 77])
-                    for ratio in ratios:
-                        es = np.concatenate([failures(cell, random_parts(cell.size, ratio,
-                                                                         prng))
-                                             for _ in range(partitions)])
-                        total, rho = clumping(es)
-                        row[f"failures{ratio}"] = total / partitions
-                        row[f"rho{ratio}"] = rho
-                    rows.append(row)
+    for kind in kinds:
+        for label, r, model, _, _ in samples(populations, fractions, kind, replicates, seed):
+            # each record's key cell (a model row is a cell, or a (cell, weight class) pair)
+            cell = np.repeat(model.key_index, np.rint(model.counts).astype(np.int64))
+            row = {"design": label, "replicate": r, "n": cell.size,
+                   "uniques": int((np.rint(model.key_counts) == 1).sum())}
+            prng = np.random.default_rng([seed, r, 77])
+            for ratio in ratios:
+                es = np.concatenate([failures(cell, random_parts(cell.size, ratio, prng))
+                                     for _ in range(partitions)])
+                total, rho = clumping(es)
+                row[f"failures{ratio}"] = total / partitions
+                row[f"rho{ratio}"] = rho
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -4081,11 +4081,11 @@ CPI = cv_pairs.summarise_index(pd.read_csv(RESULTS / "cv_pairs_index.csv.gz")).s
     "design")
 print(CPI.round(2).to_string())
 assert len(CPI) == 24
-# what the README states: rho 2.00-2.11 for quarters and 2.00-2.95 for eighths on all 24
-# designs; Adult 9 keys at 1%: 12.75 and 14.75 failures per partition
-assert round(CPI.rho4.min(), 2) == 2.0 and round(CPI.rho4.max(), 2) == 2.11
+# what the README states: rho 2.00-2.10 for quarters and 2.00-2.95 for eighths on all 24
+# designs; Adult 9 keys at 1%: 12.12 and 15.25 failures per partition
+assert round(CPI.rho4.min(), 2) == 2.0 and round(CPI.rho4.max(), 2) == 2.1
 assert round(CPI.rho8.min(), 2) == 2.0 and round(CPI.rho8.max(), 2) == 2.95
-assert tuple(CPI.loc["adult9/srs/1%", ["failures4", "failures8"]]) == (12.75, 14.75)
+assert tuple(CPI.loc["adult9/srs/1%", ["failures4", "failures8"]].round(2)) == (12.12, 15.25)
 CPZ = cv_pairs.summarise_z(pd.read_csv(RESULTS / "cv_pairs_model_world.csv.gz"))
 CPZ = CPZ.set_index(["design", "ratio"]).round(2)
 print(CPZ.to_string())
