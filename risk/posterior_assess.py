@@ -1092,7 +1092,7 @@ def _assess_latent_class(
     # the validated default (benchmarks/README.md), as `sdcbayes assess` fits it; None: Poisson
     sample_kwargs.setdefault("overdispersion", "cv")
     from sdcbayes._version import __version__
-    from sdcbayes.inference.diagnostics import check_diagnostics
+    from sdcbayes.inference.diagnostics import check_diagnostics, check_truncation
     from sdcbayes.inference.posterior import stamp as stamp_posterior
     from sdcbayes.models.latent_class import LatentClassModel
 
@@ -1122,6 +1122,11 @@ def _assess_latent_class(
     checkable = {k: (math.nan if v is None else v) for k, v in diag.items()}
     diag["problems"] = check_diagnostics(checkable | {"divergences": 0}, strict=strict,
                                          sampler="gibbs")
+    # a caveat of the model, not a sampler failure: reported and warned, never strict
+    used, truncation = check_truncation(idata.sample_stats["n_classes_used"].values, spec.H)
+    diag.update(used)
+    if truncation is not None:
+        diag["problems"] = [*diag["problems"], truncation]
     result.summary["diagnostics"] = diag
     if "kappa" in idata.posterior:
         kap = idata.posterior["kappa"].values.ravel()

@@ -126,7 +126,8 @@ def cli() -> None:
 @click.option(
     "--classes", type=int, default=30, show_default=True,
     help="latent-class: largest number of latent classes (a truncated Dirichlet process "
-    "decides how many are used).",
+    "decides how many are used; the output says how many the draws occupy, and warns where "
+    "all are, i.e. the truncation binds: then compare a run with twice as many).",
 )
 @click.option(
     "--structural-zeros",
@@ -586,6 +587,11 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
                 f"divergences {num('divergences', '', 'n/a (Gibbs)')}",
             )
         )
+        if diag.get("classes_used_mean") is not None:
+            # the truncated Dirichlet process: all H classes occupied = the truncation binds
+            rows.append(("latent classes occupied",
+                         f"{diag['classes_used_mean']:.1f} of {diag['classes_truncation']} on "
+                         f"average (all in {diag['share_draws_all_classes_used']:.0%} of draws)"))
     echo_table(rows)
     extra = ", posterior.nc" if posterior and "diagnostics" in s else ""
     click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")

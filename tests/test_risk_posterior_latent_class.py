@@ -304,11 +304,64 @@ def test_latent_class_route_on_demo(demo_fit, tmp_path):
     d = s["diagnostics"]
     assert d["diagnosed_on"] == ["tau1", "tau2", "expected_reidentifications"]
     assert d["max_r_hat"] is not None and d["min_ess_bulk"] > 0
+    # the occupied classes of the truncated Dirichlet process, read from the draws
+    used = res.idata.sample_stats["n_classes_used"].values
+    assert d["classes_truncation"] == 30 and d["classes_used_max"] == used.max()
+    assert d["classes_used_mean"] == pytest.approx(used.mean())
+    assert d["share_draws_all_classes_used"] == pytest.approx(np.mean(used == 30))
     json.dumps(s)
     path = save_posterior(res.idata, tmp_path)
     back = load_posterior(path)
     assert back.posterior.attrs["model"] == "latent-class"
     assert back.posterior["pi"].sizes["cell"] == md.cells.n_cells
+
+
+def test_check_truncation_reports_and_warns_only_where_every_class_is_used():
+    import warnings
+
+    from sdcbayes.inference.diagnostics import TruncationWarning, check_truncation
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # below the threshold: no warning at all
+        out, msg = check_truncation(np.array([[27, 30, 28, 30], [29, 26, 25, 24]]), 30)
+    assert msg is None
+    assert out == {"classes_used_mean": 27.375, "classes_used_max": 30,
+                   "classes_truncation": 30, "share_draws_all_classes_used": 0.25}
+    with pytest.warns(TruncationWarning, match="--classes 60"):
+        out, msg = check_truncation([30, 30, 29, 30], 30)
+    assert out["share_draws_all_classes_used"] == 0.75 and "75% of the draws" in msg
+    with pytest.raises(ValueError, match="no draws"):
+        check_truncation([], 30)
+
+
+def test_a_binding_truncation_is_reported_not_raised_under_strict(demo_fit, monkeypatch):
+    """Two classes on the demo's six keys: both occupied in every draw."""
+    import warnings
+
+    import sdcbayes.inference.diagnostics as diagnostics
+    from sdcbayes.inference.diagnostics import TruncationWarning
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    _, md, _, _ = demo_fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("always", TruncationWarning)
+        with pytest.warns(TruncationWarning, match="all 2 latent classes"):
+            res = assess_posterior(md, model="latent-class", draws=30, tune=20, chains=1,
+                                   random_seed=3, n_classes=2, overdispersion=None,
+                                   em_restarts=1, strict=False)
+    d = res.summary["diagnostics"]
+    assert d["share_draws_all_classes_used"] == 1.0 and d["classes_truncation"] == 2
+    assert any("truncation binds" in p for p in d["problems"])
+    # a caveat of the model, not a sampler failure: a strict fit whose sampler checks pass
+    # (30 draws of one chain would fail ESS: those checks are passed here) warns and goes on
+    monkeypatch.setattr(diagnostics, "check_diagnostics", lambda *a, **k: [])
+    with pytest.warns(TruncationWarning):
+        strict = assess_posterior(md, model="latent-class", draws=30, tune=20, chains=1,
+                                  random_seed=3, n_classes=2, overdispersion=None,
+                                  em_restarts=1, strict=True)
+    assert strict.summary["diagnostics"]["problems"] == [msg for msg in d["problems"]
+                                                         if "truncation" in msg]
 
 
 def test_latent_class_route_rejects_other_samplers(demo_fit):
