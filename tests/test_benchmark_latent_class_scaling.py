@@ -64,3 +64,37 @@ def test_interval_summary_coverage_and_z(lcs):
     assert "tau1 error +1.5%, cover 0.50, mean z +1.5, z sd 1.4" in lines[0]
     assert "tau2 error +0.0%, cover 1.00, mean z +0.0, z sd 0.0" in lines[0]
     assert "1 samples" in lines[1] and "cover 1.00, mean z +0.5, z sd nan" in lines[1]
+
+
+def test_household_twins_against_a_direct_count(lcs):
+    n = 2000
+    sample, (tau1, _), pop, index = lcs.make_sample(n, seed=3, population=True)
+    keys = list(DEMO_KEYS)
+    got = lcs.household_twins(pop, keys, index)
+    # brute force: per sample unique, its population twins split by household
+    key = pop[keys].astype(str).agg("|".join, axis=1)
+    hh = pop["household_id"].to_numpy()
+    fk = key.iloc[index].value_counts()
+    uniques = [i for i in index if fk[key.iloc[i]] == 1]
+    own = other = 0
+    t1 = t1_without = 0
+    for i in uniques:
+        twins = np.flatnonzero(key.to_numpy() == key.iloc[i])
+        twins = twins[twins != i]
+        in_own = int((hh[twins] == hh[i]).sum())
+        own += in_own > 0
+        t1 += twins.size == 0
+        t1_without += twins.size - in_own == 0
+    assert got == {"uniques": len(uniques), "tau1": t1, "tau1_without_own_household": t1_without,
+                   "with_own_household_twin": own}
+    assert got["tau1"] == tau1
+    # a census of families: siblings of one sex and age group make some such twins
+    assert 0 < own < len(uniques) and t1_without >= t1
+
+
+def test_interval_summary_per_truncation_level(lcs):
+    row = {"size": 10, "tau1": 100.0, "tau1_true": 100.0, "tau1_lo": 99.0, "tau1_hi": 101.0,
+           "tau2": 50.0, "tau2_true": 50.0, "tau2_lo": 49.0, "tau2_hi": 51.0}
+    lines = lcs.interval_summary([{**row, "classes": 30}, {**row, "classes": 100, "tau1": 98.0}])
+    assert len(lines) == 2 and "at H = 30, 1 samples" in lines[0]
+    assert "at H = 100" in lines[1] and "tau1 error -2.0%" in lines[1]
