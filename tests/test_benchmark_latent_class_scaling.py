@@ -76,7 +76,7 @@ def test_household_twins_against_a_direct_count(lcs):
     hh = pop["household_id"].to_numpy()
     fk = key.iloc[index].value_counts()
     uniques = [i for i in index if fk[key.iloc[i]] == 1]
-    own = other = 0
+    own = 0
     t1 = t1_without = 0
     for i in uniques:
         twins = np.flatnonzero(key.to_numpy() == key.iloc[i])
