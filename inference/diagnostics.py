@@ -135,8 +135,10 @@ def check_diagnostics(
         Minimum bulk and tail ESS; default 100 per chain.
     sampler : {"nuts", "gibbs"}
         Whose advice the R-hat message gives: NUTS (tuning, priors) or the
-        latent-class Gibbs sampler, whose chains disagree when they settle on
-        different numbers of occupied classes (more tuning does not move them).
+        latent-class Gibbs sampler, whose chains drift for thousands of sweeps as
+        the number of occupied classes and a learnt profile mass settle, and then
+        may still disagree, each in its own mode (benchmarks/README.md, "How long
+        the Gibbs chains take to settle").
 
     Returns
     -------
@@ -149,9 +151,10 @@ def check_diagnostics(
     rhat = diagnostics.get("max_r_hat", math.nan)
     if rhat == rhat and rhat > rhat_threshold:
         if sampler == "gibbs":
-            fix = ("the chains settled on different numbers of latent classes, between which "
-                   "the Gibbs sampler moves slowly; run more chains and compare their estimates "
-                   "(the spread between chains is part of the uncertainty)")
+            fix = ("the chains disagree or drift: the number of occupied latent classes and a "
+                   "learnt profile mass move slowly under the Gibbs sampler; run longer "
+                   "(tune=5000) and more chains, and compare their estimates (the "
+                   "spread between chains is part of the uncertainty)")
         else:
             fix = ("the chains disagree; run more tuning steps (tune=2000) and draws, or "
                    "tighten its prior")
@@ -220,8 +223,8 @@ def check_truncation(
         return out, None
     msg = (f"all {H} latent classes are occupied in {share:.0%} of the draws: the truncation "
            f"binds, so the fit is a mixture of {H} classes rather than the Dirichlet process's; "
-           f"refit with more classes (--classes {2 * H}; n_classes={2 * H}) and compare the "
-           "estimates: the difference is part of the model's uncertainty that the interval leaves "
+           f"refit with more classes (n_classes={2 * H}) and compare the estimates: the "
+           "difference is part of the model's uncertainty that the interval leaves "
            "out (on samples of 10^5 and 10^6 records of synthetic censuses, 100 classes "
            "instead of 30 lowered tau1 by 0.7-2.1%, not consistently towards the truth: "
            "benchmarks/README.md, \"The default on a million records: classes and "

@@ -212,7 +212,8 @@ def cli() -> None:
 @click.option(
     "--tune", type=int, default=None,
     help="Posterior models: tuning (warm-up, burn-in) steps per chain, discarded "
-    "[default: 200 for latent-class, whose chains start at EM fits; 1000 for NUTS].",
+    "[default: 2000 for latent-class, whose chains start at EM fits and drift for a "
+    "thousand sweeps or more; 1000 for NUTS].",
 )
 @click.option(
     "--cores", type=int, default=None,
@@ -604,7 +605,10 @@ def _zeros(option: str):
 #: Sampler settings of ``assess`` when --draws/--chains/--tune are not given. The
 #: latent-class defaults keep the no-argument demo run under a minute on 2 cores.
 SAMPLER_DEFAULTS: dict[str, dict[str, int]] = {
-    "latent-class": {"draws": 500, "chains": 4, "tune": 200},
+    # 2000 sweeps: the chains' occupied classes and learnt profile mass drift for 1000-3000
+    # sweeps from their EM starts (benchmarks/README.md, "How long the Gibbs chains take to
+    # settle"; on the demo tau1 131 -> 138 against a true 147)
+    "latent-class": {"draws": 500, "chains": 4, "tune": 2000},
     "nuts": {"draws": 1000, "chains": 4, "tune": 1000},
 }
 
@@ -692,6 +696,8 @@ _CLI_WORDING: list[tuple[str, str]] = [
     (r"\btune=(\d+)", r"--tune \1"),
     (r"\bincrease draws \(and tune\)", "increase --draws (and --tune)"),
     (r"\braise target_accept\b", "raise --target-accept"),
+    # sdcbayes.inference.diagnostics.check_truncation: all latent classes occupied
+    (r"\bn_classes=(\d+)", r"--classes \1"),
     (r" \(structure='hierarchical' is already non-centred\)", ""),
     # sdcbayes.microdata.read_microdata: unknown file type
     (r" \(or read it with pandas and pass the DataFrame to Microdata\)", ""),

@@ -164,6 +164,7 @@ TUNE = rule("tune=")
 DRAWS = rule("increase draws")
 TARGET = rule("target_accept")
 STRUCTURE = rule("structure=")
+CLASSES = rule("n_classes=")
 PANDAS = rule("read it with pandas")
 
 #: id -> (command, args (files, out) -> argv tail, rules proven, fragments of the line)
@@ -277,9 +278,24 @@ def test_diagnostic_rules_are_live_in_assess_and_decide(files, recorded, tmp_pat
     assert re.search(TARGET, " ".join(recorded))
 
 
+def test_truncation_rule_is_live(recorded, tmp_path, capsys):
+    """Two latent classes on the demo: both occupied in every draw, the warning names --classes."""
+    proc = run_in_process(capsys, "assess", "--classes", "2", "--overdispersion", "none",
+                          "--draws", "20", "--tune", "10", "--chains", "1", "--seed", "1",
+                          "--out", str(tmp_path / "a"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    raw = " ".join(recorded)
+    assert re.search(CLASSES, raw), f"rule {CLASSES!r} no longer matches the library: {raw}"
+    lines = [ln for ln in proc.stderr.splitlines() if "truncation binds" in ln]
+    assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning:"), proc.stderr
+    assert "refit with more classes (--classes 4)" in lines[0], lines[0]
+    assert_no_python(lines[0], "assess")
+
+
 def test_every_rule_has_a_live_case():
     proven = {r for _, _, rules, _ in CASES.values() for r in rules}
     proven |= {TUNE, DRAWS, TARGET, STRUCTURE}  # test_diagnostic_rules_are_live_...
+    proven.add(CLASSES)  # test_truncation_rule_is_live
     assert proven == set(W), set(W) ^ proven
     assert len(W) == len(cli_module._CLI_WORDING)  # no pattern listed twice
 

@@ -327,7 +327,7 @@ def test_check_truncation_reports_and_warns_only_where_every_class_is_used():
     assert msg is None
     assert out == {"classes_used_mean": 27.375, "classes_used_max": 30,
                    "classes_truncation": 30, "share_draws_all_classes_used": 0.25}
-    with pytest.warns(TruncationWarning, match="--classes 60"):
+    with pytest.warns(TruncationWarning, match="n_classes=60"):
         out, msg = check_truncation([30, 30, 29, 30], 30)
     assert out["share_draws_all_classes_used"] == 0.75 and "75% of the draws" in msg
     with pytest.raises(ValueError, match="no draws"):
