@@ -10,7 +10,7 @@ weight N/n. Each run is the whole command, in a process of its own
     sdcbayes assess SAMPLE.parquet --keys ... --weight weight --seed 1 --cores C --out DIR
 
 (reading Parquet, the cross-validated overdispersion, 4 Gibbs chains x 500 draws after
-200, per-record risk with intervals, writing ``summary.json``, ``records.csv``,
+2000, per-record risk with intervals, writing ``summary.json``, ``records.csv``,
 ``report.html`` and ``posterior.nc``), once with ``--cores 1`` (chains one after another)
 and once with every CPU (chains on threads). Printed per run: distinct cells, sample
 uniques, wall time, of it the Gibbs chains, peak resident memory of the process, the size
@@ -246,7 +246,7 @@ def main(argv=None) -> int:
     classes = [int(h) for h in args.classes.split(",")]
     cpus = available_cpus()
     cores = [cpus if c == "all" else int(c) for c in args.cores.split(",")]
-    print(f"sdcbayes assess (latent class, 4 chains x 500 after 200), demo keys, "
+    print(f"sdcbayes assess (latent class, 4 chains x 500 after 2000), demo keys, "
           f"10% samples of synthetic censuses; {cpus} CPUs")
     print(f"{'records':>9} {'seed':>4} {'cells':>7} {'uniques':>7} {'H':>4} {'occupied':>8} "
           f"{'cores':>5} {'wall s':>7} {'gibbs s':>7} {'peak MiB':>8} {'out MB':>7}  "
