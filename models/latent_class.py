@@ -2522,7 +2522,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         :data:`CV_RATIOS`.
     max_ratio : float, optional
         The population's extrapolation factor N/n: ratios above it are not used.
-    dispersion : {"binomial", "parts", "parts-kappa"}
+    dispersion : {"binomial", "parts", "parts-kappa", "parts-kappa-quasi"}
         The variance of the held-out count: the Bernoulli variance
         :math:`V = \sum_k P_k(1 - P_k)` at the Poisson limit, or
         :math:`\phi V` with the quasi-likelihood dispersion
