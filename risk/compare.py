@@ -53,7 +53,8 @@ The latent-class row
 default model of ``sdcbayes assess``) is fitted exactly as ``assess`` fits it: by its
 Gibbs sampler (:func:`sdcbayes.risk.posterior_assess.assess_posterior`, method
 ``"gibbs"`` whatever ``method`` says, which applies to the PyMC models only), with
-the comparison's ``draws``, ``chains``, ``tune`` and ``random_seed`` and the spec's
+the comparison's ``draws``, ``chains``, ``tune`` (by default 2000 burn-in sweeps, as
+``assess`` runs: :data:`COMPARE_TUNE_DEFAULTS`) and ``random_seed`` and the spec's
 ``options`` (``n_classes`` 30, ``overdispersion`` ``"cv"``, ``structural_zeros``
 None, ``profile_mass`` None by default; ``"cv"``: the mass of the many-level keys'
 profiles chosen by the cross-validation,
@@ -107,6 +108,7 @@ from sdcbayes.risk.losses import Loss, parse_loss, user_loss
 
 __all__ = [
     "COMPARE_MODELS",
+    "COMPARE_TUNE_DEFAULTS",
     "LIKELIHOOD_FAMILY",
     "REIDENTIFICATION_LOSS",
     "ComparisonResult",
@@ -148,6 +150,21 @@ LATENT_CLASS_OPTIONS: dict[str, Any] = {
     "profile_mass": None,
     "init": "em",
 }
+
+#: Tuning steps (NUTS) or burn-in sweeps (Gibbs) per chain when ``compare_models`` is
+#: given ``tune=None``. The Gibbs chains of the latent-class model drift for 1000-3000
+#: sweeps from their EM starts (benchmarks/README.md, "How long the Gibbs chains take to
+#: settle"), so they get what ``sdcbayes assess`` gives them; NUTS keeps the comparison's
+#: cheaper 500.
+COMPARE_TUNE_DEFAULTS: dict[str, int] = {"latent-class": 2000, "nuts": 500}
+
+
+def tune_for(model: str, tune: int | None) -> int:
+    """Tuning steps of ``model`` in a comparison: ``tune`` if given, else its default."""
+    if tune is not None:
+        return int(tune)
+    return COMPARE_TUNE_DEFAULTS["latent-class" if model == "latent-class" else "nuts"]
+
 
 #: ``--models`` spelling of the latent-class options (as ``sdcbayes assess`` spells them).
 _CLI_OPTION_NAMES = {"classes": "n_classes", "overdispersion": "overdispersion",
@@ -688,7 +705,7 @@ def compare_models(
     *,
     draws: int = 500,
     chains: int = 2,
-    tune: int = 500,
+    tune: int | None = None,
     random_seed: int | None = None,
     method: str = "nuts",
     target_accept: float = 0.9,
@@ -722,7 +739,12 @@ def compare_models(
         specification is fitted by its Gibbs sampler whatever ``method`` says
         (:meth:`~sdcbayes.models.latent_class.LatentClassModel.sample` with these
         ``draws``, ``chains``, ``tune`` (burn-in sweeps) and ``random_seed``; module
-        docstring, "The latent-class row").
+        docstring, "The latent-class row"). ``tune=None`` (the default) gives each
+        model its own (:data:`COMPARE_TUNE_DEFAULTS`): 500 NUTS tuning steps, 2000 Gibbs
+        burn-in sweeps, since the Gibbs chains drift for a thousand sweeps or more from
+        their EM starts (``benchmarks/README.md``, "How long the Gibbs chains take to
+        settle"); a number applies to every model. Each row's ``tune`` column says what
+        it used.
     target_accept : float
         NUTS target acceptance rate, strictly between 0 and 1, for every posterior
         model (methods ``"nuts"`` and ``"nutpie"``; ignored by ADVI and MAP): raise it
@@ -758,7 +780,8 @@ def compare_models(
         ``elpd_diff_se``, ``loo_warning``, ``loo_note``; ``tau1``, ``tau1_lo``,
         ``tau1_hi``, ``tau2``, ``tau2_lo``, ``tau2_hi``, ``er``, ``er_lo``, ``er_hi``
         (means and 90% intervals), ``interval_kind``; ``max_r_hat``,
-        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``fit_seconds``
+        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``tune`` (the tuning steps
+        or burn-in sweeps the row used; None for the closed form), ``fit_seconds``
         (latent-class: those of tau1, tau2 and ER given the parameters, no
         divergences; its fit time includes the cross-validation of kappa and the
         assessment);
@@ -771,6 +794,8 @@ def compare_models(
         raise InputError(f"unknown method {method!r}; use one of ['advi', 'map', 'nuts', 'nutpie']")
     for what, value, low in (("draws", draws, 1), ("chains", chains, 1), ("tune", tune, 0),
                              ("plug_in_draws", plug_in_draws, 2)):
+        if what == "tune" and value is None:
+            continue  # each model's own default
         if not isinstance(value, int | np.integer) or value < low:
             raise InputError(f"{what} must be an integer >= {low}; got {value!r}")
     if max_draws is not None and (not isinstance(max_draws, int | np.integer) or max_draws < 1):
@@ -832,6 +857,7 @@ def compare_models(
                                       random_seed=random_seed,
                                       settings={"method": "plug-in p = f/F_hat"})
             fit_seconds = math.nan
+            tune_used = None  # nothing is tuned
             # the plug-in is one "draw": enumerate losses once, not plug_in_draws times
             groups_of[s.name] = posterior_groups(md, post.isel(draw=[0]), "negbin")
             merged_priors = None
@@ -839,8 +865,9 @@ def compare_models(
         elif s.model == "latent-class":
             # as `sdcbayes assess` fits its default model: Gibbs, pi of every cell stored
             opts = LATENT_CLASS_OPTIONS | s.options
+            tune_used = tune_for("latent-class", tune)
             a = assess_posterior(
-                md, "latent-class", draws=draws, chains=chains, tune=tune,
+                md, "latent-class", draws=draws, chains=chains, tune=tune_used,
                 random_seed=random_seed, method="gibbs", threshold=threshold,
                 priors=s.priors or None, n_classes=int(opts["n_classes"]),
                 structural_zeros=opts["structural_zeros"],
@@ -871,14 +898,16 @@ def compare_models(
 
                 model = NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
                 n_fit = N_fit = None
-            idata = fit(model, method=method, draws=draws, chains=chains, tune=tune,
+            tune_used = tune_for(s.model, tune)
+            idata = fit(model, method=method, draws=draws, chains=chains, tune=tune_used,
                         random_seed=random_seed, target_accept=target_accept,
                         progressbar=progressbar)
             fit_seconds = time.perf_counter() - t0
             a = assess_from_posterior(
                 md, idata, s.model, threshold=threshold, random_seed=random_seed,
                 n=n_fit, N=N_fit, priors=model.priors,
-                settings={"method": method, "draws": draws, "chains": chains, "tune": tune,
+                settings={"method": method, "draws": draws, "chains": chains,
+                          "tune": tune_used,
                           "random_seed": random_seed, "target_accept": target_accept_used},
             )
             idatas[s.name] = idata
@@ -908,6 +937,7 @@ def compare_models(
         for k in ("max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences"):
             v = diag.get(k)
             row[k] = np.nan if v is None else v
+        row["tune"] = tune_used
         row["fit_seconds"] = fit_seconds
         row["_N"] = N_file
         rows.append(row)
@@ -1019,7 +1049,9 @@ def compare_models(
     table = pd.DataFrame(rows)
     table = table[order + [c_ for c_ in table.columns if c_ not in order]]
     settings = {
-        "method": method, "draws": draws, "chains": chains, "tune": tune,
+        "method": method, "draws": draws, "chains": chains,
+        # as given: None = each model's own (COMPARE_TUNE_DEFAULTS); rows say what each used
+        "tune": tune, "tune_defaults": dict(COMPARE_TUNE_DEFAULTS),
         "random_seed": random_seed, "target_accept": target_accept_used,
         "target_risk": target_risk, "c": c,
         "threshold": threshold, "max_draws": max_draws, "plug_in_draws": plug_in_draws,

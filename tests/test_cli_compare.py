@@ -296,6 +296,33 @@ def test_latent_class_run(capsys, csv_file, tmp_path):
     assert json.loads(lc["priors"])["phi"] == {"dist": "Dirichlet", "a": 0.5}
     fr = pd.read_csv(out / "frontiers.csv")
     assert set(fr["model"]) == {"lc", "closed"}
+    # --tune given: every model's row records it, the closed form none
+    assert lc["tune"] == 30 and np.isnan(cmp_.loc["closed", "tune"])
+    assert s["settings"]["tune"] == 30
+
+
+def test_tune_default_is_per_model(capsys, csv_file, tmp_path, monkeypatch):
+    """Without --tune the latent-class row gets its own burn-in (that of `assess`), and
+    the progress line and the table say so (defaults shrunk to keep the test fast)."""
+    import sdcbayes.risk.compare as rc
+
+    monkeypatch.setitem(rc.COMPARE_TUNE_DEFAULTS, "latent-class", 25)
+    monkeypatch.setitem(rc.COMPARE_TUNE_DEFAULTS, "nuts", 15)
+    out = tmp_path / "lc"
+    proc = run_in_process(
+        capsys, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+        "--models", "lc=latent-class:classes=4,overdispersion=none,pg=poisson-gamma",
+        "--fit-method", "map", "--draws", "30", "--chains", "2", "--seed", "3",
+        "--out", str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "latent-class model(s) (gibbs: 2 chains x 30 draws after 25 burn-in sweeps)" \
+        in proc.stderr
+    cmp_ = pd.read_csv(out / "comparison.csv").set_index("name")
+    assert cmp_.loc["lc", "tune"] == 25 and cmp_.loc["pg", "tune"] == 15
+    s = json.loads((out / "summary.json").read_text())
+    assert s["settings"]["tune"] is None
+    assert s["settings"]["tune_defaults"] == {"latent-class": 25, "nuts": 15}
 
 
 def test_default_models_leave_out_what_the_file_cannot_support(capsys, csv_file, tmp_path):

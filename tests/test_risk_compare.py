@@ -408,6 +408,41 @@ def test_latent_class_row(lc_result):
     assert "no likelihood" in t.loc["closed", "loo_note"]
 
 
+def test_tune_defaults_per_model(lc_result, md, monkeypatch):
+    """``tune=None`` gives each model its own default; the rows say what each used.
+
+    The Gibbs chains drift for a thousand sweeps or more from their EM starts, so the
+    latent-class row gets the burn-in ``sdcbayes assess`` gives it, not NUTS's 500.
+    """
+    import sdcbayes.risk.compare as rc
+    from sdcbayes.cli import SAMPLER_DEFAULTS
+
+    assert rc.COMPARE_TUNE_DEFAULTS["latent-class"] == SAMPLER_DEFAULTS["latent-class"]["tune"]
+    assert rc.COMPARE_TUNE_DEFAULTS["nuts"] == 500
+    assert rc.tune_for("latent-class", None) == 2000
+    assert rc.tune_for("poisson-gamma", None) == rc.tune_for("negbin", None) == 500
+    assert rc.tune_for("latent-class", 7) == rc.tune_for("negbin", 7) == 7
+    # explicit tune: every row records it, the closed form none
+    t = lc_result.table.set_index("name")
+    assert t.loc["lc", "tune"] == LC_FIT["tune"] and pd.isna(t.loc["closed", "tune"])
+    assert lc_result.settings["tune"] == LC_FIT["tune"]
+    # default route: the latent-class default is what the fit used (same numbers as an
+    # explicit run with that many sweeps; a small default keeps the test fast)
+    monkeypatch.setitem(rc.COMPARE_TUNE_DEFAULTS, "latent-class", LC_FIT["tune"])
+    monkeypatch.setitem(rc.COMPARE_TUNE_DEFAULTS, "nuts", 3)
+    fit = {k: v for k, v in LC_FIT.items() if k != "tune"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dflt = compare_models(md, LC_SPECS, alternatives=[ALT], **fit)
+    assert dflt.settings["tune"] is None
+    assert dflt.settings["tune_defaults"] == {"latent-class": LC_FIT["tune"], "nuts": 3}
+    pd.testing.assert_frame_equal(dflt.table.drop(columns="fit_seconds"),
+                                  lc_result.table.drop(columns="fit_seconds"))
+    assert dflt.assessments["lc"].provenance["settings"]["tune"] == LC_FIT["tune"]
+    with pytest.raises(InputError, match="tune"):
+        compare_models(md, LC_SPECS, tune=-1, **fit)
+
+
 def test_latent_class_row_equals_sdcbayes_assess(lc_result, md):
     """Same data, settings and seed as ``sdcbayes assess``'s default model: same numbers.
 

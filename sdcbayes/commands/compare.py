@@ -103,8 +103,10 @@ DEFAULT_MODELS = (
               help="Posterior draws per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
               help="Chains (R-hat needs at least 2).")
-@click.option("--tune", type=click.IntRange(min=0), default=500, show_default=True,
-              help="NUTS tuning steps per chain (latent-class: Gibbs burn-in sweeps).")
+@click.option("--tune", type=click.IntRange(min=0), default=None,
+              help="NUTS tuning steps per chain (latent-class: Gibbs burn-in sweeps), the "
+              "same for every model [default: 500 for NUTS, 2000 for latent-class, whose "
+              "chains start at EM fits and drift for a thousand sweeps or more].")
 @click.option("--seed", type=int, default=None, help="Random seed (the same for every model).")
 @click.option(
     "--fit-method",
@@ -181,7 +183,7 @@ def command(
     priors_file: Path | None,
     draws: int,
     chains: int,
-    tune: int,
+    tune: int | None,
     seed: int | None,
     fit_method: str,
     disclosure_loss: str,
@@ -255,7 +257,7 @@ def command(
                    sampling_fraction=sampling_fraction, missing=missing, **md_options)
 
     # ---- work ------------------------------------------------------------------------
-    from sdcbayes.risk.compare import check_model_data, compare_models
+    from sdcbayes.risk.compare import check_model_data, compare_models, tune_for
 
     left_out: list[dict[str, str]] = []
     if click.get_current_context().get_parameter_source("models") == ParameterSource.DEFAULT:
@@ -290,11 +292,12 @@ def command(
         if n_fit or not n_lc:  # without latent-class: the line as it always was
             parts.append(
                 f"{n_fit} model(s) ({fit_method}: {chains} chains x {draws} draws"
-                + (f" after {tune} tuning steps" if fit_method in ("nuts", "nutpie") else "")
+                + (f" after {tune_for('nuts', tune)} tuning steps"
+                   if fit_method in ("nuts", "nutpie") else "")
                 + ")")
         if n_lc:
             parts.append(f"{n_lc} latent-class model(s) (gibbs: {chains} chains x {draws} "
-                         f"draws after {tune} burn-in sweeps)")
+                         f"draws after {tune_for('latent-class', tune)} burn-in sweeps)")
         click.echo(f"fitting {' and '.join(parts)} ...", err=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
