@@ -1,0 +1,162 @@
+"""Benchmark: how the latent-class Gibbs chains mix on the demo, with and without label moves.
+
+The chains of the default model start at EM fits and drift for a thousand sweeps or more
+(benchmarks/README.md, "How long the Gibbs chains take to settle"). This script follows
+them sweep by sweep on the demo sample (``sdcbayes.datasets.load_demo``, Poisson cells,
+H = 30 classes, no tuning: every sweep is kept) and prints, per block of sweeps and per
+chain, the means of
+
+- tau1's conditional expectation given the mixture (``tau1_expected``: the sum of
+  :math:`P(F_k = 1 \\mid f_k = 1, \\pi)` over the sample uniques);
+- the number of occupied classes and the DP concentration alpha;
+- :math:`\\log_2` of the learnt profile mass :math:`M_j` of each key that learns one, and the
+  centre and spread (sd) of its conditional given the allocations, the distribution the
+  sampler draws it from (``profile_mass_loglik`` on ``PHI_MASS_GRID``, uniform prior),
+
+then R-hat and bulk ESS of ``tau1_expected`` over the second half of the sweeps. With
+``--label-moves off,on`` the same seeds run without and with the label-switching moves of
+:meth:`sdcbayes.models.latent_class.LatentClassModel.sample` (``label_moves``).
+
+Usage::
+
+    python benchmarks/chain_mixing.py [--sweeps 3000] [--chains 4] [--seed 1]
+        [--label-moves off,on] [--blocks 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from sdcbayes.models.latent_class import PHI_MASS_GRID, LatentClassModel, profile_mass_loglik
+
+
+class _MassWatch(LatentClassModel):
+    """The model, recording the conditional of log2 M_j at every learnt draw of it.
+
+    ``mass_log[chain]`` holds one ``(key index, mean, sd)`` row per draw: the mean and sd
+    of log2 M_j under the grid posterior the sweep draws M_j from. Chains run one after
+    another (``cores=1``), so ``current_chain`` tells them apart.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mass_log: dict[int, list[tuple[int, float, float]]] = {}
+        self.current_chain = 0
+
+    def _learn_mass(self, counts, j, rng=None):
+        if rng is not None:
+            lp = profile_mass_loglik(counts, self.phi_base(j))
+            p = np.exp(lp - lp.max())
+            p /= p.sum()
+            x = np.log2(PHI_MASS_GRID)
+            mean = float(p @ x)
+            self.mass_log.setdefault(self.current_chain, []).append(
+                (j, mean, float(np.sqrt(p @ (x - mean) ** 2))))
+        return super()._learn_mass(counts, j, rng)
+
+    def _gibbs_chain(self, rng, *args, **kwargs):
+        out = super()._gibbs_chain(rng, *args, **kwargs)
+        self.current_chain += 1
+        return out
+
+
+def demo_model(n_classes: int = 30) -> tuple[_MassWatch, float, float]:
+    """The demo sample's model (as ``sdcbayes assess`` builds it), N and the true tau1."""
+    from sdcbayes import Microdata
+    from sdcbayes.datasets import load_demo
+
+    d = load_demo()
+    md = Microdata(d.sample, keys=d.keys, weight=d.weight)
+    base = LatentClassModel.from_microdata(md, n_classes=n_classes)
+    model = _MassWatch(base.codes, base.counts, base.n_levels, keys=base.keys,
+                       levels=base.levels, n_classes=base.H, priors=base.priors,
+                       class_weights=base.class_weights)
+    return model, float(d.sample[d.weight].sum()), float(d.truth.tau1)
+
+
+def trajectory(model: _MassWatch, N: float, sweeps: int, chains: int, seed: int,
+               label_moves: bool) -> dict[str, np.ndarray]:
+    """Every sweep of ``chains`` chains: arrays (chain, sweep), masses (chain, sweep, key)."""
+    model.mass_log, model.current_chain = {}, 0
+    t0 = time.perf_counter()
+    idata = model.sample(draws=sweeps, tune=0, chains=chains, N=N, random_seed=seed, cores=1,
+                         label_moves=label_moves)
+    out = {
+        "tau1_expected": idata.posterior["tau1_expected"].values,
+        "classes": idata.sample_stats["n_classes_used"].values,
+        "alpha": idata.posterior["alpha"].values,
+        "seconds": np.array(time.perf_counter() - t0),
+    }
+    learnt = [j for j in range(len(model.keys)) if model.learns_phi_mass
+              and model.learns_mass(j)]
+    out["learnt_keys"] = np.array([model.keys[j] for j in learnt], dtype=object)
+    if learnt:
+        out["log2_mass"] = np.log2(idata.posterior["phi_mass"].values[..., learnt])
+        cond = np.full((chains, sweeps, len(learnt), 2), np.nan)
+        for c, rows in model.mass_log.items():
+            rows = np.array(rows)
+            for i, j in enumerate(learnt):
+                r = rows[rows[:, 0] == j, 1:]
+                cond[c, : len(r), i] = r[:sweeps]
+        out["mass_conditional"] = cond
+    return out
+
+
+def block_table(traj: dict[str, np.ndarray], blocks: int) -> pd.DataFrame:
+    """Per block of sweeps and chain: the means of the trajectory's series."""
+    chains, sweeps = traj["tau1_expected"].shape
+    edges = np.linspace(0, sweeps, blocks + 1).round().astype(int)
+    rows = []
+    for b in range(blocks):
+        sl = slice(edges[b], edges[b + 1])
+        for c in range(chains):
+            row = {"sweeps": f"{edges[b]}-{edges[b + 1]}", "chain": c,
+                   "tau1_expected": traj["tau1_expected"][c, sl].mean(),
+                   "classes": traj["classes"][c, sl].mean(),
+                   "alpha": traj["alpha"][c, sl].mean()}
+            for i, key in enumerate(traj["learnt_keys"]):
+                row[f"log2_M[{key}]"] = traj["log2_mass"][c, sl, i].mean()
+                row[f"cond_mean[{key}]"] = np.nanmean(traj["mass_conditional"][c, sl, i, 0])
+                row[f"cond_sd[{key}]"] = np.nanmean(traj["mass_conditional"][c, sl, i, 1])
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def second_half_diagnostics(x: np.ndarray) -> tuple[float, float]:
+    """R-hat (rank-normalised split) and bulk ESS of (chain, sweep) draws' second half."""
+    import arviz as az
+
+    half = x[:, x.shape[1] // 2:]
+    return float(az.rhat(half)), float(az.ess(half))
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sweeps", type=int, default=3000)
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--classes", type=int, default=30)
+    p.add_argument("--blocks", type=int, default=5)
+    p.add_argument("--label-moves", default="off,on",
+                   help="comma-separated: off (the default sampler), on (label_moves=True)")
+    args = p.parse_args(argv)
+    variants = [v.strip() for v in args.label_moves.split(",")]
+    if not variants or any(v not in ("off", "on") for v in variants):
+        p.error(f"--label-moves takes off and/or on, comma-separated; got {args.label_moves!r}")
+    model, N, tau1_true = demo_model(args.classes)
+    pd.set_option("display.width", 200)
+    for v in variants:
+        traj = trajectory(model, N, args.sweeps, args.chains, args.seed, v == "on")
+        rhat, ess = second_half_diagnostics(traj["tau1_expected"])
+        print(f"\nlabel moves {v}: {args.chains} chains x {args.sweeps} sweeps, seed "
+              f"{args.seed}, {float(traj['seconds']):.0f} s; true tau1 {tau1_true:.0f}; "
+              f"tau1_expected over the second half: R-hat {rhat:.3f}, bulk ESS {ess:.0f}")
+        print(block_table(traj, args.blocks).round(2).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
