@@ -20,7 +20,12 @@ then R-hat and bulk ESS of ``tau1_expected`` over the second half of the sweeps.
 Usage::
 
     python benchmarks/chain_mixing.py [--sweeps 3000] [--chains 4] [--seed 1]
-        [--label-moves off,on] [--blocks 5]
+        [--label-moves off,on] [--blocks 5] [--start-mass M]
+
+``--start-mass M`` starts every chain from the EM fit with the learnt keys' class profiles
+smoothed towards their base as a profile mass M would smooth them (``--start-how smooth``),
+or from the EM fit with the mass fixed at M (``--start-how em``: classes formed under it), to
+see whether chains started at a large mass come down to where the EM starts go.
 """
 
 from __future__ import annotations
@@ -46,6 +51,35 @@ class _MassWatch(LatentClassModel):
         super().__init__(*args, **kwargs)
         self.mass_log: dict[int, list[tuple[int, float, float]]] = {}
         self.current_chain = 0
+        self.start_mass: float | None = None
+        self.start_how = "smooth"
+
+    def _init_state(self, rng, init="em", em_restarts=3):
+        """The chain's start; with ``start_mass`` M, ``start_how`` ``"smooth"``: the EM
+        start with the learnt keys' class profiles smoothed towards their base as M would,
+        (n w_h phi_h + M eta) / (n w_h + M); ``"em"``: the EM fit with M fixed (its classes
+        formed under that mass)."""
+        if self.start_mass is not None and self.learns_phi_mass and self.start_how == "em":
+            phi = {k: v for k, v in self.priors["phi"].items() if k != "mass"}
+            fixed = LatentClassModel.with_priors(self, {"phi": {**phi,
+                                                                "mass": self.start_mass}})
+            st = LatentClassModel._init_state(fixed, rng, init, em_restarts)
+            # the learnt model's masses (redrawn in the first sweep): M where learnt
+            st["phi_mass"] = np.where([self.learns_mass(j) for j in range(len(self.keys))],
+                                      self.start_mass, self._phi_mass_start())
+            return st
+        st = super()._init_state(rng, init, em_restarts)
+        if self.start_mass is not None and self.learns_phi_mass:
+            from sdcbayes.models.latent_class import stick_breaking_weights
+
+            n_h = self.n * stick_breaking_weights(st["V"])[:, None]
+            for j in range(len(self.keys)):
+                if self.learns_mass(j):
+                    phi = np.exp(st["log_phi"][j])                       # (H, L)
+                    base = self.phi_base(j)[None, :]
+                    st["log_phi"][j] = np.log((n_h * phi + self.start_mass * base)
+                                              / (n_h + self.start_mass))
+        return st
 
     def _learn_mass(self, counts, j, rng=None):
         if rng is not None:
@@ -79,9 +113,15 @@ def demo_model(n_classes: int = 30) -> tuple[_MassWatch, float, float]:
 
 
 def trajectory(model: _MassWatch, N: float, sweeps: int, chains: int, seed: int,
-               label_moves: bool) -> dict[str, np.ndarray]:
-    """Every sweep of ``chains`` chains: arrays (chain, sweep), masses (chain, sweep, key)."""
+               label_moves: bool, start_mass: float | None = None,
+               start_how: str = "smooth") -> dict[str, np.ndarray]:
+    """Every sweep of ``chains`` chains: arrays (chain, sweep), masses (chain, sweep, key).
+
+    ``start_mass``, ``start_how``: start from the EM fit with the learnt keys' profiles
+    smoothed towards their base with that mass, or from the EM fit at that fixed mass
+    (``_MassWatch._init_state``; None: the default's EM start)."""
     model.mass_log, model.current_chain = {}, 0
+    model.start_mass, model.start_how = start_mass, start_how
     t0 = time.perf_counter()
     idata = model.sample(draws=sweeps, tune=0, chains=chains, N=N, random_seed=seed, cores=1,
                          label_moves=label_moves)
@@ -143,16 +183,28 @@ def main(argv=None) -> None:
     p.add_argument("--blocks", type=int, default=5)
     p.add_argument("--label-moves", default="off,on",
                    help="comma-separated: off (the default sampler), on (label_moves=True)")
+    p.add_argument("--start-mass", type=float, default=None,
+                   help="start every chain from the EM fit with the learnt keys' class "
+                   "profiles smoothed towards their base with this mass (e.g. 4096)")
+    p.add_argument("--start-how", choices=["smooth", "em"], default="smooth",
+                   help="with --start-mass: smooth the EM start's profiles (smooth), or "
+                   "start from the EM fit with the mass fixed there (em)")
     args = p.parse_args(argv)
+    if args.start_mass is not None and not args.start_mass > 0:
+        p.error(f"--start-mass must be positive; got {args.start_mass}")
     variants = [v.strip() for v in args.label_moves.split(",")]
     if not variants or any(v not in ("off", "on") for v in variants):
         p.error(f"--label-moves takes off and/or on, comma-separated; got {args.label_moves!r}")
     model, N, tau1_true = demo_model(args.classes)
     pd.set_option("display.width", 200)
     for v in variants:
-        traj = trajectory(model, N, args.sweeps, args.chains, args.seed, v == "on")
+        traj = trajectory(model, N, args.sweeps, args.chains, args.seed, v == "on",
+                          args.start_mass, args.start_how)
         rhat, ess = second_half_diagnostics(traj["tau1_expected"])
-        print(f"\nlabel moves {v}: {args.chains} chains x {args.sweeps} sweeps, seed "
+        start = "" if args.start_mass is None else (
+            f", start {'smoothed with' if args.start_how == 'smooth' else 'EM at'} "
+            f"M {args.start_mass:g}")
+        print(f"\nlabel moves {v}{start}: {args.chains} chains x {args.sweeps} sweeps, seed "
               f"{args.seed}, {float(traj['seconds']):.0f} s; true tau1 {tau1_true:.0f}; "
               f"tau1_expected over the second half: R-hat {rhat:.3f}, bulk ESS {ess:.0f}")
         print(block_table(traj, args.blocks).round(2).to_string(index=False))

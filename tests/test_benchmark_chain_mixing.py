@@ -73,3 +73,59 @@ def test_label_moves_option_runs_and_differs(cm, run):
     assert not np.array_equal(on["tau1_expected"], traj["tau1_expected"])
     with pytest.raises(SystemExit):
         cm.main(["--label-moves", "sometimes"])
+
+
+def test_start_mass_smooths_the_learnt_keys_profiles_only(run):
+    model, _, _, _ = run
+    j = model.keys.index("country_of_birth")
+    model.start_mass = None
+    plain = model._init_state(np.random.default_rng(4), "em", 1)
+    try:
+        model.start_mass = 1e12  # so large that the profiles are the base
+        flat = model._init_state(np.random.default_rng(4), "em", 1)
+        model.start_mass = 100.0
+        mid = model._init_state(np.random.default_rng(4), "em", 1)
+    finally:
+        model.start_mass = None
+    base = model.phi_base(j)
+    np.testing.assert_allclose(np.exp(flat["log_phi"][j]), np.broadcast_to(base, (model.H,
+                                                                                 base.size)),
+                               rtol=1e-6, atol=1e-12)
+    for k in range(len(model.keys)):  # the other keys' profiles and the weights unchanged
+        if k != j:
+            np.testing.assert_array_equal(flat["log_phi"][k], plain["log_phi"][k])
+    np.testing.assert_array_equal(flat["V"], plain["V"])
+    # M = 100: each class's profile is (n_h phi_h + 100 base) / (n_h + 100), still a profile
+    from sdcbayes.models.latent_class import stick_breaking_weights
+
+    n_h = model.n * stick_breaking_weights(plain["V"])[:, None]
+    want = (n_h * np.exp(plain["log_phi"][j]) + 100.0 * base) / (n_h + 100.0)
+    np.testing.assert_allclose(np.exp(mid["log_phi"][j]), want, rtol=1e-12)
+    np.testing.assert_allclose(np.exp(mid["log_phi"][j]).sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_start_from_em_at_a_fixed_mass(cm, run):
+    model, N, _, _ = run
+    phi = {k: v for k, v in model.priors["phi"].items() if k != "mass"}
+    fixed = LatentClassModel(model.codes, model.counts, model.n_levels, keys=model.keys,
+                             levels=model.levels, n_classes=model.H,
+                             priors={**model.priors, "phi": {**phi, "mass": 512.0}},
+                             class_weights=model.class_weights)
+    assert not fixed.learns_phi_mass
+    want = fixed._init_state(np.random.default_rng(8), "em", 1)
+    model.start_mass, model.start_how = 512.0, "em"
+    try:
+        got = model._init_state(np.random.default_rng(8), "em", 1)
+    finally:
+        model.start_mass, model.start_how = None, "smooth"
+    np.testing.assert_array_equal(got["V"], want["V"])
+    for a, b in zip(got["log_phi"], want["log_phi"], strict=True):
+        np.testing.assert_array_equal(a, b)
+    j = model.keys.index("country_of_birth")
+    assert got["phi_mass"][j] == 512.0 and got["phi_mass"].shape == (len(model.keys),)
+    # and the chains run from it (the sampler takes the masses per key)
+    traj = cm.trajectory(model, N, 5, 1, seed=1, label_moves=False, start_mass=512.0,
+                         start_how="em")
+    assert traj["tau1_expected"].shape == (1, 5) and np.isfinite(traj["log2_mass"]).all()
+    assert model.start_mass == 512.0  # trajectory leaves the start it was given
+    model.start_mass, model.start_how = None, "smooth"
