@@ -53,8 +53,9 @@ class _MassWatch(LatentClassModel):
         self.current_chain = 0
         self.start_mass: float | None = None
         self.start_how = "smooth"
+        self.hold: tuple[float, int] | None = None  # (M, sweeps): M held for the first sweeps
 
-    def _init_state(self, rng, init="em", em_restarts=3):
+    def _init_state(self, rng, init="em", em_restarts=3, start_classes=None):
         """The chain's start; with ``start_mass`` M, ``start_how`` ``"smooth"``: the EM
         start with the learnt keys' class profiles smoothed towards their base as M would,
         (n w_h phi_h + M eta) / (n w_h + M); ``"em"``: the EM fit with M fixed (its classes
@@ -63,12 +64,12 @@ class _MassWatch(LatentClassModel):
             phi = {k: v for k, v in self.priors["phi"].items() if k != "mass"}
             fixed = LatentClassModel.with_priors(self, {"phi": {**phi,
                                                                 "mass": self.start_mass}})
-            st = LatentClassModel._init_state(fixed, rng, init, em_restarts)
+            st = LatentClassModel._init_state(fixed, rng, init, em_restarts, start_classes)
             # the learnt model's masses (redrawn in the first sweep): M where learnt
             st["phi_mass"] = np.where([self.learns_mass(j) for j in range(len(self.keys))],
                                       self.start_mass, self._phi_mass_start())
             return st
-        st = super()._init_state(rng, init, em_restarts)
+        st = super()._init_state(rng, init, em_restarts, start_classes)
         if self.start_mass is not None and self.learns_phi_mass:
             from sdcbayes.models.latent_class import stick_breaking_weights
 
@@ -82,6 +83,11 @@ class _MassWatch(LatentClassModel):
         return st
 
     def _learn_mass(self, counts, j, rng=None):
+        held = None
+        if rng is not None and self.hold is not None:
+            # this chain's draws of M_j so far: one per sweep, logged below
+            if len(self.mass_log.get(self.current_chain, ())) < self.hold[1] * self._n_learnt():
+                held = float(self.hold[0])
         if rng is not None:
             lp = profile_mass_loglik(counts, self.phi_base(j))
             p = np.exp(lp - lp.max())
@@ -90,7 +96,11 @@ class _MassWatch(LatentClassModel):
             mean = float(p @ x)
             self.mass_log.setdefault(self.current_chain, []).append(
                 (j, mean, float(np.sqrt(p @ (x - mean) ** 2))))
-        return super()._learn_mass(counts, j, rng)
+        draw = super()._learn_mass(counts, j, rng)
+        return draw if held is None else held
+
+    def _n_learnt(self) -> int:
+        return sum(self.learns_mass(j) for j in range(len(self.keys)))
 
     def _gibbs_chain(self, rng, *args, **kwargs):
         out = super()._gibbs_chain(rng, *args, **kwargs)
@@ -114,17 +124,22 @@ def demo_model(n_classes: int = 30) -> tuple[_MassWatch, float, float]:
 
 def trajectory(model: _MassWatch, N: float, sweeps: int, chains: int, seed: int,
                label_moves: bool, start_mass: float | None = None,
-               start_how: str = "smooth") -> dict[str, np.ndarray]:
+               start_how: str = "smooth",
+               hold: tuple[float, int] | None = None,
+               start_classes: int | None = None) -> dict[str, np.ndarray]:
     """Every sweep of ``chains`` chains: arrays (chain, sweep), masses (chain, sweep, key).
 
     ``start_mass``, ``start_how``: start from the EM fit with the learnt keys' profiles
     smoothed towards their base with that mass, or from the EM fit at that fixed mass
-    (``_MassWatch._init_state``; None: the default's EM start)."""
+    (``_MassWatch._init_state``; None: the default's EM start). ``hold``: (M, T), the
+    learnt masses held at M for each chain's first T sweeps (a burn-in scheme; the
+    conditionals are still recorded). ``start_classes``: the sampler's option, the EM
+    start fitted with that many classes (the rest empty)."""
     model.mass_log, model.current_chain = {}, 0
-    model.start_mass, model.start_how = start_mass, start_how
+    model.start_mass, model.start_how, model.hold = start_mass, start_how, hold
     t0 = time.perf_counter()
     idata = model.sample(draws=sweeps, tune=0, chains=chains, N=N, random_seed=seed, cores=1,
-                         label_moves=label_moves)
+                         label_moves=label_moves, start_classes=start_classes)
     out = {
         "tau1_expected": idata.posterior["tau1_expected"].values,
         "classes": idata.sample_stats["n_classes_used"].values,
@@ -189,9 +204,27 @@ def main(argv=None) -> None:
     p.add_argument("--start-how", choices=["smooth", "em"], default="smooth",
                    help="with --start-mass: smooth the EM start's profiles (smooth), or "
                    "start from the EM fit with the mass fixed there (em)")
+    p.add_argument("--start-classes", type=int, default=None,
+                   help="start from the EM fit with this many classes, the rest empty")
+    p.add_argument("--hold-mass", default=None, metavar="M:T",
+                   help="hold the learnt masses at M for each chain's first T sweeps, then "
+                   "draw them as usual (e.g. 4096:500)")
     args = p.parse_args(argv)
     if args.start_mass is not None and not args.start_mass > 0:
         p.error(f"--start-mass must be positive; got {args.start_mass}")
+    if args.start_classes is not None and not 1 <= args.start_classes <= args.classes:
+        p.error(f"--start-classes must lie in 1..--classes ({args.classes}); "
+                f"got {args.start_classes}")
+    hold = None
+    if args.hold_mass is not None:
+        try:
+            m_, t_ = args.hold_mass.split(":")
+            hold = (float(m_), int(t_))
+        except ValueError:
+            hold = None
+        if hold is None or not hold[0] > 0 or hold[1] < 0:
+            p.error(f"--hold-mass takes M:T, a positive mass and a number of sweeps "
+                    f"(e.g. 4096:500); got {args.hold_mass!r}")
     variants = [v.strip() for v in args.label_moves.split(",")]
     if not variants or any(v not in ("off", "on") for v in variants):
         p.error(f"--label-moves takes off and/or on, comma-separated; got {args.label_moves!r}")
@@ -199,11 +232,15 @@ def main(argv=None) -> None:
     pd.set_option("display.width", 200)
     for v in variants:
         traj = trajectory(model, N, args.sweeps, args.chains, args.seed, v == "on",
-                          args.start_mass, args.start_how)
+                          args.start_mass, args.start_how, hold, args.start_classes)
         rhat, ess = second_half_diagnostics(traj["tau1_expected"])
         start = "" if args.start_mass is None else (
             f", start {'smoothed with' if args.start_how == 'smooth' else 'EM at'} "
             f"M {args.start_mass:g}")
+        if hold is not None:
+            start += f", M held at {hold[0]:g} for {hold[1]} sweeps"
+        if args.start_classes is not None:
+            start += f", EM start with {args.start_classes} classes"
         print(f"\nlabel moves {v}{start}: {args.chains} chains x {args.sweeps} sweeps, seed "
               f"{args.seed}, {float(traj['seconds']):.0f} s; true tau1 {tau1_true:.0f}; "
               f"tau1_expected over the second half: R-hat {rhat:.3f}, bulk ESS {ess:.0f}")

@@ -1684,14 +1684,18 @@ class LatentClassModel(SuperpopulationModel):
                                 structural_zeros=self.structural_zeros, priors=self.priors,
                                 class_weights=self.class_weights)
 
-    def _init_state(self, rng, init: str = "em", em_restarts: int = 3):
+    def _init_state(self, rng, init: str = "em", em_restarts: int = 3,
+                    start_classes: int | None = None):
         H = self.H
         if init in ("em", "bootstrap"):
             # "bootstrap": the EM fit of a resample of the records, so that the chains
             # start in the modes the sample's own variation leads to (module docstring,
             # "Chain starts")
             src = self.resample(rng) if init == "bootstrap" else self
-            fit = src.fit_em(n_restarts=em_restarts, random_seed=rng)
+            if start_classes is None:
+                fit = src.fit_em(n_restarts=em_restarts, random_seed=rng)
+            else:
+                fit = src._fit_em_padded(int(start_classes), em_restarts, rng)
             w = np.clip(fit["w"], 1e-12, None)
             w = w / w.sum()
             # stick-breaking fractions reproducing the EM weights (classes sorted by weight)
@@ -1709,11 +1713,28 @@ class LatentClassModel(SuperpopulationModel):
         return {"V": V, "alpha": 1.0, "log_phi": phi_log,
                 "phi_mass": self._phi_mass_start() if self.learns_phi_mass else None}
 
+    def _fit_em_padded(self, K: int, em_restarts: int, rng) -> dict[str, Any]:
+        """EM with K classes, padded to H (the Gibbs chains' start with ``start_classes``).
+
+        The other classes get weight 0 and the sample's marginal profiles.
+        """
+        fit = self.fit_em(n_restarts=em_restarts, random_seed=rng, n_classes=K)
+        pad = self.H - K
+        if pad:
+            fit["w"] = np.concatenate([fit["w"], np.zeros(pad)])
+            phi = []
+            for j, p in enumerate(fit["phi"]):
+                marg = np.bincount(self.codes[:, j], weights=self.counts,
+                                   minlength=self.n_levels[j]) + self.phi_concentration(j)
+                phi.append(np.vstack([p, np.tile(marg / marg.sum(), (pad, 1))]))
+            fit["phi"] = phi
+        return fit
+
     def _gibbs_chain(self, rng, n_iter: int, keep_from: int, thin: int, N: float | None,
                      target: np.ndarray, init: str = "em", em_restarts: int = 3,
                      kappa_grid: tuple[np.ndarray, np.ndarray] | None = None,
                      progress=None, rate_factor: np.ndarray | None = None,
-                     label_moves: bool = False):
+                     label_moves: bool = False, start_classes: int | None = None):
         """One chain; returns dict of stored draws.
 
         ``progress``: called with the number of sweeps done, now and then.
@@ -1732,7 +1753,7 @@ class LatentClassModel(SuperpopulationModel):
         a_alpha, b_alpha = self.priors["alpha"]["alpha"], self.priors["alpha"]["beta"]
         conc = [self.phi_concentration(j)[:, None] for j in range(J)]
         onehot = self._onehots()
-        st = self._init_state(rng, init, em_restarts)
+        st = self._init_state(rng, init, em_restarts, start_classes)
         V, alpha, log_phi = st["V"], st["alpha"], st["log_phi"]
         log1mV = np.log1p(-V)
         learn = self.learns_phi_mass
@@ -1899,7 +1920,7 @@ class LatentClassModel(SuperpopulationModel):
                init: str = "em", em_restarts: int = 3, overdispersion=None,
                kappa_prior=None, cluster_correction=None, progressbar: bool = False,
                cores: int | None = None, profile_mass: str | None = None,
-               label_moves: bool = False):
+               label_moves: bool = False, start_classes: int | None = None):
         r"""Blocked Gibbs sampler; returns an ``arviz.InferenceData``.
 
         Steps per iteration (Ishwaran & James 2001; Dunson & Xing 2009, section
@@ -1979,6 +2000,17 @@ class LatentClassModel(SuperpopulationModel):
             between the learnt one and that choice (:func:`profile_mass_span`; the
             learnt mass where no candidate reaches the held-out count); the prior stays
             the learnt one.
+        start_classes : int, optional
+            With ``init`` ``"em"`` or ``"bootstrap"``: the EM start fits this many classes
+            (:meth:`fit_em` with ``n_classes``; pruning may leave fewer) and the chains
+            start with the other classes empty. EM's own start keeps every class its
+            pruning rule allows, and where a key of many levels learns its profile mass
+            those classes split by that key; on the demo the posterior wants about half
+            as many and a larger mass, and the chains take thousands of sweeps to merge
+            them. Starting with 10 instead of EM's 21 brings more chains there sooner
+            (8 of 12 by 3,000 sweeps, against 5 of 12), not all (benchmarks/README.md,
+            "What moves slowly in the chains"): an option, not measured on the real
+            designs. Default: EM's.
         label_moves : bool
             After each allocation, :math:`H` Metropolis swaps of two occupied classes and
             :math:`H` swaps of neighbouring classes with their stick-breaking fractions
@@ -2019,6 +2051,14 @@ class LatentClassModel(SuperpopulationModel):
             raise InputError(f"store must be 'uniques' or 'all'; got {store!r}")
         if not isinstance(label_moves, bool | np.bool_):
             raise InputError(f"label_moves must be True or False; got {label_moves!r}")
+        if start_classes is not None:
+            if isinstance(start_classes, bool) or not isinstance(start_classes, int | np.integer) \
+                    or not 1 <= start_classes <= self.H:
+                raise InputError(f"start_classes must be an integer from 1 to the number of "
+                                 f"classes ({self.H}); got {start_classes!r}")
+            if init == "margins":
+                raise InputError("start_classes sets the classes of the EM start: it needs "
+                                 "init='em' or 'bootstrap'")
         if N is not None and not N >= self.n:
             raise InputError(f"N (population size) must be at least the sample size {self.n:g}; "
                              f"got {N!r}")
@@ -2055,7 +2095,8 @@ class LatentClassModel(SuperpopulationModel):
                 draws=draws, tune=tune, chains=chains, thin=thin, N=N,
                 random_seed=random_seed, store=store, init=init, em_restarts=em_restarts,
                 overdispersion=choice["overdispersion"], cluster_correction=cluster_correction,
-                progressbar=progressbar, cores=cores, label_moves=label_moves)
+                progressbar=progressbar, cores=cores, label_moves=label_moves,
+                start_classes=start_classes)
             import json
 
             from sdcbayes.provenance import json_safe
@@ -2118,11 +2159,12 @@ class LatentClassModel(SuperpopulationModel):
                 if progressbar:
                     def report(it, c=c):
                         _progress_line(c, chains, it, n_iter, time.perf_counter() - t0)
-                res.append(self._gibbs_chain(rng, *args, report, rate_factor, label_moves))
+                res.append(self._gibbs_chain(rng, *args, report, rate_factor, label_moves,
+                                             start_classes))
             label = f"chain {chains}/{chains}"
         else:
             res = self._chains_in_threads(seeds, args, rate_factor, threads, progressbar, t0,
-                                          label_moves)
+                                          label_moves, start_classes)
             label = f"{chains} chains on {threads} threads"
         elapsed = time.perf_counter() - t0
         if progressbar:
@@ -2164,6 +2206,8 @@ class LatentClassModel(SuperpopulationModel):
         })
         if label_moves:
             idata.attrs["label_moves"] = 1
+        if start_classes is not None:
+            idata.attrs["start_classes"] = int(start_classes)
         import json
 
         if self.class_weights is not None:
@@ -2180,7 +2224,8 @@ class LatentClassModel(SuperpopulationModel):
         return idata
 
     def _chains_in_threads(self, seeds, args, rate_factor, threads: int, progressbar: bool,
-                           t0: float, label_moves: bool = False) -> list[dict[str, np.ndarray]]:
+                           t0: float, label_moves: bool = False,
+                           start_classes: int | None = None) -> list[dict[str, np.ndarray]]:
         """Run :meth:`_gibbs_chain` once per seed on ``threads`` threads, in seed order.
 
         Each chain reports its sweep to a slot of its own (the progress line adds them up)
@@ -2202,7 +2247,7 @@ class LatentClassModel(SuperpopulationModel):
                 done[c] = it
 
             out = self._gibbs_chain(np.random.default_rng(seed), *args, report, rate_factor,
-                                    label_moves)
+                                    label_moves, start_classes)
             done[c] = n_iter
             return out
 

@@ -1069,7 +1069,8 @@ def assess_posterior(
 
 
 _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
-                                "kappa_prior", "cluster_correction", "cores", "profile_mass")
+                                "kappa_prior", "cluster_correction", "cores", "profile_mass",
+                                "start_classes", "label_moves")
 
 
 def _assess_latent_class(

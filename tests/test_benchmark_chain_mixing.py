@@ -129,3 +129,27 @@ def test_start_from_em_at_a_fixed_mass(cm, run):
     assert traj["tau1_expected"].shape == (1, 5) and np.isfinite(traj["log2_mass"]).all()
     assert model.start_mass == 512.0  # trajectory leaves the start it was given
     model.start_mass, model.start_how = None, "smooth"
+
+
+def test_hold_mass_holds_the_first_sweeps_then_draws(cm, run):
+    from sdcbayes.models.latent_class import PHI_MASS_GRID
+
+    model, N, _, _ = run
+    traj = cm.trajectory(model, N, 6, 2, seed=2, label_moves=False, hold=(3000.0, 4))
+    model.hold = None
+    M = 2.0 ** traj["log2_mass"][..., 0]
+    np.testing.assert_allclose(M[:, :4], 3000.0)
+    assert np.isin(np.round(M[:, 4:], 6), np.round(PHI_MASS_GRID, 6)).all()
+    # the conditionals are recorded through the hold
+    assert np.isfinite(traj["mass_conditional"]).all()
+    with pytest.raises(SystemExit):
+        cm.main(["--hold-mass", "4096"])
+
+
+def test_start_classes_is_the_samplers_option(cm, run):
+    model, N, _, _ = run
+    traj = cm.trajectory(model, N, 3, 2, seed=5, label_moves=False, start_classes=6)
+    # the first sweep allocates among the EM start's classes only (the rest weigh 1e-12)
+    assert traj["classes"][:, 0].max() <= 6
+    with pytest.raises(SystemExit):
+        cm.main(["--start-classes", "0"])

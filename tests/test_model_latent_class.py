@@ -472,6 +472,28 @@ def test_gibbs_with_label_moves_from_em_starts_matches_importance_sampling():
         model.sample(draws=5, tune=0, chains=1, label_moves="yes")
 
 
+def test_start_classes_starts_from_an_em_fit_of_that_many_classes():
+    rng = np.random.default_rng(2)
+    w, phi = _random_params(rng, 4, [3, 4, 2])
+    recs = _simulate_records(rng, w, phi, 400)
+    cells, counts = np.unique(recs, axis=0, return_counts=True)
+    model = LatentClassModel(cells, counts, [3, 4, 2], n_classes=8)
+    fit = model._fit_em_padded(3, 1, np.random.default_rng(0))
+    assert fit["w"].shape == (8,) and np.all(fit["w"][3:] == 0)
+    assert [p.shape for p in fit["phi"]] == [(8, 3), (8, 4), (8, 2)]
+    for p in fit["phi"]:
+        np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    st = model._init_state(np.random.default_rng(0), "em", 1, start_classes=3)
+    assert np.all(stick_breaking_weights(st["V"])[3:] < 1e-10)
+    idata = model.sample(draws=3, tune=0, chains=2, random_seed=1, start_classes=3)
+    assert idata.sample_stats["n_classes_used"].values[:, 0].max() <= 3
+    for bad in (0, 9, 2.5, True):
+        with pytest.raises(InputError, match="start_classes"):
+            model.sample(draws=3, tune=0, chains=1, start_classes=bad)
+    with pytest.raises(InputError, match="init='em'"):
+        model.sample(draws=3, tune=0, chains=1, start_classes=2, init="margins")
+
+
 def test_label_swaps_leave_the_labelling_posterior_unchanged():
     """The label-switching moves keep the posterior of the classes' order.
 

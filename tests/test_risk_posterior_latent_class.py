@@ -374,6 +374,27 @@ def test_latent_class_route_rejects_other_samplers(demo_fit):
         assess_posterior(md, model="latent-class", draws=5, tune=5, target_accept=0.9)
 
 
+def test_start_classes_and_label_moves_reach_the_sampler_and_the_settings(demo_fit):
+    import warnings
+
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    _, md, _, _ = demo_fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = assess_posterior(md, model="latent-class", draws=5, tune=0, chains=2,
+                               random_seed=3, em_restarts=1, overdispersion=None,
+                               start_classes=4, label_moves=True)
+    assert res.idata.attrs["start_classes"] == 4 and res.idata.attrs["label_moves"] == 1
+    settings = res.provenance["settings"]
+    assert settings["start_classes"] == 4 and settings["label_moves"] is True
+    # the first sweep allocates among the EM start's four classes (label moves may
+    # reorder them, not add any)
+    assert res.idata.sample_stats["n_classes_used"].values[:, 0].max() <= 4
+    with pytest.raises(InputError, match="start_classes"):
+        assess_posterior(md, model="latent-class", draws=5, tune=0, start_classes=31)
+
+
 def test_unseeded_run_stamps_the_seed_that_repeats_it():
     import warnings
 
