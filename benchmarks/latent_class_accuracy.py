@@ -53,6 +53,7 @@ import re
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
@@ -253,6 +254,20 @@ def phi_prior_spec(text: str) -> dict:
     return {"a": float(text)}
 
 
+def set_phi_mass_top(top: float) -> np.ndarray:
+    """End the learnt profile mass's grid at 2^top (same spacing, from 2^-2): patches
+    ``PHI_MASS_GRID`` and ``profile_mass_loglik``'s default grid for this process; returns
+    the grid."""
+    import sdcbayes.models.latent_class as lcm
+
+    if not top > -2.0:
+        raise SystemExit(f"--phi-mass-top must exceed -2 (the grid starts at 2^-2); got {top}")
+    grid = 2.0 ** np.arange(-2.0, float(top) + 0.25, 0.5)
+    lcm.PHI_MASS_GRID = grid
+    lcm.profile_mass_loglik.__defaults__ = (grid,)
+    return grid
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--populations", default="adult6,adult9,scotland7,scotland13",
@@ -341,6 +356,10 @@ def main(argv=None) -> int:
                          "cross-validation's parts): once converged at the starting mass "
                          "within its sweeps (EM_LEARN_MASS, the default) or always, in a "
                          "phase of its own")
+    ap.add_argument("--phi-mass-top", type=float, default=None,
+                    help="log2 of the largest learnt profile mass (PHI_MASS_GRID ends at "
+                         "2^13 = 8192): the grid extended or cut to end there, same spacing "
+                         "(benchmarks/README.md, 'What moves slowly in the chains')")
     ap.add_argument("--profile-mass", default="prior", choices=["prior", "cv", "span"],
                     help="the profile mass of the keys of >= 20 levels: the prior's (learnt by "
                          "default) or, with the learnt prior and --overdispersion cv, chosen "
@@ -373,6 +392,8 @@ def main(argv=None) -> int:
     import sdcbayes.models.latent_class as lcm
 
     lcm.EM_LEARN_MASS = args.em_learn_mass  # read by fit_em at each call
+    if args.phi_mass_top is not None:
+        set_phi_mass_top(args.phi_mass_top)
     results, calib = [], []
     for pop_name, pop, levels in populations_with_codebook(args.populations):
         sz = {"confirmed": confirmed_rules(pop_name, pop.keys), "auto": "auto",

@@ -405,3 +405,29 @@ def test_cli_profile_prior_span(tmp_path, capsys, monkeypatch):
     pm = json.loads((out / "summary.json").read_text())["profile_mass"]
     assert pm["mass"] == pytest.approx(np.sqrt(128.0 * 256.0)) and pm["reached"] is True
     assert f"learnt, spread up to {pm['mass']:.3g} (cross-validated)" in proc.stdout
+
+
+def test_accuracy_harness_phi_mass_top_moves_the_grids_end(monkeypatch):
+    """--phi-mass-top ends the learnt mass's grid elsewhere, for the draws and the
+    marginal likelihood alike (restored after the test)."""
+    from benchtools import load_benchmark
+
+    from sdcbayes.models.latent_class import LatentClassModel, profile_mass_loglik
+
+    bench = load_benchmark("latent_class_accuracy.py")
+    monkeypatch.setattr(lcm, "PHI_MASS_GRID", lcm.PHI_MASS_GRID)
+    monkeypatch.setattr(profile_mass_loglik, "__defaults__", profile_mass_loglik.__defaults__)
+    grid = bench.set_phi_mass_top(17)
+    assert grid[0] == 0.25 and grid[-1] == 2.0 ** 17 and np.allclose(np.diff(np.log2(grid)), 0.5)
+    assert lcm.PHI_MASS_GRID is grid and profile_mass_loglik.__defaults__[0] is grid
+    # a key whose class counts follow its base exactly: the marginal likelihood rises to
+    # the grid's end, so EM's mode is the new top, not 8192
+    codes = np.array([[0, lv] for lv in range(25)] + [[1, lv] for lv in range(25)])
+    model = LatentClassModel(codes, np.full(50, 40), [2, 25], n_classes=2,
+                             priors={"phi": {"dist": "Dirichlet", "a": "marginal",
+                                             "mass": "learn", "min_levels": 20}})
+    counts = np.full((25, 2), 400.0)
+    assert profile_mass_loglik(counts, model.phi_base(1)).shape == grid.shape
+    assert model._learn_mass(counts, 1) == 2.0 ** 17
+    with pytest.raises(SystemExit):
+        bench.set_phi_mass_top(-3)
