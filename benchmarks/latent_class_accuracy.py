@@ -39,7 +39,7 @@ Usage (the two machines' cores are shared: split the work by population or by
         [--kappa-prior log-uniform|half-cauchy[:1]|log-normal:<m>:<s>] [--cv-predictive em|gibbs]
         [--cluster-correction none|cv] [--profile-mass prior|cv|span]
         [--profile-mass-unreached learnt|largest]
-        [--em-learn-mass converged|always]
+        [--em-learn-mass converged|always] [--phi-mass-top 13]
         [--calibration-csv cal.csv] [--calibration-html cal.html]
         [--baselines benedetti-franconi,poisson-gamma,loglinear-main] [--csv out.csv]
     python benchmarks/latent_class_accuracy.py --summarise a.csv b.csv
