@@ -300,9 +300,12 @@ def _label_swaps(m_h: np.ndarray, V: np.ndarray, rng, n_moves: int | None = None
     lw = np.log(np.append(V, 1.0)) + np.concatenate([[0.0], np.cumsum(log1m)])
     alive = np.flatnonzero(m > 0)
     if alive.size >= 2:
-        pairs = np.array([rng.choice(alive, size=2, replace=False) for _ in range(n_moves)])
+        # uniform over ordered pairs of distinct occupied classes (the set is unchanged by
+        # the swaps): the first, then one of the others
+        first = rng.integers(alive.size, size=n_moves)
+        second = (first + 1 + rng.integers(alive.size - 1, size=n_moves)) % alive.size
         log_u = np.log(rng.random(n_moves))
-        for (j, k), lu in zip(pairs, log_u, strict=True):
+        for j, k, lu in zip(alive[first], alive[second], log_u, strict=True):
             if lu < (m[k] - m[j]) * (lw[j] - lw[k]):
                 m[[j, k]], perm[[j, k]] = m[[k, j]], perm[[k, j]]  # positions keep their w
     if H >= 3:
@@ -1705,9 +1708,8 @@ class LatentClassModel(SuperpopulationModel):
                     "phi_mass": fit["phi_mass"]}
         phi_log = []
         for j in range(len(self.keys)):
-            marg = np.bincount(self.codes[:, j], weights=self.counts, minlength=self.n_levels[j])
             # start every class near the marginal, perturbed so the classes differ
-            conc = (marg + self.phi_concentration(j))[:, None] * np.ones((1, H))
+            conc = self._pooled_counts(j)[:, None] * np.ones((1, H))
             phi_log.append(_log_dirichlet(rng, conc).T)
         V = rng.beta(1.0, 1.0, size=H - 1)
         return {"V": V, "alpha": 1.0, "log_phi": phi_log,
@@ -1724,11 +1726,18 @@ class LatentClassModel(SuperpopulationModel):
             fit["w"] = np.concatenate([fit["w"], np.zeros(pad)])
             phi = []
             for j, p in enumerate(fit["phi"]):
-                marg = np.bincount(self.codes[:, j], weights=self.counts,
-                                   minlength=self.n_levels[j]) + self.phi_concentration(j)
-                phi.append(np.vstack([p, np.tile(marg / marg.sum(), (pad, 1))]))
+                pooled = self._pooled_counts(j)
+                phi.append(np.vstack([p, np.tile(pooled / pooled.sum(), (pad, 1))]))
             fit["phi"] = phi
         return fit
+
+    def _pooled_counts(self, j: int) -> np.ndarray:
+        """Key j's sample level counts plus its profile prior's pseudo-counts.
+
+        The Dirichlet parameters of the profile's posterior with every record in one class.
+        """
+        return (np.bincount(self.codes[:, j], weights=self.counts, minlength=self.n_levels[j])
+                + self.phi_concentration(j))
 
     def _gibbs_chain(self, rng, n_iter: int, keep_from: int, thin: int, N: float | None,
                      target: np.ndarray, init: str = "em", em_restarts: int = 3,
@@ -2019,7 +2028,7 @@ class LatentClassModel(SuperpopulationModel):
             order -- and so ``w`` and ``alpha`` -- mix from an EM start, whose classes
             come sorted by weight. Label-free quantities (pi, tau1, tau2, the risks) do
             not depend on the order, and on the demo their chains mix no faster with the
-            moves (benchmarks/README.md, "How long the Gibbs chains take to settle"):
+            moves (benchmarks/README.md, "What moves slowly in the chains"):
             off by default; the draws differ from those without.
 
         Returns
