@@ -487,11 +487,34 @@ def logsumexp(x, axis=-1, keepdims=False):
 
 
 def _log_cell_terms(codes: np.ndarray, log_phi: Sequence[np.ndarray]) -> np.ndarray:
-    """:math:`\\sum_j \\log\\phi_{h j x_{kj}}`, shape (n_cells, H); one gather per key."""
-    out = np.zeros((codes.shape[0], log_phi[0].shape[0]))
-    for j, lp in enumerate(log_phi):
-        out += lp.T[codes[:, j]]
+    """:math:`\\sum_j \\log\\phi_{h j x_{kj}}`, shape (n_cells, H); one gather per key.
+
+    Each key's (L_j, H) table is made contiguous before the gather (rows of a
+    transposed view are strided, which made this the sweep's costliest step); the
+    sum starts from the first key's terms and adds the others in key order, so the
+    result is the same, bit for bit, as adding them to zeros.
+    """
+    out = np.ascontiguousarray(log_phi[0].T)[codes[:, 0]]
+    for j in range(1, len(log_phi)):
+        out += np.ascontiguousarray(log_phi[j].T)[codes[:, j]]
     return out
+
+
+def _normalise_rows(lp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`logsumexp` of each row of ``lp`` and the row's probabilities ``exp(lp - lse)``.
+
+    One exponential per entry instead of two (the probabilities are the shifted
+    exponentials over their sum); ``lp`` is overwritten.
+    """
+    m = lp.max(axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    lp -= m
+    np.exp(lp, out=lp)
+    s = np.sum(lp, axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = (np.log(s) + m)[:, 0]
+    lp /= s
+    return lse, lp
 
 
 def latent_class_loglik(codes, counts, w, phi, structural_zeros=None) -> float:
@@ -1497,9 +1520,26 @@ class LatentClassModel(SuperpopulationModel):
 
     # ---------------------------------------------------------------- EM start
     def _onehots(self):
+        """One-hot (L_j, n_cells) matrix of each key's levels, for per-class level counts."""
         f = self.counts
         return [sparse.csr_matrix((np.ones(len(f)), (self.codes[:, j], np.arange(len(f)))),
                                   shape=(self.n_levels[j], len(f))) for j in range(len(self.keys))]
+
+    def _level_counter(self):
+        """A function of (n_cells, H) counts giving every key's (L_j, H) level counts.
+
+        The keys' one-hot matrices stacked into one, so that a sweep makes one sparse
+        product instead of J (each row sums the same entries in the same order, so the
+        counts are those of :meth:`_onehots`, bit for bit).
+        """
+        stacked = sparse.vstack(self._onehots(), format="csr")
+        ends = np.cumsum(self.n_levels[:len(self.keys)])
+        starts = ends - self.n_levels[:len(self.keys)]
+
+        def counts(x):
+            c = stacked @ x
+            return [c[a:b] for a, b in zip(starts, ends, strict=True)]
+        return counts
 
     def fit_em(self, n_restarts: int = 4, max_iter: int = 200, tol: float = 1e-5,
                random_seed=None, n_classes: int | None = None,
@@ -1571,7 +1611,7 @@ class LatentClassModel(SuperpopulationModel):
         always = learn_mass == "always"
         J, n = len(self.keys), self.n
         codes, f = self.codes, self.counts
-        onehot = self._onehots()
+        level_counts = self._level_counter()
         conc0 = [self.phi_concentration(j)[:, None] for j in range(J)]
         learn = self.learns_phi_mass
         base = [self.phi_base(j)[:, None] for j in range(J)] if learn else None
@@ -1604,7 +1644,7 @@ class LatentClassModel(SuperpopulationModel):
                         pruned = True
                     m_h = np.where(alive, m_h, 0.0)
                     resp = resp * alive
-                c = [onehot[j] @ resp for j in range(J)]                 # (L_j, H)
+                c = level_counts(resp)                                   # (L_j, H)
                 if it and sz is not None:
                     n0 = n * mass / (1.0 - mass)
                     if n0 > 0:
@@ -1761,7 +1801,7 @@ class LatentClassModel(SuperpopulationModel):
         sz = self.structural_zeros
         a_alpha, b_alpha = self.priors["alpha"]["alpha"], self.priors["alpha"]["beta"]
         conc = [self.phi_concentration(j)[:, None] for j in range(J)]
-        onehot = self._onehots()
+        level_counts = self._level_counter()
         st = self._init_state(rng, init, em_restarts, start_classes)
         V, alpha, log_phi = st["V"], st["alpha"], st["log_phi"]
         log1mV = np.log1p(-V)
@@ -1803,9 +1843,9 @@ class LatentClassModel(SuperpopulationModel):
                 progress(it)
             with np.errstate(divide="ignore"):
                 lw = np.log(stick_breaking_weights(V))
-            lp = lw + _log_cell_terms(codes, log_phi)  # (K, H)
-            lpi = logsumexp(lp, axis=1)
-            q = np.exp(lp - lpi[:, None])
+            lp = _log_cell_terms(codes, log_phi)  # (K, H)
+            lp += lw
+            lpi, q = _normalise_rows(lp)  # q overwrites lp
             if sz is not None:
                 phi = [np.exp(x) for x in log_phi]
                 rect = sz.rectangle_mass(phi)                  # (H, R)
@@ -1854,7 +1894,7 @@ class LatentClassModel(SuperpopulationModel):
             q /= q.sum(axis=1, keepdims=True)
             alloc = rng.multinomial(f_int, q).astype(float)   # (K, H)
             m_h = alloc.sum(axis=0)
-            c = [onehot[j] @ alloc for j in range(J)]        # (L_j, H)
+            c = level_counts(alloc)                          # (L_j, H)
             # 2. structural zeros: augment with the records the untruncated process puts in S
             n0 = 0
             if sz is not None:

@@ -932,3 +932,42 @@ def test_benchmark_overdispersion_option_reads_cv_none_or_a_kappa():
     assert bench._kappa_prior("half-cauchy:2") == ("half-cauchy", 2.0)
     with pytest.raises(SystemExit, match="log-normal"):
         bench._kappa_prior("log-normal:x:1")
+
+
+def test_sweep_kernels_equal_the_plain_formulas_bit_for_bit():
+    """The Gibbs sweep's fast kernels (contiguous gathers, one exponential per entry, one
+    stacked sparse product) give the plain formulas' numbers exactly, so speeding them up
+    left every stored draw as it was."""
+    from scipy.special import logsumexp as scipy_logsumexp
+
+    from sdcbayes.models.latent_class import _log_cell_terms, _normalise_rows
+
+    rng = np.random.default_rng(11)
+    n_levels = [7, 2, 13, 4]
+    H, K = 6, 300
+    codes = np.unique(np.column_stack([rng.integers(0, L, size=K) for L in n_levels]), axis=0)
+    _, phi = _random_params(rng, H, n_levels, a=0.3)
+    log_phi = [np.log(p) for p in phi]
+    plain = np.zeros((codes.shape[0], H))
+    for j, lp in enumerate(log_phi):
+        plain += lp.T[codes[:, j]]
+    terms = _log_cell_terms(codes, log_phi)
+    np.testing.assert_array_equal(terms, plain)
+    # a class of weight 0 (-inf) stays out of every row's sum and gets probability 0
+    with np.errstate(divide="ignore"):
+        lw = np.log(np.array([0.3, 0.2, 0.0, 0.25, 0.15, 0.1]))
+    lp = plain + lw
+    lse, q = _normalise_rows(lp.copy())
+    np.testing.assert_allclose(lse, scipy_logsumexp(lp, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(q, np.exp(lp - lse[:, None]), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(q.sum(axis=1), 1.0, rtol=1e-14)
+    assert (q[:, 2] == 0).all()
+    # per-class level counts from one stacked product equal one product per key
+    counts = rng.integers(1, 4, size=codes.shape[0])
+    model = LatentClassModel(codes, counts, n_levels, n_classes=H)
+    alloc = rng.multinomial(counts, q).astype(float)
+    stacked = model._level_counter()(alloc)
+    for j, onehot in enumerate(model._onehots()):
+        np.testing.assert_array_equal(stacked[j], onehot @ alloc)
+        assert stacked[j].shape == (n_levels[j], H)
+        np.testing.assert_array_equal(stacked[j].sum(axis=0), alloc.sum(axis=0))
