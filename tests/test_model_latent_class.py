@@ -204,6 +204,27 @@ def test_detect_structural_zeros_finds_planted_implication_and_pair():
     assert model.structural_zeros.n_rectangles == 1
 
 
+def test_detect_structural_zeros_reads_numbers_and_missing_values_as_their_strings():
+    # levels are compared as strings (9 sorts after 10, NaN is the level "nan"), the
+    # pair tables counted as pd.crosstab counts them
+    rng = np.random.default_rng(8)
+    n = 2000
+    grp = rng.choice([9, 10, 11], size=n)
+    occ = np.where(grp == 9, "X", rng.choice(["a", "b", np.nan], size=n).astype(object))
+    frame = pd.DataFrame({"grp": grp, "occ": occ})
+    cands = detect_structural_zeros(frame, ["grp", "occ"])
+    imp = cands[cands.key == "grp"].iloc[0]
+    assert (imp.kind, imp.key, imp.level, imp.other_key, imp.other_level) == (
+        "implication", "grp", "9", "occ", "X")
+    n_u, n_v = (grp == 9).sum(), (occ == "X").sum()
+    assert imp.expected == pytest.approx(n_u * (n - n_v) / n)
+    # and the converse (X only in group 9); the zeros of 10 and 11 with X are covered by
+    # it, and "nan" meets 10 and 11 like any level: nothing else is a candidate
+    assert len(cands) == 2 and set(cands.kind) == {"implication"}
+    other = cands[cands.key == "occ"].iloc[0]
+    assert (other.key, other.level, other.other_key, other.other_level) == ("occ", "X", "grp", "9")
+
+
 def test_confirmed_rules_of_the_benchmark_forbid_no_population_record():
     # the "user-confirmed" structural zeros of benchmarks/latent_class_accuracy.py must be
     # true zeros of the whole file (the population), or the truncated model is wrong
