@@ -1677,10 +1677,11 @@ class LatentClassModel(SuperpopulationModel):
                     conc = [phi_mass[j] * base[j] for j in range(J)]
                 phi = [((c[j] + conc[j]) / (c[j] + conc[j]).sum(axis=0)).T for j in range(J)]
                 log_phi = [np.log(p) for p in phi]
+                lp = _log_cell_terms(codes, log_phi)
                 with np.errstate(divide="ignore"):
-                    lp = np.log(w) + _log_cell_terms(codes, log_phi)
-                lpi = logsumexp(lp, axis=1)
-                resp = np.exp(lp - lpi[:, None]) * f[:, None]
+                    lp += np.log(w)
+                lpi, resp = _normalise_rows(lp)  # resp overwrites lp
+                resp *= f[:, None]
                 ll = float(f @ lpi)
                 if sz is not None:
                     wS = w[:, None] * sz.rectangle_mass(phi)
