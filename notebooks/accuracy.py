@@ -4282,3 +4282,44 @@ assert (_pa["shift"].abs() < 2 * _pa.shift_se).all() and (_pa["shift"].abs() < 0
 # at 1% and 5% within half a point
 assert (_pt.loc[["adult9/srs/10%", "adult6/srs/10%"], "shift"] == 0).all()
 assert (_pt["shift"].abs() < 0.005).all()
+
+# %% [markdown]
+# The grid's end at 2^20, weighed as a default: the first 15 samples of Adult 6 and Adult 9
+# keys at 1% and 5% (`--phi-mass-top 20`; `latent_class_15_tune2000_mass_top20_adult`)
+# against the stored runs (at 1% the exact-alpha ones), and 10 household samples of the
+# synthetic census at 5% and 10% with the grid ending at 2^13 and at 2^20
+# (`latent_class_10_tune2000_household{,_mass_top20}`).
+
+# %%
+_top20 = pd.read_csv(RESULTS / "latent_class_15_tune2000_mass_top20_adult.csv.gz")
+_ref = pd.concat([_alpha, T2000]).query("method == 'latent-class'").drop_duplicates(
+    ["design", "replicate", "quantity"], keep="first")  # the exact-alpha runs first, at 1%
+_p20 = _top20[_top20.method == "latent-class"].merge(
+    _ref, on=["design", "replicate", "quantity"], suffixes=("_2000", "_100"))
+assert len(_p20) == len(_top20) and _p20.design.nunique() == 4
+assert np.allclose(_p20.truth_2000, _p20.truth_100, equal_nan=True)
+_t20 = tune_shift(_p20).set_index(["design", "quantity"])
+print(_t20[["shift", "shift_se", "bias_100", "bias_2000"]].round(4))
+# Adult: no design moves by more than two standard errors or half a point
+assert (_t20["shift"].abs() < 2 * _t20.shift_se).all() and (_t20["shift"].abs() < 0.005).all()
+_same = (_p20.estimate_2000 == _p20.estimate_100).groupby(_p20.design).mean().round(2)
+assert _same.to_dict() == {"adult6/srs/1%": 0.0, "adult6/srs/5%": 0.8, "adult9/srs/1%": 0.0,
+                           "adult9/srs/5%": 0.4}
+_hh = {t: pd.read_csv(RESULTS / f"latent_class_10_tune2000_household{sfx}.csv.gz")
+       for t, sfx in (("13", ""), ("20", "_mass_top20"))}
+_ph = _hh["20"].merge(_hh["13"], on=["design", "replicate", "quantity"],
+                      suffixes=("_2000", "_100"))  # tune_shift's "_100": the grid to 2^13
+assert len(_ph) == len(_hh["20"]) == 120
+assert np.allclose(_ph.truth_2000, _ph.truth_100, equal_nan=True)
+_th = tune_shift(_ph).set_index(["design", "quantity"])
+print(_th[["shift", "shift_se", "bias_100", "bias_2000", "coverage_100", "coverage_2000",
+           "width_ratio"]].round(4))
+# households: tau1 up by 1.1 and 0.5 points (towards the truth), more than two standard errors
+_h1 = _th.xs("tau1", level="quantity")
+assert _h1["shift"].round(3).to_dict() == {"synthetic/household/10%": 0.005,
+                                           "synthetic/household/5%": 0.011}
+assert (_h1["shift"] > 2 * _h1.shift_se).all()
+assert _h1.bias_100.round(3).to_dict() == {"synthetic/household/10%": -0.053,
+                                           "synthetic/household/5%": -0.091}
+assert _h1.bias_2000.round(3).to_dict() == {"synthetic/household/10%": -0.048,
+                                            "synthetic/household/5%": -0.081}
