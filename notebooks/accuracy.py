@@ -4325,6 +4325,31 @@ assert _h1.bias_2000.round(3).to_dict() == {"synthetic/household/10%": -0.048,
                                             "synthetic/household/5%": -0.081}
 
 # %% [markdown]
+# And on two held-out key sets with hours per week (96 levels): Adult's work keys and
+# relationship keys, 10 samples per fraction, both grids
+# (`latent_class_10_tune2000_heldout_adult{,_mass_top20}`).
+
+# %%
+_ho = {t: pd.read_csv(RESULTS / f"latent_class_10_tune2000_heldout_adult{sfx}.csv.gz")
+       for t, sfx in (("13", ""), ("20", "_mass_top20"))}
+for _t, _r in _ho.items():
+    _r["design"] = _r.design.str.replace(WORK6, "work6", regex=False).str.replace(
+        REL5, "rel5", regex=False)
+_pho = _ho["20"].merge(_ho["13"], on=["design", "replicate", "quantity"],
+                       suffixes=("_2000", "_100"))  # tune_shift's "_100": the grid to 2^13
+assert len(_pho) == len(_ho["20"]) == 360 and _pho.design.nunique() == 6
+assert np.allclose(_pho.truth_2000, _pho.truth_100, equal_nan=True)
+_tho = tune_shift(_pho).set_index(["design", "quantity"])
+print(_tho[["shift", "shift_se", "bias_100", "bias_2000"]].round(4))
+# at 5% and 10% the same draws bit for bit; at 1% tau1 -0.8 (0.8) and +1.4 (0.5) points
+_same_ho = (_pho.estimate_2000 == _pho.estimate_100).groupby(_pho.design).mean()
+assert (_same_ho[~_same_ho.index.str.endswith("/1%")] == 1).all()
+assert (_same_ho[_same_ho.index.str.endswith("/1%")] == 0).all()
+assert {d: round(100 * _tho.loc[(d, "tau1"), "shift"], 1) for d in ("work6/srs/1%",
+                                                                    "rel5/srs/1%")} == {
+    "work6/srs/1%": -0.8, "rel5/srs/1%": 1.4}
+
+# %% [markdown]
 # ### How long the Gibbs chains take to settle: stratified samples at 2,000 tuning sweeps
 #
 # The default's 50 stratified samples per design of design seed 0 refitted with `--tune
