@@ -1903,8 +1903,7 @@ class LatentClassModel(SuperpopulationModel):
                     out["tau2_expected"][keep] = expected_inverse_frequency(
                         lam, kappa, smean).sum()
             # 1. allocate the f_k records of each cell to classes (one multinomial per cell)
-            q /= q.sum(axis=1, keepdims=True)
-            alloc = rng.multinomial(f_int, q).astype(float)   # (K, H)
+            alloc = rng.multinomial(f_int, q).astype(float)   # (K, H); q's rows sum to 1
             m_h = alloc.sum(axis=0)
             c = level_counts(alloc)                          # (L_j, H)
             # 2. structural zeros: augment with the records the untruncated process puts in S
