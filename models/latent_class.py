@@ -746,19 +746,20 @@ def detect_structural_zeros(
     n = len(frame)
     rows = []
     na = None if na_levels is None else {str(v) for v in na_levels}
-    # each key's sorted levels and codes once, and each pair's table by one bincount:
-    # pd.crosstab's table (levels as sorted strings), without its cost on every pair
+    # each key's sorted levels and codes once, and each ordered pair's table once, by one
+    # bincount: pd.crosstab's table (levels as sorted strings), without its cost per pair
     coded = {k: np.unique(frame[k].astype(str).to_numpy(dtype=object), return_inverse=True)
              for k in keys}
-
-    def crosstab(a, b):
+    tables = {}
+    for a, b in itertools.combinations(keys, 2):
         (la, ca), (lb, cb) = coded[a], coded[b]
-        obs = np.bincount(ca.ravel() * len(lb) + cb.ravel(), minlength=len(la) * len(lb))
-        return pd.DataFrame(obs.reshape(len(la), len(lb)), index=pd.Index(la, name=a),
-                            columns=pd.Index(lb, name=b))
+        obs = np.bincount(ca.ravel() * len(lb) + cb.ravel(),
+                          minlength=len(la) * len(lb)).reshape(len(la), len(lb))
+        tables[a, b] = pd.DataFrame(obs, index=pd.Index(la, name=a), columns=pd.Index(lb, name=b))
+        tables[b, a] = tables[a, b].T
 
     for a, b in itertools.permutations(keys, 2):
-        tab = crosstab(a, b)
+        tab = tables[a, b]
         nu = tab.sum(axis=1).to_numpy(float)
         nv = tab.sum(axis=0).to_numpy(float)
         obs = tab.to_numpy()
@@ -775,7 +776,7 @@ def detect_structural_zeros(
     # subset: level u of a never meets a set Z of >= 2 levels of b (not all but one:
     # that is an implication) although independence expects sum_Z n_u n_v / n of them
     for a, b in itertools.permutations(keys, 2):
-        tab = crosstab(a, b)
+        tab = tables[a, b]
         obs = tab.to_numpy()
         zero = obs == 0
         exp_z = (np.outer(obs.sum(axis=1), obs.sum(axis=0)) / n * zero).sum(axis=1)
@@ -789,7 +790,7 @@ def detect_structural_zeros(
             rows.append(("subset", a, u, b, zs, 0, float(exp_z[iu]), {a: [u], b: zs}))
             implied.add((a, u, b))
     for a, b in itertools.combinations(keys, 2):
-        tab = crosstab(a, b)
+        tab = tables[a, b]
         exp = np.outer(tab.sum(axis=1), tab.sum(axis=0)) / n
         for iu, iv in zip(*np.nonzero((tab.to_numpy() == 0) & (exp >= min_expected)),
                           strict=True):
