@@ -3654,6 +3654,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
             er_draws = (f * expected_inverse_frequency_f(f[None, :], lam, kappa, smean)).sum(axis=1)
         er_pred = (f / (f + simulate_excess(lam, rng, kappa, smean, f=f[None, :]))).sum(axis=1)
         summ = posterior_tau_summary(idata, prob)
+        used = idata.sample_stats["n_classes_used"].values  # does the truncation bind?
         lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
         # record -> cell (cells are the sorted unique rows of the coded keys)
         rec = np.column_stack([pd.Categorical(frame[k], categories=model.levels[j]).codes
@@ -3679,6 +3680,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                   + ("cv by household; " if clustered and isinstance(od, dict) else "")
                   + (f"cluster factors {_factors(idata)}; "
                      if "cluster_correction" in idata.attrs else "")
+                  + f"classes occupied {used.mean():.1f} of {model.H} "
+                  f"(all in {(used == model.H).mean():.0%}); "
                   + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),
         )
 

@@ -323,3 +323,6 @@ def test_stratified_informative_design_tau1_recovered():
     assert abs(weighted.tau1 - truth) < 0.5 * abs(srs.tau1 - truth)
     lo, hi = weighted.intervals["tau1"]
     assert lo <= truth <= hi
+    # the note says how many of the 10 classes the chains occupy (does the truncation bind?)
+    used = float(weighted.note.split("classes occupied ")[1].split(" of 10 (all in ")[0])
+    assert 1 <= used <= 10
