@@ -148,6 +148,20 @@ def _report(allres: pd.DataFrame) -> None:
         per = rhat.groupby(lc["design"].to_numpy()).median()
         print("\nmedian r_hat of tau1_expected / tau2_expected per design:")
         print(per.rename(columns={0: "tau1", 1: "tau2"}).round(3).to_string())
+    per = classes_occupied(allres)
+    if len(per):  # runs stored before the note carried it have none
+        print("\nclasses occupied per design (mean over samples), of H, and % of draws all:")
+        print(per.round(1).to_string())
+
+
+def classes_occupied(allres: pd.DataFrame) -> pd.DataFrame:
+    """Per design, the means over samples of the latent-class fits' occupied classes, of
+    their truncation H, and of the % of draws with all H occupied (read from the notes;
+    designs whose notes do not carry them are left out)."""
+    lc = allres[(allres.method == "latent-class") & (allres.quantity == "tau1")]
+    used = lc["note"].str.extract(r"classes occupied ([0-9.]+) of (\d+) \(all in (\d+)%\)")
+    used.columns = ["occupied", "H", "all %"]
+    return used.astype(float).groupby(lc["design"].to_numpy()).mean().dropna()
 
 
 def _kappa_prior(text: str):

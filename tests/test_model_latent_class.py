@@ -955,6 +955,23 @@ def test_benchmark_overdispersion_option_reads_cv_none_or_a_kappa():
         bench._kappa_prior("log-normal:x:1")
 
 
+def test_benchmark_reads_the_classes_occupied_from_the_notes():
+    from benchtools import load_benchmark
+
+    bench = load_benchmark("latent_class_accuracy.py")
+    note = ("rhat tau1 1.001 tau2 1.000; classes occupied {} of 30 (all in {}%); "
+            "0 structural-zero rules; n=9")
+    rows = pd.DataFrame({
+        "design": ["a", "a", "a", "b", "c"], "method": "latent-class",
+        "quantity": ["tau1", "tau1", "tau2", "tau1", "tau1"],
+        "note": [note.format(27.5, 10), note.format(30.0, 90), note.format(1.0, 0),
+                 note.format(12.25, 0), "rhat tau1 1.001 tau2 1.000; n=9"]})
+    got = bench.classes_occupied(rows)
+    assert list(got.index) == ["a", "b"]  # c's note (an older run) carries none
+    assert got.loc["a"].tolist() == [28.75, 30.0, 50.0]
+    assert got.loc["b"].tolist() == [12.25, 30.0, 0.0]
+
+
 def test_sweep_kernels_equal_the_plain_formulas_bit_for_bit():
     """The Gibbs sweep's fast kernels (contiguous gathers, one exponential per entry, one
     stacked sparse product) give the plain formulas' numbers exactly, so speeding them up
