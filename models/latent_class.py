@@ -3577,7 +3577,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     (``init="em"``, :meth:`LatentClassModel.fit_em`, ``em_restarts`` random starts
     per chain, classes pruned by the Figueiredo-Jain rule); the note reports the
     r_hat of tau1/tau2 across chains, which stays above 1.05 on the real designs
-    (the number of occupied classes mixes slowly, see ``benchmarks/latent_class_accuracy.py``).
+    (the number of occupied classes mixes slowly, see ``benchmarks/latent_class_accuracy.py``),
+    and the classes occupied (:func:`~sdcbayes.inference.diagnostics.check_truncation`).
     """
     if profile_mass is not None and (profile_mass not in ("cv", "span")
                                      or overdispersion != "cv"):
@@ -3589,6 +3590,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                          f"profile_mass; got {profile_mass_unreached!r}")
 
     def method(sample, keys, weight, N):
+        import warnings
+
+        from sdcbayes.inference.diagnostics import TruncationWarning, check_truncation
         from sdcbayes.validation import Estimate
 
         sz = structural_zeros
@@ -3654,7 +3658,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
             er_draws = (f * expected_inverse_frequency_f(f[None, :], lam, kappa, smean)).sum(axis=1)
         er_pred = (f / (f + simulate_excess(lam, rng, kappa, smean, f=f[None, :]))).sum(axis=1)
         summ = posterior_tau_summary(idata, prob)
-        used = idata.sample_stats["n_classes_used"].values  # does the truncation bind?
+        with warnings.catch_warnings():  # the note reports it: a warning per fit is noise
+            warnings.simplefilter("ignore", TruncationWarning)
+            used, _ = check_truncation(idata.sample_stats["n_classes_used"].values, model.H)
         lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
         # record -> cell (cells are the sorted unique rows of the coded keys)
         rec = np.column_stack([pd.Categorical(frame[k], categories=model.levels[j]).codes
@@ -3680,8 +3686,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                   + ("cv by household; " if clustered and isinstance(od, dict) else "")
                   + (f"cluster factors {_factors(idata)}; "
                      if "cluster_correction" in idata.attrs else "")
-                  + f"classes occupied {used.mean():.1f} of {model.H} "
-                  f"(all in {(used == model.H).mean():.0%}); "
+                  + f"classes occupied {used['classes_used_mean']:.1f} of {model.H} "
+                  f"(all in {used['share_draws_all_classes_used']:.0%}); "
                   + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),
         )
 

@@ -326,3 +326,22 @@ def test_stratified_informative_design_tau1_recovered():
     # the note says how many of the 10 classes the chains occupy (does the truncation bind?)
     used = float(weighted.note.split("classes occupied ")[1].split(" of 10 (all in ")[0])
     assert 1 <= used <= 10
+
+
+def test_method_note_reports_a_binding_truncation_without_warning():
+    # two classes on three keys: both occupied in every draw, so the truncation binds;
+    # the harness's note says so (check_truncation's numbers) instead of warning per fit
+    import warnings
+
+    from sdcbayes.inference.diagnostics import TruncationWarning
+
+    pop, _ = _stratified_population()
+    sample = pop.sample(400, random_state=2).reset_index(drop=True)
+    sample["w"] = len(pop) / len(sample)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncationWarning)
+        est = latent_class_method(n_classes=2, draws=20, tune=10, chains=1,
+                                  structural_zeros=None, overdispersion=None,
+                                  weights=False, seed=1)(sample, ["k1", "k2", "k3"], "w",
+                                                         len(pop))
+    assert "classes occupied 2.0 of 2 (all in 100%)" in est.note, est.note
