@@ -20,12 +20,14 @@ then R-hat and bulk ESS of ``tau1_expected`` over the second half of the sweeps.
 Usage::
 
     python benchmarks/chain_mixing.py [--sweeps 3000] [--chains 4] [--seed 1]
-        [--label-moves off,on] [--blocks 5] [--start-mass M]
+        [--label-moves off,on] [--blocks 5] [--start-mass M] [--split-merge P]
 
 ``--start-mass M`` starts every chain from the EM fit with the learnt keys' class profiles
 smoothed towards their base as a profile mass M would smooth them (``--start-how smooth``),
 or from the EM fit with the mass fixed at M (``--start-how em``: classes formed under it), to
 see whether chains started at a large mass come down to where the EM starts go.
+``--split-merge P`` makes P split-merge proposals per sweep (the sampler's ``split_merge``),
+and the block table counts the accepted ones.
 """
 
 from __future__ import annotations
@@ -126,7 +128,8 @@ def trajectory(model: _MassWatch, N: float, sweeps: int, chains: int, seed: int,
                label_moves: bool, start_mass: float | None = None,
                start_how: str = "smooth",
                hold: tuple[float, int] | None = None,
-               start_classes: int | None = None) -> dict[str, np.ndarray]:
+               start_classes: int | None = None,
+               split_merge: int = 0) -> dict[str, np.ndarray]:
     """Every sweep of ``chains`` chains: arrays (chain, sweep), masses (chain, sweep, key).
 
     ``start_mass``, ``start_how``: start from the EM fit with the learnt keys' profiles
@@ -134,18 +137,22 @@ def trajectory(model: _MassWatch, N: float, sweeps: int, chains: int, seed: int,
     (``_MassWatch._init_state``; None: the default's EM start). ``hold``: (M, T), the
     learnt masses held at M for each chain's first T sweeps (a burn-in scheme; the
     conditionals are still recorded). ``start_classes``: the sampler's option, the EM
-    start fitted with that many classes (the rest empty)."""
+    start fitted with that many classes (the rest empty). ``split_merge``: the sampler's
+    split-merge proposals per sweep."""
     model.mass_log, model.current_chain = {}, 0
     model.start_mass, model.start_how, model.hold = start_mass, start_how, hold
     t0 = time.perf_counter()
     idata = model.sample(draws=sweeps, tune=0, chains=chains, N=N, random_seed=seed, cores=1,
-                         label_moves=label_moves, start_classes=start_classes)
+                         label_moves=label_moves, start_classes=start_classes,
+                         split_merge=split_merge)
     out = {
         "tau1_expected": idata.posterior["tau1_expected"].values,
         "classes": idata.sample_stats["n_classes_used"].values,
         "alpha": idata.posterior["alpha"].values,
         "seconds": np.array(time.perf_counter() - t0),
     }
+    if split_merge:
+        out["split_merge_accepted"] = idata.sample_stats["split_merge_accepted"].values
     learnt = [j for j in range(len(model.keys)) if model.learns_phi_mass
               and model.learns_mass(j)]
     out["learnt_keys"] = np.array([model.keys[j] for j in learnt], dtype=object)
@@ -173,6 +180,8 @@ def block_table(traj: dict[str, np.ndarray], blocks: int) -> pd.DataFrame:
                    "tau1_expected": traj["tau1_expected"][c, sl].mean(),
                    "classes": traj["classes"][c, sl].mean(),
                    "alpha": traj["alpha"][c, sl].mean()}
+            if "split_merge_accepted" in traj:
+                row["split_merge_accepted"] = traj["split_merge_accepted"][c, sl].sum()
             for i, key in enumerate(traj["learnt_keys"]):
                 row[f"log2_M[{key}]"] = traj["log2_mass"][c, sl, i].mean()
                 row[f"cond_mean[{key}]"] = np.nanmean(traj["mass_conditional"][c, sl, i, 0])
@@ -206,10 +215,14 @@ def main(argv=None) -> None:
                    "start from the EM fit with the mass fixed there (em)")
     p.add_argument("--start-classes", type=int, default=None,
                    help="start from the EM fit with this many classes, the rest empty")
+    p.add_argument("--split-merge", type=int, default=0, metavar="P",
+                   help="split-merge proposals per sweep (the sampler's split_merge; 0: none)")
     p.add_argument("--hold-mass", default=None, metavar="M:T",
                    help="hold the learnt masses at M for each chain's first T sweeps, then "
                    "draw them as usual (e.g. 4096:500)")
     args = p.parse_args(argv)
+    if args.split_merge < 0:
+        p.error(f"--split-merge must be >= 0; got {args.split_merge}")
     if args.start_mass is not None and not args.start_mass > 0:
         p.error(f"--start-mass must be positive; got {args.start_mass}")
     if args.start_classes is not None and not 1 <= args.start_classes <= args.classes:
@@ -232,7 +245,8 @@ def main(argv=None) -> None:
     pd.set_option("display.width", 200)
     for v in variants:
         traj = trajectory(model, N, args.sweeps, args.chains, args.seed, v == "on",
-                          args.start_mass, args.start_how, hold, args.start_classes)
+                          args.start_mass, args.start_how, hold, args.start_classes,
+                          args.split_merge)
         rhat, ess = second_half_diagnostics(traj["tau1_expected"])
         start = "" if args.start_mass is None else (
             f", start {'smoothed with' if args.start_how == 'smooth' else 'EM at'} "
@@ -241,6 +255,8 @@ def main(argv=None) -> None:
             start += f", M held at {hold[0]:g} for {hold[1]} sweeps"
         if args.start_classes is not None:
             start += f", EM start with {args.start_classes} classes"
+        if args.split_merge:
+            start += f", {args.split_merge} split-merge proposals per sweep"
         print(f"\nlabel moves {v}{start}: {args.chains} chains x {args.sweeps} sweeps, seed "
               f"{args.seed}, {float(traj['seconds']):.0f} s; true tau1 {tau1_true:.0f}; "
               f"tau1_expected over the second half: R-hat {rhat:.3f}, bulk ESS {ess:.0f}")

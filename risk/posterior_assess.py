@@ -1070,7 +1070,7 @@ def assess_posterior(
 
 _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
                                 "kappa_prior", "cluster_correction", "cores", "profile_mass",
-                                "start_classes", "label_moves")
+                                "start_classes", "label_moves", "split_merge")
 
 
 def _assess_latent_class(

@@ -153,3 +153,17 @@ def test_start_classes_is_the_samplers_option(cm, run):
     assert traj["classes"][:, 0].max() <= 6
     with pytest.raises(SystemExit):
         cm.main(["--start-classes", "0"])
+
+
+def test_split_merge_is_the_samplers_option_and_its_table_counts_the_moves(cm, run):
+    model, N, _, traj = run
+    sm = cm.trajectory(model, N, SWEEPS, CHAINS, seed=3, label_moves=False, split_merge=5)
+    acc = sm["split_merge_accepted"]
+    assert acc.shape == (CHAINS, SWEEPS) and acc.sum() > 0
+    assert not np.array_equal(sm["tau1_expected"], traj["tau1_expected"])
+    t = cm.block_table(sm, 4)
+    row = t[(t.sweeps == "10-20") & (t.chain == 0)].iloc[0]
+    assert row["split_merge_accepted"] == acc[0, 10:20].sum()
+    assert "split_merge_accepted" not in cm.block_table(traj, 4)
+    with pytest.raises(SystemExit):
+        cm.main(["--split-merge", "-1"])

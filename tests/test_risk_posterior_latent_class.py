@@ -374,7 +374,7 @@ def test_latent_class_route_rejects_other_samplers(demo_fit):
         assess_posterior(md, model="latent-class", draws=5, tune=5, target_accept=0.9)
 
 
-def test_start_classes_and_label_moves_reach_the_sampler_and_the_settings(demo_fit):
+def test_start_classes_label_and_split_merge_moves_reach_the_sampler_and_settings(demo_fit):
     import warnings
 
     from sdcbayes.risk.posterior_assess import assess_posterior
@@ -393,6 +393,16 @@ def test_start_classes_and_label_moves_reach_the_sampler_and_the_settings(demo_f
     assert res.idata.sample_stats["n_classes_used"].values[:, 0].max() <= 4
     with pytest.raises(InputError, match="start_classes"):
         assess_posterior(md, model="latent-class", draws=5, tune=0, start_classes=31)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = assess_posterior(md, model="latent-class", draws=5, tune=0, chains=1,
+                               random_seed=3, em_restarts=1, overdispersion=None,
+                               split_merge=3)
+    assert res.idata.attrs["split_merge"] == 3
+    assert res.provenance["settings"]["split_merge"] == 3
+    assert res.idata.sample_stats["split_merge_accepted"].shape == (1, 5)
+    with pytest.raises(InputError, match="split_merge"):
+        assess_posterior(md, model="latent-class", draws=5, tune=0, split_merge=-2)
 
 
 def test_unseeded_run_stamps_the_seed_that_repeats_it():
