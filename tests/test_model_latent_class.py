@@ -584,13 +584,78 @@ def test_split_merge_moves_keep_the_collapsed_posterior_of_the_allocations(learn
     assert 0.1 < accepted / n_moves < 0.9
 
 
+@pytest.mark.parametrize("with_zeros", [False, True])
+def test_split_merge_sweep_draws_v_and_the_profiles_from_the_moved_allocation(
+        monkeypatch, with_zeros):
+    """After an accepted move the sweep draws V and the profiles from the moved
+    allocation, augmented records included: a stand-in move sends every record to the
+    last class, and the Beta and Dirichlet draws that follow must see that (the fast
+    check of what the slow test below measures statistically)."""
+    import sdcbayes.models.latent_class as lc
+
+    rules = [{"a": ["2"], "b": ["1"]}] if with_zeros else None
+    model = LatentClassModel(_SM_CODES, _SM_F, [3, 2], keys=["a", "b"], n_classes=3,
+                             priors={"phi": {"a": 0.5}}, structural_zeros=rules,
+                             levels=[["0", "1", "2"], ["0", "1"]])
+    seen = {"moves": 0, "beta_a": [], "beta_b": [], "dirichlet": [], "records": [],
+            "alpha": []}
+
+    def merge_all(alloc, codes, conc, alpha, rng, n_moves=1, learnt=None):
+        seen["records"].append(alloc.sum())
+        seen["alpha"].append(alpha)
+        total = alloc.sum(axis=1)
+        alloc[:] = 0.0
+        alloc[:, -1] = total
+        seen["moves"] += 1
+        return 1
+
+    stick, dirichlet = lc._stick_fractions, lc._log_dirichlet
+
+    def record_stick(rng, a, b):
+        if seen["moves"]:
+            seen["beta_a"].append(np.array(a))
+            seen["beta_b"].append(np.array(b) - seen["alpha"][-1])
+        return stick(rng, a, b)
+
+    def record_dirichlet(rng, conc):
+        if seen["moves"]:
+            seen["dirichlet"].append(np.array(conc))
+        return dirichlet(rng, conc)
+
+    monkeypatch.setattr(lc, "_split_merge", merge_all)
+    monkeypatch.setattr(lc, "_stick_fractions", record_stick)
+    monkeypatch.setattr(lc, "_log_dirichlet", record_dirichlet)
+    idata = model.sample(draws=4, tune=0, chains=1, random_seed=0, init="margins",
+                         split_merge=1)
+    assert seen["moves"] == 4
+    np.testing.assert_array_equal(idata.sample_stats["n_classes_used"].values, 1)
+    np.testing.assert_array_equal(idata.sample_stats["split_merge_accepted"].values, 1)
+    n_aug = idata.sample_stats["n_augmented"].values.ravel()
+    np.testing.assert_array_equal(seen["records"], _SM_F.sum() + n_aug)
+    assert with_zeros == (n_aug.sum() > 0)
+    # V_h ~ Beta(1 + m_h, alpha + sum_{l>h} m_l): the first two classes empty, the last
+    # holding every record
+    for a, b, total in zip(seen["beta_a"], seen["beta_b"], seen["records"], strict=True):
+        np.testing.assert_array_equal(a, [1.0, 1.0])
+        np.testing.assert_allclose(b, [total, total])
+    assert len(seen["dirichlet"]) == 2 * 4
+    for i, conc in enumerate(seen["dirichlet"]):
+        j, sweep = i % 2, i // 2
+        np.testing.assert_allclose(conc[:, :2], 0.5)  # the empty classes: the prior
+        assert conc[:, 2].sum() - 0.5 * conc.shape[0] == _SM_F.sum() + n_aug[sweep]
+        if not with_zeros:
+            np.testing.assert_allclose(conc[:, 2] - 0.5, np.bincount(
+                _SM_CODES[:, j], weights=_SM_F, minlength=conc.shape[0]))
+
+
+@pytest.mark.slow
 def test_gibbs_with_split_merge_visits_the_exact_number_of_classes():
     """The whole sampler with the split-merge moves (then V, alpha and the profiles drawn
     from the new allocation) keeps the posterior: the share of sweeps with 1, 2 and 3
     occupied classes against the exact one of :func:`_allocation_posterior`, alpha held
     at 1 by a Gamma(10^4, 10^4) prior (sd 0.01). Measured: within 1.4 batch-means
     standard errors; drawing the profiles from the counts before the moves, or V from
-    the sizes before them, puts it 7 and 13 standard errors off.
+    the sizes before them, puts it 7 and 13 standard errors off. About 45 s: slow tier.
     """
     conc = [np.full(3, 0.5), np.full(2, 0.5)]
     states, p = _allocation_posterior(conc, 1.0)
