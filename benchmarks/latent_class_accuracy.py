@@ -387,6 +387,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cluster-correction", default="none", choices=["cv", "none"],
                     help="household designs: multiply the sample uniques' rates by "
                          "cluster_rate_correction's factors (mates' influence removed), or not")
+    ap.add_argument("--split-merge", type=int, default=0, metavar="P",
+                    help="the sampler's split-merge proposals per sweep (0: none, the default)")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--calibration-csv", default=None,
@@ -406,6 +408,8 @@ def main(argv=None) -> int:
     import sdcbayes.models.latent_class as lcm
 
     lcm.EM_LEARN_MASS = args.em_learn_mass  # read by fit_em at each call
+    if args.split_merge < 0:
+        ap.error(f"--split-merge must be >= 0; got {args.split_merge}")
     if args.phi_mass_top is not None:
         set_phi_mass_top(args.phi_mass_top)
     results, calib = [], []
@@ -433,6 +437,7 @@ def main(argv=None) -> int:
             profile_mass_unreached=args.profile_mass_unreached,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
+            split_merge=args.split_merge,
         )
         methods = {"latent-class": lc}
         for b in filter(None, args.baselines.split(",")):

@@ -3831,7 +3831,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         overdispersion_partitions=None, overdispersion_combine_ratios=None,
                         overdispersion_parts=None,
                         weights: bool = True, cluster_correction=None, cores: int = 1,
-                        profile_mass=None, profile_mass_unreached=None):
+                        profile_mass=None, profile_mass_unreached=None, split_merge: int = 0):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
@@ -3862,6 +3862,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
     between the learnt mass and that choice, :func:`profile_mass_span`; ``None``: the
     prior's. ``profile_mass_unreached`` (``"learnt"`` or ``"largest"``; ``None``: the
     rule's own default) is their ``unreached``.
+
+    ``split_merge``: the sampler's split-merge proposals per sweep
+    (:meth:`LatentClassModel.sample`); the note then gives the accepted ones per sweep.
 
     ``cores``: chains run at once (:meth:`LatentClassModel.sample`); 1 by default, so
     that the run times the harness records are one core's, as its benchmarks run one
@@ -3943,7 +3946,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od,
                              cluster_correction=cluster_correction if clustered else None,
-                             cores=cores)
+                             cores=cores, split_merge=split_merge)
         n = model.n
         C = model.key_codes.shape[0]
         lam = idata.posterior["lam"].values.reshape(-1, C)
@@ -3987,6 +3990,9 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                   + ("cv by household; " if clustered and isinstance(od, dict) else "")
                   + (f"cluster factors {_factors(idata)}; "
                      if "cluster_correction" in idata.attrs else "")
+                  + (f"split-merge accepted "
+                     f"{float(idata.sample_stats['split_merge_accepted'].mean()):.3g} per sweep; "
+                     if split_merge else "")
                   + f"classes occupied {used['classes_used_mean']:.1f} of {model.H} "
                   f"(all in {used['share_draws_all_classes_used']:.0%}); "
                   + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),

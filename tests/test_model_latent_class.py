@@ -1250,3 +1250,24 @@ def test_sweep_kernels_equal_the_plain_formulas_bit_for_bit():
         np.testing.assert_array_equal(stacked[j], onehot @ alloc)
         assert stacked[j].shape == (n_levels[j], H)
         np.testing.assert_array_equal(stacked[j].sum(axis=0), alloc.sum(axis=0))
+
+
+def test_harness_method_passes_split_merge_and_notes_the_accepted_moves():
+    from sdcbayes.datasets import DEMO_KEYS, simulate_population
+    from sdcbayes.models.latent_class import latent_class_method
+    from sdcbayes.validation import Design, Population, run_design
+
+    pop = Population(name="tiny", frame=simulate_population(n_households=800, seed=5),
+                     keys=tuple(DEMO_KEYS))
+    notes = {}
+    for sm in (0, 3):
+        lc = latent_class_method(n_classes=6, draws=10, tune=10, chains=1, em_restarts=1,
+                                 structural_zeros=None, split_merge=sm)
+        res = run_design(Design(pop, 0.2, kind="srs", replicates=1), {"lc": lc})
+        notes[sm] = res.query("quantity == 'tau1'").note.iloc[0]
+    assert "split-merge accepted" in notes[3] and "per sweep" in notes[3]
+    assert "split-merge" not in notes[0]
+    from benchtools import load_benchmark
+
+    with pytest.raises(SystemExit):
+        load_benchmark("latent_class_accuracy.py").main(["--split-merge", "-1"])
