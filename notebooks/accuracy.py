@@ -4690,3 +4690,36 @@ assert round(float((_scov_seed[0] - _scov_seed[1]).abs().max()), 2) == 0.16
 assert "coverage consistent with 90% on 9 of 12 as at 100 sweeps, the band held on the same 9 " \
     "against 8" in _brief and "τ2 on Scotland 13 keys at 10% (0.73)" in _brief
 assert "on 9 of 12 over 100 stratified ones" in readme
+
+# %% [markdown]
+# ### A split-merge move for the classes
+#
+# The demo's chains are printed, not stored. On the one real key set without structural
+# zeros, Adult 6 keys, the first 20 simple random samples of design seed 0 at 5% and 10%
+# refitted at 2,000 sweeps with 5 split-merge proposals per sweep (`python
+# benchmarks/latent_class_accuracy.py --populations adult6 --fractions 0.05 --replicates 20
+# --seed 0 --baselines "" --tune 2000 --split-merge 5`, and `--fractions 0.1`; stored as
+# `latent_class_20_tune2000_split_merge_adult6.csv.gz`) against the same samples without
+# them (`T2000`).
+
+# %%
+SM = pd.read_csv(RESULTS / "latent_class_20_tune2000_split_merge_adult6.csv.gz")
+_smp = SM.merge(T2000, on=["design", "replicate", "quantity"], suffixes=("_2000", "_100"))
+assert len(_smp) == len(SM) and SM.replicate.nunique() == 20
+assert np.allclose(_smp.truth_2000, _smp.truth_100, equal_nan=True)  # the same samples
+# tune_shift's columns: "_2000" with the moves, "_100" without (both at 2,000 sweeps)
+smshift = tune_shift(_smp).set_index(["design", "quantity"])
+print(smshift[["shift", "shift_se", "bias_100", "bias_2000", "coverage_100", "coverage_2000",
+               "width_ratio", "seconds_100", "seconds_2000"]].round(4))
+_acc = SM[SM.quantity == "tau1"].note.str.extract(r"split-merge accepted ([0-9.e-]+) per sweep")[0]
+print("accepted per sweep:", _acc.astype(float).describe().round(3).to_dict())
+# what benchmarks/README.md states: tau1 and tau2 move by less than two standard errors
+# (-0.14 and +0.17 points for tau1), the fits take 1.7-2.0 times as long; 0.11-0.27 moves
+# accepted per sweep
+assert [round(100 * smshift.at[(d, "tau1"), "shift"], 2)
+        for d in ("adult6/srs/5%", "adult6/srs/10%")] == [-0.14, 0.17]
+assert (smshift["shift"].abs() < 2 * smshift.shift_se).all()
+_ratio = (smshift.seconds_2000 / smshift.seconds_100).round(1)
+assert _ratio.min() == 1.7 and _ratio.max() == 2.0
+assert [round(float(x), 2) for x in (_acc.astype(float).min(), _acc.astype(float).max())] == [
+    0.11, 0.27]
