@@ -318,23 +318,6 @@ def _label_swaps(m_h: np.ndarray, V: np.ndarray, rng, n_moves: int | None = None
     return perm, V, log1m
 
 
-def _dirmult_log(c: Sequence[np.ndarray], conc: Sequence[np.ndarray],
-                 conc_tot: np.ndarray) -> np.ndarray:
-    r"""Log Dirichlet-multinomial mass of labelled records, per class.
-
-    ``c[j]`` (L_j, C) level counts of C classes, ``conc[j]`` (L_j,) the profile prior's
-    concentration, ``conc_tot[j]`` its sum: :math:`\sum_j [\log\Gamma(B_j) -
-    \log\Gamma(B_j + m) + \sum_l \log\Gamma(\beta_{jl} + c_{jl}) - \log\Gamma(\beta_{jl})]`
-    with the profiles integrated out (0 for an empty class).
-    """
-    out = 0.0
-    for cj, bj, tj in zip(c, conc, conc_tot, strict=True):
-        m = cj.sum(axis=0)
-        out = out + gammaln(tj) - gammaln(tj + m) \
-            + (gammaln(bj[:, None] + cj) - gammaln(bj)[:, None]).sum(axis=0)
-    return out
-
-
 def _stick_log_prior(m: np.ndarray, alpha: float) -> float:
     r"""Log prior of class sizes under truncated stick-breaking with V integrated out.
 
@@ -345,7 +328,6 @@ def _stick_log_prior(m: np.ndarray, alpha: float) -> float:
     a, b = 1.0 + m[:-1], alpha + tail[1:]
     return float((gammaln(a) + gammaln(b) - gammaln(a + b)).sum()
                  - (m.size - 1) * (gammaln(alpha) - gammaln(1.0 + alpha)))
-
 
 
 def _augmented_cells(chr_: np.ndarray, phi: Sequence[np.ndarray], sz, rng):
@@ -377,9 +359,11 @@ def _augmented_cells(chr_: np.ndarray, phi: Sequence[np.ndarray], sz, rng):
     np.add.at(alloc, (inv.ravel(), h_i), 1.0)
     return cells, alloc
 
+
 def _split_merge(alloc: np.ndarray, codes: np.ndarray, conc: Sequence[np.ndarray],
                  alpha: float, rng, n_moves: int = 1,
-                 learnt: Mapping[int, np.ndarray] | None = None) -> int:
+                 learnt: Mapping[int, np.ndarray] | None = None,
+                 counts: Sequence[np.ndarray] | None = None) -> int:
     r"""Split-merge Metropolis-Hastings moves of the classes, profiles and V integrated out.
 
     The blocked Gibbs sampler changes the allocations only record by record given the
@@ -400,13 +384,14 @@ def _split_merge(alloc: np.ndarray, codes: np.ndarray, conc: Sequence[np.ndarray
               \prod_l \frac{\Gamma(\beta_{jl} + c_{hjl})}{\Gamma(\beta_{jl})}\,
               dP(M_j),
 
-    (:func:`_stick_log_prior`, :func:`_dirmult_log`), with A the cells' counts per class
-    and :math:`\beta_j = M_j\eta_j`: for a key of fixed concentration ``conc[j]`` the
-    integral is that one term; for a key whose mass is learnt (``learnt``: key index to
-    its base :math:`\eta_j`) it is the sum over :data:`PHI_MASS_GRID` under its uniform
-    prior (:func:`profile_mass_loglik`), so that a merge may carry the mass up with it
-    -- the mass given the classes is sharp, and a move at a fixed mass would have to wait
-    for it. The sequential allocation then uses the mass of largest posterior given the
+    (:func:`_stick_log_prior`, :func:`profile_mass_loglik`), with A the cells' counts per
+    class and :math:`\beta_j = M_j\eta_j`: for a key of fixed concentration ``conc[j]``
+    the integral is that one term (M_j its total, :math:`\eta_j` its shares); for a key
+    whose mass is learnt (``learnt``: key index to its base :math:`\eta_j`) it is the sum
+    over :data:`PHI_MASS_GRID` under its uniform prior, so that a merge may carry the mass
+    up with it (measured on the demo, this changes almost no decision: the mass given the
+    classes is sharp; benchmarks/README.md, "A split-merge move for the classes"). The
+    sequential allocation then uses the mass of largest posterior given the
     merged classes (the same in a split and in the merge that undoes it). Given the
     allocations the sampler draws V, alpha, the masses and the profiles from their full
     conditionals, so the composition keeps the joint posterior (a partially collapsed
@@ -416,22 +401,29 @@ def _split_merge(alloc: np.ndarray, codes: np.ndarray, conc: Sequence[np.ndarray
     records); splits that leave a half empty are rejected.
 
     ``alloc`` (K, H) is changed in place; returns the number of accepted moves.
+    ``counts``: every key's (L_j, H) level counts of ``alloc``, where the caller has them.
     """
     import math
 
     K, H = alloc.shape
     J = codes.shape[1]
     learnt = dict(learnt or {})
-    fixed = [j for j in range(J) if j not in learnt]
-    conc = [np.asarray(b, dtype=float) for b in conc]
-    sizes = np.array([b.size for b in conc])
+    sizes = np.array([len(b) for b in conc])
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    grid = PHI_MASS_GRID
-    c_all, ll_all = {}, {}
-    for j, base in learnt.items():  # every class's counts and log p(c_j | M) on the grid
-        c_all[j] = np.zeros((sizes[j], H))
-        np.add.at(c_all[j], codes[:, j], alloc)
-        ll_all[j] = profile_mass_loglik(c_all[j], base, grid)
+    # every key as a base and a grid of masses: a fixed concentration is a one-point grid
+    bases, grids = [], []
+    for j in range(J):
+        b = np.asarray(conc[j], dtype=float)
+        bases.append(learnt[j] if j in learnt else b / b.sum())
+        grids.append(PHI_MASS_GRID if j in learnt else np.array([b.sum()]))
+    if counts is None:
+        counts = []
+        for j in range(J):
+            cj = np.zeros((sizes[j], H))
+            np.add.at(cj, codes[:, j], alloc)
+            counts.append(cj)
+    # every key's log p(c_j | M) on its grid, summed over the classes
+    ll_all = [profile_mass_loglik(counts[j], bases[j], grids[j]) for j in range(J)]
     log = math.log
     accepted = 0
     for _ in range(int(n_moves)):
@@ -455,35 +447,31 @@ def _split_merge(alloc: np.ndarray, codes: np.ndarray, conc: Sequence[np.ndarray
         lev = [codes[cells, j] for j in range(J)]
         old = np.column_stack([alloc[cells, a], alloc[cells, b]])
 
-        def counts(cols, j, lev=lev):
+        def two(cols, j, lev=lev):
+            # key j's level counts of the two classes' columns cols
             return np.stack([np.bincount(lev[j], weights=cols[:, t], minlength=sizes[j])
                              for t in range(2)], axis=1)
 
-        ll_rest = {j: ll_all[j] - profile_mass_loglik(counts(old, j), learnt[j], grid)
-                   for j in learnt}
+        ll_rest = [ll_all[j] - profile_mass_loglik(two(old, j), bases[j], grids[j])
+                   for j in range(J)]
 
         def target(cols, m=m, a=a, b=b, ll_rest=ll_rest):
-            # the log posterior's terms that depend on classes a and b (two columns),
-            # and the learnt keys' log p(c_j | M) on the grid
+            # the log posterior's terms that depend on classes a and b (two columns), and
+            # every key's log p(c_j | M) on its grid
             m_ab = m.copy()
             m_ab[a], m_ab[b] = cols[:, 0].sum(), cols[:, 1].sum()
-            lp = (np.sum(_dirmult_log([counts(cols, j) for j in fixed],
-                                      [conc[j] for j in fixed],
-                                      np.array([conc[j].sum() for j in fixed])))
-                  - gammaln(cols + 1.0).sum() + _stick_log_prior(m_ab, alpha))
-            ll = {j: ll_rest[j] + profile_mass_loglik(counts(cols, j), learnt[j], grid)
-                  for j in learnt}
-            for x in ll.values():
-                top = x.max()
-                lp += top + np.log(np.exp(x - top).sum())
-            return float(lp), ll
+            ll = [ll_rest[j] + profile_mass_loglik(two(cols, j), bases[j], grids[j])
+                  for j in range(J)]
+            lp = (-gammaln(cols + 1.0).sum() + _stick_log_prior(m_ab, alpha)
+                  + sum(float(logsumexp(x)) for x in ll))
+            return lp, ll
 
         merged = np.column_stack([n_k, np.zeros(cells.size)])
         t_merged, ll_merged = target(merged)
         if split:
-            t_old, ll_old = t_merged, ll_merged
+            t_old = t_merged
         else:
-            t_old, ll_old = target(old)
+            t_old, _ = target(old)
             # the merge's reverse split from occ - 1 occupied classes; log q <= 0, so a
             # merge whose target ratio alone falls short is rejected before computing it
             log_r = t_merged - t_old + np.log(n_occ) - np.log(H - n_occ + 1)
@@ -491,8 +479,7 @@ def _split_merge(alloc: np.ndarray, codes: np.ndarray, conc: Sequence[np.ndarray
                 continue
             x_given = alloc[cells, a].tolist()
         # the proposal's concentrations: the learnt keys at the merged classes' mass
-        prop = [grid[int(np.argmax(ll_merged[j]))] * learnt[j] if j in learnt else conc[j]
-                for j in range(J)]
+        prop = [grids[j][int(np.argmax(ll_merged[j]))] * bases[j] for j in range(J)]
         tot = [float(x.sum()) for x in prop]
         flat_conc = np.concatenate(prop).tolist()
         # sequential allocation (in plain floats: this loop is the move's cost)
@@ -543,9 +530,7 @@ def _split_merge(alloc: np.ndarray, codes: np.ndarray, conc: Sequence[np.ndarray
             log_r = log_r + log_q
         if log_u < log_r:
             alloc[cells, a], alloc[cells, b] = new[:, 0], new[:, 1]
-            for j in learnt:
-                c_all[j][:, [a, b]] = counts(new, j)
-                ll_all[j] = ll_new[j]
+            ll_all = ll_new
             accepted += 1
     return accepted
 
@@ -2063,6 +2048,13 @@ class LatentClassModel(SuperpopulationModel):
         # the split-merge moves integrate the learnt masses over their grid
         sm_learnt = ({j: self.phi_base(j) for j in range(J) if self.learns_mass(j)}
                      if split_merge and learn else None)
+        aug = None
+
+        def aug_counts(a_alloc):
+            # every key's (L_j, H) level counts of the augmented cells' records
+            return [np.stack([np.bincount(aug[0][:, j], weights=a_alloc[:, h],
+                                          minlength=self.n_levels[j]) for h in range(H)],
+                             axis=1) for j in range(J)]
         u_span = 0.0
         n_keep = len(range(keep_from, n_iter, thin))
         out = {
@@ -2160,10 +2152,7 @@ class LatentClassModel(SuperpopulationModel):
                     # the split-merge moves need every augmented record's cell, not only
                     # its keys' counts: draw them record by record
                     aug = _augmented_cells(chr_, phi, sz, rng)
-                    c = [cj + np.stack([np.bincount(aug[0][:, j], weights=aug[1][:, h],
-                                                    minlength=cj.shape[0])
-                                        for h in range(H)], axis=1)
-                         for j, cj in enumerate(c)]
+                    c = [cj + x for cj, x in zip(c, aug_counts(aug[1]), strict=True)]
                 elif n0:
                     for j in range(J):
                         if sz.restricted[j]:
@@ -2188,24 +2177,22 @@ class LatentClassModel(SuperpopulationModel):
                 # merge and split classes with V and the profiles integrated out; V, alpha
                 # and the profiles are drawn below from the new allocation (the augmented
                 # records, given their cells, are records like the others)
+                conc_now = [x.ravel() for x in conc]
                 if aug is None:
-                    n_sm = _split_merge(alloc, codes, [x.ravel() for x in conc], alpha,
-                                        rng, split_merge, sm_learnt)
+                    n_sm = _split_merge(alloc, codes, conc_now, alpha, rng, split_merge,
+                                        sm_learnt, c)
                     if n_sm:
                         m_h = alloc.sum(axis=0)
                         c = level_counts(alloc)
                 else:
                     both = np.vstack([alloc, aug[1]])
-                    n_sm = _split_merge(both, np.vstack([codes, aug[0]]),
-                                        [x.ravel() for x in conc], alpha, rng, split_merge,
-                                        sm_learnt)
+                    n_sm = _split_merge(both, np.vstack([codes, aug[0]]), conc_now, alpha,
+                                        rng, split_merge, sm_learnt, c)
                     if n_sm:
                         alloc = both[:K]
                         m_h = both.sum(axis=0)
-                        c = [cj + np.stack([np.bincount(aug[0][:, j], weights=both[K:, h],
-                                                        minlength=cj.shape[0])
-                                            for h in range(H)], axis=1)
-                             for j, cj in enumerate(level_counts(alloc))]
+                        c = [cj + x for cj, x in zip(level_counts(alloc),
+                                                     aug_counts(both[K:]), strict=True)]
             # 3. stick-breaking fractions and DP concentration (Ishwaran & James 2001)
             tail = np.cumsum(m_h[::-1])[::-1]
             V, log1mV = _stick_fractions(rng, 1.0 + m_h[:-1], alpha + tail[1:])

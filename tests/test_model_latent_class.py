@@ -600,7 +600,7 @@ def test_split_merge_sweep_draws_v_and_the_profiles_from_the_moved_allocation(
     seen = {"moves": 0, "beta_a": [], "beta_b": [], "dirichlet": [], "records": [],
             "alpha": []}
 
-    def merge_all(alloc, codes, conc, alpha, rng, n_moves=1, learnt=None):
+    def merge_all(alloc, codes, conc, alpha, rng, n_moves=1, learnt=None, counts=None):
         seen["records"].append(alloc.sum())
         seen["alpha"].append(alpha)
         total = alloc.sum(axis=1)
