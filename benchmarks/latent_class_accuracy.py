@@ -152,6 +152,42 @@ def _report(allres: pd.DataFrame) -> None:
     if len(per):  # runs stored before the note carried it have none
         print("\nclasses occupied per design (mean over samples), of H, and % of draws all:")
         print(per.round(1).to_string())
+    per = ppc_summary(allres)
+    if len(per):  # fits run with --ppc
+        print("\nposterior predictive check of the sample's cells seen j times, per design: "
+              "mean observed, mean predicted, their difference in %, and the share of "
+              "samples with p < 0.05 (more than predicted) and p > 0.95 (fewer):")
+        print(per.round(3).to_string())
+
+
+def ppc_notes(allres: pd.DataFrame) -> pd.DataFrame:
+    """One row per latent-class fit run with ``--ppc``: design, replicate and, for m1..m5
+    and m6+, the observed number, the replicates' mean and the p-value P(m_rep >= m_obs)
+    (read from the notes, ``latent_class_method(ppc=...)``)."""
+    lc = allres[(allres.method == "latent-class") & (allres.quantity == "tau1")]
+    rows = []
+    for design, rep, note in zip(lc["design"], lc["replicate"], lc["note"], strict=True):
+        for j, o, mean, p in re.findall(r"m(\d\+?) (\d+)/([0-9.]+)/([0-9.]+)", str(note)):
+            rows.append({"design": design, "replicate": rep, "m": "m" + j,
+                         "observed": int(o), "predicted": float(mean), "p": float(p)})
+    return pd.DataFrame(rows, columns=["design", "replicate", "m", "observed", "predicted",
+                                       "p"])
+
+
+def ppc_summary(allres: pd.DataFrame) -> pd.DataFrame:
+    """Per design and j (:func:`ppc_notes`): the means over samples of the observed and
+    predicted numbers of cells seen j times, the difference in % of the predicted, and the
+    share of samples whose p-value is below 0.05 or above 0.95."""
+    d = ppc_notes(allres)
+    if not len(d):
+        return d
+    g = d.groupby(["design", "m"], sort=False)
+    out = g[["observed", "predicted"]].mean()
+    out["diff %"] = 100 * (out.observed / out.predicted - 1)
+    out["p < 0.05"] = g.p.apply(lambda x: float((x < 0.05).mean()))
+    out["p > 0.95"] = g.p.apply(lambda x: float((x > 0.95).mean()))
+    out["samples"] = g.size()
+    return out
 
 
 def classes_occupied(allres: pd.DataFrame) -> pd.DataFrame:
@@ -389,6 +425,10 @@ def main(argv=None) -> int:
                          "cluster_rate_correction's factors (mates' influence removed), or not")
     ap.add_argument("--split-merge", type=int, default=0, metavar="P",
                     help="the sampler's split-merge proposals per sweep (0: none, the default)")
+    ap.add_argument("--ppc", type=int, default=0, metavar="R",
+                    help="posterior predictive replicates of the sample's counts of counts per "
+                         "chain; the notes give observed, predicted mean and p-value of "
+                         "m1..m5 and m6+ (0: none, the default)")
     ap.add_argument("--baselines", default="benedetti-franconi,poisson-gamma,loglinear-main")
     ap.add_argument("--csv", default=None, help="write all tidy results to this file")
     ap.add_argument("--calibration-csv", default=None,
@@ -410,6 +450,8 @@ def main(argv=None) -> int:
     lcm.EM_LEARN_MASS = args.em_learn_mass  # read by fit_em at each call
     if args.split_merge < 0:
         ap.error(f"--split-merge must be >= 0; got {args.split_merge}")
+    if args.ppc < 0:
+        ap.error(f"--ppc must be >= 0; got {args.ppc}")
     if args.phi_mass_top is not None:
         set_phi_mass_top(args.phi_mass_top)
     results, calib = [], []
@@ -437,7 +479,7 @@ def main(argv=None) -> int:
             profile_mass_unreached=args.profile_mass_unreached,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
-            split_merge=args.split_merge,
+            split_merge=args.split_merge, ppc=args.ppc,
         )
         methods = {"latent-class": lc}
         for b in filter(None, args.baselines.split(",")):

@@ -103,4 +103,7 @@ def predictive_check(
             f"counts {list(counts)} reach the pooled tail (>= {tail_from}); "
             f"ask for counts below {tail_from} or simulate with a larger max_count"
         )
-    return predictive_table(model.observed()[var], sim, counts=counts, prob=prob)
+    # a latent-class fit replicates at a subset of its draws (dim ppc_draw)
+    sample_dims = [d for d in sim.dims if d in ("chain", "draw", "ppc_draw")]
+    return predictive_table(model.observed()[var], sim, counts=counts, prob=prob,
+                            sample_dims=sample_dims)

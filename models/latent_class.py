@@ -162,6 +162,7 @@ __all__ = [
     "overdispersion_cv",
     "prob_population_unique",
     "profile_mass_loglik",
+    "replicate_counts_of_counts",
     "simulate_excess",
     "simulate_tau",
     "stick_breaking_weights",
@@ -184,6 +185,10 @@ MAX_WEIGHT_CLASSES = 16
 WEIGHT_BINS = 5
 
 _DEFAULT_MAX_RECTANGLES = 20_000
+
+#: The posterior predictive check's counts of counts (:func:`replicate_counts_of_counts`):
+#: m_1 .. m_5 and the pooled m_{>=6}.
+PPC_MAX_COUNT = 6
 
 
 # --------------------------------------------------------------------------------------
@@ -687,6 +692,95 @@ def simulate_tau(lam, rng, kappa=None, sample_mean=None) -> tuple[np.ndarray, np
     """
     extra = simulate_excess(lam, rng, kappa, sample_mean)
     return (extra == 0).sum(axis=-1).astype(float), (1.0 / (1.0 + extra)).sum(axis=-1)
+
+
+def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_zeros=None,
+                               design: bool = False, max_count: int = PPC_MAX_COUNT) -> np.ndarray:
+    r"""One replicate sample's counts of counts under the mixture: :math:`m_1, \dots, m_{\ge J}`.
+
+    The posterior predictive check of :meth:`LatentClassModel.sample` (``ppc=``)
+    asks whether the fitted model reproduces the sample's numbers of sample uniques,
+    doubles, triples, ... (the counts of counts, seed ``000_…`` section 2; Gelman,
+    Meng & Stern 1996). The cell space is too large to sum over, so a replicate
+    sample is drawn record by record instead, which costs O(n J), whatever the
+    number of cells. Given the draw's class weights ``w`` and profiles ``phi``, the
+    sample's cells are independent, :math:`f_k \sim \mathrm{Po}(n\pi^*_k)` with
+    :math:`\pi^*` the mixture truncated to the allowed cells (module docstring):
+    a Poisson number of records with mean :math:`n/(1 - \pi(S))` is drawn from the
+    untruncated mixture (a class, then a level per key) and those falling in S are
+    dropped. With gamma-overdispersed cells (``kappa``, module docstring
+    "Overdispersion") :math:`f_k \sim \mathrm{NegBin}(\kappa, \text{mean } m_k =
+    n\pi^*_k)`, which is a compound Poisson: :math:`\mathrm{Po}(\kappa\log(1 +
+    m_k/\kappa))` clusters of log-series sizes with parameter :math:`m_k/(\kappa +
+    m_k)` (Quenouille 1949; Johnson, Kemp & Kotz 2005, section 5.3). Each drawn
+    record then starts a cluster with probability :math:`\kappa\log(1 +
+    m_k/\kappa)/m_k \le 1` (a thinning of the cell's Poisson process), and the
+    accepted ones get log-series sizes. The replicate's size is n in expectation.
+
+    Parameters
+    ----------
+    w : array (H,)
+        Class weights.
+    phi : sequence of arrays (H, L_j)
+        Class profiles of every column of the model's codes.
+    n : float
+        Sample size (the replicate's expected size).
+    rng : numpy.random.Generator
+    kappa : float, optional
+        Gamma overdispersion of the cells; ``None`` or ``inf``: Poisson cells.
+    structural_zeros : StructuralZeros, optional
+    design : bool
+        The last column is a design variable (weight class), not a key: the cells
+        counted (and overdispersed) are the key cells, the other columns.
+    max_count : int
+        Counts of ``max_count`` or more are pooled in the last entry.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (max_count,)
+        :math:`m_1, \dots, m_{\text{max\_count} - 1}, m_{\ge \text{max\_count}}`.
+    """
+    w = np.asarray(w, dtype=float)
+    phi = [np.asarray(p, dtype=float) for p in phi]
+    H, J = w.size, len(phi)
+    mass_s = 0.0
+    if structural_zeros is not None:
+        mass_s = float(min(w @ structural_zeros.class_mass(phi), 1.0 - 1e-12))
+    per_class = rng.multinomial(rng.poisson(n / (1.0 - mass_s)), w / w.sum())
+    cls = np.repeat(np.arange(H), per_class)
+    codes = np.empty((cls.size, J), dtype=np.int64)
+    for j in range(J):
+        cum = np.cumsum(phi[j], axis=1)
+        u = rng.random(cls.size) * cum[cls, -1]
+        start = 0
+        for h in np.flatnonzero(per_class):
+            stop = start + per_class[h]
+            codes[start:stop, j] = np.minimum(np.searchsorted(cum[h], u[start:stop], side="right"),
+                                              phi[j].shape[1] - 1)
+            start = stop
+    if structural_zeros is not None:
+        codes = codes[~structural_zeros.contains(codes)]
+    key_cols = codes[:, :-1] if design else codes
+    sizes = np.ones(key_cols.shape[0], dtype=np.int64)
+    if kappa is not None and np.isfinite(kappa) and key_cols.shape[0]:
+        kappa = float(kappa)
+        with np.errstate(divide="ignore"):  # a class may have a level of mass 0
+            log_phi = [np.log(p) for p in (phi[:-1] if design else phi)]
+            lp = _log_cell_terms(key_cols, log_phi) + np.log(w)
+        m = n * np.exp(logsumexp(lp, axis=1)) / (1.0 - mass_s)
+        start_p = kappa * np.log1p(m / kappa) / m
+        keep = rng.random(m.size) < start_p
+        key_cols, m = key_cols[keep], m[keep]
+        q = np.minimum(m / (kappa + m), 1.0 - 1e-12)
+        sizes = rng.logseries(q)
+    out = np.zeros(max_count, dtype=np.int64)
+    if not key_cols.shape[0]:
+        return out
+    _, inverse = np.unique(key_cols, axis=0, return_inverse=True)
+    f = np.bincount(inverse.ravel(), weights=sizes).astype(np.int64)
+    mm = np.bincount(np.minimum(f, max_count))[1:]
+    out[:mm.size] = mm
+    return out
 
 
 def logsumexp(x, axis=-1, keepdims=False):
@@ -2016,7 +2110,7 @@ class LatentClassModel(SuperpopulationModel):
                      kappa_grid: tuple[np.ndarray, np.ndarray] | None = None,
                      progress=None, rate_factor: np.ndarray | None = None,
                      label_moves: bool = False, start_classes: int | None = None,
-                     split_merge: int = 0):
+                     split_merge: int = 0, ppc_keep: np.ndarray | None = None):
         """One chain; returns dict of stored draws.
 
         ``progress``: called with the number of sweeps done, now and then.
@@ -2026,6 +2120,10 @@ class LatentClassModel(SuperpopulationModel):
 
         ``rate_factor``: per key cell, multiplies the stored pi_k (and so lambda_k) of
         the targets (:func:`cluster_rate_correction`).
+
+        ``ppc_keep``: increasing indices of kept draws whose class weights, profiles and
+        kappa are stored (``ppc_w``, ``ppc_phi``, ``ppc_kappa``) for the predictive
+        check; storing them draws no random numbers, so the chain is unchanged.
         """
         H, J = self.H, len(self.keys)
         codes, f = self.codes, self.counts
@@ -2077,6 +2175,11 @@ class LatentClassModel(SuperpopulationModel):
             out["phi_mass"] = np.empty((n_keep, J))
         if split_merge:
             out["split_merge_accepted"] = np.empty(n_keep)
+        n_ppc, ppc_next = (0, 0) if ppc_keep is None else (len(ppc_keep), 0)
+        if n_ppc:
+            out["ppc_w"] = np.empty((n_ppc, H))
+            out["ppc_kappa"] = np.full(n_ppc, np.inf)
+            out["ppc_phi"] = [np.empty((n_ppc, H, int(L))) for L in self.n_levels]
         if N is not None:
             out["tau1"] = np.empty(n_keep)
             out["tau2"] = np.empty(n_keep)
@@ -2127,6 +2230,13 @@ class LatentClassModel(SuperpopulationModel):
                         kg = span["kappa_high"]
                     kappa = float(rng.choice(kg[0], p=kg[1]))
                     out["kappa"][keep] = kappa
+                if ppc_next < n_ppc and keep == ppc_keep[ppc_next]:
+                    out["ppc_w"][ppc_next] = np.exp(lw)
+                    if kappa is not None:
+                        out["ppc_kappa"][ppc_next] = kappa
+                    for j in range(J):
+                        out["ppc_phi"][j][ppc_next] = np.exp(log_phi[j])
+                    ppc_next += 1
                 if N is not None:
                     lam_t = n * (pi_kg @ excess) if design else (N - n) * pi_t
                     out["lam"][keep] = lam_t
@@ -2247,7 +2357,7 @@ class LatentClassModel(SuperpopulationModel):
                kappa_prior=None, cluster_correction=None, progressbar: bool = False,
                cores: int | None = None, profile_mass: str | None = None,
                label_moves: bool = False, start_classes: int | None = None,
-               split_merge: int = 0):
+               split_merge: int = 0, ppc: int = 0):
         r"""Blocked Gibbs sampler; returns an ``arviz.InferenceData``.
 
         Steps per iteration (Ishwaran & James 2001; Dunson & Xing 2009, section
@@ -2362,6 +2472,16 @@ class LatentClassModel(SuperpopulationModel):
             sweep. With structural zeros the augmented records are drawn cell by cell
             (:func:`_augmented_cells`) and moved with the others; a learnt profile mass
             is summed over its grid in the moves' target.
+        ppc : int
+            Posterior predictive check of the sample's counts of counts: at this many
+            kept draws per chain, spread evenly, one replicate sample is drawn from the
+            draw's mixture (and its kappa, with ``overdispersion``) and its numbers of
+            cells seen once, twice, ..., five times and six times or more are stored as
+            ``posterior_predictive["m"]`` (chain, ppc_draw, count;
+            :func:`replicate_counts_of_counts`), to compare with :meth:`observed` through
+            :func:`sdcbayes.inference.predictive_check`. The replicates draw from a
+            random stream of their own: the chains' draws do not change. Default 0
+            (none); a replicate costs about as much as a sweep.
 
         Returns
         -------
@@ -2396,6 +2516,9 @@ class LatentClassModel(SuperpopulationModel):
                 or split_merge < 0:
             raise InputError(f"split_merge must be an integer >= 0 (proposals per sweep); "
                              f"got {split_merge!r}")
+        if isinstance(ppc, bool) or not isinstance(ppc, int | np.integer) or ppc < 0:
+            raise InputError(f"ppc must be an integer >= 0 (predictive replicates per chain); "
+                             f"got {ppc!r}")
         if start_classes is not None:
             if isinstance(start_classes, bool) or not isinstance(start_classes, int | np.integer) \
                     or not 1 <= start_classes <= self.H:
@@ -2441,7 +2564,7 @@ class LatentClassModel(SuperpopulationModel):
                 random_seed=random_seed, store=store, init=init, em_restarts=em_restarts,
                 overdispersion=choice["overdispersion"], cluster_correction=cluster_correction,
                 progressbar=progressbar, cores=cores, label_moves=label_moves,
-                start_classes=start_classes, split_merge=split_merge)
+                start_classes=start_classes, split_merge=split_merge, ppc=ppc)
             import json
 
             from sdcbayes.provenance import json_safe
@@ -2491,7 +2614,14 @@ class LatentClassModel(SuperpopulationModel):
                 cc = dict(cluster_correction)
             rate_factor = np.asarray(cc["factor"], dtype=float)
             cc_summary = {k: v for k, v in cc.items() if k != "factor"}
+        # the predictive check's replicates draw from a stream of their own (one more child
+        # of the same root), so the chains' draws are those of a run without the check
+        ppc_seed = np.random.SeedSequence(seeds[0].entropy).spawn(chains + 2)[-1]
         seeds = seeds[:chains]
+        ppc_keep = None
+        if ppc:
+            ppc_keep = np.unique(np.linspace(0, draws - 1, min(int(ppc), draws))
+                                 .round().astype(np.int64))
         t0 = time.perf_counter()
         n_iter = tune + draws * thin
         args = (n_iter, tune, thin, None if N is None else float(N), target, init,
@@ -2505,11 +2635,11 @@ class LatentClassModel(SuperpopulationModel):
                     def report(it, c=c):
                         _progress_line(c, chains, it, n_iter, time.perf_counter() - t0)
                 res.append(self._gibbs_chain(rng, *args, report, rate_factor, label_moves,
-                                             start_classes, split_merge))
+                                             start_classes, split_merge, ppc_keep))
             label = f"chain {chains}/{chains}"
         else:
             res = self._chains_in_threads(seeds, args, rate_factor, threads, progressbar, t0,
-                                          label_moves, start_classes, split_merge)
+                                          label_moves, start_classes, split_merge, ppc_keep)
             label = f"{chains} chains on {threads} threads"
         elapsed = time.perf_counter() - t0
         if progressbar:
@@ -2517,6 +2647,8 @@ class LatentClassModel(SuperpopulationModel):
             _progress_line(chains - 1, chains, total, total, elapsed, done=True, label=label)
         # key by key, each chain's array freed once stacked: at 10^6 records pi and lam
         # are about 0.5 GB each, which a stack of all keys at once would hold twice
+        ppc_states = [(r.pop("ppc_w"), r.pop("ppc_phi"), r.pop("ppc_kappa"))
+                      for r in res] if ppc_keep is not None else None
         stack = {k: np.stack([r.pop(k) for r in res]) for k in list(res[0])}
         del res
         coords = {CLASS_DIM: np.arange(self.H), "cell": target}
@@ -2548,6 +2680,8 @@ class LatentClassModel(SuperpopulationModel):
             dims=dims,
             **groups,
         )
+        if ppc_states is not None:
+            self._attach_predictive(idata, ppc_states, ppc_keep, ppc_seed)
         idata.attrs.update({
             "model": self.name, "inference": "gibbs", "priors": self.priors_json(),
             "n_classes": self.H, "sampling_time_s": elapsed, "thin": thin, "tune": tune,
@@ -2573,10 +2707,44 @@ class LatentClassModel(SuperpopulationModel):
             idata.attrs["cluster_correction"] = json.dumps(json_safe(cc_summary))
         return idata
 
+    def observed(self):
+        """The sample's counts of counts ``m`` of its key cells (dim ``count``, 1 upwards).
+
+        What :meth:`sample` with ``ppc`` replicates, for
+        :func:`sdcbayes.inference.predictive_check`.
+        """
+        import xarray as xr
+
+        f = np.rint(self.key_counts).astype(np.int64)
+        m = np.bincount(f)
+        j = np.flatnonzero(m)
+        j = j[j > 0]
+        return xr.Dataset({"m": xr.DataArray(m[j], coords={"count": j}, dims="count")})
+
+    def _attach_predictive(self, idata, ppc_states, ppc_keep, ppc_seed) -> None:
+        """Replicate the counts of counts at the stored states; add them as ``m``."""
+        import xarray as xr
+
+        rng = np.random.default_rng(ppc_seed)
+        design = self.class_weights is not None
+        m_rep = np.stack([np.stack([replicate_counts_of_counts(
+            w_c[i], [p[i] for p in phi_c], self.n, rng, kappa=k_c[i],
+            structural_zeros=self.structural_zeros, design=design)
+            for i in range(ppc_keep.size)]) for w_c, phi_c, k_c in ppc_states])
+        da = xr.DataArray(m_rep, dims=("chain", "ppc_draw", "count"), coords={
+            "chain": np.arange(m_rep.shape[0]), "ppc_draw": ppc_keep,
+            "count": np.arange(1, PPC_MAX_COUNT + 1)})
+        da.attrs["tail_from"] = PPC_MAX_COUNT
+        if "posterior_predictive" in idata.groups():
+            idata.posterior_predictive["m"] = da
+        else:
+            idata.add_groups(posterior_predictive=xr.Dataset({"m": da}))
+
     def _chains_in_threads(self, seeds, args, rate_factor, threads: int, progressbar: bool,
                            t0: float, label_moves: bool = False,
                            start_classes: int | None = None,
-                           split_merge: int = 0) -> list[dict[str, np.ndarray]]:
+                           split_merge: int = 0,
+                           ppc_keep: np.ndarray | None = None) -> list[dict[str, np.ndarray]]:
         """Run :meth:`_gibbs_chain` once per seed on ``threads`` threads, in seed order.
 
         Each chain reports its sweep to a slot of its own (the progress line adds them up)
@@ -2598,7 +2766,7 @@ class LatentClassModel(SuperpopulationModel):
                 done[c] = it
 
             out = self._gibbs_chain(np.random.default_rng(seed), *args, report, rate_factor,
-                                    label_moves, start_classes, split_merge)
+                                    label_moves, start_classes, split_merge, ppc_keep)
             done[c] = n_iter
             return out
 
@@ -3818,7 +3986,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         overdispersion_partitions=None, overdispersion_combine_ratios=None,
                         overdispersion_parts=None,
                         weights: bool = True, cluster_correction=None, cores: int = 1,
-                        profile_mass=None, profile_mass_unreached=None, split_merge: int = 0):
+                        profile_mass=None, profile_mass_unreached=None, split_merge: int = 0,
+                        ppc: int = 0):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
@@ -3852,6 +4021,11 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
 
     ``split_merge``: the sampler's split-merge proposals per sweep
     (:meth:`LatentClassModel.sample`); the note then gives the accepted ones per sweep.
+
+    ``ppc``: predictive replicates per chain (:meth:`LatentClassModel.sample`); the note
+    then gives, for the sample's cells seen 1 to 5 times and 6 or more, the observed
+    number, the replicates' mean and the predictive p-value P(m_rep >= m_obs), as
+    ``ppc m1 obs/mean/p ...``.
 
     ``cores``: chains run at once (:meth:`LatentClassModel.sample`); 1 by default, so
     that the run times the harness records are one core's, as its benchmarks run one
@@ -3933,7 +4107,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                              random_seed=seed, store="all", init=init,
                              em_restarts=em_restarts, overdispersion=od,
                              cluster_correction=cluster_correction if clustered else None,
-                             cores=cores, split_merge=split_merge)
+                             cores=cores, split_merge=split_merge, ppc=ppc)
         n = model.n
         C = model.key_codes.shape[0]
         lam = idata.posterior["lam"].values.reshape(-1, C)
@@ -3980,6 +4154,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                   + (f"split-merge accepted "
                      f"{float(idata.sample_stats['split_merge_accepted'].mean()):.3g} per sweep; "
                      if split_merge else "")
+                  + (_ppc_note(model, idata) if ppc else "")
                   + f"classes occupied {used['classes_used_mean']:.1f} of {model.H} "
                   f"(all in {used['share_draws_all_classes_used']:.0%}); "
                   + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),
@@ -3987,6 +4162,20 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
 
     method.__name__ = f"latent_class_H{n_classes}"
     return method
+
+
+def _ppc_note(model: LatentClassModel, idata) -> str:
+    """``ppc m1 obs/mean/p m2 ... m6+ ...; `` for a harness note (``latent_class_method``)."""
+    sim = idata.posterior_predictive["m"]
+    obs = model.observed()["m"]
+    parts = []
+    for j in range(1, PPC_MAX_COUNT + 1):
+        o = (int(obs.sel(count=obs["count"] >= j).sum()) if j == PPC_MAX_COUNT
+             else int(obs.sel(count=j).item()) if j in obs["count"] else 0)
+        r = sim.sel(count=j).values.ravel()
+        label = f"m{j}+" if j == PPC_MAX_COUNT else f"m{j}"
+        parts.append(f"{label} {o}/{r.mean():.1f}/{(r >= o).mean():.3f}")
+    return "ppc " + " ".join(parts) + "; "
 
 
 __all__ += ["latent_class_method"]

@@ -1000,7 +1000,11 @@ def assess_posterior(
         :func:`~sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread
         between the learnt mass and that one,
         :func:`~sdcbayes.models.latent_class.profile_mass_span`; the summary's
-        ``profile_mass`` says what it chose, the stamped priors are those used) and
+        ``profile_mass`` says what it chose, the stamped priors are those used),
+        ``ppc`` (posterior predictive replicates per chain of the sample's counts of
+        counts, :meth:`~sdcbayes.models.latent_class.LatentClassModel.sample`; the
+        summary's ``predictive_check`` then gives, for the cells seen 1 to 5 times, the
+        observed number, the replicates' mean, 90% interval and p-value) and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
         warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).
 
@@ -1068,9 +1072,13 @@ def assess_posterior(
     )
 
 
+#: Cells seen 1 .. PPC_COUNTS times: the rows of the latent-class predictive check in the
+#: summary (``ppc``).
+PPC_COUNTS = 5
+
 _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
                                 "kappa_prior", "cluster_correction", "cores", "profile_mass",
-                                "start_classes", "label_moves", "split_merge")
+                                "start_classes", "label_moves", "split_merge", "ppc")
 
 
 def _assess_latent_class(
@@ -1156,6 +1164,15 @@ def _assess_latent_class(
             # the held-out count's variance factor (1: Bernoulli alone)
             "cv_dispersion": od.get("dispersion"),
         }
+    if "posterior_predictive" in idata.groups() and "m" in idata.posterior_predictive:
+        # does the fitted model reproduce the sample's cells seen once, twice, ...?
+        from sdcbayes.inference.predictive import predictive_check
+
+        table = predictive_check(spec, idata, counts=range(1, PPC_COUNTS + 1))
+        result.summary["predictive_check"] = [
+            {"count": int(j), "observed": int(r.observed), "mean": float(r["mean"]),
+             "interval": [float(r.lower), float(r.upper)], "p_value": float(r.p_value)}
+            for j, r in table.iterrows()]
     if "cluster_correction" in idata.attrs:
         # the household mates' share of the sample uniques' rates, per household size
         cc = json.loads(idata.attrs["cluster_correction"])

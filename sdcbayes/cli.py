@@ -201,6 +201,13 @@ def cli() -> None:
     "records.",
 )
 @click.option(
+    "--ppc", type=int, default=50, show_default=True,
+    help="latent-class: posterior predictive check of the sample's counts of counts. At this "
+    "many draws per chain a replicate sample is drawn from the fitted model, and the cells "
+    "seen once, twice, ... five times are compared with the sample's (summary.json's "
+    "predictive_check; 'p' is the share of replicates with at least as many). 0: no check.",
+)
+@click.option(
     "--draws", type=int, default=None,
     help="Posterior models: draws kept per chain [default: 500 for latent-class, 1000 "
     "for the NUTS models].",
@@ -332,6 +339,7 @@ def assess(
     profile_prior: str = "learn",
     chain_start: str = "em",
     cluster_correction: str = "none",
+    ppc: int = 50,
     strict: bool = False,
     target_accept: float = 0.9,
 ) -> None:
@@ -371,6 +379,8 @@ def assess(
             )
         if model == "latent-class" and classes < 1:
             raise InputError(f"--classes must be at least 1; got {classes}")
+        if ppc < 0:
+            raise InputError(f"--ppc must be at least 0 (0: no predictive check); got {ppc}")
     kappa_prior_spec = None
     if kappa_prior != "half-cauchy:1":
         if model != "latent-class" or overdispersion != "cv":
@@ -446,7 +456,8 @@ def assess(
                     else {}),
                  **({"cluster_correction": cluster_correction}
                     if cluster_correction != "none" else {}),
-                 **({"init": chain_start} if chain_start != "em" else {})}
+                 **({"init": chain_start} if chain_start != "em" else {}),
+                 **({"ppc": min(ppc, draws)} if ppc else {})}
                 if model == "latent-class" else {}
             ),
             target_accept=target_accept, cores=cores,
@@ -573,6 +584,13 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         sizes = list(cc["factor_by_size"])
         rows.append((f"household mates' rate factor (sizes {'/'.join(sizes)}+)",
                      " / ".join(f"{v:.3g}" for v in cc["factor_by_size"].values())))
+    for row in (s.get("predictive_check") or [])[:3]:
+        # the fitted model's replicates of the sample's cells seen once, twice, 3 times
+        lo, hi = row["interval"]
+        times = {1: "once", 2: "twice"}.get(row["count"], f"{row['count']} times")
+        rows.append((f"predictive check: cells seen {times}",
+                     f"{row['observed']:,} observed, predicted {row['mean']:,.0f} "
+                     f"[{lo:,.0f}, {hi:,.0f}], p = {row['p_value']:.2f}"))
     diag = s.get("diagnostics")
     if diag:
         def num(key, fmt, missing):

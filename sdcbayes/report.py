@@ -356,10 +356,23 @@ def _model_section(summary: Mapping[str, Any]) -> str:
     if od:
         parts.append(
             "<p>Cell overdispersion (gamma mixing of each cell's rate around the mixture, "
-            "kappa learnt by two-fold cross-validation of the sample uniques; none = Poisson "
-            "cells):</p>" + dict_table({k: ("none (inf)" if v is None else v)
-                                        for k, v in od.items()})
+            "kappa learnt by cross-validation of the sample uniques inside the sample, a "
+            "mixture fitted to a quarter or an eighth of the records predicting which of its "
+            "uniques the rest leaves unique; none = Poisson cells):</p>"
+            + dict_table({k: ("none (inf)" if v is None else v) for k, v in od.items()})
         )
+    ppc = summary.get("predictive_check")
+    if ppc:
+        parts.append(
+            "<p>Posterior predictive check: replicate samples drawn from the fitted model "
+            "(with its cells' overdispersion), against the sample's number of key "
+            "combinations seen once, twice, ... (p: the share of replicates with at least as "
+            "many; near 0 or 1 the model does not reproduce the sample there):</p>"
+            + table([(r["count"], r["observed"], f"{r['mean']:.1f}",
+                      f"[{r['interval'][0]:.0f}, {r['interval'][1]:.0f}]", f"{r['p_value']:.3f}")
+                     for r in ppc],
+                    header=("seen (times)", "observed", "predicted mean", "90% interval",
+                            "p")))
     diag = summary.get("diagnostics")
     if diag:
         parts.append("<p>Sampling diagnostics:</p>" + dict_table(diag))

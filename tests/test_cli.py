@@ -27,6 +27,7 @@ def test_demo_run_prints_summary_with_truth(demo_run):
         assert label in text
     assert text.count("(true ") >= 2  # truth printed beside tau1 and tau2
     assert "cell overdispersion kappa" in text and "diagnostics" in text
+    assert "predictive check: cells seen once" in text and "cells seen 3 times" in text
 
 
 def test_demo_output_folder_follows_design(demo_run, check_html):
@@ -68,6 +69,14 @@ def test_demo_output_folder_follows_design(demo_run, check_html):
     # the parts' dispersion of the held-out count (the default CV_DISPERSION = "parts")
     assert lcm.CV_DISPERSION == "parts" and od["cv_dispersion"] >= 1.0
     assert summary["provenance"]["settings"]["overdispersion"] == "cv"
+    # the posterior predictive check of the sample's counts of counts (--ppc, default 50)
+    ppc = summary["predictive_check"]
+    assert [r["count"] for r in ppc] == [1, 2, 3, 4, 5]
+    assert ppc[0]["observed"] == summary["n_sample_uniques"]
+    for r in ppc:
+        lo, hi = r["interval"]
+        assert lo <= r["mean"] <= hi and 0.0 <= r["p_value"] <= 1.0
+    assert summary["provenance"]["settings"]["ppc"] == 50
     with open(out / "records.csv", newline="") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames
@@ -231,6 +240,9 @@ def test_posterior_options_validated_before_fitting(tmp_path):
     out = tmp_path / "x"
     proc = run_cli("assess", "--model", "poisson-gamma", "--draws", "0", "--out", str(out))
     assert_one_line_error(proc, "--draws")
+    proc = run_cli("assess", "--ppc", "-1", "--out", str(out))
+    assert_one_line_error(proc, "--ppc", "0: no predictive check")
+    assert not out.exists()
 
 
 def test_latent_class_model_runs_from_the_cli(tmp_path):
@@ -245,6 +257,9 @@ def test_latent_class_model_runs_from_the_cli(tmp_path):
     lo, hi = summary["tau1_interval"]
     assert lo <= summary["tau1"] <= hi
     assert (out / "posterior.nc").exists()
+    # --ppc above --draws replicates at every draw (40 per chain)
+    assert summary["provenance"]["settings"]["ppc"] == 40
+    assert len(summary["predictive_check"]) == 5
     # the default profile prior learns the mass of the demo's country of birth (over 100 levels)
     from sdcbayes.models.latent_class import PHI_PRIOR_DEFAULT
 

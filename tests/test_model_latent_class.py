@@ -30,6 +30,7 @@ from sdcbayes.models.latent_class import (
     latent_class_loglik,
     prob_population_unique,
     profile_mass_loglik,
+    replicate_counts_of_counts,
     simulate_tau,
     stick_breaking_weights,
 )
@@ -881,6 +882,112 @@ def test_sample_returns_labelled_inference_data():
         model.sample(draws=5, tune=0, N=10)
 
 
+# ------------------------------------------------------------------ predictive check
+
+
+def _exact_counts_of_counts(w, phi, n, kappa, sz, key_cols, max_count=6):
+    """E[m_j] summed cell by cell over the whole (truncated) cell space."""
+    from scipy import stats
+
+    cells = _all_cells([p.shape[1] for p in phi])
+    pi = sum(w[h] * np.prod([p[h, cells[:, j]] for j, p in enumerate(phi)], axis=0)
+             for h in range(len(w)))
+    if sz is not None:
+        pi = np.where(sz.contains(cells), 0.0, pi)
+    pi = pi / pi.sum()
+    # key cells: sum over the design column, if any
+    _, key_of = np.unique(cells[:, :key_cols], axis=0, return_inverse=True)
+    m = n * np.bincount(key_of.ravel(), weights=pi)
+    j = np.arange(1, max_count)[:, None]
+    if kappa is None:
+        head, tail = stats.poisson.pmf(j, m), stats.poisson.sf(max_count - 1, m)
+    else:
+        pr = kappa / (kappa + m)
+        head, tail = stats.nbinom.pmf(j, kappa, pr), stats.nbinom.sf(max_count - 1, kappa, pr)
+    return np.append(head.sum(axis=1), tail.sum())
+
+
+@pytest.mark.parametrize("kappa, with_zeros, design", [(None, True, False), (0.7, True, False),
+                                                       (2.5, False, True)])
+def test_replicate_counts_of_counts_match_the_cell_by_cell_expectation(kappa, with_zeros,
+                                                                         design):
+    # the replicate is drawn record by record (thinned to clusters of log-series sizes
+    # with kappa); its mean must equal the sum over every cell of P(f_k = j) under
+    # Po(n pi*_k) or NegBin(kappa, mean n pi*_k), computed here without simulation
+    rng = np.random.default_rng(11)
+    n_levels = [3, 4, 2] if design else [3, 4]
+    w, phi = _random_params(rng, 3, n_levels, a=1.0)
+    sz = (StructuralZeros([{"x": ["2"], "y": ["0", "3"]}], ["x", "y"],
+                          [["0", "1", "2"], ["0", "1", "2", "3"]]) if with_zeros else None)
+    n, reps = 15.0, 6000
+    sims = np.array([replicate_counts_of_counts(w, phi, n, rng, kappa=kappa,
+                                                structural_zeros=sz, design=design)
+                     for _ in range(reps)])
+    exact = _exact_counts_of_counts(w, phi, n, kappa, sz, key_cols=2)
+    z = (sims.mean(axis=0) - exact) / (sims.std(axis=0) / np.sqrt(reps))
+    assert np.all(np.abs(z) < 4), (exact, sims.mean(axis=0), z)
+    # the expected size is n (the rates of f_k sum to n over the allowed key cells)
+    assert exact[:-1] @ np.arange(1, 6) < n
+
+
+def test_sample_ppc_keeps_the_draws_and_feeds_predictive_check():
+    from sdcbayes.inference import predictive_check
+
+    rng = np.random.default_rng(8)
+    n_levels = [4, 3, 5]
+    w, phi = _random_params(rng, 3, n_levels, a=0.5)
+    rec = _simulate_records(rng, w, phi, 400)
+    frame = pd.DataFrame(rec, columns=["x", "y", "z"]).astype(str)
+    model = LatentClassModel.from_frame(frame, ["x", "y", "z"], n_classes=6)
+    kw = dict(draws=20, tune=10, chains=2, N=4000, random_seed=0, overdispersion=3.0)
+    plain = model.sample(**kw)
+    checked = model.sample(**kw, ppc=7)
+    # the replicates draw from a stream of their own: the chains are unchanged
+    for v in ("pi", "kappa", "tau1_expected"):
+        np.testing.assert_array_equal(plain.posterior[v], checked.posterior[v])
+    np.testing.assert_array_equal(plain.posterior_predictive["tau1"],
+                                  checked.posterior_predictive["tau1"])
+    m = checked.posterior_predictive["m"]
+    assert m.dims == ("chain", "ppc_draw", "count") and m.shape == (2, 7, 6)
+    np.testing.assert_array_equal(m["ppc_draw"], [0, 3, 6, 10, 13, 16, 19])
+    # the same seed gives the same replicates
+    np.testing.assert_array_equal(model.sample(**kw, ppc=7).posterior_predictive["m"], m)
+    obs = model.observed()["m"]
+    f = model.counts.astype(int)
+    assert int(obs.sel(count=1)) == int((f == 1).sum())
+    assert int((obs * obs["count"]).sum()) == 400
+    table = predictive_check(model, checked, counts=(1, 2, 3))
+    assert list(table.index) == [1, 2, 3]
+    np.testing.assert_allclose(table["mean"], m.sel(count=[1, 2, 3]).mean(("chain", "ppc_draw")))
+    assert table.loc[1, "observed"] == int((f == 1).sum())
+    for bad in (-1, 1.5, True):
+        with pytest.raises(InputError, match="ppc must be an integer"):
+            model.sample(draws=5, tune=0, ppc=bad)
+
+
+def test_ppc_flags_clumping_that_poisson_cells_cannot_reproduce():
+    # records written twice (pairs of identical records) give the sample twice the
+    # doubles a smooth mixture with Poisson cells predicts: the check must say so,
+    # while on the mixture's own records it must not
+    rng = np.random.default_rng(21)
+    n_levels = [6, 5, 7, 4]
+    w, phi = _random_params(rng, 3, n_levels, a=0.6)
+    own = _simulate_records(rng, w, phi, 600)
+    twins = np.vstack([own[:300], own[:300]])
+    p = {}
+    for name, rec in (("own", own), ("twins", twins)):
+        frame = pd.DataFrame(rec, columns=list("abcd")).astype(str)
+        model = LatentClassModel.from_frame(frame, list("abcd"), n_classes=6)
+        idata = model.sample(draws=40, tune=40, chains=2, random_seed=1, ppc=40)
+        from sdcbayes.inference import predictive_check
+
+        p[name] = predictive_check(model, idata, counts=(1, 2))["p_value"]
+    assert p["twins"].loc[2] < 0.001 and p["twins"].loc[1] > 0.999
+    # a posterior predictive p-value is not uniform even in the model's own world (over
+    # three data seeds, 0.02-0.94 for m1 and m2 after 40 sweeps): only the extremes flag
+    assert 0.005 < p["own"].loc[1] < 0.995 and 0.005 < p["own"].loc[2] < 0.995
+
+
 # ------------------------------------------------------------------ risk formulas
 
 
@@ -1250,6 +1357,35 @@ def test_sweep_kernels_equal_the_plain_formulas_bit_for_bit():
         np.testing.assert_array_equal(stacked[j], onehot @ alloc)
         assert stacked[j].shape == (n_levels[j], H)
         np.testing.assert_array_equal(stacked[j].sum(axis=0), alloc.sum(axis=0))
+
+
+def test_harness_method_notes_the_predictive_check_and_the_harness_summarises_it():
+    from benchtools import load_benchmark
+
+    from sdcbayes.datasets import DEMO_KEYS, simulate_population
+    from sdcbayes.models.latent_class import latent_class_method
+    from sdcbayes.validation import Design, Population, run_design
+
+    pop = Population(name="tiny", frame=simulate_population(n_households=800, seed=5),
+                     keys=tuple(DEMO_KEYS))
+    lc = latent_class_method(n_classes=6, draws=10, tune=10, chains=1, em_restarts=1,
+                             structural_zeros=None, ppc=5)
+    res = run_design(Design(pop, 0.2, kind="srs", replicates=2), {"latent-class": lc})
+    note = res.query("quantity == 'tau1'").note.iloc[0]
+    assert "ppc m1 " in note and " m6+ " in note
+    bench = load_benchmark("latent_class_accuracy.py")
+    rows = bench.ppc_notes(res)
+    assert len(rows) == 2 * 6 and set(rows.m) == {"m1", "m2", "m3", "m4", "m5", "m6+"}
+    assert rows.p.between(0, 1).all()
+    # the observed counts of counts are the sample's: m1 is its number of sample uniques
+    su = res.query("quantity == 'tau1'").set_index("replicate").n_sample_uniques
+    m1 = rows[rows.m == "m1"].set_index("replicate").observed
+    assert (m1 == su.loc[m1.index]).all()
+    summ = bench.ppc_summary(res)
+    np.testing.assert_allclose(summ.loc[("tiny/srs/20%", "m1"), "observed"], m1.mean())
+    assert summ["samples"].eq(2).all()
+    with pytest.raises(SystemExit):
+        bench.main(["--ppc", "-1"])
 
 
 def test_harness_method_passes_split_merge_and_notes_the_accepted_moves():
