@@ -156,7 +156,8 @@ def _report(allres: pd.DataFrame) -> None:
     if len(per):  # fits run with --ppc
         print("\nposterior predictive check of the sample's cells seen j times, per design: "
               "mean observed, mean predicted, their difference in %, and the share of "
-              "samples with p < 0.05 (more than predicted) and p > 0.95 (fewer):")
+              "samples with p < 0.05 (more than predicted) and p > 0.95 (fewer), where at "
+              "least 5 are predicted:")
         print(per.round(3).to_string())
 
 
@@ -174,10 +175,15 @@ def ppc_notes(allres: pd.DataFrame) -> pd.DataFrame:
                                        "p"])
 
 
-def ppc_summary(allres: pd.DataFrame) -> pd.DataFrame:
+def ppc_summary(allres: pd.DataFrame, min_predicted: float = 5.0) -> pd.DataFrame:
     """Per design and j (:func:`ppc_notes`): the means over samples of the observed and
     predicted numbers of cells seen j times, the difference in % of the predicted, and the
-    share of samples whose p-value is below 0.05 or above 0.95."""
+    share of samples whose p-value is below 0.05 or above 0.95.
+
+    The shares are left out (NaN) where fewer than ``min_predicted`` cells are predicted
+    on average: there the count is small and discrete, and P(m_rep >= m_obs) is 1 whenever
+    none is observed. A posterior predictive p-value is conservative in the model's own
+    world (Meng 1994: P(p <= a) <= 2a), so a share above 0.10 in one tail is misfit."""
     d = ppc_notes(allres)
     if not len(d):
         return d
@@ -186,6 +192,7 @@ def ppc_summary(allres: pd.DataFrame) -> pd.DataFrame:
     out["diff %"] = 100 * (out.observed / out.predicted - 1)
     out["p < 0.05"] = g.p.apply(lambda x: float((x < 0.05).mean()))
     out["p > 0.95"] = g.p.apply(lambda x: float((x > 0.95).mean()))
+    out.loc[out.predicted < min_predicted, ["p < 0.05", "p > 0.95"]] = np.nan
     out["samples"] = g.size()
     return out
 

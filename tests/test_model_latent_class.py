@@ -1384,6 +1384,9 @@ def test_harness_method_notes_the_predictive_check_and_the_harness_summarises_it
     summ = bench.ppc_summary(res)
     np.testing.assert_allclose(summ.loc[("tiny/srs/20%", "m1"), "observed"], m1.mean())
     assert summ["samples"].eq(2).all()
+    small = summ.predicted < 5  # a small discrete count: no tail shares
+    assert summ.loc[small, "p > 0.95"].isna().all() and summ.loc[~small, "p > 0.95"].notna().all()
+    assert small.any() and (~small).any()
     with pytest.raises(SystemExit):
         bench.main(["--ppc", "-1"])
 
