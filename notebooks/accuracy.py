@@ -4723,3 +4723,60 @@ _ratio = (smshift.seconds_2000 / smshift.seconds_100).round(1)
 assert _ratio.min() == 1.7 and _ratio.max() == 2.0
 assert [round(float(x), 2) for x in (_acc.astype(float).min(), _acc.astype(float).max())] == [
     0.11, 0.27]
+
+# %% [markdown]
+# ### A posterior predictive check of the sample's counts of counts
+#
+# The first 25 simple random samples of design seed 0 of every real design at 2,000 sweeps
+# with `--ppc 50` (stored as `latent_class_25_tune2000_ppc.csv.gz`); the notes carry, for the
+# cells seen 1-5 and 6+ times, the observed number, the replicates' mean and p.
+
+# %%
+_spec = importlib.util.spec_from_file_location("latent_class_accuracy",
+                                               RESULTS.parent / "latent_class_accuracy.py")
+lc_accuracy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lc_accuracy)
+PPC = pd.read_csv(RESULTS / "latent_class_25_tune2000_ppc.csv.gz")
+PPC = PPC[PPC.method == "latent-class"]
+assert PPC.design.nunique() == 12 and (PPC.groupby("design").replicate.nunique() == 25).all()
+# the same samples as T2000 (design seed 0)
+_pm = PPC.merge(T2000, on=["design", "replicate", "quantity"], suffixes=("", "_t"))
+assert np.allclose(_pm.truth, _pm.truth_t, equal_nan=True)
+ppc = lc_accuracy.ppc_summary(PPC)
+print(ppc.round(3).to_string())
+_m1 = ppc.xs("m1", level="m")
+assert [round(float(x), 1) for x in (_m1["diff %"].min(), _m1["diff %"].max())] == [-3.4, 2.2]
+assert (_m1[["p < 0.05", "p > 0.95"]] == 0).all().all()
+# the misfits past Meng's bound (6 or more of 25 samples in one tail)
+from scipy import stats as _st  # noqa: E402
+
+assert round(float(_st.binom.sf(5, 25, 0.10)), 3) == 0.033
+assert round(float(_st.binom.sf(4, 25, 0.10)), 3) == 0.098
+_tails = ppc[["p < 0.05", "p > 0.95"]].stack()
+_past = sorted((d, m, t) for (d, m, t), v in _tails.items() if v >= 0.24)
+assert _past == [("adult6/srs/5%", "m6+", "p < 0.05"), ("adult9/srs/10%", "m6+", "p > 0.95"),
+                 ("scotland13/srs/10%", "m2", "p < 0.05"),
+                 ("scotland13/srs/5%", "m6+", "p < 0.05")], _past
+
+
+def _ppc_row(design, m):
+    r = ppc.loc[(design, m)]
+    return [round(float(r.observed), 1), round(float(r.predicted), 1),
+            round(float(r["diff %"]), 1), round(float(r["p < 0.05"]), 2),
+            round(float(r["p > 0.95"]), 2)]
+
+
+assert _ppc_row("scotland13/srs/10%", "m1") == [4583.6, 4524.1, 1.3, 0, 0]
+assert _ppc_row("scotland13/srs/10%", "m2") == [259.9, 240.5, 8.1, 0.32, 0]
+assert _ppc_row("scotland13/srs/5%", "m6+") == [19.5, 15.2, 28.5, 0.28, 0]
+assert _ppc_row("adult6/srs/5%", "m2") == [172.0, 181.7, -5.4, 0, 0.20]
+assert _ppc_row("adult6/srs/5%", "m6+") == [67.3, 59.5, 13.1, 0.24, 0]
+assert _ppc_row("adult6/srs/10%", "m2") == [301.8, 307.1, -1.7, 0, 0.04]
+assert _ppc_row("adult9/srs/10%", "m6+") == [9.4, 14.9, -36.6, 0, 0.28]
+assert _ppc_row("adult9/srs/1%", "m1") == [469.7, 466.4, 0.7, 0, 0]
+assert _ppc_row("adult9/srs/1%", "m2") == [8.4, 8.6, -2.0, 0, 0]
+# Adult 6 keys at 10%: at most 2 of 25 samples in any tail
+assert float(ppc.loc["adult6/srs/10%", ["p < 0.05", "p > 0.95"]].max().max()) == 0.08
+assert "shows inside the sample as 8% more doubles" in _brief
+assert "only Scotland 13 keys at 10% shows in the sample (8% more doubles than predicted)" \
+    in _brief
