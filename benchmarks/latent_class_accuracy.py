@@ -432,6 +432,10 @@ def main(argv=None) -> int:
                          "cluster_rate_correction's factors (mates' influence removed), or not")
     ap.add_argument("--split-merge", type=int, default=0, metavar="P",
                     help="the sampler's split-merge proposals per sweep (0: none, the default)")
+    ap.add_argument("--uniques-kappa", action="store_true",
+                    help="the notes also give the kappa at which the mixture's expected sample "
+                         "uniques meet the sample's, and tau1 and tau2 at it (an in-sample "
+                         "read of kappa beside the cross-validation's)")
     ap.add_argument("--ppc", type=int, default=0, metavar="R",
                     help="posterior predictive replicates of the sample's counts of counts per "
                          "chain; the notes give observed, predicted mean and p-value of "
@@ -486,7 +490,7 @@ def main(argv=None) -> int:
             profile_mass_unreached=args.profile_mass_unreached,
             overdispersion_ratios=(None if args.cv_ratios is None
                                    else [int(x) for x in args.cv_ratios.split(",")]),
-            split_merge=args.split_merge, ppc=args.ppc,
+            split_merge=args.split_merge, ppc=args.ppc, uniques_kappa_note=args.uniques_kappa,
         )
         methods = {"latent-class": lc}
         for b in filter(None, args.baselines.split(",")):

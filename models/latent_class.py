@@ -3987,7 +3987,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                         overdispersion_parts=None,
                         weights: bool = True, cluster_correction=None, cores: int = 1,
                         profile_mass=None, profile_mass_unreached=None, split_merge: int = 0,
-                        ppc: int = 0):
+                        ppc: int = 0, uniques_kappa_note: bool = False):
     """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
 
     ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
@@ -4021,6 +4021,11 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
 
     ``split_merge``: the sampler's split-merge proposals per sweep
     (:meth:`LatentClassModel.sample`); the note then gives the accepted ones per sweep.
+
+    ``uniques_kappa_note``: the note also gives the kappa at which the mixture's
+    expected sample uniques meet the sample's (:func:`uniques_kappa`) and tau1 and tau2
+    (posterior means of their expectations) at that kappa: an in-sample read of kappa
+    to set against the cross-validation's.
 
     ``ppc``: predictive replicates per chain (:meth:`LatentClassModel.sample`); the note
     then gives, for the sample's cells seen 1 to 5 times and 6 or more, the observed
@@ -4155,6 +4160,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                      f"{float(idata.sample_stats['split_merge_accepted'].mean()):.3g} per sweep; "
                      if split_merge else "")
                   + (_ppc_note(model, idata) if ppc else "")
+                  + (_uniques_kappa_note(lam, smean, f, n) if uniques_kappa_note else "")
                   + f"classes occupied {used['classes_used_mean']:.1f} of {model.H} "
                   f"(all in {used['share_draws_all_classes_used']:.0%}); "
                   + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),
@@ -4162,6 +4168,61 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
 
     method.__name__ = f"latent_class_H{n_classes}"
     return method
+
+
+def expected_sample_uniques(pi, f, n: float, kappa) -> float:
+    r"""The mixture's expected number of sample uniques, estimated from the observed cells.
+
+    Under :math:`f_k \sim \mathrm{NegBin}(\kappa, \text{mean } n\pi_k)` over the whole
+    cell space, :math:`E(m_1) = \sum_k P(f_k = 1) = \sum_k n\pi_k (1 + n\pi_k/\kappa)^
+    {-(\kappa + 1)}`, and since :math:`E(f_k) = n\pi_k` the observed cells estimate it
+    without a sum over the cell space: :math:`\hat E(m_1) = \sum_k f_k (1 +
+    n\pi_k/\kappa)^{-(\kappa + 1)}` (unbiased given :math:`\pi`; Poisson:
+    :math:`e^{-n\pi_k}`), averaged over the draws of ``pi`` (draws, cells).
+    """
+    m = n * np.asarray(pi, dtype=float)
+    g = prob_population_unique(m, None if not np.isfinite(kappa) else kappa,
+                               np.zeros_like(m))
+    return float((g @ np.asarray(f, dtype=float)).mean())
+
+
+def uniques_kappa(pi, f, n: float, grid=KAPPA_GRID) -> float:
+    """The kappa at which :func:`expected_sample_uniques` meets the sample's uniques.
+
+    An in-sample read of the cells' overdispersion around the mixture (an experiment of
+    the harness, ``latent_class_method(uniques_kappa_note=True)``): the expectation rises with
+    kappa, so the root is found on the log scale between the grid's points (inf where
+    even Poisson cells predict fewer uniques than the sample has, the grid's smallest
+    where its smallest kappa predicts more).
+    """
+    f = np.asarray(f, dtype=float)
+    m1 = float((f == 1).sum())
+    e = np.array([expected_sample_uniques(pi, f, n, k) for k in grid])
+    if m1 >= e[-1]:
+        return float(grid[-1])
+    if m1 <= e[0]:
+        return float(grid[0])
+    i = int(np.searchsorted(e, m1))  # e[i-1] < m1 <= e[i]
+    lo, hi = np.log(grid[i - 1]), np.log(grid[i]) if np.isfinite(grid[i]) else None
+    if hi is None:  # between the largest finite kappa and Poisson: bisect towards 1e8
+        hi = np.log(1e8)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if expected_sample_uniques(pi, f, n, np.exp(mid)) < m1:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.exp(0.5 * (lo + hi)))
+
+
+def _uniques_kappa_note(lam, smean, f, n) -> str:
+    """``uniques kappa K tau1 T1 tau2 T2; `` for a harness note (draws x cells inputs)."""
+    k = uniques_kappa(smean / n, f, n)
+    su = f == 1
+    kk = None if not np.isfinite(k) else k
+    t1 = prob_population_unique(lam[:, su], kk, smean[:, su]).sum(axis=1).mean()
+    t2 = expected_inverse_frequency(lam[:, su], kk, smean[:, su]).sum(axis=1).mean()
+    return f"uniques kappa {k:.4g} tau1 {t1:.3f} tau2 {t2:.3f}; "
 
 
 def _ppc_note(model: LatentClassModel, idata) -> str:

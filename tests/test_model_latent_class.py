@@ -930,6 +930,32 @@ def test_replicate_counts_of_counts_match_the_cell_by_cell_expectation(kappa, wi
     assert exact[:-1] @ np.arange(1, 6) < n
 
 
+def test_uniques_kappa_reads_the_cells_overdispersion_around_known_probabilities():
+    from scipy import stats
+
+    from sdcbayes.models.latent_class import expected_sample_uniques, uniques_kappa
+
+    rng = np.random.default_rng(0)
+    K, n = 100_000, 4000.0
+    pi = rng.dirichlet(np.full(K, 0.05))
+    # the estimator's expectation over f is the exact sum over every cell of P(f_k = 1)
+    for kappa in (0.4, np.inf):
+        exact = (stats.poisson.pmf(1, n * pi) if not np.isfinite(kappa)
+                 else stats.nbinom.pmf(1, kappa, kappa / (kappa + n * pi))).sum()
+        assert expected_sample_uniques(pi[None], n * pi, n, kappa) == pytest.approx(exact)
+    reads = {}
+    for k0 in (0.4, np.inf):
+        est = []
+        for _ in range(5):
+            u = rng.gamma(k0, 1 / k0, K) if np.isfinite(k0) else 1.0
+            f = rng.poisson(n * pi * u)
+            seen = f > 0
+            est.append(uniques_kappa(pi[seen][None], f[seen], n))
+        reads[k0] = np.array(est)
+    assert abs(np.median(np.log(reads[0.4])) - np.log(0.4)) < 0.2, reads
+    assert np.median(reads[np.inf]) > 20, reads
+
+
 def test_sample_ppc_keeps_the_draws_and_feeds_predictive_check():
     from sdcbayes.inference import predictive_check
 
