@@ -859,13 +859,19 @@ def test_gibbs_from_bootstrap_starts_matches_importance_sampling():
     assert abs(draws.mean() - is_mean[0]) < 4 * np.hypot(se, is_se[0]) + 1e-3
 
 
-def test_sample_returns_labelled_inference_data():
+def _toy_model():
+    """400 records of a 3-class mixture on 4 x 3 x 5 cells, fitted with H = 6."""
     rng = np.random.default_rng(8)
     n_levels = [4, 3, 5]
     w, phi = _random_params(rng, 3, n_levels, a=0.5)
     rec = _simulate_records(rng, w, phi, 400)
     frame = pd.DataFrame(rec, columns=["x", "y", "z"]).astype(str)
     model = LatentClassModel.from_frame(frame, ["x", "y", "z"], n_classes=6)
+    return model
+
+
+def test_sample_returns_labelled_inference_data():
+    model = _toy_model()
     idata = model.sample(draws=20, tune=10, chains=2, N=4000, random_seed=0)
     n_su = int((model.counts == 1).sum())
     assert idata.posterior["pi"].dims == ("chain", "draw", "cell")
@@ -959,12 +965,7 @@ def test_uniques_kappa_reads_the_cells_overdispersion_around_known_probabilities
 def test_sample_ppc_keeps_the_draws_and_feeds_predictive_check():
     from sdcbayes.inference import predictive_check
 
-    rng = np.random.default_rng(8)
-    n_levels = [4, 3, 5]
-    w, phi = _random_params(rng, 3, n_levels, a=0.5)
-    rec = _simulate_records(rng, w, phi, 400)
-    frame = pd.DataFrame(rec, columns=["x", "y", "z"]).astype(str)
-    model = LatentClassModel.from_frame(frame, ["x", "y", "z"], n_classes=6)
+    model = _toy_model()
     kw = dict(draws=20, tune=10, chains=2, N=4000, random_seed=0, overdispersion=3.0)
     plain = model.sample(**kw)
     checked = model.sample(**kw, ppc=7)
