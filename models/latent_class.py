@@ -702,8 +702,8 @@ def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_
     asks whether the fitted model reproduces the sample's numbers of sample uniques,
     doubles, triples, ... (the counts of counts, the check of the other models in
     :mod:`sdcbayes.models.ppc`; Gelman, Meng & Stern 1996). The cell space is too
-    large to sum over, so a replicate sample is drawn record by record instead, which costs O(n J), whatever the
-    number of cells. Given the draw's class weights ``w`` and profiles ``phi``, the
+    large to sum over, so a replicate sample is drawn record by record instead,
+    which costs O(n J), whatever the number of cells. Given the draw's class weights ``w`` and profiles ``phi``, the
     sample's cells are independent, :math:`f_k \sim \mathrm{Po}(n\pi^*_k)` with
     :math:`\pi^*` the mixture truncated to the allowed cells (module docstring):
     a Poisson number of records with mean :math:`n/(1 - \pi(S))` is drawn from the
