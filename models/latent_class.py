@@ -698,24 +698,24 @@ def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_
                                design: bool = False, max_count: int = PPC_MAX_COUNT) -> np.ndarray:
     r"""One replicate sample's counts of counts under the mixture: :math:`m_1, \dots, m_{\ge J}`.
 
-    The posterior predictive check of :meth:`LatentClassModel.sample` (``ppc=``)
-    asks whether the fitted model reproduces the sample's numbers of sample uniques,
-    doubles, triples, ... (the counts of counts, the check of the other models in
-    :mod:`sdcbayes.models.ppc`; Gelman, Meng & Stern 1996). The cell space is too
-    large to sum over, so a replicate sample is drawn record by record instead,
-    which costs O(n J), whatever the number of cells. Given the draw's class weights ``w`` and profiles ``phi``, the
-    sample's cells are independent, :math:`f_k \sim \mathrm{Po}(n\pi^*_k)` with
-    :math:`\pi^*` the mixture truncated to the allowed cells (module docstring):
-    a Poisson number of records with mean :math:`n/(1 - \pi(S))` is drawn from the
-    untruncated mixture (a class, then a level per key) and those falling in S are
-    dropped. With gamma-overdispersed cells (``kappa``, module docstring
+    The posterior predictive check of :meth:`LatentClassModel.sample` (``ppc=``) asks
+    whether the fitted model reproduces the sample's numbers of sample uniques, doubles,
+    triples, ... (the counts of counts, the check of the other models in
+    :mod:`sdcbayes.models.ppc`; Gelman, Meng & Stern 1996). The cell space is too large
+    to sum over, so a replicate sample is drawn record by record instead, which costs
+    O(n J), whatever the number of cells. Given the draw's class weights ``w`` and
+    profiles ``phi``, the sample's cells are independent, :math:`f_k \sim
+    \mathrm{Po}(n\pi^*_k)` with :math:`\pi^*` the mixture truncated to the allowed cells
+    (module docstring): a Poisson number of records with mean :math:`n/(1 - \pi(S))` is
+    drawn from the untruncated mixture (a class, then a level per key) and those falling
+    in S are dropped. With gamma-overdispersed cells (``kappa``, module docstring
     "Overdispersion") :math:`f_k \sim \mathrm{NegBin}(\kappa, \text{mean } m_k =
     n\pi^*_k)`, which is a compound Poisson: :math:`\mathrm{Po}(\kappa\log(1 +
-    m_k/\kappa))` clusters of log-series sizes with parameter :math:`m_k/(\kappa +
-    m_k)` (Quenouille 1949; Johnson, Kemp & Kotz 2005, section 5.3). Each drawn
-    record then starts a cluster with probability :math:`\kappa\log(1 +
-    m_k/\kappa)/m_k \le 1` (a thinning of the cell's Poisson process), and the
-    accepted ones get log-series sizes. The replicate's size is n in expectation.
+    m_k/\kappa))` clusters of log-series sizes with parameter :math:`m_k/(\kappa + m_k)`
+    (Quenouille 1949; Johnson, Kemp & Kotz 2005, section 5.3). Each drawn record then
+    starts a cluster with probability :math:`\kappa\log(1 + m_k/\kappa)/m_k \le 1` (a
+    thinning of the cell's Poisson process), and the accepted ones get log-series sizes.
+    The replicate's size is n in expectation.
 
     Parameters
     ----------
