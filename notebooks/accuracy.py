@@ -4780,3 +4780,51 @@ assert float(ppc.loc["adult6/srs/10%", ["p < 0.05", "p > 0.95"]].max().max()) ==
 assert "shows inside the sample as 8% more doubles" in _brief
 assert "only Scotland 13 keys at 10% shows in the sample (8% more doubles than predicted)" \
     in _brief
+
+# %% [markdown]
+# The in-sample read of kappa from the sample's uniques (`--uniques-kappa`, stored as
+# `latent_class_25_uniques_kappa.csv.gz`), and the within-design correlation of the uniques'
+# misfit with the errors (from `latent_class_25_tune2000_ppc.csv.gz`).
+
+# %%
+_pn = lc_accuracy.ppc_notes(PPC)
+_rel = _pn[_pn.m == "m1"].set_index(["design", "replicate"])
+_rel = (_rel.observed / _rel.predicted - 1).rename("rel")
+_err = PPC[PPC.quantity.isin(["tau1", "tau2"])].pivot_table(
+    index=["design", "replicate"], columns="quantity", values=["estimate", "truth"])
+_err = ((_err["estimate"] - _err["truth"]) / _err["truth"]).join(_rel)
+_corr = _err.groupby(level=0).apply(lambda g: pd.Series(
+    {"tau1": g.tau1.corr(g.rel), "tau2": g.tau2.corr(g.rel)}))
+print(_corr.round(2))
+_sparse = _corr[_corr.index.str.startswith(("adult9", "scotland13"))]
+assert [round(float(x), 2) for x in (_sparse.min().min(), _sparse.max().max())] == [-0.80, -0.46]
+UK = pd.read_csv(RESULTS / "latent_class_25_uniques_kappa.csv.gz")
+UK = UK[UK.method == "latent-class"]
+_u = UK[UK.quantity == "tau1"].set_index(["design", "replicate"])
+_ux = _u.note.str.extract(r"uniques kappa ([0-9.e+inf]+) tau1 ([0-9.]+) tau2 ([0-9.]+)")
+_ux = _ux.astype(float).set_axis(["k_u", "tau1_u", "tau2_u"], axis=1)
+_ux["k_cv"] = _u.note.str.extract(r"kappa median ([0-9.e+inf]+)")[0].astype(float)
+_ux["tau1"], _ux["truth1"] = _u.estimate, _u.truth
+_u2 = UK[UK.quantity == "tau2"].set_index(["design", "replicate"])
+_ux["tau2"], _ux["truth2"] = _u2.estimate, _u2.truth
+
+
+def _uk_row(g):
+    e1, u1 = (g.tau1 - g.truth1) / g.truth1, (g.tau1_u - g.truth1) / g.truth1
+    e2, u2 = (g.tau2 - g.truth2) / g.truth2, (g.tau2_u - g.truth2) / g.truth2
+    return pd.Series({
+        "dlogk": np.median(np.log(g.k_u)) - np.median(np.log(g.k_cv)),
+        "dbias1": 100 * (u1.mean() - e1.mean()),
+        "rmse1_cv": 100 * np.sqrt((e1 ** 2).mean()), "rmse1_u": 100 * np.sqrt((u1 ** 2).mean()),
+        "rmse2_cv": 100 * np.sqrt((e2 ** 2).mean()), "rmse2_u": 100 * np.sqrt((u2 ** 2).mean())})
+
+
+uk = _ux.groupby(level=0).apply(_uk_row)
+print(uk.round(2))
+assert len(uk) == 6 and (UK.groupby("design").replicate.nunique() == 25).all()
+assert [round(float(x), 2) for x in (uk.dlogk.min(), uk.dlogk.max())] == [0.31, 1.40]
+assert [round(float(x), 1) for x in (uk.dbias1.min(), uk.dbias1.max())] == [0.9, 13.6]
+assert (uk.rmse1_u > uk.rmse1_cv).all()
+assert [round(float(uk.at[d, c]), 1) for d in ("adult9/srs/1%", "scotland13/srs/1%",
+                                               "scotland13/srs/10%")
+        for c in ("rmse1_cv", "rmse1_u")] == [8.7, 11.2, 10.7, 21.7, 1.7, 2.7]
