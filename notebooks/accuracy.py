@@ -4828,3 +4828,33 @@ assert (uk.rmse1_u > uk.rmse1_cv).all()
 assert [round(float(uk.at[d, c]), 1) for d in ("adult9/srs/1%", "scotland13/srs/1%",
                                                "scotland13/srs/10%")
         for c in ("rmse1_cv", "rmse1_u")] == [8.7, 11.2, 10.7, 21.7, 1.7, 2.7]
+
+# %% [markdown]
+# The stratified samples' check (stored as `latent_class_25_stratified_tune2000_ppc.csv.gz`).
+
+# %%
+SPPC = pd.read_csv(RESULTS / "latent_class_25_stratified_tune2000_ppc.csv.gz")
+SPPC = SPPC[SPPC.method == "latent-class"]
+assert SPPC.design.nunique() == 12 and (SPPC.groupby("design").replicate.nunique() == 25).all()
+_spm = SPPC.merge(S2000, on=["design", "replicate", "quantity"], suffixes=("", "_t"))
+assert np.allclose(_spm.truth, _spm.truth_t, equal_nan=True)  # the same samples
+sppc = lc_accuracy.ppc_summary(SPPC)
+_sm1 = sppc.xs("m1", level="m")
+assert [round(float(x), 1) for x in (_sm1["diff %"].min(), _sm1["diff %"].max())] == [-3.0, 5.2]
+assert (_sm1[["p < 0.05", "p > 0.95"]] == 0).all().all()
+_sm2 = sppc.xs("m2", level="m")
+assert [round(float(_sm2.at[d, "diff %"]), 1) for d in (
+    "scotland13/stratified/5%", "scotland13/stratified/10%", "adult9/stratified/5%",
+    "adult9/stratified/10%")] == [11.8, 8.6, 9.4, 8.8]
+_stails = sppc[["p < 0.05", "p > 0.95"]].stack()
+_spast = sorted((d, m, t, round(float(v), 2)) for (d, m, t), v in _stails.items() if v >= 0.24)
+assert _spast == [("adult6/stratified/10%", "m4", "p > 0.95", 0.24),
+                  ("adult6/stratified/5%", "m6+", "p < 0.05", 0.32),
+                  ("adult9/stratified/10%", "m2", "p < 0.05", 0.32),
+                  ("adult9/stratified/10%", "m6+", "p > 0.95", 0.44),
+                  ("scotland13/stratified/5%", "m2", "p < 0.05", 0.24)], _spast
+assert round(float(_sm2.at["scotland13/stratified/10%", "p < 0.05"]), 2) == 0.16
+_sparse2 = _sm2.loc[["scotland13/stratified/5%", "scotland13/stratified/10%",
+                     "adult9/stratified/5%", "adult9/stratified/10%"], "diff %"]
+assert round(float(_sparse2.min())) == 9 and round(float(_sparse2.max())) == 12
+assert "the sparse key sets at 5% and 10% all have 9–12% more doubles than" in readme
