@@ -53,6 +53,7 @@ from sdcbayes.models.latent_class import (
     LatentClassModel,
     posterior_tau_summary,
     prob_population_unique,
+    simulate_cells,
 )
 from sdcbayes.validation import truth_of_sample
 
@@ -71,10 +72,6 @@ from kappa_rules import (  # noqa: E402
 )
 from kappa_scale import em_oracle, part_priors  # noqa: E402
 from mixture_bootstrap import bootstrap_sums, fit_probabilities  # noqa: E402
-
-#: Largest count drawn for an occupied cell (the zero-truncated negative binomial is
-#: cut there and renormalised; at the real designs' n pi_k below 1 its mass beyond is nil).
-MAX_COUNT = 200
 
 #: The kappa grid's largest finite log kappa: where a read at the Poisson point is counted
 #: so that means and sds stay finite.
@@ -100,45 +97,15 @@ def simulate_sample(model: LatentClassModel, fit: dict, kappa: float, rng,
     :math:`\kappa\log(1 + \mu_k/\kappa)`, which occupies cell k with probability
     :math:`1 - (1 + \mu_k/\kappa)^{-\kappa} = P(f_k \ge 1)`; an occupied cell's count is
     drawn from the zero-truncated negative binomial. ``kappa=inf`` gives Poisson cells.
+    The draw is :func:`sdcbayes.models.latent_class.simulate_cells`'s (which the
+    latent-class model's predictive check shares); the counts come by exact inversion
+    (until then from a table capped at 200, so the same seeds draw the same cells and
+    almost always the same counts).
 
     Returns the occupied cells' codes and counts (``n`` default: the model's sample size).
     """
-    n = float(model.n if n is None else n)
-    w = np.asarray(fit["w"], dtype=float)
-    w = w / w.sum()
-    phi = [np.asarray(p, dtype=float) for p in fit["phi"]]
-    s_mass = 0.0
-    if model.structural_zeros is not None:
-        s_mass = float(w @ model.structural_zeros.class_mass(phi))
-    # records of the untruncated mixture; those in structural zeros are dropped, which
-    # leaves intensity n pi_k for the truncated one
-    m = rng.poisson(n / (1.0 - s_mass))
-    cls = rng.choice(w.size, size=m, p=w)
-    codes = np.empty((m, len(phi)), dtype=np.intp)
-    for j, p in enumerate(phi):
-        cum = np.cumsum(p, axis=1)
-        cum /= cum[:, -1:]
-        codes[:, j] = np.minimum((rng.random(m)[:, None] > cum[cls]).sum(axis=1),
-                                 p.shape[1] - 1)
-    if model.structural_zeros is not None:
-        codes = codes[~model.structural_zeros.contains(codes)]
-    # pi per distinct cell, not per record: the candidates repeat their cells
-    cells, cell_of = np.unique(codes, axis=0, return_inverse=True)
-    cell_of = cell_of.ravel()
-    mu = n * model.cell_probabilities(w, phi, codes=cells)
-    if np.isfinite(kappa):
-        keep = rng.random(cell_of.size) < (kappa * np.log1p(mu / kappa) / mu)[cell_of]
-        occupied = np.bincount(cell_of[keep], minlength=cells.shape[0]) > 0
-        cells, mu = cells[occupied], mu[occupied]
-    k = np.arange(1, MAX_COUNT + 1)
-    if np.isfinite(kappa):
-        pmf = stats.nbinom.pmf(k[None, :], kappa, (kappa / (kappa + mu))[:, None])
-    else:
-        pmf = stats.poisson.pmf(k[None, :], mu[:, None])
-    cdf = np.cumsum(pmf, axis=1)
-    cdf /= cdf[:, -1:]
-    counts = 1 + (rng.random(cells.shape[0])[:, None] > cdf).sum(axis=1)
-    return cells, counts
+    return simulate_cells(fit["w"], fit["phi"], float(model.n if n is None else n), rng,
+                          kappa=kappa, structural_zeros=model.structural_zeros)
 
 
 def _model_like(model: LatentClassModel, codes, counts) -> LatentClassModel:

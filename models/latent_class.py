@@ -163,6 +163,7 @@ __all__ = [
     "prob_population_unique",
     "profile_mass_loglik",
     "replicate_counts_of_counts",
+    "simulate_cells",
     "simulate_excess",
     "simulate_tau",
     "stick_breaking_weights",
@@ -694,6 +695,89 @@ def simulate_tau(lam, rng, kappa=None, sample_mean=None) -> tuple[np.ndarray, np
     return (extra == 0).sum(axis=-1).astype(float), (1.0 / (1.0 + extra)).sum(axis=-1)
 
 
+def simulate_cells(w, phi, n: float, rng, *, kappa=None, structural_zeros=None,
+                   design: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    r"""Draw a sample's occupied key cells and their counts from a mixture.
+
+    Every allowed cell k gets :math:`f_k \sim \mathrm{Po}(\mu_k)`, or with gamma-
+    overdispersed cells (``kappa``, module docstring "Overdispersion")
+    :math:`f_k \sim \mathrm{NegBin}(\kappa, \text{mean } \mu_k)`, independently,
+    :math:`\mu_k = n\pi^*_k` with :math:`\pi^*` the mixture truncated to the allowed
+    cells. The cell space is too large to visit cell by cell, so the draw is exact by
+    thinning, at O(n J) whatever the number of cells: a Poisson number of records with
+    mean :math:`n/(1 - \pi(S))` drawn from the untruncated mixture (a class, then a
+    level per key) and those in S dropped form a Poisson process of intensity
+    :math:`\mu_k` over the cells; keeping each with probability
+    :math:`\kappa\log(1 + \mu_k/\kappa)/\mu_k \le 1` leaves one of intensity
+    :math:`\kappa\log(1 + \mu_k/\kappa)`, which occupies cell k with probability
+    :math:`1 - (1 + \mu_k/\kappa)^{-\kappa} = P(f_k \ge 1)` (Poisson cells: every
+    drawn cell, :math:`1 - e^{-\mu_k}`); an occupied cell's count is drawn from the
+    zero-truncated distribution by inversion. :math:`\mu_k` is evaluated once per
+    distinct cell, not per record.
+
+    Parameters
+    ----------
+    w : array (H,)
+        Class weights (normalised here).
+    phi : sequence of arrays (H, L_j)
+        Class profiles of every column of the model's codes.
+    n : float
+        The sample's expected size.
+    rng : numpy.random.Generator
+    kappa : float, optional
+        ``None`` or ``inf``: Poisson cells.
+    structural_zeros : StructuralZeros, optional
+    design : bool
+        The last column is a design variable (weight class), not a key: the cells drawn
+        (and overdispersed) are the key cells, the other columns.
+
+    Returns
+    -------
+    cells : int array (occupied cells, J or J - 1)
+    counts : int array (occupied cells,), each >= 1
+    """
+    from scipy import stats
+
+    w = np.asarray(w, dtype=float)
+    w = w / w.sum()
+    phi = [np.asarray(p, dtype=float) for p in phi]
+    mass_s = 0.0
+    if structural_zeros is not None:
+        mass_s = float(min(w @ structural_zeros.class_mass(phi), 1.0 - 1e-12))
+    m = rng.poisson(n / (1.0 - mass_s))
+    cls = rng.choice(w.size, size=m, p=w)
+    # records grouped by class, so that each class's levels come from one searchsorted
+    order = np.argsort(cls, kind="stable")
+    bounds = np.searchsorted(cls[order], np.arange(w.size + 1))
+    codes = np.empty((m, len(phi)), dtype=np.intp)
+    for j, p in enumerate(phi):
+        cum = np.cumsum(p, axis=1)
+        cum /= cum[:, -1:]
+        u = rng.random(m)
+        for h in np.flatnonzero(np.diff(bounds)):
+            idx = order[bounds[h]:bounds[h + 1]]
+            codes[idx, j] = np.searchsorted(cum[h], u[idx], side="left")
+        codes[:, j] = np.minimum(codes[:, j], p.shape[1] - 1)
+    if structural_zeros is not None:
+        codes = codes[~structural_zeros.contains(codes)]
+    cells, cell_of = np.unique(codes[:, :-1] if design else codes, axis=0,
+                               return_inverse=True)
+    cell_of = cell_of.ravel()
+    with np.errstate(divide="ignore"):  # a class may have a level of mass 0
+        lp = _log_cell_terms(cells, [np.log(p) for p in (phi[:-1] if design else phi)])
+        mu = n * np.exp(logsumexp(lp + np.log(w), axis=1)) / (1.0 - mass_s)
+    finite = kappa is not None and np.isfinite(kappa)
+    if finite:
+        keep = rng.random(cell_of.size) < (kappa * np.log1p(mu / kappa) / mu)[cell_of]
+        occupied = np.bincount(cell_of[keep], minlength=cells.shape[0]) > 0
+        cells, mu = cells[occupied], mu[occupied]
+    dist = stats.nbinom(kappa, kappa / (kappa + mu)) if finite else stats.poisson(mu)
+    p0 = dist.cdf(0)
+    # below 1, so that a cell whose P(f >= 1) is lost to rounding gets a finite count
+    q = np.minimum(p0 + rng.random(cells.shape[0]) * (1.0 - p0), 1.0 - 1e-16)
+    return cells, np.maximum(dist.ppf(q), 1).astype(np.int64)
+
+
 def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_zeros=None,
                                design: bool = False, max_count: int = PPC_MAX_COUNT) -> np.ndarray:
     r"""One replicate sample's counts of counts under the mixture: :math:`m_1, \dots, m_{\ge J}`.
@@ -701,37 +785,14 @@ def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_
     The posterior predictive check of :meth:`LatentClassModel.sample` (``ppc=``) asks
     whether the fitted model reproduces the sample's numbers of sample uniques, doubles,
     triples, ... (the counts of counts, the check of the other models in
-    :mod:`sdcbayes.models.ppc`; Gelman, Meng & Stern 1996). The cell space is too large
-    to sum over, so a replicate sample is drawn record by record instead, which costs
-    O(n J), whatever the number of cells. Given the draw's class weights ``w`` and
-    profiles ``phi``, the sample's cells are independent, :math:`f_k \sim
-    \mathrm{Po}(n\pi^*_k)` with :math:`\pi^*` the mixture truncated to the allowed cells
-    (module docstring): a Poisson number of records with mean :math:`n/(1 - \pi(S))` is
-    drawn from the untruncated mixture (a class, then a level per key) and those falling
-    in S are dropped. With gamma-overdispersed cells (``kappa``, module docstring
-    "Overdispersion") :math:`f_k \sim \mathrm{NegBin}(\kappa, \text{mean } m_k =
-    n\pi^*_k)`, which is a compound Poisson: :math:`\mathrm{Po}(\kappa\log(1 +
-    m_k/\kappa))` clusters of log-series sizes with parameter :math:`m_k/(\kappa + m_k)`
-    (Quenouille 1949; Johnson, Kemp & Kotz 2005, section 5.3). Each drawn record then
-    starts a cluster with probability :math:`\kappa\log(1 + m_k/\kappa)/m_k \le 1` (a
-    thinning of the cell's Poisson process), and the accepted ones get log-series sizes.
-    The replicate's size is n in expectation.
+    :mod:`sdcbayes.models.ppc`; Gelman, Meng & Stern 1996). The replicate sample is
+    drawn by :func:`simulate_cells` (exact, at O(n J) whatever the number of cells);
+    its size is n in expectation.
 
     Parameters
     ----------
-    w : array (H,)
-        Class weights.
-    phi : sequence of arrays (H, L_j)
-        Class profiles of every column of the model's codes.
-    n : float
-        Sample size (the replicate's expected size).
-    rng : numpy.random.Generator
-    kappa : float, optional
-        Gamma overdispersion of the cells; ``None`` or ``inf``: Poisson cells.
-    structural_zeros : StructuralZeros, optional
-    design : bool
-        The last column is a design variable (weight class), not a key: the cells
-        counted (and overdispersed) are the key cells, the other columns.
+    w, phi, n, rng, kappa, structural_zeros, design
+        See :func:`simulate_cells`.
     max_count : int
         Counts of ``max_count`` or more are pooled in the last entry.
 
@@ -740,46 +801,11 @@ def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_
     numpy.ndarray of int64, shape (max_count,)
         :math:`m_1, \dots, m_{\text{max\_count} - 1}, m_{\ge \text{max\_count}}`.
     """
-    w = np.asarray(w, dtype=float)
-    phi = [np.asarray(p, dtype=float) for p in phi]
-    H, J = w.size, len(phi)
-    mass_s = 0.0
-    if structural_zeros is not None:
-        mass_s = float(min(w @ structural_zeros.class_mass(phi), 1.0 - 1e-12))
-    per_class = rng.multinomial(rng.poisson(n / (1.0 - mass_s)), w / w.sum())
-    cls = np.repeat(np.arange(H), per_class)
-    codes = np.empty((cls.size, J), dtype=np.int64)
-    for j in range(J):
-        cum = np.cumsum(phi[j], axis=1)
-        u = rng.random(cls.size) * cum[cls, -1]
-        start = 0
-        for h in np.flatnonzero(per_class):
-            stop = start + per_class[h]
-            codes[start:stop, j] = np.minimum(np.searchsorted(cum[h], u[start:stop], side="right"),
-                                              phi[j].shape[1] - 1)
-            start = stop
-    if structural_zeros is not None:
-        codes = codes[~structural_zeros.contains(codes)]
-    key_cols = codes[:, :-1] if design else codes
-    sizes = np.ones(key_cols.shape[0], dtype=np.int64)
-    if kappa is not None and np.isfinite(kappa) and key_cols.shape[0]:
-        kappa = float(kappa)
-        with np.errstate(divide="ignore"):  # a class may have a level of mass 0
-            log_phi = [np.log(p) for p in (phi[:-1] if design else phi)]
-            lp = _log_cell_terms(key_cols, log_phi) + np.log(w)
-        m = n * np.exp(logsumexp(lp, axis=1)) / (1.0 - mass_s)
-        start_p = kappa * np.log1p(m / kappa) / m
-        keep = rng.random(m.size) < start_p
-        key_cols, m = key_cols[keep], m[keep]
-        q = np.minimum(m / (kappa + m), 1.0 - 1e-12)
-        sizes = rng.logseries(q)
+    _, f = simulate_cells(w, phi, n, rng, kappa=kappa, structural_zeros=structural_zeros,
+                          design=design)
     out = np.zeros(max_count, dtype=np.int64)
-    if not key_cols.shape[0]:
-        return out
-    _, inverse = np.unique(key_cols, axis=0, return_inverse=True)
-    f = np.bincount(inverse.ravel(), weights=sizes).astype(np.int64)
-    mm = np.bincount(np.minimum(f, max_count))[1:]
-    out[:mm.size] = mm
+    mm = np.bincount(np.minimum(f, max_count), minlength=max_count + 1)[1:]
+    out[:] = mm[:max_count]
     return out
 
 
