@@ -713,7 +713,8 @@ def simulate_cells(w, phi, n: float, rng, *, kappa=None, structural_zeros=None,
     :math:`1 - (1 + \mu_k/\kappa)^{-\kappa} = P(f_k \ge 1)` (Poisson cells: every
     drawn cell, :math:`1 - e^{-\mu_k}`); an occupied cell's count is drawn from the
     zero-truncated distribution by inversion. :math:`\mu_k` is evaluated once per
-    distinct cell, not per record.
+    distinct cell, not per record, and the cells are told apart by one integer each
+    where the cell space's size fits in 64 bits.
 
     Parameters
     ----------
@@ -746,10 +747,10 @@ def simulate_cells(w, phi, n: float, rng, *, kappa=None, structural_zeros=None,
         mass_s = float(min(w @ structural_zeros.class_mass(phi), 1.0 - 1e-12))
     m = rng.poisson(n / (1.0 - mass_s))
     cls = rng.choice(w.size, size=m, p=w)
-    # records grouped by class, so that each class's levels come from one searchsorted
+    # records grouped by class, so that each class's levels take one searchsorted
     order = np.argsort(cls, kind="stable")
     bounds = np.searchsorted(cls[order], np.arange(w.size + 1))
-    codes = np.empty((m, len(phi)), dtype=np.intp)
+    codes = np.empty((m, len(phi)), dtype=np.int64)
     for j, p in enumerate(phi):
         cum = np.cumsum(p, axis=1)
         cum /= cum[:, -1:]
@@ -760,8 +761,14 @@ def simulate_cells(w, phi, n: float, rng, *, kappa=None, structural_zeros=None,
         codes[:, j] = np.minimum(codes[:, j], p.shape[1] - 1)
     if structural_zeros is not None:
         codes = codes[~structural_zeros.contains(codes)]
-    cells, cell_of = np.unique(codes[:, :-1] if design else codes, axis=0,
-                               return_inverse=True)
+    keys = codes[:, :-1] if design else codes
+    radix = [p.shape[1] for p in (phi[:-1] if design else phi)]
+    if float(np.prod(radix, dtype=float)) < 2.0 ** 62:  # one int64 per cell: a 1-d sort
+        flat, cell_of = np.unique(np.ravel_multi_index(keys.T, radix), return_inverse=True)
+        cells = np.column_stack(np.unravel_index(flat, radix)) if flat.size \
+            else np.empty((0, len(radix)), dtype=np.int64)
+    else:
+        cells, cell_of = np.unique(keys, axis=0, return_inverse=True)
     cell_of = cell_of.ravel()
     with np.errstate(divide="ignore"):  # a class may have a level of mass 0
         lp = _log_cell_terms(cells, [np.log(p) for p in (phi[:-1] if design else phi)])

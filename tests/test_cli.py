@@ -236,6 +236,14 @@ def test_posterior_model_writes_intervals_diagnostics_and_posterior(tmp_path):
     assert idata.posterior.attrs["model"] == "poisson-gamma"
 
 
+def test_default_ppc_bounds_the_replicated_records():
+    from sdcbayes.cli import PPC_PER_CHAIN, PPC_RECORD_BUDGET, default_ppc
+
+    assert default_ppc(3908, 4) == PPC_PER_CHAIN == 50  # the demo
+    assert default_ppc(10**6, 4) == 5 and 5 * 4 * 10**6 <= PPC_RECORD_BUDGET
+    assert default_ppc(10**8, 4) == 1  # at least one replicate per chain
+
+
 def test_posterior_options_validated_before_fitting(tmp_path):
     out = tmp_path / "x"
     proc = run_cli("assess", "--model", "poisson-gamma", "--draws", "0", "--out", str(out))
