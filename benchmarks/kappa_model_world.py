@@ -36,7 +36,7 @@ Usage::
 
     python benchmarks/kappa_model_world.py --populations adult9 [--fractions 0.01]
         [--replicates 12] [--draws 8] [--kappas 0.5,1.27] [--population]
-        [--at-kappa0 [--bootstrap 20]] [--csv reads.csv]
+        [--at-kappa0 [--bootstrap 20]] [--tune 2000] [--ppc 50] [--csv reads.csv]
     python benchmarks/kappa_model_world.py --summarise reads.csv
 """
 
@@ -52,6 +52,7 @@ from sdcbayes.models.latent_class import (
     KAPPA_GRID,
     LatentClassModel,
     posterior_tau_summary,
+    predictive_counts,
     prob_population_unique,
     simulate_cells,
 )
@@ -166,7 +167,7 @@ def population_sample(model: LatentClassModel, fit: dict, kappa0: float, N: floa
 
 def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
                     draws: int = 2, at_kappa0: bool = False,
-                    bootstrap: int = 0) -> list[dict]:
+                    bootstrap: int = 0, tune: int = TUNE, ppc: int = 0) -> list[dict]:
     """The default run in the model's world with a population: per kappa0 of ``kappas``
     and draw, a population of N records drawn from the sample's EM fit with
     Gamma(kappa0) cells (:func:`simulate_sample` at size N), a simple random sample of
@@ -186,7 +187,13 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
     of tau1's expectation at kappa0 (``em_k0``) and its mean and sd over B refits to
     resamples of the records (``boot_mean``, ``boot_sd``;
     ``mixture_bootstrap.bootstrap_sums``), to set against the plug-in's error over samples.
-    Seeded by ``(seed, replicate)``."""
+    ``tune`` is the default's burn-in (the harness's ``--tune``). With ``ppc`` = R > 0 the
+    default's posterior predictive check with R replicates per chain
+    (:func:`sdcbayes.models.latent_class.predictive_counts`): per number of times seen
+    (``m1`` … ``m5``, ``m6+``) the drawn sample's number of cells (``ppc_obs_m1``, …), the
+    replicates' mean (``ppc_mean_m1``) and p = P(m_rep >= m_obs) (``ppc_p_m1``) — the
+    check's calibration where the model holds but kappa is read by the cross-validation
+    (:func:`summarise_ppc`). Seeded by ``(seed, replicate)``."""
     rng = np.random.default_rng([seed, replicate, 97])
     _, fit = part_priors(model, rng, EM_RESTARTS - 1)
     fin = np.isfinite(KAPPA_GRID)
@@ -196,7 +203,7 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
             sample, t, N_pop = population_sample(model, fit, k0, N, rng)
             f = sample.counts
             run_seed = int(np.random.SeedSequence([seed, replicate, b]).generate_state(1)[0])
-            od, idata, lam, smean = run_default(sample, N_pop, run_seed)
+            od, idata, lam, smean = run_default(sample, N_pop, run_seed, tune=tune, ppc=ppc)
             m1 = np.array([prob_population_unique(lam, None if np.isinf(k) else k,
                                                   smean).sum(axis=1).mean()
                            for k in KAPPA_GRID[fin]])
@@ -209,9 +216,13 @@ def population_rows(label, replicate, model, N, truth, seed, kappas=(0.5,),
                          "gibbs_oracle": orc, "censored": cens,
                          # the default's own estimates and 90% intervals, and the truth
                          **_tau_columns(idata), "tau2": t.tau2})
+            if ppc:
+                for label, o, mean, p in predictive_counts(sample, idata):
+                    rows[-1].update({f"ppc_obs_{label}": o, f"ppc_mean_{label}": mean,
+                                     f"ppc_p_{label}": p})
             if at_kappa0:
                 # the same chains' seeds, kappa fixed at the process's own
-                fixed = sample.sample(draws=DRAWS, tune=TUNE, chains=CHAINS,
+                fixed = sample.sample(draws=DRAWS, tune=tune, chains=CHAINS,
                                       N=N_pop, random_seed=run_seed,
                                       em_restarts=EM_RESTARTS, overdispersion=float(k0))
                 rows[-1].update(_tau_columns(fixed, "k0_"))
@@ -318,6 +329,34 @@ def summarise_population(per: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def summarise_ppc(per: pd.DataFrame, min_predicted: float = 5.0) -> pd.DataFrame:
+    """Per design, kappa0 and number of times seen, over :func:`population_rows`' drawn
+    samples run with ``ppc``: the means of the observed and predicted numbers of cells,
+    the difference in % of the predicted, and the shares of samples whose p lies below
+    0.05 or above 0.95 (NaN where fewer than ``min_predicted`` are predicted on average,
+    as ``latent_class_accuracy.ppc_summary``). In the model's own world a posterior
+    predictive p-value is conservative (Meng 1994: P(p <= a) <= 2a) when kappa's
+    posterior is the model's; here kappa comes from the cross-validation, and these shares
+    say whether the check keeps that bound. Empty where no row has a check."""
+    labels = [c[len("ppc_obs_"):] for c in per.columns if c.startswith("ppc_obs_")]
+    rows = []
+    if not labels:
+        return pd.DataFrame(rows)
+    d = per.dropna(subset=[f"ppc_obs_{labels[0]}"])
+    for (design, k0), s in d.groupby(["design", "kappa0"], sort=False):
+        for label in labels:
+            obs, pred = s[f"ppc_obs_{label}"], s[f"ppc_mean_{label}"]
+            p = s[f"ppc_p_{label}"]
+            dense = pred.mean() >= min_predicted
+            rows.append({"design": design, "kappa0": k0, "m": label,
+                         "observed": obs.mean(), "predicted": pred.mean(),
+                         "diff %": 100 * (obs.mean() / pred.mean() - 1),
+                         "p < 0.05": float((p < 0.05).mean()) if dense else np.nan,
+                         "p > 0.95": float((p > 0.95).mean()) if dense else np.nan,
+                         "samples": len(s)})
+    return pd.DataFrame(rows)
+
+
 def summarise(per: pd.DataFrame) -> pd.DataFrame:
     """Per design and kappa0: the reads' mean, its offset from log kappa0 and their sd
     (the Poisson point counted as the grid's top, log 10^4, so the mean is finite; the
@@ -361,6 +400,12 @@ def main(argv=None) -> int:
     ap.add_argument("--bootstrap", type=int, default=0,
                     help="with --at-kappa0, also this many resamples of the EM plug-in "
                          "(population_rows' em_k0, boot_mean, boot_sd)")
+    ap.add_argument("--tune", type=int, default=TUNE,
+                    help="with --population, the default's burn-in sweeps (the harness's "
+                         f"--tune; default {TUNE})")
+    ap.add_argument("--ppc", type=int, default=0, metavar="R",
+                    help="with --population, the default's posterior predictive check with "
+                         "R replicates per chain (population_rows' ppc_ columns)")
     ap.add_argument("--csv", default=None, help="write every read here")
     ap.add_argument("--summarise", nargs="*", default=None,
                     help="summarise stored read tables instead of running")
@@ -379,12 +424,18 @@ def main(argv=None) -> int:
             ap.error("--at-kappa0 needs --population")
         if args.bootstrap and (not args.at_kappa0 or args.bootstrap < 2):
             ap.error("--bootstrap needs --at-kappa0 and at least 2 resamples")
+        if args.tune < 1 or args.ppc < 0:
+            ap.error(f"--tune must be at least 1 and --ppc at least 0; got {args.tune}, "
+                     f"{args.ppc}")
+        if (args.ppc or args.tune != TUNE) and not args.population:
+            ap.error("--tune and --ppc need --population")
 
         def rows_of(label, replicate, model, N, truth, seed):
             if args.population:
                 return population_rows(label, replicate, model, N, truth, seed, kappas,
                                        args.draws, at_kappa0=args.at_kappa0,
-                                       bootstrap=args.bootstrap)
+                                       bootstrap=args.bootstrap, tune=args.tune,
+                                       ppc=args.ppc)
             return sample_rows(label, replicate, model, N, truth, seed, kappas, args.draws)
 
         per = per_sample_table(args, rows_of)
@@ -393,6 +444,10 @@ def main(argv=None) -> int:
     table = (summarise_population(per) if "world" in per else summarise(per))
     with pd.option_context("display.width", 200):
         print(table.round(2).to_string(index=False))
+        checks = summarise_ppc(per)
+        if len(checks):
+            print("\nthe predictive check in the model's world")
+            print(checks.round(3).to_string(index=False))
     return 0
 
 

@@ -105,17 +105,22 @@ def default_cv(model: LatentClassModel, N: float, seed: int, **options) -> dict:
                              max_ratio=float(N) / model.n, **options)
 
 
-def run_default(model: LatentClassModel, N: float, seed: int, cv_parts: str = "random"):
+def run_default(model: LatentClassModel, N: float, seed: int, cv_parts: str = "random",
+                tune: int = TUNE, ppc: int = 0):
     r"""The default model on one sample, as ``latent_class_accuracy.py`` runs it.
 
     The cross-validation (``cv_parts`` is :func:`overdispersion_cv`'s ``parts``) and the
-    Gibbs run, both seeded by ``seed``. Returns ``(od, idata, lam, smean)``: the
+    Gibbs run, both seeded by ``seed``, with ``tune`` sweeps of burn-in (the harness's
+    ``--tune``) and ``ppc`` predictive replicates per chain
+    (:meth:`LatentClassModel.sample`; the chains' draws do not depend on it). Returns
+    ``(od, idata, lam, smean)``: the
     cross-validation's result, the posterior, and per draw the excess rate and the sample
     mean :math:`n\pi_k` of the sample-unique key cells (in the order of the key cells).
     """
     od = default_cv(model, N, seed, parts=cv_parts)
-    idata = model.sample(draws=DRAWS, tune=TUNE, chains=CHAINS, N=float(N), random_seed=seed,
-                         store="all", em_restarts=EM_RESTARTS, overdispersion=od)
+    idata = model.sample(draws=DRAWS, tune=tune, chains=CHAINS, N=float(N), random_seed=seed,
+                         store="all", em_restarts=EM_RESTARTS, overdispersion=od,
+                         **({"ppc": ppc} if ppc else {}))
     C = model.key_codes.shape[0]
     su = model.key_counts == 1
     lam = idata.posterior["lam"].values.reshape(-1, C)[:, su]

@@ -4258,18 +4258,26 @@ def _uniques_kappa_note(lam, smean, f, n) -> str:
     return f"uniques kappa {k:.4g} tau1 {t1:.3f} tau2 {t2:.3f}; "
 
 
-def _ppc_note(model: LatentClassModel, idata) -> str:
-    """``ppc m1 obs/mean/p m2 ... m6+ ...; `` for a harness note (``latent_class_method``)."""
+def predictive_counts(model: LatentClassModel, idata) -> list[tuple[str, int, float, float]]:
+    """The predictive check's rows of a fit run with ``ppc``: per number of times seen
+    (``m1`` … ``m5``, ``m6+``), the sample's number of cells, the replicates' mean and
+    p = P(m_rep >= m_obs) (:meth:`LatentClassModel.sample`'s ``posterior_predictive``)."""
     sim = idata.posterior_predictive["m"]
     obs = model.observed()["m"]
-    parts = []
+    rows = []
     for j in range(1, PPC_MAX_COUNT + 1):
         o = (int(obs.sel(count=obs["count"] >= j).sum()) if j == PPC_MAX_COUNT
              else int(obs.sel(count=j).item()) if j in obs["count"] else 0)
         r = sim.sel(count=j).values.ravel()
         label = f"m{j}+" if j == PPC_MAX_COUNT else f"m{j}"
-        parts.append(f"{label} {o}/{r.mean():.1f}/{(r >= o).mean():.3f}")
-    return "ppc " + " ".join(parts) + "; "
+        rows.append((label, o, float(r.mean()), float((r >= o).mean())))
+    return rows
 
 
-__all__ += ["latent_class_method"]
+def _ppc_note(model: LatentClassModel, idata) -> str:
+    """``ppc m1 obs/mean/p m2 ... m6+ ...; `` for a harness note (``latent_class_method``)."""
+    return "ppc " + " ".join(f"{label} {o}/{mean:.1f}/{p:.3f}"
+                             for label, o, mean, p in predictive_counts(model, idata)) + "; "
+
+
+__all__ += ["latent_class_method", "predictive_counts"]

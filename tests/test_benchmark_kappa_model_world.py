@@ -192,3 +192,38 @@ def test_summarise_population_offsets_over_uncensored_samples(mw):
     z = np.array([3.0, -3.0, 1.0, 0.0]) / sd
     assert out.k0_boot_z_sd1 == pytest.approx(z.std(ddof=1), rel=1e-4)
     assert out.k0_boot_cover1 == pytest.approx(np.mean(np.abs(z) <= 1.6449), abs=1e-9)
+
+
+def test_population_rows_carry_the_predictive_check(mw):
+    # the check's rows are predictive_counts' of the same fit: the drawn sample's counts
+    # of counts, the replicates' mean and p; the fit's own numbers do not depend on it
+    toy = toy_latent_class()
+    N = 20 * toy.n
+    plain = mw.population_rows("toy/5%", 0, toy, N, None, 0, kappas=(0.5,), draws=1,
+                               tune=30)[0]
+    row = mw.population_rows("toy/5%", 0, toy, N, None, 0, kappas=(0.5,), draws=1,
+                             tune=30, ppc=4)[0]
+    for key in ("read", "est1", "lo1", "hi1", "est2", "tau1", "tau2"):
+        assert row[key] == plain[key], key
+    assert not any(k.startswith("ppc_") for k in plain)
+    labels = ["m1", "m2", "m3", "m4", "m5", "m6+"]
+    obs = [row[f"ppc_obs_{m}"] for m in labels]
+    # the drawn sample's records are all in the counts of counts: sum_j j m_j (m6+ at
+    # least 6 each) is at most n, with equality when no cell is seen six times or more
+    assert sum((j + 1) * o for j, o in enumerate(obs[:5])) + 6 * obs[5] <= row["n"]
+    assert obs[0] > 0 and row["ppc_mean_m1"] > 0
+    assert all(0.0 <= row[f"ppc_p_{m}"] <= 1.0 for m in labels)
+
+
+def test_summarise_ppc_shares_and_difference(mw):
+    per = pd.DataFrame({"design": "x", "kappa0": 0.5,
+                        "ppc_obs_m1": [100, 110, 90, 100], "ppc_mean_m1": 100.0,
+                        "ppc_p_m1": [0.5, 0.01, 0.99, 0.03],
+                        "ppc_obs_m2": [1, 2, 3, 2], "ppc_mean_m2": 2.0,
+                        "ppc_p_m2": [0.9, 0.01, 0.01, 0.5]})
+    out = mw.summarise_ppc(per).set_index("m")
+    assert out.loc["m1", "observed"] == 100.0 and out.loc["m1", "diff %"] == 0.0
+    assert out.loc["m1", "p < 0.05"] == 0.5 and out.loc["m1", "p > 0.95"] == 0.25
+    # fewer than 5 predicted: no tail shares (p is 1 whenever none is observed)
+    assert np.isnan(out.loc["m2", "p < 0.05"]) and out.loc["m2", "samples"] == 4
+    assert mw.summarise_ppc(per.drop(columns=[c for c in per if c.startswith("ppc")])).empty
