@@ -4259,9 +4259,12 @@ def _uniques_kappa_note(lam, smean, f, n) -> str:
 
 
 def predictive_counts(model: LatentClassModel, idata) -> list[tuple[str, int, float, float]]:
-    """The predictive check's rows of a fit run with ``ppc``: per number of times seen
-    (``m1`` … ``m5``, ``m6+``), the sample's number of cells, the replicates' mean and
-    p = P(m_rep >= m_obs) (:meth:`LatentClassModel.sample`'s ``posterior_predictive``)."""
+    """The predictive check's rows of a fit run with ``ppc``.
+
+    Per number of times seen (``m1`` … ``m5``, ``m6+``): the sample's number of cells,
+    the replicates' mean and p = P(m_rep >= m_obs) (:meth:`LatentClassModel.sample`'s
+    ``posterior_predictive``).
+    """
     sim = idata.posterior_predictive["m"]
     obs = model.observed()["m"]
     rows = []
