@@ -205,7 +205,8 @@ def cli() -> None:
     help="latent-class: posterior predictive check of the sample's counts of counts. At this "
     "many draws per chain a replicate sample is drawn from the fitted model, and the cells "
     "seen once, twice, ... five times are compared with the sample's (summary.json's "
-    "predictive_check; 'p' is the share of replicates with at least as many). 0: no check. "
+    "predictive_check; 'p' is the share of replicates with at least as many; p near 1 for "
+    "cells seen 3+ times comes even where the model holds). 0: no check. "
     "[default: 50, fewer on large files: at most 2 x 10^7 replicated records in all, a "
     "tenth of the fit's time at 10^6 records]",
 )
