@@ -4954,3 +4954,24 @@ assert "τ1 within −0.02% to −0.18% of each other" in _brief
 assert "the read lies 0.33–0.66 below log κ0 (κ0 above its 90% range in 44–68% of the samples)" \
     in _brief
 assert "is 1.5–4.9% low, and its coverage 0.48–0.68 at 2,000 sweeps (0.60–0.76 at 100)" in _brief
+
+
+# the doubles' misfit against the tau2 errors, per design (the last study's stored runs)
+def _misfit_corr(runs, m):
+    notes = lc_accuracy.ppc_notes(runs)
+    r = notes[notes.m == m].set_index(["design", "replicate"])
+    e = runs[runs.quantity == "tau2"].set_index(["design", "replicate"])
+    e = ((e.estimate - e.truth) / e.truth).rename("err").to_frame()
+    e["rel"] = r.observed / r.predicted - 1
+    return e.groupby(level=0).apply(lambda g: g.err.corr(g.rel))
+
+
+_c2, _sc2 = _misfit_corr(PPC, "m2"), _misfit_corr(SPPC, "m2")
+_c1, _sc1 = _misfit_corr(PPC, "m1"), _misfit_corr(SPPC, "m1")
+assert [round(float(x), 2) for x in (_c2["scotland13/srs/10%"], _sc2["scotland13/stratified/10%"],
+                                      _c1["scotland13/srs/10%"], _sc1["scotland13/stratified/10%"])
+        ] == [0.15, 0.06, -0.80, -0.84]
+assert [round(float(x), 2) for x in (_c2["adult9/srs/5%"], _c2["adult9/srs/10%"],
+                                      _sc2["adult9/stratified/5%"], _sc2["adult9/stratified/10%"])
+        ] == [-0.33, -0.42, -0.36, -0.36]
+assert "correlates +0.15 with its τ2 error (+0.06 on the stratified" in _brief
