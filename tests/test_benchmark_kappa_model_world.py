@@ -227,3 +227,14 @@ def test_summarise_ppc_shares_and_difference(mw):
     # fewer than 5 predicted: no tail shares (p is 1 whenever none is observed)
     assert np.isnan(out.loc["m2", "p < 0.05"]) and out.loc["m2", "samples"] == 4
     assert mw.summarise_ppc(per.drop(columns=[c for c in per if c.startswith("ppc")])).empty
+
+
+def test_population_rows_at_poisson_cells(mw):
+    # kappa0 = inf: a Poisson population, the Gibbs run at kappa fixed at inf, and the
+    # truth's expectation at the process's own pi with Poisson cells
+    toy = toy_latent_class()
+    row = mw.population_rows("toy/5%", 0, toy, 20 * toy.n, None, 0, kappas=(np.inf,),
+                             draws=1, at_kappa0=True, tune=30)[0]
+    n_unique = (toy.key_counts == 1).sum()
+    assert np.isinf(row["kappa0"]) and 0 < row["tau1_star"] < n_unique + 1
+    assert row["noise_sd1"] > 0 and row["k0_lo1"] <= row["k0_est1"] <= row["k0_hi1"]
