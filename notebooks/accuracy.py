@@ -5002,3 +5002,6 @@ assert [round(float(_k6[_k6.design == d].k.median())) for d in _d6] == [36, 63]
 assert "their mean error of\nlog π is +0.24 and +0.28" in readme
 assert "the dense designs' τ2 miss is the posterior's own, the kind of bias a simulation could" \
     in _brief
+assert "(−1.4% against −1.2% and −0.8%)" in _brief
+assert "| Adult 6 keys 5% | −0.4 · −0.6% → −1.6 · −1.2% |" in readme
+assert "| Adult 6 keys 10% | −1.5 · −0.9% → −1.2 · −0.8% |" in readme
