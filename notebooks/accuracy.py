@@ -4878,37 +4878,35 @@ mwppc = kappa_model_world.summarise_ppc(MWP).set_index(["design", "m"])
 print(mwppc.round(3).to_string())
 
 
-def _mw_row(design, m):
-    r = mwppc.loc[(design, m)]
+def _tail_row(table, design, m):
+    r = table.loc[(design, m)]
     return [round(float(r["diff %"]), 1), round(float(r["p < 0.05"]), 2),
             round(float(r["p > 0.95"]), 2)]
 
 
-def _real_row(design, m):
-    r = ppc.loc[(design, m)]
-    return [round(float(r["diff %"]), 1), round(float(r["p < 0.05"]), 2),
-            round(float(r["p > 0.95"]), 2)]
+# the table's rows: real sample (the last study's) against the model's world
+for _d, _m, _real, _world in [
+    ("scotland13/srs/10%", "m2", [8.1, 0.32, 0], [-3.9, 0, 0.04]),
+    ("scotland13/srs/10%", "m4", [-3.2, 0.04, 0.08], [-13.9, 0, 0.24]),
+    ("scotland13/srs/5%", "m2", [1.8, 0, 0], [-9.8, 0, 0.04]),
+    ("scotland13/srs/5%", "m6+", [28.5, 0.28, 0], [10.6, 0.04, 0]),
+    ("adult9/srs/10%", "m2", [5.1, 0.04, 0], [0.6, 0, 0]),
+    ("adult9/srs/10%", "m3", [9.5, 0.16, 0], [-1.3, 0.04, 0]),
+    ("adult9/srs/10%", "m6+", [-36.6, 0, 0.28], [-22.7, 0, 0.32]),
+    ("adult9/srs/5%", "m2", [4.5, 0.04, 0], [-2.7, 0, 0]),
+    ("adult9/srs/5%", "m4", [-19.4, 0.04, 0.08], [-28.4, 0, 0.28]),
+]:
+    assert _tail_row(ppc, _d, _m) == _real and _tail_row(mwppc, _d, _m) == _world, (_d, _m)
+    # and the README's table quotes them
+    _k, _f = _d.split("/srs/")
+    _name = {"scotland13": "Scotland 13 keys", "adult9": "Adult 9 keys"}[_k] + " " + _f
+    _seen = {"m2": "twice", "m3": "three times", "m4": "four times", "m6+": "6 or more times"}[_m]
 
+    def _cell(v):
+        pct = f"{v[0]:+.1f}%".replace("-", "−")
+        return f"{pct} ({v[1]:g} / {v[2]:g})"
 
-# the table's rows: real sample against the model's world
-assert _real_row("scotland13/srs/10%", "m2") == [8.1, 0.32, 0] and \
-    _mw_row("scotland13/srs/10%", "m2") == [-3.9, 0, 0.04]
-assert _real_row("scotland13/srs/10%", "m4") == [-3.2, 0.04, 0.08] and \
-    _mw_row("scotland13/srs/10%", "m4") == [-13.9, 0, 0.24]
-assert _real_row("scotland13/srs/5%", "m2") == [1.8, 0, 0] and \
-    _mw_row("scotland13/srs/5%", "m2") == [-9.8, 0, 0.04]
-assert _real_row("scotland13/srs/5%", "m6+") == [28.5, 0.28, 0] and \
-    _mw_row("scotland13/srs/5%", "m6+") == [10.6, 0.04, 0]
-assert _real_row("adult9/srs/10%", "m2") == [5.1, 0.04, 0] and \
-    _mw_row("adult9/srs/10%", "m2") == [0.6, 0, 0]
-assert _real_row("adult9/srs/10%", "m3") == [9.5, 0.16, 0] and \
-    _mw_row("adult9/srs/10%", "m3") == [-1.3, 0.04, 0]
-assert _real_row("adult9/srs/10%", "m6+") == [-36.6, 0, 0.28] and \
-    _mw_row("adult9/srs/10%", "m6+") == [-22.7, 0, 0.32]
-assert _real_row("adult9/srs/5%", "m2") == [4.5, 0.04, 0] and \
-    _mw_row("adult9/srs/5%", "m2") == [-2.7, 0, 0]
-assert _real_row("adult9/srs/5%", "m4") == [-19.4, 0.04, 0.08] and \
-    _mw_row("adult9/srs/5%", "m4") == [-28.4, 0, 0.28]
+    assert f"| {_name} | {_seen} | {_cell(_real)} | {_cell(_world)} |" in readme, (_d, _m)
 # uniques and doubles keep Meng's bound in the model's world: at most 2 of 25 in a tail
 _ud = mwppc[mwppc.index.get_level_values("m").isin(["m1", "m2"])]
 assert float(_ud[["p < 0.05", "p > 0.95"]].max().max()) == 0.08
@@ -4994,7 +4992,7 @@ assert _r6("k0_param_z_mean1", 1, 1) == [-1.7, -2.3]
 assert _r6("k0_log_pi_err") == [0.24, 0.28] and _r6("k0_log_pi_err_sd") == [0.05, 0.02]
 _w6ppc = kappa_model_world.summarise_ppc(MW6)
 assert round(float(_w6ppc[["p < 0.05", "p > 0.95"]].max().max()), 2) == 0.20
-assert _real_row("adult6/srs/5%", "m6+")[1] == 0.24
+assert _tail_row(ppc, "adult6/srs/5%", "m6+")[1] == 0.24
 # the real samples' kappa reads there (medians over design seed 0's 25 samples)
 _k6 = PPC[(PPC.quantity == "tau1") & PPC.design.isin(_d6)]
 _k6 = _k6.assign(k=_k6.note.str.extract(r"kappa median ([0-9.e+inf]+)")[0].astype(float))
