@@ -77,6 +77,7 @@ from kappa_rules import (  # noqa: E402
     sample_parser,
 )
 from kappa_scale import em_oracle, part_priors  # noqa: E402
+from latent_class_accuracy import summarise_checks  # noqa: E402
 from mixture_bootstrap import bootstrap_sums, fit_probabilities  # noqa: E402
 
 #: The kappa grid's largest finite log kappa: where a read at the Poisson point is counted
@@ -338,28 +339,21 @@ def summarise_ppc(per: pd.DataFrame, min_predicted: float = 5.0) -> pd.DataFrame
     """Per design, kappa0 and number of times seen, over :func:`population_rows`' drawn
     samples run with ``ppc``: the means of the observed and predicted numbers of cells,
     the difference in % of the predicted, and the shares of samples whose p lies below
-    0.05 or above 0.95 (NaN where fewer than ``min_predicted`` are predicted on average,
-    as ``latent_class_accuracy.ppc_summary``). In the model's own world a posterior
-    predictive p-value is conservative (Meng 1994: P(p <= a) <= 2a) when kappa's
-    posterior is the model's; here kappa comes from the cross-validation, and these shares
-    say whether the check keeps that bound. Empty where no row has a check."""
+    0.05 or above 0.95 (NaN where fewer than ``min_predicted`` are predicted on average;
+    ``latent_class_accuracy.summarise_checks``, as the harness's ``ppc_summary``). In the
+    model's own world a posterior predictive p-value is conservative (Meng 1994:
+    P(p <= a) <= 2a) when kappa's posterior is the model's; here kappa comes from the
+    cross-validation, and these shares say whether the check keeps that bound. Empty
+    where no row has a check."""
     labels = [c[len("ppc_obs_"):] for c in per.columns if c.startswith("ppc_obs_")]
-    rows = []
     if not labels:
-        return pd.DataFrame(rows)
+        return pd.DataFrame()
     d = per.dropna(subset=[f"ppc_obs_{labels[0]}"])
-    for (design, k0), s in d.groupby(["design", "kappa0"], sort=False):
-        for label in labels:
-            obs, pred = s[f"ppc_obs_{label}"], s[f"ppc_mean_{label}"]
-            p = s[f"ppc_p_{label}"]
-            dense = pred.mean() >= min_predicted
-            rows.append({"design": design, "kappa0": k0, "m": label,
-                         "observed": obs.mean(), "predicted": pred.mean(),
-                         "diff %": 100 * (obs.mean() / pred.mean() - 1),
-                         "p < 0.05": float((p < 0.05).mean()) if dense else np.nan,
-                         "p > 0.95": float((p > 0.95).mean()) if dense else np.nan,
-                         "samples": len(s)})
-    return pd.DataFrame(rows)
+    long = pd.concat([d[["design", "kappa0"]].assign(
+        m=label, observed=d[f"ppc_obs_{label}"], predicted=d[f"ppc_mean_{label}"],
+        p=d[f"ppc_p_{label}"]) for label in labels], ignore_index=True)
+    long = long.sort_values(["design", "kappa0"], kind="stable")  # each design's rows together
+    return summarise_checks(long, ["design", "kappa0"], min_predicted).reset_index()
 
 
 def summarise(per: pd.DataFrame) -> pd.DataFrame:

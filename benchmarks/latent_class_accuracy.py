@@ -184,10 +184,15 @@ def ppc_summary(allres: pd.DataFrame, min_predicted: float = 5.0) -> pd.DataFram
     on average: there the count is small and discrete, and P(m_rep >= m_obs) is 1 whenever
     none is observed. A posterior predictive p-value is conservative in the model's own
     world (Meng 1994: P(p <= a) <= 2a), so a share above 0.10 in one tail is misfit."""
-    d = ppc_notes(allres)
+    return summarise_checks(ppc_notes(allres), ["design"], min_predicted)
+
+
+def summarise_checks(d: pd.DataFrame, by: list[str], min_predicted: float = 5.0) -> pd.DataFrame:
+    """:func:`ppc_summary` of a table of checks (columns ``by``, ``m``, ``observed``,
+    ``predicted``, ``p``; one row per sample and ``m``), grouped by ``by`` and ``m``."""
     if not len(d):
         return d
-    g = d.groupby(["design", "m"], sort=False)
+    g = d.groupby([*by, "m"], sort=False)
     out = g[["observed", "predicted"]].mean()
     out["diff %"] = 100 * (out.observed / out.predicted - 1)
     out["p < 0.05"] = g.p.apply(lambda x: float((x < 0.05).mean()))

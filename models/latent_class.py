@@ -810,10 +810,7 @@ def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_
     """
     _, f = simulate_cells(w, phi, n, rng, kappa=kappa, structural_zeros=structural_zeros,
                           design=design)
-    out = np.zeros(max_count, dtype=np.int64)
-    mm = np.bincount(np.minimum(f, max_count), minlength=max_count + 1)[1:]
-    out[:] = mm[:max_count]
-    return out
+    return np.bincount(np.minimum(f, max_count), minlength=max_count + 1)[1:].astype(np.int64)
 
 
 def logsumexp(x, axis=-1, keepdims=False):
@@ -4265,16 +4262,19 @@ def predictive_counts(model: LatentClassModel, idata) -> list[tuple[str, int, fl
     the replicates' mean and p = P(m_rep >= m_obs) (:meth:`LatentClassModel.sample`'s
     ``posterior_predictive``).
     """
-    sim = idata.posterior_predictive["m"]
-    obs = model.observed()["m"]
-    rows = []
-    for j in range(1, PPC_MAX_COUNT + 1):
-        o = (int(obs.sel(count=obs["count"] >= j).sum()) if j == PPC_MAX_COUNT
-             else int(obs.sel(count=j).item()) if j in obs["count"] else 0)
-        r = sim.sel(count=j).values.ravel()
-        label = f"m{j}+" if j == PPC_MAX_COUNT else f"m{j}"
-        rows.append((label, o, float(r.mean()), float((r >= o).mean())))
-    return rows
+    import xarray as xr
+
+    from sdcbayes.models.ppc import predictive_table
+
+    # the sample's cells seen PPC_MAX_COUNT times or more pooled, as the replicates' are
+    f = np.minimum(np.rint(model.key_counts).astype(np.int64), PPC_MAX_COUNT)
+    obs = xr.DataArray(np.bincount(f, minlength=PPC_MAX_COUNT + 1)[1:], dims="count",
+                       coords={"count": np.arange(1, PPC_MAX_COUNT + 1)})
+    table = predictive_table(obs, idata.posterior_predictive["m"],
+                             counts=range(1, PPC_MAX_COUNT + 1),
+                             sample_dims=("chain", "ppc_draw"))
+    return [(f"m{j}+" if j == PPC_MAX_COUNT else f"m{j}", int(r.observed), float(r["mean"]),
+             float(r.p_value)) for j, r in table.iterrows()]
 
 
 def _ppc_note(model: LatentClassModel, idata) -> str:
