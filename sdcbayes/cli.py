@@ -440,6 +440,12 @@ def assess(
             "in one cell: use --missing category (missing is a level of its own) or --missing "
             "drop, or --model closed-form for sdcMicro's wildcard matching"
         )
+    if model == "latent-class" and overdispersion == "cv" and md.n_records < 4:
+        # the cross-validation splits the sample into parts (checked before "fitting ...")
+        raise InputError(
+            f"--overdispersion cv needs at least 4 records to split the sample into parts; "
+            f"got {md.n_records}: use --overdispersion none (Poisson cells) or a larger sample"
+        )
 
     if model == "latent-class" and ppc is None:
         ppc = default_ppc(md.n_records, chains)

@@ -312,3 +312,16 @@ def test_posterior_model_on_a_file_needs_the_population_size(files, tmp_path):
     proc = run_cli("assess", str(files["good"]), "--keys", "age,sex", "--model",
                    "poisson-gamma", "--out", str(out))
     check_error(proc, out, "--model poisson-gamma", "population size")
+
+
+def test_cross_validation_needs_four_records(tmp_path):
+    """Too few records to split for the cross-validated kappa: one line naming the fix,
+    before "fitting ..." (the library's message named a Python keyword, after it)."""
+    data = tmp_path / "three.csv"
+    pd.DataFrame({"age": [30, 30, 41], "sex": ["m", "m", "f"]}).to_csv(data, index=False)
+    out = tmp_path / "out"
+    proc = run_cli("assess", str(data), "--keys", "age,sex", "--sampling-fraction", "0.1",
+                   "--out", str(out))
+    check_error(proc, out, "--overdispersion cv", "at least 4 records", "got 3",
+                "--overdispersion none")
+    assert "fitting" not in proc.stdout + proc.stderr
