@@ -587,6 +587,15 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
             from sdcbayes.models.latent_class import LatentClassModel  # no PyMC at import
 
             opts = LATENT_CLASS_OPTIONS | s.options
+            n_rec = int(md.cells.n_records)
+            if opts["overdispersion"] == "cv" and n_rec < 4:
+                # the cross-validation splits the sample (overdispersion_cv), after "fitting"
+                problems.append(
+                    f"{s.name!r} (latent-class): the cross-validated overdispersion needs at "
+                    f"least 4 records to split the sample into parts; got {n_rec}: set its "
+                    "overdispersion to none (Poisson cells), or use a larger sample"
+                )
+                continue
             try:  # builds the cell table only: checks the priors' forms and the zero rules
                 LatentClassModel.from_microdata(
                     md, n_classes=opts["n_classes"], structural_zeros=opts["structural_zeros"],

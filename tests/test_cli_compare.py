@@ -269,6 +269,26 @@ def test_latent_class_needs_the_population_size(capsys, csv_file, tmp_path):
     assert_one_line_error(proc, "'lc' (latent-class)", "population size")
 
 
+def test_latent_class_cross_validation_needs_four_records(capsys, tmp_path):
+    """Too few records to split for the cross-validated kappa: refused before fitting (it
+    used to fail after "fitting ...", naming a Python keyword); Poisson cells still fit."""
+    path = tmp_path / "three.csv"
+    pd.DataFrame({"age": [30, 30, 41], "sex": ["m", "m", "f"]}).to_csv(path, index=False)
+    proc = run_in_process(capsys, "compare", str(path), "--keys", "age,sex",
+                          "--sampling-fraction", "0.1", "--models", "lc=latent-class",
+                          "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, "'lc' (latent-class)", "at least 4 records", "got 3",
+                          "overdispersion to none")
+    assert "fitting" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "o").exists()
+    proc = run_in_process(capsys, "compare", str(path), "--keys", "age,sex",
+                          "--sampling-fraction", "0.1", "--models",
+                          "lc=latent-class:overdispersion=none,cf=closed-form", "--draws", "50",
+                          "--tune", "50", "--quiet", "--out", str(tmp_path / "p"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p" / "comparison.csv").exists()
+
+
 def test_latent_class_run(capsys, csv_file, tmp_path):
     """latent-class next to the closed form: Gibbs row, no LOO, options recorded."""
     out = tmp_path / "lc"
