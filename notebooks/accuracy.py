@@ -5072,3 +5072,4 @@ assert "| Scotland 13 keys 10% | −0.5 · −0.7% → −1.1 · −1.1% |" in r
 assert "(s ≈\n0.7 gives s²/2 ≈ 0.25)" in readme
 assert "0.035 and 0.067 high (the posterior mean of π is 27–32% high" in _brief
 assert "take 2–39 refits per sample (8 and 22 on Adult 6 keys)" in _brief
+assert "on the real samples a small keys' mass of 4 took Scotland 13 keys at 10% down" in _brief

@@ -65,8 +65,9 @@ def test_mdav_input_errors():
     df = pd.DataFrame({"a": [1.0, np.nan, 3.0], "s": list("xyz")})
     with pytest.raises(InputError, match="missing"):
         mdav(df, "a", k=2)
-    with pytest.raises(InputError, match="not numeric"):
+    with pytest.raises(InputError, match="not numeric; micro-aggregation needs") as err:
         mdav(df, "s", k=2)
+    assert "sdcbayes.protection" not in str(err.value)  # no Python name in a CLI line
     with pytest.raises(InputError, match="records for groups"):
         mdav(pd.DataFrame({"a": [1.0, 2.0]}), "a", k=3)
 
@@ -128,3 +129,11 @@ def test_noise_input_errors():
         add_noise(df, "a", method="multiplicative")
     with pytest.raises(InputError, match="level"):
         add_noise(df, "a", level=-1)
+    # the step named is noise addition, not micro-aggregation (whose check it shares)
+    with pytest.raises(InputError, match="not numeric; noise addition needs") as err:
+        add_noise(df.assign(s="x"), "s")
+    assert "micro-aggregation" not in str(err.value)
+    bad = df.copy()
+    bad.loc[3, "a"] = np.nan
+    with pytest.raises(InputError, match="drop them before noise addition"):
+        add_noise(bad, "a")

@@ -34,19 +34,21 @@ from sdcbayes.protection.base import ProtectionResult, check_columns, check_fram
 __all__ = ["mdav_groups", "mdav"]
 
 
-def _numeric_matrix(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+def _numeric_matrix(frame: pd.DataFrame, columns: list[str],
+                    method: str = "micro-aggregation") -> np.ndarray:
+    """The numeric ``columns`` as a float matrix; ``method`` names the step in errors."""
     bad = [c for c in columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
     if bad:
         raise InputError(
-            f"columns {bad} are not numeric; micro-aggregation needs numeric variables "
-            "(recode categorical ones with sdcbayes.protection.recode instead)"
+            f"columns {bad} are not numeric; {method} needs numeric variables (a categorical "
+            f"variable is protected by recoding or PRAM, not by {method})"
         )
     x = frame[columns].to_numpy(dtype=np.float64)
     if not np.isfinite(x).all():
         rows = np.flatnonzero(~np.isfinite(x).all(axis=1))[:5].tolist()
         raise InputError(
             f"columns {columns} have missing or infinite values (rows {rows}...); impute or "
-            "drop them before micro-aggregation"
+            f"drop them before {method}"
         )
     return x
 

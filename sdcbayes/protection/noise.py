@@ -63,7 +63,7 @@ def add_noise(
         raise InputError(f"method={method!r} must be 'additive' or 'correlated'")
     if not (np.isscalar(level) and np.isfinite(level) and level >= 0):
         raise InputError(f"level={level!r} must be a non-negative number (the noise level α)")
-    x = _numeric_matrix(frame, columns)
+    x = _numeric_matrix(frame, columns, "noise addition")
     if x.shape[0] < 2:
         raise InputError("noise addition needs at least 2 records to estimate the variances")
     rng = rng_from(seed)
