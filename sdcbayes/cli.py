@@ -440,6 +440,22 @@ def assess(
             "in one cell: use --missing category (missing is a level of its own) or --missing "
             "drop, or --model closed-form for sdcMicro's wildcard matching"
         )
+    if model == "negbin":
+        # negbin learns sigma from the weights' spread within cells: checked before "fitting
+        # ..." (the model is built, not fitted), with the fix as an option of this command
+        from sdcbayes.exceptions import DataError
+        from sdcbayes.models.negbin import NegativeBinomialModel
+
+        try:
+            NegativeBinomialModel.from_microdata(md)
+        except (InputError, DataError) as err:
+            reason = str(err).replace("; use the closed form or pass sigma=<value>", "")
+            reason = reason.replace("; pass sigma=<value>", "")
+            raise InputError(
+                f"--model negbin learns the spread of the weights within cells, but {reason}: "
+                "use --model closed-form (Benedetti-Franconi's plug-in, which negbin reduces "
+                "to without that spread)"
+            ) from None
     if model == "latent-class" and overdispersion == "cv" and md.n_records < 4:
         # the cross-validation splits the sample into parts (checked before "fitting ...")
         raise InputError(

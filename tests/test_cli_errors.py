@@ -325,3 +325,23 @@ def test_cross_validation_needs_four_records(tmp_path):
     check_error(proc, out, "--overdispersion cv", "at least 4 records", "got 3",
                 "--overdispersion none")
     assert "fitting" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("weights", [[10, 20, 10, 4], [10, 20, 10, 4, 7]])
+def test_negbin_without_a_within_cell_spread(tmp_path, weights):
+    """negbin learns sigma from the weights' spread within cells: without one (constant
+    weights in every cell; no cell of two records) one line before "fitting ...", naming
+    the option that fits instead (the library's fix, sigma=<value>, has no option here)."""
+    n = len(weights)
+    frame = pd.DataFrame({"age": [30, 31, 30, 40, 50][:n], "sex": ["m", "f", "m", "f", "m"][:n],
+                          "w": weights})
+    if n == 5:  # every record a cell of its own
+        frame["age"] = [30, 31, 32, 40, 50]
+    data = tmp_path / "nb.csv"
+    frame.to_csv(data, index=False)
+    out = tmp_path / "out"
+    proc = run_cli("assess", str(data), "--keys", "age,sex", "--weight", "w", "--model",
+                   "negbin", "--out", str(out))
+    line = check_error(proc, out, "--model negbin", "within", "--model closed-form")
+    assert "sigma=" not in line
+    assert "fitting" not in proc.stdout + proc.stderr
