@@ -608,7 +608,12 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
             try:  # builds nothing: checks weights, their within-cell spread, the priors
                 NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
             except (InputError, DataError) as err:
-                problems.append(f"{s.name!r} (negbin): {err}")
+                # a fixed sigma is not a compare option: name the model it reduces to
+                reason = str(err).replace("; use the closed form or pass sigma=<value>", "")
+                reason = reason.replace("; pass sigma=<value>", "")
+                if reason != str(err):
+                    reason += "; compare closed-form instead, the plug-in negbin reduces to"
+                problems.append(f"{s.name!r} (negbin): {reason}")
     if problems:
         raise InputError("cannot fit: " + "; ".join(problems))
 
