@@ -2875,6 +2875,9 @@ CV_PART_MASS = "whole"
 #: would be smaller is not used (halves are the fallback).
 CV_MIN_PART = 25
 
+#: Fewest records :func:`overdispersion_cv` splits (the CLI checks it before fitting).
+CV_MIN_RECORDS = 4
+
 #: Burn-in and kept sweeps of the one Gibbs chain fitted to each half in
 #: :func:`overdispersion_cv` (``predictive="gibbs"``); chains start from EM fits.
 CV_TUNE = 100
@@ -3347,8 +3350,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     else:
         cell_of_record = np.repeat(np.arange(K), rows_f)
     n = cell_of_record.size
-    if n < 4:
-        raise InputError(f"overdispersion='cv' needs at least 4 records; got {n}")
+    if n < CV_MIN_RECORDS:
+        raise InputError(f"overdispersion='cv' needs at least {CV_MIN_RECORDS} records; got {n}")
     # a ratio is used when its parts hold CV_MIN_PART records and it does not extrapolate
     # further than the population does (N/n); ratio 2 (halves) is the fallback
     use = [int(r) for r in ratios if n // int(r) >= CV_MIN_PART

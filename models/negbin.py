@@ -28,7 +28,7 @@ from sdcbayes.exceptions import DataError, InputError
 from sdcbayes.models.base import PriorSpec, SuperpopulationModel, merge_priors, prior_to_rv
 from sdcbayes.models.beta_binomial import PredictiveCheck, _group
 
-__all__ = ["NegativeBinomialModel", "within_cell_spread"]
+__all__ = ["NegativeBinomialModel", "sigma_unlearnable", "within_cell_spread"]
 
 #: Inclusion probabilities are kept inside (EPS, 1 - EPS) before taking logits: a cell
 #: whose weights sum to f_k or less (weights <= 1) has p_hat = 1 and the risk 1/f_k
@@ -39,6 +39,29 @@ EPS = 1e-9
 def _logit(p):
     p = np.clip(p, EPS, 1.0 - EPS)
     return np.log(p) - np.log1p(-p)
+
+
+def sigma_unlearnable(within_ss, within_df) -> str | None:
+    """Why the weights' within-cell spread cannot teach sigma, or None where it can.
+
+    No cell of two or more records, or weights constant within every cell (sigma = 0: the
+    model is the plug-in closed form). The reason names no fix, so that each caller names
+    its own: the model a fixed ``sigma``, ``sdcbayes assess`` ``--model closed-form``,
+    ``sdcbayes compare`` the closed-form model.
+
+    Parameters
+    ----------
+    within_ss, within_df : float or array-like
+        :func:`within_cell_spread`'s sum of squares and degrees of freedom (summed).
+    """
+    ss, df = float(np.sum(within_ss)), int(np.sum(within_df))
+    if df < 1:
+        return ("no cell has two or more weighted records, so the within-cell spread sigma "
+                "cannot be learnt")
+    if ss <= 1e-12 * df:
+        return ("weights are constant within every cell, so sigma = 0 and the model is the "
+                "plug-in closed form")
+    return None
 
 
 def within_cell_spread(weights, record_cell) -> tuple[float, int]:
@@ -221,18 +244,11 @@ class NegativeBinomialModel(SuperpopulationModel):
                 )
             within_ss = float(np.sum(within_ss))
             within_df = int(np.sum(within_df))
-            if within_df < 1:
-                raise InputError(
-                    "no cell has two or more weighted records, so the within-cell spread sigma "
-                    "cannot be learnt; pass sigma=<value>"
-                )
-            if not np.isfinite(within_ss) or within_ss < 0:
+            if within_df >= 1 and (not np.isfinite(within_ss) or within_ss < 0):
                 raise InputError(f"within_ss must be a finite sum of squares >= 0; got {within_ss}")
-            if within_ss <= 1e-12 * within_df:
-                raise InputError(
-                    "weights are constant within every cell, so sigma = 0 and the model is the "
-                    "plug-in closed form; use the closed form or pass sigma=<value>"
-                )
+            problem = sigma_unlearnable(within_ss, within_df)
+            if problem:
+                raise InputError(f"{problem}; use the closed form or pass sigma=<value>")
             self.priors = merge_priors(self.default_priors, priors, self.name)
         self.sigma = sigma
         self.within_ss = within_ss

@@ -584,16 +584,20 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
                     "compared (the closed form matches wildcards as sdcMicro does)"
                 )
                 continue
-            from sdcbayes.models.latent_class import LatentClassModel  # no PyMC at import
+            from sdcbayes.models.latent_class import (  # no PyMC at import
+                CV_MIN_RECORDS,
+                LatentClassModel,
+            )
 
             opts = LATENT_CLASS_OPTIONS | s.options
             n_rec = int(md.cells.n_records)
-            if opts["overdispersion"] == "cv" and n_rec < 4:
+            if opts["overdispersion"] == "cv" and n_rec < CV_MIN_RECORDS:
                 # the cross-validation splits the sample (overdispersion_cv), after "fitting"
                 problems.append(
                     f"{s.name!r} (latent-class): the cross-validated overdispersion needs at "
-                    f"least 4 records to split the sample into parts; got {n_rec}: set its "
-                    "overdispersion to none (Poisson cells), or use a larger sample"
+                    f"least {CV_MIN_RECORDS} records to split the sample into parts; got "
+                    f"{n_rec}: set its overdispersion to none (Poisson cells), or use a larger "
+                    "sample"
                 )
                 continue
             try:  # builds the cell table only: checks the priors' forms and the zero rules
@@ -603,17 +607,23 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
             except (InputError, DataError) as err:
                 problems.append(f"{s.name!r} (latent-class): {err}")
         elif s.model == "negbin":
-            from sdcbayes.models.negbin import NegativeBinomialModel
+            from sdcbayes.models.negbin import (
+                NegativeBinomialModel,
+                sigma_unlearnable,
+                within_cell_spread,
+            )
 
+            if getattr(md, "weights", None) is not None:
+                # a fixed sigma is not a compare option: name the model negbin reduces to
+                problem = sigma_unlearnable(*within_cell_spread(md.weights, md.record_cell))
+                if problem:
+                    problems.append(f"{s.name!r} (negbin): {problem}; compare closed-form "
+                                    "instead, the plug-in negbin reduces to")
+                    continue
             try:  # builds nothing: checks weights, their within-cell spread, the priors
                 NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
             except (InputError, DataError) as err:
-                # a fixed sigma is not a compare option: name the model it reduces to
-                reason = str(err).replace("; use the closed form or pass sigma=<value>", "")
-                reason = reason.replace("; pass sigma=<value>", "")
-                if reason != str(err):
-                    reason += "; compare closed-form instead, the plug-in negbin reduces to"
-                problems.append(f"{s.name!r} (negbin): {reason}")
+                problems.append(f"{s.name!r} (negbin): {err}")
     if problems:
         raise InputError("cannot fit: " + "; ".join(problems))
 

@@ -440,28 +440,28 @@ def assess(
             "in one cell: use --missing category (missing is a level of its own) or --missing "
             "drop, or --model closed-form for sdcMicro's wildcard matching"
         )
-    if model == "negbin":
+    if model == "negbin" and md.weights is not None:
         # negbin learns sigma from the weights' spread within cells: checked before "fitting
-        # ..." (the model is built, not fitted), with the fix as an option of this command
-        from sdcbayes.exceptions import DataError
-        from sdcbayes.models.negbin import NegativeBinomialModel
+        # ...", with the fix as an option of this command (a fixed sigma is none)
+        from sdcbayes.models.negbin import sigma_unlearnable, within_cell_spread
 
-        try:
-            NegativeBinomialModel.from_microdata(md)
-        except (InputError, DataError) as err:
-            reason = str(err).replace("; use the closed form or pass sigma=<value>", "")
-            reason = reason.replace("; pass sigma=<value>", "")
+        problem = sigma_unlearnable(*within_cell_spread(md.weights, md.record_cell))
+        if problem:
             raise InputError(
-                f"--model negbin learns the spread of the weights within cells, but {reason}: "
+                f"--model negbin learns the spread of the weights within cells, but {problem}: "
                 "use --model closed-form (Benedetti-Franconi's plug-in, which negbin reduces "
                 "to without that spread)"
-            ) from None
-    if model == "latent-class" and overdispersion == "cv" and md.n_records < 4:
-        # the cross-validation splits the sample into parts (checked before "fitting ...")
-        raise InputError(
-            f"--overdispersion cv needs at least 4 records to split the sample into parts; "
-            f"got {md.n_records}: use --overdispersion none (Poisson cells) or a larger sample"
-        )
+            )
+    if model == "latent-class" and overdispersion == "cv":
+        from sdcbayes.models.latent_class import CV_MIN_RECORDS
+
+        if md.n_records < CV_MIN_RECORDS:
+            # the cross-validation splits the sample into parts (checked before "fitting ...")
+            raise InputError(
+                f"--overdispersion cv needs at least {CV_MIN_RECORDS} records to split the "
+                f"sample into parts; got {md.n_records}: use --overdispersion none (Poisson "
+                "cells) or a larger sample"
+            )
 
     if model == "latent-class" and ppc is None:
         ppc = default_ppc(md.n_records, chains)

@@ -17,7 +17,11 @@ from scipy import stats
 from scipy.special import expit, hyp2f1, logit
 
 from sdcbayes.exceptions import DataError, InputError
-from sdcbayes.models.negbin import NegativeBinomialModel, within_cell_spread
+from sdcbayes.models.negbin import (
+    NegativeBinomialModel,
+    sigma_unlearnable,
+    within_cell_spread,
+)
 
 
 def _fit(model, draws=300, tune=300, chains=2, seed=0):
@@ -256,6 +260,21 @@ def test_prior_predictive_check():
 
 
 # ----------------------------------------------------------------- errors
+
+
+def test_sigma_unlearnable_names_the_reason_not_the_fix():
+    # the reason alone (each caller adds its own fix); None where sigma can be learnt
+    assert sigma_unlearnable(0.0, 0).startswith("no cell has two or more weighted records")
+    assert sigma_unlearnable([0.0, 0.0], [1, 2]).startswith("weights are constant")
+    assert sigma_unlearnable(0.3, 2) is None
+    for ss, df in ((0.0, 0), (0.0, 3)):
+        assert "sigma=" not in sigma_unlearnable(ss, df)
+    # on records: one cell of three with unequal weights has a spread, equal weights none
+    assert sigma_unlearnable(*within_cell_spread([10.0, 20.0, 40.0], [0, 0, 0])) is None
+    assert sigma_unlearnable(*within_cell_spread([10.0, 10.0, 40.0], [0, 0, 1])) is not None
+    # the model adds the library's fix
+    with pytest.raises(InputError, match="constant within every cell.*pass sigma=<value>"):
+        NegativeBinomialModel([1, 2], [3.0, 4.0], within_ss=0.0, within_df=1)
 
 
 def test_bad_input_is_rejected_with_a_fix():
