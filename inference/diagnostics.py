@@ -26,9 +26,11 @@ from sdcbayes.inference.posterior import get_group, has_group
 
 __all__ = [
     "ConvergenceWarning",
+    "PredictiveCheckWarning",
     "SdcbayesWarning",
     "TruncationWarning",
     "check_diagnostics",
+    "check_predictive_uniques",
     "check_truncation",
     "compute_diagnostics",
 ]
@@ -51,6 +53,18 @@ class ConvergenceWarning(SdcbayesWarning):
 
 class TruncationWarning(SdcbayesWarning):
     """The latent-class model occupies every class of its truncation in most draws."""
+
+
+class PredictiveCheckWarning(SdcbayesWarning):
+    """The fitted model's replicate samples do not reproduce the sample uniques."""
+
+
+#: Two-sided tail of the predictive check's p-value for the sample uniques beyond which
+#: :func:`check_predictive_uniques` warns. Over the 600 fits of the predictive-check
+#: studies (benchmarks/README.md, "A posterior predictive check of the sample's counts of
+#: counts": 12 real designs x 25 samples, simple random and stratified) the uniques' p
+#: lay in 0.07-0.90, so 0.01 raises no false alarm there.
+PPC_UNIQUES_TAIL = 0.01
 
 
 def _worst(ds: xr.Dataset, largest: bool) -> tuple[float, str]:
@@ -232,3 +246,43 @@ def check_truncation(
            "classes and overdispersion\", \"Twice the classes on Scotland 13 keys at 10%\")")
     warnings.warn(msg, TruncationWarning, stacklevel=3)
     return out, msg
+
+
+def check_predictive_uniques(row, *, tail: float = PPC_UNIQUES_TAIL) -> str | None:
+    r"""Warn where the model's replicate samples do not reproduce the sample uniques.
+
+    The latent-class fit's posterior predictive check (Gelman, Meng & Stern 1996)
+    draws replicate samples from the fitted mixture and counts their cells seen once;
+    τ1, τ2 and the records' risks are sums over the sample uniques, so a model whose
+    replicates hold far more or far fewer uniques than the sample (a key of very many
+    levels, a population the mixture cannot describe) gives them no footing. The
+    doubles and larger cells are left out: the real designs' samples show surpluses of
+    doubles where τ1 and τ2 are still calibrated (benchmarks/README.md, "A posterior
+    predictive check of the sample's counts of counts").
+
+    Parameters
+    ----------
+    row : mapping
+        The check's row for cells seen once: ``observed``, ``mean``, ``interval``
+        (lower, upper) and ``p_value`` (share of replicates with at least as many).
+    tail : float
+        Warn where ``p_value`` < tail or > 1 - tail.
+
+    Returns
+    -------
+    str or None
+        The warning's text (also issued as a :class:`PredictiveCheckWarning`), or None.
+    """
+    p = float(row["p_value"])
+    if tail <= p <= 1.0 - tail:
+        return None
+    lo, hi = row["interval"]
+    more = "more" if p < tail else "fewer"
+    msg = (f"predictive check: the sample has {int(row['observed']):,} cells seen once, "
+           f"{more} than the fitted model's replicate samples hold ({float(row['mean']):,.0f} "
+           f"[{float(lo):,.0f}, {float(hi):,.0f}], p = {p:.3f}): the model does not reproduce "
+           "the sample uniques, so tau1, tau2 and the records' risks rest on a misfit; look "
+           "for keys of very many levels (recode them), check structural zeros, and compare "
+           "models (sdcbayes compare)")
+    warnings.warn(msg, PredictiveCheckWarning, stacklevel=3)
+    return msg

@@ -22,6 +22,7 @@ the function shares its module's name (use ``sdcbayes.risk.suda.suda``).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 _EXPORTS = {
     "benedetti_franconi_risk": "individual",
@@ -52,6 +53,10 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
+        # a submodule, imported on first use (``sdcbayes.risk.mokken`` after
+        # ``import sdcbayes``), as a notebook reaches for it
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'sdcbayes.risk' has no attribute {name!r}")
     return getattr(importlib.import_module(f"sdcbayes.risk.{module}"), name)
 

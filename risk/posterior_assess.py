@@ -1117,6 +1117,11 @@ def _assess_latent_class(
         "method": method, "draws": draws, "chains": chains, "tune": tune,
         "random_seed": random_seed, "n_classes": int(n_classes), "store": "all",
         "sampling_time_s": float(idata.attrs.get("sampling_time_s", float("nan"))),
+        # "auto": the sample's implication candidates, unconfirmed; the rules the fit used
+        "structural_zeros": (None if structural_zeros is None else "auto"
+                             if isinstance(structural_zeros, str) else "given"),
+        "structural_zero_rules": ([] if spec.structural_zeros is None
+                                  else spec.structural_zeros.to_list()),
     } | {k: v for k, v in sample_kwargs.items() if k != "cores"}
     result = assess_from_posterior(
         md, idata, "latent-class", quantiles=quantiles, threshold=threshold,
@@ -1173,6 +1178,12 @@ def _assess_latent_class(
             {"count": int(j), "observed": int(r.observed), "mean": float(r["mean"]),
              "interval": [float(r.lower), float(r.upper)], "p_value": float(r.p_value)}
             for j, r in table.iterrows()]
+        from sdcbayes.inference.diagnostics import check_predictive_uniques
+
+        once = [r for r in result.summary["predictive_check"] if r["count"] == 1]
+        misfit = check_predictive_uniques(once[0]) if once else None
+        if misfit is not None:  # a caveat of the model, like the truncation's: never strict
+            diag["problems"] = [*diag["problems"], misfit]
     if "cluster_correction" in idata.attrs:
         # the household mates' share of the sample uniques' rates, per household size
         cc = json.loads(idata.attrs["cluster_correction"])

@@ -32,7 +32,17 @@ def split_names(value: str | None) -> list[str] | None:
 
 
 def check_out_dir(out: Path) -> None:
-    """Refuse to overwrite a folder that is not a previous sdcbayes output."""
+    """Refuse to overwrite a folder that is not a previous sdcbayes output.
+
+    Also refuses a path under an existing file (``--out afile/sub``), which the
+    folder could never be made in, before any work starts.
+    """
+    for parent in Path(os.path.abspath(out)).parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"--out {out} lies under {parent}, which is a file, not a "
+                                 "folder; give a folder path")
+            break
     if out.exists():
         if not out.is_dir():
             raise InputError(f"--out {out} exists and is a file; give a folder name")

@@ -106,7 +106,10 @@ def cli() -> None:
 @click.option("--household", help="Household id column: adds household (hierarchical) risk; "
               "the latent-class model's cross-validation then keeps households whole (the "
               "sample is taken to be a household sample).")
-@click.option("--strata", help="Stratum column (kept in the cell table per stratum).")
+@click.option("--strata", help="Stratum column: summary.json's by_stratum gives each "
+              "stratum's records, sample uniques and expected re-identifications. The models "
+              "pool the strata; the latent-class model takes a stratified design in through "
+              "unequal --weight (weight classes).")
 @click.option(
     "--model",
     type=click.Choice(["closed-form", "poisson-gamma", "negbin", "latent-class"]),
@@ -463,6 +466,15 @@ def assess(
                 "cells) or a larger sample"
             )
 
+    notes: list[str] = []
+    if model == "closed-form" and md.weights is None:
+        # legitimate for a census or a whole register, but a sample read so is all risk
+        notes.append(
+            "no --weight or --sampling-fraction: the closed form takes the file as the whole "
+            "population (each key combination's population count is its sample count), so "
+            "every sample unique has risk 1; for a sample, give its weights or n/N")
+    for note in notes:  # on stderr, like the fits' warnings, also under --quiet and --json
+        click.echo(f"sdcbayes: warning: {note}", err=True)
     if model == "latent-class" and ppc is None:
         ppc = default_ppc(md.n_records, chains)
     if model == "closed-form":
@@ -491,6 +503,10 @@ def assess(
         )
     summary = dict(result.summary)
     summary["data"] = source
+    if md.strata is not None:
+        summary["by_stratum"] = by_stratum(md, result.records)
+    if notes:
+        summary["warnings"] = [*summary.get("warnings", []), *notes]
     if truth is not None:
         summary["truth"] = truth
     summary["provenance"] = result.provenance
@@ -513,6 +529,30 @@ def assess(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(summary, out, posterior=idata is not None)
+
+
+def by_stratum(md, records: Any) -> list[dict[str, Any]]:
+    """Records, sample uniques and expected re-identifications per stratum.
+
+    The records' risks summed within each stratum (posterior means for the posterior
+    models: a sum of means is the mean of the sum). The key cells span the strata,
+    so a record's risk is its cell's, whatever its stratum; dropped records count
+    nowhere.
+    """
+    import numpy as np
+
+    risk = records["risk"].to_numpy(dtype=float)
+    fk = records["fk"].to_numpy(dtype=float)
+    st = np.asarray(md.stratum_index)
+    kept = np.isfinite(risk)
+    out = []
+    for code, label in enumerate(md.strata_levels):
+        here = kept & (st == code)
+        out.append({"stratum": label.item() if hasattr(label, "item") else label,
+                    "n_records": int(here.sum()),
+                    "n_sample_uniques": int((fk[here] == 1).sum()),
+                    "expected_reidentifications": float(risk[here].sum())})
+    return out
 
 
 def load_input(data: Path | None, keys: str | None, *, quiet: bool, **roles: str | None):
@@ -606,6 +646,13 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
                      else f"{pm['mass']:.3g} (cross-validated; learnt "
                           f"{pm['learnt_mass']:.3g})" if pm.get("learnt_mass") is not None
                      else f"{pm['mass']:.3g} (cross-validated)"))
+    sz = ((s.get("provenance") or {}).get("settings") or {})
+    if sz.get("structural_zeros"):
+        # --structural-zeros auto: rules read off the sample, which the user has not confirmed
+        rules = sz.get("structural_zero_rules") or []
+        how = ("found in the sample, unconfirmed" if sz["structural_zeros"] == "auto"
+               else "given")
+        rows.append(("structural-zero rules", f"{len(rules)} ({how}; listed in summary.json)"))
     cc = s.get("cluster_correction")
     if cc:
         sizes = list(cc["factor_by_size"])
@@ -629,7 +676,8 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
             (
                 "diagnostics",
                 f"max r_hat {num('max_r_hat', '.3f', 'n/a (one chain)')}, "
-                f"min ESS {num('min_ess_bulk', '.0f', 'n/a')}, "
+                f"min ESS {num('min_ess_bulk', '.0f', 'n/a')} bulk, "
+                f"{num('min_ess_tail', '.0f', 'n/a')} tail, "
                 f"divergences {num('divergences', '', 'n/a (Gibbs)')}",
             )
         )
@@ -751,6 +799,10 @@ _CLI_WORDING: list[tuple[str, str]] = [
     (r"\(e\.g\. pandas\.cut\)", '(e.g. a "band" step of sdcbayes protect --recipe)'),
     (r"\bleave (household|strata)=None\b", r"leave out --\1"),
     (r"\buse missing='wildcard' or 'category'", "use --missing wildcard or --missing category"),
+    (r"\bgive either weight= or sampling_fraction=, not both \(sampling_fraction\b",
+     "give either --weight or --sampling-fraction, not both (--sampling-fraction"),
+    (r"\bsampling_fraction=(\S+) must be\b", r"--sampling-fraction \1 must be"),
+    (r" \(in Python, e\.g\. pandas\.to_numeric\)", " in the file"),
     # models.latent_class: complete keys needed
     (r"\bmissing='(\w+)'", r"--missing \1"),
     # sdcbayes.inference.diagnostics.check_diagnostics: R-hat, ESS, divergences

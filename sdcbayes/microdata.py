@@ -661,9 +661,25 @@ class Microdata:
         col = self.weight
         s = frame[col]
         if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+            # name the first value that is no number, so the user can find it in the file
+            vals = s.to_numpy(dtype=object)
+            present = ~pd.isna(s).to_numpy()
+            if pd.api.types.is_bool_dtype(s.dtype):
+                bad = present
+            else:
+                nums = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64,
+                                                                 na_value=np.nan)
+                bad = present & np.isnan(nums)
+            where = ""
+            if bad.any():
+                i = _first_position(bad)
+                v = str(vals[i])
+                comma = ", and a comma, as thousands or decimal mark, is not read as one"
+                where = (f": {int(bad.sum())} values are not numbers (first at record {i}: "
+                         f"{v!r})" + (comma if "," in v else ""))
             raise DataError(
-                f"weight column {col!r} is not numeric (dtype {s.dtype}); "
-                "convert it to numbers, e.g. pandas.to_numeric"
+                f"weight column {col!r} is not numeric (dtype {s.dtype}){where}; make every "
+                "value a number or drop those records (in Python, e.g. pandas.to_numeric)"
             )
         # A private float64 copy: never a view a caller could write through to the frame.
         w = np.array(s.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64, copy=True)
@@ -1026,6 +1042,29 @@ def _label_column(values: pd.Series, labels: dict) -> pd.Categorical:
     return pd.Categorical(mapped, categories=cats)
 
 
+def _csv_separator(path: Path) -> str:
+    """The separator of a .csv file: ``","``, or the one its header line uses instead.
+
+    Spreadsheets in many European locales save "CSV" with semicolons (the comma being
+    the decimal mark); read with commas such a file is one column whose name holds the
+    whole header. Where the header has no comma, the most frequent of ``;``, tab and
+    ``|`` in it is taken.
+    """
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            header = fh.readline()
+    except OSError:
+        return ","  # the reader below reports what is wrong with the file
+    if "," in header:
+        return ","
+    counts = {c: header.count(c) for c in (";", "\t", "|")}
+    best = max(counts, key=counts.get)
+    return best if counts[best] > 0 else ","
+
+
 def read_microdata(path, *, columns=None) -> pd.DataFrame:
     """Read a microdata file into a DataFrame, value labels becoming categories.
 
@@ -1033,7 +1072,9 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
     ----------
     path : str or path-like
         The file. Its ending picks the reader (:data:`READABLE_EXTENSIONS`):
-        ``.csv``/``.csv.gz``/``.tsv`` (pandas), ``.parquet``/``.pq`` (pyarrow),
+        ``.csv``/``.csv.gz``/``.tsv`` (pandas; a ``.csv`` whose header line has no
+        comma but semicolons, tabs or bars is read with that separator),
+        ``.parquet``/``.pq`` (pyarrow),
         SPSS ``.sav``/``.zsav``/``.por``, Stata ``.dta``, SAS ``.sas7bdat`` and
         SAS transport ``.xpt`` (all via pyreadstat: ``read_sav``, ``read_por``,
         ``read_dta``, ``read_sas7bdat``, ``read_xport``).
@@ -1084,7 +1125,7 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
         columns = [columns] if isinstance(columns, str) else list(columns)
     try:
         if ext in (".csv", ".csv.gz", ".tsv"):
-            sep = "\t" if ext == ".tsv" else ","
+            sep = "\t" if ext == ".tsv" else _csv_separator(p)
             if columns is not None:
                 header = pd.read_csv(p, sep=sep, nrows=0).columns
                 _check_columns(columns, header, p)

@@ -152,6 +152,47 @@ def test_file_run_matches_python_api(small_csv, tmp_path):
     )
 
 
+def test_closed_form_without_weights_warns_that_the_file_is_the_population(small_csv, tmp_path):
+    path, _ = small_csv
+    bare = run_cli("assess", str(path), "--keys", "age,sex,region", "--model", "closed-form",
+                   "--out", str(tmp_path / "bare"), "-q")
+    assert bare.returncode == 0, bare.stderr
+    lines = [ln for ln in bare.stderr.splitlines() if ln.startswith("sdcbayes: warning:")]
+    assert len(lines) == 1 and "whole population" in lines[0], bare.stderr
+    assert "--weight or --sampling-fraction" in lines[0]
+    summary = json.loads((tmp_path / "bare" / "summary.json").read_text())
+    assert summary["warnings"] == [lines[0].removeprefix("sdcbayes: warning: ")]
+    risk = pd.read_csv(tmp_path / "bare" / "records.csv")
+    assert (risk.loc[risk.fk == 1, "risk"] == 1).all()  # what the warning says
+    weighted = run_cli("assess", str(path), "--keys", "age,sex,region", "--weight", "w",
+                       "--model", "closed-form", "--out", str(tmp_path / "w"), "-q")
+    assert weighted.returncode == 0 and "warning" not in weighted.stderr, weighted.stderr
+    assert "warnings" not in json.loads((tmp_path / "w" / "summary.json").read_text())
+
+
+def test_strata_give_the_risk_per_stratum(small_csv, tmp_path):
+    path, frame = small_csv
+    out = tmp_path / "st"
+    proc = run_cli("assess", str(path), "--keys", "age,sex", "--weight", "w", "--strata",
+                   "region", "--model", "closed-form", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    rec = pd.read_csv(out / "records.csv")
+    rows = summary["by_stratum"]
+    assert [r["stratum"] for r in rows] == sorted(frame["region"].unique())
+    for r in rows:  # brute force from records.csv and the input's strata
+        here = (frame["region"] == r["stratum"]).to_numpy()
+        assert r["n_records"] == here.sum()
+        assert r["n_sample_uniques"] == (rec.loc[here, "fk"] == 1).sum()
+        assert r["expected_reidentifications"] == pytest.approx(rec.loc[here, "risk"].sum())
+    assert sum(r["expected_reidentifications"] for r in rows) == pytest.approx(
+        summary["expected_reidentifications"])
+    plain = run_cli("assess", str(path), "--keys", "age,sex", "--weight", "w", "--model",
+                    "closed-form", "--out", str(tmp_path / "plain"), "-q")
+    assert plain.returncode == 0
+    assert "by_stratum" not in json.loads((tmp_path / "plain" / "summary.json").read_text())
+
+
 @pytest.mark.parametrize(
     ("make_args", "fragments"),
     [

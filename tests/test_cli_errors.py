@@ -165,6 +165,15 @@ def test_out_pointing_at_a_file(files, tmp_path):
     assert target.read_text() == "not a folder"
 
 
+def test_out_under_a_file(files, tmp_path):
+    # --out afile/sub: the folder can never be made there; refused before any work
+    target = files["afile"]
+    proc = run_cli("assess", str(files["good"]), "--keys", "age", "--model", "closed-form",
+                   "--out", str(target / "sub"))
+    check_error(proc, tmp_path / "never", str(target.name), "is a file", "folder")
+    assert target.read_text() == "not a folder"
+
+
 def test_variable_labels_accepted_and_unknown_label_suggested(tmp_path):
     frame = pd.DataFrame(
         {"v1": [1.0, 2.0, 1.0, 3.0], "v2": [1.0, 1.0, 2.0, 2.0], "wt": [10.0, 20, 30, 40]}
@@ -208,7 +217,10 @@ def test_large_file_status_on_stderr_unless_quiet(files, tmp_path, monkeypatch, 
 
     monkeypatch.setattr(cli, "LARGE_FILE_ROWS", 100)
     monkeypatch.setattr(cli, "LARGE_FILE_BYTES", 1000)
-    args = ["assess", str(files["good"]), "--keys", "age,sex", "--model", "closed-form"]
+    # weighted: without weights the closed form warns (on stderr, also under -q) that it
+    # takes the file as the population (tests/test_cli.py); here only status lines are at stake
+    args = ["assess", str(files["good"]), "--keys", "age,sex", "--weight", "w", "--model",
+            "closed-form"]
     assert cli.main([*args, "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
     assert f"reading {files['good']}" in err and "MB) ..." in err

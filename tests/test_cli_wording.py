@@ -160,6 +160,9 @@ CUT = rule("pandas\\.cut")
 LEAVE = rule("household|strata")
 USE_MISSING = rule("use missing=")
 MISSING = rule(r"\bmissing='(")
+EITHER = rule("give either weight=")
+FRACTION = rule("must be\\b")
+TO_NUMERIC = rule("to_numeric")
 TUNE = rule("tune=")
 DRAWS = rule("increase draws")
 TARGET = rule("target_accept")
@@ -213,6 +216,20 @@ CASES = {
         "assess", lambda f: [f["one_missing_age"], "--keys", "age,sex", "--sampling-fraction",
                              "0.1"],
         [], ["use --missing category", "--missing drop", "--model closed-form"]),
+    "weight-and-sampling-fraction": (
+        "assess", lambda f: [f["good"], "--keys", "age", "--weight", "w",
+                             "--sampling-fraction", "0.05", "--model", "closed-form"],
+        [EITHER], ["give either --weight or --sampling-fraction, not both",
+                   "(--sampling-fraction sets every weight"]),
+    "sampling-fraction-above-one": (
+        "assess", lambda f: [f["good"], "--keys", "age", "--sampling-fraction", "1.5",
+                             "--model", "closed-form"],
+        [FRACTION], ["--sampling-fraction 1.5 must be in (0, 1]"]),
+    "non-numeric-weight": (
+        "assess", lambda f: [f["good"], "--keys", "age", "--weight", "sex",
+                             "--model", "closed-form"],
+        [TO_NUMERIC], ["weight column 'sex' is not numeric",
+                       "(first at record 0: ", "drop those records in the file"]),
     "unknown-file-type": (
         "assess", lambda f: [f["xlsx"], "--keys", "age"],
         [PANDAS], ["'.xlsx'", "save the data as one of"]),

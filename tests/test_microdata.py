@@ -619,3 +619,15 @@ def test_wildcard_in_a_huge_code_space_matches_brute_force():
     rt = md.record_table()
     np.testing.assert_allclose(rt["fk"], fk, rtol=1e-12)
     np.testing.assert_allclose(rt["Fk_hat"], Fk, rtol=1e-12)
+
+
+def test_non_numeric_weights_name_the_first_bad_value():
+    frame = pd.DataFrame({"age": [1, 2, 3, 4], "w": ["10", "12.5", "abc", "1,234.5"]})
+    with pytest.raises(DataError) as info:
+        Microdata(frame, keys=["age"], weight="w")
+    msg = str(info.value)
+    assert "2 values are not numbers (first at record 2: 'abc')" in msg, msg
+    assert "thousands" not in msg
+    frame["w"] = ["10", "1,234.5", "12", "13"]
+    with pytest.raises(DataError, match=r"record 1: '1,234.5'\), and a comma, as thousands"):
+        Microdata(frame, keys=["age"], weight="w")

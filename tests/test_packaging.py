@@ -113,3 +113,27 @@ def test_readme_links_to_the_accuracy_studies_resolve():
     missing = [q for q in quoted if not any(t.startswith(q.rstrip("?")) or q.startswith(t)
                                              for t in titles)]
     assert not missing, missing
+
+
+def test_submodules_are_reachable_as_attributes():
+    """``sdcbayes.models.latent_class`` and ``sdcbayes.risk.mokken`` after ``import sdcbayes``
+    (in a fresh interpreter: an earlier test's imports would hide a failure)."""
+    import subprocess
+    import sys
+
+    code = ("import sdcbayes, sys\n"
+            "assert 'sdcbayes.models.latent_class' not in sys.modules\n"
+            "for m in ('models.latent_class', 'models.poisson_gamma', 'models.negbin',\n"
+            "          'risk.mokken', 'risk.suda', 'risk.decisions', 'risk.measures'):\n"
+            "    mod = eval('sdcbayes.' + m)\n"
+            "    assert mod.__name__ == 'sdcbayes.' + m, mod\n"
+            "assert callable(sdcbayes.risk.suda.suda)\n"
+            "for bad in ('models.nonesuch', 'risk.nonesuch'):\n"
+            "    try:\n"
+            "        eval('sdcbayes.' + bad)\n"
+            "    except AttributeError:\n"
+            "        pass\n"
+            "    else:\n"
+            "        raise SystemExit(bad)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -53,6 +53,23 @@ def test_csv_roundtrip(tmp_path, frame):
     assert list(read_microdata(str(path), columns=["sex", "w"]).columns) == ["sex", "w"]
 
 
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+@pytest.mark.parametrize("name", ["s.csv", "s.csv.gz"])
+def test_csv_with_another_separator_is_read_by_its_header(tmp_path, frame, sep, name):
+    # a spreadsheet's "CSV" in many locales: semicolons; read with commas it is one column
+    frame.to_csv(tmp_path / name, sep=sep, index=False)
+    pd.testing.assert_frame_equal(read_microdata(tmp_path / name), frame)
+    assert list(read_microdata(tmp_path / name, columns=["w"]).columns) == ["w"]
+
+
+def test_a_comma_in_the_header_keeps_commas(tmp_path):
+    # semicolons inside a comma-separated file's values do not switch the separator
+    path = tmp_path / "s.csv"
+    path.write_text('age,note\n1,"a;b"\n2,"c;d"\n')
+    got = read_microdata(path)
+    assert list(got.columns) == ["age", "note"] and got["note"].tolist() == ["a;b", "c;d"]
+
+
 def test_tsv_and_gzip_csv(tmp_path, frame):
     frame.to_csv(tmp_path / "s.tsv", sep="\t", index=False)
     pd.testing.assert_frame_equal(read_microdata(tmp_path / "s.tsv"), frame)

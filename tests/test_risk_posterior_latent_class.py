@@ -334,6 +334,74 @@ def test_check_truncation_reports_and_warns_only_where_every_class_is_used():
         check_truncation([], 30)
 
 
+def test_check_predictive_uniques_warns_only_in_the_tails():
+    import warnings
+
+    from sdcbayes.inference.diagnostics import PredictiveCheckWarning, check_predictive_uniques
+
+    row = {"count": 1, "observed": 541, "mean": 524.0, "interval": [482.0, 564.0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside the tails: no warning at all
+        for p in (0.01, 0.24, 0.99):
+            assert check_predictive_uniques(row | {"p_value": p}) is None
+    with pytest.warns(PredictiveCheckWarning, match="more than"):
+        msg = check_predictive_uniques(row | {"observed": 1676, "p_value": 0.0})
+    assert "1,676 cells seen once" in msg and "524 [482, 564]" in msg
+    with pytest.warns(PredictiveCheckWarning, match="fewer than"):
+        assert "fewer" in check_predictive_uniques(row | {"p_value": 0.995})
+
+
+def test_a_model_that_misses_the_uniques_says_so(tmp_path):
+    """A key of 600 levels seen about twice each (a record id in all but name): the
+    mixture predicts far fewer uniques than the sample has, and the fit's summary and
+    warnings say so rather than print tau1 as if nothing were wrong."""
+    import warnings
+
+    from sdcbayes.inference.diagnostics import PredictiveCheckWarning
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    rng = np.random.default_rng(11)
+    n = 1200
+    frame = pd.DataFrame({"idk": rng.integers(0, 600, n), "sex": rng.integers(0, 2, n),
+                          "w": np.full(n, 20.0)})
+    md = Microdata(frame, keys=["idk", "sex"], weight="w", max_levels=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("always", PredictiveCheckWarning)
+        with pytest.warns(PredictiveCheckWarning, match="does not reproduce the sample"):
+            res = assess_posterior(md, model="latent-class", draws=40, tune=40, chains=2,
+                                   random_seed=1, overdispersion=None, em_restarts=1, ppc=20)
+    once = res.summary["predictive_check"][0]
+    assert once["count"] == 1 and once["p_value"] < 0.01
+    assert any("predictive check" in p for p in res.summary["diagnostics"]["problems"])
+
+
+def test_structural_zero_rules_are_stamped_in_the_settings():
+    """--structural-zeros auto reads rules off the sample: the result says which it used."""
+    import warnings
+
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    rng = np.random.default_rng(5)
+    n = 600
+    a = rng.integers(0, 5, n)
+    b = np.where(a == 0, 0, rng.integers(0, 4, n))  # children are never married: a -> b
+    frame = pd.DataFrame({"a": a.astype(str), "b": b.astype(str), "w": np.full(n, 30.0)})
+    md = Microdata(frame, keys=["a", "b"], weight="w")
+    runs = {}
+    for zeros in (None, "auto"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runs[zeros] = assess_posterior(md, model="latent-class", draws=20, tune=10,
+                                           chains=1, random_seed=1, overdispersion=None,
+                                           em_restarts=1, structural_zeros=zeros)
+    off = runs[None].provenance["settings"]
+    on = runs["auto"].provenance["settings"]
+    assert off["structural_zeros"] is None and off["structural_zero_rules"] == []
+    assert on["structural_zeros"] == "auto"
+    assert on["structural_zero_rules"] == [{"a": ["0"], "b": {"not": ["0"]}}]
+
+
 def test_a_binding_truncation_is_reported_not_raised_under_strict(demo_fit, monkeypatch):
     """Two classes on the demo's six keys: both occupied in every draw."""
     import warnings
