@@ -428,3 +428,206 @@ def test_unknown_label_is_one_line_error_before_any_work(labelled_sav, tmp_path,
                               *args, "--out", str(out))
         assert_one_line_error(proc, *fragments)
         assert not out.exists()
+
+
+# --------------------------------------------------------------------------- metadata kept
+# The rule: nothing of the user's file is lost beyond what the protection changes. A
+# user-missing code (SPSS "99 = Refused", declared missing) is the user's data: it must
+# come back as that code, still declared missing, and stay distinguishable from the
+# system-missing values sdcbayes's suppression writes.
+META_LABELS = {"age": "Age group", "sex": "Sex", "edu": "Education", "inc": "Monthly income",
+               "w": "Final weight"}
+META_VALUE_LABELS = {"age": {1.0: "20s", 2.0: "30s", 3.0: "40s", 4.0: "50s", 5.0: "60s",
+                             9.0: "Refused"},
+                     "sex": {1.0: "male", 2.0: "female"}}
+META_FORMATS = {"age": "F1.0", "sex": "F1.0", "edu": "F2.0", "inc": "F8.2", "w": "F6.1"}
+
+
+def _meta_frame(n: int = 160, seed: int = 21) -> pd.DataFrame:
+    """Keys age, sex, edu with user-missing codes in age (9) and edu (98-99), inc with -1."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(1, 6, n).astype(float),
+            "sex": rng.integers(1, 3, n).astype(float),
+            "edu": rng.integers(1, 5, n).astype(float),
+            "inc": rng.lognormal(8, 1, n).round(2),
+            "w": rng.uniform(20, 80, n).round(1),
+        }
+    )
+    frame.loc[[3, 40, 77], "age"] = 9.0  # "Refused": declared missing
+    frame.loc[[5, 90], "edu"] = 99.0  # inside the declared range 98-99
+    frame.loc[[6, 91], "inc"] = -1.0  # a non-key user-missing code, untouched by any step
+    frame.loc[12, "inc"] = np.nan  # a system-missing value of the user's own
+    return frame
+
+
+@pytest.fixture(scope="module")
+def meta_sav(tmp_path_factory):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    frame = _meta_frame()
+    path = tmp_path_factory.mktemp("meta") / "vl.sav"
+    pyreadstat.write_sav(
+        frame, str(path), column_labels=META_LABELS, variable_value_labels=META_VALUE_LABELS,
+        missing_ranges={"age": [9.0], "edu": [{"lo": 98.0, "hi": 99.0}], "inc": [-1.0]},
+        variable_format=META_FORMATS,
+        variable_measure={"age": "ordinal", "sex": "nominal", "edu": "ordinal",
+                          "inc": "scale", "w": "scale"},
+        file_label="Test survey",
+    )
+    return path
+
+
+def _suppressed_cells(out) -> set[tuple[int, str]]:
+    log = pd.read_csv(out / "log.csv")
+    sup = log[log["method"] == "suppress"]
+    return set(zip(sup["record"].astype(int), sup["variable"], strict=True))
+
+
+def test_spss_output_keeps_labels_formats_and_user_missing_codes(meta_sav, tmp_path):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(meta_sav), "--keys", "age,sex,edu", "--weight", "w",
+                   "--suppress-k", "4", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    src_raw, src_meta = pyreadstat.read_sav(str(meta_sav), user_missing=True)
+    raw, meta = pyreadstat.read_sav(str(out / "protected.sav"), user_missing=True)
+    plain, _ = pyreadstat.read_sav(str(out / "protected.sav"))
+
+    # variable labels, value labels, missing declarations, formats, measures, file label
+    assert meta.column_names_to_labels == META_LABELS
+    assert meta.variable_value_labels == META_VALUE_LABELS
+    assert meta.missing_ranges == src_meta.missing_ranges
+    assert meta.missing_ranges["edu"] == [{"lo": 98.0, "hi": 99.0}]
+    assert meta.original_variable_types == META_FORMATS
+    assert meta.variable_measure == src_meta.variable_measure
+    assert meta.file_label == "Test survey"
+
+    suppressed = _suppressed_cells(out)
+    assert suppressed, "k = 4 must make the suppression work"
+    summary = json.loads((out / "summary.json").read_text())
+    result = summary["steps"][0]["result"]
+    # pre-existing (user-)missing values are not counted as suppressions
+    assert result["total_suppressions"] == len(suppressed)
+    assert result["missing_before"] == {"age": 3, "sex": 0, "edu": 2}
+    for col in ("age", "sex", "edu", "inc", "w"):
+        mask = np.array([(i, col) in suppressed for i in range(len(raw))])
+        # sdcbayes's suppressions are system-missing, whatever the user-missing read
+        assert raw[col][mask].isna().all(), col
+        assert plain[col][mask].isna().all(), col
+        # every other value is the user's: user-missing codes included (9, 99, -1)
+        pd.testing.assert_series_equal(raw[col][~mask], src_raw[col][~mask], check_names=False)
+        assert result["suppressions"].get(col, 0) == int(mask.sum())
+        if col in summary["information_loss"]["per_variable"]:
+            loss = summary["information_loss"]["per_variable"][col]
+            assert loss["n_suppressed"] == int(mask.sum()), col
+    # suppression blanks observed values only: every user-missing code comes back
+    assert (raw["age"] == 9.0).sum() == 3 and (raw["edu"] == 99.0).sum() == 2
+    assert sorted(np.flatnonzero(raw["inc"].to_numpy() == -1.0)) == [6, 91]
+    # ... and still declared missing: the default read turns them into NaN
+    assert plain["age"][raw["age"] == 9.0].isna().all()
+    assert plain["edu"][raw["edu"] == 99.0].isna().all()
+    assert plain["inc"][[6, 91, 12]].isna().all() and np.isnan(raw["inc"][12])
+
+
+def test_stata_output_keeps_variable_and_value_labels_and_formats(tmp_path):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    frame = _meta_frame()
+    frame.loc[frame["age"] == 9.0, "age"] = np.nan  # Stata: no user-missing ranges
+    frame.loc[frame["edu"] == 99.0, "edu"] = np.nan
+    frame.loc[frame["inc"] == -1.0, "inc"] = np.nan
+    src = tmp_path / "vl.dta"
+    formats = {"age": "%8.0g", "sex": "%8.0g", "edu": "%9.0f", "inc": "%10.2f", "w": "%9.1f"}
+    value_labels = {"age": {1: "20s", 2: "30s", 3: "40s", 4: "50s", 5: "60s"},
+                    "sex": {1: "male", 2: "female"}}
+    pyreadstat.write_dta(frame, str(src), column_labels=META_LABELS,
+                         variable_value_labels=value_labels, variable_format=formats,
+                         file_label="Test survey")
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(src), "--keys", "age,sex,edu", "--weight", "w",
+                   "--suppress-k", "4", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    got, meta = pyreadstat.read_dta(str(out / "protected.dta"))
+    assert meta.column_names_to_labels == META_LABELS
+    assert meta.variable_value_labels == value_labels
+    assert meta.original_variable_types == formats
+    assert meta.file_label == "Test survey"
+    suppressed = _suppressed_cells(out)
+    assert suppressed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"][0]["result"]["total_suppressions"] == len(suppressed)
+    for col in frame.columns:
+        mask = np.array([(i, col) in suppressed for i in range(len(got))])
+        assert got[col][mask].isna().all()
+        pd.testing.assert_series_equal(got[col][~mask], frame[col][~mask], check_names=False)
+
+
+def test_csv_integer_columns_stay_integer_text(tmp_path):
+    rng = np.random.default_rng(8)
+    n = 120
+    frame = pd.DataFrame({"age": rng.integers(18, 90, n), "sex": rng.integers(1, 3, n),
+                          "edu": rng.integers(1, 5, n), "score": rng.integers(0, 4, n) + 0.5})
+    src = tmp_path / "p.csv"
+    frame.to_csv(src, index=False)
+    text = src.read_text().splitlines()
+    # a blank in an integer column: pandas reads the column as float
+    text[5] = "," + text[5].split(",", 1)[1]
+    src.write_text("\n".join(text) + "\n")
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(src), "--keys", "age,sex,edu", "--suppress-k", "3",
+                   "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    got = pd.read_csv(out / "protected.csv", dtype=str, keep_default_na=False)
+    before = pd.read_csv(src, dtype=str, keep_default_na=False)
+    suppressed = _suppressed_cells(out)
+    assert any(c == "age" for _, c in suppressed)
+    for col in ("age", "sex", "edu"):
+        assert not got[col].str.contains(r"\.").any(), col  # 34, never 34.0
+        mask = np.array([(i, col) in suppressed for i in range(n)])
+        assert (got[col][mask] == "").all()
+        assert got[col][~mask].tolist() == before[col][~mask].tolist(), col
+    assert got["score"].tolist() == before["score"].tolist()  # a float column stays float
+
+
+def test_spss_new_category_code_avoids_user_missing_codes(tmp_path):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    frame = _meta_frame()
+    frame.loc[[7, 8], "sex"] = 3.0  # "No answer", declared missing; no value label
+    src = tmp_path / "s.sav"
+    pyreadstat.write_sav(frame, str(src), variable_value_labels=META_VALUE_LABELS,
+                         missing_ranges={"sex": [3.0]})
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(src), "--keys", "age,sex", "--recode",
+                   "sex:male+female=person", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    raw, meta = pyreadstat.read_sav(str(out / "protected.sav"), user_missing=True)
+    plain, _ = pyreadstat.read_sav(str(out / "protected.sav"))
+    # the new category must not take code 3 (the next after 1, 2): it would read as missing
+    assert meta.variable_value_labels["sex"] == {4.0: "person"}
+    assert meta.missing_ranges["sex"] == [{"lo": 3.0, "hi": 3.0}]
+    assert sorted(np.flatnonzero(raw["sex"].to_numpy() == 3.0)) == [7, 8]
+    others = ~frame.index.isin([7, 8])
+    assert (plain["sex"][others] == 4.0).all()
+    assert plain["sex"][[7, 8]].isna().all()
+
+
+def test_semicolon_csv_is_read_and_written_with_semicolons(tmp_path):
+    rng = np.random.default_rng(9)
+    n = 120
+    frame = pd.DataFrame({"age": rng.integers(18, 90, n), "sex": rng.integers(1, 3, n),
+                          "edu": rng.integers(1, 5, n)})
+    src = tmp_path / "semi.csv"
+    frame.to_csv(src, index=False, sep=";")
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(src), "--keys", "age,sex,edu", "--suppress-k", "3",
+                   "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    header = (out / "protected.csv").read_text().splitlines()[0]
+    assert header == "age;sex;edu"
+    got = pd.read_csv(out / "protected.csv", sep=";")
+    suppressed = _suppressed_cells(out)
+    assert suppressed  # the keys were read as three columns, so k-anonymity had work to do
+    for col in ("age", "sex", "edu"):
+        mask = np.array([(i, col) in suppressed for i in range(n)])
+        assert got[col][mask].isna().all()
+        assert (got[col][~mask] == frame[col][~mask]).all(), col

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -354,7 +355,7 @@ def command(
         out,
         {
             "summary.json": lambda p: write_json(p, summary),
-            out_name: lambda p: _write_protected(p, current, data, ext),
+            out_name: lambda p: _write_protected(p, current, data, ext, original=frame),
             "log.csv": lambda p: log.to_csv(p, index=False),
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
         },
@@ -834,37 +835,296 @@ def _output_name(ext: str) -> tuple[str, str | None]:
     return f"protected{ext}", None
 
 
-def _write_protected(path: Path, frame, source: Path, ext: str) -> None:
-    """Write ``frame`` in the input's format (value labels restored for SPSS/Stata)."""
+#: pyreadstat's reader for each format sdcbayes writes back with pyreadstat.
+_READERS = {".sav": "read_sav", ".zsav": "read_sav", ".dta": "read_dta", ".por": "read_por",
+            ".xpt": "read_xport"}
+#: Plain numeric display formats (SPSS ``F8.2``, ``COMMA10.0``; Stata ``%9.2f``,
+#: ``%10.0g``). Date and string formats are left to pyreadstat, which derives them
+#: from the column's type and width.
+_NUMERIC_FORMAT = re.compile(
+    r"^(?:(?:F|N|E|COMMA|DOT|DOLLAR|PCT)\d+(?:\.\d+)?|%-?\d+(?:\.\d+)?[gfe]c?)$", re.IGNORECASE
+)
+
+
+def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -> None:
+    """Write ``frame`` in the input's format, keeping all the steps did not change.
+
+    Parameters
+    ----------
+    path : Path
+        The file to write.
+    frame : pandas.DataFrame
+        The protected data.
+    source : Path
+        The input file; its metadata (and SPSS user-missing codes) are read again.
+    ext : str
+        The input's ending (:func:`sdcbayes.microdata._extension`).
+    original : pandas.DataFrame, optional
+        The data as read, before any step. A cell missing there and still missing
+        in ``frame`` was left alone by the steps: for SPSS its user-missing code
+        comes back. Without it no user-missing code is restored.
+
+    Notes
+    -----
+    - CSV/TSV: columns the input wrote as integers stay integers where the steps
+      left whole numbers (a suppression's blanks would otherwise print 34 as 34.0).
+    - SPSS, Stata, SPSS portable, SAS transport: variable labels and the file label
+      are written again; SPSS and Stata also the value labels and numeric display
+      formats; SPSS the measurement levels, display widths, notes and the
+      user-missing declarations (``missing_ranges``) with the user-missing codes of
+      the cells no step changed. sdcbayes's own suppressions are system-missing.
+    """
     if ext in (".csv", ".csv.gz", ".tsv"):
-        frame.to_csv(path, index=False, sep="\t" if ext == ".tsv" else ",")
+        # written with the input's separator: a semicolon "CSV" goes back to its spreadsheet
+        sep = _input_separator(source, "\t" if ext == ".tsv" else ",")
+        kept = _integers_kept(frame, source, sep, original)
+        kept.to_csv(path, index=False, sep=sep)
         return
     if ext in (".parquet", ".pq", ".sas7bdat"):
         _arrow_safe(frame).to_parquet(path, index=False)
         return
+    import inspect
+
     import pyreadstat
 
     from sdcbayes.exceptions import DataError
 
-    df, labels = _labelled(frame, source, ext)
+    meta = _source_metadata(source, ext)
+    ranges = _declared_missing(meta) if ext in (".sav", ".zsav") else {}
+    df, labels = _labelled(frame, meta, reserved=ranges)
+    options = _metadata_options(df, meta, ext)
+    if labels and ext in (".sav", ".zsav", ".dta"):
+        options["variable_value_labels"] = labels
+    if ranges:
+        df, kept = _user_missing_restored(df, original, source, ext, ranges)
+        if kept:
+            options["missing_ranges"] = kept
+    if ext == ".zsav":
+        options["compress"] = True
+    writer = {".sav": pyreadstat.write_sav, ".zsav": pyreadstat.write_sav,
+              ".dta": pyreadstat.write_dta, ".por": pyreadstat.write_por,
+              ".xpt": pyreadstat.write_xport}.get(ext)
+    if writer is None:  # pragma: no cover - read_microdata accepts only the endings above
+        raise InputError(f"cannot write files of type {ext}")
+    # An older pyreadstat (>= 1.2.6 is allowed) may lack a metadata option: skip it
+    # rather than fail.
     try:
-        if ext in (".sav", ".zsav"):
-            pyreadstat.write_sav(df, str(path), variable_value_labels=labels,
-                                 compress=ext == ".zsav")
-        elif ext == ".dta":
-            pyreadstat.write_dta(df, str(path), variable_value_labels=labels)
-        elif ext == ".por":
-            pyreadstat.write_por(df, str(path))
-        elif ext == ".xpt":
-            pyreadstat.write_xport(df, str(path))
-        else:  # pragma: no cover - read_microdata accepts only the endings above
-            raise InputError(f"cannot write files of type {ext}")
+        accepted = inspect.signature(writer).parameters
+    except (TypeError, ValueError):  # no signature to read: pass them all
+        accepted = options
+    options = {k: v for k, v in options.items() if k in accepted}
+    try:
+        writer(df, str(path), **options)
     except (pyreadstat.ReadstatError, ValueError, TypeError) as e:
         # Format limits (name lengths, string widths, label types) surface here.
         raise DataError(
             f"could not write the protected file as {ext}: {' '.join(str(e).split())}; "
             "convert the input to CSV or Parquet and run again"
         ) from None
+
+
+def _input_separator(source: Path, sep: str) -> str:
+    """The separator the input was read with: a .csv may use semicolons, tabs or bars."""
+    from sdcbayes.microdata import _csv_separator
+
+    # read_microdata's own detection, so both read the same columns
+    return sep if sep != "," else _csv_separator(source)
+
+
+def _integers_kept(frame, source: Path, sep: str, original=None):
+    """Float columns the input wrote as integers, back to nullable ``Int64``.
+
+    pandas reads an integer column with a blank as float64 and writes it back as
+    ``34.0``. A column was integer in the input when pandas read it as integers,
+    or, read as float with blanks, every non-blank entry of its text is an integer
+    literal (the text is read again for those columns only). A column whose
+    protected values are no longer whole numbers (noise, micro-aggregation) was
+    changed by its method and stays float.
+    """
+    import numpy as np
+    import pandas as pd
+
+    def whole(c) -> bool:
+        x = frame[c].to_numpy(dtype=float, na_value=np.nan)
+        x = x[~np.isnan(x)]
+        return bool(np.all(x == np.round(x)) and np.all(np.abs(x) < 2**53))
+
+    integer, unsure = [], []
+    for c in frame.columns:
+        if not pd.api.types.is_float_dtype(frame[c].dtype) or not whole(c):
+            continue
+        was = original[c].dtype if original is not None and c in original.columns else None
+        if was is not None and pd.api.types.is_integer_dtype(was):
+            integer.append(c)
+        elif was is None or (pd.api.types.is_float_dtype(was) and original[c].isna().any()):
+            unsure.append(c)  # a float column without blanks was written as 1.0 or 1e3
+    if unsure:
+        try:
+            text = pd.read_csv(source, sep=sep, usecols=unsure, dtype=str)
+        except Exception:  # the input's text is a nicety here; write those as floats
+            text = None
+        for c in unsure if text is not None else []:
+            entries = text[c].dropna().str.strip()
+            if len(entries) and entries.str.fullmatch(r"[+-]?\d+").all():
+                integer.append(c)
+    if not integer:
+        return frame
+    out = frame.copy()
+    for c in integer:
+        out[c] = frame[c].astype("Int64")
+    return out
+
+
+def _source_metadata(source: Path, ext: str):
+    """The input's metadata read by pyreadstat (SPSS: with the user-missing declarations).
+
+    ``None`` when they cannot be read: metadata are a nicety, the data are written anyway.
+    """
+    import pyreadstat
+
+    reader = getattr(pyreadstat, _READERS[ext])
+    # missing_ranges are filled only when user-missing values are asked for
+    extra = {"user_missing": True} if ext in (".sav", ".zsav") else {}
+    try:
+        _, meta = reader(str(source), metadataonly=True, **extra)
+    except Exception:
+        return None
+    return meta
+
+
+def _declared_missing(meta) -> dict[str, list[tuple[Any, Any]]]:
+    """SPSS user-missing declarations as ``column -> [(lo, hi), ...]`` (lo == hi: a value)."""
+    out: dict[str, list[tuple[Any, Any]]] = {}
+    for col, entries in (getattr(meta, "missing_ranges", None) or {}).items():
+        pairs = [(e["lo"], e["hi"]) if isinstance(e, dict) else (e, e) for e in entries or []]
+        if pairs:
+            out[str(col)] = pairs
+    return out
+
+
+def _in_ranges(values, pairs) -> Any:
+    """Boolean mask: which of ``values`` (no missing among them) fall in a declared range."""
+    import numpy as np
+
+    hit = np.zeros(len(values), dtype=bool)
+    for lo, hi in pairs:
+        # object arrays (text codes) compare to object results: made boolean here
+        hit |= np.asarray((values >= lo) & (values <= hi), dtype=bool)
+    return hit
+
+
+def _user_missing_restored(df, original, source: Path, ext: str, ranges):
+    """Put back the SPSS user-missing codes of the cells no step changed.
+
+    A cell gets its code back when it is missing in the protected data, was
+    missing as read (the reader turns user-missing codes into NaN, so no step
+    produced this missing value; a suppression only blanks observed values) and
+    holds a declared user-missing code in the file. Suppressions stay
+    system-missing, so a reader can tell "Refused" from "suppressed by sdcbayes".
+
+    Returns
+    -------
+    (pandas.DataFrame, dict)
+        The data and the ``missing_ranges`` to declare. A column's declaration is
+        dropped when its type changed (numeric <-> text) or when a value a step
+        wrote falls in a declared range (declaring it would hide that value).
+    """
+    import pandas as pd
+    import pyreadstat
+
+    cols = [c for c in ranges if c in df.columns]
+    raw = None
+    if original is not None and cols:
+        try:
+            raw, _ = getattr(pyreadstat, _READERS[ext])(str(source), user_missing=True,
+                                                         usecols=cols)
+        except Exception:  # no codes to restore; the declarations still hold
+            raw = None
+    kept: dict[str, list] = {}
+    for c in cols:
+        pairs = ranges[c]
+        numeric_range = all(isinstance(v, (int, float)) for pair in pairs for v in pair)
+        numeric_col = pd.api.types.is_numeric_dtype(df[c].dtype)
+        text_col = df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype)
+        if numeric_range != numeric_col or (not numeric_col and not text_col):
+            continue
+        values = df[c].to_numpy(dtype=float if numeric_col else object)
+        missing = pd.isna(df[c]).to_numpy()
+        if _in_ranges(values[~missing], pairs).any():
+            continue  # a value sdcbayes wrote would read as missing: keep it visible
+        if raw is not None and c in raw.columns and c in original.columns and len(raw) == len(df):
+            codes = raw[c].to_numpy(dtype=float if numeric_col else object)
+            has_code = pd.notna(raw[c]).to_numpy()
+            back = missing & pd.isna(original[c]).to_numpy() & has_code
+            back[back] = _in_ranges(codes[back], pairs)
+            if back.any():
+                values = values.copy()
+                values[back] = codes[back]
+                df[c] = values
+        kept[c] = [lo if lo == hi else {"lo": lo, "hi": hi} for lo, hi in pairs]
+    return df, kept
+
+
+def _metadata_options(df, meta, ext: str) -> dict[str, Any]:
+    """The input's variable metadata as pyreadstat writer options, for the columns of ``df``.
+
+    Formats are kept for numeric columns with a plain numeric format (dates and
+    strings get theirs from pyreadstat); an SPSS ``Fw.d`` too narrow for a value a
+    step wrote (a new category code, a noisy value) is widened so the value shows.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if meta is None:
+        return {}
+    cols = [str(c) for c in df.columns]
+    present = set(cols)
+    opts: dict[str, Any] = {}
+    names_to_labels = getattr(meta, "column_names_to_labels", None) or {}
+    labels = [names_to_labels.get(c) for c in cols]
+    if any(labels):  # a list in column order: accepted by every supported pyreadstat
+        opts["column_labels"] = labels
+    if getattr(meta, "file_label", None):
+        opts["file_label"] = meta.file_label
+    if ext in (".sav", ".zsav", ".dta"):
+        formats = {}
+        for c, fmt in (getattr(meta, "original_variable_types", None) or {}).items():
+            if c not in present or not isinstance(fmt, str) or not _NUMERIC_FORMAT.match(fmt):
+                continue
+            s = df[c]
+            if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+                continue
+            formats[c] = _wide_enough(fmt, s.to_numpy(dtype=float, na_value=np.nan))
+        if formats:
+            opts["variable_format"] = formats
+    if ext in (".sav", ".zsav"):
+        measure = {c: m for c, m in (getattr(meta, "variable_measure", None) or {}).items()
+                   if c in present and m in ("nominal", "ordinal", "scale")}
+        if measure:
+            opts["variable_measure"] = measure
+        display = getattr(meta, "variable_display_width", None) or {}
+        widths = {c: int(w) for c, w in display.items()
+                  if c in present and isinstance(w, (int, np.integer)) and w > 0}
+        if widths:
+            opts["variable_display_width"] = widths
+        notes = getattr(meta, "notes", None)
+        if notes:
+            opts["note"] = list(notes)
+    return opts
+
+
+def _wide_enough(fmt: str, values) -> str:
+    """SPSS ``Fw.d`` widened to hold the largest value; other formats unchanged."""
+    import numpy as np
+
+    m = re.fullmatch(r"F(\d+)(?:\.(\d+))?", fmt, re.IGNORECASE)
+    finite = values[np.isfinite(values)]
+    if m is None or not finite.size:
+        return fmt
+    w, d = int(m.group(1)), int(m.group(2) or 0)
+    need = len(str(int(np.max(np.abs(finite))))) + (d + 1 if d else 0) + int((finite < 0).any())
+    # SPSS numeric formats are at most 40 wide; beyond that SPSS shows E notation itself
+    return fmt if need <= w or need > 40 else f"F{need}.{d}"
 
 
 def _arrow_safe(frame):
@@ -881,33 +1141,31 @@ def _arrow_safe(frame):
     return out
 
 
-def _labelled(frame, source: Path, ext: str):
+def _labelled(frame, meta, reserved=None):
     """Categoricals back to numeric codes with value labels (SPSS, Stata).
 
     read_microdata turned labelled columns into categoricals of label names; the
-    original code of every label is read again from the file's metadata, so
-    untouched columns keep their codes. New categories (from recoding) get new
-    codes above the largest one; categories that were unlabelled codes (text
-    like ``"7"``) get their code back without a label.
+    original code of every label is taken from the file's metadata (``meta``, from
+    :func:`_source_metadata`; ``None`` gives fresh codes), so untouched columns
+    keep their codes. New categories (from recoding) get new codes above the
+    largest one; categories that were unlabelled codes (text like ``"7"``) get
+    their code back without a label. ``reserved`` (column -> declared user-missing
+    ``(lo, hi)`` ranges) are codes no new category may take: its values would
+    read as missing.
     """
     import numpy as np
     import pandas as pd
-    import pyreadstat
 
-    reader = {".sav": pyreadstat.read_sav, ".zsav": pyreadstat.read_sav,
-              ".dta": pyreadstat.read_dta, ".por": pyreadstat.read_por,
-              ".xpt": pyreadstat.read_xport}[ext]
-    try:
-        _, meta = reader(str(source), metadataonly=True)
-        original = dict(meta.variable_value_labels or {})
-    except Exception:  # metadata are a nicety; write fresh codes if they cannot be read
-        original = {}
+    original = dict(getattr(meta, "variable_value_labels", None) or {})
+    reserved = reserved or {}
     out = _arrow_safe(frame)
     labels: dict[str, dict] = {}
     for c in out.columns:
         s = out[c]
         if isinstance(s.dtype, pd.CategoricalDtype):
             code_of = {str(lab): code for code, lab in original.get(c, {}).items()}
+            avoid = [(lo, hi) for lo, hi in reserved.get(c, [])
+                     if isinstance(lo, (int, float)) and isinstance(hi, (int, float))]
             cats = [str(x) for x in s.cat.categories]
             codes: dict[str, float] = {}
             used = {float(v) for v in code_of.values() if isinstance(v, (int, float))}
@@ -919,12 +1177,13 @@ def _labelled(frame, source: Path, ext: str):
                         v = float(cat)
                     except ValueError:
                         continue
-                    if v not in used:
+                    if v not in used and not _in_ranges(np.array([v]), avoid)[0]:
                         codes[cat] = v
                         used.add(v)
             nxt = (max(used) if used else 0.0) + 1.0
             for cat in cats:
                 if cat not in codes:
+                    nxt = _free_code(nxt, avoid)
                     codes[cat] = nxt
                     used.add(nxt)
                     nxt += 1.0
@@ -933,7 +1192,8 @@ def _labelled(frame, source: Path, ext: str):
             lab = {
                 (int(v) if float(v).is_integer() else v): cat
                 for cat, v in codes.items()
-                if cat in code_of or not _is_number(cat)
+                # a number-like category moved off its own code needs a label to show it
+                if cat in code_of or not _is_number(cat) or float(cat) != v
             }
             if lab:
                 labels[c] = lab
@@ -942,6 +1202,19 @@ def _labelled(frame, source: Path, ext: str):
         ):
             out[c] = s.astype("float64")  # nullable integers: missing becomes system missing
     return out, labels
+
+
+def _free_code(v: float, ranges) -> float:
+    """``v``, or the first whole number above it outside every ``(lo, hi)`` range."""
+    for _ in range(len(ranges) + 1):
+        above = [hi for lo, hi in ranges if lo <= v <= hi]
+        if not above:
+            return v
+        nxt = math.floor(max(above)) + 1.0
+        if nxt <= v:  # a range open to +infinity: no free code above (the writer checks)
+            return v
+        v = nxt
+    return v
 
 
 def _is_number(text: str) -> bool:
