@@ -28,6 +28,16 @@ code,pre{background:#f4f4f6;padding:.1em .3em;border-radius:3px;font-size:.9em}
 pre{padding:.6em;overflow-x:auto;white-space:pre-wrap}
 .note{color:#555;font-size:.9em}
 svg{max-width:100%;height:auto}
+.warn{border:1px solid #e0b252;border-left:6px solid #c0392b;background:#fff7e6;
+padding:.5em 1em;margin:1em 0;border-radius:3px}
+.warn p{margin:.2em 0;font-weight:bold;color:#8a1f11}
+.warn ul{margin:.3em 0 .2em 1.2em;padding:0}
+.info{border:1px solid #ccd;border-left:6px solid #4a78a8;background:#f4f7fb;
+padding:.5em 1em;margin:1em 0;border-radius:3px}
+.info p{margin:.2em 0;font-weight:bold}
+.info ul{margin:.3em 0 .2em 1.2em;padding:0}
+dl.defs dt{font-weight:bold;margin-top:.4em}
+dl.defs dd{margin:0 0 0 1.5em}
 """
 
 
@@ -36,18 +46,97 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def fmt(value: Any, digits: int = 4) -> str:
-    """Format a number for a table: integers plainly, floats to ``digits`` significant."""
+class Html(str):
+    """Text that is already HTML: :func:`fmt` (and so :func:`table`) passes it through.
+
+    Lets a caller put rendered markup (e.g. a key-aware setting value) in a table cell
+    without it being escaped a second time.
+    """
+
+
+MISSING = "–"  # what a table shows for None, NaN, pandas NA and empty lists
+
+
+def _is_missing(value: Any) -> bool:
     if value is None:
-        return "–"
+        return True
+    if isinstance(value, (float, np.floating)) and math.isnan(float(value)):
+        return True
+    # pandas.NA / NaT without importing pandas (closed-form runs stay light)
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _nested(value: Any, digits: int) -> str:
+    """``fmt`` of a value inside a list or mapping: compound values in parentheses."""
+    text = fmt(value, digits)
+    compound = isinstance(value, Mapping) or (
+        isinstance(value, (list, tuple, set, frozenset, np.ndarray))
+        and len(value) > 1
+        and not _is_interval(value)
+    )
+    return f"({text})" if compound else text
+
+
+def _is_interval(value: Any) -> bool:
+    return (
+        isinstance(value, (list, tuple, np.ndarray))
+        and len(value) == 2
+        and all(_is_number(v) or _is_missing(v) for v in value)
+    )
+
+
+def _mapping_text(d: Mapping[Any, Any], digits: int) -> str:
+    """A mapping as readable text: ``4: 5.012, 8: 10`` or ``Gamma(alpha=0.25, beta=0.25)``.
+
+    A prior (a mapping with a ``dist`` entry) reads as the distribution with its
+    parameters; anything else as ``key: value`` pairs.
+    """
+    if not d:
+        return MISSING
+    dist = d.get("dist") if isinstance(d.get("dist"), str) else None
+    if dist is not None:
+        args = ", ".join(f"{esc(k)}={_nested(v, digits)}" for k, v in d.items() if k != "dist")
+        return f"{esc(dist)}({args})"
+    return ", ".join(f"{esc(k)}: {_nested(v, digits)}" for k, v in d.items())
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Format a value for a table cell as HTML-safe text, never a Python repr.
+
+    Parameters
+    ----------
+    value : Any
+        Integers print plainly with thousands separators, floats to ``digits``
+        significant digits; ``None``, NaN and empty containers as "–", infinities as
+        "∞"; a pair of numbers as an interval ``[lo, hi]``; other lists as
+        comma-separated items; mappings as ``key: value`` pairs (a prior, a mapping
+        with ``dist``, as ``Dist(a=1, b=2)``); :class:`Html` unchanged.
+    digits : int, optional
+        Significant digits of floats.
+
+    Returns
+    -------
+    str
+        Escaped text, safe to put between tags.
+    """
+    if isinstance(value, Html):
+        return str(value)
+    if _is_missing(value):
+        return MISSING
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
         v = float(value)
-        if not math.isfinite(v):
-            return str(v)
+        if math.isinf(v):
+            return "∞" if v > 0 else "−∞"
         if v != 0 and (abs(v) >= 1e9 or abs(v) < 1e-3):
             return f"{v:.{digits - 1}e}"
         if abs(v) >= 1000:
@@ -55,9 +144,34 @@ def fmt(value: Any, digits: int = 4) -> str:
         if float(v).is_integer():
             return f"{v:.{max(digits - 3, 1)}f}"
         return f"{v:.{digits}g}"
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return f"[{fmt(value[0], digits)}, {fmt(value[1], digits)}]"
+    if isinstance(value, str):
+        return esc(value)
+    if isinstance(value, Mapping):
+        return _mapping_text(value, digits)
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        if _is_interval(value):
+            lo, hi = value
+            return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(_nested(v, digits) for v in items) if items else MISSING
+    if isinstance(value, np.generic):  # other numpy scalars (str_, datetime64, ...)
+        return esc(value.item())
     return esc(value)
+
+
+def setting(key: Any, value: Any) -> Html:
+    """A setting's value as :class:`Html`, reading lists by the setting's name.
+
+    Only a setting named as an interval (``..._interval``) shows a pair of numbers as
+    ``[lo, hi]``; any other list (e.g. ``cv_ratios``) is its comma-separated items,
+    so that two ratios do not read as an interval.
+    """
+    if isinstance(value, (list, tuple, np.ndarray)) and "interval" not in str(key):
+        items = list(value)
+        return Html(", ".join(_nested(v, 4) for v in items) if items else MISSING)
+    return Html(fmt(value))
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) -> str:
@@ -68,19 +182,76 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) ->
     for row in rows:
         cells = []
         for v in row:
-            numeric = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
-                v, bool
-            )
-            cls = ' class="num"' if numeric else ""
+            cls = ' class="num"' if _is_number(v) else ""
             cells.append(f"<td{cls}>{fmt(v)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
 
-def dict_table(d: Mapping[str, Any]) -> str:
-    """A two-column table of a flat mapping."""
-    return table([(k, v) for k, v in d.items()], header=("quantity", "value"))
+def dict_table(d: Mapping[str, Any], header: Sequence[str] = ("quantity", "value")) -> str:
+    """A two-column table of a mapping; nested values read as text (see :func:`setting`)."""
+    return table([(k, v if _is_number(v) else setting(k, v)) for k, v in d.items()],
+                 header=header)
+
+
+# Keys of a summary (at any depth) whose lists are warnings for the top of the page.
+_WARNING_KEYS = ("problems", "warnings")
+_NOTE_KEYS = ("notes",)
+
+
+def _collect(summary: Any, keys: Sequence[str]) -> list[str]:
+    """The strings under ``keys`` anywhere in ``summary``, in order, without repeats.
+
+    Walks nested mappings (not the provenance, which records inputs, not findings);
+    a value may be one string or a list of them. Texts are taken as they are, so a
+    new kind of problem shows without changes here.
+    """
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if not isinstance(node, Mapping):
+            return
+        for k, v in node.items():
+            if k == "provenance":
+                continue
+            if k in keys:
+                items = [v] if isinstance(v, str) else (v if isinstance(v, (list, tuple)) else [])
+                found.extend(str(x) for x in items if x is not None and str(x).strip())
+            elif isinstance(v, Mapping):
+                walk(v)
+
+    walk(summary)
+    return list(dict.fromkeys(found))
+
+
+def message_box(items: Sequence[str], title: str, kind: str = "warn") -> str:
+    """A styled box with ``title`` and the escaped ``items`` as a list ("" when empty).
+
+    Parameters
+    ----------
+    items : sequence of str
+        Plain-text messages; each is HTML-escaped.
+    title : str
+        The box's heading line.
+    kind : {"warn", "info"}
+        ``warn``: red-edged warning box; ``info``: a neutral note box.
+    """
+    if not items:
+        return ""
+    lis = "".join(f"<li>{esc(m)}</li>" for m in items)
+    role = " role='alert'" if kind == "warn" else ""
+    return f"<div class='{kind}'{role}><p>{esc(title)}</p><ul>{lis}</ul></div>"
+
+
+def summary_boxes(summary: Mapping[str, Any]) -> str:
+    """Warning and note boxes for every warning/note list ``summary`` carries."""
+    warn = _collect(summary, _WARNING_KEYS)
+    notes = _collect(summary, _NOTE_KEYS)
+    return message_box(
+        warn,
+        f"{len(warn)} warning{'s' if len(warn) != 1 else ''}: read before using these numbers",
+    ) + message_box(notes, "Notes", kind="info")
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -260,15 +431,28 @@ def svg_lines(
     return "".join(parts)
 
 
-def render(title: str, sections: Sequence[tuple[str, str]], provenance: Mapping | None) -> str:
-    """Assemble a complete HTML page from ``(heading, html)`` sections."""
+def render(title: str, sections: Sequence[tuple[str, str]], provenance: Mapping | None,
+           summary: Mapping[str, Any] | None = None) -> str:
+    """Assemble a complete HTML page from ``(heading, html)`` sections.
+
+    With ``summary``, its warnings (e.g. the sampling diagnostics' ``problems``) and
+    notes come first, in boxes under the title: a reader who stops at the headline
+    numbers must still see that they are unreliable.
+    """
     body = [f"<h1>{esc(title)}</h1>"]
+    if summary:
+        boxes = summary_boxes(summary)
+        if boxes:
+            body.append(boxes)
     for heading, content in sections:
         body.append(f"<h2>{esc(heading)}</h2>\n{content}")
     if provenance:
         versions = provenance.get("versions", {})
         body.append("<h2>How this report was produced</h2>")
         body.append(f"<p>Command:</p><pre>{esc(provenance.get('command', ''))}</pre>")
+        settings = provenance.get("settings")
+        if isinstance(settings, Mapping) and settings:
+            body.append("<p>Settings:</p>" + dict_table(settings, header=("setting", "value")))
         body.append(
             table(sorted(versions.items()), header=("package", "version"))
             + f"<p class='note'>Created {esc(provenance.get('created', ''))}.</p>"
@@ -338,6 +522,57 @@ _MODEL_TEXT = {
 }
 
 
+# The quantities of the file-level table, defined here because the page travels alone.
+_FILE_LEVEL_DEFINITIONS = (
+    "<p class='note'>Notation: k runs over the key combinations (cells); f<sub>k</sub> and "
+    "F<sub>k</sub> are the numbers of sample and population records in cell k (F<sub>k</sub> "
+    "is unknown); a sample unique is a record alone in its cell (f<sub>k</sub> = 1). "
+    "Expectations and probabilities are under the model, given the sample.</p>"
+    "<dl class='defs note'>"
+    "<dt>per-record risk r<sub>i</sub></dt>"
+    "<dd>E(1/F<sub>k</sub> | f<sub>k</sub>) for the cell k of record i: the chance that an "
+    "intruder who matches the record's key values to a population register picks the right "
+    "person.</dd>"
+    "<dt>expected re-identifications</dt>"
+    "<dd>Σ over records of E(1/F<sub>k</sub> | f<sub>k</sub>) = Σ<sub>i</sub> r<sub>i</sub> "
+    "(sdcMicro's global risk); the rate divides it by the number of records.</dd>"
+    "<dt>τ1</dt>"
+    "<dd>Expected number of sample uniques that are also population uniques: Σ over sample "
+    "uniques of P(F<sub>k</sub> = 1 | f<sub>k</sub> = 1).</dd>"
+    "<dt>τ2</dt>"
+    "<dd>Expected number of correct matches of sample uniques: Σ over sample uniques of "
+    "E(1/F<sub>k</sub> | f<sub>k</sub> = 1).</dd>"
+    "<dt>benchmark rule</dt>"
+    "<dd>Records with r<sub>i</sub> &gt; 0.1 and r<sub>i</sub> &gt; median(r) + 2 MAD(r) "
+    "(sdcMicro's rule; MAD scaled by 1.4826).</dd>"
+    "<dt>household risk</dt>"
+    "<dd>1 − Π(1 − r<sub>j</sub>) over the members j of the record's household: the chance "
+    "that at least one member is re-identified. Household expected re-identifications "
+    "(records) sums it over records, expected re-identified households over households.</dd>"
+    "<dt>90% interval</dt>"
+    "<dd>Posterior predictive: parameter uncertainty and the randomness of the unknown "
+    "F<sub>k</sub> (posterior models only; the closed form gives point estimates).</dd>"
+    "</dl>"
+)
+
+# Columns of the riskiest-cells table, explained when present.
+_CELL_COLUMNS = {
+    "fk": "f<sub>k</sub>, records in the sample",
+    "Fk_hat": "F̂<sub>k</sub>, the sum of the cell's weights (estimated population count)",
+    "f_exact": "records in the cell counting missing key values exactly",
+    "risk": "E(1/F<sub>k</sub> | f<sub>k</sub>), the risk of each record in the cell",
+    "p_unique": "P(F<sub>k</sub> = 1 | f<sub>k</sub> = 1), sample uniques only",
+    "F_mean": "posterior predictive mean of F<sub>k</sub>",
+}
+
+
+def _cell_columns_note(columns: Sequence[str]) -> str:
+    items = [f"{esc(c)}: {_CELL_COLUMNS[c]}" for c in columns if c in _CELL_COLUMNS]
+    if any(str(c).endswith(("_lo", "_hi")) for c in columns):
+        items.append("columns ending in _lo and _hi: the bounds of the 90% interval")
+    return "<p class='note'>Columns: " + "; ".join(items) + ".</p>" if items else ""
+
+
 def _model_section(summary: Mapping[str, Any]) -> str:
     model = summary.get("model", "")
     parts = [
@@ -349,7 +584,7 @@ def _model_section(summary: Mapping[str, Any]) -> str:
     if priors:
         parts.append(
             "<p>Priors:</p>"
-            + table([(k, json.dumps(v, default=str)) for k, v in priors.items()],
+            + table([(k, Html(fmt(v))) for k, v in priors.items()],
                     header=("parameter", "prior"))
         )
     od = summary.get("overdispersion")
@@ -378,8 +613,50 @@ def _model_section(summary: Mapping[str, Any]) -> str:
                             "p")))
     diag = summary.get("diagnostics")
     if diag:
-        parts.append("<p>Sampling diagnostics:</p>" + dict_table(diag))
+        parts.append("<p>Sampling diagnostics (warnings, if any, are at the top of the "
+                     "report):</p>" + diagnostics_table(diag))
     return "".join(parts)
+
+
+_DIAGNOSTIC_LABELS = {
+    "chains": "chains",
+    "draws": "draws per chain",
+    "max_r_hat": "largest R-hat",
+    "min_ess_bulk": "smallest bulk ESS",
+    "min_ess_tail": "smallest tail ESS",
+    "divergences": "divergent transitions",
+    "classes_used_mean": "latent classes occupied (mean over draws)",
+    "classes_used_max": "latent classes occupied (most)",
+    "classes_truncation": "latent classes available (truncation)",
+    "share_draws_all_classes_used": "share of draws occupying every class",
+}
+
+
+def diagnostics_table(diag: Mapping[str, Any]) -> str:
+    """The sampling diagnostics as a table of numbers, with the quantities they cover.
+
+    ``problems``/``warnings`` are left out (they go to the warning box at the top);
+    ``<name>_at`` (the parameter where an extreme is reached) joins its number's label,
+    and lists of names (``diagnosed_on``) become a note under the table. A value that
+    does not apply (e.g. divergences of a Gibbs sampler) shows as "–".
+    """
+    rows, lists = [], []
+    for k, v in diag.items():
+        if k in _WARNING_KEYS or k in _NOTE_KEYS or k.endswith("_at"):
+            continue
+        if isinstance(v, (list, tuple)) and not _is_interval(v):
+            lists.append((k, v))
+            continue
+        label = _DIAGNOSTIC_LABELS.get(k, k.replace("_", " "))
+        at = diag.get(f"{k}_at")
+        if at is not None and not _is_missing(v):
+            label += f" (at {at})"
+        rows.append((label, v if _is_number(v) or _is_missing(v) else setting(k, v)))
+    notes = "".join(
+        f"<p class='note'>{esc(k.replace('_', ' ')).capitalize()}: {setting(k, v)}.</p>"
+        for k, v in lists
+    )
+    return table(rows, header=("diagnostic", "value")) + notes
 
 
 def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> str:
@@ -410,9 +687,7 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
         (
             "File-level risk",
             table(rows, header=header)
-            + "<p class='note'>Expected re-identifications is the sum of per-record risks "
-            "r<sub>i</sub> = E(1/F<sub>k</sub> | f<sub>k</sub>) (sdcMicro's global risk). "
-            "τ1 and τ2 are defined in DESIGN.md (Notation).</p>",
+            + _FILE_LEVEL_DEFINITIONS,
         )
     ]
     ds = md.summary()
@@ -450,6 +725,7 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
         (
             f"The {len(cells)} riskiest key combinations",
             table(cells[show].itertuples(index=False, name=None), header=show)
+            + _cell_columns_note(show)
             + "<p class='note'>Cell level only; no raw records are shown.</p>",
         )
     )
@@ -470,6 +746,7 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
         f"Disclosure-risk assessment — {summary.get('model')}",
         sections,
         summary.get("provenance"),
+        summary,
     )
 
 
@@ -530,14 +807,8 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
     if diag:
         drows = [(k, diag.get(k)) for k in
                  ("chains", "draws", "max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences")]
-        problems = diag.get("problems") or []
-        sections.append(
-            (
-                "Sampling diagnostics",
-                table(drows, header=("diagnostic", "value"))
-                + "".join(f"<p class='note'>⚠ {esc(p)}</p>" for p in problems),
-            )
-        )
+        # its problems go to the warning box at the top of the page (render)
+        sections.append(("Sampling diagnostics", table(drows, header=("diagnostic", "value"))))
     series = {"reference: " + (s.get("disclosure_loss") or {}).get("spec", ""): (
         result.frontier["disclosure_share"].to_numpy(),
         result.frontier["nonpublication_share"].to_numpy(),
@@ -619,7 +890,7 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
         )
     )
     return render("Publish or suppress: decisions by expected loss", sections,
-                  s.get("provenance"))
+                  s.get("provenance"), s)
 
 
 # --------------------------------------------------------------------------- suda
@@ -698,7 +969,7 @@ def suda_report(result, summary: Mapping[str, Any]) -> str:
                 "several keys. Recoding or suppressing the top keys lowers risk most.</p>",
             )
         )
-    return render("Special uniques: SUDA and DIS-SUDA", sections, s.get("provenance"))
+    return render("Special uniques: SUDA and DIS-SUDA", sections, s.get("provenance"), s)
 
 
 # --------------------------------------------------------------------------- protect
@@ -774,7 +1045,7 @@ def protection_report(summary: Mapping[str, Any]) -> str:
                 "and Creecy 2002).</p>",
             )
         )
-    return render("Protection: risk before and after", sections, s.get("provenance"))
+    return render("Protection: risk before and after", sections, s.get("provenance"), s)
 
 
 # --------------------------------------------------------------------------- compare
@@ -904,7 +1175,7 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
         )
     )
     return render("Comparing models and priors: risk, fit and decisions", sections,
-                  s.get("provenance"))
+                  s.get("provenance"), s)
 
 
 def calibration_report(calibration, title: str = "Calibration of P(F = 1 | f = 1)",

@@ -17,15 +17,137 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
-def report_html():
+def demo_closed_form():
     from sdcbayes.datasets import load_demo
-    from sdcbayes.report import assessment_report
 
     demo = load_demo()
     md = Microdata(demo.sample, keys=list(demo.keys), weight=demo.weight, household=demo.household)
-    res = assess_closed_form(md)
+    return assess_closed_form(md), md
+
+
+@pytest.fixture(scope="module")
+def report_html(demo_closed_form):
+    from sdcbayes.report import assessment_report
+
+    res, md = demo_closed_form
     summary = dict(res.summary) | {"data": "demo", "provenance": res.provenance}
     return assessment_report(res, md, summary)
+
+
+# Problems as the diagnostics write them (one with characters HTML must escape), and
+# settings nested as a latent-class fit stores them in summary.json.
+PROBLEMS = [
+    "parameter tau1 has R-hat 1.123 > 1.01: the chains disagree; run longer (tune=5000)",
+    "parameter tau2 has bulk ESS 13 < 400: increase draws & tune",
+    "observed sample uniques 541 lie outside the model's <predicted> 90% interval",
+]
+
+
+@pytest.fixture(scope="module")
+def flagged(demo_closed_form):
+    """(html, summary) of a report whose summary carries problems and nested settings."""
+    from sdcbayes.report import assessment_report
+
+    res, md = demo_closed_form
+    prov = dict(res.provenance) | {
+        "priors": {"alpha": {"dist": "Gamma", "alpha": 0.25, "beta": 0.25}},
+        "settings": {"quantiles": [0.05, 0.95], "options": {"n_classes": 30, "store": "all"},
+                     "threshold": None},
+    }
+    summary = dict(res.summary) | {
+        "data": "demo",
+        "provenance": prov,
+        "diagnostics": {
+            "chains": 4, "draws": 100, "max_r_hat": 1.123, "max_r_hat_at": "tau1",
+            "min_ess_bulk": np.float64(13.2), "min_ess_bulk_at": "tau2",
+            "divergences": None, "diagnosed_on": ["tau1", "tau2"], "problems": PROBLEMS,
+        },
+        "overdispersion": {
+            "kappa_median": 7.9, "kappa_interval": [1.26, 1000.0], "cv_ratios": [4, 8],
+            "cv_kappa_median_by_ratio": {"4": 0.53, "8": 0.61}, "share_poisson": float("nan"),
+        },
+    }
+    return assessment_report(res, md, summary), summary
+
+
+def _before_details(page):
+    # the full provenance is a JSON dump by design; everything before it is for reading
+    return page.split("<details>")[0]
+
+
+def test_report_has_no_python_reprs(flagged, check_html):
+    page, _ = flagged
+    check_html(page)
+    shown = _before_details(page)
+    # raw and as html.escape writes them (the old report escaped the quotes of its reprs)
+    for repr_start in ("['", "{'", "[&#x27;", "{&#x27;", "{&quot;", "[&quot;"):
+        assert repr_start not in shown, repr_start
+    for word in ("None", "nan", "np.float64", "inf<"):
+        assert f">{word}" not in shown, word
+    # nested settings read as text
+    assert "4: 0.53, 8: 0.61" in shown
+    assert "<td>4, 8</td>" in shown  # two ratios, not an interval
+    assert "[1.26, 1,000]" in shown  # an interval stays an interval
+    assert "Gamma(alpha=0.25, beta=0.25)" in shown
+    assert "n_classes: 30, store: all" in shown
+
+
+def test_problems_are_a_warning_list_at_the_top(flagged):
+    import html
+
+    page, _ = flagged
+    box_start = page.index("<div class='warn'")
+    box = page[box_start:page.index("</div>", box_start)]
+    assert box_start < page.index("<h2>")  # before the first section
+    assert box.count("<li>") == len(PROBLEMS)
+    for problem in PROBLEMS:
+        assert f"<li>{html.escape(problem)}</li>" in box
+    # the diagnostics table keeps numbers; the texts are not repeated in it
+    start = page.index("Sampling diagnostics")
+    diag = page[start:page.index("</table>", start)]
+    assert "R-hat 1.123 &gt;" not in diag and "problems" not in diag
+    assert "largest R-hat (at tau1)</td><td class=\"num\">1.123</td>" in diag
+    assert "divergent transitions</td><td>–</td>" in diag
+
+
+def test_report_without_problems_has_no_warning_box(report_html):
+    assert "class='warn'" not in report_html
+
+
+def test_report_defines_its_quantities_inline(flagged, report_html):
+    import re
+    from pathlib import Path
+
+    import sdcbayes
+
+    repo = Path(sdcbayes.__file__).resolve().parents[1]
+    for page in (flagged[0], report_html):
+        assert "DESIGN.md" not in page
+        assert "<dt>τ1</dt>" in page and "<dt>τ2</dt>" in page
+        assert ("Σ over sample uniques of P(F<sub>k</sub> = 1 | f<sub>k</sub> = 1)" in page)
+        assert "Σ over sample uniques of E(1/F<sub>k</sub> | f<sub>k</sub> = 1)" in page
+        assert "Σ over records of E(1/F<sub>k</sub> | f<sub>k</sub>)" in page
+        # every file the page points to exists in the repository
+        if (repo / "README.md").exists():
+            for ref in set(re.findall(r"[\w./-]+\.md\b", page)):
+                assert (repo / ref).exists(), ref
+
+
+def test_render_collects_every_warning_and_note_list(check_html):
+    summary = {
+        "warnings": "one <b>string</b>",
+        "diagnostics": {"problems": ["p1", "p1"]},  # a repeat shows once
+        "nested": {"deeper": {"warnings": ["w2"]}},
+        "notes": ["a note"],
+        "provenance": {"warnings": ["inputs, not findings"]},
+    }
+    page = render("x", [("h", "<p>body</p>")], None, summary)
+    check_html(page)
+    warn = page[page.index("<div class='warn'"):page.index("</div>")]
+    assert "<li>one &lt;b&gt;string&lt;/b&gt;</li>" in warn
+    assert warn.count("<li>") == 3 and "w2" in warn and "inputs" not in page
+    assert "<div class='info'><p>Notes</p><ul><li>a note</li></ul></div>" in page
+    assert "class='warn'" not in render("x", [], None, {"diagnostics": {"problems": []}})
 
 
 def test_report_is_valid_and_self_contained(report_html, check_html):
@@ -101,7 +223,15 @@ def test_lines_and_tables_escape_text(check_html):
 @pytest.mark.parametrize(
     ("value", "text"),
     [(3, "3"), (12345, "12,345"), (97176.24, "97,176.2"), (0.02525, "0.02525"),
-     (1e-5, "1.000e-05"), (None, "–"), (True, "yes"), ((0.1, 0.25), "[0.1, 0.25]")],
+     (1e-5, "1.000e-05"), (None, "–"), (True, "yes"), ((0.1, 0.25), "[0.1, 0.25]"),
+     # never a Python repr: missing values, infinities, containers, numpy types
+     (float("nan"), "–"), (np.float64("nan"), "–"), (np.inf, "∞"), (-np.inf, "−∞"),
+     (np.int64(7), "7"), (np.bool_(False), "no"), ([], "–"),
+     (["tau1", "tau2", "er"], "tau1, tau2, er"), (np.array([1, 2, 3]), "1, 2, 3"),
+     ({"4": 0.53, "8": 0.61}, "4: 0.53, 8: 0.61"), ({}, "–"),
+     ({"a": {"b": 1, "c": [1, 2, 3]}}, "a: (b: 1, c: (1, 2, 3))"),
+     ({"dist": "HalfNormal", "sigma": 5}, "HalfNormal(sigma=5)"),
+     (["it's", "<x>"], "it&#x27;s, &lt;x&gt;")],
 )
 def test_number_formatting(value, text):
     assert fmt(value) == text
