@@ -89,7 +89,7 @@ def _sample(pm_model, *, draws, chains, tune, random_seed, target_accept, cores,
             cores=cores,
             random_seed=random_seed,
             target_accept=target_accept,
-            progressbar=progressbar,
+            progressbar=_live_progress(progressbar),
             nuts_sampler=nuts_sampler,
             compute_convergence_checks=False,
             idata_kwargs={"log_likelihood": True},
@@ -329,7 +329,8 @@ class _NoProgress:
 class _LineProgress(_NoProgress):
     """Plain progress on stderr: one line per chain when it finishes.
 
-    The fallback when PyMC's progress-bar machinery cannot drive our own loop
+    Used when stderr is a pipe or a log file (PyMC's live table would stay in it),
+    and as the fallback when PyMC's progress-bar machinery cannot drive our own loop
     (its API is internal and has changed between releases).
     """
 
@@ -351,16 +352,55 @@ class _LineProgress(_NoProgress):
             )
 
 
+def _live_display() -> bool:
+    """Whether PyMC's live progress display suits stderr: a terminal or a notebook.
+
+    On a pipe or a log file rich cannot redraw in place, so it leaves its whole table
+    in the log ("Progre… Diverg…", a row per chain); notebooks show it as a widget.
+    """
+    import sys
+
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError, OSError):  # no stream, or a closed one
+        return False
+    try:
+        from rich.console import Console
+
+        if Console(file=sys.stderr).is_jupyter:  # Jupyter's stderr is no TTY
+            return True
+        from pymc.progress_bar.marimo_progress import in_marimo_notebook
+
+        return bool(in_marimo_notebook())
+    except Exception:  # internals of rich/PyMC (ImportError, API changes): no live display
+        return False
+
+
+def _live_progress(progressbar):
+    """``progressbar`` where PyMC's live display suits stderr, else ``False``.
+
+    For the sampler loops that only PyMC (or nutpie) draws progress for: off rather
+    than a table left in a log (:func:`_live_display`).
+    """
+    return progressbar if progressbar and _live_display() else False
+
+
 def _progress_bar(step, *, chains: int, draws: int, tune: int, progressbar):
     """The progress display of the compiled-once NUTS loop.
 
     PyMC's own (``MCMCProgressBarManager``: a rich bar per chain on stderr with
-    divergences, step size and gradient evaluations, as :func:`pymc.sample` shows),
-    else :class:`_LineProgress`; :class:`_NoProgress` when ``progressbar`` is false.
-    ``progressbar`` takes PyMC's values too (``"combined"``, ``"split+stats"``, ...).
+    divergences, step size and gradient evaluations, as :func:`pymc.sample` shows)
+    on a terminal or in a notebook; :class:`_LineProgress` when stderr is a pipe or
+    a file (where the rich table would stay in the log, :func:`_live_display`) or
+    PyMC's progress machinery is unavailable; :class:`_NoProgress` when
+    ``progressbar`` is false. ``progressbar`` takes PyMC's values too
+    (``"combined"``, ``"split+stats"``, ...).
     """
     if not progressbar:
         return _NoProgress()
+    if not _live_display():
+        return _LineProgress(chains, draws, tune)
     try:
         from pymc.progress_bar import MCMCProgressBarManager
 
@@ -390,7 +430,7 @@ def _fit_nutpie_cached(comp: _Compiled, *, draws, chains, tune, random_seed, tar
     seed = int(np.random.default_rng(random_seed).integers(2**31))
     raw = nutpie.sample(compiled.with_data(**data), draws=draws, tune=tune, chains=chains,
                         cores=1, seed=seed, target_accept=target_accept,
-                        progress_bar=progressbar, save_warmup=False)
+                        progress_bar=_live_progress(progressbar), save_warmup=False)
     post = get_group(raw, "posterior")
     # Unconstrained draws in the order of the flat parameter vector.
     cols = [post[name].values.reshape(chains * draws, -1) for name, *_ in comp.info]
@@ -565,7 +605,7 @@ def _fit_advi(pm_model, *, draws, chains, random_seed, progressbar, advi_iterati
             start_sigma=to_point(sd),
             obj_optimizer=pm.adam(learning_rate=ADVI_LEARNING_RATE),
             random_seed=int(rng.integers(2**31)),
-            progressbar=progressbar,
+            progressbar=_live_progress(progressbar),
         )
     loss = np.asarray(approx.hist, dtype=float)
     if not np.all(np.isfinite(loss[-100:])):
@@ -656,7 +696,10 @@ def fit(
         turns it on unless ``--quiet``/``--json``). The compiled-once NUTS path drives
         PyMC's own progress bars (one per chain: draws, divergences, step size;
         PyMC's string modes such as ``"combined"`` work too), or prints one line per
-        finished chain when PyMC's progress machinery is unavailable.
+        finished chain when PyMC's progress machinery is unavailable. PyMC's live
+        display is kept for terminals and notebooks: when stderr is a pipe or a file
+        (a log), the compiled-once NUTS path prints the lines instead and the other
+        samplers show no progress.
     advi_iterations : int
         Optimisation steps for ADVI.
     rhat_threshold, ess_threshold : float

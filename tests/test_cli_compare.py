@@ -407,3 +407,55 @@ def test_latent_class_profile_mass_option(capsys, csv_file, tmp_path):
         "--models", "lc=latent-class:profile-mass=cv,overdispersion=none",
         "--out", str(tmp_path / "x"))
     assert_one_line_error(proc, "profile-mass=cv", "overdispersion=cv")
+
+
+# --------------------------------------------------------------------------- console output
+def test_warnings_name_their_model_and_logs_get_no_progress_table(csv_file, tmp_path):
+    """Two fits with the same parameters (omega, beta, ...) both warn: each line says
+    whose fit it is about. stderr is a pipe here (a log): plain progress lines, not
+    PyMC's live table ("Progre… Diverg…"), which would stay in the log."""
+    out = tmp_path / "w"
+    proc = subprocess.run(
+        [EXE, "compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+         "--models", "pg=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,closed=closed-form",
+         # 2 x 20 draws: bulk and tail ESS below 200 in every fit, so both models warn
+         "--draws", "20", "--tune", "20", "--chains", "2", "--seed", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    warned = [ln for ln in proc.stderr.splitlines() if ln.startswith("sdcbayes: warning:")]
+    owners = [ln.removeprefix("sdcbayes: warning: ").split(": ")[0] for ln in warned]
+    assert set(owners) == {"pg", "pg-wide"}, proc.stderr  # both, and every line has one
+    assert owners == sorted(owners, key=["pg", "pg-wide"].index)  # in the order fitted
+    assert any("pg-wide: parameter" in ln and "ESS" in ln for ln in warned)
+    # progress: a line per chain and model, no rich table
+    assert sum(ln.startswith("chain ") for ln in proc.stderr.splitlines()) == 4, proc.stderr
+    assert "Diverg" not in proc.stderr and "━" not in proc.stderr
+    # only the closed form's intervals are marked as the plug-in's
+    rows = {ln.split()[0]: ln for ln in proc.stdout.splitlines() if ln.startswith("  ")}
+    assert "]*" not in rows["pg"] and "]*" not in rows["pg-wide"]
+
+
+def test_closed_form_interval_is_marked_as_the_plug_ins(capsys, tmp_path):
+    """The closed form's console interval is the plug-in's predictive spread, not a
+    posterior interval (`assess --model closed-form` shows none): marked, with a
+    footnote that says so in comparison.csv's words (its interval_kind)."""
+    out = tmp_path / "demo"
+    proc = run_in_process(capsys, "compare", "--models", "closed=closed-form",
+                          "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    row = next(ln for ln in proc.stdout.splitlines() if ln.strip().startswith("closed "))
+    assert row.count("]*") == 2, row  # tau1 and ER
+    kind = pd.read_csv(out / "comparison.csv")["interval_kind"].iloc[0]
+    foot = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("* ")]
+    assert len(foot) == 1 and kind in foot[0] and "not a posterior interval" in foot[0]
+
+
+def test_warning_owners_follow_the_fitting_order():
+    from sdcbayes.commands.compare import _warning_owners
+
+    problems = [("a", ["x", "y"]), ("closed", []), ("b", ["x"])]
+    # the same words from two models: the first "x" is a's, the second b's; a message
+    # no model recorded (the LOO comparison's, say) belongs to none
+    assert _warning_owners(["x", "y", "x", "loo"], problems) == ["a", "a", "b", None]
+    assert _warning_owners(["x"], [("a", ["x"]), ("b", ["x"])]) == ["a"]

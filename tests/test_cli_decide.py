@@ -261,3 +261,76 @@ def test_help_explains_options(capsys):
     for opt in ("--y", "--n", "--N", "--disclosure-loss", "--suppression-loss", "--alternative",
                 "--target-risk", "--hyperparameters", "--max-draws", "--alpha", "--out"):
         assert opt in proc.stdout
+
+
+def test_help_documents_every_disclosure_loss_form():
+    from sdcbayes.cli import cli
+    from sdcbayes.risk.losses import LOSS_NAMES
+
+    opt = next(p for p in cli.commands["decide"].params if "--disclosure-loss" in p.opts)
+    nonpublication = {"constant", "y", "Y", "n", "N"}
+    for form in LOSS_NAMES:  # e.g. "uniques-proportions:pi=..."
+        name, _, params = form.partition(":")
+        if name in nonpublication:
+            continue
+        assert f"{name}:" in opt.help, name
+        for p in params.split(","):
+            assert f"{p.removesuffix('...')}" in opt.help, (name, p)
+    assert "uniques-proportions:pi=0.5/0.3/0.2" in opt.help
+
+
+def _binomial_domains(path, seed):
+    """20 domains whose class proportion is one p = 0.3: no spread beyond sampling."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(5, 60, 20)
+    pd.DataFrame({"area": [f"a{i}" for i in range(20)], "y": rng.binomial(n, 0.3), "n": n,
+                  "N": 10 * n}).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("seed", [1, 4], ids=["optimiser-at-its-cap", "stopped-on-flat"])
+def test_ml_on_the_boundary_warns_and_names_the_posterior_route(tmp_path, capsys, seed):
+    # seed 1: alpha + beta reach the fit's cap (1e8); seed 4: the search stops at
+    # alpha 6.8e6 short of it, on a likelihood no higher than the binomial's
+    path = _binomial_domains(tmp_path / "flat.csv", seed)
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "decide", str(path), "--y", "y", "--n", "n", "--N", "N",
+                          "--domain", "area", "--hyperparameters", "ml", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning: "), proc.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["hyperparameters"]["alpha"] > 1e6
+    assert "overdispersion estimated at zero" in lines[0]
+    assert "--hyperparameters posterior" in lines[0]  # the fix, as an option of decide
+    assert f"{s['hyperparameters']['alpha']:.4g}" in lines[0]
+    assert s["warnings"] == [lines[0].removeprefix("sdcbayes: warning: ")]
+    from sdcbayes.cli import cli
+
+    choices = next(p for p in cli.commands["decide"].params if "--hyperparameters" in p.opts)
+    assert "posterior" in choices.type.choices
+    # --json: the warning is in the summary, stderr stays clean
+    proc = run_in_process(capsys, "decide", str(path), "--y", "y", "--n", "n", "--N", "N",
+                          "--hyperparameters", "ml", "--out", str(tmp_path / "j"), "--json")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert len(json.loads(proc.stdout)["warnings"]) == 1
+
+
+def test_ml_with_spread_between_domains_does_not_warn(domains, tmp_path, capsys):
+    path, _ = domains
+    out = tmp_path / "ok"
+    proc = run_in_process(capsys, "decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop",
+                          "--hyperparameters", "ml", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    assert json.loads((out / "summary.json").read_text())["warnings"] == []
+
+
+def test_posterior_progress_leaves_no_table_in_a_log(domains, tmp_path):
+    # stderr is a pipe (a log): PyMC's live table ("Progre… Diverg…") would stay in it
+    path, _ = domains
+    proc = run_cli("decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop",
+                   "--draws", "10", "--tune", "10", "--chains", "1", "--max-draws", "5",
+                   "--seed", "5", "--out", str(tmp_path / "p"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Diverg" not in proc.stderr and "━" not in proc.stderr, proc.stderr

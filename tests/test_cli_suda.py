@@ -157,3 +157,23 @@ def test_table3_by_variable_labels_from_an_spss_file(tmp_path, capsys):
     assert_one_line_error(proc, "--keys 'Gendre'", "did you mean 'Gender' (label of 'q2')",
                           "table3.sav")
     assert not (tmp_path / "dup").exists() and not (tmp_path / "bad").exists()
+
+
+def test_contributions_say_they_overlap(tmp_path, capsys):
+    # Table 3: age 53.8% + education 53.8% + gender 23.1% > 100%, because an MSU of two
+    # keys counts toward both (Elliot et al.; sdcMicro): kept, and said where they are read
+    path = tmp_path / "table3.csv"
+    TABLE3.to_csv(path, index=False)
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "suda", str(path), "--keys", "age,gender,income,education",
+                          "--max-size", "3", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    shares = summary["attribute_contributions"]
+    assert sum(shares.values()) > 100
+    assert shares["age"] == pytest.approx(100 * 14 / 26)  # 14 of 26 score points: unchanged
+    lines = proc.stdout.splitlines()
+    last = max(i for i, ln in enumerate(lines) if "contribution of" in ln)
+    note = lines[last + 1]
+    assert "more than 100%" in note and "not shares of a whole" in note, proc.stdout
+    assert "more than 100%" in summary["attribute_contributions_note"]

@@ -7,6 +7,7 @@ one-entry-per-cell log-likelihood, and synthetic chains with known defects.
 
 import importlib.util
 import json
+import re
 import warnings
 
 import arviz as az
@@ -503,3 +504,67 @@ def test_one_chain_has_no_r_hat_and_asks_arviz_for_none(monkeypatch):
     two = az.from_dict(posterior={"tau1": rng.normal(size=(2, 200))})
     with pytest.raises(AssertionError, match="one chain"):  # two chains: r_hat computed
         compute_diagnostics(two)
+
+
+# ------------------------------------------------------------------ progress display
+class _Terminal:
+    """A stderr that says it is a terminal (and keeps what is written)."""
+
+    def __init__(self):
+        import io
+
+        self.buf = io.StringIO()
+
+    def write(self, text):
+        return self.buf.write(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_progress_off_a_terminal_is_plain_lines_not_pymcs_table(monkeypatch):
+    # stderr a pipe or a log file (`sdcbayes compare ... 2>&1 | cat`): PyMC's rich table
+    # would stay in the log as a "Progre… Diverg…" block; one line per chain instead.
+    import io
+    import sys
+
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    model = PoissonGammaModel(COC_SMALL, K=K_SMALL, N=10_000)
+    quiet_fit(model, draws=20, tune=20, chains=2, random_seed=5, progressbar=True)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 2, log.getvalue()
+    for c, line in enumerate(lines, start=1):
+        assert re.fullmatch(rf"chain {c}/2: 20 tuning steps and 20 draws done, \d+ "
+                            "divergences", line), line
+    assert "Diverg" not in log.getvalue() and "━" not in log.getvalue()
+
+
+def test_pymcs_live_display_only_on_a_terminal(monkeypatch):
+    import io
+    import sys
+
+    # Terminal: PyMC's own display, whatever mode was asked for (behaviour unchanged).
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert fitting._live_progress(True) is True
+    assert fitting._live_progress("combined") == "combined"
+    assert fitting._live_progress(False) is False
+    # A pipe or a file: the samplers only PyMC draws progress for get none.
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert fitting._live_progress(True) is False
+    assert isinstance(fitting._progress_bar(None, chains=2, draws=5, tune=5, progressbar=True),
+                      fitting._LineProgress)
+    seen = {}
+
+    def recording_sample(**kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop here")  # the options are what is checked
+
+    monkeypatch.setattr(fitting.pm, "sample", recording_sample)
+    model = PoissonGammaModel(COC_SMALL, K=K_SMALL, N=10_000)
+    with pytest.raises(RuntimeError, match="stop here"):  # pymc.sample's path (its init)
+        fit(model, draws=5, tune=5, chains=2, progressbar=True, init="adapt_diag")
+    assert seen["progressbar"] is False

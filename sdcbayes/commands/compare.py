@@ -312,11 +312,14 @@ def command(
     if not quiet_fit:
         from sdcbayes.cli import cli_wording
 
-        for w in caught:
-            if issubclass(w.category, SdcbayesWarning):
-                # the fix as an option (--draws, --tune, --target-accept), as `assess` words it
-                msg = cli_wording(" ".join(str(w.message).split()))
-                click.echo("sdcbayes: warning: " + msg, err=True)
+        ours = [w for w in caught if issubclass(w.category, SdcbayesWarning)]
+        # several models warn about parameters of the same names (omega, beta, ...): each
+        # line says whose fit it is about
+        owners = _warning_owners([str(w.message) for w in ours], _problems_by_model(result))
+        for w, owner in zip(ours, owners, strict=True):
+            # the fix as an option (--draws, --tune, --target-accept), as `assess` words it
+            msg = cli_wording(" ".join(str(w.message).split()))
+            click.echo("sdcbayes: warning: " + (f"{owner}: " if owner else "") + msg, err=True)
 
     from sdcbayes._version import __version__
 
@@ -387,6 +390,72 @@ def _merge_priors_file(specs, path: Path):
     return out
 
 
+def _problems_by_model(result) -> list[tuple[str, list[str]]]:
+    """Each model's recorded diagnostic problems (the warnings its fit issued), in order.
+
+    Latent-class keeps them in its summary's diagnostics (R-hat of tau1, tau2 and ER,
+    the truncation caveat), a PyMC fit in its stamped diagnostics; the closed form has
+    none.
+    """
+    from sdcbayes.exceptions import SdcbayesError
+    from sdcbayes.inference.posterior import fit_diagnostics
+
+    out = []
+    for spec in result.specs:
+        a = result.assessments.get(spec.name)
+        if a is None:
+            continue
+        problems = list((a.summary.get("diagnostics") or {}).get("problems") or [])
+        idata = getattr(a, "idata", None)
+        if idata is not None:
+            try:
+                problems += list(fit_diagnostics(idata).get("problems") or [])
+            except (SdcbayesError, AttributeError, TypeError):
+                pass  # not stamped by fit (closed form, Gibbs): nothing more recorded
+        out.append((spec.name, list(dict.fromkeys(str(p) for p in problems))))
+    return out
+
+
+def _warning_owners(messages: list[str],
+                    problems: list[tuple[str, list[str]]]) -> list[str | None]:
+    """The model each warning message belongs to; None where no single model's.
+
+    Parameters
+    ----------
+    messages : list of str
+        Warning messages in the order they were issued.
+    problems : list of (str, list of str)
+        Each model's recorded problems, in the order the models were fitted
+        (:func:`_problems_by_model`).
+
+    Returns
+    -------
+    list of str or None
+        The model name for each message. The models are fitted one after the other,
+        so a message is matched to the first model, from the last one matched onwards,
+        that recorded it and has not used it yet (two models with the same parameters
+        can warn in the same words); a message no model recorded (e.g. of the LOO
+        comparison) gets None.
+    """
+    left = [(name, list(probs)) for name, probs in problems]
+    current = 0
+    owners: list[str | None] = []
+    for msg in messages:
+        owner = None
+        for j in range(current, len(left)):
+            name, probs = left[j]
+            if msg in probs:
+                probs.remove(msg)
+                owner, current = name, j
+                break
+        owners.append(owner)
+    return owners
+
+
+#: Marks the closed form's intervals on the console (footnote below the table).
+_PLUG_IN_MARK = "*"
+
+
 def _print_summary(result, s: dict[str, Any], out: Path) -> None:
     t = result.table
     truth = s.get("truth")
@@ -394,13 +463,22 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
                f"decisions under {result.pairs[0]} at target {s['target_risk']}")
     click.echo(f"data: {s['data']}")
     rows = []
+    plug_in_kind = None
     for r in t.itertuples(index=False):
         loo = ("–" if r.elpd_loo != r.elpd_loo
                else f"elpd {r.elpd_loo:.1f} (rank {int(r.loo_rank)})")
+        # The closed form's intervals are the plug-in's predictive spread, not a
+        # posterior interval (`assess --model closed-form` shows none): marked, with
+        # comparison.csv's interval_kind as the footnote.
+        mark = ""
+        if r.model == "closed-form":
+            mark = _PLUG_IN_MARK
+            plug_in_kind = getattr(r, "interval_kind", None) or (
+                "predictive given the plug-in p (no parameter uncertainty)")
         rows.append((
             r.name,
-            f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]  tau2 {r.tau2:.1f}  "
-            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]  {loo}  "
+            f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]{mark}  tau2 {r.tau2:.1f}  "
+            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]{mark}  {loo}  "
             f"suppress {r.n_suppressed} cells",
         ))
     if truth:
@@ -408,5 +486,8 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
                               f"ER {truth['expected_reidentifications']:.1f}"))
     rows.append(("cells whose decision changes", f"{s['n_changed_cells']:,} of {s['n_cells']:,}"))
     echo_table(rows)
+    if plug_in_kind is not None:
+        click.echo(f"  {_PLUG_IN_MARK} closed form: 90% interval {plug_in_kind}, not a "
+                   "posterior interval")
     click.echo(f"written: {out}/comparison.csv, decisions.csv, frontiers.csv, summary.json, "
                "report.html")

@@ -65,8 +65,14 @@ DEFAULT_TUNE = 500
 DEFAULT_MAX_DRAWS = 200
 
 _DISCLOSURE_EXAMPLES = (
-    "uniques-equal:S=10, uniques-gamma:S=10,a=2, threshold:Ymin=5, known-respondents:S=10"
+    "uniques-equal:S=10, uniques-gamma:S=10,a=2, uniques-proportions:pi=0.5/0.3/0.2, "
+    "threshold:Ymin=5, known-respondents:S=10"
 )
+
+#: An ML fit whose log-likelihood beats the binomial limit (no spread between domains)
+#: by less than this has found no overdispersion: its alpha, beta are where the
+#: optimiser stopped on a flat likelihood (e.g. alpha 6e6), not estimates.
+ML_FLAT_LOGLIK = 1e-3
 
 
 @click.command("decide")
@@ -104,8 +110,10 @@ _DISCLOSURE_EXAMPLES = (
     help="Loss L1 of publishing a domain (seed 003, Sec. 3): uniques-equal:S=10 counts "
     "the expected sample uniques an intruder can disclose when the class splits into S "
     "equal subclasses, y·exp(-Y/S); uniques-gamma:S=10,a=2 lets subclass sizes vary "
-    "(Gamma shape a); threshold:Ymin=5 is the rule 'population count below Ymin'; "
-    "known-respondents:S=10 assumes the intruder knows who was sampled, y·exp(-y/S).",
+    "(Gamma shape a); uniques-proportions:pi=0.5/0.3/0.2 gives the subclass shares "
+    "themselves, '/'-separated, y·sum(pi·exp(-Y·pi)); threshold:Ymin=5 is the rule "
+    "'population count below Ymin'; known-respondents:S=10 assumes the intruder knows who "
+    "was sampled, y·exp(-y/S).",
 )
 @click.option(
     "--suppression-loss",
@@ -395,8 +403,14 @@ def command(
         **result.summary(),
     }
     hyper = summary["hyperparameters"]
+    warned: list[str] = []
     if route == "ml":
         hyper["interval_90"] = None  # a point estimate: no interval (use the posterior route)
+        flat = _ml_degenerate(y, n, hyper)
+        if flat is not None:
+            warned.append(flat)
+    # command-level warnings (the posterior's diagnostics keep their own problems list)
+    summary["warnings"] = warned
     if diagnostics is not None:
         summary["diagnostics"] = diagnostics
     summary["settings"] = settings
@@ -426,6 +440,9 @@ def command(
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
         },
     )
+    if not (quiet or as_json):
+        for msg in warned:
+            click.echo(f"sdcbayes: warning: {msg}", err=True)
     if as_json:
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
@@ -433,6 +450,47 @@ def command(
 
 
 # --------------------------------------------------------------------------- helpers
+def _ml_degenerate(y, n, hyper: dict[str, Any]) -> str | None:
+    """The warning for an ML estimate on the boundary, or None for a usable one.
+
+    Parameters
+    ----------
+    y, n : numpy.ndarray
+        The domains' class counts and sample sizes.
+    hyper : dict
+        The summary's ``hyperparameters`` of the ML route (``alpha``, ``beta``,
+        ``mean``, ``at_bound``).
+
+    Returns
+    -------
+    str or None
+        One line naming what happened and the fix, when the optimiser hit its cap on
+        alpha + beta or the beta-binomial fits no better than the binomial (within
+        :data:`ML_FLAT_LOGLIK`): the domains show no spread of the class proportion
+        beyond sampling, the likelihood keeps rising (or stays flat) as alpha and beta
+        grow, and the estimate is wherever the search stopped.
+    """
+    import numpy as np
+    from scipy import stats
+
+    from sdcbayes.risk.beta_binomial import beta_binomial_loglik
+
+    a, b = float(hyper["alpha"]), float(hyper["beta"])
+    keep = n > 0  # as the fit: a domain without a sample carries no information
+    yk, nk = y[keep].astype(float), n[keep].astype(float)
+    binomial = float(np.sum(stats.binom.logpmf(yk, nk, yk.sum() / nk.sum())))
+    gain = float(beta_binomial_loglik(yk, nk, a, b)) - binomial
+    if not (hyper.get("at_bound") or gain < ML_FLAT_LOGLIK):
+        return None
+    return (
+        "--hyperparameters ml found no spread of the class proportion between domains "
+        f"(overdispersion estimated at zero): alpha {a:.4g}, beta {b:.4g} lie on the "
+        "boundary where the search stopped, a Beta prior all but fixed at "
+        f"{float(hyper['mean']):.3g} whose uncertainty the decisions ignore; use "
+        "--hyperparameters posterior (the default) or fix --alpha and --beta"
+    )
+
+
 def _counts(table, column: str, option: str):
     """The column as int64 counts; InputError unless every value is a whole number >= 0."""
     import numpy as np

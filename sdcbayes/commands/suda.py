@@ -33,6 +33,14 @@ from sdcbayes._cliutils import (
 )
 from sdcbayes.exceptions import InputError
 
+#: How to read the per-key contributions (console and summary.json): each MSU counts
+#: toward every key in it (Elliot et al.; sdcMicro's definition), so they overlap.
+CONTRIBUTIONS_NOTE = (
+    "a key's contribution is the percent of the total SUDA score from the minimal "
+    "sample uniques containing it; an MSU of several keys counts in full toward each of "
+    "them, so the contributions can add up to more than 100%: they are not shares of a whole"
+)
+
 
 @click.command("suda")
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
@@ -148,6 +156,7 @@ def command(
     records = result.records_frame()
     summary: dict[str, Any] = {"command": "suda", "data": str(data), **result.summary()}
     summary["missing_codes"] = missing
+    summary["attribute_contributions_note"] = CONTRIBUTIONS_NOTE
     summary["provenance"] = stamp(
         "suda",
         data_summary={"n_records": int(len(frame)), "keys": key_list},
@@ -220,4 +229,7 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
     for k, v in sorted(contrib.items(), key=lambda kv: -kv[1])[:5]:
         rows.append((f"  contribution of {k}", f"{v:.1f}%"))
     echo_table(rows)
+    if contrib:
+        # 53.8% + 53.8% + 23.1% is no error: say so where the numbers are read
+        click.echo(f"  note: {CONTRIBUTIONS_NOTE}")
     click.echo(f"written: {out}/records.csv, summary.json, report.html")
