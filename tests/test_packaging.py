@@ -115,9 +115,10 @@ def test_readme_links_to_the_accuracy_studies_resolve():
     assert not missing, missing
 
 
-def test_submodules_are_reachable_as_attributes():
+def test_submodules_are_reachable_as_attributes(tmp_path):
     """``sdcbayes.models.latent_class`` and ``sdcbayes.risk.mokken`` after ``import sdcbayes``
-    (in a fresh interpreter: an earlier test's imports would hide a failure)."""
+    (in a fresh interpreter: an earlier test's imports would hide a failure; run outside
+    the checkout, whose ``sdcbayes/`` folder would shadow the installed package)."""
     import subprocess
     import sys
 
@@ -135,5 +136,6 @@ def test_submodules_are_reachable_as_attributes():
             "        pass\n"
             "    else:\n"
             "        raise SystemExit(bad)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
