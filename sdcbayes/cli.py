@@ -504,7 +504,7 @@ def assess(
     summary = dict(result.summary)
     summary["data"] = source
     if md.strata is not None:
-        summary["by_stratum"] = by_stratum(md, result.records)
+        summary["by_stratum"] = by_stratum(md, result.cells)
     if notes:
         summary["warnings"] = [*summary.get("warnings", []), *notes]
     if truth is not None:
@@ -531,28 +531,28 @@ def assess(
         _print_summary(summary, out, posterior=idata is not None)
 
 
-def by_stratum(md, records: Any) -> list[dict[str, Any]]:
+def by_stratum(md, cells: Any) -> list[dict[str, Any]]:
     """Records, sample uniques and expected re-identifications per stratum.
 
-    The records' risks summed within each stratum (posterior means for the posterior
-    models: a sum of means is the mean of the sum). The key cells span the strata,
-    so a record's risk is its cell's, whatever its stratum; dropped records count
-    nowhere.
+    Per (cell, stratum) pair of the cell table (``md.cells.by_stratum``), not per
+    record: a stratum's expected re-identifications are the sum over its pairs of
+    the pair's records times the cell's risk (``cells["risk"]``; posterior means
+    for the posterior models, and a sum of means is the mean of the sum). The key
+    cells span the strata, so a record's risk is its cell's, whatever its stratum;
+    dropped records count nowhere.
     """
-    import numpy as np
-
-    risk = records["risk"].to_numpy(dtype=float)
-    fk = records["fk"].to_numpy(dtype=float)
-    st = np.asarray(md.stratum_index)
-    kept = np.isfinite(risk)
-    out = []
-    for code, label in enumerate(md.strata_levels):
-        here = kept & (st == code)
-        out.append({"stratum": label.item() if hasattr(label, "item") else label,
-                    "n_records": int(here.sum()),
-                    "n_sample_uniques": int((fk[here] == 1).sum()),
-                    "expected_reidentifications": float(risk[here].sum())})
-    return out
+    bs = md.cells.by_stratum
+    cell = bs["cell"].to_numpy()
+    f = bs["fk"].to_numpy()
+    risk = cells["risk"].to_numpy(dtype=float)[cell]
+    unique = md.cells.fk[cell] == 1
+    sums = (bs.assign(er=f * risk, uniques=f * unique)
+            .groupby("stratum", sort=False, observed=False)[["fk", "uniques", "er"]].sum()
+            .reindex(md.strata_levels, fill_value=0))
+    return [{"stratum": label.item() if hasattr(label, "item") else label,
+             "n_records": int(row.fk), "n_sample_uniques": int(row.uniques),
+             "expected_reidentifications": float(row.er)}
+            for label, row in zip(sums.index, sums.itertuples(index=False), strict=True)]
 
 
 def load_input(data: Path | None, keys: str | None, *, quiet: bool, **roles: str | None):
