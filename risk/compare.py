@@ -87,7 +87,9 @@ import json
 import math
 import re
 import time
+import warnings
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -723,6 +725,26 @@ def _population_size(md) -> float:
 # --------------------------------------------------------------------------- the comparison
 
 
+@contextmanager
+def _warnings_named(name: str):
+    """Re-issue the sdcbayes warnings raised inside as ``"<name>: <message>"``.
+
+    Same category, so filters and ``--strict`` handling see them as before; other
+    warnings pass through unchanged.
+    """
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        if issubclass(w.category, SdcbayesWarning):
+            warnings.warn(f"{name}: {w.message}", w.category, stacklevel=3)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
+                                   source=w.source)
+
+
 def compare_models(
     md,
     specs,
@@ -874,70 +896,73 @@ def compare_models(
     groups_of: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     for s in specs:
-        t0 = time.perf_counter()
-        if s.model == "closed-form":
-            post = _plug_in_posterior(md, plug_in_draws)
-            a = assess_from_posterior(md, post, "negbin", threshold=threshold,
-                                      random_seed=random_seed,
-                                      settings={"method": "plug-in p = f/F_hat"})
-            fit_seconds = math.nan
-            tune_used = None  # nothing is tuned
-            # the plug-in is one "draw": enumerate losses once, not plug_in_draws times
-            groups_of[s.name] = posterior_groups(md, post.isel(draw=[0]), "negbin")
-            merged_priors = None
-            N_file = _population_size(md)
-        elif s.model == "latent-class":
-            # as `sdcbayes assess` fits its default model: Gibbs, pi of every cell stored
-            opts = LATENT_CLASS_OPTIONS | s.options
-            tune_used = tune_for("latent-class", tune)
-            a = assess_posterior(
-                md, "latent-class", draws=draws, chains=chains, tune=tune_used,
-                random_seed=random_seed, method="gibbs", threshold=threshold,
-                priors=s.priors or None, n_classes=int(opts["n_classes"]),
-                structural_zeros=opts["structural_zeros"],
-                overdispersion=opts["overdispersion"], progressbar=progressbar,
-                **({"profile_mass": opts["profile_mass"]}
-                   if opts["profile_mass"] is not None else {}),
-                **({"init": opts["init"]} if opts["init"] != "em" else {}),
-            )
-            fit_seconds = time.perf_counter() - t0
-            N_file = float(a.summary["population_size"])
-            idatas[s.name] = a.idata
-            # one group per cell: build (draws, cells) only for the draws _cell_risks uses
-            S_fit = a.idata.posterior.sizes["chain"] * a.idata.posterior.sizes["draw"]
-            groups_of[s.name] = latent_class_groups(md, a.idata, N=N_file,
-                                                    draw_index=_thin_index(S_fit, max_draws))
-            merged_priors = a.provenance.get("priors")
-        else:
-            from sdcbayes.inference import fit
-
-            if s.model == "poisson-gamma":
-                from sdcbayes.models.poisson_gamma import PoissonGammaModel
-
-                model = PoissonGammaModel.from_microdata(md, priors=s.priors or None)
-                ds = model.data_summary()
-                n_fit, N_fit = float(ds["n"]), float(ds["N"])
+        # each fit's warnings re-issued with its name: several models warn about
+        # parameters of the same names (omega, beta, tau1)
+        with _warnings_named(s.name):
+            t0 = time.perf_counter()
+            if s.model == "closed-form":
+                post = _plug_in_posterior(md, plug_in_draws)
+                a = assess_from_posterior(md, post, "negbin", threshold=threshold,
+                                          random_seed=random_seed,
+                                          settings={"method": "plug-in p = f/F_hat"})
+                fit_seconds = math.nan
+                tune_used = None  # nothing is tuned
+                # the plug-in is one "draw": enumerate losses once, not plug_in_draws times
+                groups_of[s.name] = posterior_groups(md, post.isel(draw=[0]), "negbin")
+                merged_priors = None
+                N_file = _population_size(md)
+            elif s.model == "latent-class":
+                # as `sdcbayes assess` fits its default model: Gibbs, pi of every cell stored
+                opts = LATENT_CLASS_OPTIONS | s.options
+                tune_used = tune_for("latent-class", tune)
+                a = assess_posterior(
+                    md, "latent-class", draws=draws, chains=chains, tune=tune_used,
+                    random_seed=random_seed, method="gibbs", threshold=threshold,
+                    priors=s.priors or None, n_classes=int(opts["n_classes"]),
+                    structural_zeros=opts["structural_zeros"],
+                    overdispersion=opts["overdispersion"], progressbar=progressbar,
+                    **({"profile_mass": opts["profile_mass"]}
+                       if opts["profile_mass"] is not None else {}),
+                    **({"init": opts["init"]} if opts["init"] != "em" else {}),
+                )
+                fit_seconds = time.perf_counter() - t0
+                N_file = float(a.summary["population_size"])
+                idatas[s.name] = a.idata
+                # one group per cell: build (draws, cells) only for the draws _cell_risks uses
+                S_fit = a.idata.posterior.sizes["chain"] * a.idata.posterior.sizes["draw"]
+                groups_of[s.name] = latent_class_groups(md, a.idata, N=N_file,
+                                                        draw_index=_thin_index(S_fit, max_draws))
+                merged_priors = a.provenance.get("priors")
             else:
-                from sdcbayes.models.negbin import NegativeBinomialModel
+                from sdcbayes.inference import fit
 
-                model = NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
-                n_fit = N_fit = None
-            tune_used = tune_for(s.model, tune)
-            idata = fit(model, method=method, draws=draws, chains=chains, tune=tune_used,
-                        random_seed=random_seed, target_accept=target_accept,
-                        progressbar=progressbar)
-            fit_seconds = time.perf_counter() - t0
-            a = assess_from_posterior(
-                md, idata, s.model, threshold=threshold, random_seed=random_seed,
-                n=n_fit, N=N_fit, priors=model.priors,
-                settings={"method": method, "draws": draws, "chains": chains,
-                          "tune": tune_used,
-                          "random_seed": random_seed, "target_accept": target_accept_used},
-            )
-            idatas[s.name] = idata
-            groups_of[s.name] = posterior_groups(md, idata, s.model, n=n_fit, N=N_fit)
-            merged_priors = model.priors
-            N_file = N_fit if N_fit is not None else _population_size(md)
+                if s.model == "poisson-gamma":
+                    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+                    model = PoissonGammaModel.from_microdata(md, priors=s.priors or None)
+                    ds = model.data_summary()
+                    n_fit, N_fit = float(ds["n"]), float(ds["N"])
+                else:
+                    from sdcbayes.models.negbin import NegativeBinomialModel
+
+                    model = NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
+                    n_fit = N_fit = None
+                tune_used = tune_for(s.model, tune)
+                idata = fit(model, method=method, draws=draws, chains=chains, tune=tune_used,
+                            random_seed=random_seed, target_accept=target_accept,
+                            progressbar=progressbar)
+                fit_seconds = time.perf_counter() - t0
+                a = assess_from_posterior(
+                    md, idata, s.model, threshold=threshold, random_seed=random_seed,
+                    n=n_fit, N=N_fit, priors=model.priors,
+                    settings={"method": method, "draws": draws, "chains": chains,
+                              "tune": tune_used,
+                              "random_seed": random_seed, "target_accept": target_accept_used},
+                )
+                idatas[s.name] = idata
+                groups_of[s.name] = posterior_groups(md, idata, s.model, n=n_fit, N=N_fit)
+                merged_priors = model.priors
+                N_file = N_fit if N_fit is not None else _population_size(md)
         assessments[s.name] = a
         sm = a.summary
         diag = sm.get("diagnostics") or {}

@@ -449,13 +449,3 @@ def test_closed_form_interval_is_marked_as_the_plug_ins(capsys, tmp_path):
     kind = pd.read_csv(out / "comparison.csv")["interval_kind"].iloc[0]
     foot = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("* ")]
     assert len(foot) == 1 and kind in foot[0] and "not a posterior interval" in foot[0]
-
-
-def test_warning_owners_follow_the_fitting_order():
-    from sdcbayes.commands.compare import _warning_owners
-
-    problems = [("a", ["x", "y"]), ("closed", []), ("b", ["x"])]
-    # the same words from two models: the first "x" is a's, the second b's; a message
-    # no model recorded (the LOO comparison's, say) belongs to none
-    assert _warning_owners(["x", "y", "x", "loo"], problems) == ["a", "a", "b", None]
-    assert _warning_owners(["x"], [("a", ["x"]), ("b", ["x"])]) == ["a"]

@@ -661,3 +661,22 @@ def test_latent_class_spec_syntax():
     assert specs[2].priors == {"alpha": {"alpha": 1}}
     assert specs[1].to_dict()["options"]["n_classes"] == 10
     assert "options" not in specs[3].to_dict()
+
+
+def test_a_fits_warnings_carry_its_name():
+    """compare_models re-issues each fit's sdcbayes warnings as "<model>: <message>" (same
+    category, so filters and the CLI treat them as before); others pass unchanged."""
+    import warnings
+
+    from sdcbayes.inference.diagnostics import ConvergenceWarning
+    from sdcbayes.risk.compare import _warnings_named
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _warnings_named("pg-wide"):
+            warnings.warn("parameter beta has bulk ESS 30 < 200", ConvergenceWarning,
+                          stacklevel=1)
+            warnings.warn("something of numpy's", RuntimeWarning, stacklevel=1)
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (ConvergenceWarning, "pg-wide: parameter beta has bulk ESS 30 < 200"),
+        (RuntimeWarning, "something of numpy's")]

@@ -312,14 +312,12 @@ def command(
     if not quiet_fit:
         from sdcbayes.cli import cli_wording
 
-        ours = [w for w in caught if issubclass(w.category, SdcbayesWarning)]
-        # several models warn about parameters of the same names (omega, beta, ...): each
-        # line says whose fit it is about
-        owners = _warning_owners([str(w.message) for w in ours], _problems_by_model(result))
-        for w, owner in zip(ours, owners, strict=True):
-            # the fix as an option (--draws, --tune, --target-accept), as `assess` words it
-            msg = cli_wording(" ".join(str(w.message).split()))
-            click.echo("sdcbayes: warning: " + (f"{owner}: " if owner else "") + msg, err=True)
+        for w in caught:
+            if issubclass(w.category, SdcbayesWarning):
+                # the fix as an option (--draws, --tune, --target-accept), as `assess` words
+                # it; compare_models has put the model's name first
+                msg = cli_wording(" ".join(str(w.message).split()))
+                click.echo("sdcbayes: warning: " + msg, err=True)
 
     from sdcbayes._version import __version__
 
@@ -388,68 +386,6 @@ def _merge_priors_file(specs, path: Path):
                 merged[prior] = dict(fields)
         out.append(ModelSpec(s.name, s.model, merged, dict(s.options)))
     return out
-
-
-def _problems_by_model(result) -> list[tuple[str, list[str]]]:
-    """Each model's recorded diagnostic problems (the warnings its fit issued), in order.
-
-    Latent-class keeps them in its summary's diagnostics (R-hat of tau1, tau2 and ER,
-    the truncation caveat), a PyMC fit in its stamped diagnostics; the closed form has
-    none.
-    """
-    from sdcbayes.exceptions import SdcbayesError
-    from sdcbayes.inference.posterior import fit_diagnostics
-
-    out = []
-    for spec in result.specs:
-        a = result.assessments.get(spec.name)
-        if a is None:
-            continue
-        problems = list((a.summary.get("diagnostics") or {}).get("problems") or [])
-        idata = getattr(a, "idata", None)
-        if idata is not None:
-            try:
-                problems += list(fit_diagnostics(idata).get("problems") or [])
-            except (SdcbayesError, AttributeError, TypeError):
-                pass  # not stamped by fit (closed form, Gibbs): nothing more recorded
-        out.append((spec.name, list(dict.fromkeys(str(p) for p in problems))))
-    return out
-
-
-def _warning_owners(messages: list[str],
-                    problems: list[tuple[str, list[str]]]) -> list[str | None]:
-    """The model each warning message belongs to; None where no single model's.
-
-    Parameters
-    ----------
-    messages : list of str
-        Warning messages in the order they were issued.
-    problems : list of (str, list of str)
-        Each model's recorded problems, in the order the models were fitted
-        (:func:`_problems_by_model`).
-
-    Returns
-    -------
-    list of str or None
-        The model name for each message. The models are fitted one after the other,
-        so a message is matched to the first model, from the last one matched onwards,
-        that recorded it and has not used it yet (two models with the same parameters
-        can warn in the same words); a message no model recorded (e.g. of the LOO
-        comparison) gets None.
-    """
-    left = [(name, list(probs)) for name, probs in problems]
-    current = 0
-    owners: list[str | None] = []
-    for msg in messages:
-        owner = None
-        for j in range(current, len(left)):
-            name, probs = left[j]
-            if msg in probs:
-                probs.remove(msg)
-                owner, current = name, j
-                break
-        owners.append(owner)
-    return owners
 
 
 #: Marks the closed form's intervals on the console (footnote below the table).
