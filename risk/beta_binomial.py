@@ -264,8 +264,10 @@ class BetaBinomialFit:
         Optimiser success (ML); False for moments when the data show no
         overdispersion and the concentration was capped.
     at_bound : bool
-        True when the concentration hit its cap (no detectable overdispersion:
-        the binomial limit).
+        True when there is no detectable overdispersion (the binomial limit): the
+        concentration hit its cap, or (ML) the fit beats the binomial at the pooled
+        proportion by less than :data:`FLAT_LOGLIK`, so that alpha and beta are where
+        the search stopped on a flat likelihood (e.g. alpha 6e6), not estimates.
     """
 
     alpha: float
@@ -281,6 +283,9 @@ class BetaBinomialFit:
 
 # Cap on alpha + beta: beyond it the beta-binomial is numerically the binomial.
 _MAX_CONCENTRATION = 1e8
+#: An ML fit whose log-likelihood beats the binomial limit by less than this has found
+#: no overdispersion (BetaBinomialFit.at_bound).
+FLAT_LOGLIK = 1e-3
 _MIN_CONCENTRATION = 1e-6
 
 
@@ -366,7 +371,11 @@ def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
     )
     mu = float(special.expit(res.x[0]))
     kappa = float(np.exp(res.x[1]))
-    at_bound = bool(res.x[1] >= lk_hi - 1e-6)
+    # the cap, or a stop short of it on the binomial's flat likelihood
+    binomial = float(np.sum(special.gammaln(n + 1) - special.gammaln(y + 1)
+                            - special.gammaln(n - y + 1) + special.xlogy(y, p)
+                            + special.xlog1py(n - y, -p)))
+    at_bound = bool(res.x[1] >= lk_hi - 1e-6 or -res.fun - binomial < FLAT_LOGLIK)
     return BetaBinomialFit(
         mu * kappa,
         (1.0 - mu) * kappa,

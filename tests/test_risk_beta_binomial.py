@@ -419,3 +419,20 @@ def test_user_loss_is_usable_in_expected_loss():
     np.testing.assert_allclose(expected_loss(sq, y, n, N, a, b), ref, rtol=1e-10)
     with pytest.raises(InputError):
         user_loss("not callable", name="x")
+
+
+def test_ml_without_spread_between_domains_is_flagged_at_the_boundary():
+    """Binomial domains (one proportion for all): the ML search stops short of its cap on
+    a flat likelihood (alpha in the millions) and at_bound says so; the fit's gain over
+    the binomial, checked against scipy's binomial, is what flags it."""
+    from scipy import stats
+
+    rng = np.random.default_rng(8)
+    n = rng.integers(20, 200, 20)
+    flat = fit_beta_binomial(rng.binomial(n, 0.3), n, method="ml")
+    # stopped short of the cap (1e8), which alone flagged it before
+    assert flat.at_bound and 1e6 < flat.concentration < 0.9e8
+    spread = rng.binomial(n, rng.beta(3, 7, 20))
+    fit = fit_beta_binomial(spread, n, method="ml")
+    binom = stats.binom.logpmf(spread, n, spread.sum() / n.sum()).sum()
+    assert fit.loglik - binom > 1.0 and not fit.at_bound

@@ -69,11 +69,6 @@ _DISCLOSURE_EXAMPLES = (
     "threshold:Ymin=5, known-respondents:S=10"
 )
 
-#: An ML fit whose log-likelihood beats the binomial limit (no spread between domains)
-#: by less than this has found no overdispersion: its alpha, beta are where the
-#: optimiser stopped on a flat likelihood (e.g. alpha 6e6), not estimates.
-ML_FLAT_LOGLIK = 1e-3
-
 
 @click.command("decide")
 @click.argument("domains", type=click.Path(dir_okay=False, path_type=Path))
@@ -406,9 +401,8 @@ def command(
     warned: list[str] = []
     if route == "ml":
         hyper["interval_90"] = None  # a point estimate: no interval (use the posterior route)
-        flat = _ml_degenerate(y, n, hyper)
-        if flat is not None:
-            warned.append(flat)
+        if hyper.get("at_bound"):  # fit_beta_binomial: no spread between the domains
+            warned.append(_ml_degenerate(hyper))
     # command-level warnings (the posterior's diagnostics keep their own problems list)
     summary["warnings"] = warned
     if diagnostics is not None:
@@ -450,38 +444,14 @@ def command(
 
 
 # --------------------------------------------------------------------------- helpers
-def _ml_degenerate(y, n, hyper: dict[str, Any]) -> str | None:
-    """The warning for an ML estimate on the boundary, or None for a usable one.
+def _ml_degenerate(hyper: dict[str, Any]) -> str:
+    """The warning for an ML estimate on the boundary.
 
-    Parameters
-    ----------
-    y, n : numpy.ndarray
-        The domains' class counts and sample sizes.
-    hyper : dict
-        The summary's ``hyperparameters`` of the ML route (``alpha``, ``beta``,
-        ``mean``, ``at_bound``).
-
-    Returns
-    -------
-    str or None
-        One line naming what happened and the fix, when the optimiser hit its cap on
-        alpha + beta or the beta-binomial fits no better than the binomial (within
-        :data:`ML_FLAT_LOGLIK`): the domains show no spread of the class proportion
-        beyond sampling, the likelihood keeps rising (or stays flat) as alpha and beta
-        grow, and the estimate is wherever the search stopped.
+    ``at_bound``: the domains show no spread of the class proportion beyond sampling, so
+    the likelihood keeps rising or stays flat as alpha and beta grow, and the estimate is
+    wherever the search stopped.
     """
-    import numpy as np
-    from scipy import stats
-
-    from sdcbayes.risk.beta_binomial import beta_binomial_loglik
-
     a, b = float(hyper["alpha"]), float(hyper["beta"])
-    keep = n > 0  # as the fit: a domain without a sample carries no information
-    yk, nk = y[keep].astype(float), n[keep].astype(float)
-    binomial = float(np.sum(stats.binom.logpmf(yk, nk, yk.sum() / nk.sum())))
-    gain = float(beta_binomial_loglik(yk, nk, a, b)) - binomial
-    if not (hyper.get("at_bound") or gain < ML_FLAT_LOGLIK):
-        return None
     return (
         "--hyperparameters ml found no spread of the class proportion between domains "
         f"(overdispersion estimated at zero): alpha {a:.4g}, beta {b:.4g} lie on the "
