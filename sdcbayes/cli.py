@@ -312,7 +312,8 @@ def cli() -> None:
     help="Posterior models: also write posterior.nc, the draws of every cell (2 x chains "
     "x draws x cells x 8 bytes for latent-class: 1 GB for 10^6 records in 30,000 cells).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print nothing on success but warnings (on stderr).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def assess(
     data: Path | None,
@@ -817,11 +818,21 @@ _CLI_WORDING: list[tuple[str, str]] = [
 ]
 
 
-def cli_wording(message: str) -> str:
-    """A library message with its Python-spelled fixes turned into command-line options."""
+#: Rules of one command that come before the table: `compare` sets a latent-class model's
+#: classes inside its --models item, not with an option of its own.
+_CLI_WORDING_BY_COMMAND: dict[str, list[tuple[str, str]]] = {
+    "compare": [(r"\bn_classes=(\d+)", r"classes=\1 in the model's --models item")],
+}
+
+
+def cli_wording(message: str, command: str | None = None) -> str:
+    """A library message with its Python-spelled fixes turned into command-line options.
+
+    ``command`` names the command printing it, for the few fixes it spells its own way.
+    """
     import re
 
-    for pattern, replacement in _CLI_WORDING:
+    for pattern, replacement in _CLI_WORDING_BY_COMMAND.get(command, []) + _CLI_WORDING:
         message = re.sub(pattern, replacement, message)
     return message
 

@@ -92,9 +92,9 @@ def recorded(monkeypatch):
     seen: list[str] = []
     original = cli_module.cli_wording
 
-    def recording(message: str) -> str:
+    def recording(message: str, command: str | None = None) -> str:
         seen.append(message)
-        return original(message)
+        return original(message, command)
 
     # main() and _fit_posterior look the name up in sdcbayes.cli; decide and compare
     # import it from there at call time
@@ -307,6 +307,22 @@ def test_truncation_rule_is_live(recorded, tmp_path, capsys):
     assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning:"), proc.stderr
     assert "refit with more classes (--classes 4)" in lines[0], lines[0]
     assert_no_python(lines[0], "assess")
+
+
+def test_truncation_rule_of_compare_names_its_models_item(recorded, tmp_path, capsys):
+    """compare has no --classes: the fix is the classes= item of the model's --models entry."""
+    proc = run_in_process(capsys, "compare", "--models",
+                          "lc2=latent-class:classes=2,overdispersion=none",
+                          "--draws", "20", "--tune", "10", "--chains", "1", "--seed", "1",
+                          "--out", str(tmp_path / "c"), "-q")
+    # -q: nothing on stdout, the warning still on stderr (as assess does)
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert re.search(CLASSES, " ".join(recorded))
+    lines = [ln for ln in proc.stderr.splitlines() if "truncation binds" in ln]
+    assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning: lc2"), proc.stderr
+    assert "(classes=4 in the model's --models item)" in lines[0], lines[0]
+    assert "--classes" not in lines[0]
+    assert_no_python(lines[0], "compare")
 
 
 def test_every_rule_has_a_live_case():

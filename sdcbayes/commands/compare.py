@@ -170,7 +170,8 @@ DEFAULT_MODELS = (
     help="Output folder: comparison.csv, decisions.csv, frontiers.csv, summary.json, "
     "report.html.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print nothing on success but warnings (on stderr).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
     data: Path | None,
@@ -271,7 +272,7 @@ def command(
             try:
                 check_model_data(md, [s])
             except InputError as err:
-                reason = cli_wording(str(err).removeprefix("cannot fit: "))
+                reason = cli_wording(str(err).removeprefix("cannot fit: "), "compare")
                 left_out.append({"name": s.name, "model": s.model, "reason": reason})
             else:
                 kept.append(s)
@@ -309,15 +310,14 @@ def command(
         )
     from sdcbayes.inference.diagnostics import SdcbayesWarning
 
-    if not quiet_fit:
-        from sdcbayes.cli import cli_wording
+    from sdcbayes.cli import cli_wording
 
-        for w in caught:
-            if issubclass(w.category, SdcbayesWarning):
-                # the fix as an option (--draws, --tune, --target-accept), as `assess` words
-                # it; compare_models has put the model's name first
-                msg = cli_wording(" ".join(str(w.message).split()))
-                click.echo("sdcbayes: warning: " + msg, err=True)
+    for w in caught:  # on stderr also under --quiet and --json, as `assess` does
+        if issubclass(w.category, SdcbayesWarning):
+            # the fix as an option (--draws, --tune, --target-accept), as `assess` words
+            # it; compare_models has put the model's name first
+            msg = cli_wording(" ".join(str(w.message).split()), "compare")
+            click.echo("sdcbayes: warning: " + msg, err=True)
 
     from sdcbayes._version import __version__
 

@@ -217,7 +217,8 @@ _DISCLOSURE_EXAMPLES = (
     show_default=True,
     help="Output folder: decisions.csv, frontier.csv, summary.json, report.html.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print nothing on success but warnings (on stderr).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
     domains: Path,
@@ -434,9 +435,8 @@ def command(
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
         },
     )
-    if not (quiet or as_json):
-        for msg in warned:
-            click.echo(f"sdcbayes: warning: {msg}", err=True)
+    for msg in warned:  # on stderr also under --quiet and --json, as `assess` does
+        click.echo(f"sdcbayes: warning: {msg}", err=True)
     if as_json:
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
@@ -500,13 +500,12 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target
     a = np.asarray(post["alpha"].values, dtype=float).reshape(-1)
     b = np.asarray(post["beta"].values, dtype=float).reshape(-1)
     diag = fit_diagnostics(idata)
-    if not quiet:
-        from sdcbayes.cli import cli_wording
+    from sdcbayes.cli import cli_wording
 
-        # One line per diagnostic problem (ESS, R-hat, divergences), never a traceback;
-        # the fix is named as an option of this command (--tune, --target-accept).
-        for msg in diag.get("problems") or []:
-            click.echo(f"sdcbayes: warning: {cli_wording(' '.join(str(msg).split()))}", err=True)
+    # One line per diagnostic problem (ESS, R-hat, divergences), never a traceback, also
+    # under --quiet; the fix is named as an option of this command (--tune, --target-accept).
+    for msg in diag.get("problems") or []:
+        click.echo(f"sdcbayes: warning: {cli_wording(' '.join(str(msg).split()))}", err=True)
     return a, b, diag
 
 
