@@ -146,6 +146,9 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         "tau2": float(risk_cell[unique].sum()),
         "n_above_benchmark": int(np.count_nonzero(above)),
         "max_risk": float(r.max()) if r.size else float("nan"),
+        # the benchmark rule's centre: above 0.1, most records are risky and the rule
+        # flags only the outliers among them
+        "median_risk": float(np.median(r)) if r.size else float("nan"),
     }
     if threshold is not None:
         summary["risk_threshold"] = float(threshold)

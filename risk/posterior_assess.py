@@ -891,6 +891,7 @@ def assess_from_posterior(
         "n_above_benchmark_interval": _interval(d["n_above_benchmark"], qs),
         "n_above_benchmark_at_mean_risk": int(np.count_nonzero(benchmark_rule(r_kept))),
         "max_risk": float(r_kept.max()) if r_kept.size else float("nan"),
+        "median_risk": float(np.median(r_kept)) if r_kept.size else float("nan"),
     }
     if threshold is not None:
         summary["risk_threshold"] = float(threshold)

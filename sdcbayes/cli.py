@@ -622,6 +622,11 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         ("tau2 (expected correct matches of uniques)", with_truth("tau2")),
         ("records above benchmark (r>0.1, >median+2MAD)", count("n_above_benchmark")),
     ]
+    if s.get("median_risk", 0.0) > 0.1 and "n_above_threshold" not in s:
+        # most records are risky: median + 2 MAD sits above them, so the rule flags only
+        # outliers, and a small count here would read as a safe file
+        rows.append(("  note", f"median risk {s['median_risk']:.2f} > 0.1: the rule flags only "
+                               "outliers; --threshold 0.1 counts every risky record"))
     if "n_above_threshold" in s:
         rows.append((f"records with risk > {s['risk_threshold']}", count("n_above_threshold")))
     if "household_expected_reidentifications" in s:

@@ -482,6 +482,7 @@ _SUMMARY_LABELS = {
     "n_above_benchmark": "records above the benchmark rule",
     "n_above_threshold": "records above the risk threshold",
     "max_risk": "largest record risk",
+    "median_risk": "median record risk (the benchmark rule's centre)",
     "n_households": "households",
     "household_expected_reidentifications": "household expected re-identifications (records)",
     "household_expected_reidentified_households": "expected re-identified households",

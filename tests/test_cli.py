@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from clitools import assert_one_line_error, run_cli
+from clitools import assert_one_line_error, run_cli, run_in_process
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +168,30 @@ def test_closed_form_without_weights_warns_that_the_file_is_the_population(small
                        "--model", "closed-form", "--out", str(tmp_path / "w"), "-q")
     assert weighted.returncode == 0 and "warning" not in weighted.stderr, weighted.stderr
     assert "warnings" not in json.loads((tmp_path / "w" / "summary.json").read_text())
+
+
+def test_benchmark_row_notes_a_file_whose_median_record_is_risky(tmp_path, capsys):
+    # 300 records over 600 cells with weights 1.5: most records are sample uniques of risk
+    # about 0.8, median + 2 MAD lies above them all and the benchmark rule flags nobody
+    rng = np.random.default_rng(1)
+    path = tmp_path / "risky.csv"
+    pd.DataFrame({"a": rng.integers(0, 30, 300), "b": rng.integers(0, 20, 300),
+                  "w": 1.5}).to_csv(path, index=False)
+    args = ["assess", str(path), "--keys", "a,b", "--weight", "w", "--model", "closed-form"]
+    proc = run_in_process(capsys, *args, "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    risk = pd.read_csv(tmp_path / "r" / "records.csv")["risk"]
+    assert s["median_risk"] == pytest.approx(risk.median(), rel=1e-12)
+    assert s["median_risk"] > 0.1 and s["n_above_benchmark"] == 0
+    note = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("note")]
+    assert len(note) == 1 and f"median risk {risk.median():.2f} > 0.1" in note[0], proc.stdout
+    assert "--threshold 0.1" in note[0]
+    # with --threshold the count itself is shown, and the note is not
+    proc = run_in_process(capsys, *args, "--threshold", "0.1", "--out", str(tmp_path / "t"))
+    assert proc.returncode == 0 and "median risk" not in proc.stdout
+    row = [ln for ln in proc.stdout.splitlines() if "records with risk > 0.1" in ln]
+    assert len(row) == 1 and row[0].split()[-1] == f"{(risk > 0.1).sum():,}", proc.stdout
 
 
 def test_strata_give_the_risk_per_stratum(small_csv, tmp_path):

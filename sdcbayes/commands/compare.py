@@ -308,9 +308,8 @@ def command(
             suppression_loss=l0, alternatives=list(alternatives), target_risk=target_risk,
             threshold=threshold, max_draws=max_draws, truth=truth, progressbar=not quiet_fit,
         )
-    from sdcbayes.inference.diagnostics import SdcbayesWarning
-
     from sdcbayes.cli import cli_wording
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
 
     for w in caught:  # on stderr also under --quiet and --json, as `assess` does
         if issubclass(w.category, SdcbayesWarning):
