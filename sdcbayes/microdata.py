@@ -329,7 +329,9 @@ class Microdata:
     Parameters
     ----------
     frame : pandas.DataFrame
-        The sample, one row per record.
+        The sample, one row per record. A polars DataFrame or a pyarrow Table (anything
+        with a ``to_pandas()`` method) is converted first; :attr:`frame` is then the
+        converted copy.
     keys : str or sequence of str
         Key (quasi-identifying) variables. Categorical columns keep their declared
         categories (unobserved ones count in K); other columns are coded by their
@@ -459,10 +461,13 @@ class Microdata:
         max_levels: int = DEFAULT_MAX_LEVELS,
     ) -> None:
         # ---- options (cheap checks first, nothing touches the data yet) ----
+        if not isinstance(frame, pd.DataFrame) and callable(getattr(frame, "to_pandas", None)):
+            # polars and pyarrow tables: one conversion, the caller's object is untouched
+            frame = frame.to_pandas()
         if not isinstance(frame, pd.DataFrame):
             raise InputError(
-                f"frame must be a pandas DataFrame, got {type(frame).__name__}; "
-                "read files with sdcbayes.read_microdata(path)"
+                f"frame must be a pandas DataFrame (or a polars DataFrame or pyarrow Table), "
+                f"got {type(frame).__name__}; read files with sdcbayes.read_microdata(path)"
             )
         keys = self._normalise_keys(keys)
         if len(keys) > MAX_KEYS:

@@ -529,6 +529,17 @@ def test_not_a_dataframe():
         Microdata({"a": [1]}, keys=["a"])
 
 
+def test_a_pyarrow_table_is_read_as_its_pandas_frame():
+    import pyarrow as pa  # a dependency of the package (Parquet)
+    frame = _frame()
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    md = Microdata(table, keys=["age", "sex"], weight="w")
+    ref = Microdata(frame, keys=["age", "sex"], weight="w")
+    pd.testing.assert_frame_equal(md.cells.table, ref.cells.table)
+    np.testing.assert_array_equal(md.record_cell, ref.record_cell)
+    assert isinstance(md.frame, pd.DataFrame)
+
+
 def test_no_rows():
     with pytest.raises(DataError, match=r"no rows.*at least one record"):
         Microdata(_frame().iloc[:0], keys=["age"])
