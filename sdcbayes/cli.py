@@ -511,6 +511,7 @@ def assess(
     if truth is not None:
         summary["truth"] = truth
     summary["provenance"] = result.provenance
+    cli_worded_summary(summary)
 
     from sdcbayes.report import assessment_report
 
@@ -840,6 +841,27 @@ def cli_wording(message: str, command: str | None = None) -> str:
     for pattern, replacement in _CLI_WORDING_BY_COMMAND.get(command, []) + _CLI_WORDING:
         message = re.sub(pattern, replacement, message)
     return message
+
+
+def cli_worded_summary(summary: dict, command: str | None = None) -> dict:
+    """``summary`` with the warnings and problems it holds in command-line spelling.
+
+    The lists under ``warnings`` and ``problems`` (at any depth, the provenance left as
+    recorded) go to summary.json and report.html as the console printed them, so a
+    report never tells a command-line user to pass ``tune=5000``. Changed in place.
+    """
+    def walk(node):
+        for k, v in node.items():
+            if k == "provenance":
+                continue
+            if k in ("warnings", "problems") and isinstance(v, list):
+                node[k] = [cli_wording(" ".join(x.split()), command) if isinstance(x, str)
+                           else x for x in v]
+            elif isinstance(v, dict):
+                walk(v)
+
+    walk(summary)
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -293,6 +293,7 @@ def test_diagnostic_rules_are_live_in_assess_and_decide(files, recorded, tmp_pat
     for w in warnings:
         assert_no_python(w, "decide")
     assert re.search(TARGET, " ".join(recorded))
+    _assert_outputs_speak_cli(tmp_path / "d", "raise --target-accept", "decide")
 
 
 def test_truncation_rule_is_live(recorded, tmp_path, capsys):
@@ -307,6 +308,7 @@ def test_truncation_rule_is_live(recorded, tmp_path, capsys):
     assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning:"), proc.stderr
     assert "refit with more classes (--classes 4)" in lines[0], lines[0]
     assert_no_python(lines[0], "assess")
+    _assert_outputs_speak_cli(tmp_path / "a", "(--classes 4)", "assess")
 
 
 def test_truncation_rule_of_compare_names_its_models_item(recorded, tmp_path, capsys):
@@ -323,6 +325,34 @@ def test_truncation_rule_of_compare_names_its_models_item(recorded, tmp_path, ca
     assert "(classes=4 in the model's --models item)" in lines[0], lines[0]
     assert "--classes" not in lines[0]
     assert_no_python(lines[0], "compare")
+    _assert_outputs_speak_cli(tmp_path / "c", "(classes=4 in the model's --models item)",
+                              "compare")
+
+
+def _assert_outputs_speak_cli(out: Path, fragment: str, command: str) -> None:
+    """summary.json's warnings and problems, and report.html, word fixes as the console does."""
+    import html as html_module
+
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("warnings", "problems") and isinstance(v, list):
+                    found.extend(str(x) for x in v)
+                elif k != "provenance":
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json.loads((out / "summary.json").read_text()))
+    assert any(fragment in m for m in found), found
+    for m in found:
+        assert_no_python(m, command)
+    page = html_module.unescape((out / "report.html").read_text())
+    assert fragment in page
+    assert not re.search(CLASSES, page)
 
 
 def test_every_rule_has_a_live_case():

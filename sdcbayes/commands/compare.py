@@ -311,12 +311,14 @@ def command(
     from sdcbayes.cli import cli_wording
     from sdcbayes.inference.diagnostics import SdcbayesWarning
 
+    fit_warnings: list[str] = []
     for w in caught:  # on stderr also under --quiet and --json, as `assess` does
         if issubclass(w.category, SdcbayesWarning):
             # the fix as an option (--draws, --tune, --target-accept), as `assess` words
             # it; compare_models has put the model's name first
             msg = cli_wording(" ".join(str(w.message).split()), "compare")
             click.echo("sdcbayes: warning: " + msg, err=True)
+            fit_warnings.append(msg)
 
     from sdcbayes._version import __version__
 
@@ -326,6 +328,8 @@ def command(
         "data": source,
         **result.summary(),
     }
+    if fit_warnings:  # also in report.html's warning box
+        summary["warnings"] = list(dict.fromkeys(fit_warnings))
     if left_out:
         summary["models_left_out"] = left_out
     if truth is not None:

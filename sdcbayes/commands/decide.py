@@ -423,7 +423,10 @@ def command(
         settings=settings,
     )
 
+    from sdcbayes.cli import cli_worded_summary
     from sdcbayes.report import decision_report
+
+    cli_worded_summary(summary)
 
     html = decision_report(result, summary, domain_col=domain_col)
     write_output_folder(
