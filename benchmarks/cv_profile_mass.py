@@ -45,11 +45,10 @@ import numpy as np
 from sdcbayes.models.latent_class import (
     PHI_PRIOR_DEFAULT,
     LatentClassModel,
-    latent_class_method,
     overdispersion_cv,
     profile_mass_cv,
 )
-from sdcbayes.validation import _draw, _population_cells, truth_of_sample
+from sdcbayes.validation import _draw, _population_cells, latent_class_method, truth_of_sample
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from latent_class_accuracy import (  # noqa: E402

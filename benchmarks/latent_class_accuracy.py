@@ -1,6 +1,6 @@
 """Benchmark: accuracy of the Bayesian latent-class model on the real designs (issue 7).
 
-Runs :func:`sdcbayes.models.latent_class.latent_class_method` (blocked Gibbs
+Runs :func:`sdcbayes.validation.latent_class_method` (blocked Gibbs
 sampler, truncated stick-breaking prior, H = 30, chains started from penalised EM
 fits, structural zeros) beside the closed-form baselines of
 :mod:`sdcbayes.validation` on the 12 SRS designs (Adult 6/9 keys, Scotland 7/13
@@ -61,7 +61,6 @@ from sdcbayes.models.latent_class import (
     KAPPA_GRID,
     PHI_PRIOR_DEFAULT,
     kappa_prior,
-    latent_class_method,
     parse_kappa_prior,
 )
 from sdcbayes.validation import (
@@ -71,6 +70,7 @@ from sdcbayes.validation import (
     SkipDesign,
     calibration_table,
     goal_table,
+    latent_class_method,
     load_population,
     run_design,
     summarise,

@@ -1,6 +1,6 @@
 """Benchmark: accuracy of the Bayesian log-linear model with shrinkage priors (issue 7).
 
-Runs :func:`sdcbayes.models.loglinear.loglinear_bayes_method` (all two-way
+Runs :func:`sdcbayes.validation.loglinear_bayes_method` (all two-way
 interactions, one HalfNormal(1) scale per block fitted by type-II MAP, Laplace
 posterior, Poisson or negbin counts) beside the closed-form baselines of
 :mod:`sdcbayes.validation` (by default the frequentist log-linear plug-ins it
@@ -31,12 +31,12 @@ import time
 
 import pandas as pd
 
-from sdcbayes.models.loglinear import loglinear_bayes_method
 from sdcbayes.validation import (
     BASELINES,
     Design,
     SkipDesign,
     load_population,
+    loglinear_bayes_method,
     run_design,
     summarise,
 )

@@ -3997,212 +3997,6 @@ def _expected_inverse_frequency_f(f, lam) -> np.ndarray:
     return np.where(f == 1, expected_inverse_frequency(lam), hyp1f1(1.0, f + 1.0, -lam) / f)
 
 
-def _factors(idata) -> str:
-    import json
-
-    by_size = json.loads(idata.attrs["cluster_correction"])["by_size"]
-    return "/".join(f"{float(v):.3g}" for v in by_size.values())
-
-
-def _mass_label(mass) -> str:
-    return mass if isinstance(mass, str) else f"{mass:.3g}"
-
-
-def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, chains: int = 2,
-                        thin: int = 1, structural_zeros="auto", priors=None, levels=None,
-                        seed: int = 0, prob: float = 0.9, init: str = "em",
-                        em_restarts: int = 3, overdispersion=None,
-                        overdispersion_splits: int | None = None,
-                        overdispersion_prior=None, overdispersion_predictive=None,
-                        overdispersion_ratios=None, overdispersion_dispersion=None,
-                        overdispersion_part_mass=None, overdispersion_focus=None,
-                        overdispersion_partitions=None, overdispersion_combine_ratios=None,
-                        overdispersion_parts=None,
-                        weights: bool = True, cluster_correction=None, cores: int = 1,
-                        profile_mass=None, profile_mass_unreached=None, split_merge: int = 0,
-                        ppc: int = 0, uniques_kappa_note: bool = False):
-    """A :class:`sdcbayes.validation.Method` fitting :class:`LatentClassModel` by Gibbs sampling.
-
-    ``overdispersion`` is passed to :meth:`LatentClassModel.sample` (``"cv"``: the
-    cross-validated gamma overdispersion of :func:`overdispersion_cv` at the scale
-    ratios ``overdispersion_ratios`` (default :data:`CV_RATIOS`), over
-    ``overdispersion_splits`` random partitions per ratio, default :data:`CV_SPLITS`;
-    prior, fit of the parts and variance of the held-out count
-    ``overdispersion_prior``, ``overdispersion_predictive``,
-    ``overdispersion_dispersion``, defaults :data:`KAPPA_PRIOR`, :data:`CV_PREDICTIVE`,
-    :data:`CV_DISPERSION`; with a learnt profile mass, the parts' masses
-    ``overdispersion_part_mass``, default :data:`CV_PART_MASS`; the weighting of the
-    held-out count ``overdispersion_focus``, default :data:`CV_FOCUS`; the combination of
-    the partitions of a ratio ``overdispersion_partitions``, default :data:`CV_PARTITIONS`;
-    of the ratios ``overdispersion_combine_ratios``, default :data:`CV_COMBINE_RATIOS`;
-    how the parts are drawn ``overdispersion_parts``, default :data:`CV_PARTS`).
-
-    ``weights=True`` (default): unequal sampling weights (stratified designs) enter
-    the model as the records' weight class (:func:`weight_classes`, module
-    docstring "Unequal weights"); with equal weights (simple random sampling) the
-    model is the same either way. ``False`` extrapolates every cell by N/n.
-
-    ``cluster_correction`` (household designs only, ignored otherwise): passed to
-    :meth:`LatentClassModel.sample` (``"cv"``: :func:`cluster_rate_correction`).
-
-    ``profile_mass="cv"`` (with ``overdispersion="cv"`` and the learnt profile prior):
-    the mass of the keys of >= 20 levels chosen by the cross-validation,
-    :func:`profile_mass_cv` (the learnt mass kept where it suffices); ``"span"``: spread
-    between the learnt mass and that choice, :func:`profile_mass_span`; ``None``: the
-    prior's. ``profile_mass_unreached`` (``"learnt"`` or ``"largest"``; ``None``: the
-    rule's own default) is their ``unreached``.
-
-    ``split_merge``: the sampler's split-merge proposals per sweep
-    (:meth:`LatentClassModel.sample`); the note then gives the accepted ones per sweep.
-
-    ``uniques_kappa_note``: the note also gives the kappa at which the mixture's
-    expected sample uniques meet the sample's (:func:`uniques_kappa`) and tau1 and tau2
-    (posterior means of their expectations) at that kappa: an in-sample read of kappa
-    to set against the cross-validation's.
-
-    ``ppc``: predictive replicates per chain (:meth:`LatentClassModel.sample`); the note
-    then gives, for the sample's cells seen 1 to 5 times and 6 or more, the observed
-    number, the replicates' mean and the predictive p-value P(m_rep >= m_obs), as
-    ``ppc m1 obs/mean/p ...``.
-
-    ``cores``: chains run at once (:meth:`LatentClassModel.sample`); 1 by default, so
-    that the run times the harness records are one core's, as its benchmarks run one
-    process per core.
-
-    Point estimates of tau1, tau2 and the expected re-identifications are
-    posterior means of their conditional expectations given pi; ``intervals`` are
-    the central ``prob`` posterior-predictive intervals (F | pi included).
-    ``structural_zeros="auto"`` uses the ``"implication"`` candidates of
-    :func:`detect_structural_zeros` on the sample (a stand-in for the user's
-    confirmation in an automated study); ``None`` fits the untruncated model; a
-    list of rules is used as given (name every level in ``levels``). ``levels``:
-    mapping key -> all levels (codebook). Chains start from EM fits
-    (``init="em"``, :meth:`LatentClassModel.fit_em`, ``em_restarts`` random starts
-    per chain, classes pruned by the Figueiredo-Jain rule); the note reports the
-    r_hat of tau1/tau2 across chains, which stays above 1.05 on the real designs
-    (the number of occupied classes mixes slowly, see ``benchmarks/latent_class_accuracy.py``),
-    and the classes occupied (:func:`~sdcbayes.inference.diagnostics.check_truncation`).
-    """
-    if profile_mass is not None and (profile_mass not in ("cv", "span")
-                                     or overdispersion != "cv"):
-        raise InputError("profile_mass must be None, 'cv' or 'span' (which need "
-                         f"overdispersion='cv'); got {profile_mass!r}")
-    if profile_mass_unreached not in (None, "learnt", "largest") or (
-            profile_mass_unreached is not None and profile_mass is None):
-        raise InputError("profile_mass_unreached must be None, 'learnt' or 'largest', with a "
-                         f"profile_mass; got {profile_mass_unreached!r}")
-
-    def method(sample, keys, weight, N):
-        import warnings
-
-        from sdcbayes.inference.diagnostics import TruncationWarning, check_truncation
-        from sdcbayes.validation import Estimate
-
-        sz = structural_zeros
-        if isinstance(sz, str) and sz == "auto":
-            cands = detect_structural_zeros(sample, keys)
-            sz = list(cands.loc[cands.kind == "implication", "rule"]) or None
-        from sdcbayes.validation import HOUSEHOLD_COLUMN
-
-        frame = sample[list(keys)].astype(str)
-        # unequal weights (a stratified design) enter as the records' weight class; a
-        # household design's households keep the cross-validation's parts whole
-        model = LatentClassModel.from_frame(
-            frame, keys, levels=levels, n_classes=n_classes, structural_zeros=sz,
-            priors=priors, weights=sample[weight] if weights else None,
-            clusters=sample[HOUSEHOLD_COLUMN] if HOUSEHOLD_COLUMN in sample.columns else None)
-        clustered = model.record_clusters is not None
-        od = overdispersion
-        splits = CV_SPLITS if overdispersion_splits is None else int(overdispersion_splits)
-        if od == "cv":  # seeded here, as the stored results were
-            cv_options = dict(
-                n_splits=splits, em_restarts=max(1, em_restarts - 1),
-                ratios=CV_RATIOS if overdispersion_ratios is None else overdispersion_ratios,
-                max_ratio=float(N) / model.n,
-                prior=KAPPA_PRIOR if overdispersion_prior is None else overdispersion_prior,
-                predictive=(CV_PREDICTIVE if overdispersion_predictive is None
-                            else overdispersion_predictive),
-                dispersion=(CV_DISPERSION if overdispersion_dispersion is None
-                            else overdispersion_dispersion),
-                part_mass=(CV_PART_MASS if overdispersion_part_mass is None
-                           else overdispersion_part_mass),
-                focus=CV_FOCUS if overdispersion_focus is None else overdispersion_focus,
-                partitions=(CV_PARTITIONS if overdispersion_partitions is None
-                            else overdispersion_partitions),
-                combine_ratios=(CV_COMBINE_RATIOS if overdispersion_combine_ratios is None
-                                else overdispersion_combine_ratios),
-                parts=CV_PARTS if overdispersion_parts is None else overdispersion_parts)
-            if profile_mass is not None:
-                rule = profile_mass_cv if profile_mass == "cv" else profile_mass_span
-                choice = rule(model, random_seed=seed, **cv_options, **(
-                    {} if profile_mass_unreached is None
-                    else {"unreached": profile_mass_unreached}))
-                model, od = choice["model"], choice["overdispersion"]
-                od = {**od, "profile_mass": choice["summary"]["mass"]}
-            else:
-                od = overdispersion_cv(model, random_seed=seed, **cv_options)
-        idata = model.sample(draws=draws, tune=tune, chains=chains, thin=thin, N=float(N),
-                             random_seed=seed, store="all", init=init,
-                             em_restarts=em_restarts, overdispersion=od,
-                             cluster_correction=cluster_correction if clustered else None,
-                             cores=cores, split_merge=split_merge, ppc=ppc)
-        n = model.n
-        C = model.key_codes.shape[0]
-        lam = idata.posterior["lam"].values.reshape(-1, C)
-        kappa = (idata.posterior["kappa"].values.reshape(-1, 1)
-                 if "kappa" in idata.posterior else None)
-        smean = n * idata.posterior["pi"].values.reshape(-1, C)  # n pi_k
-        f = model.key_counts
-        su = f == 1
-        rng = np.random.default_rng(seed + 1)
-        if kappa is None:
-            er_draws = (f * _expected_inverse_frequency_f(f, lam)).sum(axis=1)
-        else:
-            er_draws = (f * expected_inverse_frequency_f(f[None, :], lam, kappa, smean)).sum(axis=1)
-        er_pred = (f / (f + simulate_excess(lam, rng, kappa, smean, f=f[None, :]))).sum(axis=1)
-        summ = posterior_tau_summary(idata, prob)
-        with warnings.catch_warnings():  # the note reports it: a warning per fit is noise
-            warnings.simplefilter("ignore", TruncationWarning)
-            used, _ = check_truncation(idata.sample_stats["n_classes_used"].values, model.H)
-        lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
-        # record -> cell (cells are the sorted unique rows of the coded keys)
-        rec = np.column_stack([pd.Categorical(frame[k], categories=model.levels[j]).codes
-                               for j, k in enumerate(keys)])
-        _, cell_of = np.unique(rec, axis=0, return_inverse=True)
-        cell_of = cell_of.reshape(-1)
-        p_unique = np.where(su, prob_population_unique(lam, kappa, smean).mean(axis=0), 0.0)
-        excess = lam[:, su].mean(axis=0)
-        return Estimate(
-            tau1=summ["tau1"], tau2=summ["tau2"],
-            expected_reidentifications=float(er_draws.mean()),
-            theta=float(su.sum() / (su.sum() + excess.sum())) if su.any() else float("nan"),
-            intervals={"tau1": tuple(summ["tau1_interval"]), "tau2": tuple(summ["tau2_interval"]),
-                       "expected_reidentifications": (float(np.quantile(er_pred, lo)),
-                                                      float(np.quantile(er_pred, hi)))},
-            record_prob_unique=p_unique[cell_of],
-            note=(f"rhat tau1 {summ['tau1_rhat']:.3f} tau2 {summ['tau2_rhat']:.3f}; "
-                  + (f"kappa median {np.median(kappa):.3g}; " if kappa is not None else "")
-                  + (f"cv dispersion {od['dispersion']:.3g}; "
-                     if isinstance(od, dict) and od.get("dispersion", 1.0) != 1.0 else "")
-                  + (f"profile mass {_mass_label(od['profile_mass'])}; "
-                     if isinstance(od, dict) and "profile_mass" in od else "")
-                  + ("cv by household; " if clustered and isinstance(od, dict) else "")
-                  + (f"cluster factors {_factors(idata)}; "
-                     if "cluster_correction" in idata.attrs else "")
-                  + (f"split-merge accepted "
-                     f"{float(idata.sample_stats['split_merge_accepted'].mean()):.3g} per sweep; "
-                     if split_merge else "")
-                  + (_ppc_note(model, idata) if ppc else "")
-                  + (_uniques_kappa_note(lam, smean, f, n) if uniques_kappa_note else "")
-                  + f"classes occupied {used['classes_used_mean']:.1f} of {model.H} "
-                  f"(all in {used['share_draws_all_classes_used']:.0%}); "
-                  + f"{0 if sz is None else len(sz)} structural-zero rules; n={n:g}"),
-        )
-
-    method.__name__ = f"latent_class_H{n_classes}"
-    return method
-
-
 def expected_sample_uniques(pi, f, n: float, kappa) -> float:
     r"""The mixture's expected number of sample uniques, estimated from the observed cells.
 
@@ -4223,10 +4017,10 @@ def uniques_kappa(pi, f, n: float, grid=KAPPA_GRID) -> float:
     """The kappa at which :func:`expected_sample_uniques` meets the sample's uniques.
 
     An in-sample read of the cells' overdispersion around the mixture (an experiment of
-    the harness, ``latent_class_method(uniques_kappa_note=True)``): the expectation rises with
-    kappa, so the root is found on the log scale between the grid's points (inf where
-    even Poisson cells predict fewer uniques than the sample has, the grid's smallest
-    where its smallest kappa predicts more).
+    the harness, ``sdcbayes.validation.latent_class_method(uniques_kappa_note=True)``): the
+    expectation rises with kappa, so the root is found on the log scale between the grid's
+    points (inf where even Poisson cells predict fewer uniques than the sample has, the
+    grid's smallest where its smallest kappa predicts more).
     """
     f = np.asarray(f, dtype=float)
     m1 = float((f == 1).sum())
@@ -4246,16 +4040,6 @@ def uniques_kappa(pi, f, n: float, grid=KAPPA_GRID) -> float:
         else:
             hi = mid
     return float(np.exp(0.5 * (lo + hi)))
-
-
-def _uniques_kappa_note(lam, smean, f, n) -> str:
-    """``uniques kappa K tau1 T1 tau2 T2; `` for a harness note (draws x cells inputs)."""
-    k = uniques_kappa(smean / n, f, n)
-    su = f == 1
-    kk = None if not np.isfinite(k) else k
-    t1 = prob_population_unique(lam[:, su], kk, smean[:, su]).sum(axis=1).mean()
-    t2 = expected_inverse_frequency(lam[:, su], kk, smean[:, su]).sum(axis=1).mean()
-    return f"uniques kappa {k:.4g} tau1 {t1:.3f} tau2 {t2:.3f}; "
 
 
 def predictive_counts(model: LatentClassModel, idata) -> list[tuple[str, int, float, float]]:
@@ -4280,10 +4064,4 @@ def predictive_counts(model: LatentClassModel, idata) -> list[tuple[str, int, fl
              float(r.p_value)) for j, r in table.iterrows()]
 
 
-def _ppc_note(model: LatentClassModel, idata) -> str:
-    """``ppc m1 obs/mean/p m2 ... m6+ ...; `` for a harness note (``latent_class_method``)."""
-    return "ppc " + " ".join(f"{label} {o}/{mean:.1f}/{p:.3f}"
-                             for label, o, mean, p in predictive_counts(model, idata)) + "; "
-
-
-__all__ += ["latent_class_method", "predictive_counts"]
+__all__ += ["predictive_counts"]

@@ -61,8 +61,8 @@ Fitting. :meth:`LoglinearModel.build` gives the PyMC model (non-centred blocks
 :math:`B = s\,Z`, :math:`Z \sim N(0, 1)`, ``pm.Potential`` of the log-likelihood) for
 ``sdcbayes.inference.fit(method="map"|"advi"|"nuts")`` -- practical where the
 number of parameters is a few hundred (Scotland 7 keys). :meth:`LoglinearModel.fit_laplace`
-is the fast route used by :func:`loglinear_bayes_method`: Newton steps on the
-effects with the exact Hessian gathered from up-to-4-way margins of the fitted table
+is the fast route used by :func:`sdcbayes.validation.loglinear_bayes_method`: Newton steps on
+the effects with the exact Hessian gathered from up-to-4-way margins of the fitted table
 (never a dense design matrix over the cells), alternated with Laplace (MacKay) updates of
 the block scales (type-II MAP of :math:`s_{jl}`: MacKay 1992; Tipping 2001), then
 draws from the Gaussian approximation :math:`N(\hat\theta, H^{-1})` given
@@ -114,7 +114,6 @@ __all__ = [
     "LoglinearModel",
     "LaplaceFit",
     "expected_inverse_frequency",
-    "loglinear_bayes_method",
     "posterior_risk",
     "prob_population_unique",
     "simulate_excess",
@@ -1103,48 +1102,3 @@ def posterior_risk(model: LoglinearModel, log_mu, sampling_fraction: float, kapp
                       "expected_reidentifications": q(er_pp)},
         "p_unique_su": p1.mean(axis=0),
     }
-
-
-def loglinear_bayes_method(family: str = "poisson", interactions="all", draws: int = 400,
-                           priors=None, seed: int = 0, prob: float = 0.9,
-                           max_exact_cells: int = DEFAULT_MAX_EXACT_CELLS,
-                           n_importance: int = DEFAULT_IMPORTANCE_CELLS,
-                           max_iter: int = 60, scale_tol: float = 1e-2):
-    """A :class:`sdcbayes.validation.Method` fitting :class:`LoglinearModel` by Laplace.
-
-    Point estimates of tau1, tau2 and the expected re-identifications are posterior
-    means of their conditional expectations (:func:`posterior_risk`); ``intervals``
-    the central ``prob`` posterior-predictive intervals (parameter uncertainty from
-    the Laplace approximation given the type-II MAP scales, and F | parameters).
-    pi = n / N.
-    """
-    def method(sample, keys, weight, N):
-        from sdcbayes.validation import Estimate
-
-        model = LoglinearModel.from_frame(sample, list(keys), family=family,
-                                          interactions=interactions, priors=priors,
-                                          max_exact_cells=max_exact_cells,
-                                          n_importance=n_importance, importance_seed=seed)
-        fit = model.fit_laplace(max_iter=max_iter, scale_tol=scale_tol)
-        rng = np.random.default_rng(seed)
-        th = fit.draws(draws, rng)
-        log_mu = fit.observed_log_mu(th)
-        kappa = np.exp(th[:, -1]) if family == "negbin" else None
-        res = posterior_risk(model, log_mu, len(sample) / N, kappa, rng, prob)
-        su = model.counts == 1
-        p_cell = np.zeros(model.counts.size)
-        p_cell[su] = res["p_unique_su"]
-        s_min = min(fit.scales.values()) if fit.scales else math.nan
-        return Estimate(
-            tau1=res["tau1"], tau2=res["tau2"],
-            expected_reidentifications=res["expected_reidentifications"], theta=res["theta"],
-            intervals=res["intervals"], record_prob_unique=p_cell[model.record_cell],
-            note=(f"{'exact' if model.exact else 'IS'} zero-cell sum; {model.n_par} params; "
-                  f"{fit.n_iter} iters{'' if fit.converged else ' (not converged)'}; "
-                  f"block scales min {s_min:.2g}, median "
-                  f"{np.median(list(fit.scales.values())) if fit.scales else math.nan:.2g}"
-                  + (f"; kappa {fit.kappa:.3g}" if family == "negbin" else "")),
-        )
-
-    method.__name__ = f"loglinear_bayes_{family}"
-    return method

@@ -29,10 +29,10 @@ from sdcbayes.models.latent_class import (
     WEIGHT_CLASS_KEY,
     LatentClassModel,
     _weighted_part_sizes,
-    latent_class_method,
     overdispersion_cv,
     weight_classes,
 )
+from sdcbayes.validation import latent_class_method
 
 
 def test_weight_classes_are_the_strata_or_quantile_bins():

@@ -614,8 +614,7 @@ def test_from_microdata_keeps_households_for_the_cross_validation():
 
 def test_household_designs_of_the_harness_cut_household_parts():
     from sdcbayes.datasets import DEMO_KEYS, simulate_population
-    from sdcbayes.models.latent_class import latent_class_method
-    from sdcbayes.validation import Design, Population, run_design
+    from sdcbayes.validation import Design, Population, latent_class_method, run_design
 
     pop = Population(name="tiny", frame=simulate_population(n_households=3000, seed=5),
                      keys=tuple(DEMO_KEYS), household="household_id")
@@ -712,9 +711,8 @@ def test_household_designs_and_assess_pass_the_cluster_correction():
 
     from sdcbayes.datasets import DEMO_KEYS, simulate_population
     from sdcbayes.microdata import Microdata
-    from sdcbayes.models.latent_class import latent_class_method
     from sdcbayes.risk.posterior_assess import assess_posterior
-    from sdcbayes.validation import Design, Population, run_design
+    from sdcbayes.validation import Design, Population, latent_class_method, run_design
 
     frame = simulate_population(n_households=3000, seed=5)
     pop = Population(name="tiny", frame=frame, keys=tuple(DEMO_KEYS), household="household_id")

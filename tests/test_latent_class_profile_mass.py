@@ -23,10 +23,10 @@ from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
     KAPPA_GRID,
     LatentClassModel,
-    latent_class_method,
     profile_mass_cv,
     profile_mass_span,
 )
+from sdcbayes.validation import latent_class_method
 
 LEARNT = 32.0
 

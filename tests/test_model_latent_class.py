@@ -1390,8 +1390,7 @@ def test_harness_method_notes_the_predictive_check_and_the_harness_summarises_it
     from benchtools import load_benchmark
 
     from sdcbayes.datasets import DEMO_KEYS, simulate_population
-    from sdcbayes.models.latent_class import latent_class_method
-    from sdcbayes.validation import Design, Population, run_design
+    from sdcbayes.validation import Design, Population, latent_class_method, run_design
 
     pop = Population(name="tiny", frame=simulate_population(n_households=800, seed=5),
                      keys=tuple(DEMO_KEYS))
@@ -1420,8 +1419,7 @@ def test_harness_method_notes_the_predictive_check_and_the_harness_summarises_it
 
 def test_harness_method_passes_split_merge_and_notes_the_accepted_moves():
     from sdcbayes.datasets import DEMO_KEYS, simulate_population
-    from sdcbayes.models.latent_class import latent_class_method
-    from sdcbayes.validation import Design, Population, run_design
+    from sdcbayes.validation import Design, Population, latent_class_method, run_design
 
     pop = Population(name="tiny", frame=simulate_population(n_households=800, seed=5),
                      keys=tuple(DEMO_KEYS))

@@ -19,12 +19,12 @@ from sdcbayes.exceptions import InputError
 from sdcbayes.models.loglinear import (
     LoglinearModel,
     expected_inverse_frequency,
-    loglinear_bayes_method,
     posterior_risk,
     prob_population_unique,
     simulate_excess,
 )
 from sdcbayes.risk.loglinear import main_effects_means
+from sdcbayes.validation import loglinear_bayes_method
 
 LEVELS = [3, 4, 2, 5]
 
