@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.provenance import stamp
-from sdcbayes.risk.individual import benedetti_franconi_risk
+from sdcbayes.risk.individual import benedetti_franconi_risk, plugin_inclusion_probability
 from sdcbayes.risk.measures import benchmark_rule, household_risk
 
 
@@ -114,7 +114,11 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     cells = md.cells
     fk = np.asarray(cells.fk, dtype=float)
     Fk_hat = np.asarray(cells.Fk_hat, dtype=float)
-    pk = fk / Fk_hat
+    # weights below 1 (accepted only with allow_weights_below_one) can sum below f_k:
+    # such a cell is taken as fully observed (p = 1, risk 1/f_k), and the summary says so
+    below = Fk_hat < fk
+    pk = plugin_inclusion_probability(fk, Fk_hat,
+                                      clip=bool(getattr(md, "allow_weights_below_one", False)))
     risk_cell = benedetti_franconi_risk(fk, pk, method=method)
 
     record_cell = np.asarray(md.record_cell)
@@ -153,6 +157,12 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     if threshold is not None:
         summary["risk_threshold"] = float(threshold)
         summary["n_above_threshold"] = int(np.count_nonzero(r > threshold))
+    if below.any():
+        summary["n_cells_weights_below_count"] = int(below.sum())
+        summary["warnings"] = [
+            f"{int(below.sum())} key combination(s) have weights summing below their sample "
+            "count (weights below 1 were allowed); the closed form takes them as fully "
+            "sampled (p = 1), which gives them the largest risk their count allows, 1/f_k"]
     hh = getattr(md, "household_index", None)
     if hh is not None:
         hh = np.asarray(hh)

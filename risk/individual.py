@@ -59,12 +59,19 @@ def _as_float_array(x, name: str) -> np.ndarray:
     return arr
 
 
-def _check_f(f: np.ndarray, name: str = "f") -> None:
-    if np.any(f < 1) or np.any(f != np.round(f)):
-        bad = f[(f < 1) | (f != np.round(f))].ravel()[0]
+def _check_f(f: np.ndarray, name: str = "f", *, whole: bool = True) -> None:
+    # Fractional f >= 1 are the wildcard-weighted counts of Microdata(missing="wildcard",
+    # 0 < alpha < 1); the negative-binomial moments are defined for them (real size f).
+    if np.any(f < 1):
         raise InputError(
-            f"{name} must hold whole sample frequencies >= 1 (got {bad:g}); "
+            f"{name} must hold sample frequencies >= 1 (got {f[f < 1].ravel()[0]:g}); "
             "pass only observed cells."
+        )
+    if whole and np.any(f != np.round(f)):
+        bad = f[f != np.round(f)].ravel()[0]
+        raise InputError(
+            f"{name} must hold whole sample frequencies (got {bad:g}); fractional counts "
+            "(missing='wildcard' with 0 < alpha < 1) need benedetti_franconi_risk(method='exact')."
         )
 
 
@@ -185,10 +192,15 @@ def _inverse_moment_distinct(f: np.ndarray, s: np.ndarray, rho: np.ndarray) -> n
             out[mask] = route(*(a[mask] for a in args))
         todo &= ~mask
 
+    whole = f == np.round(f)
     take(rho == 1.0, lambda f_: 1.0 / f_, f)
     take(f == 1.0, _route_f1, s, rho)
     take((rho >= 0.5) & (np.abs(1.0 - s) <= f + 1.0), _route_series, f, s, rho)
-    take((rho < 0.5) & (f <= _F_RECURRENCE_MAX) & (s > -0.9), _route_recurrence, f, s, rho)
+    small = (rho < 0.5) & (f <= _F_RECURRENCE_MAX) & (s > -0.9)
+    take(small & whole, _route_recurrence, f, s, rho)
+    # a fractional small f has no recurrence, and Gauss-Laguerre loses digits near f = 1
+    # (1e-5 at f = 1.5, rho = 1e-3); the panels keep ~1e-15
+    take(small, _route_composite, f, s, rho)
     take(s > -0.9, _route_laguerre, f, s, rho)
     take(todo, _route_composite, f, s, rho)
     return out
@@ -219,8 +231,9 @@ def negbin_inverse_moment(f, r, rho):
 
     Parameters
     ----------
-    f : array_like of int
-        Sample frequencies, >= 1.
+    f : array_like of float
+        Sample frequencies, >= 1; whole numbers, or the fractional counts of
+        ``Microdata(missing="wildcard", alpha=...)`` with 0 < alpha < 1.
     r : array_like of float
         Negative-binomial size, > 0 (r = f for Benedetti-Franconi, alpha + f for
         the Poisson-gamma model).
@@ -235,12 +248,12 @@ def negbin_inverse_moment(f, r, rho):
     Raises
     ------
     InputError
-        If f is not a whole number >= 1, r <= 0 or rho outside (0, 1].
+        If f < 1, r <= 0 or rho outside (0, 1].
     """
     f = _as_float_array(f, "f")
     r = _as_float_array(r, "r")
     rho = _as_float_array(rho, "rho")
-    _check_f(f)
+    _check_f(f, whole=False)
     if np.any(r <= 0):
         raise InputError("r (negative-binomial size) must be > 0; check alpha and f.")
     _check_rho(rho, "rho")
@@ -300,7 +313,7 @@ def plugin_inclusion_probability(fk, Fk_hat, *, clip: bool = False):
     """
     fk = _as_float_array(fk, "fk")
     Fk_hat = _as_float_array(Fk_hat, "Fk_hat")
-    _check_f(fk, "fk")
+    _check_f(fk, "fk", whole=False)
     if np.any(Fk_hat <= 0):
         raise InputError("Fk_hat (weight sum per cell) must be > 0; check the weight column.")
     p = fk / Fk_hat
@@ -394,7 +407,9 @@ def benedetti_franconi_risk(
     Parameters
     ----------
     fk : array_like of int
-        Sample frequencies of the record's (or cell's) key combination, >= 1.
+        Sample frequencies of the record's (or cell's) key combination, >= 1;
+        ``"exact"`` also takes the fractional counts of ``missing="wildcard"`` with
+        0 < alpha < 1 (the negative binomial with real size f_k).
     pk : array_like of float
         Cell inclusion probabilities in (0, 1], usually
         :func:`plugin_inclusion_probability` (f_k / F̂_k).
@@ -403,9 +418,12 @@ def benedetti_franconi_risk(
         error ~1e-15 for every f and p. ``"approx"``: sdcMicro's ``indivRisk``
         default (and mu-Argus): the exact closed forms for f = 1, 2 and
         p / (f - 1 + p) for f > 2, which overstates the risk at small f > 2;
-        p = 1 gives 1/f. ``"measure_risk"``: what sdcMicro's ``measure_risk`` C++
-        code computes: the same formulas evaluated at p - 0.0001 (also at p = 1);
-        where p <= 0.0001 sdcMicro returns NaN, here the limit 0.
+        p = 1 gives 1/f. This is also what sdcMicro's ``measure_risk()`` reports
+        (``R/measure_risk.R`` calls ``indivRisk``). ``"measure_risk"``: sdcMicro's
+        C++ helper ``compute_risk`` (``src/Measure_Risk.h``, used today only by
+        ``ldiversity()``, despite the name): the same formulas evaluated at
+        p - 0.0001 (also at p = 1); where p <= 0.0001 sdcMicro returns NaN, here
+        the limit 0. Kept for comparison with that legacy code.
         ``"polettini9"``, ``"polettini10"``: the seed's second- and first-order
         large-f approximations (eq. 9, 10), which always understate the risk.
 
@@ -417,7 +435,8 @@ def benedetti_franconi_risk(
     Raises
     ------
     InputError
-        On an unknown method, f not a whole number >= 1, or p outside (0, 1]
+        On an unknown method, f < 1 (or fractional, except with ``"exact"``), or p
+        outside (0, 1]
         (p > 1 arises when the weight sum F̂_k is below f_k).
 
     Notes
@@ -432,7 +451,7 @@ def benedetti_franconi_risk(
         )
     f = _as_float_array(fk, "fk")
     p = _as_float_array(pk, "pk")
-    _check_f(f, "fk")
+    _check_f(f, "fk", whole=method != "exact")
     _check_rho(p, "pk")
     f, p = np.broadcast_arrays(f, p)
     if method == "exact":

@@ -99,6 +99,7 @@ def n_sample_uniques(fk) -> int:
 def mad(x, constant: float = MAD_CONSTANT) -> float:
     """Median absolute deviation ``constant * median(|x - median(x)|)`` (R's ``stats::mad``)."""
     x = np.asarray(x, dtype=float).ravel()
+    x = x[~np.isnan(x)]  # as R's mad(na.rm = TRUE): a missing risk is no evidence either way
     med = np.median(x)
     return float(constant * np.median(np.abs(x - med)))
 
@@ -115,15 +116,19 @@ def benchmark_rule(record_risk, *, threshold: float = 0.1, n_mad: float = 2.0) -
     sdcMicro's ``print.measure_risk`` and ``print.indivRisk`` use ``3 * mad``
     instead; pass ``n_mad=3`` to match those.
 
+    Records whose risk is NaN (e.g. dropped for missing keys) are never flagged and
+    do not move the median or the MAD, as with R's ``na.rm = TRUE``.
+
     Returns
     -------
     ndarray of bool, shape ``(record,)``
     """
     r = _risk(record_risk)
-    if r.size == 0:
-        return np.zeros(0, dtype=bool)
-    cut = np.median(r) + n_mad * mad(r)
-    return (r > threshold) & (r > cut)
+    known = ~np.isnan(r)
+    if not known.any():
+        return np.zeros(r.size, dtype=bool)
+    cut = np.median(r[known]) + n_mad * mad(r[known])
+    return (r > threshold) & (r > cut)  # NaN compares False: never flagged
 
 
 # --- household risk (seed 001, Section 3.3) ------------------------------------

@@ -482,6 +482,8 @@ def assess(
         from sdcbayes.risk.assess import assess_closed_form
 
         result = assess_closed_form(md, method=method, threshold=threshold)
+        for note in result.summary.get("warnings", []):  # as the fits' warnings
+            click.echo(f"sdcbayes: warning: {cli_wording(note)}", err=True)
     else:
         result = _fit_posterior(
             md, model, draws=draws, chains=chains, tune=tune, seed=seed,

@@ -110,3 +110,35 @@ def test_dropped_records_keep_their_row_with_missing_risk():
     np.testing.assert_allclose(
         res.records["risk"].drop(index=2), assess_closed_form(md7).records["risk"], rtol=1e-12
     )
+
+
+def test_fractional_wildcard_counts_get_the_exact_risk():
+    # missing="wildcard" with alpha = 0.5: a record matching another through a missing
+    # key counts half (fk = 1.5); the closed form is the negative binomial of real size f
+    from scipy import stats
+
+    frame = pd.DataFrame({"a": [1, 1, 2, 2, 3], "b": [1, np.nan, 1, 2, 1],
+                          "w": [10.0, 20.0, 30.0, 40.0, 50.0]})
+    md = Microdata(frame, keys=["a", "b"], weight="w", alpha=0.5)
+    fk = md.cells.fk
+    assert np.any(fk != np.round(fk))  # the case that used to fail
+    res = assess_closed_form(md)
+    x = np.arange(200_000)
+    for f, F in zip(md.cells.fk, md.cells.Fk_hat, strict=True):
+        brute = np.sum(stats.nbinom.pmf(x, f, f / F) / (f + x))
+        cell = (res.cells["fk"] == f) & (res.cells["Fk_hat"] == F)
+        assert cell.any()
+        np.testing.assert_allclose(res.cells.loc[cell, "risk"], brute, rtol=1e-10)
+
+
+def test_weights_below_one_take_the_cell_as_fully_sampled():
+    # cell a=1 has two records of weight 0.5: F_hat = 1 < f = 2, p = f/F_hat = 2
+    frame = pd.DataFrame({"a": [1, 1, 2, 2, 3], "w": [0.5, 0.5, 5.0, 5.0, 8.0]})
+    md = Microdata(frame, keys=["a"], weight="w", allow_weights_below_one=True)
+    res = assess_closed_form(md)
+    np.testing.assert_allclose(res.records["risk"].iloc[:2], 0.5)  # 1/f, the most f allows
+    assert res.summary["n_cells_weights_below_count"] == 1
+    assert len(res.summary["warnings"]) == 1 and "1/f_k" in res.summary["warnings"][0]
+    ok = assess_closed_form(Microdata(frame.assign(w=[1.0, 1, 5, 5, 8]), keys=["a"],
+                                      weight="w"))
+    assert "warnings" not in ok.summary

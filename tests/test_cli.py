@@ -194,6 +194,27 @@ def test_benchmark_row_notes_a_file_whose_median_record_is_risky(tmp_path, capsy
     assert len(row) == 1 and row[0].split()[-1] == f"{(risk > 0.1).sum():,}", proc.stdout
 
 
+def test_closed_form_takes_weights_below_one_and_fractional_wildcard_counts(tmp_path, capsys):
+    # both used to stop with an error about pk or fk although the options exist for them
+    path = tmp_path / "low.csv"
+    pd.DataFrame({"a": [1, 1, 2, 2, 3], "b": [1, None, 1, 2, 1],
+                  "w": [0.5, 0.5, 5.0, 5.0, 8.0]}).to_csv(path, index=False)
+    proc = run_in_process(capsys, "assess", str(path), "--keys", "a", "--weight", "w",
+                          "--allow-weights-below-one", "--model", "closed-form",
+                          "--out", str(tmp_path / "low"), "-q")
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning: 1 key combination")
+    s = json.loads((tmp_path / "low" / "summary.json").read_text())
+    assert s["warnings"] == [lines[0].removeprefix("sdcbayes: warning: ")]
+    proc = run_in_process(capsys, "assess", str(path), "--keys", "a,b", "--weight", "w",
+                          "--allow-weights-below-one", "--alpha", "0.5", "--model",
+                          "closed-form", "--out", str(tmp_path / "half"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    rec = pd.read_csv(tmp_path / "half" / "records.csv")
+    assert (rec["fk"] % 1 != 0).any() and rec["risk"].between(0, 1).all()
+
+
 def test_strata_give_the_risk_per_stratum(small_csv, tmp_path):
     path, frame = small_csv
     out = tmp_path / "st"

@@ -99,6 +99,16 @@ def test_benchmark_rule_on_francdat_by_hand():
     np.testing.assert_array_equal(np.flatnonzero(benchmark_rule(SEED001_RISK)), [3, 5, 6])
 
 
+def test_benchmark_rule_ignores_missing_risks():
+    # a record without a risk (dropped for a missing key) must neither be flagged nor
+    # move the cut: before, one NaN made the median NaN and switched the rule off
+    with_nan = np.r_[SEED001_RISK, np.nan]
+    flags = benchmark_rule(with_nan)
+    np.testing.assert_array_equal(np.flatnonzero(flags), [3, 5, 6])
+    assert mad(with_nan) == mad(SEED001_RISK)
+    assert not benchmark_rule(np.full(3, np.nan)).any()
+
+
 def test_benchmark_rule_against_direct_computation():
     rng = np.random.default_rng(4)
     r = np.concatenate([rng.beta(1, 40, 5000), rng.uniform(0.05, 0.6, 60)])
