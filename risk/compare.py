@@ -574,18 +574,19 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
                     f"{s.name!r} ({s.model}) needs the population size: give the microdata "
                     "a weight column or a sampling_fraction"
                 )
-        if s.model == "latent-class":
+        if s.model in ("latent-class", "poisson-gamma"):
             n_wild = int(np.sum(md.cells.has_missing)) if md.missing == "wildcard" else 0
             if n_wild:
                 # the message of `sdcbayes assess`; cli_wording turns missing='x' into --missing x
                 problems.append(
-                    f"{s.name!r} (latent-class): {n_wild} key combinations have a missing "
-                    "value, which missing='wildcard' matches to every level; the latent-class "
+                    f"{s.name!r} ({s.model}): {n_wild} key combinations have a missing "
+                    f"value, which missing='wildcard' matches to every level; the {s.model} "
                     "model needs each record in one cell: use missing='category' (missing is "
                     "a level of its own) or missing='drop', or leave it out of the models "
                     "compared (the closed form matches wildcards as sdcMicro does)"
                 )
                 continue
+        if s.model == "latent-class":
             from sdcbayes.models.latent_class import (  # no PyMC at import
                 CV_MIN_RECORDS,
                 LatentClassModel,

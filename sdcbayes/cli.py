@@ -436,11 +436,12 @@ def assess(
             "size: give --weight (sampling weights) or --sampling-fraction n/N; or use "
             "--model closed-form, which without them treats the file as the whole population"
         )
-    if model == "latent-class" and md.missing == "wildcard" and bool(md.cells.has_missing.any()):
+    if (model in ("latent-class", "poisson-gamma") and md.missing == "wildcard"
+            and bool(md.cells.has_missing.any())):
         # checked before "fitting ..." is printed: one line, nothing started
         raise InputError(
             f"{int(md.cells.has_missing.sum())} key combinations have a missing value, which "
-            "--missing wildcard matches to every level; the latent-class model needs each record "
+            f"--missing wildcard matches to every level; the {model} model needs each record "
             "in one cell: use --missing category (missing is a level of its own) or --missing "
             "drop, or --model closed-form for sdcMicro's wildcard matching"
         )

@@ -215,6 +215,23 @@ def test_closed_form_takes_weights_below_one_and_fractional_wildcard_counts(tmp_
     assert (rec["fk"] % 1 != 0).any() and rec["risk"].between(0, 1).all()
 
 
+@pytest.mark.parametrize("model", ["latent-class", "poisson-gamma"])
+def test_models_of_the_cell_space_refuse_wildcard_cells_in_one_line(model, tmp_path, capsys):
+    # a wildcard cell overlaps the cells it matches: Poisson-gamma used to stop with
+    # "K = [30.0] must be an integer at least the number of observed cells [36]"
+    rng = np.random.default_rng(0)
+    b = rng.integers(0, 5, 200).astype(float)
+    b[:10] = np.nan
+    path = tmp_path / "holes.csv"
+    pd.DataFrame({"a": rng.integers(0, 6, 200), "b": b, "w": 20.0}).to_csv(path, index=False)
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "assess", str(path), "--keys", "a,b", "--weight", "w",
+                          "--model", model, "--out", str(out))
+    assert_one_line_error(proc, f"the {model} model needs each record in one cell",
+                          "--missing category", "--model closed-form")
+    assert "fitting" not in proc.stderr and not out.exists()
+
+
 def test_strata_give_the_risk_per_stratum(small_csv, tmp_path):
     path, frame = small_csv
     out = tmp_path / "st"

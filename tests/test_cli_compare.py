@@ -261,6 +261,12 @@ def test_latent_class_with_wildcard_missing_keys_is_one_line(capsys, csv_file, t
                           "--missing wildcard")
     assert "missing='" not in proc.stderr
     assert not (tmp_path / "o").exists()
+    # so does the Poisson-gamma model (its wildcard cells lie outside the K cells)
+    proc = run_in_process(capsys, "compare", str(path), "--keys", KEYS, "--weight", "weight",
+                          "--models", "pg=poisson-gamma", "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, "'pg' (poisson-gamma)", "each record in one cell",
+                          "--missing category")
+    assert not (tmp_path / "o").exists()
 
 
 def test_latent_class_needs_the_population_size(capsys, csv_file, tmp_path):

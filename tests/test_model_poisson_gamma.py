@@ -397,3 +397,17 @@ def test_simulate_subpopulations_common_beta():
     expected = SUB_K * stats.nbinom.pmf(1, alpha, 1 / (1 + n_d * beta))
     se = sims.sel(count=1).std(("chain", "draw")).values / np.sqrt(1000)
     assert np.all(np.abs(sims.sel(count=1).mean(("chain", "draw")).values - expected) < 4 * se)
+
+
+def test_from_microdata_refuses_wildcard_cells():
+    # wildcard cells overlap the cells they match: no points of the K-cell space, and their
+    # weight sums count the matched records' weights again
+    from sdcbayes import Microdata
+
+    frame = pd.DataFrame({"a": [1, 1, 2, 2], "b": [1.0, np.nan, 1.0, 2.0], "w": 10.0})
+    with pytest.raises(InputError, match=r"1 key combinations have a missing value.*"
+                                         r"missing='category'"):
+        PoissonGammaModel.from_microdata(Microdata(frame, keys=["a", "b"], weight="w"))
+    model = PoissonGammaModel.from_microdata(
+        Microdata(frame, keys=["a", "b"], weight="w", missing="category"))
+    assert model.data_summary()["N"] == pytest.approx(40.0)  # each weight counted once

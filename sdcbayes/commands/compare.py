@@ -89,9 +89,9 @@ DEFAULT_MODELS = (
     "none; assess's --profile-prior cv or span), chain-start=em|bootstrap (default em; "
     "assess's --chain-start), e.g. "
     "lc-poisson=latent-class:overdispersion=none,classes=10. Without --models, a default "
-    "model the file cannot support (negbin without unequal weights, latent-class with "
-    "--missing wildcard and missing key values) is left out with a note; a named one is "
-    "refused.",
+    "model the file cannot support (negbin without unequal weights, latent-class and "
+    "poisson-gamma with --missing wildcard and missing key values) is left out with a note; "
+    "a named one is refused.",
 )
 @click.option(
     "--priors-file",
@@ -265,8 +265,8 @@ def command(
         from sdcbayes.cli import cli_wording
 
         # the default comparison: a model whose data needs this file does not meet (negbin
-        # without unequal weights, latent-class with wildcard-missing keys) is left out with
-        # a note; a model the user names is still refused in one line
+        # without unequal weights, latent-class and poisson-gamma with wildcard-missing
+        # keys) is left out with a note; a model the user names is still refused in one line
         kept = []
         for s in specs:
             try:
