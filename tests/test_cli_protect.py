@@ -255,9 +255,31 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(data, tmp_path, capsys,
         ({"steps": []}, ["non-empty list"]),
         ({"steps": [{"step": "suppress", "k": 2}], "sed": 1}, ["sed"]),
         ("{not json", ["not valid JSON"]),
+        # wrong types: one line naming the parameter, never a traceback
+        ({"steps": [{"step": "band", "column": "income", "breaks": ["a", "b"]}]},
+         ["breaks", "strictly increasing numbers", '["a", "b"]']),
+        ({"steps": [{"step": "band", "column": "income", "breaks": [0, 1e9], "labels": 5}]},
+         ["labels", "one per band", "got 5"]),
+        ({"steps": [{"step": "band", "column": "income", "breaks": [0, 1e9],
+                     "labels": [{"a": 1}]}]}, ["labels", "strings or numbers"]),
+        ({"steps": [{"step": "recode", "column": "age", "mapping": {"20s": [2]}}]},
+         ["mapping", '"20s": [2]']),
+        ({"steps": [{"step": "pram", "columns": ["region"], "alpha": None}]},
+         ["alpha", "got null", "leave it out"]),
+        ({"steps": [{"step": "pram", "columns": ["region"], "pd": None}]},
+         ["pd (--pram-pd)", "got null"]),
+        ({"steps": [{"step": "suppress", "k": None}]}, ["k (--suppress-k)", "got null"]),
+        ({"steps": [{"step": "band", "column": "income", "breaks": [0, 1e9], "right": "false"}]},
+         ["right", "true or false", '"false"']),
+        ({"steps": [{"step": "microaggregate", "columns": ["income"], "standardize": "no"}]},
+         ["standardize", "true or false", '"no"']),
+        ({"steps": [{"step": "microaggregate", "columns": ["income"], "standardize": None}]},
+         ["standardize", "got null"]),
     ],
     ids=["unknown-step", "unknown-parameter", "missing-parameter", "empty", "unknown-entry",
-         "bad-json"],
+         "bad-json", "breaks-text", "labels-number", "labels-mapping", "mapping-list",
+         "alpha-null", "pd-null", "k-null", "right-text", "standardize-text",
+         "standardize-null"],
 )
 def test_bad_recipes_are_rejected(data, tmp_path, capsys, recipe, fragments):
     d, _ = data
@@ -293,6 +315,58 @@ def test_help_explains_options(capsys):
     for opt in ("--keys", "--recipe", "--recode", "--suppress-k", "--importance", "--pram",
                 "--nayak-zhang-xi", "--microaggregate", "--noise", "--seed", "--weight", "--out"):
         assert opt in proc.stdout
+
+
+def test_pram_pd_help_says_it_bounds_p_not_the_keep_probability(capsys):
+    proc = run_in_process(capsys, "protect", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "smallest probability that a value is kept" not in text
+    assert "first-stage matrix P" in text
+    assert "does not bound the probability that a value is kept" in text
+
+
+def test_boolean_recipe_parameters_are_recorded_as_given(data, tmp_path, capsys):
+    d, _ = data
+    rpath = tmp_path / "recipe.json"
+    rpath.write_text(json.dumps({"seed": 1, "steps": [
+        {"step": "band", "column": "exp", "breaks": [0, 1000, 1e12], "right": True},
+        {"step": "microaggregate", "columns": ["income"], "standardize": False},
+    ]}))
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(d / "p.csv"), "--keys", "age,sex",
+                          "--recipe", str(rpath), "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    steps = json.loads((out / "summary.json").read_text())["steps"]
+    assert steps[0]["parameters"]["right"] is True
+    assert steps[1]["parameters"]["standardize"] is False
+    assert steps[1]["result"]["standardize"] is False
+    got = pd.read_csv(out / "protected.csv")
+    assert set(got["exp"].dropna()) <= {"[0, 1000]", "(1000, 1e+12]"}
+
+
+def test_recode_after_suppression_of_an_integer_key(data, tmp_path, capsys):
+    # suppression turns the integer key into nullable Int64 (pd.NA); the recode must cope
+    d, frame = data
+    rpath = tmp_path / "recipe.json"
+    rpath.write_text(json.dumps({"steps": [
+        {"step": "suppress", "k": 3, "keys": ["age", "sex", "region"]},
+        {"step": "recode", "column": "region", "mapping": {"1": 2}},
+    ]}))
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(d / "p.csv"), "--keys", "age,sex,region",
+                          "--recipe", str(rpath), "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    suppressed = _suppressed_cells(out)
+    assert any(c == "region" for _, c in suppressed)
+    got = pd.read_csv(out / "protected.csv", dtype=str, keep_default_na=False)["region"]
+    blank = np.array([(i, "region") in suppressed for i in range(len(frame))])
+    assert (got[blank] == "").all()
+    expected = frame["region"].replace({1: 2}).astype(str)
+    assert got[~blank].tolist() == expected[~blank].tolist()  # integers, 1 merged into 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"][1]["result"]["n_changed"] == int(
+        ((frame["region"] == 1) & ~blank).sum())
 
 
 # --------------------------------------------------------------------------- variable labels
@@ -631,3 +705,91 @@ def test_semicolon_csv_is_read_and_written_with_semicolons(tmp_path):
         mask = np.array([(i, col) in suppressed for i in range(n)])
         assert got[col][mask].isna().all()
         assert (got[col][~mask] == frame[col][~mask]).all(), col
+
+
+# --------------------------------------------------------------------------- round trips
+ROUND_TRIP_CSV = """id,zip,sex,age,code,note,score,flag
+001,01234,m,20s,NA,hello,1.50,TRUE
+002,01234,m,20s,7,"a,b",2.25,FALSE
+003,02345,f,30s,-99,,3,TRUE
+004,02345,f,30s,8,x,1e3,FALSE
+005,02345,f,40s,9,y,4.0,TRUE
+006,01234,m,20s,10,z,5,FALSE
+"""
+
+
+def test_csv_cells_no_step_changed_keep_their_text(tmp_path):
+    # pandas parsing would write 001 as 1, 01234 as 1234, NA as "", TRUE as True,
+    # 1.50 as 1.5 and 1e3 as 1000.0
+    src = tmp_path / "rt.csv"
+    src.write_text(ROUND_TRIP_CSV)
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(src), "--keys", "sex,age", "--suppress-k", "2",
+                   "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert _suppressed_cells(out) == {(4, "age")}
+    lines = ROUND_TRIP_CSV.splitlines()
+    lines[5] = "005,02345,f,,9,y,4.0,TRUE"  # the one suppression: an empty field
+    assert (out / "protected.csv").read_text().splitlines() == lines
+
+
+def test_csv_changed_columns_keep_the_text_of_unchanged_cells(tmp_path):
+    src = tmp_path / "rt.csv"
+    src.write_text(ROUND_TRIP_CSV)
+    out = tmp_path / "out"
+    # the parsed zip codes are 1234 and 2345: the recode names the value, the text keeps 0
+    proc = run_cli("protect", str(src), "--keys", "sex,age", "--recode", "zip:1234=999",
+                   "--microaggregate", "score", "--mdav-k", "3", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    got = pd.read_csv(out / "protected.csv", dtype=str, keep_default_na=False)
+    before = pd.read_csv(src, dtype=str, keep_default_na=False)
+    assert got["zip"].tolist() == ["999", "999", "02345", "02345", "02345", "999"]
+    score = pd.read_csv(out / "protected.csv")["score"]
+    assert score.round(6).nunique() == 2  # two groups of three share their means
+    assert score.sum() == pytest.approx(1.5 + 2.25 + 3 + 1000 + 4 + 5)
+    for col in ("id", "sex", "age", "code", "note", "flag"):
+        assert got[col].tolist() == before[col].tolist(), col
+
+
+def test_log_keeps_integer_originals_next_to_numeric_steps(data, tmp_path, capsys):
+    d, frame = data
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(d / "p.csv"), "--keys", "age,sex,region",
+                          "--suppress-k", "3", "--microaggregate", "income,exp", "--out",
+                          str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    log = pd.read_csv(out / "log.csv", dtype=str, keep_default_na=False)
+    region = log[(log["method"] == "suppress") & (log["variable"] == "region")]
+    assert len(region)
+    records = region["record"].astype(int).to_numpy()
+    # 7, as the suppression logged it; the concatenation with MDAV's float log gave 7.0
+    assert region["original"].tolist() == frame["region"].to_numpy()[records].astype(str).tolist()
+    assert (log.loc[log["method"] == "microaggregate", "size"] != "").all()
+
+
+def test_stata_integer_columns_are_not_widened_to_double(tmp_path):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    rng = np.random.default_rng(4)
+    n = 60
+    frame = pd.DataFrame({"sex": rng.integers(1, 3, n).astype("int8"),
+                          "age": rng.integers(20, 60, n).astype("int16"),
+                          "other": np.arange(n, dtype="int32"),
+                          "x": rng.normal(size=n)})
+    src = tmp_path / "t.dta"
+    frame.to_stata(src, write_index=False)
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(src), "--keys", "sex,age", "--suppress-k", "3",
+                   "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    got, meta = pyreadstat.read_dta(str(out / "protected.dta"))
+    # pyreadstat writes integers as long at best (no byte/int): long, not double
+    types = meta.readstat_variable_types
+    assert types["sex"] == types["age"] == types["other"] == "int32"
+    assert types["x"] == "double"
+    assert got["other"].tolist() == list(range(n))
+    suppressed = _suppressed_cells(out)
+    assert suppressed
+    for col in ("sex", "age"):
+        mask = np.array([(i, col) in suppressed for i in range(n)])
+        assert got[col][mask].isna().all()
+        assert (got[col][~mask] == frame[col][~mask]).all()

@@ -320,3 +320,36 @@ def test_simulation_bound_many_replicates(xi):
             err = cm.std(ddof=1) / np.sqrt(sel.sum())
             assert cm.mean() <= xi + 4 * err
             assert abs(cm.mean() - exact[ai]) <= 4 * err + 1e-9
+
+
+def test_stratum_labels_of_several_columns_do_not_collide():
+    # ("a-b", "c") and ("a", "b-c") joined with a plain "-" both read "a-b-c"
+    n = 40
+    df = pd.DataFrame({"s1": ["a-b", "a"] * (n // 2), "s2": ["c", "b-c"] * (n // 2),
+                       "x": list("xyzxy") * (n // 5)})
+    res = invariant_pram(df, ["x"], strata=["s1", "s2"], seed=1)
+    labels = list(res.summary["matrices"]["x"])
+    assert len(labels) == 2 and len(set(labels)) == 2
+    assert sorted(labels) == sorted(["a\\-b-c", "a-b\\-c"])
+    # a single stratum column keeps its plain values as labels
+    single = invariant_pram(df, ["x"], strata="s1", seed=1)
+    assert sorted(single.summary["matrices"]["x"]) == ["a", "a-b"]
+    # values without "-" read as before
+    plain = pd.DataFrame({"s1": [1, 2] * 10, "s2": [3] * 20, "x": list("xy") * 10})
+    assert sorted(invariant_pram(plain, ["x"], strata=["s1", "s2"], seed=1)
+                  .summary["matrices"]["x"]) == ["1-3", "2-3"]
+
+
+def test_pd_bounds_the_first_stage_matrix_not_the_keep_probability():
+    # The released matrix is R_a = aR + (1 - a)I with R = PQ: its diagonal (the probability
+    # that a value is kept) can fall below pd, never below 1 - alpha (documented in --pram-pd).
+    counts = np.array([600, 66, 1478, 1755, 584, 26, 36, 35], dtype=float)
+    r = invariant_transition_matrix(counts, pd_min=0.95, alpha=0.5, seed=1,
+                                    random_diagonal=False)
+    keep = np.diag(r)
+    assert keep.min() < 0.95
+    assert keep.min() >= 0.5 - 1e-12
+    np.testing.assert_allclose(counts @ r, counts, rtol=1e-9)
+    full = invariant_transition_matrix(counts, pd_min=0.95, alpha=1.0, seed=1,
+                                       random_diagonal=False)
+    assert np.diag(full).min() < 0.95 * 0.95  # alpha = 1: no floor at all from pd

@@ -88,3 +88,49 @@ def test_top_and_bottom_coding(frame):
     assert pd.api.types.is_integer_dtype(res2.frame["income"].dtype)
     with pytest.raises(InputError, match="not numeric"):
         top_code(frame, "educ", 3)
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype", "mapping", "expected"),
+    [
+        ([1, 7, None, 7, 2], "Int64", {7: 6}, [1, 6, None, 6, 2]),
+        (["a", "b", None, "a", "c"], "string", {"a": "b"}, ["b", "b", None, "b", "c"]),
+    ],
+    ids=["Int64", "string"],
+)
+def test_merge_levels_on_nullable_columns_keeps_dtype_and_missing(values, dtype, mapping,
+                                                                  expected):
+    # suppression turns integer keys into Int64 (pd.NA); a recode after it must work
+    df = pd.DataFrame({"x": pd.array(values, dtype=dtype), "y": range(5)})
+    before = df.copy(deep=True)
+    res = merge_levels(df, "x", mapping)
+    pd.testing.assert_frame_equal(df, before)
+    got = res.frame["x"]
+    assert got.dtype == df["x"].dtype
+    assert got.isna().tolist() == [v is None for v in expected]
+    assert got.dropna().tolist() == [v for v in expected if v is not None]
+    assert res.summary["n_changed"] == 2
+    pd.testing.assert_series_equal(res.frame["y"], df["y"])
+
+
+def test_merge_levels_keeps_integer_dtype_unless_new_levels_need_another():
+    df = pd.DataFrame({"x": np.array([1, 2, 3, 1], dtype=np.int64)})
+    res = merge_levels(df, "x", {1: 2})
+    assert res.frame["x"].dtype == np.int64  # Series.map left NaN and gave float64
+    assert res.frame["x"].tolist() == [2, 2, 3, 2]
+    swapped = merge_levels(df, "x", {1: 2, 2: 1})  # simultaneous, not chained
+    assert swapped.frame["x"].tolist() == [2, 1, 3, 2]
+    text = merge_levels(df, "x", {1: "low", 2: "low"})
+    assert text.frame["x"].tolist() == ["low", "low", 3, "low"]
+    assert text.frame["x"].dtype == object
+    nullable = pd.DataFrame({"x": pd.array([1, 2, None, 1], dtype="Int64")})
+    half = merge_levels(nullable, "x", {1: 2.5})
+    assert half.frame["x"].dtype == "Float64"
+    assert half.frame["x"].isna().tolist() == [False, False, True, False]
+    assert half.frame["x"].dropna().tolist() == [2.5, 2.0, 2.5]
+    labelled = merge_levels(nullable, "x", {1: "one"})
+    assert labelled.frame["x"].dtype == object
+    assert labelled.frame["x"].dropna().tolist() == ["one", 2, "one"]
+    assert pd.isna(labelled.frame["x"].iloc[2])
+    with pytest.raises(InputError, match="single values"):
+        merge_levels(df, "x", {1: [2]})

@@ -202,3 +202,14 @@ def test_benchmark_size_is_fast_and_k_anonymous():
     touched[res.log["record"].to_numpy()] = True
     assert not (touched & ~violated).any()
     assert elapsed < 10.0  # sdcMicro needs 27 s; typically well under 1 s here
+
+
+def test_stratum_labels_in_the_log_are_unambiguous():
+    # two strata whose values joined with a plain "-" would both read "a-b-c"
+    df = pd.DataFrame({"k1": [1, 2, 3, 1, 2, 3], "k2": list("xyzxyz"),
+                       "s1": ["a-b"] * 3 + ["a"] * 3, "s2": ["c"] * 3 + ["b-c"] * 3})
+    res = local_suppression(df, ["k1", "k2"], k=2, strata=["s1", "s2"])
+    assert res.summary["total_suppressions"] > 0
+    by_stratum = res.log.groupby("stratum")["record"].apply(lambda r: set(r // 3))
+    assert set(by_stratum.index) == {"a\\-b-c", "a-b\\-c"}
+    assert all(len(groups) == 1 for groups in by_stratum)  # each label is one stratum

@@ -145,8 +145,10 @@ DEFAULT_RISK_K = 3
     type=float,
     default=0.8,
     show_default=True,
-    help="With --pram: smallest probability that a value is kept (the diagonal of the "
-    "transition matrix is drawn in [pd, 1]); lower means more change.",
+    help="With --pram: lower bound of the diagonal of the first-stage matrix P (its "
+    "entries are drawn in [pd, 1], as in sdcMicro's pram); lower means more change. Values "
+    "are released through the invariant matrix 0.5*R + 0.5*I built from P, so pd does not "
+    "bound the probability that a value is kept: it can be lower than pd (never below 0.5).",
 )
 @click.option(
     "--nayak-zhang-xi",
@@ -564,35 +566,103 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                                    strict=True))
 
     def number(param, lo=None, hi=None, integer=False, lo_open=False, default=None):
+        if param not in s and default is None:
+            return  # optional, left to the method's default
         v = s.get(param, default)
-        if v is None:
-            return
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        ok = _real(v)
         ok = ok and (not integer or float(v).is_integer())
         ok = ok and (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or v <= hi)
         if not ok:
             rng = ("an integer" if integer else "a number") + (
                 f" {'>' if lo_open else '>='} {lo}" if lo is not None else ""
             ) + (f" and <= {hi}" if hi is not None else "")
-            opt = {"suppress": "--suppress-k", "pram": "--pram-pd",
-                   "nayak_zhang": "--nayak-zhang-xi", "microaggregate": "--mdav-k",
-                   "noise": "--noise-level"}.get(name, param)
-            raise InputError(f"{where}: {param} ({opt}) must be {rng}; got {v!r}")
+            opt = {("suppress", "k"): "--suppress-k", ("pram", "pd"): "--pram-pd",
+                   ("nayak_zhang", "xi"): "--nayak-zhang-xi", ("microaggregate", "k"): "--mdav-k",
+                   ("noise", "level"): "--noise-level"}.get((name, param))
+            what = f"{param} ({opt})" if opt else param
+            # null is no value: an optional parameter is left out to get its default
+            fix = "; leave it out to use the default" if v is None and param in optional else ""
+            raise InputError(f"{where}: {what} must be {rng}; got {_shown(v)}{fix}")
         s[param] = int(v) if integer else float(v)
+
+    def flag(param):
+        # bool("false") is True: only real booleans, never strings, numbers or null
+        if param in s and not isinstance(s[param], bool):
+            raise InputError(
+                f"{where}: {param} must be true or false (a JSON boolean, without quotes); "
+                f"got {_shown(s[param])}"
+            )
+
+    def choice(param, allowed):
+        if param in s and s[param] not in allowed:
+            raise InputError(
+                f"{where}: {param} must be one of {', '.join(map(repr, allowed))}; "
+                f"got {_shown(s[param])}"
+            )
 
     if name == "recode":
         m = s["mapping"]
         if not isinstance(m, dict) or not m:
             raise InputError(f"{where}: mapping must be a non-empty mapping old level -> new level")
+        bad = [(old, new) for old, new in m.items() if not _label(new)]
+        if bad:
+            old, new = bad[0]
+            raise InputError(
+                f"{where}: mapping must map each old level to one new level (a string or a "
+                f"number); got {_shown(old)}: {_shown(new)}"
+            )
     elif name == "band":
         b = s["breaks"]
-        if not isinstance(b, list) or len(b) < 2:
-            raise InputError(f"{where}: breaks must be a list of at least two increasing numbers")
+        if (not isinstance(b, list) or len(b) < 2
+                or not all(_real(x, infinite=True) for x in b)
+                or not all(x < y for x, y in zip(b[:-1], b[1:], strict=True))):
+            raise InputError(
+                f"{where}: breaks must be a list of at least two strictly increasing numbers, "
+                f"e.g. [0, 18, 65, 120]; got {_shown(b)}"
+            )
+        if "labels" in s:
+            lab, n_bands = s["labels"], len(b) - 1
+            if (not isinstance(lab, list) or len(lab) != n_bands
+                    or not all(_label(x) for x in lab) or len(set(lab)) != n_bands):
+                raise InputError(
+                    f"{where}: labels must be a list of {n_bands} distinct "
+                    f"label{'s' if n_bands != 1 else ''} (strings or numbers), one per band; "
+                    f"got {_shown(lab)}"
+                )
+        flag("right")
     elif name in ("top_code", "bottom_code"):
         number("threshold")
         number("replacement")
     elif name == "suppress":
         number("k", lo=1, integer=True)
+        if "importance" in s:
+            imp = s["importance"]
+            ranks = list(imp.values()) if isinstance(imp, dict) else imp
+            if not isinstance(ranks, list) or not ranks or not all(_real(r) for r in ranks):
+                raise InputError(
+                    f"{where}: importance must give each key a rank (1 = most important), as "
+                    f'{{"age": 2, "sex": 1}} or as a list in the order of the keys; got '
+                    f"{_shown(imp)}"
+                )
+            n_given, n_keys = len(ranks), len(s["keys"])
+            if isinstance(imp, list) and n_given != n_keys:
+                raise InputError(
+                    f"{where}: importance lists {n_given} ranks for {n_keys} keys "
+                    f"{s['keys']}; give one rank per key"
+                )
+            if isinstance(imp, dict) and set(imp) != set(s["keys"]):
+                raise InputError(
+                    f"{where}: importance must rank exactly the keys {s['keys']}; it ranks "
+                    f"{list(imp)}"
+                )
+        if "combs" in s:
+            c = s["combs"]
+            sizes = c if isinstance(c, list) else [c]
+            if not sizes or not all(_real(x) and isinstance(x, int) and x >= 1 for x in sizes):
+                raise InputError(
+                    f"{where}: combs must be a whole number >= 1 or a list of them (sizes of "
+                    f"key subsets), e.g. [3, 2]; got {_shown(c)}"
+                )
     elif name == "pram":
         number("pd", lo=0, hi=1, lo_open=True, default=0.8)
         number("alpha", lo=0, hi=1)
@@ -602,9 +672,32 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         number("group_size", lo=2, integer=True)
     elif name == "microaggregate":
         number("k", lo=1, integer=True, default=3)
+        flag("standardize")
+        choice("aggregate", ("mean", "median"))
     elif name == "noise":
         number("level", lo=0, default=0.1)
+        choice("method", ("additive", "correlated"))
     return s
+
+
+def _real(v, infinite: bool = False) -> bool:
+    """A JSON number: int or float, not a boolean, finite unless ``infinite``."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    return not math.isnan(v) and (infinite or math.isfinite(v))
+
+
+def _label(v) -> bool:
+    """A category label a recipe may write: a string or a finite number."""
+    return isinstance(v, str) or _real(v)
+
+
+def _shown(v) -> str:
+    """A recipe value as the recipe wrote it (JSON: ``null``, ``"no"``, ``[2]``)."""
+    try:
+        return json.dumps(v, allow_nan=True)
+    except (TypeError, ValueError):
+        return repr(v)
 
 
 def _columns_of(step: dict[str, Any]) -> list[str]:
@@ -681,7 +774,7 @@ def _run_step(step: dict[str, Any], frame, rng):
         return P.merge_levels(frame, col, mapping)
     if name == "band":
         return P.band(frame, step["column"], step["breaks"], labels=step.get("labels"),
-                      right=bool(step.get("right", False)))
+                      right=step.get("right", False))
     if name in ("top_code", "bottom_code"):
         fn = P.top_code if name == "top_code" else P.bottom_code
         return fn(frame, step["column"], step["threshold"], replacement=step.get("replacement"))
@@ -808,20 +901,28 @@ def _concat_logs(logs):
 
     logs = [lg for lg in logs if len(lg)] or logs[:1]
     log = pd.concat(logs, ignore_index=True, sort=False) if logs else pd.DataFrame()
+    # A column some step wrote as float stays float; the others are float only
+    # because the concatenation left blanks where a step has no such column.
+    float_in_step = {c for lg in logs for c in lg.columns
+                     if pd.api.types.is_float_dtype(lg[c].dtype)}
     for c in log.columns:
         v = log[c]
-        if pd.api.types.is_float_dtype(v.dtype):
+        if pd.api.types.is_float_dtype(v.dtype) and c not in float_in_step:
             x = v.to_numpy()
             ok = ~np.isnan(x)
             if ok.any() and np.all(x[ok] == np.round(x[ok])) and np.all(np.abs(x[ok]) < 2**53):
                 # Counts and record numbers turned float by the concatenation's blanks.
                 log[c] = v.astype("Int64")
         elif v.dtype == object:
-            log[c] = log[c].map(
-                lambda v: json.dumps(_jsonable(v, 10**9))
-                if isinstance(v, (list, tuple, np.ndarray, dict))
-                else v
+            # Series.map would infer a dtype (ints mixed with floats -> 7.0): stay object
+            values = v.to_numpy(dtype=object, copy=True)
+            nested = np.fromiter(
+                (isinstance(x, (list, tuple, np.ndarray, dict)) for x in values), dtype=bool,
+                count=values.size,
             )
+            for i in np.flatnonzero(nested):
+                values[i] = json.dumps(_jsonable(values[i], 10**9))
+            log[c] = pd.Series(values, index=log.index, dtype=object)
     return log
 
 
@@ -866,8 +967,11 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -
 
     Notes
     -----
-    - CSV/TSV: columns the input wrote as integers stay integers where the steps
-      left whole numbers (a suppression's blanks would otherwise print 34 as 34.0).
+    - CSV/TSV: every cell no step changed is written with its text in the input
+      (``001``, ``NA``, ``1.50``, ``1e3`` stay as they were; quoting may differ);
+      changed cells are written from ``frame``, suppressed ones as empty fields,
+      and columns the input wrote as integers stay integers where the steps left
+      whole numbers (a suppression's blanks would otherwise print 34 as 34.0).
     - SPSS, Stata, SPSS portable, SAS transport: variable labels and the file label
       are written again; SPSS and Stata also the value labels and numeric display
       formats; SPSS the measurement levels, display widths, notes and the
@@ -877,8 +981,7 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -
     if ext in (".csv", ".csv.gz", ".tsv"):
         # written with the input's separator: a semicolon "CSV" goes back to its spreadsheet
         sep = _input_separator(source, "\t" if ext == ".tsv" else ",")
-        kept = _integers_kept(frame, source, sep, original)
-        kept.to_csv(path, index=False, sep=sep)
+        _write_csv(path, frame, source, sep, original)
         return
     if ext in (".parquet", ".pq", ".sas7bdat"):
         _arrow_safe(frame).to_parquet(path, index=False)
@@ -892,6 +995,8 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -
     meta = _source_metadata(source, ext)
     ranges = _declared_missing(meta) if ext in (".sav", ".zsav") else {}
     df, labels = _labelled(frame, meta, reserved=ranges)
+    if ext == ".dta":
+        df = _stata_integers(df, meta)
     options = _metadata_options(df, meta, ext)
     if labels and ext in (".sav", ".zsav", ".dta"):
         options["variable_value_labels"] = labels
@@ -921,6 +1026,69 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -
             f"could not write the protected file as {ext}: {' '.join(str(e).split())}; "
             "convert the input to CSV or Parquet and run again"
         ) from None
+
+
+def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None:
+    """Write ``frame`` as CSV, cells no step changed with the input's own text.
+
+    pandas' parsing is lossy (``001`` -> 1, ``NA`` -> missing, ``TRUE`` -> True,
+    ``1.50`` -> 1.5), so writing the parsed values back would alter columns no
+    step touched. The input is read again as text (no missing-value parsing)
+    and a cell keeps that text unless its protected value differs from the
+    value as read (both missing counts as unchanged). Rows are in input order:
+    no step adds, drops or reorders records. Without ``original``, or when the
+    text read does not line up with it (columns, rows), the parsed values are
+    written as before.
+    """
+    import io
+
+    import pandas as pd
+
+    text = None
+    if (original is not None and len(original) == len(frame)
+            and list(original.columns) == list(frame.columns) and frame.columns.is_unique):
+        try:
+            text = pd.read_csv(source, sep=sep, dtype=str, keep_default_na=False)
+        except Exception:  # the text is a nicety: the parsed values are still right
+            text = None
+    if text is None or list(text.columns) != list(frame.columns) or len(text) != len(frame):
+        _integers_kept(frame, source, sep, original).to_csv(path, index=False, sep=sep)
+        return
+    changed = {}
+    for c in frame.columns:
+        diff = ~_same_cells(original[c], frame[c])
+        if diff.any():
+            changed[c] = diff
+    out = pd.DataFrame({c: text[c].to_numpy(dtype=object) for c in text.columns},
+                       columns=text.columns)
+    if changed:
+        cols = list(changed)
+        # the changed cells as pandas writes them (34 not 34.0, blanks for suppressions)
+        buf = io.StringIO()
+        _integers_kept(frame[cols], source, sep, original).to_csv(buf, index=False, sep=sep)
+        buf.seek(0)
+        new = pd.read_csv(buf, sep=sep, dtype=str, keep_default_na=False)
+        for j, c in enumerate(cols):
+            values = out[c].to_numpy(dtype=object, copy=True)
+            mask = changed[c]
+            values[mask] = new.iloc[:, j].to_numpy(dtype=object)[mask]
+            out[c] = values
+    out.to_csv(path, index=False, sep=sep)
+
+
+def _same_cells(before, after):
+    """Boolean mask: cells whose value is the same in both columns (both missing: same)."""
+    import numpy as np
+    import pandas as pd
+
+    na_b, na_a = pd.isna(before).to_numpy(), pd.isna(after).to_numpy()
+    both = ~na_b & ~na_a
+    same = na_b & na_a
+    # compared only where both are observed: pd.NA in a comparison has no truth value
+    vb = before.to_numpy(dtype=object)[both]
+    va = after.to_numpy(dtype=object)[both]
+    same[both] = np.asarray(vb == va, dtype=bool)
+    return same
 
 
 def _input_separator(source: Path, sep: str) -> str:
@@ -1063,6 +1231,39 @@ def _user_missing_restored(df, original, source: Path, ext: str, ranges):
                 df[c] = values
         kept[c] = [lo if lo == hi else {"lo": lo, "hi": hi} for lo, hi in pairs]
     return df, kept
+
+
+#: Stata's valid range of a ``long``; values above it are Stata's missing codes.
+_STATA_LONG = (-2_147_483_647, 2_147_483_620)
+
+
+def _stata_integers(df, meta):
+    """Columns Stata stored as byte, int or long back to integers where the values allow.
+
+    pyreadstat reads them as int64 (float64 with missing values), and its
+    writer stores both as double. It writes int8/int16/int32 columns as
+    ``long`` and has no way to ask for byte, int or float storage (pyreadstat
+    1.3: ``write_dta`` takes no storage types), so integer columns come back
+    as ``long`` rather than double; ``float`` columns stay double. Columns whose
+    values a step made fractional or too large stay double.
+    """
+    import numpy as np
+    import pandas as pd
+
+    types = getattr(meta, "readstat_variable_types", None) or {}
+    lo, hi = _STATA_LONG
+    for c, kind in types.items():
+        if kind not in ("int8", "int16", "int32") or c not in df.columns:
+            continue
+        s = df[c]
+        if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+            continue
+        x = s.to_numpy(dtype=float, na_value=np.nan)
+        x = x[~np.isnan(x)]
+        if x.size and (np.any(x != np.round(x)) or x.min() < lo or x.max() > hi):
+            continue
+        df[c] = s.astype("Int32")  # nullable: missing values stay Stata missing
+    return df
 
 
 def _metadata_options(df, meta, ext: str) -> dict[str, Any]:

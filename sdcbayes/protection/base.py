@@ -154,8 +154,12 @@ def with_missing(frame: pd.DataFrame, column: str, mask: np.ndarray) -> pd.Serie
 def code_strata(frame: pd.DataFrame, strata: list[str] | None) -> tuple[np.ndarray, list[str]]:
     """Stratum number of each record (0-based, in sorted order) and the stratum labels.
 
-    Labels join the values of several stratum columns with "-". Only the
-    distinct strata are formatted (no per-record string work).
+    A single stratum column labels each stratum by its value as text. Several
+    columns join their values with "-" after escaping, in each value, "\\" as
+    "\\\\" and "-" as "\\-", so distinct strata never share a label:
+    ("a-b", "c") is ``a\\-b-c`` and ("a", "b-c") is ``a-b\\-c``. Values
+    without "-" or "\\" read as before (``1-2``). Only the distinct strata are
+    formatted (no per-record string work).
 
     Raises
     ------
@@ -175,7 +179,16 @@ def code_strata(frame: pd.DataFrame, strata: list[str] | None) -> tuple[np.ndarr
         parts.append(c)
     packed = pack_rows(parts, [int(p.max()) + 1 if p.size else 1 for p in parts])
     _, first, inv = np.unique(packed, return_index=True, return_inverse=True)
-    names = [
-        "-".join(str(frame[s].iloc[i]) for s in strata) for i in first
-    ]  # one string per stratum
+    if len(strata) == 1:
+        names = [str(frame[strata[0]].iloc[i]) for i in first]  # one string per stratum
+    else:
+        names = [
+            "-".join(_escaped(str(frame[s].iloc[i])) for s in strata) for i in first
+        ]
     return inv.reshape(-1).astype(np.int64), names
+
+
+def _escaped(text: str) -> str:
+    # "-" separates the values of a label: one inside a value is escaped (and so is
+    # the escape character), else ("a-b", "c") and ("a", "b-c") would both read a-b-c.
+    return text.replace("\\", "\\\\").replace("-", "\\-")

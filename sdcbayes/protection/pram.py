@@ -120,7 +120,10 @@ def invariant_transition_matrix(
     counts : array_like
         Observed counts T_i >= 0 of the L categories.
     pd_min : float, default 0.8
-        Minimum diagonal entry of P, in (0, 1].
+        Minimum diagonal entry of the first-stage matrix P, in (0, 1]. It bounds
+        P only, not the released matrix: the probability that a value is kept,
+        the diagonal of R_α, can be lower than ``pd_min`` (R = PQ chains P with
+        the backward matrix Q); it is at least 1 − α. Same as sdcMicro's ``pd``.
     alpha : float, default 0.5
         Amount of perturbation in [0, 1]; 0 gives the identity.
     seed : int, Generator or None
@@ -181,7 +184,9 @@ def invariant_pram(
         Categorical variables to randomise (all levels of a categorical dtype
         take part, unused ones included).
     pd_min, alpha : float
-        See :func:`invariant_transition_matrix`.
+        See :func:`invariant_transition_matrix`. ``pd_min`` bounds the diagonal
+        of the first-stage matrix P, not the probability that a value is kept,
+        which can be lower (at least 1 − ``alpha``).
     strata : str or sequence of str, optional
         Apply PRAM within each stratum, with the stratum's own counts.
     matrices : dict, optional

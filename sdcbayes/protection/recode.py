@@ -36,7 +36,10 @@ def merge_levels(
 
     Values not in ``mapping`` are kept; missing values stay missing. A
     categorical column stays categorical, with the merged categories in order of
-    first appearance among the old categories.
+    first appearance among the old categories. Other columns keep their dtype
+    (``int64``, nullable ``Int64``, ``string``, ...) unless the new levels do not
+    fit it: integer levels merged into ``2.5`` give a float column, into text an
+    ``object`` column.
 
     Parameters
     ----------
@@ -56,12 +59,19 @@ def merge_levels(
     Raises
     ------
     InputError
-        A level of ``mapping`` does not occur in the column (likely a typo).
+        A level of ``mapping`` does not occur in the column (likely a typo), or a
+        new level is not a single value.
     """
     frame = check_frame(frame)
     col = _one_column(frame, column)
     if not isinstance(mapping, Mapping) or not mapping:
         raise InputError("mapping must be a non-empty dict old level -> new level")
+    bad = [v for v in mapping.values() if not pd.api.types.is_scalar(v)]
+    if bad:
+        raise InputError(
+            f"new levels {bad[:5]} of mapping are not single values; map each old level to "
+            "one label (a string or a number)"
+        )
     s = frame[col]
     is_cat = isinstance(s.dtype, pd.CategoricalDtype)
     present = pd.Index(s.cat.categories) if is_cat else pd.Index(s.dropna().unique())
@@ -83,11 +93,7 @@ def merge_levels(
             index=s.index,
         )
     else:
-        recoded = s.astype(object).where(~mapped, s.map(dict(mapping)))
-        try:  # keep a numeric dtype when the new levels allow it
-            recoded = recoded.infer_objects()
-        except (TypeError, ValueError):  # pragma: no cover - defensive
-            pass
+        recoded = _replaced(s, dict(mapping))
     out = frame.copy(deep=True)
     out[col] = recoded
     counts = s.value_counts(dropna=True)
@@ -99,7 +105,15 @@ def merge_levels(
             "n_records": [int(counts.get(k, 0)) for k in mapping],
         }
     )
-    changed = mapped & (s.astype(object).to_numpy() != recoded.astype(object).to_numpy())
+    # Mapped positions hold observed values; a new level may be missing (None), which
+    # counts as a change. Comparing only non-missing pairs keeps pd.NA out of the test.
+    changed = mapped.copy()
+    before_m = s.to_numpy(dtype=object)[mapped]
+    after_m = recoded.to_numpy(dtype=object)[mapped]
+    observed = ~pd.isna(recoded).to_numpy()[mapped]
+    same = np.zeros(before_m.size, dtype=bool)
+    same[observed] = np.asarray(before_m[observed] == after_m[observed], dtype=bool)
+    changed[mapped] = ~same
     summary = {
         "method": "merge_levels",
         "variable": col,
@@ -108,6 +122,38 @@ def merge_levels(
         "levels_after": int(recoded.nunique(dropna=True)),
     }
     return ProtectionResult(out, log, summary)
+
+
+def _replaced(s: pd.Series, mapping: dict[Any, Any]) -> pd.Series:
+    """``s`` with every value in ``mapping`` replaced, in ``s``'s dtype where it fits.
+
+    ``Series.replace`` keeps the dtype of unmapped values (``Series.map`` would
+    leave NaN there and turn int64 into float64) and upcasts plain NumPy dtypes
+    itself; nullable dtypes that cannot hold a new level raise instead, and get
+    ``Float64`` (numbers) or ``object``.
+    """
+    if s.dtype != object:
+        try:
+            return s.replace(mapping)
+        except (TypeError, ValueError):
+            pass
+        new = list(mapping.values())
+        numbers = all(
+            isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+            for v in new
+        )
+        if pd.api.types.is_numeric_dtype(s.dtype) and numbers:
+            return s.astype("Float64").replace(mapping)
+    # object: mapped per distinct value, not via replace (pandas 2.2 would downcast the
+    # result and warn); missing values are left exactly as they were.
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    new_of = np.empty(len(uniques), dtype=object)
+    for i, u in enumerate(uniques):
+        new_of[i] = mapping.get(u, u)
+    values = s.to_numpy(dtype=object, copy=True)
+    obs = codes >= 0
+    values[obs] = new_of[codes[obs]]
+    return pd.Series(values, index=s.index, name=s.name, dtype=object)
 
 
 def band(

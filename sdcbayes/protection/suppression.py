@@ -308,7 +308,10 @@ def local_suppression(
     k : int or sequence of int, default 3
         The k of k-anonymity. With ``combs``, one k per entry of ``combs`` (or
         one k for all). Within a stratum of fewer than k records, k is lowered
-        to the stratum size (as sdcMicro does), and the summary says so.
+        to the stratum size and the summary counts those strata
+        (``strata_below_k``). This differs from current sdcMicro, whose
+        ``suppSubset`` stops with an error ("k is larger or equal the group
+        size (in at least one stratum)"); only its older versions lowered k.
     importance : mapping or sequence of numbers, optional
         Rank of each key, 1 = most important (suppressed last), as in
         sdcMicro's ``localSuppression``. Default :func:`default_importance`
