@@ -147,6 +147,7 @@ from scipy import sparse
 from scipy.special import gammaln
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import require_one_cell_per_record
 from sdcbayes.models.base import PriorSpec, SuperpopulationModel
 
 __all__ = [
@@ -1548,13 +1549,11 @@ class LatentClassModel(SuperpopulationModel):
         **kwargs
             ``n_classes``, ``priors`` (see the class).
         """
+        require_one_cell_per_record(
+            md, "latent-class",
+            instead="the closed form (sdcbayes.risk.assess.assess_closed_form) for sdcMicro's "
+                    "wildcard matching")
         cells = md.cells
-        if np.any(cells.has_missing) and md.missing == "wildcard":
-            raise InputError(
-                f"the latent-class model needs complete keys: {int(cells.has_missing.sum())} "
-                "cells have a missing key value matched as a wildcard; build the Microdata "
-                "with missing='drop' or missing='category'"
-            )
         table = cells.table
         cols, lvls = [], []
         for k in md.keys:

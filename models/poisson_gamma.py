@@ -19,6 +19,7 @@ import xarray as xr
 from scipy.special import gammaln
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import require_one_cell_per_record
 from sdcbayes.models.base import PriorSpec, SuperpopulationModel, prior_to_rv
 from sdcbayes.models.ppc import simulate_counts_of_counts
 
@@ -362,16 +363,11 @@ class PoissonGammaModel(SuperpopulationModel):
                 "the Poisson-gamma model needs the population size: pass N=..., or give the "
                 "microdata a weight column or a sampling_fraction"
             )
-        if getattr(md, "missing", None) == "wildcard" and bool(np.any(cells.has_missing)):
-            # wildcard cells overlap the cells they match: they are no points of the cell
-            # space (K would be exceeded) and their weight sums count records twice
-            raise InputError(
-                f"{int(np.sum(cells.has_missing))} key combinations have a missing value, which "
-                "missing='wildcard' matches to every level; the Poisson-gamma model needs each "
-                "record in one cell: use missing='category' (missing is a level of its own) or "
-                "missing='drop', or the closed form (sdcbayes.risk.assess.assess_closed_form) "
-                "for sdcMicro's wildcard matching"
-            )
+        # wildcard cells would exceed K, and their weight sums count records twice
+        require_one_cell_per_record(
+            md, "Poisson-gamma",
+            instead="the closed form (sdcbayes.risk.assess.assess_closed_form) for sdcMicro's "
+                    "wildcard matching")
         if by_stratum and subpopulation is not None:
             raise InputError("give either by_stratum=True or subpopulation=<key>, not both")
         if not by_stratum and subpopulation is None:

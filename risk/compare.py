@@ -566,6 +566,8 @@ class ComparisonResult:
 
 def check_model_data(md, specs: list[ModelSpec]) -> None:
     """Data requirements of each model, checked before anything is fitted (no PyMC)."""
+    from sdcbayes.microdata import require_one_cell_per_record
+
     problems = []
     for s in specs:
         if s.model in ("poisson-gamma", "latent-class"):
@@ -575,16 +577,12 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
                     "a weight column or a sampling_fraction"
                 )
         if s.model in ("latent-class", "poisson-gamma"):
-            n_wild = int(np.sum(md.cells.has_missing)) if md.missing == "wildcard" else 0
-            if n_wild:
-                # the message of `sdcbayes assess`; cli_wording turns missing='x' into --missing x
-                problems.append(
-                    f"{s.name!r} ({s.model}): {n_wild} key combinations have a missing "
-                    f"value, which missing='wildcard' matches to every level; the {s.model} "
-                    "model needs each record in one cell: use missing='category' (missing is "
-                    "a level of its own) or missing='drop', or leave it out of the models "
-                    "compared (the closed form matches wildcards as sdcMicro does)"
-                )
+            try:  # cli_wording turns missing='x' into --missing x
+                require_one_cell_per_record(
+                    md, s.model, instead="leave it out of the models compared (the closed form "
+                    "matches wildcards as sdcMicro does)")
+            except InputError as err:
+                problems.append(f"{s.name!r} ({s.model}): {err}")
                 continue
         if s.model == "latent-class":
             from sdcbayes.models.latent_class import (  # no PyMC at import

@@ -357,7 +357,7 @@ def assess(
     frequencies are known, so the true tau1 and tau2 are printed beside the
     estimates).
     """
-    from sdcbayes.microdata import Microdata
+    from sdcbayes.microdata import Microdata, require_one_cell_per_record
 
     # Options first (cheap), then the file.
     check_out_dir(out)
@@ -436,15 +436,10 @@ def assess(
             "size: give --weight (sampling weights) or --sampling-fraction n/N; or use "
             "--model closed-form, which without them treats the file as the whole population"
         )
-    if (model in ("latent-class", "poisson-gamma") and md.missing == "wildcard"
-            and bool(md.cells.has_missing.any())):
+    if model in ("latent-class", "poisson-gamma"):
         # checked before "fitting ..." is printed: one line, nothing started
-        raise InputError(
-            f"{int(md.cells.has_missing.sum())} key combinations have a missing value, which "
-            f"--missing wildcard matches to every level; the {model} model needs each record "
-            "in one cell: use --missing category (missing is a level of its own) or --missing "
-            "drop, or --model closed-form for sdcMicro's wildcard matching"
-        )
+        require_one_cell_per_record(
+            md, model, instead="--model closed-form for sdcMicro's wildcard matching")
     if model == "negbin" and md.weights is not None:
         # negbin learns sigma from the weights' spread within cells: checked before "fitting
         # ...", with the fix as an option of this command (a fixed sigma is none)

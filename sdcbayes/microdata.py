@@ -44,6 +44,7 @@ __all__ = [
     "CellTable",
     "Microdata",
     "read_microdata",
+    "require_one_cell_per_record",
     "resolve_columns",
 ]
 
@@ -1006,6 +1007,41 @@ READABLE_EXTENSIONS = {
     ".sas7bdat": "pyreadstat.read_sas7bdat",
     ".xpt": "pyreadstat.read_xport",
 }
+
+
+def require_one_cell_per_record(md, model: str, instead: str) -> None:
+    """Refuse wildcard cells for a model of the cell space, before any work.
+
+    With ``missing="wildcard"`` a record with a missing key value sits in a cell that
+    overlaps every cell it matches: no point of the K-cell space, and its weight sum
+    counts the matched records again. The latent-class and Poisson-gamma models need
+    each record in exactly one cell.
+
+    Parameters
+    ----------
+    md : Microdata
+        (or an object with ``cells.has_missing`` and ``missing``; without ``missing``
+        nothing is refused.)
+    model : str
+        The model's name, as the message should call it ("latent-class").
+    instead : str
+        The other way out, in the caller's spelling (a Python function or a CLI option).
+
+    Raises
+    ------
+    InputError
+        Some cell has a missing key value matched as a wildcard.
+    """
+    if getattr(md, "missing", None) != "wildcard":
+        return
+    n = int(np.sum(md.cells.has_missing))
+    if n:
+        raise InputError(
+            f"{n} key combinations have a missing value, which missing='wildcard' matches "
+            f"to every level; the {model} model needs each record in one cell: use "
+            "missing='category' (missing is a level of its own) or missing='drop', or "
+            f"{instead}"
+        )
 
 
 def _extension(path: Path) -> str:

@@ -251,7 +251,7 @@ def test_from_microdata_keeps_the_cell_table_order():
         labels = [model.levels[j][c] for c in model.codes[:, j]]
         assert labels == table[k].tolist()
     md_missing = Microdata(frame, keys=["x", "z"], sampling_fraction=0.1)
-    with pytest.raises(InputError, match="complete keys"):
+    with pytest.raises(InputError, match="each record in one cell"):
         LatentClassModel.from_microdata(md_missing)
     md_cat = Microdata(frame, keys=["x", "z"], sampling_fraction=0.1, missing="category")
     model = LatentClassModel.from_microdata(md_cat, n_classes=3)
