@@ -1227,8 +1227,19 @@ def profile_mass_loglik(counts, base, grid=PHI_MASS_GRID) -> np.ndarray:
     return out + (gammaln(a + c[li, hi][None, :]) - gammaln(a)).sum(axis=1)
 
 
-def _safe_name(s: str) -> str:
-    return re.sub(r"[^0-9A-Za-z_]", "_", str(s))
+def _safe_names(keys) -> list[str]:
+    """PyMC variable-name parts for the keys: word characters, distinct.
+
+    Leading and trailing underscores go: PyMC takes a name ending in ``__`` for an
+    internal transformed variable and leaves it out of the posterior (the weight
+    class ``__weight_class__`` gave ``phi___weight_class__``, which broke
+    ``fit(..., method="nuts")`` after sampling).
+    """
+    names: list[str] = []
+    for j, k in enumerate(keys):
+        name = re.sub(r"[^0-9A-Za-z_]", "_", str(k)).strip("_") or f"key{j}"
+        names.append(name if name not in names else f"{name}_{j}")
+    return names
 
 
 class LatentClassModel(SuperpopulationModel):
@@ -1837,7 +1848,7 @@ class LatentClassModel(SuperpopulationModel):
         import pytensor.tensor as pt
 
         H, J = self.H, len(self.keys)
-        names = [_safe_name(k) for k in self.keys]
+        names = _safe_names(self.keys)
         coords = {CLASS_DIM: np.arange(H), "stick": np.arange(H - 1),
                   "cell": np.arange(self.codes.shape[0])}
         for j in range(J):

@@ -25,6 +25,7 @@ from sdcbayes.models.latent_class import (
     LatentClassModel,
     StructuralZeros,
     _expected_inverse_frequency_f,
+    _safe_names,
     detect_structural_zeros,
     expected_inverse_frequency,
     latent_class_loglik,
@@ -73,6 +74,25 @@ def test_loglik_equals_record_level_sum():
                        for r in rec])
     assert latent_class_loglik(cells, counts, w, phi) == pytest.approx(np.log(pi_rec).sum(),
                                                                        rel=1e-12)
+
+
+def test_pymc_route_keeps_the_weight_class_in_the_posterior():
+    # a weighted fit adds the key "__weight_class__"; its variable used to be named
+    # phi___weight_class__, which PyMC takes for an internal one and leaves out of the
+    # posterior, so fit(..., method="nuts") failed after sampling (log-likelihood)
+    from sdcbayes import Microdata
+    from sdcbayes.inference import fit
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, 120), "b": rng.integers(0, 2, 120),
+                          "w": rng.choice([5.0, 20.0], 120)})
+    model = LatentClassModel.from_microdata(Microdata(frame, keys=["a", "b"], weight="w"),
+                                            n_classes=2)
+    assert any("weight_class" in str(k) for k in model.keys)
+    idata = fit(model, method="nuts", draws=3, tune=3, chains=1, random_seed=1)
+    names = set(idata.posterior.data_vars)
+    assert {"phi_a", "phi_b", "phi_weight_class"} <= names, names
+    assert _safe_names(["x-1", "x_1", "__y__", "%"]) == ["x_1", "x_1_1", "y", "key3"]
 
 
 @pytest.mark.parametrize("with_zeros", [False, True])
