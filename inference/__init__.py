@@ -14,14 +14,16 @@ get_group, save_posterior, load_posterior, provenance, fit_diagnostics
     Posterior access and I/O.
 prior_predictive, posterior_predictive, predictive_check
     Replicated counts of counts against the observed ones.
-SdcbayesWarning, ConvergenceWarning
+SdcbayesWarning, ConvergenceWarning, TruncationWarning, PredictiveCheckWarning
     Warnings issued on purpose (diagnostics).
 """
 
 from sdcbayes.inference.compare import WeightedLoo, compare, loo
 from sdcbayes.inference.diagnostics import (
     ConvergenceWarning,
+    PredictiveCheckWarning,
     SdcbayesWarning,
+    TruncationWarning,
     check_diagnostics,
     compute_diagnostics,
 )
@@ -53,7 +55,9 @@ def __getattr__(name):
 __all__ = [
     "METHODS",
     "ConvergenceWarning",
+    "PredictiveCheckWarning",
     "SdcbayesWarning",
+    "TruncationWarning",
     "WeightedLoo",
     "check_diagnostics",
     "compare",

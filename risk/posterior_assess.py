@@ -960,7 +960,7 @@ def assess_posterior(
         (pooled) on the counts of counts, population size ``N`` (default: weight sum
         or ``n / sampling_fraction``). ``"negbin"``:
         :class:`sdcbayes.models.negbin.NegativeBinomialModel` with the within-cell
-        spread of the weights learnt (needs weights). ``"latent-class"``:
+        spread of the weights learnt (needs weights; takes no ``N``). ``"latent-class"``:
         :class:`sdcbayes.models.latent_class.LatentClassModel` on the cells of ``md``
         (:meth:`~sdcbayes.models.latent_class.LatentClassModel.from_microdata`),
         fitted by its Gibbs sampler with :math:`\pi_k` stored for every observed
@@ -1021,6 +1021,12 @@ def assess_posterior(
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
     if method is None:
         method = DEFAULT_METHODS[model]
+    if model == "negbin" and N is not None:
+        # negbin's population is each cell's weight sum (its F_k | f_k): no total to set
+        raise InputError(
+            "N sets the population size of the poisson-gamma and latent-class models; the "
+            "negbin model takes each cell's population from its weights: leave N out"
+        )
     random_seed = seed_or_drawn(random_seed)  # stamped: the settings repeat the run
     if model == "latent-class":
         return _assess_latent_class(

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import (
+    ConvergenceError,
     DataError,
     InputError,
+    MissingDependencyError,
     ModelError,
     SdcbayesError,
 )
@@ -29,9 +31,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "__version__",
     "CellTable",
+    "ConvergenceError",
     "DataError",
     "InputError",
     "Microdata",
+    "MissingDependencyError",
     "ModelError",
     "SdcbayesError",
     "datasets",

@@ -427,3 +427,24 @@ def test_fitted_intervals_cover_truth(method):
     print("coverage of 90% intervals of fitted posteriors:", {k: h / reps for k, h in hits.items()})
     for key, h in hits.items():
         assert 0.85 <= h / reps <= 0.95, (key, h / reps)
+
+
+def test_negbin_refuses_a_population_size_it_would_ignore():
+    # N used to be accepted and silently ignored by the negbin model (same ER for any N)
+    from sdcbayes.exceptions import InputError
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    frame = pd.DataFrame({"a": [1, 1, 2, 3], "w": [10.0, 30.0, 20.0, 5.0]})
+    with pytest.raises(InputError, match=r"N sets the population size.*negbin.*leave N out"):
+        assess_posterior(Microdata(frame, keys=["a"], weight="w"), model="negbin", N=1e7)
+
+
+def test_warning_classes_and_errors_are_reachable_where_documented():
+    import sdcbayes
+    import sdcbayes.inference as inference
+    from sdcbayes.inference import diagnostics
+
+    assert inference.TruncationWarning is diagnostics.TruncationWarning
+    assert inference.PredictiveCheckWarning is diagnostics.PredictiveCheckWarning
+    assert issubclass(sdcbayes.ConvergenceError, sdcbayes.ModelError)
+    assert issubclass(sdcbayes.MissingDependencyError, sdcbayes.SdcbayesError)
