@@ -212,10 +212,10 @@ CASES = {
         [USE_MISSING, MISSING],
         ["--missing drop removes them", "use --missing wildcard or --missing category"]),
     "latent-class-needs-complete-keys": (
-        # checked by assess itself, before the fit is announced: no rule needed, one line
+        # checked by assess before the fit is announced, with microdata's message
         "assess", lambda f: [f["one_missing_age"], "--keys", "age,sex", "--sampling-fraction",
                              "0.1"],
-        [], ["use --missing category", "--missing drop", "--model closed-form"]),
+        [MISSING], ["use --missing category", "--missing drop", "--model closed-form"]),
     "weight-and-sampling-fraction": (
         "assess", lambda f: [f["good"], "--keys", "age", "--weight", "w",
                              "--sampling-fraction", "0.05", "--model", "closed-form"],

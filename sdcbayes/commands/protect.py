@@ -1044,6 +1044,8 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
 
     import pandas as pd
 
+    from sdcbayes.protection.base import same_cells
+
     text = None
     if (original is not None and len(original) == len(frame)
             and list(original.columns) == list(frame.columns) and frame.columns.is_unique):
@@ -1056,7 +1058,7 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
         return
     changed = {}
     for c in frame.columns:
-        diff = ~_same_cells(original[c], frame[c])
+        diff = ~same_cells(original[c], frame[c])
         if diff.any():
             changed[c] = diff
     out = pd.DataFrame({c: text[c].to_numpy(dtype=object) for c in text.columns},
@@ -1074,21 +1076,6 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
             values[mask] = new.iloc[:, j].to_numpy(dtype=object)[mask]
             out[c] = values
     out.to_csv(path, index=False, sep=sep)
-
-
-def _same_cells(before, after):
-    """Boolean mask: cells whose value is the same in both columns (both missing: same)."""
-    import numpy as np
-    import pandas as pd
-
-    na_b, na_a = pd.isna(before).to_numpy(), pd.isna(after).to_numpy()
-    both = ~na_b & ~na_a
-    same = na_b & na_a
-    # compared only where both are observed: pd.NA in a comparison has no truth value
-    vb = before.to_numpy(dtype=object)[both]
-    va = after.to_numpy(dtype=object)[both]
-    same[both] = np.asarray(vb == va, dtype=bool)
-    return same
 
 
 def _input_separator(source: Path, sep: str) -> str:

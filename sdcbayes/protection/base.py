@@ -137,6 +137,21 @@ def pack_rows(columns: list[np.ndarray], radices: list[int]) -> np.ndarray:
     return packed
 
 
+def same_cells(before: pd.Series, after: pd.Series) -> np.ndarray:
+    """Boolean mask: cells whose value is the same in both columns (both missing: same).
+
+    Values are compared only where both are observed, so nullable columns (``pd.NA``,
+    which has no truth value in a comparison) work as well as NumPy ones.
+    """
+    na_b, na_a = pd.isna(before).to_numpy(), pd.isna(after).to_numpy()
+    both = ~na_b & ~na_a
+    same = na_b & na_a
+    vb = before.to_numpy(dtype=object)[both]
+    va = after.to_numpy(dtype=object)[both]
+    same[both] = np.asarray(vb == va, dtype=bool)
+    return same
+
+
 def with_missing(frame: pd.DataFrame, column: str, mask: np.ndarray) -> pd.Series:
     """Column ``column`` of ``frame`` with the positions in ``mask`` set to missing.
 

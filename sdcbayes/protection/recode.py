@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.protection.base import ProtectionResult, check_columns, check_frame
+from sdcbayes.protection.base import ProtectionResult, check_columns, check_frame, same_cells
 
 __all__ = ["merge_levels", "band", "top_code", "bottom_code"]
 
@@ -105,15 +105,8 @@ def merge_levels(
             "n_records": [int(counts.get(k, 0)) for k in mapping],
         }
     )
-    # Mapped positions hold observed values; a new level may be missing (None), which
-    # counts as a change. Comparing only non-missing pairs keeps pd.NA out of the test.
-    changed = mapped.copy()
-    before_m = s.to_numpy(dtype=object)[mapped]
-    after_m = recoded.to_numpy(dtype=object)[mapped]
-    observed = ~pd.isna(recoded).to_numpy()[mapped]
-    same = np.zeros(before_m.size, dtype=bool)
-    same[observed] = np.asarray(before_m[observed] == after_m[observed], dtype=bool)
-    changed[mapped] = ~same
+    # mapped positions hold observed values: a new level that is missing counts as a change
+    changed = mapped & ~same_cells(s, recoded)
     summary = {
         "method": "merge_levels",
         "variable": col,
