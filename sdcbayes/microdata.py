@@ -619,6 +619,11 @@ class Microdata:
             else:
                 self._radix[k], self._marker[k] = nd, -1
             self.n_levels[k] = declared[k] + int(has_na and missing == "category")
+            if missing == "wildcard" and self.n_levels[k] == 0:
+                # Missing in every record: a wildcard everywhere matches every level, so
+                # the key splits nothing; as a constant it leaves K as the other keys
+                # make it (its zero observed levels used to make K = 0).
+                self.n_levels[k] = 1
         self._codes = codes
         self._missing_cols = miss_cols
 
@@ -653,7 +658,10 @@ class Microdata:
             )
         bad = [k for k in keys if not isinstance(k, str)]
         if bad:
-            raise InputError(f"keys must be column names (str), got {bad!r}; e.g. keys=['age']")
+            raise InputError(
+                f"keys must be column names (str), got {bad!r}; e.g. keys=['age'] (for a frame "
+                "whose column names are not strings, rename them first: frame.rename(columns=str))"
+            )
         dup = [k for k in dict.fromkeys(keys) if keys.count(k) > 1]
         if dup:
             raise InputError(f"key(s) {_quote_list(dup)} listed more than once; list each key once")

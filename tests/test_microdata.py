@@ -642,3 +642,22 @@ def test_non_numeric_weights_name_the_first_bad_value():
     frame["w"] = ["10", "1,234.5", "12", "13"]
     with pytest.raises(DataError, match=r"record 1: '1,234.5'\), and a comma, as thousands"):
         Microdata(frame, keys=["age"], weight="w")
+
+
+def test_key_missing_everywhere_counts_as_constant_in_K():
+    # Wildcard: such a key matches everything and splits nothing; it used to give K = 0
+    # (zero observed levels) with one observed cell.
+    df = pd.DataFrame({"a": [nan] * 4, "b": [1, 1, 2, 2]})
+    md = Microdata(df, keys=["a", "b"])
+    assert md.K == 2 and md.n_levels == {"a": 1, "b": 2}
+    assert md.cells.table["fk"].tolist() == [2, 2]
+    assert Microdata(df, keys=["a", "b"], missing="category").K == 2
+    assert Microdata(df[["a"]], keys=["a"]).K == 1
+
+
+def test_non_string_column_names_error_names_the_rename():
+    df = pd.DataFrame({0: [1, 2, 3], 1: [1, 1, 2]})
+    with pytest.raises(InputError, match=r"\[0, 1\].*frame\.rename\(columns=str\)"):
+        Microdata(df, keys=[0, 1])
+    md = Microdata(df.rename(columns=str), keys=["0", "1"])
+    assert md.cells.n_cells == 3
