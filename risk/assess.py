@@ -15,15 +15,79 @@ Imports NumPy, pandas and the closed-form modules only (no PyMC).
 
 from __future__ import annotations
 
+import html
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import Microdata
 from sdcbayes.provenance import stamp
 from sdcbayes.risk.individual import benedetti_franconi_risk, plugin_inclusion_probability
 from sdcbayes.risk.measures import benchmark_rule, household_risk
+
+
+def check_microdata(md, caller: str) -> None:
+    """Raise :class:`InputError` unless ``md`` is a :class:`sdcbayes.Microdata` or quacks like one.
+
+    A plain frame is the usual slip: without this check it fails deep inside with an
+    AttributeError on ``.cells``. Duck types (anything with ``cells`` and ``record_cell``)
+    pass, so tests and callers may hand over light stand-ins; the attributes are looked
+    up on the type or the instance dict so that the lazy cell table is not built here.
+    """
+    if isinstance(md, Microdata):
+        return
+
+    def has(name: str) -> bool:
+        return hasattr(type(md), name) or name in getattr(md, "__dict__", {})
+
+    if (isinstance(md, pd.DataFrame) or callable(getattr(md, "to_pandas", None))
+            or not (has("cells") and has("record_cell"))):
+        what = "a pandas DataFrame" if isinstance(md, pd.DataFrame) else type(md).__name__
+        raise InputError(
+            f"{caller} needs a sdcbayes.Microdata, got {what}; build one with "
+            "sdcbayes.Microdata(frame, keys=[...], weight=...) and pass that"
+        )
+
+
+def check_threshold(threshold) -> float | None:
+    """The risk threshold as a float strictly between 0 and 1, or None.
+
+    A per-record risk is a probability, so only (0, 1) makes a useful cut: 0 flags every
+    record, and at 1 or above none is ever flagged (the count is 0 whatever the data), which
+    is how a percentage typed as a number (threshold=5 for 5%) would go unnoticed. The
+    bounds and wording are those of ``sdcbayes assess --threshold`` and
+    :func:`sdcbayes.risk.compare.compare_models`.
+    """
+    if threshold is None:
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer,
+                                                                 np.floating)):
+        raise InputError(
+            f"threshold must be a number strictly between 0 and 1 (a per-record risk); got "
+            f"{threshold!r} ({type(threshold).__name__}): pass e.g. threshold=0.1, or None"
+        )
+    value = float(threshold)
+    if not (math.isfinite(value) and 0.0 < value < 1.0):
+        raise InputError(
+            f"threshold must lie strictly between 0 and 1 (a per-record risk is a "
+            f"probability: 0.1 flags risks above 10%); got {threshold!r}"
+        )
+    return value
+
+
+def record_index(md, n: int) -> pd.Index:
+    """The index of ``md``'s input frame, so ``frame.join(result.records)`` lines up.
+
+    Falls back to 0..n-1 when ``md`` keeps no frame of ``n`` rows (duck-typed stand-ins).
+    """
+    index = getattr(getattr(md, "frame", None), "index", None)
+    if isinstance(index, pd.Index) and len(index) == n:
+        return index.copy()
+    return pd.RangeIndex(n)
 
 
 def cells_to_records(cell_values: np.ndarray, record_cell: np.ndarray) -> np.ndarray:
@@ -45,14 +109,16 @@ def _counts_to_records(cell_counts, record_cell: np.ndarray):
     return cells_to_records(counts, record_cell)
 
 
-@dataclass
+@dataclass(repr=False)  # the generated repr would print whole frames: see __repr__
 class Assessment:
     """Per-record and per-cell risk with a file summary and provenance.
 
     Attributes
     ----------
     records : pandas.DataFrame
-        One row per input record, in input order: ``record``, ``cell``, ``fk``,
+        One row per input record, in input order and indexed like the input frame
+        (``md.frame.index``), so ``frame.join(result.records)`` and ``.loc[my_id]``
+        work: ``record`` (the 0-based row number), ``cell``, ``fk``,
         ``Fk_hat``, ``risk`` (and ``risk_lo``, ``risk_hi`` for posterior models,
         ``household_risk`` when a household id is given).
     cells : pandas.DataFrame
@@ -67,6 +133,66 @@ class Assessment:
     cells: pd.DataFrame
     summary: dict[str, Any]
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs of the headline numbers, for :meth:`__repr__` and HTML."""
+        s = self.summary
+        level = s.get("interval_level")
+        rows: list[tuple[str, str]] = []
+
+        def num(key: str) -> str | None:
+            v = s.get(key)
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                return None
+            text = f"{v:,}" if isinstance(v, int) else f"{v:.4g}"
+            iv = s.get(f"{key}_interval")
+            if iv and len(iv) == 2:
+                pct = f"{100 * level:.0f}% " if isinstance(level, (int, float)) else ""
+                text += f" ({pct}interval {iv[0]:.4g} to {iv[1]:.4g})"
+            return text
+
+        n, n_in = s.get("n_records"), s.get("n_records_input")
+        if isinstance(n, int):
+            rows.append(("records", f"{n:,}" + (f" (of {n_in:,} input)"
+                                                 if isinstance(n_in, int) and n_in != n else "")))
+        for key, label in (
+            ("n_cells", "cells"),
+            ("n_sample_uniques", "sample uniques"),
+            ("expected_reidentifications", "expected re-identifications"),
+            ("tau1", "tau1"),
+            ("tau2", "tau2"),
+            ("max_risk", "max risk"),
+            ("n_above_benchmark", "above benchmark"),
+            ("n_above_threshold", f"risk > {s.get('risk_threshold')}"),
+            ("household_expected_reidentifications", "household re-identifications"),
+            ("n_draws", "posterior draws"),
+        ):
+            text = num(key)
+            if text is not None:
+                rows.append((label, text))
+        rhat = (s.get("diagnostics") or {}).get("max_r_hat")
+        if isinstance(rhat, (int, float)):
+            rows.append(("max r_hat", f"{rhat:.3f}"))
+        return rows
+
+    def _title(self) -> str:
+        s = self.summary
+        method = f", method={s['method']!r}" if s.get("method") else ""
+        return f"{type(self).__name__}(model={s.get('model', '')!r}{method})"
+
+    def __repr__(self) -> str:
+        # a few lines of headline numbers; the frames and posteriors are attributes
+        rows = self._summary_rows()
+        width = max((len(k) for k, _ in rows), default=0)
+        return "\n".join([self._title(), *(f"  {k:<{width}}  {v}" for k, v in rows)])
+
+    def _repr_html_(self) -> str:
+        """A short summary table for notebooks (the frames stay one attribute away)."""
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+                       for k, v in self._summary_rows())
+        return (f"<table><caption style='text-align:left'><code>{html.escape(self._title())}"
+                f"</code></caption>{body}</table>")
 
     def to_xarray(self):
         """Labelled view: a Dataset with dims ``record`` and ``cell`` and provenance attrs."""
@@ -105,12 +231,15 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     Returns
     -------
     Assessment
-        Per-record risk r_i = E(1/F_k | f_k) for the cell k of record i, and the
+        Per-record risk r_i = E(1/F_k | f_k) for the cell k of record i (``records``,
+        indexed like ``md.frame``), and the
         file summary: expected re-identifications Σ r_i (sdcMicro's global risk
         ER), the plug-in estimates τ1 = Σ_{f_k=1} p̂_k (P(F_k = 1 | f_k = 1) = p_k
         under the negative binomial) and τ2 = Σ_{f_k=1} r_k, the benchmark rule
         and household risk 1 − Π(1 − r_i).
     """
+    check_microdata(md, "assess_closed_form")
+    threshold = check_threshold(threshold)
     cells = md.cells
     fk = np.asarray(cells.fk, dtype=float)
     Fk_hat = np.asarray(cells.Fk_hat, dtype=float)
@@ -131,7 +260,9 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
             "fk": _counts_to_records(cells.fk, record_cell),
             "Fk_hat": cells_to_records(Fk_hat, record_cell),
             "risk": rec_risk,
-        }
+        },
+        # the caller's own row labels: frame.join(records) and records.loc[my_id] work
+        index=record_index(md, record_cell.size),
     )
 
     r = rec_risk[kept]

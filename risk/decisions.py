@@ -74,6 +74,7 @@ hyperparameters come in as plain arrays.
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,7 +87,6 @@ from scipy import special, stats
 from sdcbayes.exceptions import InputError
 from sdcbayes.provenance import json_safe
 from sdcbayes.risk.beta_binomial import (
-    expected_loss,
     fit_beta_binomial,
     posterior_mean_Y,
 )
@@ -340,13 +340,77 @@ def random_suppression_frontier(m: int) -> pd.DataFrame:
     return pd.DataFrame({"step": j, "disclosure_share": share, "nonpublication_share": 1.0 - share})
 
 
+def _is_number(x) -> bool:
+    # bools are ints to Python but never a meant risk or factor; strings are typos here
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
 def _check_target(target):
+    if not _is_number(target):
+        raise InputError(
+            f"target_risk must be a number in [0, 1] (a fraction of the full-publication "
+            f"risk); got {target!r} ({type(target).__name__}): pass e.g. target_risk=0.2"
+        )
     target = float(target)
     if not (0.0 <= target <= 1.0):
         raise InputError(
             f"target_risk must be a fraction of the full-publication risk in [0, 1]; got {target!r}"
         )
     return target
+
+
+def _check_c(c):
+    """The trade-off factor as a float >= 0 (inf allowed), or None; InputError otherwise."""
+    if c is None:
+        return None
+    if not _is_number(c) or not (float(c) >= 0):  # NaN fails the comparison too
+        raise InputError(
+            f"c (the trade-off factor) must be a number >= 0; got {c!r}: pass e.g. c=1, or "
+            "c=None for the c that meets target_risk"
+        )
+    return float(c)
+
+
+def _check_domain_counts(y, n, N, names) -> None:
+    """Refuse counts breaking ``0 <= y <= n <= N``, naming the domains and their values.
+
+    Runs before any risk is computed; ``names`` are the domain labels (None: the
+    0-based positions, which are then the default names of the result).
+    """
+    for label, a in (("y", y), ("n", n), ("N", N)):
+        bad = ~np.isfinite(a) | (a < 0) | (a != np.round(a))
+        if bad.any():
+            where = _domains(bad, names, lambda i, label=label, a=a: f"{label}={a[i]:g}")
+            raise InputError(
+                f"{label} must hold non-negative whole numbers (counts); {where}: fix those counts"
+            )
+    bad = y > n
+    if bad.any():
+        raise InputError(
+            "y (sample count in the class) exceeds n (domain sample size) in "
+            f"{_domains(bad, names, lambda i: f'y={y[i]:g}, n={n[i]:g}')}; counts must satisfy "
+            "0 <= y <= n <= N: fix y or n there"
+        )
+    bad = N < n
+    if bad.any():
+        raise InputError(
+            "N (domain population size) is below n (domain sample size) in "
+            f"{_domains(bad, names, lambda i: f'N={N[i]:g}, n={n[i]:g}')}; counts must "
+            "satisfy 0 <= y <= n <= N: fix N or n there"
+        )
+
+
+def _domains(bad, names, values, shown: int = 5) -> str:
+    """'domain 'b' (N=8, n=10), ...' for the first ``shown`` flagged domains."""
+    idx = np.flatnonzero(bad)
+    if names is None:
+        head = "domain at 0-based position" if idx.size == 1 else "domains at 0-based positions"
+        parts = [f"{i} ({values(i)})" for i in idx[:shown]]
+    else:
+        head = "domain" if idx.size == 1 else "domains"
+        parts = [f"'{names[i]}' ({values(i)})" for i in idx[:shown]]
+    more = f" and {idx.size - shown} more" if idx.size > shown else ""
+    return f"{head} {', '.join(parts)}{more}"
 
 
 # --- alternatives --------------------------------------------------------------
@@ -384,7 +448,7 @@ def _pair_label(l1: Loss, l0: Loss) -> str:
 # --- results ---------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)  # the generated repr would print every frame: see __repr__
 class DecisionResult:
     """Decisions, frontier, baseline, sensitivity and Jensen check for one set of cells.
 
@@ -445,6 +509,42 @@ class DecisionResult:
     def suppression_at_target(self) -> float:
         """Nonpublication share needed for the target under the reference pair."""
         return float(self.sensitivity["suppression_at_target"].iloc[0])
+
+    def _title(self) -> str:
+        l1 = self.disclosure_loss.spec if self.disclosure_loss is not None else None
+        l0 = self.suppression_loss.spec if self.suppression_loss is not None else None
+        return (f"{type(self).__name__}(unit={self.unit!r}, disclosure_loss={l1!r}, "
+                f"suppression_loss={l0!r})")
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs of the headline numbers, for :meth:`__repr__` and HTML."""
+        pub = self.table["publish"].to_numpy(dtype=bool)
+        rows = [
+            (f"{self.unit}s", f"{pub.size:,}"),
+            ("risks from", str(self.hyperparameters.get("source", "given"))),
+            ("trade-off c", f"{self.c:.4g} ({self.c_source})"),
+            ("published / suppressed", f"{int(pub.sum()):,} / {int((~pub).sum()):,}"),
+            (f"suppression for {100 * self.target_risk:g}% risk",
+             f"{100 * self.suppression_at_target:.1f}% (random suppression "
+             f"{100 * (1.0 - self.target_risk):.1f}%)"),
+        ]
+        for r in self.sensitivity.iloc[1:].itertuples():
+            rows.append((f"  ranking by {r.pair}", f"{100 * r.suppression_at_target:.1f}%"))
+        return rows
+
+    def __repr__(self) -> str:
+        # a few lines of headline numbers; the frames are attributes
+        rows = self._summary_rows()
+        width = max(len(k) for k, _ in rows)
+        return "\n".join([self._title(), *(f"  {k:<{width}}  {v}" for k, v in rows)])
+
+    def _repr_html_(self) -> str:
+        """A short summary table for notebooks (the frames stay one attribute away)."""
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+                       for k, v in self._summary_rows())
+        return (f"<table><caption style='text-align:left'><code>{html.escape(self._title())}"
+                f"</code></caption>{body}</table>")
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (non-finite numbers become None)."""
@@ -548,6 +648,7 @@ def decide_from_risks(
     """
     R1, R0, w = _as_risks(R1, R0, weights)
     target_risk = _check_target(target_risk)
+    c = _check_c(c)
     m = R1.size
     names = np.arange(m) if names is None else np.asarray(names, dtype=object)
     if names.shape != (m,):
@@ -813,9 +914,23 @@ def decide(
             f"y, n and N must be 1-D with one value per domain; got shapes "
             f"{y.shape}, {n.shape}, {N.shape}"
         )
-    # Validates counts (InputError on negative, fractional, y > n, N < n).
-    expected_loss("constant", y, n, N, 1.0, 1.0)
-    y, n, N = (a.astype(float) for a in (y, n, N))
+    m = y.size
+    # every check before the enumeration starts: a typo must not cost the risks
+    target_risk = _check_target(target_risk)
+    c = _check_c(c)
+    if domain_names is not None:
+        domain_names = np.asarray(domain_names, dtype=object)
+        if domain_names.shape != (m,):
+            raise InputError(
+                f"domain_names must have one name per domain ({m}); got {domain_names.size}"
+            )
+    _as_risks(np.zeros(m), np.zeros(m), weights)  # the weights' checks, on placeholders
+    try:
+        y, n, N = (a.astype(float) for a in (y, n, N))
+    except (TypeError, ValueError):
+        raise InputError("y, n and N must hold numbers (counts); fix the input") from None
+    # negative, fractional, y > n, N < n: named by domain, with the values
+    _check_domain_counts(y, n, N, domain_names)
     l1, l0 = parse_loss(disclosure_loss), parse_loss(suppression_loss)
     alts = [parse_alternative(a) for a in alternatives]
 
@@ -980,6 +1095,15 @@ def decide_cells(
             "fk must be a 1-D array of non-negative whole numbers (cell sample counts)"
         )
     m = fk.size
+    # before the enumeration, which is the costly part
+    target_risk = _check_target(target_risk)
+    c = _check_c(c)
+    _as_risks(np.zeros(m), np.zeros(m), weights)  # the weights' checks, on placeholders
+    if cell_names is not None and np.asarray(cell_names, dtype=object).shape != (m,):
+        raise InputError(
+            f"cell_names must have one name per cell ({m}); got "
+            f"{np.asarray(cell_names, dtype=object).size}"
+        )
     n_arr = np.broadcast_to(np.asarray(fk.sum() if n is None else n, dtype=float), (m,))
     N_arr = np.broadcast_to(np.asarray(np.inf if N is None else N, dtype=float), (m,))
     if R1 is not None or R0 is not None:

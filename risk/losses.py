@@ -117,6 +117,12 @@ def _positive(name: str, loss: str, value) -> float:
 
 # --- disclosure losses L1 ---------------------------------------------------
 
+#: How far the ``uniques-proportions`` shares may sum from 1. Shares are typed as rounded
+#: decimals (thirds as 0.333/0.333/0.333 sum to 0.999), so 1e-6 would refuse honest input;
+#: 1e-3 still refuses every real slip (0.5/0.3/0.3 = 1.1, a share left out) and moves the
+#: loss by at most about 0.1% (it scales with the shares), far inside the posterior's spread.
+PROPORTIONS_SUM_TOL = 1e-3 + 1e-12  # + 1e-12: 0.999 in binary sits a hair beyond 1e-3
+
 
 def uniques_equal_loss(S: float) -> Loss:
     """Count expected disclosed sample uniques, ``S`` equal subclasses: ``y exp(-Y/S)``.
@@ -148,14 +154,21 @@ def uniques_gamma_loss(S: float, a: float) -> Loss:
 def uniques_proportions_loss(pi) -> Loss:
     """Count expected disclosed uniques given subclass shares: ``y sum_s pi_s exp(-Y pi_s)``.
 
-    Seed 003, eq. (1). ``pi`` are the subclass fractions of the class (they
-    should sum to 1; they are used as given).
+    Seed 003, eq. (1). ``pi`` are the subclass fractions of the class: positive and
+    summing to 1 (within :data:`PROPORTIONS_SUM_TOL`); they are used as given.
     """
     p = np.asarray(pi, dtype=float).ravel()
     if p.size == 0 or not np.all(np.isfinite(p)) or np.any(p <= 0):
         raise InputError(
             "loss 'uniques-proportions': pi must be a non-empty list of positive fractions, "
             "e.g. uniques-proportions:pi=0.5/0.3/0.2"
+        )
+    total = float(p.sum())
+    if abs(total - 1.0) > PROPORTIONS_SUM_TOL:
+        raise InputError(
+            f"loss 'uniques-proportions': the subclass shares pi must sum to 1 (they split "
+            f"the class); {'/'.join(_fmt(x) for x in p.tolist())} sums to {total:.6g}: "
+            "adjust them, e.g. uniques-proportions:pi=0.5/0.3/0.2"
         )
 
     def f(y, Y, n, N):
@@ -245,6 +258,35 @@ LOSS_NAMES: tuple[str, ...] = tuple(
 )
 
 
+def _comparison_loss_names() -> tuple[str, ...]:
+    """Loss names only the model comparison knows (:mod:`sdcbayes.risk.compare`)."""
+    # imported here: compare imports this module, and this runs on an error path only
+    from sdcbayes.risk.compare import REIDENTIFICATION_LOSS
+
+    return (REIDENTIFICATION_LOSS.name,)
+
+
+def _unknown_loss_message(name: str, spec: str) -> str:
+    """The InputError text for a name :func:`parse_loss` does not know, with the fix."""
+    valid = ", ".join(LOSS_NAMES)
+    if not name:
+        return (f"no loss name in {spec!r}; a loss is NAME or NAME:KEY=VALUE, e.g. "
+                f"uniques-equal:S=10; valid losses are {valid}")
+    try:
+        float(name)
+    except ValueError:
+        pass
+    else:  # a bare number: a parameter value without its loss (uniques-equal:S=1?)
+        return (f"loss {name!r} is a number, not a loss name; a loss is NAME or "
+                f"NAME:KEY=VALUE, e.g. uniques-equal:S={name} or threshold:Ymin={name}; "
+                f"valid losses are {valid}")
+    if name in _comparison_loss_names():
+        return (f"loss {name!r} is a model-comparison loss, the disclosure loss of compare "
+                "(sdcbayes compare, sdcbayes.risk.compare.compare_models; written without "
+                f"parameters), not a decision loss; the decision losses are {valid}")
+    return f"unknown loss {name!r}; valid losses are {valid}"
+
+
 def parse_loss(spec: str | Loss) -> Loss:
     """Turn a loss specification string into a :class:`Loss`.
 
@@ -258,8 +300,9 @@ def parse_loss(spec: str | Loss) -> Loss:
     Raises
     ------
     InputError
-        On an unknown name (the message lists the valid ones), an unknown,
-        missing or non-numeric parameter.
+        On an unknown name (the message lists the valid ones and says when the name
+        is a model-comparison loss such as ``reidentifications``), a number in place
+        of a name, an unknown, missing or non-numeric parameter.
     """
     if isinstance(spec, Loss):
         return spec
@@ -268,7 +311,7 @@ def parse_loss(spec: str | Loss) -> Loss:
     name, _, rest = spec.strip().partition(":")
     name = name.strip()
     if name not in _REGISTRY:
-        raise InputError(f"unknown loss {name!r}; valid losses are {', '.join(LOSS_NAMES)}")
+        raise InputError(_unknown_loss_message(name, spec))
     factory, required = _REGISTRY[name]
     params: dict[str, object] = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):
@@ -283,7 +326,10 @@ def parse_loss(spec: str | Loss) -> Loss:
         try:
             params[key] = tuple(float(v) for v in value.split("/")) if key == "pi" else float(value)
         except ValueError:
-            raise InputError(f"loss {name!r}: parameter {key}={value!r} is not a number") from None
+            raise InputError(
+                f"loss {name!r}: parameter {key}={value!r} is not a number; write e.g. "
+                f"{name}:{','.join(p + ('=0.5/0.5' if p == 'pi' else '=10') for p in required)}"
+            ) from None
     missing = [p for p in required if p not in params]
     if missing:
         raise InputError(

@@ -47,7 +47,13 @@ import xarray as xr
 from sdcbayes.exceptions import InputError
 from sdcbayes.provenance import seed_or_drawn, stamp
 from sdcbayes.risk import mokken
-from sdcbayes.risk.assess import Assessment, cells_to_records
+from sdcbayes.risk.assess import (
+    Assessment,
+    cells_to_records,
+    check_microdata,
+    check_threshold,
+    record_index,
+)
 from sdcbayes.risk.loglinear import poisson_inverse_moment, poisson_prob_unique
 from sdcbayes.risk.measures import benchmark_rule
 from sdcbayes.risk.posterior import (
@@ -100,7 +106,7 @@ _FILE_VARS = {
 }
 
 
-@dataclass
+@dataclass(repr=False)  # keep Assessment's short repr: idata and frames would flood it
 class PosteriorAssessment(Assessment):
     """An :class:`~sdcbayes.risk.assess.Assessment` from a posterior, with its labelled parts.
 
@@ -488,6 +494,7 @@ def evaluate_poisson_cells(
         Groups are cells; ``predictive`` is ``"exact"``.
     """
     qs = _check_quantiles(quantiles)
+    threshold = check_threshold(threshold)
     f = np.asarray(fk, dtype=float)
     pi = np.asarray(pi, dtype=float)
     if pi.ndim != 2 or pi.shape[1] != f.size:
@@ -731,7 +738,10 @@ def assess_from_posterior(
     Returns
     -------
     PosteriorAssessment
+        ``records`` is indexed like ``md.frame`` (``frame.join(result.records)``).
     """
+    check_microdata(md, "assess_from_posterior")
+    threshold = check_threshold(threshold)
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
     random_seed = seed_or_drawn(random_seed)  # stamped as predictive_seed: repeatable
@@ -798,7 +808,9 @@ def assess_from_posterior(
             "risk": cells_to_records(cell_frame["risk"].to_numpy(), record_cell),
             "risk_lo": cells_to_records(cell_frame["risk_lo"].to_numpy(), record_cell),
             "risk_hi": cells_to_records(cell_frame["risk_hi"].to_numpy(), record_cell),
-        }
+        },
+        # the caller's own row labels: frame.join(records) and records.loc[my_id] work
+        index=record_index(md, record_cell.size),
     )
     for i, q in enumerate(qs[1:-1], start=1):
         records[f"risk_q{q:g}"] = cells_to_records(ev.risk_q[i][cg], record_cell)
@@ -1015,8 +1027,12 @@ def assess_posterior(
         ``summary`` holds ``expected_reidentifications(_interval)``,
         ``tau1(_interval)``, ``tau2(_interval)``, ``n_above_benchmark(_interval)``,
         ``household_expected_reidentifications(_interval)`` with households, and
-        ``diagnostics``; ``idata`` the posterior.
+        ``diagnostics``; ``idata`` the posterior. ``records`` is indexed like ``md.frame``.
     """
+    # checked before any fitting: a typo must not cost a sampler run
+    check_microdata(md, "assess_posterior")
+    threshold = check_threshold(threshold)
+    _check_quantiles(quantiles)  # used after the fit: a bad one would waste it
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
     if method is None:

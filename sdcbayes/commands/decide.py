@@ -323,12 +323,6 @@ def command(
     y = _counts(table, y_col, "--y")
     n = _counts(table, n_col, "--n")
     N = _counts(table, N_col, "--N")
-    for bad, what in ((y > n, f"y ({y_col}) > n ({n_col})"), (n > N, f"n ({n_col}) > N ({N_col})")):
-        if bad.any():
-            rows = np.flatnonzero(bad)[:5].tolist()
-            raise InputError(
-                f"{what} in row(s) {rows} (0-based); counts must satisfy 0 <= y <= n <= N"
-            )
     names = None
     if domain_col is not None:
         labels = table[domain_col]
@@ -340,6 +334,20 @@ def command(
                 f"--domain column {domain_col!r} repeats labels {dup}; each domain needs one row"
             )
         names = labels.to_numpy(dtype=object)
+    for bad, what, a, b in ((y > n, ("y", y_col, "n", n_col), y, n),
+                            (n > N, ("n", n_col, "N", N_col), n, N)):
+        if bad.any():
+            # name each offending domain and its two counts, not only its row
+            s1, c1, s2, c2 = what
+            rows = np.flatnonzero(bad)
+            dom = [f"domain {names[i]!r}: " if names is not None else "" for i in rows[:5]]
+            shown = "; ".join(f"row {i} ({d}{s1}={a[i]}, {s2}={b[i]})"
+                              for i, d in zip(rows[:5].tolist(), dom, strict=True))
+            more = f"; and {rows.size - 5} more row(s)" if rows.size > 5 else ""
+            raise InputError(
+                f"{s1} ({c1}) > {s2} ({c2}) in {shown}{more} (rows 0-based); counts must "
+                f"satisfy 0 <= y <= n <= N: fix {c1} or {c2} there"
+            )
     weights = None
     if weight_col is not None:
         wv = pd.to_numeric(table[weight_col], errors="coerce").to_numpy(dtype=float)
