@@ -34,12 +34,15 @@ posterior was obtained.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
+import inspect
+import logging
 import math
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +62,7 @@ from sdcbayes.inference.diagnostics import (
     compute_diagnostics,
 )
 from sdcbayes.inference.posterior import get_group, stamp
+from sdcbayes.provenance import seed_or_drawn
 from sdcbayes.provenance import stamp as provenance_stamp
 
 __all__ = ["COMPILED_CACHE_SIZE", "METHODS", "compiled_model", "fit"]
@@ -602,7 +606,9 @@ def _fit_advi(pm_model, *, draws, chains, random_seed, progressbar, advi_iterati
             n=advi_iterations,
             method="advi",
             start=to_point(res.x),
-            start_sigma=to_point(sd),
+            # PyMC writes each sigma into a flat slice: a (classes, levels) matrix
+            # variable must come ravelled (otherwise a broadcast error).
+            start_sigma={k: np.ravel(v) for k, v in to_point(sd).items()},
             obj_optimizer=pm.adam(learning_rate=ADVI_LEARNING_RATE),
             random_seed=int(rng.integers(2**31)),
             progressbar=_live_progress(progressbar),
@@ -647,108 +653,148 @@ METHODS: dict[str, Callable] = {
 }
 
 
-def fit(
-    model,
-    method: str = "nuts",
-    draws: int = 1000,
-    chains: int = 4,
-    random_seed: int | None = None,
-    *,
-    tune: int = 1000,
-    strict: bool = False,
-    target_accept: float = 0.9,
-    cores: int | None = None,
-    progressbar: bool = False,
-    advi_iterations: int = 10_000,
-    laplace: bool = True,
-    rhat_threshold: float = 1.01,
-    ess_threshold: float | None = None,
-    **sampler_kwargs,
-):
-    """Fit a superpopulation model and return its stamped posterior.
+@contextmanager
+def _quiet_pymc_logs(progressbar):
+    """PyMC's INFO chatter off while fitting without a progress bar.
 
-    Parameters
-    ----------
-    model : sdcbayes.models.base.SuperpopulationModel
-        Anything with ``build() -> pm.Model``, ``name``, ``priors`` and
-        ``data_summary()``.
-    method : {"nuts", "nutpie", "advi", "map"}
-        See the module docstring. "map" is a Laplace approximation unless
-        ``laplace=False`` (then the mode alone, 1 chain x 1 draw).
-    draws, chains : int
-        Posterior draws per chain, and chains (ADVI and Laplace draws are
-        independent; they are arranged as ``chains x draws`` all the same).
-    random_seed : int, optional
-        Seed for reproducible fits.
-    tune : int
-        NUTS tuning steps per chain.
-    strict : bool
-        Raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of warning when
-        R-hat, ESS or divergences flag a problem.
-    target_accept : float
-        NUTS target acceptance rate (raise towards 0.99 against divergences).
-    cores : int, optional
-        Parallel chain processes (default 1: sequential chains, faster for models on
-        sufficient statistics; raise it for expensive models: it takes
-        :func:`pymc.sample`, which recompiles the graph).
-    progressbar : bool or str
-        Show sampling progress on stderr (off by default in the Python API; the CLI
-        turns it on unless ``--quiet``/``--json``). The compiled-once NUTS path drives
-        PyMC's own progress bars (one per chain: draws, divergences, step size;
-        PyMC's string modes such as ``"combined"`` work too), or prints one line per
-        finished chain when PyMC's progress machinery is unavailable. PyMC's live
-        display is kept for terminals and notebooks: when stderr is a pipe or a file
-        (a log), the compiled-once NUTS path prints the lines instead and the other
-        samplers show no progress.
-    advi_iterations : int
-        Optimisation steps for ADVI.
-    rhat_threshold, ess_threshold : float
-        Diagnostic thresholds (default 1.01 and 100 x chains).
-    **sampler_kwargs
-        Passed to :func:`pymc.sample` (NUTS methods only); giving any makes the fit use
-        :func:`pymc.sample` rather than the compiled-once sampler.
-
-    Returns
-    -------
-    arviz.InferenceData
-        Groups posterior, log_likelihood, observed_data, constant_data (and
-        sample_stats for NUTS); provenance in the posterior attrs and
-        ``idata.attrs``: ``sdcbayes_version``, ``model``, ``model_options``,
-        ``priors``, ``data_summary``, ``settings``, ``diagnostics`` (``max_r_hat``,
-        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``), ``loglik_weight_var``.
-
-    Warns
-    -----
-    ConvergenceWarning
-        Naming the parameter and a fix, when a diagnostic fails (not in strict mode).
+    ``pymc.sample`` and ``pymc.fit`` log "Initializing NUTS using jitter+adapt_diag...",
+    "Sequential sampling (...)" and the like at INFO on the ``pymc`` loggers whatever
+    ``progressbar`` says; a quiet fit should print nothing. The loggers are raised to
+    WARNING for the duration (warnings still show) and restored afterwards; with a
+    progress bar they are left alone.
     """
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; use one of {sorted(METHODS)}")
-    for value, what in ((draws, "draws"), (chains, "chains")):
-        if not isinstance(value, int | np.integer) or value < 1:
-            raise InputError(f"{what} must be a positive integer; got {value!r}")
-    if sampler_kwargs and method not in ("nuts", "nutpie"):
+    if progressbar:
+        yield
+        return
+    # "pymc" and every pymc.* logger given a level of its own (the others inherit it).
+    loggers = [logging.getLogger("pymc")] + [
+        lg for name, lg in list(logging.root.manager.loggerDict.items())
+        if name.startswith("pymc.") and isinstance(lg, logging.Logger) and lg.level
+    ]
+    saved = [(lg, lg.level) for lg in loggers]
+    try:
+        for lg in loggers:
+            if lg.getEffectiveLevel() < logging.WARNING:  # never lower a user's level
+                lg.setLevel(logging.WARNING)
+        yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+
+
+#: Options of :func:`pymc.sample` that :func:`fit` sets itself (passing them twice
+#: would be a TypeError inside PyMC).
+_SET_BY_FIT = frozenset({"nuts_sampler", "compute_convergence_checks", "idata_kwargs", "model",
+                         "return_inferencedata"})
+
+
+def _sampler_options() -> set[str]:
+    """Keyword arguments :func:`pymc.sample` accepts: its own and its NUTS step's.
+
+    ``pymc.sample`` passes its ``**kwargs`` on to the step methods: NUTS's and its
+    base classes' ``__init__`` parameters (``max_treedepth``, ``step_scale``, ...),
+    a dictionary per step name (``nuts={...}``), and the deprecated ``start``.
+    """
+    # The defining module's function: pm.sample may be wrapped or replaced (tests do).
+    from pymc.sampling.mcmc import sample
+    from pymc.step_methods import STEP_METHODS
+    from pymc.step_methods.hmc import NUTS
+
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = {p.name for p in inspect.signature(sample).parameters.values() if p.kind in named}
+    for cls in NUTS.__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is not None and cls is not object:
+            names |= {p.name for p in inspect.signature(init).parameters.values()
+                      if p.kind in named and p.name != "self"}
+    names |= {step.name for step in STEP_METHODS} | {"start"}
+    return names
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _is_real(value) -> bool:
+    return (isinstance(value, int | float | np.integer | np.floating)
+            and not isinstance(value, bool | np.bool_) and math.isfinite(value))
+
+
+def _check_options(*, tune, target_accept, random_seed, advi_iterations, rhat_threshold,
+                   ess_threshold, cores, laplace, strict, sampler_kwargs) -> None:
+    """Refuse bad options of :func:`fit` before anything is built or compiled."""
+    problems = []
+    if not (_is_int(tune) and tune >= 0):
+        problems.append(f"tune must be an integer >= 0; got {tune!r}")
+    if not (_is_real(target_accept) and 0 < target_accept < 1):
+        problems.append(f"target_accept must be a number strictly between 0 and 1 (e.g. 0.9, "
+                        f"raise it towards 0.99 against divergences); got {target_accept!r}")
+    if not (random_seed is None or (_is_int(random_seed) and random_seed >= 0)):
+        problems.append(f"random_seed must be None (a seed is drawn and stamped) or an integer "
+                        f">= 0; got {random_seed!r}")
+    if not (_is_int(advi_iterations) and advi_iterations >= 1):
+        problems.append(f"advi_iterations must be a positive integer; got {advi_iterations!r}")
+    if not (_is_real(rhat_threshold) and rhat_threshold > 1):
+        problems.append(f"rhat_threshold must be a number > 1 (e.g. 1.01); got {rhat_threshold!r}")
+    if not (ess_threshold is None or (_is_real(ess_threshold) and ess_threshold > 0)):
+        problems.append(f"ess_threshold must be None (100 x chains) or a number > 0; got "
+                        f"{ess_threshold!r}")
+    if not (cores is None or (_is_int(cores) and cores >= 1)):
+        problems.append(f"cores must be None or a positive integer; got {cores!r}")
+    for value, what in ((laplace, "laplace"), (strict, "strict")):
+        if not isinstance(value, bool | np.bool_):
+            problems.append(f"{what} must be True or False; got {value!r}")
+    if problems:
+        raise InputError("; ".join(problems))
+    if not sampler_kwargs:
+        return
+    accepted = _sampler_options()
+    unknown = sorted(set(sampler_kwargs) - accepted)
+    if unknown:
+        own = [p for p in inspect.signature(fit).parameters if p not in ("model", "sampler_kwargs")]
+        words = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, own + sorted(accepted - _SET_BY_FIT), n=1)
+            words.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         raise InputError(
-            f"options {sorted(sampler_kwargs)} apply to the samplers only, not method={method!r}"
+            f"unknown option(s) {', '.join(words)}: fit passes extra options to pymc.sample, "
+            "which does not take them; fix the spelling or leave them out"
         )
-    if method == "nutpie":
-        _require_nutpie()  # before building or compiling anything
-    # The compiled-once path: NUTS on a model that declares its graph structure, with
-    # PyMC's own sampler loop otherwise (options for pymc.sample, parallel chains).
-    cached = hasattr(model, "graph_key") and (
-        (method in ("nuts", "nutpie") and not sampler_kwargs and (cores is None or cores == 1))
-        or (method == "map" and laplace)
+    clash = sorted(set(sampler_kwargs) & _SET_BY_FIT)
+    if clash:
+        raise InputError(f"option(s) {clash} are set by fit itself; leave them out "
+                         "(method= chooses the sampler)")
+
+
+def _check_method_supported(model, method: str) -> None:
+    """Refuse a method the model declares it cannot be fitted with, naming what it can.
+
+    A model lists its methods in ``supported_fit_methods`` (default: all of
+    :data:`METHODS`); a model with a sampler of its own (``model.sample``, the
+    latent-class Gibbs sampler) is pointed to it.
+    """
+    name = getattr(model, "name", type(model).__name__)
+    supported = getattr(model, "supported_fit_methods", None)
+    if supported is None or method in supported:
+        return
+    ways = [f"method={m!r}" for m in supported if m in METHODS]
+    if callable(getattr(model, "sample", None)):
+        ways.insert(0, f"the model's own sampler, model.sample(...) (what "
+                       f"sdcbayes.risk.posterior_assess.assess_posterior(md, model={name!r}) "
+                       "runs)")
+    raise InputError(
+        f"fit(method={method!r}) is not supported for the {name} model (it supports "
+        f"{list(supported)}); use " + (" or ".join(ways) if ways else "another model")
     )
-    comp = compiled_model(model) if cached else None
-    pm_model = comp.pm_model if cached else model.build()
-    settings = {
-        "method": method,
-        "draws": int(draws),
-        "chains": int(chains),
-        "tune": int(tune) if method in ("nuts", "nutpie") else None,
-        "random_seed": random_seed,
-        "target_accept": target_accept if method in ("nuts", "nutpie") else None,
-    }
+
+
+def _run(model, method, comp, pm_model, settings, *, draws, chains, tune, random_seed,
+         target_accept, cores, progressbar, advi_iterations, laplace, sampler_kwargs):
+    """Dispatch one fit to its method; returns the posterior and the method's extras.
+
+    ``settings`` gets the method's own entries (``laplace``, ``advi_iterations``).
+    """
+    cached = comp is not None
     if cached and method == "nuts":
         result = _fit_nuts_cached(comp, draws=draws, chains=chains, tune=tune,
                                   random_seed=random_seed, target_accept=target_accept,
@@ -791,6 +837,139 @@ def fit(
     else:
         idata = result
 
+    return idata, extra
+
+
+def fit(
+    model,
+    method: str = "nuts",
+    draws: int = 1000,
+    chains: int = 4,
+    random_seed: int | None = None,
+    *,
+    tune: int = 1000,
+    strict: bool = False,
+    target_accept: float = 0.9,
+    cores: int | None = None,
+    progressbar: bool = False,
+    advi_iterations: int = 10_000,
+    laplace: bool = True,
+    rhat_threshold: float = 1.01,
+    ess_threshold: float | None = None,
+    **sampler_kwargs,
+):
+    """Fit a superpopulation model and return its stamped posterior.
+
+    Parameters
+    ----------
+    model : sdcbayes.models.base.SuperpopulationModel
+        Anything with ``build() -> pm.Model``, ``name``, ``priors`` and
+        ``data_summary()``.
+    method : {"nuts", "nutpie", "advi", "map"}
+        See the module docstring. "map" is a Laplace approximation unless
+        ``laplace=False`` (then the mode alone, 1 chain x 1 draw). A model may
+        restrict them (``supported_fit_methods``; the latent-class model takes
+        "nuts" and "nutpie", its own Gibbs sampler ``model.sample`` being the
+        supported route).
+    draws, chains : int
+        Posterior draws per chain, and chains (ADVI and Laplace draws are
+        independent; they are arranged as ``chains x draws`` all the same).
+    random_seed : int, optional
+        Seed (an integer >= 0) for reproducible fits. Without one a seed is drawn
+        from the operating system; either way it is stamped in the settings, so
+        passing the stamped seed back repeats the fit exactly.
+    tune : int
+        NUTS tuning steps per chain.
+    strict : bool
+        Raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of warning when
+        R-hat, ESS or divergences flag a problem.
+    target_accept : float
+        NUTS target acceptance rate (raise towards 0.99 against divergences).
+    cores : int, optional
+        Parallel chain processes (default 1: sequential chains, faster for models on
+        sufficient statistics; raise it for expensive models: it takes
+        :func:`pymc.sample`, which recompiles the graph).
+    progressbar : bool or str
+        Show sampling progress on stderr (off by default in the Python API; the CLI
+        turns it on unless ``--quiet``/``--json``). The compiled-once NUTS path drives
+        PyMC's own progress bars (one per chain: draws, divergences, step size;
+        PyMC's string modes such as ``"combined"`` work too), or prints one line per
+        finished chain when PyMC's progress machinery is unavailable. PyMC's live
+        display is kept for terminals and notebooks: when stderr is a pipe or a file
+        (a log), the compiled-once NUTS path prints the lines instead and the other
+        samplers show no progress. Without a progress bar PyMC's INFO log messages
+        ("Initializing NUTS ...", "Sequential sampling ...") are silenced too.
+    advi_iterations : int
+        Optimisation steps for ADVI.
+    rhat_threshold, ess_threshold : float
+        Diagnostic thresholds (default 1.01 and 100 x chains).
+    **sampler_kwargs
+        Passed to :func:`pymc.sample` (NUTS methods only); giving any makes the fit use
+        :func:`pymc.sample` rather than the compiled-once sampler. Its own options and
+        its NUTS step's (``max_treedepth``, ``step_scale``, ``nuts={...}``) are
+        accepted; any other name is refused, with the closest valid one.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Groups posterior, log_likelihood, observed_data, constant_data (and
+        sample_stats for NUTS); provenance in the posterior attrs and
+        ``idata.attrs``: ``sdcbayes_version``, ``model``, ``model_options``,
+        ``priors``, ``data_summary``, ``settings``, ``diagnostics`` (``max_r_hat``,
+        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``), ``loglik_weight_var``.
+
+    Raises
+    ------
+    InputError
+        Before anything is built: an unknown method or option, a value out of range,
+        a method the model does not support.
+
+    Warns
+    -----
+    ConvergenceWarning
+        Naming the parameter and a fix, when a diagnostic fails (not in strict mode).
+    """
+    # Every option is checked before anything is built or compiled.
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; use one of {sorted(METHODS)}")
+    for value, what in ((draws, "draws"), (chains, "chains")):
+        if not _is_int(value) or value < 1:
+            raise InputError(f"{what} must be a positive integer; got {value!r}")
+    _check_options(tune=tune, target_accept=target_accept, random_seed=random_seed,
+                   advi_iterations=advi_iterations, rhat_threshold=rhat_threshold,
+                   ess_threshold=ess_threshold, cores=cores, laplace=laplace, strict=strict,
+                   sampler_kwargs=sampler_kwargs)
+    if sampler_kwargs and method not in ("nuts", "nutpie"):
+        raise InputError(
+            f"options {sorted(sampler_kwargs)} apply to the samplers only, not method={method!r}"
+        )
+    _check_method_supported(model, method)
+    if method == "nutpie":
+        _require_nutpie()  # before building or compiling anything
+    # Unseeded fits draw their seed here and stamp it, so that any fit can be repeated.
+    random_seed = int(seed_or_drawn(random_seed))
+    # The compiled-once path: NUTS on a model that declares its graph structure, with
+    # PyMC's own sampler loop otherwise (options for pymc.sample, parallel chains).
+    cached = hasattr(model, "graph_key") and (
+        (method in ("nuts", "nutpie") and not sampler_kwargs and (cores is None or cores == 1))
+        or (method == "map" and laplace)
+    )
+    comp = compiled_model(model) if cached else None
+    pm_model = comp.pm_model if cached else model.build()
+    settings = {
+        "method": method,
+        "draws": int(draws),
+        "chains": int(chains),
+        "tune": int(tune) if method in ("nuts", "nutpie") else None,
+        "random_seed": random_seed,
+        "target_accept": target_accept if method in ("nuts", "nutpie") else None,
+    }
+    with _quiet_pymc_logs(progressbar):
+        idata, extra = _run(model, method, comp, pm_model, settings, draws=draws, chains=chains,
+                            tune=tune, random_seed=random_seed, target_accept=target_accept,
+                            cores=cores, progressbar=progressbar,
+                            advi_iterations=advi_iterations, laplace=laplace,
+                            sampler_kwargs=sampler_kwargs)
     if method in ("nuts", "nutpie"):
         diagnostics = compute_diagnostics(idata)
         diagnostics["problems"] = check_diagnostics(

@@ -4,12 +4,17 @@ Priors are data a methodologist compares, so they are plain dictionaries of
 ``{"dist": <PyMC distribution name>, **parameters}`` that can be printed,
 serialised to JSON and stamped on results. A model class declares
 ``default_priors``; user overrides are merged key by key (user wins), and unknown
-keys are rejected in one error that lists them all.
+keys are rejected in one error that lists them all. A prior that PyMC builds
+is checked when it is merged: its ``dist`` must be a PyMC distribution, its
+parameters that distribution's and their values numbers, so that a typo fails
+here, naming the fix, and not at build time inside PyMC.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
+import inspect
 import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -21,10 +26,21 @@ from sdcbayes.exceptions import InputError
 PriorSpec = dict[str, Any]
 
 
+#: Arguments of a PyMC distribution that are not its parameters: the model sets them
+#: (``dims``, ``shape``, the variable's name) or they belong to PyMC (``rng``, ``dtype``,
+#: transforms), so a prior must not give them.
+NOT_PARAMETERS = frozenset({
+    "name", "size", "shape", "dims", "rng", "dtype", "observed", "initval", "transform",
+    "default_transform", "total_size", "model", "class_name", "signature",
+})
+
+
 def merge_priors(
     defaults: Mapping[str, PriorSpec],
     overrides: Mapping[str, PriorSpec] | None,
     model_name: str,
+    *,
+    check_pymc: bool = True,
 ) -> dict[str, PriorSpec]:
     """Merge user prior overrides into the model's defaults.
 
@@ -32,11 +48,48 @@ def merge_priors(
     *whole* when it names a ``dist``; otherwise its fields update the default's
     (so ``{"alpha": {"sigma": 2}}`` widens the default distribution).
 
+    Every merged entry whose default is a prior PyMC builds as it stands is then
+    checked (:func:`prior_problems`): its ``dist`` must be a PyMC distribution, its
+    parameters that distribution's and their values finite numbers. Defaults that
+    are a model's own configuration (the latent-class profile prior,
+    ``{"a": "marginal", "mass": "learn"}``) and name-only defaults (``{}``, as
+    :func:`sdcbayes.risk.compare.parse_model_specs` checks names before a model
+    exists) are left to the model's own checks. :func:`prior_to_rv` checks again
+    when the model is built.
+
+    Parameters
+    ----------
+    defaults : mapping
+        The model's default priors, ``{name: {"dist": ..., **parameters}}``.
+    overrides : mapping or None
+        The user's entries, e.g. ``{"alpha": {"sigma": 2}}``.
+    model_name : str
+        Named in the error messages.
+    check_pymc : bool
+        Check the merged entries against PyMC (imports it). False for a model that
+        checks its priors itself and has a route without PyMC (the latent-class Gibbs
+        sampler), which must not pay for importing it.
+
+    Returns
+    -------
+    dict
+        A new dictionary; ``defaults`` is not modified.
+
     Raises
     ------
     InputError
-        Listing every unknown parameter name at once, with the valid ones.
+        When ``overrides`` is not a mapping; listing every unknown prior name at
+        once, with the valid ones; or listing, for the merged priors, every unknown
+        distribution, unknown parameter (with the distribution's parameters and a
+        close match) and non-numeric value at once.
     """
+    # Checked before the emptiness test: an empty list is as wrong as a full one.
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise InputError(
+            f"priors for model {model_name!r} must be a mapping of prior name to settings, "
+            f"such as {{'alpha': {{'sigma': 2}}}}; got a {type(overrides).__name__}: "
+            f"{overrides!r}"
+        )
     merged = copy.deepcopy(dict(defaults))
     if not overrides:
         return merged
@@ -56,20 +109,116 @@ def merge_priors(
             merged[name] = dict(spec)
         else:
             merged[name].update(spec)
+    problems = []
+    for name in overrides if check_pymc else ():
+        default = defaults[name]
+        # PyMC is imported only when a default names a distribution to check against.
+        if not (isinstance(default, Mapping) and "dist" in default):
+            continue
+        import pymc
+
+        if prior_problems(pymc, name, default):
+            continue  # the model's own configuration: the model checks it
+        problems += prior_problems(pymc, name, merged[name], model_name)
+    if problems:
+        raise InputError("; ".join(problems))
     return merged
 
 
-def prior_to_rv(pm_module, name: str, spec: PriorSpec, **kwargs):
-    """Create the PyMC random variable described by ``spec`` inside the current model."""
-    spec = dict(spec)
-    dist_name = spec.pop("dist")
+def _unknown_distribution(pm_module, name, dist_name, model_name=None) -> str | None:
+    """The message for a ``dist`` that names no PyMC distribution, else None.
+
+    The one wording of this refusal, for merging (:func:`merge_priors`) and building
+    (:func:`prior_to_rv`) alike.
+    """
+    dist = getattr(pm_module, dist_name, None) if isinstance(dist_name, str) else None
+    base = getattr(pm_module, "Distribution", None)
+    if isinstance(dist, type) and (base is None or issubclass(dist, base)):
+        return None
+    where = f"prior {name!r}" + (f" of model {model_name!r}" if model_name else "")
+    names = [n for n in dir(pm_module) if isinstance(getattr(pm_module, n, None), type)
+             and (base is None or issubclass(getattr(pm_module, n), base))]
+    close = (difflib.get_close_matches(dist_name, names, n=1, cutoff=0.75)
+             if isinstance(dist_name, str) else [])
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"{where}: PyMC has no distribution {dist_name!r}{hint}; use a name such as "
+            "'HalfNormal', 'Gamma', 'LogNormal' or 'Exponential'")
+
+
+def distribution_parameters(dist) -> list[str]:
+    """Names of the parameters of a PyMC distribution class (from ``dist.dist``).
+
+    ``*args``/``**kwargs`` and the arguments that are not parameters
+    (:data:`NOT_PARAMETERS`) are left out.
+    """
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in inspect.signature(dist.dist).parameters.values()
+            if p.kind in kinds and p.name not in NOT_PARAMETERS]
+
+
+def _is_number(value) -> bool:
+    """A finite real number, or an array-like of them (a vector of Dirichlet weights)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
+        return False
     try:
-        dist = getattr(pm_module, dist_name)
-    except AttributeError:
-        raise InputError(
-            f"prior {name!r}: PyMC has no distribution {dist_name!r}; use a name such as "
-            "'HalfNormal', 'Gamma', 'LogNormal' or 'Exponential'"
-        ) from None
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nesting
+        return False
+    return arr.dtype.kind in "iuf" and arr.size > 0 and bool(np.all(np.isfinite(arr)))
+
+
+def prior_problems(pm_module, name: str, spec: Mapping, model_name: str | None = None
+                   ) -> list[str]:
+    """What is wrong with one prior specification, as PyMC would build it.
+
+    An unknown ``dist``; parameters its distribution does not take (listed with the
+    ones it does, and the closest match); values that are not finite numbers.
+    Empty when PyMC can build ``spec`` with :func:`prior_to_rv`.
+    """
+    where = f"prior {name!r}" + (f" of model {model_name!r}" if model_name else "")
+    if "dist" not in spec:
+        return [f"{where} names no 'dist'; give one, e.g. {{'dist': 'HalfNormal', 'sigma': 1}}"]
+    dist_name = spec["dist"]
+    problem = _unknown_distribution(pm_module, name, dist_name, model_name)
+    if problem:
+        return [problem]
+    valid = distribution_parameters(getattr(pm_module, dist_name))
+    given = [k for k in spec if k != "dist"]
+    problems = []
+    unknown = [k for k in given if k not in valid]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(str(k), valid, n=1)
+            if close:
+                hints.append(f"{k!r}: did you mean {close[0]!r}?")
+        hint = f" ({'; '.join(hints)})" if hints else ""
+        set_by_model = sorted(k for k in unknown if k in NOT_PARAMETERS)
+        note = f"; {set_by_model} are set by the model, not by a prior" if set_by_model else ""
+        problems.append(f"{where}: {dist_name} has no parameter(s) {unknown}{hint}; its "
+                        f"parameters are {valid}{note}")
+    bad = [f"{k}={spec[k]!r}" for k in given if k in valid and not _is_number(spec[k])]
+    if bad:
+        problems.append(f"{where}: {dist_name} parameters must be finite numbers (or arrays of "
+                        f"them); got {', '.join(bad)}")
+    return problems
+
+
+def prior_to_rv(pm_module, name: str, spec: PriorSpec, **kwargs):
+    """Create the PyMC random variable described by ``spec`` inside the current model.
+
+    Raises
+    ------
+    InputError
+        What :func:`prior_problems` finds, e.g. for a model whose priors were merged
+        without the PyMC check (``check_pymc=False``): an InputError, not PyMC's
+        TypeError.
+    """
+    problems = prior_problems(pm_module, name, spec)
+    if problems:
+        raise InputError("; ".join(problems))
+    spec = dict(spec)
+    dist = getattr(pm_module, spec.pop("dist"))  # a distribution: checked above
     # Python floats such as 2.5 become float32 PyTensor constants (autocasting keeps
     # the smallest exact dtype), which puts prior normalising constants in single
     # precision; NumPy float64 scalars keep the log-density exact.
@@ -92,7 +241,11 @@ class SuperpopulationModel:
     default_priors: ClassVar[dict[str, PriorSpec]] = {}
 
     def __init__(self, priors: Mapping[str, PriorSpec] | None = None):
-        self.priors = merge_priors(self.default_priors, priors, self.name)
+        # A model that checks its priors itself (``_check_priors``: the latent-class and
+        # log-linear models, which have routes without PyMC) is not checked against PyMC
+        # here, so building it never imports PyMC; prior_to_rv checks at build time.
+        own = callable(getattr(self, "_check_priors", None))
+        self.priors = merge_priors(self.default_priors, priors, self.name, check_pymc=not own)
 
     def build(self):  # pragma: no cover - abstract
         """Return the PyMC model."""
