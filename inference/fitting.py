@@ -11,7 +11,15 @@ Methods (registry :data:`METHODS`):
 * ``"map"`` — the posterior mode with a Laplace approximation: draws from the
   Gaussian ``N(mode, H^{-1})`` in PyMC's unconstrained space (log for positive
   parameters), ``H`` the Hessian of ``-log p`` at the mode (Jacobian included),
-  mapped back. ``laplace=False`` gives the mode alone as 1 chain x 1 draw.
+  mapped back. ``laplace=False`` gives, as 1 chain x 1 draw, the posterior mode in
+  the model's own parameters (no Jacobian: the maximum of prior x likelihood, the
+  penalised maximum-likelihood estimate, the MLE under flat priors). That is **not**
+  the point the Laplace draws are centred on: their centre is the mode of the
+  density of the unconstrained parameters (e.g. of ``log alpha``, Jacobian
+  included), which mapped back is the draws' median under elementwise transforms
+  (log, logit), and for a positive parameter typically lies above the constrained
+  mode (e.g. alpha 0.895 against 0.553 on a small Poisson-gamma table, K = 60 cells
+  of which 16 observed).
 
 Compiled once: a model that declares its graph structure (``graph_key()`` and
 ``data_values()``, as :class:`~sdcbayes.models.poisson_gamma.PoissonGammaModel` does)
@@ -563,6 +571,11 @@ def _find_mode(pm_model, jacobian: bool, random_seed):
 
 def _fit_map(pm_model, *, draws, chains, random_seed, laplace, **_):
     rng = np.random.default_rng(random_seed)
+    # Two modes on purpose. laplace=False is the point estimate: the mode in the model's
+    # own parameters (no Jacobian), which is the penalised MLE, the MLE under flat
+    # priors, and does not depend on the transform PyMC happens to pick; the Gaussian
+    # must be centred where it is fitted, the unconstrained mode (Jacobian included, as
+    # _mode_and_hessian), whose image is the draws' median. Documented in fit().
     res, to_point, _x0 = _find_mode(pm_model, jacobian=laplace, random_seed=random_seed)
     if not laplace:
         idata = _posterior_from_value_draws(pm_model, res.x[None, :], 1, 1)
@@ -867,7 +880,9 @@ def fit(
         ``data_summary()``.
     method : {"nuts", "nutpie", "advi", "map"}
         See the module docstring. "map" is a Laplace approximation unless
-        ``laplace=False`` (then the mode alone, 1 chain x 1 draw). A model may
+        ``laplace=False``: then the posterior mode in the model's own parameters
+        (no Jacobian), 1 chain x 1 draw, which is not the Laplace draws' centre
+        (the unconstrained-space mode, Jacobian included; module docstring). A model may
         restrict them (``supported_fit_methods``; the latent-class model takes
         "nuts" and "nutpie", its own Gibbs sampler ``model.sample`` being the
         supported route).

@@ -148,7 +148,7 @@ from scipy.special import gammaln
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.microdata import require_one_cell_per_record
-from sdcbayes.models.base import PriorSpec, SuperpopulationModel
+from sdcbayes.models.base import PriorSpec, SuperpopulationModel, prior_to_rv
 
 __all__ = [
     "LatentClassModel",
@@ -1860,7 +1860,9 @@ class LatentClassModel(SuperpopulationModel):
             coords[f"level_{names[j]}"] = [str(v) for v in self.levels[j]]
         a_spec = self.priors["alpha"]
         with pm.Model(coords=coords) as model:
-            alpha = pm.Gamma("alpha", alpha=a_spec["alpha"], beta=a_spec["beta"])
+            # through prior_to_rv: its float64 cast keeps the Gamma's normalising constant
+            # in double precision (Python floats such as 0.25 would be float32 constants)
+            alpha = prior_to_rv(pm, "alpha", a_spec)
             V = pm.Beta("V", 1.0, alpha, dims="stick")
             rest = pt.concatenate([pt.ones((1,)), pt.cumprod(1.0 - V)])
             w = pm.Deterministic("w", pt.concatenate([V, pt.ones((1,))]) * rest, dims=CLASS_DIM)
@@ -2740,8 +2742,15 @@ class LatentClassModel(SuperpopulationModel):
         import json
 
         if self.class_weights is not None:
-            # the design variable's classes: lam is extrapolated class by class
-            idata.attrs["weight_classes"] = json.dumps(self.class_weights.tolist())
+            # the design variable's classes: lam is extrapolated class by class. Stamped on
+            # the posterior group too (with the N lam was computed for, which is otherwise
+            # in constant_data only): a posterior passed on its own, as an xarray.Dataset,
+            # must still be read with its own lam, not (N - n) pi (risk.posterior_assess)
+            stamp = json.dumps(self.class_weights.tolist())
+            idata.attrs["weight_classes"] = stamp
+            idata.posterior.attrs["weight_classes"] = stamp
+            if N is not None:
+                idata.posterior.attrs["weight_classes_N"] = float(N)
         if od_summary is not None:
             from sdcbayes.provenance import json_safe
 

@@ -736,6 +736,71 @@ def _draws(*arrays):
     return [a.reshape(-1) for a in arrays]
 
 
+def _domain_draws(alpha, beta, m: int):
+    r"""Posterior draws of ``(alpha, beta)`` as ``(draw,)`` (shared) or ``(draw, m)`` arrays.
+
+    Each array on its own: an ``xarray.DataArray`` with a ``domain`` dim is read
+    per domain (that dim moved last, the others flattened to draws), one without
+    it as shared draws; a NumPy array of 2 or more dims whose last axis has ``m``
+    values is per domain, ``(..., domain)``, as the covariate beta-binomial model
+    gives (seed 003, Section 2: :math:`\alpha_d, \beta_d`); otherwise (a scalar, a
+    1-D array of any length, ``(chain, draw)``) its values are shared draws. So a
+    1-D array of ``m`` draws stays shared; a ``(chain, draw)`` array with ``m``
+    draws per chain reads as per domain: pass it flat, or as a DataArray.
+
+    Returns
+    -------
+    a, b : numpy.ndarray
+        Both ``(draw, m)`` when either is per domain (a shared one repeated across
+        the domains), else both ``(draw,)``; a single (fixed) draw is repeated to
+        the other's count.
+    per_domain : bool
+
+    Raises
+    ------
+    InputError
+        Draw counts that differ (other than a single, fixed value), or a DataArray
+        whose domain dim does not have ``m`` values.
+    """
+    def one(x, name):
+        if hasattr(x, "dims") and hasattr(x, "transpose"):  # xarray: dims say it
+            if "domain" in x.dims:
+                if x.sizes["domain"] != m:
+                    raise InputError(f"{name} has {x.sizes['domain']} domains, the counts "
+                                     f"{m}: pass the posterior of this model's fit")
+                v = np.asarray(x.transpose(..., "domain").values, dtype=float)
+                return v.reshape(-1, m), True
+            return np.asarray(x.values, dtype=float), False
+        v = np.asarray(x, dtype=float)
+        if v.ndim >= 2 and v.shape[-1] == m:
+            return v.reshape(-1, m), True
+        return v, False
+
+    (a, pa), (b, pb) = one(alpha, "alpha"), one(beta, "beta")
+    if not (pa or pb):  # shared draws: broadcast as before, e.g. (chain, draw) with a scalar
+        try:
+            a, b = _draws(a, b)
+        except ValueError:
+            raise InputError(f"alpha and beta draws must have equal (or broadcastable) "
+                             f"shapes; got {a.shape} and {b.shape}") from None
+        return a, b, False
+    a, b = a.reshape(-1, m) if pa else a.reshape(-1), b.reshape(-1, m) if pb else b.reshape(-1)
+    Sa, Sb = a.shape[0], b.shape[0]
+    if Sa != Sb and 1 not in (Sa, Sb):
+        how = {True: "per domain (draw, domain) ", False: "shared "}
+        raise InputError(
+            f"alpha and beta must hold the same number of draws; got {Sa} {how[pa]}"
+            f"and {Sb} {how[pb]}draws for {m} domains. Per-domain draws need the "
+            f"domain axis last, shape (..., {m}); shared draws any other shape (a 1-D "
+            "array is always shared)")
+    S = max(Sa, Sb)
+    shape = (S, m) if pa or pb else (S,)
+    # a shared array next to a per-domain one: the same draw for every domain
+    a = np.broadcast_to(a if a.ndim == 2 or len(shape) == 1 else a[:, None], shape)
+    b = np.broadcast_to(b if b.ndim == 2 or len(shape) == 1 else b[:, None], shape)
+    return a, b, pa or pb
+
+
 def _posterior_average(func, cells, draws, budget=None):
     r"""Average ``func(*cells_unique, *draws_chunk)`` over draws, once per distinct cell.
 
@@ -800,8 +865,11 @@ def _betabin_loss_over_draws(loss, y, n, N, alpha, beta):
     instead of five log-gamma functions (about 3x faster; agrees to ~1e-12).
     Returns shape ``(d, u)``.
     """
-    alpha = np.asarray(alpha, dtype=float).reshape(-1, 1)
-    beta = np.asarray(beta, dtype=float).reshape(-1, 1)
+    # (d, 1) shared draws or (d, u) per-cell draws (decide's per-domain alpha, beta)
+    alpha = np.asarray(alpha, dtype=float)
+    beta = np.asarray(beta, dtype=float)
+    alpha = alpha if alpha.ndim == 2 else alpha.reshape(-1, 1)
+    beta = beta if beta.ndim == 2 else beta.reshape(-1, 1)
     m = N - n
     M = int(m.max()) if m.size else 0
     a_s, b_s = alpha + y, beta + n - y  # (d, u)
@@ -834,11 +902,12 @@ def _betabin_loss_over_draws(loss, y, n, N, alpha, beta):
 
 def _thin(draws, max_draws):
     """Evenly spaced subset of at most ``max_draws`` draws (all when None)."""
-    if max_draws is None or draws[0].size <= max_draws:
+    # draws are the first axis: (draw,) shared or (draw, domain) per-domain arrays
+    if max_draws is None or draws[0].shape[0] <= max_draws:
         return draws
     if int(max_draws) < 1:
         raise InputError(f"max_draws must be a positive whole number; got {max_draws!r}")
-    idx = np.linspace(0, draws[0].size - 1, int(max_draws)).round().astype(np.int64)
+    idx = np.linspace(0, draws[0].shape[0] - 1, int(max_draws)).round().astype(np.int64)
     return [d[idx] for d in draws]
 
 
@@ -874,7 +943,14 @@ def decide(
     alpha, beta : float or array_like, optional
         Fixed hyperparameters, or posterior draws of any (equal, or
         broadcastable) leading shape, e.g. ``(chain, draw)``; every draw is
-        weighted equally. Both None: the maximum-likelihood estimate of
+        weighted equally. Per-domain draws (the covariate beta-binomial model's
+        :math:`\alpha_d, \beta_d`): the domain axis last, ``(..., domain)`` (2 or
+        more dims), or an ``xarray.DataArray`` with a ``domain`` dim; each domain
+        is then averaged over its own draws. A 1-D array is always shared draws,
+        even with one value per domain; a ``(chain, draw)`` array whose draw
+        count equals the number of domains reads as per domain (pass it flat, or
+        as a DataArray). Draw counts that disagree are refused (a scalar is one
+        draw, repeated). Both None: the maximum-likelihood estimate of
         :func:`sdcbayes.risk.beta_binomial.fit_beta_binomial` from ``(y, n)``
         (``fit_method``).
     disclosure_loss, suppression_loss : str or Loss
@@ -948,21 +1024,32 @@ def decide(
     elif alpha is None or beta is None:
         raise InputError("give both alpha and beta (or neither, to estimate them from the domains)")
     else:
-        a_all, b_all = _draws(alpha, beta)
-        a_d, b_d = _thin([a_all, b_all], max_draws)
-        if not (np.all(a_all > 0) and np.all(b_all > 0) and np.all(np.isfinite(a_all + b_all))):
+        try:
+            a_all, b_all, per_domain = _domain_draws(alpha, beta, m)
+        except InputError:  # a ValueError too: its own message names the shapes
+            raise
+        except (TypeError, ValueError):
+            raise InputError("alpha and beta must hold numbers (draws of the Beta prior "
+                             "parameters)") from None
+        if not (np.all(a_all > 0) and np.all(b_all > 0) and np.all(np.isfinite(a_all))
+                and np.all(np.isfinite(b_all))):
             raise InputError(
                 "alpha and beta must be positive finite numbers (Beta prior parameters)"
             )
+        a_d, b_d = _thin([a_all, b_all], max_draws)
+        # draws along the first axis: per-domain draws are (draw, domain), and each
+        # domain is averaged over its own draws (not over every domain's)
         hyper = {
-            "source": "fixed" if a_d.size == 1 else "posterior draws",
-            "n_draws": int(a_all.size),
-            "n_draws_used": int(a_d.size),
+            "source": "fixed" if a_d.shape[0] == 1 else "posterior draws",
+            "n_draws": int(a_all.shape[0]),
+            "n_draws_used": int(a_d.shape[0]),
             "alpha": _hyper_summary(a_all),
             "beta": _hyper_summary(b_all),
             "mean": _hyper_summary(a_all / (a_all + b_all)),
             "concentration": _hyper_summary(a_all + b_all),
         }
+        if per_domain:  # then the summaries above pool every domain's values
+            hyper["per_domain"] = True
 
     def risk(loss):
         if not loss.depends_on_Y:

@@ -659,10 +659,18 @@ def summary_table(
         flat = flat.stack(_extra=extra) if extra else flat.expand_dims(_extra=[None])
         for i, label in enumerate(flat["_extra"].values):
             x = np.asarray(flat.isel(_extra=i).values, dtype=float)
-            mean = float(np.mean(rb.values)) if rb is not None else float(np.mean(x))
-            qv = np.quantile(x, qs)
             if extra:
                 label = label if isinstance(label, tuple) else (label,)
+            if rb is None:
+                mean = float(np.mean(x))
+            else:
+                # this label's companion only (averaging all labels' companions gave
+                # every label the same mean); a companion without the extra dims is
+                # shared by them
+                sel = {d: v for d, v in zip(extra, label or (), strict=True) if d in rb.dims}
+                mean = float(np.mean(rb.sel(sel).values))
+            qv = np.quantile(x, qs)
+            if extra:
                 where = ",".join(f"{d}={v}" for d, v in zip(extra, label, strict=True))
                 row: dict[str, Any] = {"quantity": f"{name}[{where}]"}
             else:

@@ -91,8 +91,10 @@ DEFAULT_METHODS = {"poisson-gamma": "nuts", "negbin": "nuts", "latent-class": "g
 #: Poisson's by a relative m**2/(2R) (e.g. P(0) = exp(-m + m**2/(2R) ...)), while the
 #: enumeration of :func:`sdcbayes.risk.compare.expected_loss_enumerated` loses about
 #: eps * R * log(R) (relative) in ``gammaln(x + R) - gammaln(R)``. 1e7 balances the
-#: two at about 1e-8 for the excess means of order 1 that sample uniques have; far
-#: larger means carry negligible mass on the small F that the losses weigh.
+#: two at about 1e-7 for the excess means of order 1 that sample uniques have
+#: (measured: expected re-identifications 8.7e-8 relative from the closed form
+#: f E(1/F) of :func:`evaluate_poisson_cells`; no effect on decisions); far larger
+#: means carry negligible mass on the small F that the losses weigh.
 POISSON_LIMIT_SIZE = 1e7
 
 #: file-level variables: per-draw name in GroupEvaluation.draws -> labelled name
@@ -304,9 +306,18 @@ def latent_class_pi(md, posterior, *, n=None, N=None) -> tuple[np.ndarray, float
 def _latent_class_excess(posterior, post: xr.Dataset, N: float) -> np.ndarray | None:
     """The latent-class fit's own excess means ``lam`` (draws, cells), or None.
 
-    Only a fit with a weight-class design variable (attrs ``weight_classes``) needs
-    them: it extrapolates class by class, so (N - n) pi is not its excess mean. They
-    were computed for the N the fit was sampled with, which must be ``N``.
+    Only a fit with a weight-class design variable (attrs ``weight_classes``, on the
+    InferenceData and, since it is read on its own too, on its ``posterior`` group)
+    needs them: it extrapolates class by class, so (N - n) pi is not its excess mean.
+    They were computed for the N the fit was sampled with, which must be ``N``.
+
+    Raises
+    ------
+    InputError
+        ``lam`` without the stamp that is not (N - n) pi: a weighted fit's posterior
+        whose stamp was lost (e.g. a group saved on its own by an older version);
+        falling back to (N - n) pi would silently drop the class-by-class extrapolation
+        (30% of ER on a two-stratum design).
     """
     # Not each cell's own mean weight (a cell's population spans strata, and the weight
     # of its one or two records is noise; cell_weight= is there for strata that are
@@ -314,14 +325,47 @@ def _latent_class_excess(posterior, post: xr.Dataset, N: float) -> np.ndarray | 
     # variable and extrapolates class by class, and its own excess means (stored as lam
     # for the N it was sampled with) replace (N - n) pi.
     stamped = {**dict(post.attrs), **dict(getattr(posterior, "attrs", None) or {})}
-    if "lam" not in post or not stamped.get("weight_classes"):
+    if "lam" not in post:
+        return None
+    if not stamped.get("weight_classes"):
+        if not isinstance(posterior, xr.Dataset):
+            return None  # the InferenceData carries the stamp of every weighted fit
+        # A posterior group on its own is legitimately unstamped with equal weights (no
+        # design variable): its lam is (N_fit - n) pi, one ratio per draw for every
+        # cell, and (N - n) pi is the model's excess for any N. A weighted fit's
+        # lam = n sum_g pi_kg (w_g - 1) varies in ratio from cell to cell: refuse it
+        # rather than drop it. A few draws of one chain tell (a weighted fit's ratios
+        # vary in every draw), without flattening the (draws, cells) arrays.
+        def few(da):
+            if "chain" not in da.dims or "draw" not in da.dims:
+                return _flat_draws(da)  # its error: dims chain and draw
+            pick = np.unique(np.linspace(0, da.sizes["draw"] - 1, 8).round().astype(int))
+            return _flat_draws(da.isel(chain=[0], draw=pick)).astype(float)
+
+        lam = few(post["lam"])
+        pi = few(post["pi"]) if "pi" in post else None
+        if pi is None or lam.shape != pi.shape:
+            raise InputError(
+                "the latent-class posterior has excess means lam but no pi of the same "
+                "shape: pass the InferenceData that LatentClassModel.sample returned")
+        ratio = lam.sum(axis=1) / np.maximum(pi.sum(axis=1), np.finfo(float).tiny)
+        if not np.allclose(lam, ratio[:, None] * pi, rtol=1e-8, atol=0.0):
+            raise InputError(
+                "the latent-class posterior's excess means lam are not (N - n) pi, so it "
+                "was fitted with a weight-class design variable, but its 'weight_classes' "
+                "stamp is missing (a posterior group saved on its own?): pass the "
+                "InferenceData that LatentClassModel.sample (or assess_posterior) returned, "
+                "or fit again")
         return None
     N_fit = _constant(posterior, "N")
+    if N_fit is None:  # a posterior group on its own: its stamp carries the N
+        N_fit = stamped.get("weight_classes_N")
+        N_fit = None if N_fit is None else float(N_fit)
     if N_fit is None or not math.isfinite(N_fit) or not np.isclose(N_fit, N):
         raise InputError(
             f"the latent-class posterior extrapolates weight class by weight class for "
             f"N={N_fit}; assess it with the same N (got N={N:g}), or sample it again "
-            "with this N")
+            "with this N (a posterior group without its N: pass the InferenceData)")
     return _flat_draws(post["lam"])
 
 
@@ -1168,7 +1212,10 @@ def _assess_latent_class(
     if "kappa" in idata.posterior:
         kap = idata.posterior["kappa"].values.ravel()
         od = json.loads(idata.attrs.get("overdispersion", "{}"))
-        lo, hi = np.quantile(kap, [quantiles[0], quantiles[-1]])
+        # the checked, sorted quantiles, as every other interval (not the raw argument:
+        # quantiles=(0.95, 0.05) would reverse the interval)
+        qs = _check_quantiles(quantiles)
+        lo, hi = np.quantile(kap, [qs[0], qs[-1]])
 
         def fin(x):
             # JSON has no inf: None stands for "no overdispersion" (Poisson cells)
