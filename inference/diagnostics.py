@@ -21,7 +21,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from sdcbayes.exceptions import ConvergenceError
+from sdcbayes.exceptions import ConvergenceError, warn_at_caller
 from sdcbayes.inference.posterior import get_group, has_group
 
 __all__ = [
@@ -194,7 +194,7 @@ def check_diagnostics(
     if problems and strict:
         raise ConvergenceError("sampling diagnostics failed: " + "; ".join(problems))
     for p in problems:
-        warnings.warn(p, ConvergenceWarning, stacklevel=3)
+        warn_at_caller(p, ConvergenceWarning)
     return problems
 
 
@@ -244,7 +244,7 @@ def check_truncation(
            "on Scotland 13 keys at 10%, 60 left tau1 and tau2 where they were and narrowed "
            "the intervals by 10%: benchmarks/README.md, \"The default on a million records: "
            "classes and overdispersion\", \"Twice the classes on Scotland 13 keys at 10%\")")
-    warnings.warn(msg, TruncationWarning, stacklevel=3)
+    warn_at_caller(msg, TruncationWarning)
     return out, msg
 
 
@@ -284,5 +284,5 @@ def check_predictive_uniques(row, *, tail: float = PPC_UNIQUES_TAIL) -> str | No
            "the sample uniques, so tau1, tau2 and the records' risks rest on a misfit; look "
            "for keys of very many levels (recode them), check structural zeros, and compare "
            "models (sdcbayes compare)")
-    warnings.warn(msg, PredictiveCheckWarning, stacklevel=3)
+    warn_at_caller(msg, PredictiveCheckWarning)
     return msg

@@ -63,7 +63,7 @@ from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 from scipy import optimize
 
 from sdcbayes._version import __version__
-from sdcbayes.exceptions import InputError, MissingDependencyError, ModelError
+from sdcbayes.exceptions import InputError, MissingDependencyError, ModelError, warn_at_caller
 from sdcbayes.inference.diagnostics import (
     ConvergenceWarning,
     check_diagnostics,
@@ -648,11 +648,10 @@ def _fit_advi(pm_model, *, draws, chains, random_seed, progressbar, advi_iterati
     tail, prev = loss[-tenth:], loss[-2 * tenth : -tenth]
     rel = float(abs(prev.mean() - tail.mean()) / max(abs(tail.mean()), 1.0)) if prev.size else 0.0
     if rel > 0.01:
-        warnings.warn(
+        warn_at_caller(
             f"ADVI loss still changed by {rel:.1%} over the last tenth of {advi_iterations} "
             "iterations: raise advi_iterations, or use method='nuts'",
             ConvergenceWarning,
-            stacklevel=3,
         )
     return idata, {"final_loss": float(tail.mean()), "loss_relative_change": rel}
 

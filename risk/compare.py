@@ -97,7 +97,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from sdcbayes.exceptions import DataError, InputError
+from sdcbayes.exceptions import DataError, InputError, warn_at_caller
 from sdcbayes.provenance import json_safe, seed_or_drawn, stamp
 from sdcbayes.risk.decisions import (
     DecisionResult,
@@ -738,7 +738,7 @@ def _warnings_named(name: str):
         yield
     for w in caught:
         if issubclass(w.category, SdcbayesWarning):
-            warnings.warn(f"{name}: {w.message}", w.category, stacklevel=3)
+            warn_at_caller(f"{name}: {w.message}", w.category)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
                                    source=w.source)

@@ -33,3 +33,44 @@ class MissingDependencyError(SdcbayesError, ImportError):
 
 class ConvergenceError(ModelError):
     """Sampling diagnostics failed in strict mode."""
+
+
+def warn_at_caller(message, category: type[Warning] = UserWarning) -> None:
+    """:func:`warnings.warn`, pointing at the first frame outside sdcbayes.
+
+    A fixed ``stacklevel`` points into the package whenever the warning is raised a
+    few calls deep (a ConvergenceWarning from ``assess_posterior`` showed
+    ``risk/posterior_assess.py`` as its source); the user's own line, the call they
+    made, is the useful one, in a notebook especially. The package's folders are
+    those of its four import packages (the layer folders sit apart in a source
+    checkout).
+    """
+    import sys
+    import warnings
+
+    import contextlib
+
+    # contextlib too: a warning re-issued on leaving a @contextmanager block runs in
+    # contextlib's __exit__, between two of the package's frames
+    dirs = (*_package_dirs(), contextlib.__file__)
+    level, frame = 2, sys._getframe(1)  # 2: warn_at_caller's caller
+    while frame is not None and frame.f_code.co_filename.startswith(dirs):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+_PACKAGE_DIRS: tuple[str, ...] | None = None
+
+
+def _package_dirs() -> tuple[str, ...]:
+    global _PACKAGE_DIRS
+    if _PACKAGE_DIRS is None:
+        import importlib
+        import os
+
+        dirs = []
+        for name in ("sdcbayes", "sdcbayes.models", "sdcbayes.inference", "sdcbayes.risk"):
+            for path in importlib.import_module(name).__path__:
+                dirs.append(os.path.join(os.path.abspath(path), ""))
+        _PACKAGE_DIRS = tuple(dirs)
+    return _PACKAGE_DIRS
