@@ -45,10 +45,9 @@ def warn_at_caller(message, category: type[Warning] = UserWarning) -> None:
     those of its four import packages (the layer folders sit apart in a source
     checkout).
     """
+    import contextlib
     import sys
     import warnings
-
-    import contextlib
 
     # contextlib too: a warning re-issued on leaving a @contextmanager block runs in
     # contextlib's __exit__, between two of the package's frames
