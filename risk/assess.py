@@ -109,8 +109,35 @@ def _counts_to_records(cell_counts, record_cell: np.ndarray):
     return cells_to_records(counts, record_cell)
 
 
-@dataclass(repr=False)  # the generated repr would print whole frames: see __repr__
-class Assessment:
+class SummaryRepr:
+    """Short ``repr`` and notebook table of a result: ``_title()`` and ``_summary_rows()``.
+
+    The generated dataclass repr would print whole frames and posteriors; these print
+    the headline numbers, and the frames stay one attribute away.
+    """
+
+    def _title(self) -> str:  # pragma: no cover - every result class defines it
+        raise NotImplementedError
+
+    def _summary_rows(self) -> list[tuple[str, str]]:  # pragma: no cover - likewise
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        rows = self._summary_rows()
+        width = max((len(k) for k, _ in rows), default=0)
+        return "\n".join([self._title(), *(f"  {k:<{width}}  {v}" for k, v in rows)])
+
+    def _repr_html_(self) -> str:
+        """A short summary table for notebooks."""
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+                       for k, v in self._summary_rows())
+        return (f"<table><caption style='text-align:left'><code>{html.escape(self._title())}"
+                f"</code></caption>{body}</table>")
+
+
+@dataclass(repr=False)  # SummaryRepr's short repr, not the generated one
+class Assessment(SummaryRepr):
     """Per-record and per-cell risk with a file summary and provenance.
 
     Attributes
@@ -179,20 +206,6 @@ class Assessment:
         s = self.summary
         method = f", method={s['method']!r}" if s.get("method") else ""
         return f"{type(self).__name__}(model={s.get('model', '')!r}{method})"
-
-    def __repr__(self) -> str:
-        # a few lines of headline numbers; the frames and posteriors are attributes
-        rows = self._summary_rows()
-        width = max((len(k) for k, _ in rows), default=0)
-        return "\n".join([self._title(), *(f"  {k:<{width}}  {v}" for k, v in rows)])
-
-    def _repr_html_(self) -> str:
-        """A short summary table for notebooks (the frames stay one attribute away)."""
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-                       for k, v in self._summary_rows())
-        return (f"<table><caption style='text-align:left'><code>{html.escape(self._title())}"
-                f"</code></caption>{body}</table>")
 
     def to_xarray(self):
         """Labelled view: a Dataset with dims ``record`` and ``cell`` and provenance attrs."""

@@ -74,7 +74,6 @@ hyperparameters come in as plain arrays.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,6 +85,7 @@ from scipy import special, stats
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.provenance import json_safe
+from sdcbayes.risk.assess import SummaryRepr
 from sdcbayes.risk.beta_binomial import (
     fit_beta_binomial,
     posterior_mean_Y,
@@ -448,8 +448,8 @@ def _pair_label(l1: Loss, l0: Loss) -> str:
 # --- results ---------------------------------------------------------------------
 
 
-@dataclass(repr=False)  # the generated repr would print every frame: see __repr__
-class DecisionResult:
+@dataclass(repr=False)  # SummaryRepr's short repr, not the generated one
+class DecisionResult(SummaryRepr):
     """Decisions, frontier, baseline, sensitivity and Jensen check for one set of cells.
 
     Attributes
@@ -531,20 +531,6 @@ class DecisionResult:
         for r in self.sensitivity.iloc[1:].itertuples():
             rows.append((f"  ranking by {r.pair}", f"{100 * r.suppression_at_target:.1f}%"))
         return rows
-
-    def __repr__(self) -> str:
-        # a few lines of headline numbers; the frames are attributes
-        rows = self._summary_rows()
-        width = max(len(k) for k, _ in rows)
-        return "\n".join([self._title(), *(f"  {k:<{width}}  {v}" for k, v in rows)])
-
-    def _repr_html_(self) -> str:
-        """A short summary table for notebooks (the frames stay one attribute away)."""
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-                       for k, v in self._summary_rows())
-        return (f"<table><caption style='text-align:left'><code>{html.escape(self._title())}"
-                f"</code></caption>{body}</table>")
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (non-finite numbers become None)."""
