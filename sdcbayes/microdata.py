@@ -1064,31 +1064,76 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _label_column(values: pd.Series, labels: dict) -> pd.Categorical:
+def _label_column(values: pd.Series, labels: dict, missing=None) -> pd.Categorical:
     """Codes with value labels -> categorical of the label names.
 
     Categories are the labels in the order of their codes (all declared labels,
     observed or not: they belong to the cell space), followed by observed values
-    that have no label, written as text (``7.0`` -> ``"7"``).
+    that have no label, written as text (``7.0`` -> ``"7"``). Labels are
+    stripped of surrounding blanks. A label on a code for which ``missing(code)``
+    is true (declared user-missing: its records are NaN) is left out, since that
+    category could never be observed. Codes that share one label stay distinct
+    levels, named ``"label [code]"`` (``"other [8]"``, ``"other [9]"``): merging
+    them would understate the risk of a file that carries both codes.
     """
-    ordered = sorted(labels.items(), key=lambda kv: (str(type(kv[0])), kv[0]))
-    cats = list(dict.fromkeys(str(lab) for _, lab in ordered))
-    mapped = values.map({k: str(v) for k, v in labels.items()})
+
+    def fmt(v):
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v)
+
+    kept = {k: str(v).strip() for k, v in labels.items() if not (missing and missing(k))}
+    ordered = sorted(kept.items(), key=lambda kv: (str(type(kv[0])), kv[0]))
+    uses: dict[str, int] = {}
+    for _, lab in ordered:
+        uses[lab] = uses.get(lab, 0) + 1
+    names = {k: (f"{lab} [{fmt(k)}]" if uses[lab] > 1 else lab) for k, lab in ordered}
+    cats = list(dict.fromkeys(names[k] for k, _ in ordered))
+    mapped = values.map(names)
     unlabelled = mapped.isna() & values.notna()
     if unlabelled.any():
         raw = values[unlabelled]
-
-        def fmt(v):
-            if isinstance(v, float) and v.is_integer():
-                return str(int(v))
-            return str(v)
-
         text = raw.map(fmt)
         mapped = mapped.astype(object)
         mapped[unlabelled] = text
         extra = [t for t in pd.unique(text.to_numpy(dtype=object)) if t not in set(cats)]
         cats += sorted(extra, key=lambda t: (len(t), t))
     return pd.Categorical(mapped, categories=cats)
+
+
+def _strip_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Strip surrounding blanks from the text values and text categories of ``frame``.
+
+    ``"a "``, ``" a"`` and ``"a"`` are one level: fixed-width exports pad text, and
+    SPSS's reader already drops trailing blanks, so without this one data set would
+    give different cells in different formats. A text that is empty after
+    stripping becomes missing, as an empty CSV field is.
+    """
+    for col in frame.columns:
+        s = frame[col]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            cats = s.cat.categories
+            if cats.dtype.kind == "O" or pd.api.types.is_string_dtype(cats.dtype):
+                new = [c.strip() if isinstance(c, str) else c for c in cats]
+                if new != list(cats):
+                    fixed = [c if c != "" else np.nan for c in new]
+                    dedup = list(dict.fromkeys(c for c in fixed if not pd.isna(c)))
+                    codes = s.cat.codes.to_numpy()
+                    lookup = np.array(fixed + [np.nan], dtype=object)
+                    frame[col] = pd.Categorical(lookup[codes], categories=dedup,
+                                                ordered=s.cat.ordered)
+        elif s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
+            codes, uniques = pd.factorize(s, use_na_sentinel=True)
+            if not len(uniques):
+                continue
+            uniq = np.asarray(uniques, dtype=object)
+            new = np.array([v.strip() if isinstance(v, str) else v for v in uniq], dtype=object)
+            new[new == ""] = np.nan
+            if all(a is b or a == b for a, b in zip(new, uniq, strict=True)):
+                continue
+            out = np.append(new, np.nan)[codes]  # code -1 (missing) -> the appended NaN
+            frame[col] = pd.Series(out, index=s.index, name=col, dtype=s.dtype)
+    return frame
 
 
 def _csv_separator(path: Path) -> str:
@@ -1114,7 +1159,163 @@ def _csv_separator(path: Path) -> str:
     return best if counts[best] > 0 else ","
 
 
-def read_microdata(path, *, columns=None) -> pd.DataFrame:
+#: Texts read as missing in CSV/TSV files by :func:`read_microdata`. pandas' own
+#: list is much longer and turns real levels into missing values ("None" = no
+#: religion, "NA" = Namibia, "NULL", "n/a"); this one holds what common writers
+#: put for a missing value: an empty field (pandas, Excel, SPSS/Stata exports),
+#: ``NA`` (R's ``write.csv``), ``#N/A`` (Excel) and ``NaN``/``nan`` (NumPy
+#: numbers written as text). Others ('.', '-9', 'NULL') via ``na_values=``.
+CSV_NA_VALUES = ("", "NA", "#N/A", "NaN", "nan")
+
+
+def _csv_numbers(text, decimal_comma: bool):
+    """Arrow string array without nulls -> numeric arrow array, or None if not numbers.
+
+    Arrow's casts are the fast path; pandas' parser is the fall-back for what they
+    refuse (``+7``). With ``decimal_comma`` a comma is read as the decimal mark.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    head = pc.unique(text.slice(0, 200)).to_pylist()
+    try:  # a text column is refused here, before any work on the whole column
+        pd.to_numeric(pd.Series([t.replace(",", ".") if decimal_comma else t for t in head],
+                                dtype=object))
+    except (ValueError, TypeError):
+        return None
+    tries = [text]
+    if decimal_comma and pc.any(pc.match_substring(text, ",")).as_py():
+        tries.append(pc.replace_substring(text, ",", "."))
+    # a failed cast costs ~40x a successful one: test the texts first
+    forms = ((r"^[+-]?[0-9]+$", pa.int64()),
+             (r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$", pa.float64()))
+    for t in tries:
+        for pattern, typ in forms:
+            if pc.all(pc.match_substring_regex(t, pattern)).as_py():
+                try:
+                    return pc.cast(t, typ)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # overflow
+                    pass
+    for t in tries:
+        uniques = pc.unique(t)
+        try:  # stops at the first text that is no number: cheap for text columns
+            num = pd.to_numeric(pd.Series(uniques.to_pylist(), dtype=object))
+        except (ValueError, TypeError):
+            continue
+        if num.dtype.kind in "iuf":
+            return pc.take(pa.array(num.to_numpy()), pc.index_in(t, value_set=uniques))
+    return None
+
+
+def _csv_column(s: pd.Series, missing, decimal_comma: bool) -> pd.Series:
+    """One CSV column of text -> stripped text, or numbers when that loses nothing.
+
+    Missing: null, or the stripped text is one of ``missing``, or a lone ``"."``
+    in a column whose other values are all numbers (a SAS/Stata missing number).
+    The column becomes numeric (int64, or float64 with missing values or
+    decimals) when every other value parses as a number and no two different
+    integer texts give the same number: ``"012"`` and ``"12"`` are different
+    codes and keep the column text; zero-padded codes alone (``"01"`` … ``"12"``)
+    convert.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pa.array(s, from_pandas=True)
+    if not isinstance(text, pa.ChunkedArray):
+        text = pa.chunked_array([text])
+    if text.type != pa.large_string():
+        text = text.cast(pa.large_string())
+    text = pc.utf8_trim_whitespace(text)
+    na = pc.fill_null(pc.or_(pc.is_null(text), pc.is_in(
+        text, value_set=pa.array(sorted(missing), type=pa.large_string()))), True)
+    dot = pc.fill_null(pc.and_not(pc.equal(text, "."), na), False)
+    for gap in (na, pc.or_(na, dot)) if pc.any(dot).as_py() else (na,):
+        keep = pc.invert(gap)
+        kept = pc.filter(text, keep)
+        if len(kept) == 0:
+            break
+        num = _csv_numbers(kept.combine_chunks(), decimal_comma)
+        if num is None:
+            continue
+        # identity: two different integer texts (012, 12) must stay two codes
+        ints = pc.match_substring_regex(kept, r"^[+-]?[0-9]+$")
+        if pc.any(ints).as_py():
+            ti, ni = pc.filter(kept, ints), pc.filter(num, ints.combine_chunks())
+            if pc.count_distinct(ti).as_py() != pc.count_distinct(ni).as_py():
+                break
+        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        arr = num.to_numpy(zero_copy_only=False)
+        if mask.all() and arr.dtype.kind in "iu":
+            return pd.Series(arr, index=s.index, name=s.name)
+        full = np.full(len(text), np.nan)
+        full[mask] = arr
+        return pd.Series(full, index=s.index, name=s.name)
+    out = pc.if_else(na, pa.scalar(None, pa.large_string()), text).to_pandas()
+    if out.dtype == object:  # pandas < 3: object column, None -> NaN as read_csv has it
+        out = out.astype(object).where(out.notna(), np.nan)
+    out.index, out.name = s.index, s.name
+    return out
+
+
+def _has_leading_zero(p: Path) -> bool:
+    """Whether some field of the file starts with a zero and a digit (``007``).
+
+    Vectorised over the bytes (a regular expression takes ~4x longer): each ``0``
+    followed by a digit is checked for a field start before it (a separator, a
+    line break or the file's start, then up to two of blank, quote and sign).
+    """
+    import gzip
+
+    opener = gzip.open if p.name.lower().endswith(".gz") else open
+    with opener(p, "rb") as fh:
+        data = np.frombuffer(fh.read(), dtype=np.uint8)
+    if len(data) < 2:
+        return False
+    z = np.flatnonzero(data[:-1] == ord("0"))
+    z = z[(data[z + 1] >= ord("0")) & (data[z + 1] <= ord("9"))]
+    boundary = np.zeros(257, dtype=bool)  # index 256: before the file's first byte
+    boundary[list(b",;\t|\r\n") + [256]] = True
+    opening = np.zeros(257, dtype=bool)
+    opening[list(b' "+-')] = True
+    prev = z - 1
+    for _ in range(2):
+        prev = prev - opening[_byte_before(data, prev)]
+    return bool(np.any(boundary[_byte_before(data, prev)]))
+
+
+def _byte_before(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``data[pos]`` as int64, 256 where ``pos`` is before the start."""
+    return np.where(pos >= 0, data[np.maximum(pos, 0)].astype(np.int64), 256)
+
+
+def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
+    """Read a CSV/TSV file, every value keeping its identity (:func:`_csv_column`).
+
+    pandas' fast parser reads the file once; its text columns are then stripped and
+    typed. Its numeric columns are right unless the file writes whole numbers with
+    leading zeros: only then are those columns read again as text and checked.
+    """
+    missing = set(CSV_NA_VALUES) | {str(v).strip() for v in na_values or ()}
+    decimal_comma = sep == ";"  # the European spreadsheet convention: 10,5
+    frame = pd.read_csv(p, sep=sep, usecols=columns, keep_default_na=False,
+                        na_values=sorted(missing), decimal="," if decimal_comma else ".")
+    for c in frame.columns:
+        s = frame[c]
+        if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
+            frame[c] = _csv_column(s, missing, decimal_comma)
+    whole = [c for c in frame.columns if frame[c].dtype.kind in "iu" or (
+        frame[c].dtype.kind == "f" and bool(np.all(np.isnan(v := frame[c].to_numpy())
+                                                  | (v == np.round(v)))))]
+    if whole and _has_leading_zero(p):
+        raw = pd.read_csv(p, sep=sep, usecols=whole, dtype=str, keep_default_na=False,
+                          na_values=[])
+        for c in whole:
+            frame[c] = _csv_column(raw[c], missing, decimal_comma)
+    return frame
+
+
+def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     """Read a microdata file into a DataFrame, value labels becoming categories.
 
     Parameters
@@ -1129,6 +1330,9 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
         ``read_dta``, ``read_sas7bdat``, ``read_xport``).
     columns : list of str, optional
         Read only these columns (faster for wide files).
+    na_values : sequence of str, optional
+        CSV/TSV only: more texts that mean "missing" in this file (``"."``,
+        ``"-9"``, ``"NULL"``), on top of :data:`CSV_NA_VALUES`.
 
     Returns
     -------
@@ -1145,6 +1349,34 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
         label where a column name is expected; nothing else reads them
         (:class:`Microdata` works on column names only). CSV and Parquet files
         have no variable labels: the key is then absent.
+
+    Notes
+    -----
+    CSV/TSV files are read as text and typed column by column, so that no
+    value changes identity on the way in:
+
+    - Missing: a field whose text is one of :data:`CSV_NA_VALUES` (``""``,
+      ``NA``, ``#N/A``, ``NaN``, ``nan``) or of ``na_values``, and a lone
+      ``"."`` in a column whose other values are all numbers (how SAS and Stata
+      write a missing number). ``None``, ``NULL``, ``n/a`` are levels unless
+      listed in ``na_values``; a quoted ``"NA"`` cannot be told from R's NA.
+    - Numbers: a column becomes numeric (int64, or float64 when it has missing
+      values or decimals) when all its other values are numbers and no two
+      different integer texts give one number. ``"012"`` and ``"12"`` are two
+      codes, so such a column stays text; zero-padded codes alone (``"01"`` …
+      ``"12"``) become numbers. In a semicolon-separated ``.csv`` a comma is
+      the decimal mark (``10,5`` = 10.5), the European spreadsheet convention.
+    - The file must be UTF-8 (an initial byte-order mark is fine).
+
+    In every format, text values (and category names, value labels included)
+    are stripped of surrounding blanks, and a text that is then empty is
+    missing: ``"a "`` and ``"a"`` are one level, as SPSS's own reader has them.
+    Column names are kept as written; :func:`resolve_columns` accepts a name
+    without its surrounding blanks.
+
+    SPSS and Stata value labels on codes declared missing (SPSS user-missing
+    values, Stata ``.a``-``.z``) are not categories (no record can hold them).
+    Codes that share one label stay two levels, ``"label [code]"``.
 
     Raises
     ------
@@ -1178,17 +1410,24 @@ def read_microdata(path, *, columns=None) -> pd.DataFrame:
             if columns is not None:
                 header = pd.read_csv(p, sep=sep, nrows=0).columns
                 _check_columns(columns, header, p)
-            frame = pd.read_csv(p, sep=sep, usecols=columns)
+            frame = _read_csv(p, sep, columns, na_values)
         elif ext in (".parquet", ".pq"):
             if columns is not None:
                 import pyarrow.parquet as pq
 
                 _check_columns(columns, pq.read_schema(p).names, p)
-            frame = pd.read_parquet(p, engine="pyarrow", columns=columns)
+            frame = _strip_text(pd.read_parquet(p, engine="pyarrow", columns=columns))
         else:
-            frame = _read_readstat(p, ext, columns)
+            frame = _strip_text(_read_readstat(p, ext, columns))
     except (InputError, DataError):
         raise
+    except UnicodeDecodeError as exc:
+        # No silent retry in Latin-1: it decodes any bytes, right or wrong.
+        raise DataError(
+            f"could not read '{p.name}': it is not UTF-8 text ({_one_line(exc)}); save it "
+            "as UTF-8 (Excel: 'CSV UTF-8'), or read it with pandas.read_csv(..., "
+            "encoding='latin-1') and pass the DataFrame to Microdata"
+        ) from exc
     except Exception as exc:  # any parser failure -> one readable line
         raise DataError(
             f"could not read '{p.name}' as a {_FORMAT_NAMES[ext]} file: {_one_line(exc)}; "
@@ -1211,6 +1450,44 @@ def _check_columns(columns, available, p: Path) -> None:
         )
 
 
+def _missing_code(ext: str, ranges):
+    """Predicate telling whether a labelled code is declared missing (never a category).
+
+    SPSS: the code falls in one of the column's ``missing_ranges`` (values or
+    ``lo``-``hi`` ranges). Stata: labels on ``.a``-``.z`` come keyed by the letter.
+    """
+    pairs = [(e["lo"], e["hi"]) if isinstance(e, dict) else (e, e) for e in ranges or []]
+
+    def missing(code) -> bool:
+        if ext == ".dta" and isinstance(code, str):
+            return True
+        for lo, hi in pairs:
+            try:
+                if lo <= code <= hi:
+                    return True
+            except TypeError:  # text range against a number, or the reverse
+                continue
+        return False
+
+    return missing
+
+
+def _category_codes(labels: dict, categories) -> dict:
+    """Category name -> its code in the file, for the labelled categories of a column.
+
+    Inverts :func:`_label_column`'s naming (stripped labels, ``"label [code]"``).
+    """
+    names = set(map(str, categories))
+    out = {}
+    for code, lab in labels.items():
+        text = str(lab).strip()
+        num = int(code) if isinstance(code, float) and code.is_integer() else code
+        for name in (text, f"{text} [{num}]"):
+            if name in names:
+                out[name] = code
+    return out
+
+
 def _read_readstat(p: Path, ext: str, columns) -> pd.DataFrame:
     import pyreadstat
 
@@ -1227,9 +1504,18 @@ def _read_readstat(p: Path, ext: str, columns) -> pd.DataFrame:
         _check_columns(columns, meta.column_names, p)
     frame, meta = reader(str(p), usecols=columns)
     labels = getattr(meta, "variable_value_labels", None) or {}
+    ranges: dict = {}
+    if labels and ext in (".sav", ".zsav", ".por"):
+        # the user-missing declarations are only reported when asked for
+        _, full = reader(str(p), metadataonly=True, user_missing=True)
+        ranges = getattr(full, "missing_ranges", None) or {}
+    value_codes: dict[str, dict] = {}
     for col, lab in labels.items():
         if col in frame.columns and lab:
-            frame[col] = _label_column(frame[col], lab)
+            frame[col] = _label_column(frame[col], lab, _missing_code(ext, ranges.get(col)))
+            value_codes[str(col)] = _category_codes(lab, frame[col].cat.categories)
+    if value_codes:  # category -> code, for a writer that puts the codes back
+        frame.attrs["value_codes"] = value_codes
     names_to_labels = getattr(meta, "column_names_to_labels", None) or {}
     frame.attrs["column_labels"] = {
         str(c): str(lab).strip()
@@ -1249,7 +1535,8 @@ def resolve_columns(
 ) -> list[str]:
     """Map variable names given by a user to column names of ``frame``.
 
-    Each name is, in this order: a column name (exact match); or the variable
+    Each name is, in this order: a column name (exact match); a column name
+    once surrounding blanks are ignored on both sides (one such column); or the variable
     label of exactly one column, compared without regard to case or surrounding
     blanks (labels from ``frame.attrs["column_labels"]``, which
     :func:`read_microdata` fills for SPSS, Stata and SAS files). SPSS users know
@@ -1294,12 +1581,26 @@ def resolve_columns(
         by_label.setdefault(lab.strip().casefold(), []).append(col)
     where = f" in {source}" if source else " in the data"
 
+    by_stripped: dict[str, list[str]] = {}
+    for col in columns:
+        by_stripped.setdefault(col.strip(), []).append(col)
+
     resolved: list[str] = []
     unknown: list[str] = []
     for name in names:
         if name in frame.columns:
             resolved.append(name)
             continue
+        # a header written "age " (spreadsheet exports) is found as "age"
+        near = by_stripped.get(str(name).strip(), [])
+        if len(near) == 1:
+            resolved.append(near[0])
+            continue
+        if len(near) > 1:
+            raise DataError(
+                f"{option} {name!r} matches several columns once blanks are ignored{where} "
+                f"({_quote_list(near)}); rename them so that they differ"
+            )
         hits = by_label.get(str(name).strip().casefold(), [])
         if len(hits) == 1:
             resolved.append(hits[0])
