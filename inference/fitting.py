@@ -902,7 +902,8 @@ def fit(
     cores : int, optional
         Parallel chain processes (default 1: sequential chains, faster for models on
         sufficient statistics; raise it for expensive models: it takes
-        :func:`pymc.sample`, which recompiles the graph).
+        :func:`pymc.sample`, which recompiles the graph). NUTS draws depend on it
+        (the two paths differ), so it is stamped in the settings.
     progressbar : bool or str
         Show sampling progress on stderr (off by default in the Python API; the CLI
         turns it on unless ``--quiet``/``--json``). The compiled-once NUTS path drives
@@ -977,6 +978,9 @@ def fit(
         "tune": int(tune) if method in ("nuts", "nutpie") else None,
         "random_seed": random_seed,
         "target_accept": target_accept if method in ("nuts", "nutpie") else None,
+        # NUTS draws depend on it (cores > 1 runs PyMC's own sampler, not the compiled
+        # path above): stamped so that the settings repeat the run
+        "cores": 1 if cores is None else int(cores),
     }
     with _quiet_pymc_logs(progressbar):
         idata, extra = _run(model, method, comp, pm_model, settings, draws=draws, chains=chains,

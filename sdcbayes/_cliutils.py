@@ -20,7 +20,13 @@ import click
 from sdcbayes.exceptions import InputError
 
 EXIT_INPUT = 2
-MARKER_FILE = "summary.json"  # an output folder of ours always has one
+#: The files the commands write (besides ``protect``'s protected file, whose name its
+#: summary.json records as ``protected_file``). In a folder of ours these are the old
+#: run's outputs, replaced or removed; any other file is the user's and is carried over.
+OUTPUT_FILES = frozenset({
+    "summary.json", "records.csv", "report.html", "posterior.nc", "decisions.csv",
+    "frontier.csv", "frontiers.csv", "comparison.csv", "log.csv",
+})
 
 
 # --------------------------------------------------------------------------- helpers
@@ -31,50 +37,147 @@ def split_names(value: str | None) -> list[str] | None:
     return names or None
 
 
-def check_out_dir(out: Path) -> None:
-    """Refuse to overwrite a folder that is not a previous sdcbayes output.
+def previous_outputs(out: Path) -> frozenset[str] | None:
+    """Names of the files a previous sdcbayes run wrote into ``out``, or None if not ours.
 
-    Also refuses a path under an existing file (``--out afile/sub``), which the
-    folder could never be made in, before any work starts.
+    A folder is ours when its ``summary.json`` is JSON that carries
+    ``sdcbayes_version`` (at the top, as every command writes it, or in its
+    provenance): a file merely named summary.json (a user's project may hold one)
+    does not make a folder ours. Ownership is read from that content rather than from
+    a marker file of its own, so an output folder holds exactly the files its command
+    documents, and folders written by earlier versions are recognised too.
     """
-    for parent in Path(os.path.abspath(out)).parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise InputError(f"--out {out} lies under {parent}, which is a file, not a "
-                                 "folder; give a folder path")
-            break
+    try:
+        info = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent, unreadable or not JSON: not provably ours
+        return None
+    if not isinstance(info, dict):
+        return None
+    prov = info.get("provenance")
+    if "sdcbayes_version" not in info and not (
+        isinstance(prov, dict) and "sdcbayes_version" in prov
+    ):
+        return None
+    protected = info.get("protected_file")
+    return OUTPUT_FILES | ({protected} if isinstance(protected, str) else set())
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _unwritable(out: Path, reason: str) -> InputError:
+    return InputError(f"--out {out} cannot be written ({reason}); choose another folder")
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse, before any work, an ``--out`` the output could not be written to.
+
+    Refused: a folder that is not a previous sdcbayes output (:func:`previous_outputs`)
+    and is not empty; a file; a path under an existing file (``--out afile/sub``); a
+    location that cannot be written (read-only, no permission, a name too long), found
+    by creating and removing a probe folder where the output's temporary folder will go.
+    """
+    try:
+        _check_out_dir(out)
+    except OSError as e:  # e.g. out.exists() on a name longer than the file system allows
+        raise _unwritable(out, e.strerror or str(e)) from None
+
+
+def _check_out_dir(out: Path) -> None:
+    absolute = Path(os.path.abspath(out))
+    parent = next(p for p in absolute.parents if p.exists())
+    if not parent.is_dir():
+        raise InputError(f"--out {out} lies under {parent}, which is a file, not a "
+                         "folder; give a folder path")
     if out.exists():
         if not out.is_dir():
             raise InputError(f"--out {out} exists and is a file; give a folder name")
-        contents = list(out.iterdir())
-        if contents and not (out / MARKER_FILE).exists():
+        contents = sorted(p.name for p in out.iterdir())
+        if contents and previous_outputs(out) is None:
+            shown = ", ".join(contents[:3]) + (", ..." if len(contents) > 3 else "")
             raise InputError(
-                f"--out {out} exists and holds files that sdcbayes did not write; "
+                f"--out {out} exists and holds files that sdcbayes did not write ({shown}); "
                 "choose a new folder or empty it"
             )
+    # the components still to be made, checked against the file system's name limit
+    # (the temporary folder's name is shortened, see write_output_folder)
+    limit = _name_max(parent)
+    for part in absolute.relative_to(parent).parts:
+        if len(part.encode("utf-8", "surrogateescape")) > limit:
+            raise _unwritable(out, f"the name {part[:20]}... is longer than {limit} bytes")
+    # the output is written into a temporary folder beside it (in `parent` when it
+    # exists) and renamed: a probe folder there finds a read-only or forbidden place now
+    # rather than after the fit
+    try:
+        probe = tempfile.mkdtemp(prefix=".sdcbayes-probe-", dir=parent)
+        os.rmdir(probe)
+    except OSError as e:
+        raise _unwritable(out, e.strerror or str(e)) from None
+
+
+def _tmp_prefix(name: str, what: str) -> str:
+    # shortened: a name near the file system's limit plus ".partial-XXXXXXXX" would not fit
+    return f".{name[:100]}.{what}-"
+
+
+def _output_mode() -> int:
+    # mkdtemp makes the folder 0700; an output folder gets the mode a plain mkdir gives
+    # it (the umask), so that colleagues can open a report written on a shared server
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
 
 
 def write_output_folder(out: Path, writers: dict[str, Callable[[Path], None]]) -> None:
     """Write every file into a temporary sibling folder, then move it into place.
 
     A previous sdcbayes output in ``out`` is replaced only once the new one is
-    complete, so an interrupted run leaves the old results intact.
+    complete, so an interrupted run leaves the old results intact. Files in the old
+    folder that are not sdcbayes outputs (a user's notes) are carried over into the new
+    one; the old run's own outputs are not, so a stale ``posterior.nc`` never sits
+    beside results it does not belong to.
     """
     out = out.resolve()
+    previous: frozenset[str] | None = None
+    if out.exists():
+        previous = previous_outputs(out)
+        if previous is None and any(out.iterdir()):  # check_out_dir refused this already
+            raise InputError(f"--out {out} exists and holds files that sdcbayes did not "
+                             "write; choose a new folder or empty it")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "partial"), dir=out.parent))
+    carried: list[str] = []
     try:
         for name, write in writers.items():
             write(tmp / name)
+        os.chmod(tmp, _output_mode())
         if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            for entry in sorted(out.iterdir()):
+                if entry.name not in (previous or ()) and entry.name not in writers:
+                    entry.rename(tmp / entry.name)  # same file system: a rename, no copy
+                    carried.append(entry.name)
+            old = out.with_name(_tmp_prefix(out.name, f"old-{os.getpid()}"))
             out.rename(old)
-            tmp.rename(out)
+            try:
+                tmp.rename(out)
+            except BaseException:
+                old.rename(out)  # the old output (user files still in tmp, moved back below)
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             tmp.rename(out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for name in carried:  # the user's files go back where they were
+            try:
+                (tmp / name).rename(out / name)
+            except OSError:
+                pass
+        if not carried or all(not (tmp / n).exists() for n in carried):
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -93,7 +93,10 @@ def cli() -> None:
     "--keys",
     help="Key variables the intruder knows, comma-separated column names "
     "(e.g. age,sex,region); for SPSS, Stata and SAS files a variable label "
-    "(\"Age in years\", any case) may stand for its column. Required with DATA.",
+    "(\"Age in years\", any case) may stand for its column. Required with DATA. In "
+    "SPSS and Stata files every declared value label of a key is a level of the cell space "
+    "(K) even where no record has it, so the posterior models' numbers can differ from "
+    "those of a CSV export of the same records (the closed form's do not).",
 )
 @click.option(
     "--weight",
@@ -232,9 +235,13 @@ def cli() -> None:
     "--cores", type=int, default=None,
     help="Posterior models: chains run at once. latent-class: threads, default all CPUs "
     "up to --chains (the draws do not depend on it); NUTS: worker processes, default 1 "
-    "(each compiles the model again).",
+    "(each compiles the model again). NUTS draws depend on it: with more than 1 core "
+    "PyMC's own sampler runs the chains, so --seed repeats a run only with the same "
+    "--cores (stamped in summary.json's settings).",
 )
-@click.option("--seed", type=int, default=None, help="Random seed (posterior models).")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Random seed (posterior models), a whole number >= 0; without it one is "
+              "drawn and stamped in summary.json's settings.")
 @click.option(
     "--fit-method",
     type=click.Choice(["nuts", "nutpie", "advi", "map", "gibbs"]),
@@ -305,7 +312,9 @@ def cli() -> None:
     type=click.Path(path_type=Path),
     default=Path("sdcbayes-output"),
     show_default=True,
-    help="Output folder: summary.json, records.csv, report.html.",
+    help="Output folder: summary.json, records.csv, report.html, and posterior.nc for the "
+    "posterior models. An earlier sdcbayes output there is replaced (files of your own in "
+    "it are kept); a folder holding other files is refused.",
 )
 @click.option(
     "--posterior/--no-posterior", "write_posterior", default=True, show_default=True,
@@ -352,7 +361,8 @@ def assess(
 ) -> None:
     """Assess disclosure risk per record and for the whole file.
 
-    DATA is a CSV, Parquet, SPSS (.sav), Stata (.dta) or SAS (.sas7bdat) file.
+    DATA is a CSV (.csv, .csv.gz, .tsv), Parquet (.parquet, .pq), SPSS (.sav, .zsav,
+    .por), Stata (.dta) or SAS (.sas7bdat, .xpt) file.
     With no DATA, the embedded demo sample is used (its true population
     frequencies are known, so the true tau1 and tau2 are printed beside the
     estimates).
@@ -406,8 +416,13 @@ def assess(
                          "cross-validation: it needs --model latent-class and "
                          "--overdispersion cv")
 
+    ignored = check_applicable(
+        model=model, fit_method=fit_method, method=method, missing=missing,
+        profile_prior=profile_prior,
+    )
     frame, key_list, roles, truth, source = load_input(
-        data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json
+        data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json,
+        sampling_fraction=sampling_fraction,
     )
     weight, household, strata = roles["weight"], roles["household"], roles["strata"]
     if cluster_correction != "none" and (model != "latent-class" or household is None):
@@ -463,7 +478,7 @@ def assess(
                 "cells) or a larger sample"
             )
 
-    notes: list[str] = []
+    notes: list[str] = list(ignored)
     if model == "closed-form" and md.weights is None:
         # legitimate for a census or a whole register, but a sample read so is all risk
         notes.append(
@@ -509,6 +524,17 @@ def assess(
     if truth is not None:
         summary["truth"] = truth
     summary["provenance"] = result.provenance
+    if missing != "wildcard" and "alpha" in (result.provenance.get("data") or {}):
+        # alpha weighs wildcard matches: under category or drop there are none, so it is
+        # not stamped as if it had been used (a copy: the result keeps its own stamp)
+        summary["provenance"] = {**result.provenance,
+                                 "data": {**result.provenance["data"], "alpha": None}}
+    if model in ("poisson-gamma", "negbin"):
+        # NUTS draws depend on --cores (PyMC's own sampler above 1): stamped with the
+        # settings, so that they repeat the run (the latent-class draws do not depend on it)
+        settings = {**(summary["provenance"].get("settings") or {}),
+                    "cores": 1 if cores is None else int(cores)}
+        summary["provenance"] = {**summary["provenance"], "settings": settings}
     cli_worded_summary(summary)
 
     from sdcbayes.report import assessment_report
@@ -555,25 +581,95 @@ def by_stratum(md, cells: Any) -> list[dict[str, Any]]:
             for label, row in zip(sums.index, sums.itertuples(index=False), strict=True)]
 
 
-def load_input(data: Path | None, keys: str | None, *, quiet: bool, **roles: str | None):
+def given(name: str) -> bool:
+    """Whether the option with Python name ``name`` was given on the command line.
+
+    False outside a click command (the callback called directly) and for defaults.
+    """
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+
+#: assess options that only the latent-class model reads (each changes what is fitted).
+LATENT_CLASS_OPTIONS = {"classes": "--classes", "structural_zeros": "--structural-zeros",
+                        "overdispersion": "--overdispersion", "profile_prior": "--profile-prior",
+                        "ppc": "--ppc"}
+#: assess options of the posterior samplers: the closed form has nothing to sample, and
+#: scripts pass them routinely, so a closed-form run warns rather than refuses.
+SAMPLER_OPTIONS = {"draws": "--draws", "chains": "--chains", "tune": "--tune",
+                   "seed": "--seed", "cores": "--cores", "strict": "--strict",
+                   "target_accept": "--target-accept",
+                   "write_posterior": "--posterior/--no-posterior"}
+
+
+def check_applicable(*, model: str, fit_method: str | None, method: str, missing: str,
+                     profile_prior: str) -> list[str]:
+    """Refuse options that would change the meaning of a run the model does not do.
+
+    Such an option given with a model that ignores it would be stamped in the
+    provenance's command line as if it had taken effect. Options that change what
+    is computed are refused (:class:`InputError`); harmless sampler settings given to
+    the closed form, or NUTS' ``--target-accept`` given to another sampler, are
+    returned as warnings (stderr and summary.json's warnings).
+    """
+    if given("alpha") and missing != "wildcard":
+        raise InputError(f"--alpha weighs wildcard matches, but --missing {missing} makes "
+                         "none: leave out --alpha or use --missing wildcard")
+    if model != "latent-class":
+        for name, option in LATENT_CLASS_OPTIONS.items():
+            if given(name) and not (name == "profile_prior" and profile_prior in ("cv", "span")):
+                raise InputError(f"{option} is an option of the latent-class model: leave it "
+                                 f"out with --model {model}, or use --model latent-class")
+    warnings: list[str] = []
+    if model != "closed-form" and given("method"):
+        if method != "exact":
+            raise InputError(f"--method {method} is the closed form's approximation: use "
+                             f"--model closed-form, or leave out --method with --model {model}")
+        warnings.append(f"--method chooses the closed form's formula; --model {model} "
+                        "ignores it")
+    if model == "closed-form":
+        if given("fit_method"):
+            raise InputError(f"--fit-method {fit_method} chooses a posterior model's sampler, "
+                             "but --model closed-form fits nothing: leave out --fit-method or "
+                             "choose a posterior --model")
+        unused = [option for name, option in SAMPLER_OPTIONS.items() if given(name)]
+        if unused:
+            warnings.append(f"{', '.join(unused)} set the posterior models' sampler; --model "
+                            "closed-form samples nothing and ignores them")
+    elif given("target_accept") and fit_method not in ("nuts", "nutpie"):
+        warnings.append(f"--target-accept is NUTS' setting; --fit-method {fit_method} ignores it")
+    if model != "closed-form" and fit_method in ("map", "advi") and given("tune"):
+        warnings.append(f"--tune sets NUTS' warm-up; --fit-method {fit_method} has none and "
+                        "ignores it")
+    return warnings
+
+
+def load_input(data: Path | None, keys: str | None, *, quiet: bool,
+               sampling_fraction: float | None = None, **roles: str | None):
     """The frame a command works on: DATA read and its variables resolved, or the demo.
 
     Returns ``(frame, keys, roles, truth, source)``: ``roles`` maps each of the given
     role options (weight, household, strata) to a column; ``truth`` holds the demo's
-    true tau1, tau2 and expected re-identifications (None for a user's file).
+    true tau1, tau2 and expected re-identifications (None for a user's file, and for
+    the demo on other keys than its own: the truth is that of the demo's keys). The
+    demo's weight stands in for ``--weight`` unless ``sampling_fraction`` is given.
     """
     key_list = split_names(keys)
     if data is None:
         from sdcbayes.datasets import load_demo
 
         demo = load_demo()
-        demo_roles = {"weight": demo.weight, "household": demo.household, "strata": demo.strata}
+        demo_roles = {"weight": None if sampling_fraction is not None else demo.weight,
+                      "household": demo.household, "strata": demo.strata}
         resolved = {role: value or demo_roles[role] for role, value in roles.items()}
         truth = {
             "tau1": demo.truth.tau1,
             "tau2": demo.truth.tau2,
             "expected_reidentifications": demo.truth.expected_reidentifications,
-        }
+        } if key_list is None or set(key_list) == set(demo.keys) else None
         source = "embedded demo sample (sdcbayes.datasets.load_demo)"
         return demo.sample, key_list or list(demo.keys), resolved, truth, source
     if not key_list:
@@ -601,7 +697,7 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     def count(name: str) -> str:
         # posterior models give a posterior mean (not a whole number) and an interval
         x = s[name]
-        v = f"{x:,}" if float(x).is_integer() else f"{x:,.1f}"
+        v = f"{int(x):,}" if float(x).is_integer() else f"{x:,.1f}"
         interval = s.get(f"{name}_interval")
         if interval is not None:
             v += f"  [{interval[0]:,.0f}, {interval[1]:,.0f}]"
@@ -629,9 +725,8 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     if "n_above_threshold" in s:
         rows.append((f"records with risk > {s['risk_threshold']}", count("n_above_threshold")))
     if "household_expected_reidentifications" in s:
-        rows.append(
-            ("household expected re-identifications", f"{s['household_expected_reidentifications']:.2f}")
-        )
+        rows.append(("household expected re-identifications",
+                     with_truth("household_expected_reidentifications")))
     od = s.get("overdispersion")
     if od:
         def k(x):
@@ -677,15 +772,20 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
             v = diag.get(key)
             return missing if v is None else format(v, fmt)
 
-        rows.append(
-            (
-                "diagnostics",
-                f"max r_hat {num('max_r_hat', '.3f', 'n/a (one chain)')}, "
-                f"min ESS {num('min_ess_bulk', '.0f', 'n/a')} bulk, "
-                f"{num('min_ess_tail', '.0f', 'n/a')} tail, "
-                f"divergences {num('divergences', '', 'n/a (Gibbs)')}",
+        fit = ((s.get("provenance") or {}).get("settings") or {}).get("method")
+        if fit in ("map", "advi"):
+            # an approximation draws independently: no chains to compare, no sampler steps
+            rows.append(("diagnostics", "n/a (approximation)"))
+        else:
+            rows.append(
+                (
+                    "diagnostics",
+                    f"max r_hat {num('max_r_hat', '.3f', 'n/a (one chain)')}, "
+                    f"min ESS {num('min_ess_bulk', '.0f', 'n/a')} bulk, "
+                    f"{num('min_ess_tail', '.0f', 'n/a')} tail, "
+                    f"divergences {num('divergences', '', 'n/a (Gibbs)')}",
+                )
             )
-        )
         if diag.get("classes_used_mean") is not None:
             # the truncated Dirichlet process: all H classes occupied = the truncation binds
             rows.append(("latent classes occupied",
@@ -751,11 +851,10 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
             logging.getLogger(name).setLevel(logging.ERROR)
 
     if not quiet:
-        click.echo(
-            f"fitting {model} ({fit_method}: {chains} chains x {draws} draws after {tune} "
-            "tuning steps) ...",
-            err=True,
-        )
+        # MAP and ADVI approximate the posterior: no warm-up
+        steps = "" if fit_method in ("map", "advi") else f" after {tune} tuning steps"
+        click.echo(f"fitting {model} ({fit_method}: {chains} chains x {draws} draws{steps}) ...",
+                   err=True)
     extra = {"target_accept": target_accept} if fit_method in ("nuts", "nutpie") else {}
     if cores is not None:
         extra["cores"] = cores
@@ -817,6 +916,8 @@ _CLI_WORDING: list[tuple[str, str]] = [
     # sdcbayes.inference.diagnostics.check_truncation: all latent classes occupied
     (r"\bn_classes=(\d+)", r"--classes \1"),
     (r" \(structure='hierarchical' is already non-centred\)", ""),
+    # sdcbayes.microdata.Microdata: a column that is both a key and the weight/household/strata
+    (r"\bremove it from keys or from (\w+)=", r"remove it from --keys or from --\1"),
     # sdcbayes.microdata.read_microdata: unknown file type
     (r" \(or read it with pandas and pass the DataFrame to Microdata\)", ""),
 ]
@@ -884,6 +985,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except FileNotFoundError as e:
         click.echo(f"sdcbayes: error: file not found: {e.filename}; check the path", err=True)
+        return EXIT_INPUT
+    except OSError as e:
+        # last resort (check_out_dir probes --out before any work): one line, no traceback
+        where = f" ({e.filename})" if e.filename else ""
+        click.echo(f"sdcbayes: error: {e.strerror or e}{where}; check that the path exists "
+                   "and can be written", err=True)
         return EXIT_INPUT
     except KeyboardInterrupt:
         click.echo("sdcbayes: interrupted", err=True)

@@ -793,3 +793,28 @@ def test_stata_integer_columns_are_not_widened_to_double(tmp_path):
         mask = np.array([(i, col) in suppressed for i in range(n)])
         assert got[col][mask].isna().all()
         assert (got[col][~mask] == frame[col][~mask]).all()
+
+
+def test_spss_codes_sharing_a_label_and_padded_labels_keep_their_codes(tmp_path):
+    # read_microdata names codes that share a label "other [8]"/"other [9]" and strips
+    # labels; the writer must put back the file's own codes and label texts
+    pyreadstat = pytest.importorskip("pyreadstat")
+    n = 40
+    frame = pd.DataFrame({
+        "job": np.tile([1.0, 2.0, 8.0, 9.0], n // 4),
+        "sex": np.repeat([1.0, 2.0], n // 2),
+        "w": np.full(n, 10.0),
+    })
+    labels = {"job": {1.0: "clerk ", 2.0: "farmer", 8.0: "other", 9.0: "other"},
+              "sex": {1.0: "m", 2.0: "f"}}
+    src = tmp_path / "shared.sav"
+    pyreadstat.write_sav(frame, str(src), variable_value_labels=labels)
+    out = tmp_path / "out"
+    proc = run_cli("protect", str(src), "--keys", "job,sex", "--weight", "w",
+                   "--suppress-k", "2", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    raw, meta = pyreadstat.read_sav(str(out / "protected.sav"))
+    np.testing.assert_array_equal(raw["job"].to_numpy(), frame["job"].to_numpy())
+    _, src_meta = pyreadstat.read_sav(str(src), metadataonly=True)
+    assert meta.variable_value_labels["job"] == src_meta.variable_value_labels["job"]
+    assert sorted(meta.variable_value_labels["job"]) == [1.0, 2.0, 8.0, 9.0]

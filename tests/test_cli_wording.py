@@ -169,6 +169,7 @@ TARGET = rule("target_accept")
 STRUCTURE = rule("structure=")
 CLASSES = rule("n_classes=")
 PANDAS = rule("read it with pandas")
+KEY_ROLE = rule("remove it from keys")
 
 #: id -> (command, args (files, out) -> argv tail, rules proven, fragments of the line)
 CASES = {
@@ -233,6 +234,10 @@ CASES = {
     "unknown-file-type": (
         "assess", lambda f: [f["xlsx"], "--keys", "age"],
         [PANDAS], ["'.xlsx'", "save the data as one of"]),
+    "key-is-also-the-weight": (
+        "assess", lambda f: [f["good"], "--keys", "age,w", "--weight", "w",
+                             "--model", "closed-form"],
+        [KEY_ROLE], ["remove it from --keys or from --weight"]),
 }
 
 

@@ -107,7 +107,8 @@ DEFAULT_MODELS = (
               help="NUTS tuning steps per chain (latent-class: Gibbs burn-in sweeps), the "
               "same for every model [default: 500 for NUTS, 2000 for latent-class, whose "
               "chains start at EM fits and drift for a thousand sweeps or more].")
-@click.option("--seed", type=int, default=None, help="Random seed (the same for every model).")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Random seed (the same for every model).")
 @click.option(
     "--fit-method",
     type=click.Choice(["nuts", "nutpie", "advi", "map"]),
@@ -248,7 +249,8 @@ def command(
     from sdcbayes.microdata import Microdata
 
     frame, key_list, roles, truth, source = load_input(
-        data, keys, weight=weight, household=household, quiet=quiet or as_json
+        data, keys, weight=weight, household=household, quiet=quiet or as_json,
+        sampling_fraction=sampling_fraction,  # the demo's weights give way to it
     )
     weight, household = roles["weight"], roles["household"]
     md_options: dict[str, Any] = {"allow_weights_below_one": allow_weights_below_one}

@@ -206,7 +206,7 @@ _DISCLOSURE_EXAMPLES = (
     "divergent transitions are reported.",
 )
 @click.option(
-    "--seed", type=int, default=None,
+    "--seed", type=click.IntRange(min=0), default=None,
     help="Random seed (reproducible posterior); without it one is drawn and stamped in "
     "summary.json's settings.",
 )

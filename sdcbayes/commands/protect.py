@@ -195,7 +195,7 @@ DEFAULT_RISK_K = 3
     "In a recipe, give strata inside the steps instead.",
 )
 @click.option(
-    "--seed", type=int, default=None,
+    "--seed", type=click.IntRange(min=0), default=None,
     help="Random seed (reproducible PRAM and noise); without it one is drawn and stamped in "
     "summary.json.",
 )
@@ -477,8 +477,11 @@ def _read_recipe(path: Path) -> tuple[list[dict[str, Any]], int | None]:
                 "and optionally 'seed'"
             )
         seed = content.get("seed")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-            raise InputError(f"recipe {path.name}: seed must be a whole number; got {seed!r}")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)
+                                 or seed < 0):
+            # NumPy's generators take no negative seed (as --seed, which is >= 0)
+            raise InputError(f"recipe {path.name}: seed must be a whole number >= 0; "
+                             f"got {seed!r}")
         content = content.get("steps")
     if not isinstance(content, list) or not content:
         raise InputError(
@@ -1345,13 +1348,18 @@ def _labelled(frame, meta, reserved=None):
     import pandas as pd
 
     original = dict(getattr(meta, "variable_value_labels", None) or {})
+    # read_microdata's own category -> code map: it strips labels and names codes that
+    # share a label "label [code]", so the label texts alone would miss those
+    read_codes = frame.attrs.get("value_codes", {})
     reserved = reserved or {}
     out = _arrow_safe(frame)
     labels: dict[str, dict] = {}
     for c in out.columns:
         s = out[c]
         if isinstance(s.dtype, pd.CategoricalDtype):
-            code_of = {str(lab): code for code, lab in original.get(c, {}).items()}
+            file_labels = original.get(c, {})
+            code_of = {str(lab): code for code, lab in file_labels.items()}
+            code_of.update({str(k): v for k, v in read_codes.get(c, {}).items()})
             avoid = [(lo, hi) for lo, hi in reserved.get(c, [])
                      if isinstance(lo, (int, float)) and isinstance(hi, (int, float))]
             cats = [str(x) for x in s.cat.categories]
@@ -1378,11 +1386,21 @@ def _labelled(frame, meta, reserved=None):
             arr = np.array([codes[x] for x in cats] + [np.nan])
             out[c] = arr[s.cat.codes.to_numpy()]
             lab = {
-                (int(v) if float(v).is_integer() else v): cat
+                # a category from the file gets its label back as the file wrote it
+                (int(v) if float(v).is_integer() else v): file_labels.get(
+                    code_of.get(cat), cat) if cat in code_of else cat
                 for cat, v in codes.items()
                 # a number-like category moved off its own code needs a label to show it
                 if cat in code_of or not _is_number(cat) or float(cat) != v
             }
+            for code, text in file_labels.items():
+                # labels of codes declared missing (SPSS user-missing, Stata .a-.z) are
+                # no categories, yet belong to the file: kept as they were
+                missing = isinstance(code, str) or (
+                    isinstance(code, (int, float)) and _in_ranges(np.array([code]), avoid)[0])
+                if missing:
+                    lab.setdefault(int(code) if isinstance(code, float) and code.is_integer()
+                                   else code, text)
             if lab:
                 labels[c] = lab
         elif pd.api.types.is_extension_array_dtype(s.dtype) and pd.api.types.is_numeric_dtype(
