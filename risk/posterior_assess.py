@@ -1134,8 +1134,9 @@ def assess_posterior(
         n=n_fit,
         N=N_fit,
         priors=spec.priors,
-        settings={"method": method, "draws": draws, "chains": chains, "tune": tune,
-                  "random_seed": random_seed},
+        # the fit's own stamp: cores (NUTS draws depend on it), tune only for the
+        # samplers, target_accept, laplace
+        settings=_idata_provenance(idata).get("settings"),
     )
 
 

@@ -529,12 +529,6 @@ def assess(
         # not stamped as if it had been used (a copy: the result keeps its own stamp)
         summary["provenance"] = {**result.provenance,
                                  "data": {**result.provenance["data"], "alpha": None}}
-    if model in ("poisson-gamma", "negbin"):
-        # NUTS draws depend on --cores (PyMC's own sampler above 1): stamped with the
-        # settings, so that they repeat the run (the latent-class draws do not depend on it)
-        settings = {**(summary["provenance"].get("settings") or {}),
-                    "cores": 1 if cores is None else int(cores)}
-        summary["provenance"] = {**summary["provenance"], "settings": settings}
     cli_worded_summary(summary)
 
     from sdcbayes.report import assessment_report

@@ -330,3 +330,5 @@ def test_summary_settings_stamp_the_cores_of_a_nuts_model(tmp_path, capsys):
     assert proc.returncode == 0, proc.stderr
     settings = json.loads((out / "summary.json").read_text())["provenance"]["settings"]
     assert settings["cores"] == 1
+    # the fit's own stamp: a MAP fit has no tuning steps to record
+    assert settings["tune"] is None and settings["laplace"] is True
