@@ -1168,11 +1168,17 @@ def _csv_separator(path: Path) -> str:
 CSV_NA_VALUES = ("", "NA", "#N/A", "NaN", "nan")
 
 
+_INTEGER_TEXT = r"^[+-]?[0-9]+$"
+
+
 def _csv_numbers(text, decimal_comma: bool):
     """Arrow string array without nulls -> numeric arrow array, or None if not numbers.
 
-    Arrow's casts are the fast path; pandas' parser is the fall-back for what they
-    refuse (``+7``). With ``decimal_comma`` a comma is read as the decimal mark.
+    Arrow's casts are the fast path: to float64 first (it refuses hexadecimal
+    ``0x10``, which the cast to int64 would take), then to int64 when every
+    number is whole; pandas' parser is the fall-back for what they refuse. A
+    column is integer only when its texts are integer literals (``5.`` and
+    ``1e3`` keep it float). With ``decimal_comma`` a comma is the decimal mark.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1186,16 +1192,23 @@ def _csv_numbers(text, decimal_comma: bool):
     tries = [text]
     if decimal_comma and pc.any(pc.match_substring(text, ",")).as_py():
         tries.append(pc.replace_substring(text, ",", "."))
-    # a failed cast costs ~40x a successful one: test the texts first
-    forms = ((r"^[+-]?[0-9]+$", pa.int64()),
-             (r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$", pa.float64()))
     for t in tries:
-        for pattern, typ in forms:
-            if pc.all(pc.match_substring_regex(t, pattern)).as_py():
-                try:
-                    return pc.cast(t, typ)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # overflow
-                    pass
+        try:
+            real = pc.cast(t, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        x = real.to_numpy(zero_copy_only=False)
+        with np.errstate(invalid="ignore"):
+            if not np.all((x == np.round(x)) & (np.abs(x) < 2.0**63)):
+                return real
+        if pc.any(pc.match_substring(t, ".")).as_py():
+            return real  # "3.0": float as written (and a failed cast costs ~30x)
+        try:  # exact for integers beyond 2**53, where the float is not
+            return pc.cast(t, pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # "5.", "1e3", "+7"
+            if pc.all(pc.match_substring_regex(t, _INTEGER_TEXT)).as_py():
+                return pc.cast(real, pa.int64())
+            return real
     for t in tries:
         uniques = pc.unique(t)
         try:  # stops at the first text that is no number: cheap for text columns
@@ -1207,112 +1220,129 @@ def _csv_numbers(text, decimal_comma: bool):
     return None
 
 
-def _csv_column(s: pd.Series, missing, decimal_comma: bool) -> pd.Series:
-    """One CSV column of text -> stripped text, or numbers when that loses nothing.
+def _same_identity(text, num) -> bool:
+    """Whether no two different integer texts (``012``, ``12``) give one number."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    Missing: null, or the stripped text is one of ``missing``, or a lone ``"."``
-    in a column whose other values are all numbers (a SAS/Stata missing number).
-    The column becomes numeric (int64, or float64 with missing values or
-    decimals) when every other value parses as a number and no two different
-    integer texts give the same number: ``"012"`` and ``"12"`` are different
-    codes and keep the column text; zero-padded codes alone (``"01"`` … ``"12"``)
-    convert.
+    if pc.count_distinct(text).as_py() == pc.count_distinct(num).as_py():
+        return True  # the common case: one number per text, no regex needed
+    if not pa.types.is_integer(num.type):  # "12" and "12.0" may share a number: fine
+        ints = pc.match_substring_regex(text, _INTEGER_TEXT)
+        text, num = pc.filter(text, ints), pc.filter(num, ints)
+        return pc.count_distinct(text).as_py() == pc.count_distinct(num).as_py()
+    return False
+
+
+def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> pd.Series:
+    """One CSV column, read as raw text -> stripped text, or numbers when that loses nothing.
+
+    ``text`` is the column as the file has it (an arrow array of strings), null
+    where an unquoted field is exactly one of the missing texts. Missing is then:
+    null; a text blank once stripped; a stripped text among ``declared`` (the
+    caller's ``na_values``, quoted or not); a *padded* field whose stripped text
+    is among ``defaults`` (:data:`CSV_NA_VALUES`: `` NA`` in a hand-written file).
+    A quoted default such as ``"NA"`` (Namibia, as R's ``write.csv`` writes it)
+    is a level. A lone ``"."`` is missing in a column whose other values are all
+    numbers (a SAS/Stata missing number). The column becomes numeric (int64, or
+    float64 with missing values or decimals) when every other value parses as a
+    number and no two different integer texts give the same number: ``"012"``
+    and ``"12"`` are different codes and keep the column text; zero-padded codes
+    alone (``"01"`` … ``"12"``) convert.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    text = pa.array(s, from_pandas=True)
-    if not isinstance(text, pa.ChunkedArray):
-        text = pa.chunked_array([text])
-    if text.type != pa.large_string():
-        text = text.cast(pa.large_string())
-    text = pc.utf8_trim_whitespace(text)
-    na = pc.fill_null(pc.or_(pc.is_null(text), pc.is_in(
-        text, value_set=pa.array(sorted(missing), type=pa.large_string()))), True)
+    raw = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+    if raw.type != pa.large_string():
+        raw = raw.cast(pa.large_string())
+    text = pc.utf8_trim_whitespace(raw)
+
+    def among(values):
+        return pc.is_in(text, value_set=pa.array(sorted(values), type=pa.large_string()))
+
+    na = pc.equal(text, "")
+    if declared:
+        na = pc.or_(na, among(declared))
+    padded = pc.not_equal(text, raw)
+    if pc.any(padded).as_py():
+        na = pc.or_(na, pc.and_(padded, among(defaults)))
+    na = pc.fill_null(na, True)  # null: an unquoted missing text
     dot = pc.fill_null(pc.and_not(pc.equal(text, "."), na), False)
     for gap in (na, pc.or_(na, dot)) if pc.any(dot).as_py() else (na,):
-        keep = pc.invert(gap)
-        kept = pc.filter(text, keep)
+        some = pc.any(gap).as_py()
+        kept = pc.filter(text, pc.invert(gap)) if some else text
         if len(kept) == 0:
             break
-        num = _csv_numbers(kept.combine_chunks(), decimal_comma)
+        num = _csv_numbers(kept, decimal_comma)
         if num is None:
             continue
-        # identity: two different integer texts (012, 12) must stay two codes
-        ints = pc.match_substring_regex(kept, r"^[+-]?[0-9]+$")
-        if pc.any(ints).as_py():
-            ti, ni = pc.filter(kept, ints), pc.filter(num, ints.combine_chunks())
-            if pc.count_distinct(ti).as_py() != pc.count_distinct(ni).as_py():
-                break
-        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        if not _same_identity(kept, num):
+            break
         arr = num.to_numpy(zero_copy_only=False)
-        if mask.all() and arr.dtype.kind in "iu":
-            return pd.Series(arr, index=s.index, name=s.name)
+        if not some and arr.dtype.kind in "iu":
+            return pd.Series(arr, index=index, name=name)
         full = np.full(len(text), np.nan)
-        full[mask] = arr
-        return pd.Series(full, index=s.index, name=s.name)
+        full[~np.asarray(gap.to_numpy(zero_copy_only=False), dtype=bool)] = arr
+        return pd.Series(full, index=index, name=name)
     out = pc.if_else(na, pa.scalar(None, pa.large_string()), text).to_pandas()
     if out.dtype == object:  # pandas < 3: object column, None -> NaN as read_csv has it
         out = out.astype(object).where(out.notna(), np.nan)
-    out.index, out.name = s.index, s.name
+    out.index, out.name = index, name
     return out
 
 
-def _has_leading_zero(p: Path) -> bool:
-    """Whether some field of the file starts with a zero and a digit (``007``).
-
-    Vectorised over the bytes (a regular expression takes ~4x longer): each ``0``
-    followed by a digit is checked for a field start before it (a separator, a
-    line break or the file's start, then up to two of blank, quote and sign).
-    """
-    import gzip
-
-    opener = gzip.open if p.name.lower().endswith(".gz") else open
-    with opener(p, "rb") as fh:
-        data = np.frombuffer(fh.read(), dtype=np.uint8)
-    if len(data) < 2:
-        return False
-    z = np.flatnonzero(data[:-1] == ord("0"))
-    z = z[(data[z + 1] >= ord("0")) & (data[z + 1] <= ord("9"))]
-    boundary = np.zeros(257, dtype=bool)  # index 256: before the file's first byte
-    boundary[list(b",;\t|\r\n") + [256]] = True
-    opening = np.zeros(257, dtype=bool)
-    opening[list(b' "+-')] = True
-    prev = z - 1
-    for _ in range(2):
-        prev = prev - opening[_byte_before(data, prev)]
-    return bool(np.any(boundary[_byte_before(data, prev)]))
-
-
-def _byte_before(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """``data[pos]`` as int64, 256 where ``pos`` is before the start."""
-    return np.where(pos >= 0, data[np.maximum(pos, 0)].astype(np.int64), 256)
+def _not_utf8(p: Path, exc: Exception) -> DataError:
+    """The error for a text file that is not UTF-8, naming the ways out."""
+    # No silent retry in Latin-1: it decodes any bytes, right or wrong.
+    return DataError(
+        f"could not read '{p.name}': it is not UTF-8 text ({_one_line(exc)}); save it "
+        "as UTF-8 (Excel: 'CSV UTF-8'), or read it with pandas.read_csv(..., "
+        "encoding='latin-1') and pass the DataFrame to Microdata"
+    )
 
 
 def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     """Read a CSV/TSV file, every value keeping its identity (:func:`_csv_column`).
 
-    pandas' fast parser reads the file once; its text columns are then stripped and
-    typed. Its numeric columns are right unless the file writes whole numbers with
-    leading zeros: only then are those columns read again as text and checked.
+    pyarrow's reader takes every column as text, and keeps quoted fields apart
+    from unquoted ones (pandas cannot: R writes a missing value as ``NA`` and the
+    level Namibia as ``"NA"``); each column is then stripped and typed. The
+    header is read by pandas, so that column names are as ``pandas.read_csv``
+    gives them (a repeated ``a`` becomes ``a.1``, a blank one ``Unnamed: 2``).
+    A line with more or fewer fields than the header is an error (pandas filled
+    missing fields, and took an extra first field for the row index).
     """
-    missing = set(CSV_NA_VALUES) | {str(v).strip() for v in na_values or ()}
-    decimal_comma = sep == ";"  # the European spreadsheet convention: 10,5
-    frame = pd.read_csv(p, sep=sep, usecols=columns, keep_default_na=False,
-                        na_values=sorted(missing), decimal="," if decimal_comma else ".")
-    for c in frame.columns:
-        s = frame[c]
-        if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
-            frame[c] = _csv_column(s, missing, decimal_comma)
-    whole = [c for c in frame.columns if frame[c].dtype.kind in "iu" or (
-        frame[c].dtype.kind == "f" and bool(np.all(np.isnan(v := frame[c].to_numpy())
-                                                  | (v == np.round(v)))))]
-    if whole and _has_leading_zero(p):
-        raw = pd.read_csv(p, sep=sep, usecols=whole, dtype=str, keep_default_na=False,
-                          na_values=[])
-        for c in whole:
-            frame[c] = _csv_column(raw[c], missing, decimal_comma)
-    return frame
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    declared = {str(v).strip() for v in na_values or ()}
+    defaults = set(CSV_NA_VALUES)
+    names = [str(c) for c in pd.read_csv(p, sep=sep, nrows=0).columns]
+    # pyarrow reads the header line as a row of its own (f0, f1, ...: positions,
+    # so repeated or blank names and blank lines before the header are no matter)
+    fields = [f"f{j}" for j in range(len(names))]
+    keep = fields if columns is None else [fields[names.index(c)] for c in columns]
+    try:
+        table = pcsv.read_csv(
+            p,
+            read_options=pcsv.ReadOptions(autogenerate_column_names=True),
+            parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=True),
+            convert_options=pcsv.ConvertOptions(
+                column_types={f: pa.large_string() for f in fields},
+                include_columns=keep, null_values=sorted(defaults | declared),
+                strings_can_be_null=True, quoted_strings_can_be_null=False))
+    except pa.ArrowInvalid as exc:
+        if "invalid UTF8" in str(exc):  # the header was UTF-8, a later line is not
+            raise _not_utf8(p, exc) from exc
+        raise
+    table = table.slice(1)
+    table = table.rename_columns([names[fields.index(f)] for f in keep])
+    index = pd.RangeIndex(table.num_rows)
+    return pd.DataFrame({
+        c: _csv_column(table.column(j), index, c, defaults, declared, sep == ";")
+        for j, c in enumerate(table.column_names)
+    }, index=index)
 
 
 def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
@@ -1355,11 +1385,13 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     CSV/TSV files are read as text and typed column by column, so that no
     value changes identity on the way in:
 
-    - Missing: a field whose text is one of :data:`CSV_NA_VALUES` (``""``,
-      ``NA``, ``#N/A``, ``NaN``, ``nan``) or of ``na_values``, and a lone
-      ``"."`` in a column whose other values are all numbers (how SAS and Stata
-      write a missing number). ``None``, ``NULL``, ``n/a`` are levels unless
-      listed in ``na_values``; a quoted ``"NA"`` cannot be told from R's NA.
+    - Missing: an empty or blank field; an unquoted field whose text is one of
+      :data:`CSV_NA_VALUES` (``NA``, ``#N/A``, ``NaN``, ``nan``); a field, quoted
+      or not, whose text is one of ``na_values``; and a lone ``"."`` in a column
+      whose other values are all numbers (how SAS and Stata write a missing
+      number). A quoted ``"NA"`` is a level: R's ``write.csv`` writes a missing
+      value as ``NA`` and the text ``NA`` (Namibia) as ``"NA"``. ``None``,
+      ``NULL``, ``n/a`` are levels unless listed in ``na_values``.
     - Numbers: a column becomes numeric (int64, or float64 when it has missing
       values or decimals) when all its other values are numbers and no two
       different integer texts give one number. ``"012"`` and ``"12"`` are two
@@ -1422,12 +1454,7 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     except (InputError, DataError):
         raise
     except UnicodeDecodeError as exc:
-        # No silent retry in Latin-1: it decodes any bytes, right or wrong.
-        raise DataError(
-            f"could not read '{p.name}': it is not UTF-8 text ({_one_line(exc)}); save it "
-            "as UTF-8 (Excel: 'CSV UTF-8'), or read it with pandas.read_csv(..., "
-            "encoding='latin-1') and pass the DataFrame to Microdata"
-        ) from exc
+        raise _not_utf8(p, exc) from exc
     except Exception as exc:  # any parser failure -> one readable line
         raise DataError(
             f"could not read '{p.name}' as a {_FORMAT_NAMES[ext]} file: {_one_line(exc)}; "

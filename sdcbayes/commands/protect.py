@@ -1057,7 +1057,7 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
         except Exception:  # the text is a nicety: the parsed values are still right
             text = None
     if text is None or list(text.columns) != list(frame.columns) or len(text) != len(frame):
-        _integers_kept(frame, source, sep, original).to_csv(path, index=False, sep=sep)
+        _csv_out(path, _integers_kept(frame, source, sep, original), frame, sep)
         return
     changed = {}
     for c in frame.columns:
@@ -1078,7 +1078,47 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
             mask = changed[c]
             values[mask] = new.iloc[:, j].to_numpy(dtype=object)[mask]
             out[c] = values
-    out.to_csv(path, index=False, sep=sep)
+    _csv_out(path, out, frame, sep)
+
+
+def _csv_out(path: Path, out, frame, sep: str) -> None:
+    """Write ``out`` with pandas, quoting the observed values that read as missing.
+
+    read_microdata takes an unquoted ``NA`` (and ``#N/A``, ``NaN``, ``nan``) for
+    a missing value and a quoted ``"NA"`` for the text (Namibia); pandas writes
+    both unquoted. Where some observed value of ``frame`` is written as one of
+    those texts, the file is written here instead, with exactly those cells
+    quoted (and the cells CSV needs quoted), so the level survives the round
+    trip; otherwise pandas writes it, as before.
+    """
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    from sdcbayes.microdata import CSV_NA_VALUES
+
+    tokens = [t for t in CSV_NA_VALUES if t]
+    buf = io.StringIO()
+    out.to_csv(buf, index=False, sep=sep)
+    buf.seek(0)
+    cells = pd.read_csv(buf, sep=sep, dtype=str, keep_default_na=False)
+    force = {c: cells[c].str.strip().isin(tokens).to_numpy() & frame[c].notna().to_numpy()
+             for c in frame.columns} if frame.columns.is_unique else {}
+    if not any(m.any() for m in force.values()):
+        path.write_text(buf.getvalue(), encoding="utf-8", newline="")
+        return
+
+    def quoted(values, must):
+        values = pd.Series(values, dtype=object).fillna("").astype(str)
+        must = must | values.str.contains(f"[\"\\r\\n{re.escape(sep)}]", regex=True)
+        wrapped = '"' + values.str.replace('"', '""', regex=False) + '"'
+        return np.where(must, wrapped, values)
+
+    header = quoted(list(cells.columns), np.zeros(len(cells.columns), dtype=bool))
+    columns = [quoted(cells[c].to_numpy(dtype=object), force[c]) for c in cells.columns]
+    lines = [sep.join(header)] + [sep.join(row) for row in zip(*columns, strict=True)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", newline="")
 
 
 def _input_separator(source: Path, sep: str) -> str:
