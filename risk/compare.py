@@ -354,6 +354,17 @@ def _default_prior_names(model: str) -> tuple[str, ...]:
     return ()
 
 
+def _prior_defaults(model: str) -> dict:
+    """The default priors (with their distributions) of a PyMC-checked model."""
+    if model == "poisson-gamma":
+        from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+        return PoissonGammaModel.default_priors
+    from sdcbayes.models.negbin import NegativeBinomialModel
+
+    return NegativeBinomialModel.default_priors
+
+
 def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
     """Normalised latent-class options of one specification, and what is wrong with them."""
     if not isinstance(options, Mapping):
@@ -476,9 +487,14 @@ def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
                 continue
             defaults = {k: {} for k in _default_prior_names(s.model)}
             try:
-                merge_priors(defaults, s.priors, s.model)
+                merge_priors(defaults, s.priors, s.name)
+                if s.model in ("poisson-gamma", "negbin"):
+                    # the names are right: now the values against PyMC (its import is
+                    # paid only when priors are given), so that a negative scale is
+                    # refused here rather than by the sampler after compilation
+                    merge_priors(_prior_defaults(s.model), s.priors, s.name)
             except InputError as err:
-                problems.append(f"{s.name!r}: {err}")
+                problems.append(str(err))
     if problems:
         raise InputError("bad model specification: " + "; ".join(problems))
     return out
