@@ -205,8 +205,8 @@ def prior_problems(pm_module, name: str, spec: Mapping, model_name: str | None =
         domain = _outside_domain(pm_module, dist_name, {k: spec[k] for k in given})
         if domain:
             shown = ", ".join(f"{k}={spec[k]!r}" for k in given)
-            problems.append(f"{where}: {dist_name}({shown}) is not a proper distribution ({domain}); "
-                            "give parameters in its domain, e.g. a positive scale")
+            problems.append(f"{where}: {dist_name}({shown}) is not a proper distribution "
+                            f"({domain}); give parameters in its domain, e.g. a positive scale")
     return problems
 
 
