@@ -366,6 +366,17 @@ class LaplaceFit:
         return np.sqrt((V**2).sum(axis=0))
 
 
+def _positive(value) -> bool:
+    """A positive finite real number (not a bool or a text)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        return False
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.isfinite(v) and v > 0)
+
+
 class LoglinearModel(SuperpopulationModel):
     r"""Poisson / negative-binomial log-linear model over the full cell space.
 
@@ -486,6 +497,13 @@ class LoglinearModel(SuperpopulationModel):
         if k.get("dist") != "Gamma" or set(k) != {"dist", "alpha", "beta"}:
             raise InputError(f"prior 'kappa' must be {{'dist': 'Gamma', 'alpha': .., 'beta': ..}};"
                              f" got {k!r}")
+        # every parameter here is a scale or shape; the non-PyMC route reads them
+        # with float(), so they are checked here rather than by PyMC
+        bad = [f"{name}.{par}={v!r}" for name in ("intercept", "main", "scale", "kappa")
+               for par, v in p[name].items() if par != "dist" and not _positive(v)]
+        if bad:
+            raise InputError(f"prior parameter(s) {', '.join(bad)} must be positive finite "
+                             "numbers")
 
     def _parse_interactions(self, interactions):
         J = len(self.keys)

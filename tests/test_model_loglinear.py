@@ -284,3 +284,15 @@ def test_bad_input_is_rejected():
         LoglinearModel([[0, 0]], [1], [2, 2], interactions=[("key0", "nope")])
     with pytest.raises(InputError, match="scale"):
         LoglinearModel([[0, 0]], [1], [2, 2], priors={"scale": {"dist": "Gamma", "alpha": 1}})
+
+
+@pytest.mark.parametrize("prior", [
+    {"scale": {"sigma": "abc"}},  # read with float() on the route without PyMC
+    {"main": {"sigma": -1.0}},
+    {"kappa": {"alpha": 0.0}},
+    {"intercept": {"sigma": float("nan")}},
+])
+def test_prior_values_are_checked_without_pymc(prior):
+    (name, spec), = prior.items()
+    with pytest.raises(InputError, match=rf"{name}\.\w+=.* must be positive finite numbers"):
+        LoglinearModel([[0, 0]], [1], [2, 2], priors=prior)
