@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,9 @@ from sdcbayes.exceptions import InputError
 
 EXIT_INPUT = 2
 #: The files the commands write (besides ``protect``'s protected file, whose name its
-#: summary.json records as ``protected_file``). In a folder of ours these are the old
-#: run's outputs, replaced or removed; any other file is the user's and is carried over.
+#: summary.json records as ``protected_file``). A run lists the files it wrote in its
+#: summary.json (``output_files``); in a folder of ours written by a version that kept no
+#: such list, these names are taken for the old run's outputs (:func:`previous_outputs`).
 OUTPUT_FILES = frozenset({
     "summary.json", "records.csv", "report.html", "posterior.nc", "decisions.csv",
     "frontier.csv", "frontiers.csv", "comparison.csv", "log.csv",
@@ -46,6 +47,23 @@ def previous_outputs(out: Path) -> frozenset[str] | None:
     does not make a folder ours. Ownership is read from that content rather than from
     a marker file of its own, so an output folder holds exactly the files its command
     documents, and folders written by earlier versions are recognised too.
+
+    The files are those the run listed in its summary.json as ``output_files`` (plus
+    summary.json itself), so that a file of the user's named like another command's
+    output (``log.csv`` beside an assessment) is not taken for one. A folder written
+    by a version that kept no such list falls back to the names: every name in
+    :data:`OUTPUT_FILES` and the ``protected_file`` its summary.json names.
+
+    Parameters
+    ----------
+    out : Path
+        An existing folder.
+
+    Returns
+    -------
+    frozenset of str or None
+        The names (not paths) of the old run's files, present or not; None when the
+        folder is not an sdcbayes output.
     """
     try:
         info = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -58,6 +76,9 @@ def previous_outputs(out: Path) -> frozenset[str] | None:
         isinstance(prov, dict) and "sdcbayes_version" in prov
     ):
         return None
+    listed = info.get("output_files")
+    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+        return frozenset(listed) | {"summary.json"}
     protected = info.get("protected_file")
     return OUTPUT_FILES | ({protected} if isinstance(protected, str) else set())
 
@@ -73,18 +94,82 @@ def _unwritable(out: Path, reason: str) -> InputError:
     return InputError(f"--out {out} cannot be written ({reason}); choose another folder")
 
 
-def check_out_dir(out: Path) -> None:
+def check_out_dir(
+    out: Path,
+    writes: Iterable[str] = (),
+    inputs: Mapping[str, Path | None] | None = None,
+) -> None:
     """Refuse, before any work, an ``--out`` the output could not be written to.
 
     Refused: a folder that is not a previous sdcbayes output (:func:`previous_outputs`)
     and is not empty; a file; a path under an existing file (``--out afile/sub``); a
     location that cannot be written (read-only, no permission, a name too long), found
     by creating and removing a probe folder where the output's temporary folder will go.
+
+    In a previous sdcbayes output, also refused: an input file of this run that lies in
+    the folder and that the run would remove (an old output) or replace (a name it
+    writes), e.g. ``suda Z/protected.csv --out Z`` after ``protect ... --out Z``; and a
+    file of the user's there (not an old output) named like a file this run writes.
+    Any other file of the user's, an input among them, is carried over.
+
+    Parameters
+    ----------
+    out : Path
+        The ``--out`` folder, existing or not.
+    writes : iterable of str
+        The names of the files this run may write into ``out``.
+    inputs : mapping of str to Path or None, optional
+        The run's input files by the name the user knows them by (``"DATA"``,
+        ``"--recipe"``); None for an input not given.
+
+    Raises
+    ------
+    InputError
+        With the folder, the file and the fix in its message.
     """
     try:
         _check_out_dir(out)
+        if out.is_dir():
+            _check_out_files(out, frozenset(writes), inputs or {})
     except OSError as e:  # e.g. out.exists() on a name longer than the file system allows
         raise _unwritable(out, e.strerror or str(e)) from None
+
+
+def _entries_in(folder: Path, path: Path) -> list[str]:
+    """The names of the entries of ``folder`` that ``path`` is, or leads to (a symlink)."""
+    names = []
+    for candidate in (Path(os.path.abspath(path)), Path(os.path.realpath(path))):
+        try:
+            if os.path.lexists(candidate) and os.path.samefile(candidate.parent, folder):
+                names.append(candidate.name)
+        except OSError:  # a parent that does not exist: not in the folder
+            pass
+    return list(dict.fromkeys(names))
+
+
+def _check_out_files(out: Path, writes: frozenset[str], inputs: Mapping[str, Path | None]
+                     ) -> None:
+    previous = previous_outputs(out)
+    if previous is None:  # an empty folder (any other was refused): nothing to lose there
+        return
+    for label, path in inputs.items():
+        if path is None:
+            continue
+        for name in _entries_in(out, path):
+            shown = str(path) if Path(path).name == name else f"{path} ({out / name})"
+            if name in previous:
+                raise InputError(
+                    f"{label} {shown} lies in --out {out}, whose earlier outputs this run "
+                    "replaces; choose another --out or move the file out first")
+            if name in writes:
+                raise InputError(
+                    f"{label} {shown} lies in --out {out}, where this run writes its own "
+                    f"{name}; choose another --out or move the file out first")
+    for name in sorted(writes - previous):
+        if os.path.lexists(out / name):
+            raise InputError(
+                f"--out {out} holds {name}, which is not an earlier sdcbayes output there and "
+                "which this run would replace; move or rename it, or choose another --out")
 
 
 def _check_out_dir(out: Path) -> None:
@@ -138,8 +223,17 @@ def write_output_folder(out: Path, writers: dict[str, Callable[[Path], None]]) -
     A previous sdcbayes output in ``out`` is replaced only once the new one is
     complete, so an interrupted run leaves the old results intact. Files in the old
     folder that are not sdcbayes outputs (a user's notes) are carried over into the new
-    one; the old run's own outputs are not, so a stale ``posterior.nc`` never sits
-    beside results it does not belong to.
+    one; the old run's own outputs (:func:`previous_outputs`) are not, so a stale
+    ``posterior.nc`` never sits beside results it does not belong to. A file of the
+    user's that a writer would replace, and an input of the run that would go, were
+    refused before any work by :func:`check_out_dir`.
+
+    Parameters
+    ----------
+    out : Path
+        The output folder, existing (a previous sdcbayes output, or empty) or not.
+    writers : dict of str to callable
+        File name -> function that writes that file at the path it is given.
     """
     out = out.resolve()
     previous: frozenset[str] | None = None

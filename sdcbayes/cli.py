@@ -370,7 +370,9 @@ def assess(
     from sdcbayes.microdata import Microdata, require_one_cell_per_record
 
     # Options first (cheap), then the file.
-    check_out_dir(out)
+    out_files = ["summary.json", "records.csv", "report.html"]  # and posterior.nc, below
+    may_write = ["posterior.nc"] if model != "closed-form" and write_posterior else []
+    check_out_dir(out, writes=[*out_files, *may_write], inputs={"DATA": data})
     if not 0.0 <= alpha <= 1.0:
         raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
     if threshold is not None and not 0.0 < threshold < 1.0:
@@ -529,6 +531,8 @@ def assess(
         # not stamped as if it had been used (a copy: the result keeps its own stamp)
         summary["provenance"] = {**result.provenance,
                                  "data": {**result.provenance["data"], "alpha": None}}
+    wrote_posterior = write_posterior and getattr(result, "idata", None) is not None
+    summary["output_files"] = [*out_files, *(["posterior.nc"] if wrote_posterior else [])]
     cli_worded_summary(summary)
 
     from sdcbayes.report import assessment_report

@@ -52,8 +52,12 @@ def test_a_rerun_keeps_the_users_files_but_not_the_old_runs_outputs(tmp_path, ca
     (out / "notes.txt").write_text("my notes")
     (out / "drafts").mkdir()
     (out / "drafts" / "a.md").write_text("draft")
-    # an earlier posterior run's draws: not carried into a closed-form output
+    # an earlier posterior run's draws (listed as its output): not carried into a
+    # closed-form output; a posterior.nc the old run did not list is the user's
     (out / "posterior.nc").write_bytes(b"stale draws")
+    summary = json.loads((out / "summary.json").read_text())
+    summary["output_files"].append("posterior.nc")
+    (out / "summary.json").write_text(json.dumps(summary))
     proc = closed_form(capsys, out)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [

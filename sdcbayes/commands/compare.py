@@ -221,7 +221,9 @@ def command(
     from sdcbayes.risk.losses import parse_loss
 
     # ---- every check before any work ----------------------------------------------
-    check_out_dir(out)
+    out_files = ["summary.json", "comparison.csv", "decisions.csv", "frontiers.csv",
+                 "report.html"]
+    check_out_dir(out, writes=out_files, inputs={"DATA": data, "--priors-file": priors_file})
     specs = parse_model_specs(models)
     if priors_file is not None:
         specs = _merge_priors_file(specs, priors_file)
@@ -328,6 +330,7 @@ def command(
         "command": "compare",
         "sdcbayes_version": __version__,
         "data": source,
+        "output_files": out_files,  # previous_outputs reads it
         **result.summary(),
     }
     if fit_warnings:  # also in report.html's warning box

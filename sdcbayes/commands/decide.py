@@ -268,7 +268,8 @@ def command(
     from sdcbayes.risk.losses import parse_loss
 
     # ---- every check before any work ----------------------------------------------
-    check_out_dir(out)
+    out_files = ["summary.json", "decisions.csv", "frontier.csv", "report.html"]
+    check_out_dir(out, writes=out_files, inputs={"DOMAINS": domains})
     if not (math.isfinite(target_risk) and 0.0 < target_risk < 1.0):
         raise InputError(
             f"--target-risk must lie strictly between 0 and 1 (a fraction of the "
@@ -305,6 +306,7 @@ def command(
         route = "fixed"
     else:
         route = hyperparameters or "posterior"
+    seed_ignored = _check_sampler_options(route)
 
     table = read_microdata(domains)
     wanted = {"--y": y_col, "--n": n_col, "--N": N_col}
@@ -401,7 +403,8 @@ def command(
 
     decisions = _decisions_frame(result, domain_col)
     frontier = _frontier_frame(result.frontier, domain_col)
-    summary: dict[str, Any] = {"command": "decide", "data": str(domains)}
+    summary: dict[str, Any] = {"command": "decide", "data": str(domains),
+                               "output_files": out_files}  # previous_outputs reads it
     summary |= {
         "columns": {"y": y_col, "n": n_col, "N": N_col, "domain": domain_col, "weight": weight_col},
         **result.summary(),
@@ -412,6 +415,8 @@ def command(
         hyper["interval_90"] = None  # a point estimate: no interval (use the posterior route)
         if hyper.get("at_bound"):  # fit_beta_binomial: no spread between the domains
             warned.append(_ml_degenerate(hyper))
+    if seed_ignored:
+        warned.append(seed_ignored)
     # command-level warnings (the posterior's diagnostics keep their own problems list)
     summary["warnings"] = warned
     if diagnostics is not None:
@@ -455,6 +460,41 @@ def command(
 
 
 # --------------------------------------------------------------------------- helpers
+#: Options of the posterior route's sampler (NUTS) and risk averaging.
+_SAMPLER_OPTIONS = {"draws": "--draws", "chains": "--chains", "tune": "--tune",
+                    "max_draws": "--max-draws", "target_accept": "--target-accept"}
+
+
+def _check_sampler_options(route: str) -> str | None:
+    """Refuse sampler settings a route without sampling would ignore; word an ignored seed.
+
+    --alpha/--beta (fixed) and --hyperparameters ml draw nothing, so --draws,
+    --chains, --tune, --max-draws and --target-accept given explicitly would be
+    stamped in the command line as if they had shaped the decisions: refused, as
+    protect refuses --importance without --suppress-k. --seed is only warned
+    about (returned as the warning): nothing is random on these routes, so a
+    seed changes nothing, and scripts pass --seed to every command routinely
+    (`assess` warns rather than refuses the same way for the closed form).
+    """
+    if route == "posterior":
+        return None
+    from sdcbayes.cli import given
+
+    how = ("--alpha/--beta fix the hyperparameters and sample nothing" if route == "fixed"
+           else "--hyperparameters ml estimates them by maximum likelihood and samples nothing")
+    unused = [opt for name, opt in _SAMPLER_OPTIONS.items() if given(name)]
+    if unused:
+        raise InputError(
+            f"{', '.join(unused)} set{'s' if len(unused) == 1 else ''} the posterior "
+            f"sampler, but {how}: leave out {', '.join(unused)}, or drop "
+            + ("--alpha/--beta" if route == "fixed" else "--hyperparameters ml")
+            + " to fit the posterior"
+        )
+    if given("seed"):
+        return f"--seed is ignored: {how}; nothing in this run is random"
+    return None
+
+
 def _ml_degenerate(hyper: dict[str, Any]) -> str:
     """The warning for an ML estimate on the boundary.
 

@@ -124,7 +124,7 @@ DEFAULT_RISK_K = 3
     default=None,
     help="Local suppression: blank out as few key values as possible until every "
     "combination of keys is shared by at least K records (k-anonymity; a blank matches "
-    "any value).",
+    "any value). K is at most the number of records.",
 )
 @click.option(
     "--importance",
@@ -155,8 +155,8 @@ DEFAULT_RISK_K = 3
     type=float,
     default=None,
     help="Nayak-Zhang PRAM of the key combination (seed 002): randomise sample uniques and "
-    "pairs so that the probability of a correct match is at most XI (between 1/3 and 1, "
-    "e.g. 0.5).",
+    "pairs so that the probability of a correct match is at most XI (at least 1/3 and "
+    "below 1, e.g. 0.5).",
 )
 @click.option(
     "--microaggregate",
@@ -191,7 +191,8 @@ DEFAULT_RISK_K = 3
     "--strata",
     default=None,
     help="With --suppress-k and --pram: comma-separated stratum variables; k-anonymity is "
-    "reached and PRAM applied within each stratum (records of different strata never match). "
+    "reached and PRAM applied within each stratum (records of different strata never match; "
+    "in a stratum of fewer than K records k is lowered to its size, with a warning). "
     "In a recipe, give strata inside the steps instead.",
 )
 @click.option(
@@ -263,7 +264,8 @@ def command(
     key_list = split_names(keys)
     if not key_list:
         raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
-    check_out_dir(out)
+    out_files = ["summary.json", _output_name(_extension(data))[0], "log.csv", "report.html"]
+    check_out_dir(out, writes=out_files, inputs={"DATA": data, "--recipe": recipe})
     flag_steps = _steps_from_options(
         recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
         mdav_cols, mdav_k, noise_cols, noise_level, strata,
@@ -299,12 +301,16 @@ def command(
     # every variable named in a step, also resolved now: a typo in step 5 costs no work
     steps = [_validate_step(i, s, frame, key_list, source=data.name)
              for i, s in enumerate(steps, start=1)]
+    _check_recode_levels(steps, frame)  # a recode's unknown level costs no work either
     risk_k = next((s["k"] for s in reversed(steps) if s["step"] == "suppress"), DEFAULT_RISK_K)
+    # k-anonymity also counted as the (last) suppression step judges it: its keys and strata
+    supp_i, supp = next(((i, s) for i, s in reversed(list(enumerate(steps, start=1)))
+                         if s["step"] == "suppress"), (None, None))
     md_options: dict[str, Any] = {"allow_weights_below_one": allow_weights_below_one}
     if max_levels is not None:
         md_options["max_levels"] = max_levels
     # The "before" assessment doubles as validation of keys and weights.
-    before = _risk(frame, key_list, weight, risk_k, **md_options)
+    before = _risk(frame, key_list, weight, risk_k, suppression=supp, **md_options)
 
     # ---- work ------------------------------------------------------------------------
     import numpy as np
@@ -322,7 +328,9 @@ def command(
         touched += [c for c in _columns_of(step) if c not in touched]
         if step["step"] in _NUMERIC_STEPS:
             numeric += [c for c in _columns_of(step) if c not in numeric]
-    after = _risk(current, key_list, weight, risk_k, **md_options)
+    after = _risk(current, key_list, weight, risk_k, suppression=supp, **md_options)
+    warned = _suppression_warnings(steps, step_summaries)
+    risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k)
     loss = _information_loss(frame, current, touched, numeric)
 
     from sdcbayes._version import __version__
@@ -334,11 +342,15 @@ def command(
         "sdcbayes_version": __version__,
         "data": str(data),
         "protected_file": out_name,
+        "output_files": out_files,  # previous_outputs reads it
         "keys": key_list,
         "weight": weight,
         "seed": seed,
         "steps": step_summaries,
-        "risk": {"k": risk_k, "before": before, "after": after},
+        "risk": {"k": risk_k, "before": before, "after": after}
+        | ({"suppression_keys": supp["keys"], "suppression_strata": supp.get("strata"),
+            "notes": risk_notes} if supp is not None else {}),
+        "warnings": warned,
         "information_loss": loss,
     }
     if out_note:
@@ -362,6 +374,8 @@ def command(
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
         },
     )
+    for msg in warned:  # on stderr also under --quiet and --json, as `assess` does
+        click.echo(f"sdcbayes: warning: {msg}", err=True)
     if as_json:
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
@@ -395,6 +409,21 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                       "_from_text": True, "_option": "--recode"})
     if importance is not None and suppress_k is None:
         raise InputError("--importance ranks keys for local suppression; add --suppress-k K")
+    # a setting given without its step would be ignored, yet stamped in the provenance's
+    # command line as if it had taken effect (defaults are fine: only explicit values)
+    from sdcbayes.cli import given
+
+    for param, option, step_cols, step_option, recipe_param in (
+        ("pram_pd", "--pram-pd", pram_cols, "--pram COLUMNS", "pd"),
+        ("mdav_k", "--mdav-k", mdav_cols, "--microaggregate COLUMNS", "k"),
+        ("noise_level", "--noise-level", noise_cols, "--noise COLUMNS", "level"),
+    ):
+        if step_cols is None and given(param):
+            raise InputError(
+                f"{option} is a setting of {step_option.split()[0]}, which is not given; add "
+                f"{step_option} or leave out {option} (in a recipe, give \"{recipe_param}\" "
+                "inside the step)"
+            )
     if suppress_k is not None:
         step: dict[str, Any] = {"step": "suppress", "k": suppress_k, "_option": "--suppress-k"}
         if importance is not None:
@@ -568,17 +597,19 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         s["importance"] = dict(zip(resolve("importance", [str(k) for k in imp]), imp.values(),
                                    strict=True))
 
-    def number(param, lo=None, hi=None, integer=False, lo_open=False, default=None):
+    def number(param, lo=None, hi=None, integer=False, lo_open=False, default=None,
+               hi_open=False, lo_text=None):
         if param not in s and default is None:
             return  # optional, left to the method's default
         v = s.get(param, default)
         ok = _real(v)
         ok = ok and (not integer or float(v).is_integer())
-        ok = ok and (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or v <= hi)
+        ok = ok and (lo is None or (v > lo if lo_open else v >= lo)) and (
+            hi is None or (v < hi if hi_open else v <= hi))
         if not ok:
             rng = ("an integer" if integer else "a number") + (
-                f" {'>' if lo_open else '>='} {lo}" if lo is not None else ""
-            ) + (f" and <= {hi}" if hi is not None else "")
+                f" {'>' if lo_open else '>='} {lo_text or lo}" if lo is not None else ""
+            ) + (f" and {'<' if hi_open else '<='} {hi}" if hi is not None else "")
             opt = {("suppress", "k"): "--suppress-k", ("pram", "pd"): "--pram-pd",
                    ("nayak_zhang", "xi"): "--nayak-zhang-xi", ("microaggregate", "k"): "--mdav-k",
                    ("noise", "level"): "--noise-level"}.get((name, param))
@@ -638,6 +669,14 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         number("replacement")
     elif name == "suppress":
         number("k", lo=1, integer=True)
+        n_records = len(frame)
+        if s["k"] > n_records:
+            # no record could ever share its keys with k - 1 others: every key value would
+            # be blanked (the step lowers k only per stratum, for strata below k)
+            what = "--suppress-k" if from_option else f"{where}: k"
+            raise InputError(
+                f"{what} {s['k']} exceeds the {n_records} records; choose k <= {n_records}"
+            )
         if "importance" in s:
             imp = s["importance"]
             ranks = list(imp.values()) if isinstance(imp, dict) else imp
@@ -670,7 +709,9 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         number("pd", lo=0, hi=1, lo_open=True, default=0.8)
         number("alpha", lo=0, hi=1)
     elif name == "nayak_zhang":
-        number("xi", lo=1 / 3, hi=1, default=1 / 3)
+        # xi = 1 bounds nothing: no theta solves phi(theta) < 1 (pram.nayak_zhang_theta
+        # refuses it); with theta given, the group size alone is checked against xi
+        number("xi", lo=1 / 3, hi=1, default=1 / 3, hi_open="theta" not in s, lo_text="1/3")
         number("theta", lo=0, hi=1)
         number("group_size", lo=2, integer=True)
     elif name == "microaggregate":
@@ -742,6 +783,57 @@ def _level_lookup(series, tokens, where: str) -> dict:
     return out
 
 
+#: Steps whose output levels follow from the input levels alone (no counts, no chance).
+_LEVEL_STEPS = ("recode", "band", "top_code", "bottom_code")
+
+
+def _check_recode_levels(steps: list[dict[str, Any]], frame) -> None:
+    """Refuse, before any work, a recode naming a level its column will not have.
+
+    The distinct values of each recoded column are followed through the steps in
+    order: a recode, band, top- or bottom-coding is run on them (the code of the
+    run itself, so the same levels come out), so a recipe that recodes levels an
+    earlier recode created is checked too. After a step that may drop levels of a
+    column (suppression, PRAM, micro-aggregation, noise) that column is left to the
+    check at run time (:func:`_level_lookup`).
+    """
+    import pandas as pd
+
+    recoded = {s["column"] for s in steps if s["step"] == "recode"}
+    distinct: dict[str, Any] = {}
+    changed: dict[str, list[int]] = {}  # column -> the earlier steps that changed it
+    left: set[str] = set()  # columns whose levels depend on counts or chance
+    for i, step in enumerate(steps, start=1):
+        cols = [c for c in _columns_of(step) if c in recoded]
+        if step["step"] not in _LEVEL_STEPS:
+            left.update(cols)
+            continue
+        col = step["column"]
+        if col not in recoded or col in left:
+            continue
+        if col not in distinct:
+            s = frame[col]
+            distinct[col] = (pd.Series(s.cat.categories, dtype=s.dtype)
+                             if isinstance(s.dtype, pd.CategoricalDtype)
+                             else s.dropna().drop_duplicates().reset_index(drop=True))
+        values = distinct[col]
+        if step["step"] == "recode":
+            where = (f"--recode of {col!r}" if step.get("_option")
+                     else f"step {i} (recode) of {col!r}")
+            if changed.get(col):
+                where += (" (after the earlier --recode)" if step.get("_option")
+                          else f" (as step(s) {', '.join(map(str, changed[col]))} leave it)")
+            _level_lookup(values, list(step["mapping"]), where)  # one line, no work done
+        try:
+            out = _run_step(step, pd.DataFrame({col: values}), None).frame[col]
+        except Exception:  # whatever the step says, it says at run time, with the data
+            left.add(col)
+            continue
+        distinct[col] = (out if isinstance(out.dtype, pd.CategoricalDtype)
+                         else out.dropna().drop_duplicates().reset_index(drop=True))
+        changed.setdefault(col, []).append(i)
+
+
 def _as_text(v) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
@@ -802,14 +894,23 @@ def _run_step(step: dict[str, Any], frame, rng):
 
 
 # --------------------------------------------------------------------------- measures
-def _risk(frame, keys: list[str], weight: str | None, k: int, **md_options) -> dict[str, Any]:
+def _risk(frame, keys: list[str], weight: str | None, k: int,
+          suppression: dict[str, Any] | None = None, **md_options) -> dict[str, Any]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
 
-    ``md_options`` (``allow_weights_below_one``, ``max_levels``) go to :class:`Microdata`.
+    ``k_anonymity_violations`` counts f_i < k over the whole file on ``keys`` with
+    sdcMicro's ``freqCalc`` rule (a record whose keys are all missing does not match
+    a complete record). With ``suppression`` (a validated suppress step) also
+    ``k_anonymity_violations_suppression``: f_i < k as that step judges it
+    (:func:`sdcbayes.protection.wildcard_frequencies` on its keys, within its
+    strata; every wildcard matches), which is 0 right after the step unless a
+    stratum is smaller than k. ``md_options`` (``allow_weights_below_one``,
+    ``max_levels``) go to :class:`Microdata`.
     """
     import numpy as np
 
     from sdcbayes.microdata import Microdata
+    from sdcbayes.protection import wildcard_frequencies
     from sdcbayes.risk.assess import assess_closed_form
 
     md = Microdata(frame, keys, weight=weight, **md_options)
@@ -827,7 +928,59 @@ def _risk(frame, keys: list[str], weight: str | None, k: int, **md_options) -> d
         # fk with missing values as wildcards (sdcMicro's freqCalc), as in seed 001 sec. 3.2
         "k_anonymity_violations": int(np.count_nonzero(fk < k)),
         "n_missing_key_records": int(md.n_missing_key_records),
-    }
+    } | ({} if suppression is None else {
+        "k_anonymity_violations_suppression": int(np.count_nonzero(
+            wildcard_frequencies(frame, suppression["keys"], suppression.get("strata")) < k))
+    })
+
+
+def _suppression_warnings(steps: list[dict[str, Any]], summaries: list[dict[str, Any]]
+                          ) -> list[str]:
+    """One warning per suppression step that lowered k in strata smaller than k."""
+    out = []
+    for step, st in zip(steps, summaries, strict=True):
+        below = (st.get("result") or {}).get("strata_below_k") or 0
+        if step["step"] == "suppress" and below:
+            strata = ", ".join(step.get("strata") or [])
+            which = f"stratum of {strata} holds" if below == 1 else f"strata of {strata} hold"
+            out.append(
+                f"step {st['step']} (suppress): {below} {which} fewer than k={step['k']} "
+                "records; there k was lowered to the stratum size, so "
+                "their records stay below k (counted as violating k-anonymity after): merge "
+                "small strata, use fewer stratum variables or a smaller k"
+            )
+    return out
+
+
+def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: dict[str, Any],
+                       k: int) -> list[str]:
+    """Why the two k-anonymity counts after the steps differ, or stay above 0."""
+    if supp_i is None:
+        return []
+    supp = steps[supp_i - 1]
+    by_step = after["k_anonymity_violations_suppression"]
+    plain = after["k_anonymity_violations"]
+    notes = []
+    if by_step != plain:
+        within = f" within the strata of {', '.join(supp['strata'])}" if supp.get("strata") \
+            else ""
+        notes.append(
+            f"{plain} records violate {k}-anonymity over the whole file as sdcMicro's freqCalc "
+            "counts it (a record whose keys are all missing matches no complete record"
+            + ("; records of different strata match" if within else "") + f"); "
+            f"{by_step} as local suppression (step {supp_i}) judges it, on its keys "
+            f"{', '.join(supp['keys'])}{within}, every missing value matching any value"
+        )
+    key_set = set(supp["keys"])
+    later = [f"{i} ({s['step']})" for i, s in enumerate(steps, start=1)
+             if i > supp_i and key_set & set(_columns_of(s))]
+    if by_step and later:
+        notes.append(f"step(s) {', '.join(later)} changed keys after the suppression, so "
+                     "records can violate k-anonymity again")
+    if by_step and supp.get("combs") is not None:
+        notes.append(f"step {supp_i} reached k-anonymity on key subsets (combs), not on the "
+                     "full set of keys")
+    return notes
 
 
 def _information_loss(original, protected, columns: list[str], numeric_cols: list[str]
@@ -1493,6 +1646,13 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             f"{b['k_anonymity_violations']:,} -> {a['k_anonymity_violations']:,}",
         ),
     ]
+    if "k_anonymity_violations_suppression" in a:
+        strata = s["risk"].get("suppression_strata")
+        rows.append((
+            "  as the suppression judges it" + (f" (within {', '.join(strata)})" if strata else ""),
+            f"{b['k_anonymity_violations_suppression']:,} -> "
+            f"{a['k_anonymity_violations_suppression']:,}",
+        ))
     for var, v in s["information_loss"]["per_variable"].items():
         text = (
             f"{100 * v['share_changed']:.1f}% changed, "

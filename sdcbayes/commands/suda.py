@@ -120,7 +120,8 @@ def command(
     dup = sorted({k for k in key_list if key_list.count(k) > 1})
     if dup:
         raise InputError(f"--keys repeats {dup}; name each key once")
-    check_out_dir(out)
+    out_files = ["summary.json", "records.csv", "report.html"]
+    check_out_dir(out, writes=out_files, inputs={"DATA": data})
     if max_size is not None and not 1 <= max_size <= len(key_list):
         raise InputError(
             f"--max-size must be between 1 and the number of keys ({len(key_list)}); got {max_size}"
@@ -154,7 +155,9 @@ def command(
         score_method=score_method,
     )
     records = result.records_frame()
-    summary: dict[str, Any] = {"command": "suda", "data": str(data), **result.summary()}
+    summary: dict[str, Any] = {"command": "suda", "data": str(data),
+                               "output_files": out_files,  # previous_outputs reads it
+                               **result.summary()}
     summary["missing_codes"] = missing
     summary["attribute_contributions_note"] = CONTRIBUTIONS_NOTE
     summary["provenance"] = stamp(
