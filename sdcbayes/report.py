@@ -574,6 +574,15 @@ def _cell_columns_note(columns: Sequence[str]) -> str:
     return "<p class='note'>Columns: " + "; ".join(items) + ".</p>" if items else ""
 
 
+def _cv_parts_text(ratios) -> str:
+    """'a quarter or an eighth' from the cross-validation's ratios ([4, 8]; [2] = halves)."""
+    names = {2: "a half", 3: "a third", 4: "a quarter", 8: "an eighth"}
+    if not isinstance(ratios, list) or not ratios:
+        return "part"
+    words = [names.get(r, f"1/{r}") if isinstance(r, int) else str(r) for r in ratios]
+    return " or ".join(words)
+
+
 def _model_section(summary: Mapping[str, Any]) -> str:
     model = summary.get("model", "")
     parts = [
@@ -593,8 +602,9 @@ def _model_section(summary: Mapping[str, Any]) -> str:
         parts.append(
             "<p>Cell overdispersion (gamma mixing of each cell's rate around the mixture, "
             "kappa learnt by cross-validation of the sample uniques inside the sample, a "
-            "mixture fitted to a quarter or an eighth of the records predicting which of its "
-            "uniques the rest leaves unique; none = Poisson cells):</p>"
+            f"mixture fitted to {_cv_parts_text(od.get('cv_ratios'))} of the records "
+            "predicting which of its uniques the rest leaves unique; none = Poisson "
+            "cells):</p>"
             + dict_table({k: ("none (inf)" if v is None else v) for k, v in od.items()})
         )
     ppc = summary.get("predictive_check")
@@ -895,6 +905,29 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
 
 
 # --------------------------------------------------------------------------- suda
+def _msu_score_text(s: Mapping[str, Any]) -> str:
+    """How one MSU is scored, for the summary's ``score_method`` and ``max_size``.
+
+    The weights of :func:`sdcbayes.risk.suda.msu_size_weights`: ``elliot`` scores an
+    MSU of size k ``(M − k)! / (M − m − 1)!`` with M keys and largest size m searched,
+    i.e. ``(M − k)!`` when m >= M − 1; ``ihsn`` scores it
+    ``(2^(M−k) − 1) k! (M − k)! / M!`` whatever m.
+    """
+    n_keys = len(s.get("keys") or [])
+    m = s.get("max_size")
+    method = s.get("score_method", "elliot")
+    among = f"an MSU of size k among the M = {n_keys} keys scores" if n_keys else \
+        "an MSU of size k among M keys scores"
+    if method == "ihsn":
+        return (f"{among} (2^(M − k) − 1)·k!·(M − k)!/M! (the older IHSN/OECD weighting, "
+                "sdcMicro's original_scores = FALSE).")
+    if isinstance(m, int) and n_keys and n_keys - m - 1 >= 2:  # 0! = 1! = 1: no change
+        return (f"{among} (M − k)!/(M − m − 1)! = (M − k)!/{n_keys - m - 1}!, with m = {m} "
+                "the largest MSU size searched (the product of M − i over i = k..m; seed 001, "
+                "section 3.5).")
+    return f"{among} (M − k)! (seed 001, section 3.5)."
+
+
 def suda_report(result, summary: Mapping[str, Any]) -> str:
     """The ``report.html`` of ``sdcbayes suda`` (seed 001, section 3.5).
 
@@ -923,9 +956,10 @@ def suda_report(result, summary: Mapping[str, Any]) -> str:
             "File-level results",
             table(rows, header=("quantity", "value"))
             + "<p class='note'>A minimal sample unique (MSU) of a record is a smallest set "
-            "of keys on which no other record shares its values; an MSU of size k among M "
-            "keys scores (M − k)! (seed 001, section 3.5). DIS-SUDA calibrates the scores to "
-            "the data intrusion simulation estimate of a correct match.</p>",
+            "of keys on which no other record shares its values; "
+            + esc(_msu_score_text(s))
+            + " DIS-SUDA calibrates the scores to the data intrusion simulation estimate of a "
+            "correct match.</p>",
         ),
         (
             "MSUs by size",
@@ -987,13 +1021,60 @@ _PROTECT_RISK_LABELS = {
 }
 
 
+def _k_anonymity_note(s: Mapping[str, Any]) -> str:
+    """What the two k-anonymity rows count (only when a suppression step ran)."""
+    risk = s.get("risk") or {}
+    if "k_anonymity_violations_suppression" not in (risk.get("after") or {}):
+        return ""
+    strata = risk.get("suppression_strata")
+    return (
+        "<p class='note'>Records violating k-anonymity: f &lt; k over the whole file as "
+        "sdcMicro's freqCalc counts it (a record whose keys are all missing matches no "
+        "complete record); the row “as the suppression judges it” counts them as local "
+        "suppression does, every missing value matching any value, on its keys "
+        f"{esc(', '.join(map(str, risk.get('suppression_keys') or [])))}"
+        + (f", within the strata of {esc(', '.join(map(str, strata)))}" if strata else "")
+        + ".</p>"
+    )
+
+
+def _randomised_note(s: Mapping[str, Any]) -> str:
+    """The caveat of the "protected" column after PRAM or Nayak-Zhang PRAM ("" without)."""
+    steps = s.get("steps") or []
+    keys = set(map(str, s.get("keys") or []))
+    # Nayak-Zhang randomises the keys; PRAM matters here when it randomised a key
+    random_steps = [st for st in steps if st.get("name") == "nayak_zhang" or (
+        st.get("name") == "pram"
+        and keys & set(map(str, (st.get("parameters") or {}).get("columns") or [])))]
+    if not random_steps:
+        return ""
+    named = ", ".join(f"step {st.get('step')} ({st.get('name')})" for st in random_steps)
+    text = (
+        f"After {named}: the “protected” column treats the randomised values as if they "
+        "were true. An intruder who knows values were randomised cannot trust a match, so "
+        "this measure ignores the protection PRAM gives; it can rise (new sample uniques) "
+        "where the actual risk fell."
+    )
+    for st in random_steps:
+        p = (st.get("result") or {}).get("max_cm_probability")
+        if st.get("name") == "nayak_zhang" and p is not None:
+            text += (
+                f" The risk that accounts for the randomisation is that of step "
+                f"{st.get('step')}: a correct match has probability at most {fmt(p)} "
+                "(max_cm_probability)."
+            )
+    return f"<p class='note'>{esc(text)}</p>"
+
+
 def protection_report(summary: Mapping[str, Any]) -> str:
     """The ``report.html`` of ``sdcbayes protect`` (seed 001, sections 4-5).
 
     Sections: the steps applied, risk before and after (closed-form
     Benedetti-Franconi risk, seed 004 eq. 1-3; k-anonymity with missing values
-    as wildcards, seed 001 section 3.2), information loss per variable (seed 001
-    section 5.1) and the provenance.
+    as wildcards, seed 001 section 3.2, also as the suppression step judges it),
+    information loss per variable (seed 001 section 5.1) and the provenance. After
+    PRAM of a key or Nayak-Zhang PRAM a note says that the "after" risk treats the
+    randomised values as true.
     """
     s = summary
     risk = s.get("risk") or {}
@@ -1005,6 +1086,10 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             if key == "k_anonymity_violations":
                 label = f"records violating {k}-anonymity (f < {k})"
             rows.append((label, before.get(key), after.get(key)))
+            if key == "k_anonymity_violations" and "k_anonymity_violations_suppression" in after:
+                rows.append((f"records violating {k}-anonymity as the suppression judges it",
+                             before.get("k_anonymity_violations_suppression"),
+                             after.get("k_anonymity_violations_suppression")))
     step_rows = []
     for st in s.get("steps") or []:
         params = ", ".join(f"{p}={v}" for p, v in (st.get("parameters") or {}).items())
@@ -1024,7 +1109,9 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             "p = f/F̂ (Benedetti-Franconi; seed 004, eq. 1–3), as sdcMicro computes it; "
             "missing key values (e.g. after local suppression) match any value. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
-            f"{esc(s.get('weight') or 'none (every record its own population)')}.</p>",
+            f"{esc(s.get('weight') or 'none (every record its own population)')}.</p>"
+            + _k_anonymity_note(s)
+            + _randomised_note(s),
         ),
     ]
     loss = (s.get("information_loss") or {}).get("per_variable") or {}

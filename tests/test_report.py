@@ -260,3 +260,16 @@ def test_calibration_report_plots_each_design_and_tabulates_its_error(check_html
     assert page.count("<circle") == 2 * 2 * 3  # a dot per non-empty bin and method
     assert "a/srs/1%" in page and "calibrated" in page
     assert "<td>0.125</td>" in page  # the plug-in's ECE: (50 * 0.05 + 30 * 0.2 + 20 * 0.2) / 100
+
+
+@pytest.mark.parametrize(("ratios", "words"), [([4, 8], "a quarter or an eighth"),
+                                               ([2], "a half")])
+def test_overdispersion_text_names_the_parts_the_cv_used(demo_closed_form, ratios, words):
+    # the cross-validation falls back to halves on small samples and large fractions
+    # (audit E, finding F5); the text said "a quarter or an eighth" whatever it used
+    from sdcbayes.report import assessment_report
+
+    res, md = demo_closed_form
+    summary = dict(res.summary) | {"overdispersion": {"kappa_median": 2.0, "cv_ratios": ratios}}
+    page = assessment_report(res, md, summary)
+    assert f"mixture fitted to {words} of the records" in page
