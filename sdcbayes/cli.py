@@ -150,7 +150,8 @@ def cli() -> None:
     default="cv",
     show_default=True,
     help="latent-class: cv lets the cells clump around the mixture (gamma overdispersion), "
-    "by an amount learnt by predicting, from a quarter or an eighth of the sample, which of "
+    "by an amount learnt by predicting, from a quarter or an eighth of the sample (halves "
+    "when it is over a quarter of the population or under 100 records), which of "
     "its uniques the rest of the sample lacks; on sparse keys this removes most of the "
     "mixture's overstatement of the risk (README, Accuracy). none: Poisson cells.",
 )
@@ -918,6 +919,10 @@ _CLI_WORDING: list[tuple[str, str]] = [
     (r"\bremove it from keys or from (\w+)=", r"remove it from --keys or from --\1"),
     # sdcbayes.microdata.read_microdata: unknown file type
     (r" \(or read it with pandas and pass the DataFrame to Microdata\)", ""),
+    # models.negbin and risk.compare: the population size
+    (r"\bpass weight=<column> to Microdata\b", "pass --weight COLUMN"),
+    (r"\bgive the microdata a weight column or a sampling_fraction\b",
+     "give --weight COLUMN or --sampling-fraction"),
 ]
 
 

@@ -170,6 +170,8 @@ STRUCTURE = rule("structure=")
 CLASSES = rule("n_classes=")
 PANDAS = rule("read it with pandas")
 KEY_ROLE = rule("remove it from keys")
+NEGBIN_WEIGHT = rule("pass weight=<column>")
+POPULATION = rule("give the microdata a weight")
 
 #: id -> (command, args (files, out) -> argv tail, rules proven, fragments of the line)
 CASES = {
@@ -238,6 +240,12 @@ CASES = {
         "assess", lambda f: [f["good"], "--keys", "age,w", "--weight", "w",
                              "--model", "closed-form"],
         [KEY_ROLE], ["remove it from --keys or from --weight"]),
+    "negbin-needs-weights-compare": (
+        "compare", lambda f: [f["good"], "--keys", "age,sex", "--models", "c=negbin"],
+        [NEGBIN_WEIGHT], ["needs sampling weights", "pass --weight COLUMN"]),
+    "latent-class-needs-population-compare": (
+        "compare", lambda f: [f["good"], "--keys", "age,sex", "--models", "c=latent-class"],
+        [POPULATION], ["needs the population size", "give --weight COLUMN or --sampling-fraction"]),
 }
 
 
