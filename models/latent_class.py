@@ -107,8 +107,12 @@ Two routes to the same posterior: :meth:`LatentClassModel.sample` (blocked Gibbs
 sampler with data augmentation, vectorised over distinct cells, chains started
 from penalised EM fits, :meth:`LatentClassModel.fit_em`; the recommended route)
 and :meth:`LatentClassModel.build` (a PyMC model marginalised over class labels,
-``pm.Potential`` of the log-likelihood, for ADVI/MAP through
+``pm.Potential`` of the log-likelihood, for NUTS or nutpie through
 ``sdcbayes.inference.fit``; its log-likelihood equals :meth:`LatentClassModel.loglik`).
+``fit(method="advi")`` and ``"map"`` are refused (``supported_fit_methods``). A ``fit()``
+posterior holds the class weights ``w`` and profiles ``phi_<key>``, not the cells'
+:math:`\pi_k`: the risk routes (:func:`sdcbayes.risk.posterior_assess.assess_posterior`,
+``assess_from_posterior``) read the Gibbs sampler's ``pi`` and refuse it.
 
 Chain starts (``sample(init=...)``). The mixture's posterior has modes the Gibbs
 sampler seldom leaves: classes split and merge over hundreds of sweeps. Chains started
@@ -1837,7 +1841,13 @@ class LatentClassModel(SuperpopulationModel):
         return pi
 
     def build(self):
-        """The PyMC model, marginalised over class labels (for ADVI / MAP / NUTS).
+        """The PyMC model, marginalised over class labels (for NUTS or nutpie).
+
+        :func:`sdcbayes.inference.fit` refuses ``method="advi"`` and ``"map"`` for this
+        model (``supported_fit_methods``). The model holds no ``pi`` of the cells (a
+        Deterministic of cells x draws): its posterior is not one the risk routes read;
+        :meth:`sample` (``store="all"``) with
+        :func:`sdcbayes.risk.posterior_assess.assess_posterior` is the route to the risks.
 
         ``V`` (dim ``stick``, H - 1) ~ Beta(1, alpha); ``w`` = stick-breaking
         (Deterministic, dim ``latent_class``); ``phi_<key>`` ~ Dirichlet, dims
@@ -2424,7 +2434,11 @@ class LatentClassModel(SuperpopulationModel):
         draws, tune : int
             Kept iterations per chain (after thinning) and burn-in iterations.
         chains : int
-            Independent chains, seeded from one ``SeedSequence``.
+            Independent chains, seeded from one ``SeedSequence`` (its first ``chains``
+            children). The cross-validations (``overdispersion="cv"``, ``profile_mass``,
+            ``cluster_correction="cv"``) and the predictive check (``ppc``) draw from
+            children at fixed spawn keys (:data:`CV_SPAWN_KEY`, :data:`PPC_SPAWN_KEY`):
+            with one ``random_seed`` the kappa posterior does not depend on ``chains``.
         thin : int
         N : float, optional
             Population size; when given, ``tau1``/``tau2`` (posterior predictive,
@@ -2579,7 +2593,14 @@ class LatentClassModel(SuperpopulationModel):
                              f"got {N!r}")
         target = (np.flatnonzero(self.key_counts == 1) if store == "uniques"
                   else np.arange(self.key_codes.shape[0]))
-        seeds = np.random.SeedSequence(random_seed).spawn(chains + 1)
+        if random_seed is None and profile_mass is not None:  # one seed for the choice and chains
+            random_seed = np.random.SeedSequence().entropy
+        # the chains' seeds are the root's first children, as always; the cross-validations
+        # (overdispersion, profile mass, cluster correction) and the predictive check draw
+        # from children whose spawn keys do not depend on `chains`, so that one seed gives
+        # one kappa posterior (and one set of replicates per draw) whatever the number of
+        # chains, and the chains' draws are those of a run without them
+        seeds, cv_seed, ppc_seed = _sample_seeds(random_seed, int(chains))
         kappa_grid, od_summary = None, None
         if kappa_prior is not None:
             if not (isinstance(overdispersion, str) and overdispersion == "cv"):
@@ -2596,12 +2617,9 @@ class LatentClassModel(SuperpopulationModel):
                                  "overdispersion's cross-validation chooses and which need "
                                  f"overdispersion='cv'; got {profile_mass!r} with "
                                  f"overdispersion={overdispersion!r}")
-            if random_seed is None:  # one seed for the choice and the chains
-                random_seed = np.random.SeedSequence().entropy
-            seeds = np.random.SeedSequence(random_seed).spawn(chains + 1)
             # the same cross-validation as overdispersion="cv" below, per candidate mass
             choice = (profile_mass_cv if profile_mass == "cv" else profile_mass_span)(
-                self, random_seed=seeds[-1], em_restarts=max(1, int(em_restarts) - 1),
+                self, random_seed=cv_seed, em_restarts=max(1, int(em_restarts) - 1),
                 n_splits=CV_SPLITS, ratios=CV_RATIOS,
                 max_ratio=None if N is None else float(N) / self.n,
                 dispersion=CV_DISPERSION,
@@ -2636,7 +2654,7 @@ class LatentClassModel(SuperpopulationModel):
                 if overdispersion != "cv":
                     raise InputError(f"overdispersion must be None, 'cv' or a positive number; "
                                      f"got {overdispersion!r}")
-                od = overdispersion_cv(self, random_seed=np.random.default_rng(seeds[-1]),
+                od = overdispersion_cv(self, random_seed=np.random.default_rng(cv_seed),
                                        em_restarts=max(1, int(em_restarts) - 1),
                                        n_splits=CV_SPLITS, ratios=CV_RATIOS,
                                        max_ratio=None if N is None else float(N) / self.n,
@@ -2655,16 +2673,14 @@ class LatentClassModel(SuperpopulationModel):
             if isinstance(cluster_correction, str):  # "cv"
                 # seeded from the overdispersion's stream: the chains' seeds are unchanged
                 cc = cluster_rate_correction(
-                    self, random_seed=np.random.default_rng(seeds[-1].spawn(1)[0]),
+                    self, random_seed=np.random.default_rng(cv_seed.spawn(1)[0]),
                     em_restarts=max(1, int(em_restarts) - 2))
             else:
                 cc = dict(cluster_correction)
             rate_factor = np.asarray(cc["factor"], dtype=float)
             cc_summary = {k: v for k, v in cc.items() if k != "factor"}
-        # the predictive check's replicates draw from a stream of their own (one more child
-        # of the same root), so the chains' draws are those of a run without the check
-        ppc_seed = np.random.SeedSequence(seeds[0].entropy).spawn(chains + 2)[-1]
-        seeds = seeds[:chains]
+        # the predictive check's replicates draw from a stream of their own (ppc_seed, a
+        # child of the same root), so the chains' draws are those of a run without the check
         ppc_keep = None
         if ppc:
             ppc_keep = np.unique(np.linspace(0, draws - 1, min(int(ppc), draws))
@@ -3109,6 +3125,31 @@ def _mixed_grid_posterior(logliks, prior_mass: np.ndarray) -> np.ndarray:
     return weights
 
 
+#: Spawn keys of the auxiliary random streams of :meth:`LatentClassModel.sample`, children
+#: of the root ``SeedSequence(random_seed)`` next to the chains' (spawn keys 0 to chains - 1):
+#: the cross-validations (overdispersion, profile mass, cluster correction) and the posterior
+#: predictive check. Fixed, so that they do not depend on the number of chains.
+CV_SPAWN_KEY = 2**32 - 1
+PPC_SPAWN_KEY = 2**32 - 2
+
+
+def _sample_seeds(random_seed, chains: int):
+    """The chains' seeds and the cross-validation's and predictive check's SeedSequences.
+
+    The chains' are ``SeedSequence(random_seed).spawn(chains)`` (their draws are those of
+    every earlier version); the other two are children of the same root at the fixed spawn
+    keys :data:`CV_SPAWN_KEY` and :data:`PPC_SPAWN_KEY`, the same whatever ``chains``.
+    """
+    root = np.random.SeedSequence(random_seed)
+    chain_seeds = root.spawn(chains)
+
+    def child(key):
+        return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, key),
+                                      pool_size=root.pool_size)
+
+    return chain_seeds, child(CV_SPAWN_KEY), child(PPC_SPAWN_KEY)
+
+
 def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts: int = 2,
                       grid=None, n_splits: int = 1, prior=KAPPA_PRIOR,
                       predictive: str = CV_PREDICTIVE, ratios=CV_RATIOS,
@@ -3305,6 +3346,10 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         :meth:`LatentClassModel.from_microdata` with a household column), cut the sample
         into parts of whole clusters, in random order, each part ending at the first
         cluster boundary past its share of the records (default True); False cuts records.
+        A ratio whose cut at cluster boundaries does not make its r parts of
+        :data:`CV_MIN_PART` records each (clusters large against n/r merge parts) is not
+        used, with a warning; where none is left, halves of whole clusters, or of records
+        where one cluster holds more than half of the sample (warned).
     focus : {"all", "population"}
         Which part-uniques the held-out count weighs: all alike (default
         :data:`CV_FOCUS`), or each by :math:`w_k = e^{-\lambda_k}`, its probability
@@ -3346,7 +3391,13 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         each log-likelihood uses, over the grid: constant but with ``"parts-kappa"``),
         ``partitions``, ``combine_ratios``, ``prior``,
         ``predictive``,
-        ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``); with
+        ``dispersion`` (the :math:`\phi` used; 1 with ``"binomial"``),
+        ``partition_parts`` (the parts each partition really has), ``smallest_part``
+        (records in the smallest part), ``prior_dominated`` (True where the parts hold
+        fewer than :data:`CV_MIN_PART` records: the kappa posterior is then mostly the
+        prior; warned), ``caveats`` (where something asked could not be done: the
+        warning's text); with record clusters, ``clusters`` and ``cut`` (``"clusters"``
+        or ``"records"``); with
         ``part_mass="whole"`` and a learnt mass, ``part_phi_mass`` (the parts' masses);
         with weighted parts, ``parts``.
     """
@@ -3380,7 +3431,7 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
     # further than the population does (N/n); ratio 2 (halves) is the fallback
     use = [int(r) for r in ratios if n // int(r) >= CV_MIN_PART
            and (max_ratio is None or int(r) <= max(2.0, float(max_ratio)))]
-    use = use or [2]
+    fell_back = not use  # no ratio's parts hold CV_MIN_PART records: halves (below)
     if dispersion not in CV_DISPERSIONS:
         raise InputError(f"dispersion must be one of {CV_DISPERSIONS}; got {dispersion!r}")
     by_kappa = dispersion.startswith("parts-kappa")
@@ -3427,101 +3478,178 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         pi_g = np.asarray(pi_g).reshape(C, -1)
         cell_w = np.exp(-model.n * pi_g @ model.excess_rates(float(max_ratio) * model.n))
     prior_mass = kappa_prior(grid, prior)
-    pred_pois, var = [], []
-    # per partition: observed counts, predictions over the grid and Bernoulli variances
-    # of its parts (T_j, P_j(kappa), V_j)
-    fits, ratio_of = [], []  # ratio_of: each partition's ratio
-    for ratio in use:
-        for _ in range(int(n_splits)):
-            rates = None  # the rest's records per part record, by weight class
-            if by_weights:
-                a_g = _weighted_part_sizes(n_g, excess, n / ratio)
-                rates = np.where(a_g > 0, (n_g - a_g) / np.maximum(a_g, 1), 0.0)
-                # r parts drawn on their own (they overlap): unequal fractions cannot
-                # partition the sample
-                drawn = [np.concatenate([rng.choice(members[g], size=int(a), replace=False)
-                                         for g, a in enumerate(a_g) if a > 0])
-                         for _ in range(ratio)]
-                perm = np.concatenate(drawn)
-                bounds = np.concatenate([[0], np.cumsum([d.size for d in drawn])]).tolist()
-            elif not clustered:
-                perm = rng.permutation(n)
-                bounds = [i * n // ratio for i in range(ratio + 1)]  # ratio 2: the halves
+
+    def cut(ratio, clusters):
+        """One random partition into ``ratio`` parts: (perm, bounds, rates)."""
+        rates = None  # the rest's records per part record, by weight class
+        if by_weights:
+            a_g = _weighted_part_sizes(n_g, excess, n / ratio)
+            rates = np.where(a_g > 0, (n_g - a_g) / np.maximum(a_g, 1), 0.0)
+            # r parts drawn on their own (they overlap): unequal fractions cannot
+            # partition the sample
+            drawn = [np.concatenate([rng.choice(members[g], size=int(a), replace=False)
+                                     for g, a in enumerate(a_g) if a > 0])
+                     for _ in range(ratio)]
+            perm = np.concatenate(drawn)
+            bounds = np.concatenate([[0], np.cumsum([d.size for d in drawn])]).tolist()
+        elif not clusters:
+            perm = rng.permutation(n)
+            bounds = [i * n // ratio for i in range(ratio + 1)]  # ratio 2: the halves
+        else:
+            # whole clusters in random order; part i ends at the first cluster boundary
+            # at or past i n / r records
+            order = rng.permutation(cluster_size.size)
+            rank = np.empty_like(order)
+            rank[order] = np.arange(order.size)
+            perm = np.argsort(rank[cluster_of_record], kind="stable")
+            ends = np.cumsum(cluster_size[order])
+            points = [int(ends[min(np.searchsorted(ends, i * n / ratio), ends.size - 1)])
+                      for i in range(1, ratio)]
+            bounds = sorted(set([0, *points, n]))  # cuts on one boundary merge parts
+        return perm, bounds, rates
+
+    def fit_partition(perm, bounds, rates):
+        """One partition's parts fitted and read: (T_j, P_j, V_j, V_j(kappa)), P, V, T."""
+        observed = 0
+        part_t, part_p, part_v, part_pois, part_vk = [], [], [], [], []
+        for a, b in itertools.pairwise(bounds):
+            part = perm[a:b]
+            cA = np.bincount(cell_of_record[part], minlength=K)
+            part_model = _part_model(model, cA, part_priors)
+            unique_a = np.flatnonzero(
+                np.bincount(model.key_index, weights=cA, minlength=C) == 1)
+            if predictive == "gibbs":
+                # the part's posterior draws of pi for its uniques (its target cells, in
+                # the order of unique_a): the same predictive as the whole sample's risk
+                idata = part_model.sample(draws=CV_DRAWS, tune=CV_TUNE, chains=1,
+                                          random_seed=int(rng.integers(2**63 - 1)),
+                                          store="uniques", em_restarts=em_restarts)
+                pi = idata.posterior["pi"].values.reshape(-1, unique_a.size)
             else:
-                # whole clusters in random order; part i ends at the first cluster boundary
-                # at or past i n / r records
-                order = rng.permutation(cluster_size.size)
-                rank = np.empty_like(order)
-                rank[order] = np.arange(order.size)
-                perm = np.argsort(rank[cluster_of_record], kind="stable")
-                ends = np.cumsum(cluster_size[order])
-                cut = [int(ends[min(np.searchsorted(ends, i * n / ratio), ends.size - 1)])
-                       for i in range(1, ratio)]
-                bounds = sorted(set([0, *cut, n]))
-            observed = 0
-            part_t, part_p, part_v, part_pois, part_vk = [], [], [], [], []
-            for a, b in itertools.pairwise(bounds):
-                part = perm[a:b]
-                cA = np.bincount(cell_of_record[part], minlength=K)
-                part_model = _part_model(model, cA, part_priors)
-                unique_a = np.flatnonzero(
-                    np.bincount(model.key_index, weights=cA, minlength=C) == 1)
-                if predictive == "gibbs":
-                    # the part's posterior draws of pi for its uniques (its target cells, in
-                    # the order of unique_a): the same predictive as the whole sample's risk
-                    idata = part_model.sample(draws=CV_DRAWS, tune=CV_TUNE, chains=1,
-                                              random_seed=int(rng.integers(2**63 - 1)),
-                                              store="uniques", em_restarts=em_restarts)
-                    pi = idata.posterior["pi"].values.reshape(-1, unique_a.size)
-                else:
-                    em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
-                    # by class where the rest's rates differ by class
-                    pi_kg = np.asarray(part_model.key_cell_probabilities(
-                        em["w"], em["phi"], model.key_codes[unique_a],
-                        by_class=rates is not None))
-                    pi = (pi_kg if rates is None else pi_kg.sum(axis=1))[None, :]
-                if rates is None:
-                    lam = (n - part.size) * pi
-                else:  # class by class: the part's expected count times the rest's rate
-                    lam = part.size * (pi_kg @ rates)[None, :]
-                sm = part.size * pi
-                if focus == "all":
-                    t_a = int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
-                    # P_k(kappa) averaged over the draws (one draw for EM), summed over
-                    # the A-uniques; with "parts-kappa" also their Bernoulli variance at
-                    # every kappa
-                    sums = []  # one kappa at a time: Gibbs parts hold draws x uniques
-                    for k in grid:
-                        pk = prob_population_unique(lam, k, sm)
-                        sums.append((pk.sum(axis=1).mean(),
-                                     (pk * (1.0 - pk)).sum(axis=1).mean() if by_kappa else 0.0))
-                    part_p.append(np.array([a for a, _ in sums]))
-                    if by_kappa:
-                        part_vk.append(np.array([b for _, b in sums]))
-                    p_pois = prob_population_unique(lam).mean(axis=0)
-                    part_v.append(float((p_pois * (1.0 - p_pois)).sum()))
-                    part_pois.append(float(p_pois.sum()))
-                else:  # each A-unique weighted by its population uniqueness
-                    wa = cell_w[unique_a]
-                    t_a = float(wa @ (f[unique_a] == 1))
-                    sums = []
-                    for k in grid:
-                        pk = prob_population_unique(lam, k, sm)
-                        sums.append(((pk @ wa).mean(),
-                                     (pk * (1.0 - pk) @ wa**2).mean() if by_kappa else 0.0))
-                    part_p.append(np.array([a for a, _ in sums]))
-                    if by_kappa:
-                        part_vk.append(np.array([b for _, b in sums]))
-                    p_pois = prob_population_unique(lam).mean(axis=0)
-                    part_v.append(float((wa**2 * p_pois * (1.0 - p_pois)).sum()))
-                    part_pois.append(float(p_pois @ wa))
-                observed += t_a
-                part_t.append(t_a)
-            fits.append((np.array(part_t), np.array(part_p), np.array(part_v),
-                         np.array(part_vk)))
-            ratio_of.append(ratio)
-            pred_pois.append(sum(part_pois))
-            var.append(float(sum(part_v)))
+                em = part_model.fit_em(n_restarts=em_restarts, random_seed=rng)
+                # by class where the rest's rates differ by class
+                pi_kg = np.asarray(part_model.key_cell_probabilities(
+                    em["w"], em["phi"], model.key_codes[unique_a],
+                    by_class=rates is not None))
+                pi = (pi_kg if rates is None else pi_kg.sum(axis=1))[None, :]
+            if rates is None:
+                lam = (n - part.size) * pi
+            else:  # class by class: the part's expected count times the rest's rate
+                lam = part.size * (pi_kg @ rates)[None, :]
+            sm = part.size * pi
+            if focus == "all":
+                t_a = int(np.count_nonzero(f[unique_a] == 1))  # none in the rest
+                # P_k(kappa) averaged over the draws (one draw for EM), summed over
+                # the A-uniques; with "parts-kappa" also their Bernoulli variance at
+                # every kappa
+                sums = []  # one kappa at a time: Gibbs parts hold draws x uniques
+                for k in grid:
+                    pk = prob_population_unique(lam, k, sm)
+                    sums.append((pk.sum(axis=1).mean(),
+                                 (pk * (1.0 - pk)).sum(axis=1).mean() if by_kappa else 0.0))
+                part_p.append(np.array([a for a, _ in sums]))
+                if by_kappa:
+                    part_vk.append(np.array([b for _, b in sums]))
+                p_pois = prob_population_unique(lam).mean(axis=0)
+                part_v.append(float((p_pois * (1.0 - p_pois)).sum()))
+                part_pois.append(float(p_pois.sum()))
+            else:  # each A-unique weighted by its population uniqueness
+                wa = cell_w[unique_a]
+                t_a = float(wa @ (f[unique_a] == 1))
+                sums = []
+                for k in grid:
+                    pk = prob_population_unique(lam, k, sm)
+                    sums.append(((pk @ wa).mean(),
+                                 (pk * (1.0 - pk) @ wa**2).mean() if by_kappa else 0.0))
+                part_p.append(np.array([a for a, _ in sums]))
+                if by_kappa:
+                    part_vk.append(np.array([b for _, b in sums]))
+                p_pois = prob_population_unique(lam).mean(axis=0)
+                part_v.append(float((wa**2 * p_pois * (1.0 - p_pois)).sum()))
+                part_pois.append(float(p_pois @ wa))
+            observed += t_a
+            part_t.append(t_a)
+        return ((np.array(part_t), np.array(part_p), np.array(part_v), np.array(part_vk)),
+                sum(part_pois), float(sum(part_v)), observed)
+
+    # per partition: its ratio, its parts' sizes and its fit (T_j, P_j(kappa), V_j, ...);
+    # the ratios in order, n_splits partitions each, as drawn before (same random stream)
+    done = []
+    caveats = []
+    largest = int(cluster_size.max()) if clustered else 1
+    if not fell_back:
+        dropped = []
+        for ratio in use:
+            got = []
+            for _ in range(int(n_splits)):
+                perm, bounds, rates = cut(ratio, clustered)
+                sizes = (np.full(ratio, n // ratio) if by_weights  # drawn on their own
+                         else np.diff(bounds))
+                if clustered and (sizes.size < ratio or sizes.min() < CV_MIN_PART):
+                    # Parts of whole clusters are unequal: part i ends at the first cluster
+                    # boundary at or past i n / r, and where a cluster spans such a point,
+                    # or several, parts shrink or merge (with one cluster the only part is
+                    # the whole sample: a flat likelihood, the kappa posterior its prior).
+                    # The partition then does not read the ratio's scale. As for a sample
+                    # too small for a ratio, the ratio is not used (halves are the fallback,
+                    # below): cutting records instead would split households, whose mates'
+                    # twins would read as clumping (set_record_clusters).
+                    got = None
+                    break
+                got.append((ratio, sizes, fit_partition(perm, bounds, rates)))
+            if got is None:
+                dropped.append(ratio)
+            else:
+                done.extend(got)
+        if dropped:
+            use = [r for r in use if r not in dropped]
+            caveats.append(
+                f"cutting the {n} records at household (cluster) boundaries (largest "
+                f"cluster: {largest} records) does not give ratio(s) {dropped} their parts "
+                f"of at least {CV_MIN_PART} records each: "
+                + (f"ratio(s) {dropped} not used" if use else "halves used instead"))
+    if not done:
+        # halves: the fallback where no ratio's parts reach CV_MIN_PART records (a small
+        # sample), or where clusters leave no ratio. Of whole clusters, as the sample was
+        # drawn, unless one cluster holds more than half of the records: where that one
+        # comes last in the random order, the cut at n / 2 makes one part, the whole
+        # sample; the records are cut instead (its mates' shared cells may then read as
+        # clumping, which the caveat says)
+        use = [2]
+        by_clusters = clustered and 2 * largest <= n
+        if clustered and not by_clusters:
+            caveats.append(
+                f"one household (cluster) holds {largest} of the {n} records, more than "
+                "half: the halves cut records, not households, and household mates' shared "
+                "cells may read as clumping")
+        for _ in range(int(n_splits)):
+            perm, bounds, rates = cut(2, by_clusters)
+            sizes = np.full(2, n // 2) if by_weights else np.diff(bounds)
+            done.append((2, sizes, fit_partition(perm, bounds, rates)))
+        cut_by = "clusters" if by_clusters else "records"
+    else:
+        cut_by = "clusters" if clustered else "records"
+    fits = [fit for _, _, (fit, _, _, _) in done]
+    ratio_of = [ratio for ratio, _, _ in done]  # each partition's ratio
+    parts_of = [int(sizes.size) for _, sizes, _ in done]
+    smallest = min(int(sizes.min()) for _, sizes, _ in done)
+    pred_pois = [pois for _, _, (_, pois, _, _) in done]
+    var = [v for _, _, (_, _, v, _) in done]
+    observed = done[-1][2][3]
+    # the parts hold fewer than CV_MIN_PART records (a sample of fewer than 2 CV_MIN_PART
+    # records, or clusters too large): each part's fit and its held-out count are mostly
+    # noise, and the kappa posterior mostly its prior. Never on a sample whose ratios
+    # hold CV_MIN_PART records (their parts have n // r or, of clusters, were checked)
+    prior_dominated = smallest < CV_MIN_PART
+    if prior_dominated:
+        caveats.append(
+            f"the cross-validation's smallest part holds {smallest} records, fewer than "
+            f"{CV_MIN_PART}: the kappa posterior is mostly its prior (prior-dominated)")
+    if caveats:
+        from sdcbayes.exceptions import warn_at_caller
+        from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+        warn_at_caller("overdispersion cv: " + "; ".join(caveats), SdcbayesWarning)
     phi = 1.0
     if dispersion != "binomial":
         # quasi-likelihood dispersion (McCullagh & Nelder 1989, sec. 9.2): the parts'
@@ -3587,6 +3715,11 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "ratios": use,
         "kappa_median_by_ratio": ratio_medians,
         "partition_ratios": ratio_of,
+        # the parts each partition really has (clusters may merge parts) and the smallest
+        "partition_parts": parts_of,
+        "smallest_part": smallest,
+        "prior_dominated": bool(prior_dominated),
+        **({"caveats": caveats} if caveats else {}),
         "partitions": partitions,
         "combine_ratios": combine_ratios,
         "partition_loglik": np.array(logliks),
@@ -3596,7 +3729,8 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         "dispersion": phi,
         **({"parts": "weights"} if by_weights else {}),
         **({} if focus == "all" else {"focus": focus}),
-        **({"clusters": int(cluster_size.size)} if clustered else {}),
+        # with clusters known: how many, and whether the parts are of clusters or records
+        **({"clusters": int(cluster_size.size), "cut": cut_by} if clustered else {}),
         **({} if whole_mass is None else {"part_phi_mass": whole_mass}),
     }
 

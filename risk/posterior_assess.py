@@ -272,9 +272,20 @@ def latent_class_pi(md, posterior, *, n=None, N=None) -> tuple[np.ndarray, float
     """
     post = _posterior_dataset(posterior)
     if "pi" not in post:
+        if "w" in post and any(str(v).startswith("phi_") for v in post.data_vars):
+            # LatentClassModel.build's PyMC model (sdcbayes.inference.fit, NUTS / nutpie):
+            # class weights and profiles, no pi of the cells (which would be cells x draws)
+            raise InputError(
+                "the posterior is a latent-class fit from sdcbayes.inference.fit (its class "
+                "weights 'w' and profiles 'phi_*', no cell probabilities 'pi'), which the "
+                "risk cannot read: sample the model with its Gibbs sampler, "
+                "LatentClassModel.from_microdata(md).sample(store='all', N=...), and pass "
+                "that posterior, or run assess_posterior(md, model='latent-class')"
+            )
         raise InputError(
-            "the posterior has no cell probabilities 'pi': is it a latent-class fit? "
-            "(pass model='poisson-gamma' or 'negbin' for those posteriors)"
+            "the posterior has no cell probabilities 'pi': is it a latent-class posterior "
+            "from LatentClassModel.sample? (pass model='poisson-gamma' or 'negbin' for "
+            "those posteriors)"
         )
     C = md.cells.n_cells
     if post["pi"].sizes.get("cell") != C:
@@ -1191,12 +1202,14 @@ def _assess_latent_class(
         "structural_zero_rules": ([] if spec.structural_zeros is None
                                   else spec.structural_zeros.to_list()),
     } | {k: v for k, v in sample_kwargs.items() if k != "cores"}
+    # the prior the chains ran with (profile_mass="cv" may have fixed the mass): the summary's
+    # provenance and the posterior's own stamps (posterior.nc) must both record it
+    priors_used = (json.loads(idata.attrs["priors"]) if "profile_mass" in idata.attrs
+                   else spec.priors)
     result = assess_from_posterior(
         md, idata, "latent-class", quantiles=quantiles, threshold=threshold,
         predictive=predictive, random_seed=random_seed, n=spec.n, N=N_fit,
-        # the prior the chains ran with (profile_mass="cv" may have fixed the mass)
-        priors=(json.loads(idata.attrs["priors"]) if "profile_mass" in idata.attrs
-                else spec.priors), settings=settings,
+        priors=priors_used, settings=settings,
     )
     if "profile_mass" in idata.attrs:
         result.summary["profile_mass"] = json.loads(idata.attrs["profile_mass"])
@@ -1234,11 +1247,17 @@ def _assess_latent_class(
             "cv_parts_fit": od.get("predictive"),
             "cv_splits": od.get("n_splits"),
             "cv_ratios": od.get("ratios"),
+            # the parts each partition really has (whole households may merge parts), and
+            # whether they were too small for the held-out count to move kappa's prior
+            "cv_partition_parts": od.get("partition_parts"),
+            "cv_prior_dominated": od.get("prior_dominated"),
             # each scale ratio's own median kappa (None = Poisson): where they disagree,
             # the mixture over the ratios is what widens kappa's interval
             "cv_kappa_median_by_ratio": od.get("kappa_median_by_ratio"),
             # the held-out count's variance factor (1: Bernoulli alone)
             "cv_dispersion": od.get("dispersion"),
+            # what was asked of the cross-validation and could not be done (warned)
+            **({"cv_caveats": od["caveats"]} if od.get("caveats") else {}),
         }
     if "posterior_predictive" in idata.groups() and "m" in idata.posterior_predictive:
         # does the fitted model reproduce the sample's cells seen once, twice, ...?
@@ -1269,7 +1288,7 @@ def _assess_latent_class(
         sdcbayes_version=__version__,
         model=spec.name,
         model_options={"n_classes": int(n_classes)},
-        priors=spec.priors,
+        priors=priors_used,
         data_summary=spec.data_summary(),
         settings=result.provenance["settings"],
         diagnostics=diag,

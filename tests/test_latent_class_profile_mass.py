@@ -386,10 +386,19 @@ def test_cli_profile_prior_span(tmp_path, capsys, monkeypatch):
     # candidate (the parts' prediction gains about 7 of the 30-odd it lacks from 16
     # times the mass): the span keeps the learnt mass, and says why
     assert pm["rule"] == "cv-span" and pm["mass"] == "learn" and pm["reached"] is False
-    assert [t["mass"] for t in pm["tried"]] == ["learn", *lcm.PROFILE_MASS_CANDIDATES]
+    # every candidate above the learnt mass is tried. The learnt mass is the whole sample's
+    # EM fit in the cross-validation's random stream, which was reseeded so that it does
+    # not depend on --chains (audit E, F2): on this seed its EM now ends at mass 256
+    # (before: 16, below every candidate), so 512 and 1024 are tried
+    assert [t["mass"] for t in pm["tried"]] == [
+        "learn", *[m for m in lcm.PROFILE_MASS_CANDIDATES
+                   if m > pm["learnt_mass"] * (1 + 1e-6)]], pm
     predicted = np.array([t["predicted_poisson"] for t in pm["tried"]])
     observed = np.array([t["observed"] for t in pm["tried"]])
-    assert np.all(predicted < observed) and predicted[-1] > predicted[0]
+    # (that the prediction rises with the mass was read here from 16 to 1024; from the
+    # reseeded stream's 256 to 1024 it moves within the parts' noise, audit E F2: the
+    # mechanism is checked by test_a_larger_mass_raises_the_held_out_prediction_on_the_demo)
+    assert np.all(predicted < observed)
     assert "learnt; no larger mass reaches the held-out count" in proc.stdout
     # the prior the chains ran with is the learnt one (the span moves its draws)
     assert summary["provenance"]["priors"]["phi"]["mass"] == "learn"
