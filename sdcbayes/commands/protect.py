@@ -1252,14 +1252,18 @@ def _csv_out(path: Path, out, frame, sep: str) -> None:
     from sdcbayes.microdata import CSV_NA_VALUES
 
     tokens = [t for t in CSV_NA_VALUES if t]
-    buf = io.StringIO()
-    out.to_csv(buf, index=False, sep=sep)
-    buf.seek(0)
-    cells = pd.read_csv(buf, sep=sep, dtype=str, keep_default_na=False)
-    force = {c: cells[c].str.strip().isin(tokens).to_numpy() & frame[c].notna().to_numpy()
+    if all(pd.api.types.is_string_dtype(out[c]) for c in out.columns):  # the input's text
+        cells = out
+    else:  # parsed values: their text as pandas writes them
+        buf = io.StringIO()
+        out.to_csv(buf, index=False, sep=sep)
+        buf.seek(0)
+        cells = pd.read_csv(buf, sep=sep, dtype=str, keep_default_na=False)
+    force = {c: cells[c].astype(str).str.strip().isin(tokens).to_numpy()
+             & frame[c].notna().to_numpy()
              for c in frame.columns} if frame.columns.is_unique else {}
     if not any(m.any() for m in force.values()):
-        path.write_text(buf.getvalue(), encoding="utf-8", newline="")
+        out.to_csv(path, index=False, sep=sep)
         return
 
     def quoted(values, must):
