@@ -137,3 +137,67 @@ def test_noise_input_errors():
     bad.loc[3, "a"] = np.nan
     with pytest.raises(InputError, match="drop them before noise addition"):
         add_noise(bad, "a")
+
+
+# --------------------------------------------------------------------------- audit G, 3 and 11
+
+
+def _mdav_groups_reference(x, k):
+    """MDAV as the module docstring states it, with plain boolean-mask compaction."""
+    n = x.shape[0]
+    group, rows, g = np.full(n, -1), np.arange(n), 0
+    while rows.size >= 2 * k:
+        xs = x[rows]
+        r = int(np.argmax(((xs - xs.mean(axis=0)) ** 2).sum(axis=1)))
+        centres = [r]
+        if rows.size >= 3 * k:
+            centres.append(None)  # x_s, chosen after the first group is removed
+        r_point = xs[r].copy()
+        for c in centres:
+            xs = x[rows]
+            if c is None:
+                c = int(np.argmax(((xs - r_point) ** 2).sum(axis=1)))
+            d = ((xs - xs[c]) ** 2).sum(axis=1)
+            d[c] = -1.0
+            near = np.argsort(d, kind="stable")[:k]
+            group[rows[near]] = g
+            g += 1
+            rows = np.delete(rows, near)
+    group[rows] = g
+    return group
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mdav_groups_match_the_reference_partition(seed):
+    # No ties (continuous data): the block-wise compaction gives the textbook partition.
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(10, 200)), int(rng.integers(2, 6))
+    x = rng.normal(size=(n, 3))
+    np.testing.assert_array_equal(mdav_groups(x, k), _mdav_groups_reference(x, k))
+
+
+def test_mdav_and_noise_refuse_boolean_parameters_and_columns():
+    df = _correlated_data(20, 0).assign(flag=lambda d: d["a"] > 0)
+    with pytest.raises(InputError, match="k=True must be an integer"):
+        mdav(df, "a", k=True)
+    with pytest.raises(InputError, match="k=True must be an integer"):
+        mdav_groups(df[["a"]].to_numpy(), True)
+    for level in (True, "0.1", np.nan):
+        with pytest.raises(InputError, match="level=.* must be a non-negative number"):
+            add_noise(df, "a", level=level)
+    with pytest.raises(InputError, match=r"\['flag'\] are boolean.*micro-aggregation"):
+        mdav(df, ["a", "flag"])
+    with pytest.raises(InputError, match=r"\['flag'\] are boolean.*noise addition"):
+        add_noise(df, "flag")
+    with pytest.raises(InputError, match="boolean"):
+        add_noise(df.astype({"flag": "boolean"}), "flag")
+
+
+def test_mdav_on_an_empty_frame_refuses_without_warnings():
+    import warnings
+
+    empty = pd.DataFrame({"x": np.array([], dtype=float)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Mean of empty slice" before the InputError
+        with pytest.raises(InputError, match="only 0 records"):
+            mdav(empty, "x")

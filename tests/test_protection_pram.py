@@ -353,3 +353,163 @@ def test_pd_bounds_the_first_stage_matrix_not_the_keep_probability():
     full = invariant_transition_matrix(counts, pd_min=0.95, alpha=1.0, seed=1,
                                        random_diagonal=False)
     assert np.diag(full).min() < 0.95 * 0.95  # alpha = 1: no floor at all from pd
+
+
+# --------------------------------------------------------------------------- audit G: 1, 8, 10, 11
+
+
+def _per_record_reference(codes, matrix, seed):
+    """apply_transition's definition, one record at a time (the stream: one uniform each)."""
+    cum = np.cumsum(matrix, axis=1)
+    cum[:, -1] = 1.0
+    u = np.random.default_rng(seed).random(codes.shape)
+    out = codes.copy()
+    for i in np.ndindex(codes.shape):
+        if codes[i] >= 0:
+            out[i] = np.searchsorted(cum[codes[i]], u[i], side="right")
+    return out
+
+
+@pytest.mark.parametrize("n_cat", [1, 2, 7, 300])
+def test_apply_transition_matches_its_per_record_definition(n_cat):
+    # Grouping the records by code once must give the very draws of the per-record
+    # definition for the same Generator stream (missing codes untouched, shape kept).
+    rng = np.random.default_rng(n_cat)
+    codes = rng.integers(-1, n_cat, size=(500, 2))
+    m = rng.random((n_cat, n_cat))
+    if n_cat > 1:
+        m[:, n_cat // 2] = 0.0  # a category that is never drawn
+    m /= m.sum(axis=1, keepdims=True)
+    got = apply_transition(codes, m, np.random.default_rng(3))
+    np.testing.assert_array_equal(got, _per_record_reference(codes, m, 3))
+    assert got.shape == codes.shape and (got[codes < 0] == codes[codes < 0]).all()
+    if n_cat > 1:
+        assert not (got == n_cat // 2).any()
+
+
+def test_apply_transition_accepts_a_seed_or_none():
+    codes = np.arange(6) % 3
+    m = np.full((3, 3), 1 / 3)
+    np.testing.assert_array_equal(apply_transition(codes, m, 12),
+                                  apply_transition(codes, m, np.random.default_rng(12)))
+    assert apply_transition(codes, m, None).shape == (6,)
+    assert apply_transition(codes.astype(float), m, 1).dtype == np.int64  # whole floats
+    with pytest.raises(InputError, match="seed="):
+        apply_transition(codes, m, "abc")
+
+
+@pytest.mark.parametrize(
+    ("codes", "matrix", "fragments"),
+    [
+        ([0], [[0.5, 0.5]], ["square"]),
+        ([0], [[0.2, 0.2], [0.1, 0.1]], ["2 row(s) that do not sum to 1", "row 0 sums to 0.4"]),
+        ([0], [[1.5, -0.5], [0.0, 1.0]], ["negative"]),
+        ([0], [[np.nan, 1.0], [0.0, 1.0]], ["missing or infinite"]),
+        ([0], [[0.5, 0.5], [0.5, 0.5 + 1e-8]], ["do not sum to 1"]),
+        ([0, 5], np.eye(2), ["up to 5", "0..1"]),
+        ([0.5], np.eye(2), ["integer"]),
+        ([True], np.eye(2), ["integer"]),
+    ],
+    ids=["not-square", "rows-short", "negative", "nan", "off-by-1e-8", "code-too-big",
+         "fraction-code", "bool-code"],
+)
+def test_apply_transition_validates_its_input(codes, matrix, fragments):
+    with pytest.raises(InputError) as err:
+        apply_transition(np.asarray(codes), np.asarray(matrix), 0)
+    for frag in fragments:
+        assert frag in str(err.value)
+
+
+def test_apply_transition_rows_within_1e9_are_accepted():
+    m = np.array([[0.5, 0.5 + 5e-10], [0.0, 1.0]])
+    assert apply_transition(np.array([0, 1]), m, 0).tolist()[1] == 1
+
+
+def test_invariant_pram_refuses_more_levels_than_max_levels():
+    df = pd.DataFrame({"id": np.arange(1001), "g": np.arange(1001) % 6})
+    with pytest.raises(InputError) as err:
+        invariant_pram(df, ["g", "id"], seed=1)
+    msg = str(err.value)
+    for frag in ("'id'", "1001 levels", "max_levels (1000)", "recode"):
+        assert frag in msg
+    assert "max_levels=" not in msg  # the CLI would rewrite that into its own --max-levels
+    with pytest.raises(InputError, match="'g' has 6 levels"):
+        invariant_pram(df, "g", max_levels=5, seed=1)
+    assert invariant_pram(df, "g", max_levels=6, seed=1).summary["max_levels"] == 6
+    for bad in (0, True, 2.5):
+        with pytest.raises(InputError, match="max_levels="):
+            invariant_pram(df, "g", max_levels=bad)
+
+
+def test_invariant_pram_refuses_a_continuous_column():
+    df = pd.DataFrame({"x": [1.0, 2.5, 3.0, np.nan], "w": [1.0, 2.0, np.nan, 2.0]})
+    with pytest.raises(InputError) as err:
+        invariant_pram(df, "x", seed=1)
+    for frag in ("'x'", "continuous", "2.5", "mdav", "add_noise"):
+        assert frag in str(err.value)
+    # whole numbers stored as float (a CSV column with gaps) are categories
+    res = invariant_pram(df, "w", seed=1, alpha=1.0, pd_min=0.3)
+    assert res.frame["w"].dtype == np.float64 and np.isnan(res.frame.loc[2, "w"])
+
+
+def test_invariant_pram_summary_matrices_are_arrays():
+    # Arrays, not nested lists (8 bytes an entry); ordered like summary["levels"].
+    df = pd.DataFrame({"x": list("abcab") * 4, "s": [1, 2] * 10})
+    res = invariant_pram(df, "x", strata="s", seed=2)
+    for mat in res.summary["matrices"]["x"].values():
+        assert isinstance(mat, np.ndarray) and mat.shape == (3, 3)
+        np.testing.assert_allclose(mat.sum(axis=1), 1.0)
+
+
+def _dtype_frame(dtype: str, n: int = 300) -> pd.Series:
+    rng = np.random.default_rng(5)
+    if dtype.startswith("Int64"):
+        values = pd.array(rng.integers(0, 4, n), dtype="Int64")
+        if dtype == "Int64+NA":
+            values[::7] = pd.NA
+        return pd.Series(values)
+    if dtype == "category":
+        s = pd.Series(pd.Categorical(rng.choice(list("abcd"), n), categories=list("abcde")))
+        s[::9] = np.nan
+        return s
+    if dtype in ("int64", "uint8"):
+        return pd.Series(rng.integers(0, 4, n).astype(dtype))
+    if dtype == "bool":
+        return pd.Series(rng.random(n) < 0.5)
+    s = pd.Series(rng.choice(list("abcd"), n).astype(object), dtype=dtype)
+    s[::11] = None
+    return s
+
+
+@pytest.mark.parametrize("dtype", ["string[pyarrow]", "string[python]", "object", "Int64",
+                                   "Int64+NA", "category", "int64", "uint8", "bool"])
+def test_invariant_pram_keeps_the_column_dtype(dtype):
+    if dtype == "string[pyarrow]":
+        pytest.importorskip("pyarrow")
+    col = _dtype_frame(dtype)
+    df = pd.DataFrame({"v": col})
+    before = df.copy(deep=True)
+    res = invariant_pram(df, "v", alpha=1.0, pd_min=0.3, seed=4)
+    pd.testing.assert_frame_equal(df, before)
+    out = res.frame["v"]
+    assert out.dtype == col.dtype, (out.dtype, col.dtype)
+    na = col.isna().to_numpy()
+    np.testing.assert_array_equal(out.isna().to_numpy(), na)
+    assert set(out[~na]) <= set(col[~na])
+    changed = (out[~na].astype(object) != col[~na].astype(object)).sum()
+    assert changed == res.summary["changed"]["v"] > 0
+
+
+def test_nayak_zhang_group_size_must_be_an_integer():
+    df = pd.DataFrame({"a": np.arange(40), "b": np.arange(40) % 3})
+    for bad in (2.7, 3.0, True, "3", 1):
+        with pytest.raises(InputError, match="group_size="):
+            nayak_zhang_pram(df, ["a", "b"], xi=0.5, group_size=bad, seed=1)
+    res = nayak_zhang_pram(df, ["a", "b"], xi=0.5, group_size=np.int64(4), seed=1)
+    assert res.summary["group_size"] == 4
+
+
+@pytest.mark.parametrize("a", [0, [1, 0], 1.5, -1, []])
+def test_nayak_zhang_cm_probability_needs_positive_integer_a(a):
+    with pytest.raises(InputError, match="integers >= 1"):
+        nayak_zhang_cm_probability([1, 2, 1], 0.5, a=a)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,3 +136,56 @@ def test_merge_levels_keeps_integer_dtype_unless_new_levels_need_another():
     assert pd.isna(labelled.frame["x"].iloc[2])
     with pytest.raises(InputError, match="single values"):
         merge_levels(df, "x", {1: [2]})
+
+
+# --------------------------------------------------------------------------- audit G, finding 7
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"threshold": "60"}, "threshold='60' must be a finite number"),
+        ({"threshold": np.inf}, "threshold=inf must be a finite number"),
+        ({"threshold": np.nan}, "threshold=nan must be a finite number"),
+        ({"threshold": True}, "threshold=True must be a finite number"),
+        ({"threshold": 60, "replacement": "90+"}, "replacement='90+' must be a finite number"),
+        ({"threshold": 60, "replacement": np.nan}, "replacement=nan must be a finite number"),
+        ({"threshold": 60, "replacement": [1]}, "replacement=[1] must be a finite number"),
+        ({"threshold": 60, "replacement": True}, "replacement=True must be a finite number"),
+    ],
+)
+@pytest.mark.parametrize("fn", [top_code, bottom_code])
+def test_threshold_and_replacement_must_be_finite_numbers(frame, fn, kwargs, fragment):
+    before = frame.copy(deep=True)
+    with pytest.raises(InputError, match=re.escape(fragment)):
+        fn(frame, "age", **kwargs)
+    pd.testing.assert_frame_equal(frame, before)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "boolean"])
+def test_top_and_bottom_coding_refuse_boolean_columns(dtype):
+    df = pd.DataFrame({"flag": pd.array([True, False, True], dtype=dtype)})
+    for fn in (top_code, bottom_code):
+        with pytest.raises(InputError, match="'flag' is boolean"):
+            fn(df, "flag", 0.5)
+
+
+def test_top_code_numpy_scalars_and_fractional_replacement_on_int(frame):
+    res = top_code(frame, "income", np.int64(10000), replacement=np.float64(12500.5))
+    assert res.frame["income"].tolist()[-2:] == [12500.5, 12500.5]
+    assert res.summary["replacement"] == 12500.5
+
+
+@pytest.mark.parametrize("missing", [np.nan, None, pd.NA])
+def test_merge_levels_to_missing_on_a_categorical_blanks_the_level(frame, missing):
+    # documented: a missing new level makes the old level's values missing
+    before = frame.copy(deep=True)
+    res = merge_levels(frame, "region", {"A": missing, "B": "C"})
+    pd.testing.assert_frame_equal(frame, before)
+    out = res.frame["region"]
+    assert isinstance(out.dtype, pd.CategoricalDtype)
+    assert list(out.cat.categories) == ["C", "D", "E"]
+    np.testing.assert_array_equal(out.isna().to_numpy(), (frame["region"] == "A").to_numpy())
+    assert out.dropna().tolist() == ["C", "C", "D", "C", "C", "D"]
+    assert res.summary["n_changed"] == 5  # 3 A's blanked, 2 B's merged
+    assert res.summary["levels_after"] == 2

@@ -18,6 +18,15 @@ Mateo-Sanz 2002, Domingo-Ferrer & Torra 2005, the default method of sdcMicro's
 Every group has between k and 2k − 1 records. Distances are Euclidean on
 standardised variables (z-scores) unless ``standardize=False``.
 
+Cost: MDAV is quadratic, O(n²p/k) (each of the ~n/k groups measures its
+distance to every remaining record; sdcMicro's MDAV is too). Measured for
+``mdav_groups`` with p = 3, k = 3 on one core: about 0.5 s for n = 10 000,
+1.7 s for n = 20 000 and 17 s for n = 50 000, so roughly 1 min for 10⁵ and
+hours for 10⁶ records. For large files run it within strata or blocks (call
+:func:`mdav` on each subset, e.g. per region, or on blocks of records sorted by
+a main variable): the cost falls by the number of blocks, and every group still
+has at least k records of its block.
+
 This module may import NumPy and pandas only.
 """
 
@@ -37,6 +46,14 @@ __all__ = ["mdav_groups", "mdav"]
 def _numeric_matrix(frame: pd.DataFrame, columns: list[str],
                     method: str = "micro-aggregation") -> np.ndarray:
     """The numeric ``columns`` as a float matrix; ``method`` names the step in errors."""
+    flags = [c for c in columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
+    if flags:
+        # bool counts as numeric to pandas, but averaging or jittering a yes/no
+        # variable gives values like 0.33 that mean nothing
+        raise InputError(
+            f"columns {flags} are boolean (True/False); {method} needs numeric "
+            "measurements: protect a yes/no variable with PRAM or recoding"
+        )
     bad = [c for c in columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
     if bad:
         raise InputError(
@@ -53,6 +70,14 @@ def _numeric_matrix(frame: pd.DataFrame, columns: list[str],
     return x
 
 
+def _check_k(k: object, n: int) -> None:
+    # bool is an int to Python: k=True would silently mean k = 1 (no aggregation)
+    if isinstance(k, (bool, np.bool_)) or not (isinstance(k, (int, np.integer)) and 1 <= k):
+        raise InputError(f"k={k!r} must be an integer >= 1 (the minimum group size)")
+    if n < k:
+        raise InputError(f"only {n} records for groups of k={k}; lower k or add records")
+
+
 def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
     """MDAV partition of the rows of ``x`` into groups of k to 2k − 1 rows.
 
@@ -67,15 +92,17 @@ def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
     -------
     numpy.ndarray
         int64 group number of each row (0-based, in order of formation).
+
+    Notes
+    -----
+    O(n²p/k) time (see the module docstring for measured times); split large
+    files into strata or blocks first.
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]
     n = x.shape[0]
-    if not (isinstance(k, (int, np.integer)) and 1 <= k):
-        raise InputError(f"k={k!r} must be an integer >= 1 (the minimum group size)")
-    if n < k:
-        raise InputError(f"only {n} records for groups of k={k}; lower k or add records")
+    _check_k(k, n)
     group = np.full(n, -1, dtype=np.int64)
     # Working copies of the remaining rows, compacted after each group: the loop
     # runs over groups (each depends on the previous ones), every step inside it
@@ -89,6 +116,13 @@ def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
         diff = xs - point
         return np.einsum("ij,ij->i", diff, diff)
 
+    def without(a: np.ndarray, cut: np.ndarray) -> np.ndarray:
+        # Rows of ``a`` except the sorted positions ``cut``, order kept: k + 1
+        # contiguous blocks, several times faster than a boolean-mask gather.
+        bounds = zip(np.concatenate([[0], cut + 1]), np.concatenate([cut, [a.shape[0]]]),
+                     strict=True)
+        return np.concatenate([a[lo:hi] for lo, hi in bounds])
+
     def take_group(center: int) -> None:
         nonlocal rows, xs, col_sum, g
         d = sqdist(xs[center])
@@ -97,9 +131,8 @@ def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
         group[rows[near]] = g
         g += 1
         col_sum = col_sum - xs[near].sum(axis=0)
-        keep = np.ones(rows.size, dtype=bool)
-        keep[near] = False
-        rows, xs = rows[keep], xs[keep]
+        cut = np.sort(near)
+        rows, xs = without(rows, cut), without(xs, cut)
 
     while rows.size >= 3 * k:
         r = int(np.argmax(sqdist(col_sum / rows.size)))
@@ -131,9 +164,11 @@ def mdav(
     frame : pandas.DataFrame
         Not modified.
     columns : str or sequence of str
-        Numeric variables, without missing values.
+        Numeric variables, without missing values (boolean columns are refused).
     k : int, default 3
         Minimum group size (seed 001, Listing 3: MDAV with k = 3).
+        The cost is O(n²p/k) (about 17 s for 50 000 records, p = 3, k = 3; see
+        the module docstring): for large files call it within strata or blocks.
     standardize : bool, default True
         Measure distances on z-scores (variables on different scales count alike).
     aggregate : {"mean", "median"}, default "mean"
@@ -154,6 +189,7 @@ def mdav(
     if aggregate not in ("mean", "median"):
         raise InputError(f"aggregate={aggregate!r} must be 'mean' or 'median'")
     x = _numeric_matrix(frame, columns)
+    _check_k(k, x.shape[0])  # before standardising: an empty frame would warn first
     z = x
     if standardize:
         sd = x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.ones(x.shape[1])

@@ -43,7 +43,7 @@ def add_noise(
     frame : pandas.DataFrame
         Not modified.
     columns : str or sequence of str
-        Numeric variables without missing values.
+        Numeric variables without missing values (boolean columns are refused).
     level : float, default 0.1
         α >= 0. ``"additive"``: noise standard deviation α σ_j per variable.
         ``"correlated"``: noise covariance α Σ.
@@ -61,7 +61,13 @@ def add_noise(
     columns = check_columns(frame, columns, "columns")
     if method not in ("additive", "correlated"):
         raise InputError(f"method={method!r} must be 'additive' or 'correlated'")
-    if not (np.isscalar(level) and np.isfinite(level) and level >= 0):
+    # bool is a number to Python and NumPy: level=True would silently mean α = 1
+    if (
+        isinstance(level, (bool, np.bool_))
+        or not isinstance(level, (int, float, np.integer, np.floating))
+        or not np.isfinite(level)
+        or level < 0
+    ):
         raise InputError(f"level={level!r} must be a non-negative number (the noise level α)")
     x = _numeric_matrix(frame, columns, "noise addition")
     if x.shape[0] < 2:

@@ -65,32 +65,132 @@ __all__ = [
 # --------------------------------------------------------------------------- helpers
 
 
-def apply_transition(
-    codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
+def apply_transition(codes: Any, matrix: Any, rng: Any = None) -> np.ndarray:
     """Draw a new category for each code from row ``codes[i]`` of ``matrix``.
 
-    Codes < 0 (missing) are returned unchanged. Vectorised: one uniform draw per
-    value, looked up in the cumulative row with :func:`numpy.searchsorted`;
-    the loop runs over categories, never over records.
+    Parameters
+    ----------
+    codes : array_like of int
+        Category numbers 0..L − 1; codes < 0 (missing) are returned unchanged.
+    matrix : array_like
+        (L, L) row-stochastic matrix: finite, non-negative, every row summing to 1
+        within 1e-9. ``matrix[i, j]`` is the probability that category i becomes j.
+    rng : int, Generator or None
+        Seed or Generator (see :func:`sdcbayes.protection.base.rng_from`).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 codes, same shape as ``codes``.
+
+    Raises
+    ------
+    InputError
+        A matrix that is not square, finite, non-negative and row-stochastic; codes
+        that are not integers or are >= L; an unusable seed.
+
+    Notes
+    -----
+    One uniform draw per value (in the order of ``codes``), looked up in the
+    cumulative row of its code with :func:`numpy.searchsorted`. The records are
+    grouped by code once (a radix sort), so the cost is O(n + L²), not O(n·L).
     """
-    codes = np.asarray(codes, dtype=np.int64)
-    matrix = np.asarray(matrix, dtype=np.float64)
+    m = _check_stochastic(matrix, "matrix")
+    c = np.asarray(codes)
+    if c.dtype.kind == "f" and np.isfinite(c).all() and (c == np.round(c)).all():
+        c = c.astype(np.int64)  # whole numbers stored as float are accepted
+    if c.dtype.kind not in "iu":
+        raise InputError(
+            f"codes must be integer category numbers (dtype {c.dtype} given); pass the "
+            "codes of the categories, -1 for missing (e.g. from pandas.factorize)"
+        )
+    c = c.astype(np.int64, copy=False)
+    if c.size and int(c.max()) >= m.shape[0]:
+        raise InputError(
+            f"codes go up to {int(c.max())} but matrix is {m.shape[0]}x{m.shape[0]}; "
+            f"codes must be in 0..{m.shape[0] - 1} (or negative for missing)"
+        )
+    return _draw(c, m, rng_from(rng))
+
+
+def _draw(codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`apply_transition` on checked input (int64 codes < L, stochastic matrix)."""
+    n_cat = matrix.shape[0]
     out = codes.copy()
     cum = np.cumsum(matrix, axis=1)
     cum[:, -1] = 1.0  # guard against rounding: the last category closes every row
-    u = rng.random(codes.shape)
-    for i in np.unique(codes[codes >= 0]):
-        sel = codes == i
-        out[sel] = np.searchsorted(cum[i], u[sel], side="right")
-    return out
+    u = rng.random(codes.shape)  # drawn for every value, as before: same stream
+    flat_c, flat_u, flat_out = codes.reshape(-1), u.reshape(-1), out.reshape(-1)
+    obs = np.flatnonzero(flat_c >= 0)
+    c = flat_c[obs]
+    # Group the records by code once; a uint16 key gets NumPy's O(n) radix sort.
+    key = c.astype(np.uint16) if n_cat <= 65536 else c
+    order = obs[np.argsort(key, kind="stable")]
+    counts = np.bincount(c, minlength=n_cat)
+    ends = np.cumsum(counts)
+    u_sorted = flat_u[order]
+    drawn = np.empty(order.size, dtype=np.int64)
+    for i in np.flatnonzero(counts):
+        lo, hi = ends[i] - counts[i], ends[i]
+        drawn[lo:hi] = np.searchsorted(cum[i], u_sorted[lo:hi], side="right")
+    flat_out[order] = drawn
+    return flat_out.reshape(codes.shape)
 
 
-def _check_stochastic(matrix: np.ndarray, name: str) -> None:
-    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise InputError(f"{name} must be a square matrix, got shape {matrix.shape}")
-    if (matrix < -1e-12).any() or not np.allclose(matrix.sum(axis=1), 1.0, atol=1e-9):
-        raise InputError(f"{name} must have non-negative rows summing to 1 (row-stochastic)")
+def _check_stochastic(matrix: Any, name: str) -> np.ndarray:
+    """``matrix`` as float64 after checking it is a square row-stochastic matrix."""
+    try:
+        m = np.asarray(matrix, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a square matrix of probabilities") from None
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] == 0:
+        raise InputError(f"{name} must be a non-empty square matrix, got shape {m.shape}")
+    if not np.isfinite(m).all():
+        raise InputError(f"{name} has missing or infinite entries; give probabilities")
+    if (m < 0).any():
+        raise InputError(f"{name} has negative entries; give probabilities >= 0")
+    sums = m.sum(axis=1)
+    off = np.flatnonzero(np.abs(sums - 1.0) > 1e-9)
+    if off.size:
+        raise InputError(
+            f"{name} has {off.size} row(s) that do not sum to 1 (row {off[0]} sums to "
+            f"{sums[off[0]]:.12g}); row i holds the probabilities of the released "
+            "categories of category i (row-stochastic): normalise the rows"
+        )
+    return m
+
+
+def _check_max_levels(max_levels: Any) -> int:
+    if (
+        isinstance(max_levels, bool)
+        or not isinstance(max_levels, (int, np.integer))
+        or max_levels < 1
+    ):
+        raise InputError(f"max_levels={max_levels!r} must be a positive integer, e.g. 1000")
+    return int(max_levels)
+
+
+def _check_pram_column(series: pd.Series, col: str, n_lev: int, max_levels: int) -> None:
+    """Refuse continuous columns and columns with too many levels for dense matrices."""
+    dtype = series.dtype
+    if not isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_float_dtype(dtype):
+        v = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        v = v[np.isfinite(v)]
+        frac = v[v != np.round(v)]
+        if frac.size:
+            raise InputError(
+                f"column {col!r} is continuous (values such as {frac[0]:g}); PRAM changes "
+                "categories: protect a continuous variable with micro-aggregation (mdav) or "
+                "noise (add_noise), or band it into categories first"
+            )
+    if n_lev > max_levels:
+        # worded without "max_levels=": the CLI rewrites that into its own --max-levels
+        raise InputError(
+            f"column {col!r} has {n_lev} levels, more than max_levels ({max_levels}) for "
+            f"PRAM, which builds dense {n_lev}x{n_lev} transition matrices; recode it into "
+            "fewer levels first (merge_levels, or band for a numeric variable), or pass a "
+            "larger max_levels"
+        )
 
 
 # --------------------------------------------------------------------------- invariant PRAM
@@ -139,10 +239,7 @@ def invariant_transition_matrix(
     t = np.asarray(counts, dtype=np.float64)
     if t.ndim != 1 or t.size == 0 or (t < 0).any() or not np.isfinite(t).all():
         raise InputError("counts must be a non-empty 1-d array of non-negative numbers")
-    if not (0.0 < pd_min <= 1.0):
-        raise InputError(f"pd={pd_min!r} must be in (0, 1] (the minimum diagonal of P)")
-    if not (0.0 <= alpha <= 1.0):
-        raise InputError(f"alpha={alpha!r} must be in [0, 1] (the amount of perturbation)")
+    _check_pd_alpha(pd_min, alpha)
     n_cat = t.size
     if n_cat == 1:
         return np.ones((1, 1))
@@ -159,6 +256,21 @@ def invariant_transition_matrix(
     return alpha * r + (1.0 - alpha) * np.eye(n_cat)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _check_pd_alpha(pd_min: Any, alpha: Any) -> None:
+    if not (_is_number(pd_min) and 0.0 < pd_min <= 1.0):
+        raise InputError(f"pd={pd_min!r} must be a number in (0, 1] (the minimum diagonal of P)")
+    if not (_is_number(alpha) and 0.0 <= alpha <= 1.0):
+        raise InputError(
+            f"alpha={alpha!r} must be a number in [0, 1] (the amount of perturbation)"
+        )
+
+
 def invariant_pram(
     frame: pd.DataFrame,
     columns: Sequence[str] | str,
@@ -168,13 +280,15 @@ def invariant_pram(
     strata: Sequence[str] | str | None = None,
     matrices: dict[str, np.ndarray] | None = None,
     seed: Any = None,
+    max_levels: int = 1000,
 ) -> ProtectionResult:
     """Invariant PRAM of categorical variables, each variable independently (seed 001, 4.1.3).
 
     For each column (and each stratum, when given) the observed level counts T
     define the matrix of :func:`invariant_transition_matrix`; every value is
     replaced by a draw from its row. The expected level counts after PRAM
-    equal T. Missing values are left as they are.
+    equal T. Missing values are left as they are. The released column keeps
+    the input's dtype (categorical, ``string``, ``object``, ``Int64``, ...).
 
     Parameters
     ----------
@@ -182,7 +296,9 @@ def invariant_pram(
         Not modified.
     columns : str or sequence of str
         Categorical variables to randomise (all levels of a categorical dtype
-        take part, unused ones included).
+        take part, unused ones included). A float column with non-integer
+        values is refused: it is continuous (use :func:`~sdcbayes.protection.mdav`
+        or :func:`~sdcbayes.protection.add_noise`).
     pd_min, alpha : float
         See :func:`invariant_transition_matrix`. ``pd_min`` bounds the diagonal
         of the first-stage matrix P, not the probability that a value is kept,
@@ -194,14 +310,28 @@ def invariant_pram(
         column's levels: categories, or sorted values); used instead of the
         invariant one, and in every stratum.
     seed : int, Generator or None
+    max_levels : int, default 1000
+        Most levels one column may have (the default of
+        :class:`~sdcbayes.microdata.Microdata` for a key). PRAM works with dense
+        L x L matrices, 8 L² bytes each per stratum (8 MB at L = 1000), and the
+        O(L³) product R = PQ; a column with more levels is usually an ID or a
+        continuous variable, and is refused.
 
     Returns
     -------
     ProtectionResult
         ``log``: one row per changed value (``record``, ``variable``,
         ``original``, ``released``). ``summary``: ``changed`` (per variable),
-        ``matrices`` (variable -> {stratum -> matrix as nested lists}),
-        ``levels`` (variable -> list of level labels), parameters.
+        ``matrices`` (variable -> {stratum -> L x L float array, rows and
+        columns ordered like ``levels``}), ``levels`` (variable -> list of
+        level labels), parameters.
+
+    Raises
+    ------
+    InputError
+        Before any work: unknown columns, bad ``pd_min``/``alpha``/``max_levels``,
+        a continuous column, more than ``max_levels`` levels, or a user matrix
+        that is not row-stochastic or does not match the column's levels.
     """
     frame = check_frame(frame)
     columns = check_columns(frame, columns, "columns")
@@ -210,34 +340,48 @@ def invariant_pram(
     unknown = [c for c in matrices if c not in columns]
     if unknown:
         raise InputError(f"matrices given for {unknown}, which are not among columns {columns}")
+    _check_pd_alpha(pd_min, alpha)
+    max_levels = _check_max_levels(max_levels)
     rng = rng_from(seed)
+    coded = {}
+    for col in columns:  # every column checked before any randomisation
+        codes, levels = codes_of(frame[col])
+        n_lev = len(levels)
+        _check_pram_column(frame[col], col, n_lev, max_levels)
+        if col in matrices:
+            m = _check_stochastic(matrices[col], f"matrices[{col!r}]")
+            if m.shape[0] != n_lev:
+                raise InputError(
+                    f"matrices[{col!r}] is {m.shape[0]}x{m.shape[0]} but {col!r} has "
+                    f"{n_lev} levels {list(levels)[:10]}; give one row per level"
+                )
+            matrices[col] = m
+        coded[col] = (codes, levels)
     stratum, stratum_names = code_strata(frame, strata_l)
+    # Records of each stratum, in input order, from one sort (not one scan per stratum).
+    by_stratum = np.split(
+        np.argsort(stratum, kind="stable"),
+        np.cumsum(np.bincount(stratum, minlength=len(stratum_names)))[:-1],
+    )
     out = frame.copy(deep=True)
     logs, changed, used, level_lists = [], {}, {}, {}
     for col in columns:
-        codes, levels = codes_of(frame[col])
+        codes, levels = coded[col]
         n_lev = len(levels)
         if n_lev == 0:
             changed[col] = 0
             continue
         new = codes.copy()
         used[col] = {}
-        for s_i, s_name in enumerate(stratum_names):
-            sel = np.flatnonzero(stratum == s_i)
+        for sel, s_name in zip(by_stratum, stratum_names, strict=True):
             c = codes[sel]
             if col in matrices:
-                m = np.asarray(matrices[col], dtype=np.float64)
-                _check_stochastic(m, f"matrices[{col!r}]")
-                if m.shape[0] != n_lev:
-                    raise InputError(
-                        f"matrices[{col!r}] is {m.shape[0]}x{m.shape[0]} but {col!r} has "
-                        f"{n_lev} levels {list(levels)[:10]}; give one row per level"
-                    )
+                m = matrices[col]  # one array shared by the strata
             else:
                 counts = np.bincount(c[c >= 0], minlength=n_lev).astype(float)
                 m = invariant_transition_matrix(counts, pd_min, alpha, seed=rng)
-            new[sel] = apply_transition(c, m, rng)
-            used[col][s_name] = m.tolist()
+            new[sel] = _draw(c, m, rng)
+            used[col][s_name] = m
         idx = np.flatnonzero(new != codes)
         changed[col] = int(idx.size)
         level_lists[col] = [_plain(v) for v in levels]
@@ -246,8 +390,17 @@ def invariant_pram(
         if isinstance(frame[col].dtype, pd.CategoricalDtype):
             out[col] = pd.Categorical.from_codes(new, dtype=frame[col].dtype)
         else:
-            series = pd.Series(np.asarray(levels)[np.maximum(new, 0)], index=frame.index)
-            out[col] = series.where(new >= 0, frame[col])
+            # Each released value is copied from a record holding that level, so the
+            # column keeps its dtype (string, object, Int64, ...) and missing values.
+            obs = np.flatnonzero(codes >= 0)
+            lev, pos = np.unique(codes[obs], return_index=True)
+            first = np.zeros(n_lev, dtype=np.int64)
+            first[lev] = obs[pos]
+            source = np.arange(len(frame))
+            source[idx] = first[new[idx]]
+            vals = frame[col].iloc[source]
+            vals.index = frame.index
+            out[col] = vals
         logs.append(
             pd.DataFrame(
                 {
@@ -265,6 +418,7 @@ def invariant_pram(
         "pd": pd_min,
         "alpha": alpha,
         "strata": strata_l,
+        "max_levels": max_levels,
         "changed": changed,
         "total_changed": int(sum(changed.values())),
         "matrices": used,
@@ -386,6 +540,16 @@ def nayak_zhang_cm_probability(
     s = 1 − θ/T_j. Z is a sum of binomials: Bin(T_j − 1, s) and, for the cells
     of each count T, Bin(T·m_T, θ/((k − 1)T)). Evaluated exactly.
 
+    Parameters
+    ----------
+    counts : array_like
+        Original counts T_j of the k cells of the group.
+    theta : float
+        Expected number of units leaving each cell.
+    a : int or sequence of int, default (1, 2)
+        Released counts S_j >= 1 to condition on (``a = 0`` is refused: no record
+        is released in the cell, so there is no match to be correct).
+
     Returns
     -------
     numpy.ndarray
@@ -394,7 +558,18 @@ def nayak_zhang_cm_probability(
     """
     t = np.asarray(counts, dtype=np.float64)
     k = t.size
-    a_arr = np.atleast_1d(np.asarray(a, dtype=np.int64))
+    a_in = np.atleast_1d(np.asarray(a))
+    if (
+        a_in.ndim != 1
+        or a_in.size == 0
+        or a_in.dtype.kind not in "iu"
+        or (a_in < 1).any()
+    ):
+        raise InputError(
+            f"a={a!r} must be one or more integers >= 1 (the number S_j of released "
+            "records in the target's cell; with S_j = 0 there is nothing to match)"
+        )
+    a_arr = a_in.astype(np.int64)
     top = int(a_arr.max())
     levels, inv = np.unique(t, return_inverse=True)
     n_per = np.bincount(inv, minlength=levels.size)
@@ -520,9 +695,16 @@ def nayak_zhang_pram(
         theta = nayak_zhang_theta(xi)
     elif not (0.0 <= theta <= 1.0):
         raise InputError(f"theta={theta!r} must be in [0, 1]; leave it unset to solve φ(θ) <= ξ")
+    if group_size is not None and (
+        isinstance(group_size, (bool, np.bool_))
+        or not isinstance(group_size, (int, np.integer))
+        or group_size < 2
+    ):
+        raise InputError(
+            f"group_size={group_size!r} must be an integer >= 2 (the number of cells per "
+            "group); leave it unset for the minimum that meets xi"
+        )
     k = nayak_zhang_min_group_size(xi, theta) if group_size is None else int(group_size)
-    if k < 2:
-        raise InputError(f"group_size={group_size!r} must be an integer >= 2")
     rng = rng_from(seed)
 
     cols, rad = [], []

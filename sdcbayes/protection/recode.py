@@ -34,7 +34,10 @@ def merge_levels(
 ) -> ProtectionResult:
     """Merge categories: every value ``old`` in ``mapping`` becomes ``mapping[old]``.
 
-    Values not in ``mapping`` are kept; missing values stay missing. A
+    Values not in ``mapping`` are kept; missing values stay missing. A new
+    level that is missing (``None``, ``numpy.nan``, ``pandas.NA``) blanks the
+    old level: its values become missing (and, in a categorical column, it
+    leaves the categories). A
     categorical column stays categorical, with the merged categories in order of
     first appearance among the old categories. Other columns keep their dtype
     (``int64``, nullable ``Int64``, ``string``, ...) unless the new levels do not
@@ -85,8 +88,12 @@ def merge_levels(
     if is_cat:
         old = list(s.cat.categories)
         new_of_old = [mapping.get(c, c) for c in old]
-        new_cats = list(dict.fromkeys(new_of_old))
-        code_map = np.array([new_cats.index(v) for v in new_of_old] + [-1], dtype=np.int64)
+        # a missing new level is no category (pandas refuses null categories): code -1
+        new_cats = list(dict.fromkeys(v for v in new_of_old if not pd.isna(v)))
+        position = {v: i for i, v in enumerate(new_cats)}
+        code_map = np.array(
+            [-1 if pd.isna(v) else position[v] for v in new_of_old] + [-1], dtype=np.int64
+        )
         codes = s.cat.codes.to_numpy()
         recoded = pd.Series(
             pd.Categorical.from_codes(code_map[codes], categories=new_cats, ordered=s.cat.ordered),
@@ -245,10 +252,25 @@ def _threshold_code(
     frame = check_frame(frame)
     col = _one_column(frame, column)
     s = frame[col]
-    if not pd.api.types.is_numeric_dtype(s.dtype):
-        raise InputError(f"column {col!r} is not numeric; top/bottom code numeric variables only")
-    if not np.isscalar(threshold) or not np.isfinite(threshold):
-        raise InputError(f"threshold={threshold!r} must be a finite number")
+    what = "top" if top else "bottom"
+    is_bool = pd.api.types.is_bool_dtype(s.dtype)
+    if is_bool or not pd.api.types.is_numeric_dtype(s.dtype):
+        # bool passes is_numeric_dtype, but a yes/no variable has no top or bottom
+        raise InputError(
+            f"column {col!r} is {'boolean' if is_bool else 'not numeric'}; {what} code "
+            "numeric variables only (merge_levels recodes categories)"
+        )
+    if not _finite_number(threshold):
+        raise InputError(
+            f"threshold={threshold!r} must be a finite number (e.g. 90), not "
+            f"{type(threshold).__name__}"
+        )
+    if replacement is not None and not _finite_number(replacement):
+        raise InputError(
+            f"replacement={replacement!r} must be a finite number (the value given to the "
+            f"coded records, e.g. 90), or None for the threshold; to blank values use "
+            "local suppression"
+        )
     rep = threshold if replacement is None else replacement
     v = s.to_numpy(dtype=np.float64, na_value=np.nan)
     hit = (v > threshold) if top else (v < threshold)
@@ -278,13 +300,43 @@ def _threshold_code(
     return ProtectionResult(out, log, summary)
 
 
+def _finite_number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, (bool, np.bool_))
+        and bool(np.isfinite(value))
+    )
+
+
 def top_code(
     frame: pd.DataFrame, column: str, threshold: float, *, replacement: float | None = None
 ) -> ProtectionResult:
     """Top coding: values above ``threshold`` become ``replacement`` (default the threshold).
 
-    ``log``: one row per changed value (``record``, ``variable``, ``original``,
-    ``recoded``); ``summary["n_changed"]``.
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Not modified.
+    column : str
+        Numeric variable (boolean columns are refused). Missing values stay missing.
+    threshold : float
+        Finite number.
+    replacement : float, optional
+        Finite number given to the coded values (default: the threshold). An
+        integer column stays integer unless the replacement has a fraction (then
+        float). Missing (NaN) is not accepted: blank values with local suppression.
+
+    Returns
+    -------
+    ProtectionResult
+        ``log``: one row per changed value (``record``, ``variable``, ``original``,
+        ``recoded``); ``summary["n_changed"]``.
+
+    Raises
+    ------
+    InputError
+        A non-numeric or boolean column, a threshold or replacement that is not a
+        finite number (checked before any work).
     """
     return _threshold_code(frame, column, threshold, replacement, top=True)
 
@@ -294,6 +346,6 @@ def bottom_code(
 ) -> ProtectionResult:
     """Bottom coding: values below ``threshold`` become ``replacement`` (default the threshold).
 
-    ``log`` and ``summary`` as for :func:`top_code`.
+    Parameters, ``log``, ``summary`` and errors as for :func:`top_code`.
     """
     return _threshold_code(frame, column, threshold, replacement, top=False)
