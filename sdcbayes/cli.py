@@ -930,6 +930,17 @@ _CLI_WORDING: list[tuple[str, str]] = [
 #: classes inside its --models item, not with an option of its own.
 _CLI_WORDING_BY_COMMAND: dict[str, list[tuple[str, str]]] = {
     "compare": [(r"\bn_classes=(\d+)", r"classes=\1 in the model's --models item")],
+    # sdcbayes.protection.invariant_pram: its levels cap and the methods for a continuous
+    # column, named by the functions that protect's options and recipe steps run
+    "protect": [
+        (r"more than max_levels \((\d+)\) for PRAM, (.*)\(merge_levels, or band for a "
+         r"numeric variable\), or pass a larger max_levels",
+         r'more than the \1 PRAM accepts, \2(--recode, or a "band" step of a --recipe), or '
+         r'raise "max_levels" in a "pram" step of a --recipe'),
+        (r"micro-aggregation \(mdav\) or noise \(add_noise\), or band it into categories",
+         'micro-aggregation (--microaggregate) or noise (--noise), or band it into '
+         'categories (a "band" step of a --recipe)'),
+    ],
 }
 
 
@@ -983,7 +994,10 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"sdcbayes: error: {e.format_message()}".replace("\n", " "), err=True)
         return EXIT_INPUT
     except SdcbayesError as e:
-        msg = cli_wording(" ".join(str(e).split()))
+        # the command's own rules first (the first word naming a command: its name)
+        words = sys.argv[1:] if argv is None else list(argv)
+        command = next((w for w in words if w in cli.commands), None)
+        msg = cli_wording(" ".join(str(e).split()), command)
         click.echo(f"sdcbayes: error: {msg}", err=True)
         return EXIT_INPUT
     except FileNotFoundError as e:

@@ -269,6 +269,8 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(data, tmp_path, capsys,
         ({"steps": [{"step": "pram", "columns": ["region"], "pd": None}]},
          ["pd (--pram-pd)", "got null"]),
         ({"steps": [{"step": "suppress", "k": None}]}, ["k (--suppress-k)", "got null"]),
+        ({"steps": [{"step": "pram", "columns": ["region"], "max_levels": 0.5}]},
+         ["max_levels must be an integer >= 1", "got 0.5"]),
         ({"steps": [{"step": "band", "column": "income", "breaks": [0, 1e9], "right": "false"}]},
          ["right", "true or false", '"false"']),
         ({"steps": [{"step": "microaggregate", "columns": ["income"], "standardize": "no"}]},
@@ -278,7 +280,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(data, tmp_path, capsys,
     ],
     ids=["unknown-step", "unknown-parameter", "missing-parameter", "empty", "unknown-entry",
          "bad-json", "breaks-text", "labels-number", "labels-mapping", "mapping-list",
-         "alpha-null", "pd-null", "k-null", "right-text", "standardize-text",
+         "alpha-null", "pd-null", "k-null", "max-levels-fraction", "right-text", "standardize-text",
          "standardize-null"],
 )
 def test_bad_recipes_are_rejected(data, tmp_path, capsys, recipe, fragments):
@@ -343,6 +345,29 @@ def test_boolean_recipe_parameters_are_recorded_as_given(data, tmp_path, capsys)
     assert steps[1]["result"]["standardize"] is False
     got = pd.read_csv(out / "protected.csv")
     assert set(got["exp"].dropna()) <= {"[0, 1000]", "(1000, 1e+12]"}
+
+
+def test_recipe_max_levels_lets_pram_take_a_column_of_many_levels(tmp_path, capsys):
+    # 1,200 levels: refused at PRAM's default cap of 1,000, PRAMed with the step's own cap
+    rng = np.random.default_rng(5)
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"age": rng.integers(0, 5, 2400),
+                  "code": np.tile(np.arange(1200), 2)}).to_csv(data, index=False)
+    results = {}
+    for cap in (None, 1200):
+        step = {"step": "pram", "columns": ["code"]} | ({"max_levels": cap} if cap else {})
+        rpath = tmp_path / f"r{cap}.json"
+        rpath.write_text(json.dumps({"seed": 1, "steps": [step]}))
+        out = tmp_path / f"out{cap}"
+        results[cap] = (run_in_process(capsys, "protect", str(data), "--keys", "age",
+                                       "--recipe", str(rpath), "--out", str(out), "-q"), out)
+    assert_one_line_error(results[None][0], "1200 levels", 'raise "max_levels"')
+    proc, out = results[1200]
+    assert proc.returncode == 0, proc.stderr
+    step = json.loads((out / "summary.json").read_text())["steps"][0]
+    assert step["parameters"]["max_levels"] == 1200
+    got = pd.read_csv(out / "protected.csv")["code"]
+    assert got.between(0, 1199).all() and (got != np.tile(np.arange(1200), 2)).any()
 
 
 def test_recode_after_suppression_of_an_integer_key(data, tmp_path, capsys):

@@ -376,6 +376,40 @@ def test_every_rule_has_a_live_case():
     assert len(W) == len(cli_module._CLI_WORDING)  # no pattern listed twice
 
 
+PROTECT_RULES = [p for p, _ in cli_module._CLI_WORDING_BY_COMMAND["protect"]]
+
+
+@pytest.mark.parametrize("column, rule_fragment, fragments", [
+    ("code", "more than max_levels", ["1200 levels, more than the 1000 PRAM accepts",
+                                      '(--recode, or a "band" step of a --recipe)',
+                                      'raise "max_levels" in a "pram" step of a --recipe']),
+    ("income", "micro-aggregation", ["(--microaggregate) or noise (--noise)",
+                                     '(a "band" step of a --recipe)']),
+])
+def test_protect_pram_rules_are_live(column, rule_fragment, fragments, recorded, tmp_path,
+                                     capsys):
+    # invariant_pram's refusals name its Python keywords and sibling functions; protect's
+    # own rules turn them into its options and recipe steps
+    rng = np.random.default_rng(3)
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"age": rng.integers(0, 5, 1200), "code": np.arange(1200),
+                  "income": rng.normal(0, 1, 1200).round(3)}).to_csv(data, index=False)
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(data), "--keys", "age", "--pram", column,
+                          "--out", str(out))
+    line = assert_speaks_cli(proc, "protect")
+    (pattern,) = [p for p in PROTECT_RULES if rule_fragment in p]
+    assert re.search(pattern, " ".join(recorded)), "the rule no longer matches the library"
+    for frag in fragments:
+        assert frag in line, (frag, line)
+    assert not out.exists()
+
+
+def test_every_protect_rule_has_a_live_case():
+    cases = ("more than max_levels", "micro-aggregation")
+    assert sorted(PROTECT_RULES) == sorted(p for p in PROTECT_RULES for c in cases if c in p)
+
+
 def test_wording_is_idempotent_and_leaves_cli_text_alone():
     # A message already in CLI words (e.g. from the commands themselves) is not touched.
     text = ("--keys 'x' is neither a column name nor a variable label; "

@@ -49,6 +49,11 @@ Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
        {"step": "noise", "columns": ["income"], "level": 0.1}
      ]}
 
+Each step's parameters are those of its method in :mod:`sdcbayes.protection`
+(``STEPS`` lists them). A ``pram`` step refuses a column of more than
+``max_levels`` levels (default 1000: PRAM builds dense L x L matrices); raise it
+in the step for, e.g., a municipality code of 2,000 levels.
+
 Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
 """
 
@@ -81,7 +86,7 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "top_code": (("column", "threshold"), ("replacement",)),
     "bottom_code": (("column", "threshold"), ("replacement",)),
     "suppress": (("k",), ("keys", "importance", "strata", "combs")),
-    "pram": (("columns",), ("pd", "alpha", "strata")),
+    "pram": (("columns",), ("pd", "alpha", "strata", "max_levels")),
     "nayak_zhang": ((), ("xi", "keys", "theta", "group_size")),
     "microaggregate": (("columns",), ("k", "standardize", "aggregate")),
     "noise": (("columns",), ("level", "method")),
@@ -708,6 +713,7 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
     elif name == "pram":
         number("pd", lo=0, hi=1, lo_open=True, default=0.8)
         number("alpha", lo=0, hi=1)
+        number("max_levels", lo=1, integer=True)
     elif name == "nayak_zhang":
         # xi = 1 bounds nothing: no theta solves phi(theta) < 1 (pram.nayak_zhang_theta
         # refuses it); with theta given, the group size alone is checked against xi
@@ -878,7 +884,7 @@ def _run_step(step: dict[str, Any], frame, rng):
                                    importance=step.get("importance"),
                                    strata=step.get("strata"), combs=step.get("combs"))
     if name == "pram":
-        kw = {"alpha": step["alpha"]} if "alpha" in step else {}
+        kw = {k: step[k] for k in ("alpha", "max_levels") if k in step}
         return P.invariant_pram(frame, step["columns"], pd_min=step["pd"],
                                 strata=step.get("strata"), seed=rng, **kw)
     if name == "nayak_zhang":
