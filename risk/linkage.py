@@ -176,6 +176,27 @@ def _as_matrix(
     return x, [str(v) for v in names]
 
 
+def _check_row_order(original: Any, protected: Any) -> None:
+    """Refuse two frames whose rows carry the same index labels in a different order.
+
+    Records are paired by position. That is right for identical indexes and the
+    only option when the indexes differ as sets (e.g. one was reset), but the
+    same unique labels in another order (after ``sort_values``, say) mean that
+    position i holds different records in the two files.
+    """
+    if not (isinstance(original, pd.DataFrame) and isinstance(protected, pd.DataFrame)):
+        return
+    a, b = original.index, protected.index
+    if a.equals(b) or not (a.is_unique and b.is_unique):
+        return
+    if len(a) == len(b) and a.get_indexer(b).min(initial=0) >= 0:
+        raise InputError(
+            "the protected frame's rows are in a different order from the original's (same "
+            "index labels, other order), and records are paired by position; pass "
+            "protected.loc[original.index]."
+        )
+
+
 def linkage_risk(
     original: Any,
     protected: Any,
@@ -188,7 +209,11 @@ def linkage_risk(
     ----------
     original, protected : pandas.DataFrame or array_like
         The original file and the protected file made from it, record ``i`` of
-        ``protected`` from record ``i`` of ``original`` (same number of rows).
+        ``protected`` from record ``i`` of ``original`` (same number of rows):
+        records are paired by position. Two frames with identical indexes, or
+        with indexes that differ as sets, are paired as they are; the same
+        unique index labels in a different order raise :class:`InputError`
+        (pass ``protected.loc[original.index]``).
     variables : list of str, optional
         Numeric variables to compare; default all columns (of ``original``).
     standardize : bool, default True
@@ -204,8 +229,8 @@ def linkage_risk(
     Raises
     ------
     InputError
-        Different numbers of records, unknown or non-numeric variables,
-        missing values.
+        Different numbers of records, rows in a different order (see above),
+        unknown or non-numeric variables, missing values.
     """
     if variables is None and isinstance(original, pd.DataFrame):
         variables = list(original.columns)
@@ -219,6 +244,7 @@ def linkage_risk(
             f"{x_prot.shape[0]} x {x_prot.shape[1]}; record linkage needs the protected file "
             "made record by record from the original, in the same order."
         )
+    _check_row_order(original, protected)
     n = x_orig.shape[0]
     scale = np.ones(x_orig.shape[1])
     if standardize and n > 1:

@@ -712,14 +712,17 @@ def _code_input(
             miss = col.isna().to_numpy()
             if extra:
                 miss = miss | col.isin(extra).to_numpy()
+            c = None
             if isinstance(col.dtype, pd.CategoricalDtype):
                 c = col.cat.codes.to_numpy().astype(np.int64)
-            elif (
-                col.dtype.kind == "i" or (col.dtype.kind == "u" and col.dtype.itemsize < 8)
-            ) and col.min() >= 0:
-                # non-negative integers are codes already (gaps only widen tables)
-                c = col.to_numpy().astype(np.int64)
-            else:
+            elif col.dtype.kind == "i" or (col.dtype.kind == "u" and col.dtype.itemsize < 8):
+                # Non-negative integers are codes already (gaps only widen tables). Nullable
+                # Int64 (e.g. local_suppression output) holds pd.NA, which has no int64
+                # value: give it -1 here instead of casting a masked array.
+                c = np.array(col.to_numpy(dtype=np.int64, na_value=-1), copy=True)
+                if (c[~miss] < 0).any():
+                    c = None
+            if c is None:
                 try:
                     c, _ = pd.factorize(col, use_na_sentinel=True)
                 except TypeError as exc:

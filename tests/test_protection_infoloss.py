@@ -105,3 +105,113 @@ def test_benchmark_table():
     out = benchmark(df, shifted, [mean_ci("y")])
     assert out.loc[0, "ci_overlap"] == 0.0
     assert out.loc[0, "relative_difference"] == pytest.approx(10 / abs(df["y"].mean()))
+
+
+# ------------------------------------------------------------------------------------
+# row order (rows are paired by position)
+# ------------------------------------------------------------------------------------
+
+
+def _pair(seed: int = 6, n: int = 60):
+    rng = np.random.default_rng(seed)
+    orig = pd.DataFrame({"x": rng.normal(size=n), "y": rng.normal(size=n),
+                         "c": rng.choice(list("ab"), n)})
+    prot = orig.copy()
+    prot["x"] += rng.normal(scale=0.05, size=n)
+    return orig, prot
+
+
+def test_reordered_protected_frame_is_refused():
+    orig, prot = _pair()
+    shuffled = prot.sort_values("y")  # same labels, other order
+    with pytest.raises(InputError, match=r"different order.*protected\.loc\[original\.index\]"):
+        il1(orig, shuffled, ["x", "y"])
+    with pytest.raises(InputError, match="different order"):
+        categorical_loss(orig, shuffled, "c")
+    # the suggested fix gives the aligned numbers
+    assert il1(orig, shuffled.loc[orig.index], ["x", "y"]) == il1(orig, prot, ["x", "y"])
+
+
+def test_positional_pairing_kept_for_identical_or_unrelated_indexes():
+    orig, prot = _pair()
+    expected = il1(orig, prot, ["x", "y"])
+    # labels that differ as sets (an index reset on one side): paired by position
+    relabelled = prot.set_axis(np.arange(100, 100 + len(prot)))
+    assert il1(orig, relabelled, ["x", "y"]) == expected
+    assert categorical_loss(orig, relabelled, "c")["share_changed"].item() == 0.0
+    # a non-unique index cannot be told apart from a reordering: paired by position
+    dup = orig.set_axis([0, 0] + list(range(2, len(orig))))
+    assert il1(dup, prot.set_axis(dup.index[::-1]), ["x", "y"]) >= 0.0
+
+
+# ------------------------------------------------------------------------------------
+# mean_ci / proportion_ci / benchmark input checks
+# ------------------------------------------------------------------------------------
+
+
+def _weighted(seed: int = 7, n: int = 30) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"x": rng.normal(10, 2, n), "w": rng.uniform(1, 3, n),
+                         "g": rng.choice(list("ab"), n)})
+
+
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        (lambda w: -w, "negative"),
+        (lambda w: np.r_[w[:15], -w[15:]], "negative"),
+        (lambda w: np.r_[w[:29], np.nan], "missing"),
+        (lambda w: np.r_[w[:29], np.inf], "infinite"),
+        (lambda w: np.zeros_like(w), "sum to 0"),
+    ],
+)
+def test_mean_ci_refuses_bad_weights(weights, match):
+    df = _weighted()
+    bad = df.assign(w=weights(df["w"].to_numpy()))
+    with pytest.raises(InputError, match=match):
+        mean_ci("x", "w")(bad)
+    with pytest.raises(InputError, match=match):
+        proportion_ci("g", "a", weight="w")(bad)
+    with pytest.raises(InputError, match=match):
+        benchmark(df, bad, [mean_ci("x", "w")])
+
+
+@pytest.mark.parametrize("level", [95, 0, 1, 1.0, -0.5, np.nan, True, "0.95"])
+def test_level_outside_zero_one_is_refused_when_built(level):
+    for build in (lambda: mean_ci("x", level=level),
+                  lambda: proportion_ci("g", "a", level=level),
+                  lambda: ols_ci("x", "w", level=level)):
+        with pytest.raises(InputError, match="0.95, not 95"):
+            build()
+
+
+def test_mean_ci_needs_two_observed_records():
+    df = _weighted()
+    with pytest.raises(InputError, match="at least 2"):
+        mean_ci("x")(df.head(1))
+    with pytest.raises(InputError, match="at least 2"):
+        mean_ci("x", "w")(df.assign(x=[1.0] + [np.nan] * (len(df) - 1)))
+
+
+def test_unknown_columns_are_named_before_any_statistic_runs():
+    df = _weighted()
+    calls = []
+
+    def counting(frame):
+        calls.append(1)
+        return mean_ci("x")(frame)
+
+    for stat, name in [(mean_ci("nope"), "nope"), (mean_ci("x", "wt"), "wt"),
+                       (proportion_ci("g", "a", weight="wt"), "wt"), (ols_ci("x", ["z"]), "z")]:
+        with pytest.raises(InputError, match=f"'{name}'.*not in the original"):
+            benchmark(df, df, [counting, stat])
+        assert calls == []
+        with pytest.raises(InputError, match=f"'{name}'.*not in the frame"):
+            stat(df)
+    with pytest.raises(InputError, match="not in the protected"):
+        benchmark(df, df.drop(columns="w"), [counting, mean_ci("x", "w")])
+    assert calls == []
+    with pytest.raises(InputError, match="column name"):
+        mean_ci(["x", "w"])
+    with pytest.raises(InputError, match="not a callable"):
+        benchmark(df, df, ["x"])

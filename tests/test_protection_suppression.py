@@ -8,7 +8,6 @@ level), and cross-checked with sdcbayes.Microdata(missing="wildcard").
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 import pandas as pd
@@ -63,6 +62,74 @@ def test_wildcard_frequencies_match_brute_force(seed):
     np.testing.assert_array_equal(
         wildcard_frequencies(df, KEYS, strata="stratum"), brute_force_fk(df, KEYS, "stratum")
     )
+
+
+def many_pattern_frame(seed: int, n: int, n_keys: int, huge_levels: bool = False):
+    """Keys with few observed values and many missingness patterns, two strata.
+
+    ``huge_levels``: categorical keys with 400 (mostly unused) categories, so the
+    packed key range exceeds int64 and the renumbering path of ``pack_rows`` runs.
+    """
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for j in range(n_keys):
+        v = rng.integers(0, int(rng.integers(1, 5)), n)
+        if huge_levels:
+            cats = [f"c{i}" for i in range(400)]
+            cols[f"k{j}"] = pd.Categorical.from_codes(v * 97, categories=cats)
+        else:
+            cols[f"k{j}"] = v.astype(float)
+    df = pd.DataFrame(cols)
+    df = df.mask(rng.random(df.shape) < rng.uniform(0.0, 0.5))
+    df["s"] = rng.integers(0, 2, n)
+    return df
+
+
+@pytest.mark.parametrize("direct", ["default", "never"])
+@pytest.mark.parametrize("seed", range(12))
+def test_wildcard_search_matches_brute_force_with_many_patterns(seed, direct, monkeypatch):
+    # The search must give exactly the O(n^2) frequencies, also when no sub-problem is
+    # small enough for the direct pairwise comparison (every split and refinement runs).
+    from sdcbayes.protection import suppression
+
+    if direct == "never":
+        monkeypatch.setattr(suppression, "_DIRECT_COMPARISONS", 0)
+    n_keys = 3 + seed % 5
+    df = many_pattern_frame(seed, n=40 + 7 * seed, n_keys=n_keys, huge_levels=seed % 3 == 2)
+    keys = [f"k{j}" for j in range(n_keys)]
+    np.testing.assert_array_equal(wildcard_frequencies(df, keys), brute_force_fk(df, keys))
+    np.testing.assert_array_equal(
+        wildcard_frequencies(df, keys, strata="s"), brute_force_fk(df, keys, "s")
+    )
+
+
+def test_wildcard_search_int64_overflow_without_missing(monkeypatch):
+    # No missing values: all keys are packed in one step, 401^9 > int64 max.
+    from sdcbayes.protection import suppression
+
+    monkeypatch.setattr(suppression, "_DIRECT_COMPARISONS", 0)
+    rng = np.random.default_rng(3)
+    cats = [f"c{i}" for i in range(400)]
+    df = pd.DataFrame(
+        {f"k{j}": pd.Categorical.from_codes(rng.integers(0, 2, 80) * 397, categories=cats)
+         for j in range(9)}
+    )
+    df["s"] = rng.integers(0, 2, 80)
+    keys = [f"k{j}" for j in range(9)]
+    np.testing.assert_array_equal(wildcard_frequencies(df, keys), brute_force_fk(df, keys))
+    np.testing.assert_array_equal(
+        wildcard_frequencies(df, keys, strata="s"), brute_force_fk(df, keys, "s")
+    )
+
+
+def test_local_suppression_with_many_patterns_is_k_anonymous(monkeypatch):
+    from sdcbayes.protection import suppression
+
+    monkeypatch.setattr(suppression, "_DIRECT_COMPARISONS", 0)
+    df = many_pattern_frame(5, n=90, n_keys=6)
+    keys = [f"k{j}" for j in range(6)]
+    res = local_suppression(df, keys, k=3, strata="s")
+    assert brute_force_fk(res.frame, keys, "s").min() >= 3
 
 
 @pytest.mark.parametrize("seed,k", [(0, 2), (1, 3), (2, 3), (3, 5), (4, 3)])
@@ -185,15 +252,14 @@ def test_bad_input_raises_input_error():
         local_suppression(df, KEYS, k=2, strata="k0")
 
 
-def test_benchmark_size_is_fast_and_k_anonymous():
-    # The issue's benchmark file: 1e4 records, 5 keys with 10, 2, 5, 20, 8 levels.
+def test_benchmark_size_is_k_anonymous():
+    # The issue's benchmark file: 1e4 records, 5 keys with 10, 2, 5, 20, 8 levels (its
+    # time is measured by benchmarks/local_suppression.py, not asserted here).
     rng = np.random.default_rng(20240601)
     cards = [10, 2, 5, 20, 8]
     df = pd.DataFrame({f"v{j}": rng.integers(0, c, 10_000) for j, c in enumerate(cards)})
     keys = list(df.columns)
-    t0 = time.perf_counter()
     res = local_suppression(df, keys, k=3)
-    elapsed = time.perf_counter() - t0
     assert wildcard_frequencies(res.frame, keys).min() >= 3
     # Every record that violated 3-anonymity needs at least one suppression of its own
     # or in others; the greedy never suppresses in records that were fine.
@@ -201,7 +267,6 @@ def test_benchmark_size_is_fast_and_k_anonymous():
     touched = np.zeros(len(df), dtype=bool)
     touched[res.log["record"].to_numpy()] = True
     assert not (touched & ~violated).any()
-    assert elapsed < 10.0  # sdcMicro needs 27 s; typically well under 1 s here
 
 
 def test_stratum_labels_in_the_log_are_unambiguous():

@@ -121,3 +121,20 @@ def test_outputs():
 def test_bad_input(orig, prot, kw, match):
     with pytest.raises(InputError, match=match):
         linkage_risk(orig, prot, **kw)
+
+
+def test_reordered_protected_frame_is_refused():
+    # same index labels in another order: positional pairing would compare different records
+    rng = np.random.default_rng(8)
+    orig = pd.DataFrame({"x": rng.normal(size=80), "y": rng.normal(size=80)})
+    prot = orig + rng.normal(scale=0.05, size=orig.shape)
+    shuffled = prot.sort_values("y")
+    with pytest.raises(InputError, match=r"different order.*protected\.loc\[original\.index\]"):
+        linkage_risk(orig, shuffled)
+    aligned = linkage_risk(orig, prot)
+    fixed = linkage_risk(orig, shuffled.loc[orig.index])
+    np.testing.assert_array_equal(fixed.rank, aligned.rank)
+    # indexes that differ as sets, or arrays, are paired by position as before
+    relabelled = linkage_risk(orig, prot.set_axis(np.arange(80) + 1000))
+    np.testing.assert_array_equal(relabelled.rank, aligned.rank)
+    np.testing.assert_array_equal(linkage_risk(orig.to_numpy(), prot.to_numpy()).rank, aligned.rank)

@@ -451,3 +451,51 @@ def test_msu_list_table3_record8():
     assert rec8["keys"].tolist() == ["age", "gender+education"]
     assert rec8["size"].tolist() == [1, 2]
     assert "scores" not in repr(res)  # large arrays kept out of the repr
+
+
+# ------------------------------------------------------------------------------------
+# nullable integer keys (local_suppression returns Int64 with <NA>)
+# ------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("error")
+def test_nullable_int64_keys_with_na_equal_float_nan():
+    # Int64 with pd.NA must code like float with NaN, without a cast warning.
+    frame = random_file(61, 80, [3, 4, 2, 3], 0.15)
+    as_int64 = frame.astype("Int64")
+    assert as_int64.isna().any().any()
+    a = suda(frame, list(frame.columns))
+    b = suda(as_int64, list(frame.columns))
+    np.testing.assert_array_equal(a.scores, b.scores)
+    np.testing.assert_array_equal(a.dis_scores, b.dis_scores)
+
+
+@pytest.mark.filterwarnings("error")
+def test_all_missing_int64_key_contributes_nothing_like_float():
+    base = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3, 1], "b": [1, 2, 1, 2, 1, 2, 3],
+                         "c": list("xyxyxyz")})
+    as_float = suda(base.assign(a=np.full(7, np.nan)), ["a", "b", "c"])
+    as_int64 = suda(base.assign(a=pd.array([None] * 7, dtype="Int64")), ["a", "b", "c"])
+    np.testing.assert_array_equal(as_int64.scores, as_float.scores)
+    assert (as_int64.contributions["a"] == 0).all()
+
+
+@pytest.mark.filterwarnings("error")
+def test_suda_on_local_suppression_output():
+    from sdcbayes.protection import local_suppression
+
+    rng = np.random.default_rng(62)
+    frame = pd.DataFrame({f"k{j}": rng.integers(0, c, 120) for j, c in enumerate([3, 4, 5])})
+    out = local_suppression(frame, list(frame.columns), k=2).frame
+    assert out["k2"].isna().any() and str(out["k2"].dtype) == "Int64"
+    res = suda(out, list(out.columns))
+    ref = suda(out.astype("float64"), list(out.columns))
+    np.testing.assert_array_equal(res.scores, ref.scores)
+
+
+def test_negative_nullable_integer_keys_are_factorised():
+    # negative integers are not codes: the Int64 path must fall back to factorize
+    frame = pd.DataFrame({"a": pd.array([-1, -1, 2, None, 2, 5], dtype="Int64"),
+                          "b": [0, 1, 0, 1, 0, 1]})
+    ref = suda(frame.astype("float64"), ["a", "b"])
+    np.testing.assert_array_equal(suda(frame, ["a", "b"]).scores, ref.scores)

@@ -21,7 +21,7 @@ This module may import NumPy, SciPy and pandas only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,25 @@ __all__ = [
 ]
 
 
+def _check_row_order(original: pd.DataFrame, protected: pd.DataFrame) -> None:
+    """Refuse frames whose rows carry the same index labels in a different order.
+
+    Rows are paired by position. That is right when the two indexes are identical
+    and is the only option when they differ as sets (e.g. one was reset), but the
+    same unique labels in another order (after ``sort_values``, say) mean that
+    position i holds different records in the two frames.
+    """
+    a, b = original.index, protected.index
+    if a.equals(b) or not (a.is_unique and b.is_unique):
+        return
+    if len(a) == len(b) and a.get_indexer(b).min(initial=0) >= 0:
+        raise InputError(
+            "the protected frame's rows are in a different order from the original's (same "
+            "index labels, other order), and rows are paired by position; pass "
+            "protected.loc[original.index]"
+        )
+
+
 def _aligned(original: pd.DataFrame, protected: pd.DataFrame, columns: Any) -> list[str]:
     check_frame(original, "original")
     check_frame(protected, "protected")
@@ -51,6 +70,7 @@ def _aligned(original: pd.DataFrame, protected: pd.DataFrame, columns: Any) -> l
             f"original has {len(original)} rows and protected {len(protected)}; compare a file "
             "with its own protected version (same records, same order)"
         )
+    _check_row_order(original, protected)
     return cols
 
 
@@ -70,11 +90,21 @@ def il1(
     Parameters
     ----------
     original, protected : pandas.DataFrame
-        Same records in the same order.
+        Same records in the same order: rows are paired by position. Frames
+        with identical indexes, or with indexes that differ as sets, are paired
+        as they are; the same unique index labels in a different order raise
+        :class:`~sdcbayes.exceptions.InputError` (pass
+        ``protected.loc[original.index]``).
     columns : str or sequence of str
         Numeric variables.
     average : bool, default True
         Divide by n p (IL1); False returns the sum (sdcMicro's IL1s).
+
+    Raises
+    ------
+    InputError
+        Unknown columns, different numbers of rows, rows in a different order
+        (see above), constant columns.
     """
     cols = _aligned(original, protected, columns)
     x = original[cols].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -92,6 +122,15 @@ def categorical_loss(
     original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str] | str
 ) -> pd.DataFrame:
     """Share of changed and of suppressed values per categorical variable (seed 001, 5.1).
+
+    Parameters
+    ----------
+    original, protected : pandas.DataFrame
+        Same records in the same order, paired by position as in :func:`il1`
+        (the same unique index labels in a different order raise
+        :class:`~sdcbayes.exceptions.InputError`).
+    columns : str or sequence of str
+        Categorical variables.
 
     Returns
     -------
@@ -152,31 +191,117 @@ def _frame(names: list[str], est: Any, lo: Any, hi: Any) -> pd.DataFrame:
     )
 
 
+def _check_level(level: Any) -> float:
+    """The confidence level as a float strictly between 0 and 1."""
+    ok = isinstance(level, (int, float, np.integer, np.floating)) and not isinstance(
+        level, (bool, np.bool_)
+    )
+    if not ok or not 0.0 < float(level) < 1.0:
+        raise InputError(
+            f"level={level!r} must be a confidence level strictly between 0 and 1; "
+            "give 0.95, not 95"
+        )
+    return float(level)
+
+
+def _check_name(name: Any, role: str) -> None:
+    if name is None or not isinstance(name, Hashable):
+        raise InputError(f"{role}={name!r} must be one column name; e.g. {role}='income'")
+
+
+def _require_columns(frame: Any, names: Sequence[str], statistic: str) -> None:
+    """Clear error for columns a statistic needs but ``frame`` lacks."""
+    check_frame(frame, "frame")
+    absent = [c for c in names if c not in frame.columns]
+    if absent:
+        raise InputError(
+            f"{statistic} needs column(s) {absent}, not in the frame; available columns: "
+            f"{list(map(str, frame.columns))}. Pass the name of an existing column"
+        )
+
+
+def _float_column(frame: pd.DataFrame, name: str, role: str) -> np.ndarray:
+    try:
+        return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{role} column {name!r} is not numeric ({frame[name].dtype}); give a numeric "
+            "column (proportion_ci for a categorical one)"
+        ) from None
+
+
 def mean_ci(column: str, weight: str | None = None, level: float = 0.95) -> Statistic:
     """A statistic for :func:`benchmark`: the (weighted) mean of ``column`` with a normal CI.
 
     Unweighted: x̄ ± z s/√n. Weighted: the ratio estimator Σ w x / Σ w with the
     linearised standard error √(n/(n − 1) Σ w² (x − x̄_w)²) / Σ w. Records with
     a missing value (suppressed) are left out.
+
+    Parameters
+    ----------
+    column : str
+        Numeric column.
+    weight : str, optional
+        Column of survey weights: finite and >= 0 in every record, with a
+        positive sum over the records where ``column`` is observed.
+    level : float, default 0.95
+        Confidence level, strictly between 0 and 1.
+
+    Returns
+    -------
+    callable
+        Takes a frame, returns a one-row DataFrame (``estimate``, ``lo``,
+        ``hi``). Its attribute ``columns`` names the columns it reads, which
+        :func:`benchmark` checks before running any statistic.
+
+    Raises
+    ------
+    InputError
+        At once: ``level`` outside (0, 1), a name that is not a single column
+        label. When run: absent or non-numeric columns; negative, missing or
+        infinite weights, or weights summing to 0; fewer than 2 records with an
+        observed value (a standard error needs 2; no NaN interval is returned).
     """
     from scipy import stats  # imported here: keeps `import sdcbayes` cheap
 
-    z = stats.norm.ppf(0.5 + level / 2.0)
+    _check_name(column, "column")
+    if weight is not None:
+        _check_name(weight, "weight")
+    z = stats.norm.ppf(0.5 + _check_level(level) / 2.0)
+    needs = [column] if weight is None else [column, weight]
 
     def stat(frame: pd.DataFrame) -> pd.DataFrame:
-        x = frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
-        w = (
-            np.ones_like(x)
-            if weight is None
-            else frame[weight].to_numpy(dtype=np.float64, na_value=np.nan)
-        )
-        ok = np.isfinite(x) & np.isfinite(w)
+        _require_columns(frame, needs, f"mean_ci({column!r})")
+        x = _float_column(frame, column, "mean_ci")
+        if weight is None:
+            w = np.ones_like(x)
+        else:
+            w = _float_column(frame, weight, "weight")
+            bad = ~np.isfinite(w) | (w < 0)
+            if bad.any():
+                raise InputError(
+                    f"weight column {weight!r} has {int(bad.sum())} negative, missing or "
+                    "infinite value(s); survey weights must be finite and >= 0"
+                )
+        ok = np.isfinite(x)
         x, w = x[ok], w[ok]
         n = x.size
-        m = np.sum(w * x) / np.sum(w)
-        se = np.sqrt(n / (n - 1) * np.sum(w**2 * (x - m) ** 2)) / np.sum(w)
+        if n < 2:
+            raise InputError(
+                f"mean_ci({column!r}) has {n} record(s) with an observed value; a confidence "
+                "interval needs at least 2"
+            )
+        total = np.sum(w)
+        if not total > 0:
+            raise InputError(
+                f"the weights in {weight!r} sum to 0 over the records with {column!r} "
+                "observed; give positive weights"
+            )
+        m = np.sum(w * x) / total
+        se = np.sqrt(n / (n - 1) * np.sum(w**2 * (x - m) ** 2)) / total
         return _frame([f"mean({column})"], m, m - z * se, m + z * se)
 
+    stat.columns = tuple(needs)  # type: ignore[attr-defined]
     return stat
 
 
@@ -185,21 +310,26 @@ def proportion_ci(
 ) -> Statistic:
     """A statistic for :func:`benchmark`: the share of records with ``column == value``.
 
-    The mean of the indicator with :func:`mean_ci`'s interval; records with the
-    value missing are left out.
+    The mean of the indicator with :func:`mean_ci`'s interval (and its checks
+    of ``weight`` and ``level``); records with the value missing are left out.
     """
+    _check_name(column, "column")
     inner_name = "__indicator__"
+    inner = mean_ci(inner_name, weight, level)  # validates weight and level now
+    needs = [column] if weight is None else [column, weight]
 
     def stat(frame: pd.DataFrame) -> pd.DataFrame:
+        _require_columns(frame, needs, f"proportion_ci({column!r})")
         s = frame[column]
         ind = (s == value).astype(np.float64).where(s.notna())
         tmp = pd.DataFrame({inner_name: ind})
         if weight is not None:
             tmp[weight] = frame[weight].to_numpy()
-        res = mean_ci(inner_name, weight, level)(tmp)
+        res = inner(tmp)
         res.index = pd.Index([f"share({column}=={value})"], name="parameter")
         return res
 
+    stat.columns = tuple(needs)  # type: ignore[attr-defined]
     return stat
 
 
@@ -208,13 +338,19 @@ def ols_ci(y: str, x: Sequence[str], level: float = 0.95) -> Statistic:
 
     Classical standard errors σ̂² (X'X)^{-1}, t quantiles with n − p degrees of
     freedom; complete cases only (seed 001, Figure 3 compares regression
-    coefficients and their intervals before and after protection).
+    coefficients and their intervals before and after protection). ``level``
+    must lie strictly between 0 and 1.
     """
     from scipy import stats  # imported here: keeps `import sdcbayes` cheap
 
+    _check_name(y, "y")
     xs = [x] if isinstance(x, str) else list(x)
+    for name in xs:
+        _check_name(name, "x")
+    level = _check_level(level)
 
     def stat(frame: pd.DataFrame) -> pd.DataFrame:
+        _require_columns(frame, [y, *xs], f"ols_ci({y!r})")
         data = frame[[y, *xs]].astype(np.float64).dropna()
         yy = data[y].to_numpy()
         xx = np.column_stack([np.ones(len(data)), data[xs].to_numpy()])
@@ -229,6 +365,7 @@ def ols_ci(y: str, x: Sequence[str], level: float = 0.95) -> Statistic:
         names = [f"{y}~(Intercept)"] + [f"{y}~{c}" for c in xs]
         return _frame(names, beta, beta - t * se, beta + t * se)
 
+    stat.columns = (y, *xs)  # type: ignore[attr-defined]
     return stat
 
 
@@ -245,7 +382,9 @@ def benchmark(
     statistics : mapping name -> callable, or sequence of callables
         Each callable takes a frame and returns a DataFrame indexed by parameter
         with columns ``estimate``, ``lo``, ``hi`` (see :func:`mean_ci`,
-        :func:`proportion_ci`, :func:`ols_ci`).
+        :func:`proportion_ci`, :func:`ols_ci`). The columns a statistic names
+        in its ``columns`` attribute (those three set it) are checked in both
+        frames before any statistic runs.
 
     Returns
     -------
@@ -254,6 +393,13 @@ def benchmark(
         ``lo_original``, ``hi_original``, the same for ``protected``,
         ``relative_difference`` = (protected − original)/|original| and
         ``ci_overlap`` (:func:`ci_overlap`).
+
+    Raises
+    ------
+    InputError
+        No statistics, a statistic that is not callable or whose columns are
+        missing from either frame, or the statistic's own input errors (for
+        :func:`mean_ci`: bad weights, fewer than 2 observed records).
     """
     check_frame(original, "original")
     check_frame(protected, "protected")
@@ -264,6 +410,21 @@ def benchmark(
     )
     if not items:
         raise InputError("statistics is empty; pass e.g. [mean_ci('income')]")
+    # Statistics built here name their columns: check both frames before any runs.
+    for name, fn in items:
+        if not callable(fn):
+            raise InputError(
+                f"statistic {name!r} is {type(fn).__name__}, not a callable; pass e.g. "
+                "mean_ci('income')"
+            )
+        needs = getattr(fn, "columns", ())
+        for role, frame in (("original", original), ("protected", protected)):
+            absent = [c for c in needs if c not in frame.columns]
+            if absent:
+                raise InputError(
+                    f"statistic {name!r} needs column(s) {absent}, not in the {role} frame; "
+                    f"available columns: {list(map(str, frame.columns))}"
+                )
     parts = []
     for name, fn in items:
         a = fn(original)

@@ -9,12 +9,11 @@ The frequency f_i of record i is then the number of records j that agree with
 i on every key where both are observed.
 
 The algorithm (:func:`local_suppression`) is a greedy that works on distinct
-key patterns ("cells"), never on single records, and is vectorised with NumPy:
+key patterns ("cells"), never on single records:
 
-1. compute the wildcard frequency of every cell (one equi-join per pair of
-   missingness patterns);
+1. compute the wildcard frequency of every cell (see "Cost" below);
 2. for every cell with f < k, try suppressing each key and compute the new
-   frequency (the same equi-join, with the modified patterns as queries);
+   frequency (the same search, with the modified cells as queries);
 3. in every violating cell suppress the least important key whose suppression
    raises the cell's frequency (the least important observed key if none does);
 4. repeat until no cell violates k-anonymity.
@@ -34,12 +33,29 @@ each violating record, and the loop ends after at most (number of keys) passes.
 Importance follows sdcMicro's ``localSuppression``: 1 is the most important key
 (suppressed last); by default the keys with more levels are less important.
 
+Cost. Without missing values a frequency is one sort of the packed key codes,
+O(n log n). With missing values the records no longer fall into disjoint
+cells: a record with missing keys M matches every record that agrees with it on
+the keys observed in both, so the work depends on how many distinct
+missingness patterns there are and on how many records of different patterns
+actually agree. The search (``_wildcard_counts``) takes the keys one at a time,
+splits the records by whether the key is missing and drops groups that can no
+longer match, so the work tracks the matches rather than the (pattern,
+pattern) pairs; a NumPy step per search node, in a Python loop over nodes. In
+the worst case (few levels per key, many patterns, most records with a missing
+value) it grows towards (number of patterns)^2 nodes. The greedy runs the
+search (number of keys + 1) times per pass and needs at most (number of keys)
+passes, more with ``combs`` (once per key subset). Measured on 2 CPU cores:
+1e5 records, 9 keys with 6 to 38 levels, 10 % of values missing (about 250
+patterns): a frequency in 0.7 s, local suppression to k = 3 in 12 s.
+
 This module may import NumPy and pandas only.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,10 +79,9 @@ __all__ = ["local_suppression", "wildcard_frequencies", "default_importance"]
 # --------------------------------------------------------------------------- frequencies
 
 
-def _pattern_bits(codes: np.ndarray) -> np.ndarray:
-    """Bit mask of the missing keys of each row (bit j set: key j missing)."""
-    m = codes.shape[1]
-    return ((codes < 0).astype(np.int64) << np.arange(m, dtype=np.int64)).sum(axis=1)
+#: Sub-problems with at most this many (query, data, key) comparisons are finished by
+#: direct pairwise comparison: cheaper than splitting them further.
+_DIRECT_COMPARISONS = 1 << 14
 
 
 def _wildcard_counts(
@@ -82,41 +97,147 @@ def _wildcard_counts(
 
     Rows are int64 code matrices with -1 for missing; a data row matches a
     query row when they agree on every key observed in both (and on the
-    stratum, which is never missing). The work is one equi-join (packed codes,
-    bincount) per pair of missingness patterns (query pattern, data pattern).
+    stratum, which is never missing).
+
+    The search takes the keys one at a time (most levels first) and keeps
+    (data rows, query rows) that may still match in groups that agree on every
+    key observed in both so far. At key j a group splits in three: queries
+    missing j (they keep all data rows), queries observed on j against data
+    missing j, and both observed, where the group is refined by the value of
+    j. Groups with no rows on one side are dropped, which is what keeps the
+    work near the number of actual matches rather than the number of pairs of
+    missingness patterns. Keys observed in every row of both sides are folded
+    in together, and small sub-problems are compared pairwise.
     """
     n_keys = data.shape[1]
     out = np.zeros(queries.shape[0], dtype=np.float64)
-    bits_d = _pattern_bits(data)
-    bits_q = _pattern_bits(queries)
-    pats_d, inv_d = np.unique(bits_d, return_inverse=True)
-    pats_q, inv_q = np.unique(bits_q, return_inverse=True)
-    rows_d = [np.flatnonzero(inv_d == i) for i in range(pats_d.size)]
-    rows_q = [np.flatnonzero(inv_q == i) for i in range(pats_q.size)]
-    full = (1 << n_keys) - 1
-    for iq, pq in enumerate(pats_q):
-        rq = rows_q[iq]
-        for idd, pdd in enumerate(pats_d):
-            rd = rows_d[idd]
-            common = full & ~(int(pq) | int(pdd))
-            cols = [j for j in range(n_keys) if common >> j & 1]
-            cq = [queries[rq, j] for j in cols]
-            cd = [data[rd, j] for j in cols]
-            rad = [int(radices[j]) for j in cols]
-            if stratum_data is not None:
-                cq.insert(0, stratum_queries[rq])
-                cd.insert(0, stratum_data[rd])
-                rad.insert(0, int(n_strata))
-            if not cq:
-                # No key in common: every data row of this pattern matches.
-                out[rq] += weights[rd].sum()
+    if queries.shape[0] == 0 or data.shape[0] == 0:
+        return out
+    if stratum_data is None:
+        g_d = np.zeros(data.shape[0], dtype=np.int64)
+        g_q = np.zeros(queries.shape[0], dtype=np.int64)
+        n_g = 1
+    else:
+        g_d = np.asarray(stratum_data, dtype=np.int64)
+        g_q = np.asarray(stratum_queries, dtype=np.int64)
+        n_g = int(n_strata)
+    # Contiguous columns: the search gathers one key of many rows at a time.
+    d_cols = [np.ascontiguousarray(data[:, j]) for j in range(n_keys)]
+    q_cols = [np.ascontiguousarray(queries[:, j]) for j in range(n_keys)]
+    # Keys with many levels first: they split groups finest, so pruning starts early.
+    order = [int(j) for j in np.argsort(-np.asarray(radices, dtype=np.int64), kind="stable")]
+    # Explicit stack of nodes (next key position, data rows, query rows, their groups, n groups).
+    stack = [(0, np.arange(data.shape[0]), np.arange(queries.shape[0]), g_d, g_q, n_g)]
+    while stack:
+        pos, di, qi, gd, gq, ng = stack.pop()
+        if di.size * qi.size * (n_keys - pos + 1) <= _DIRECT_COMPARISONS:
+            match = gq[:, None] == gd[None, :]
+            for j in order[pos:]:
+                a = q_cols[j][qi][:, None]
+                b = d_cols[j][di][None, :]
+                match &= (a == b) | (a < 0) | (b < 0)
+            out[qi] += match @ weights[di]
+            continue
+        fold_d, fold_q, fold_r = [], [], []
+        while pos < n_keys:
+            j = order[pos]
+            cd, cq = d_cols[j][di], q_cols[j][qi]
+            md, mq = cd < 0, cq < 0
+            if md.any() or mq.any():
+                break
+            fold_d.append(cd)
+            fold_q.append(cq)
+            fold_r.append(int(radices[j]))
+            pos += 1
+        if fold_r:
+            node = _refine(di, qi, gd, gq, ng, fold_d, fold_q, fold_r)
+            if node is None:
                 continue
-            both = pack_rows([np.concatenate([a, b]) for a, b in zip(cq, cd, strict=True)], rad)
-            uniq, joint = np.unique(both, return_inverse=True)
-            joint = joint.reshape(-1)
-            sums = np.bincount(joint[rq.size :], weights=weights[rd], minlength=uniq.size)
-            out[rq] += sums[joint[: rq.size]]
+            di, qi, gd, gq, ng = node
+            if pos < n_keys:  # the key that stopped the fold, on the surviving rows
+                cd, cq = d_cols[j][di], q_cols[j][qi]
+                md, mq = cd < 0, cq < 0
+        if pos == n_keys:
+            out[qi] += np.bincount(gd, weights=weights[di], minlength=ng)[gq]
+            continue
+        oq = ~mq
+        children = []
+        if mq.any():  # key j is a wildcard in these queries: every data row stays
+            children.append(_prune(di, qi[mq], gd, gq[mq], ng))
+        if oq.any():
+            if md.any():  # key j is a wildcard in these data rows
+                children.append(_prune(di[md], qi[oq], gd[md], gq[oq], ng))
+            od = ~md
+            if od.any():
+                split = _refine(
+                    di[od], qi[oq], gd[od], gq[oq], ng, [cd[od]], [cq[oq]], [int(radices[j])]
+                )
+                children.append(split)
+        stack.extend((pos + 1, *node) for node in children if node is not None)
     return out
+
+
+_Node = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def _prune(di: np.ndarray, qi: np.ndarray, gd: np.ndarray, gq: np.ndarray, ng: int) -> _Node | None:
+    """Drop the rows of groups that have no rows on the other side (None: nothing left)."""
+    has_q = np.zeros(ng, dtype=bool)
+    has_q[gq] = True
+    kd = has_q[gd]
+    if not kd.any():
+        return None
+    has_d = np.zeros(ng, dtype=bool)
+    has_d[gd[kd]] = True
+    kq = has_d[gq]
+    return di[kd], qi[kq], gd[kd], gq[kq], ng
+
+
+def _refine(
+    di: np.ndarray,
+    qi: np.ndarray,
+    gd: np.ndarray,
+    gq: np.ndarray,
+    ng: int,
+    cols_d: list[np.ndarray],
+    cols_q: list[np.ndarray],
+    radices: list[int],
+) -> _Node | None:
+    """Split the groups by the (observed) values in ``cols_*``; keep groups with both sides.
+
+    New groups are numbered densely. When the packed (group, values) range is small
+    this is a presence table (no sort); otherwise a sort of the packed codes, with
+    :func:`pack_rows` renumbering before an int64 overflow.
+    """
+    nd = di.size
+    total = ng * math.prod(radices)  # Python int: cannot overflow
+    if total <= 4 * (nd + qi.size) + 4096:
+        code_d, code_q = gd, gq
+        for a, b, r in zip(cols_d, cols_q, radices, strict=True):
+            code_d = code_d * r + a
+            code_q = code_q * r + b
+        side = np.zeros(total, dtype=np.int8)
+        side[code_d] = 1
+        side[code_q] |= 2
+        both = side == 3
+    else:
+        cols = [np.concatenate([gd, gq])] + [
+            np.concatenate([a, b]) for a, b in zip(cols_d, cols_q, strict=True)
+        ]
+        uniq, inv = np.unique(pack_rows(cols, [ng, *radices]), return_inverse=True)
+        inv = inv.reshape(-1)
+        code_d, code_q = inv[:nd], inv[nd:]
+        both = np.zeros(uniq.size, dtype=bool)
+        both[code_d] = True
+        seen_q = np.zeros(uniq.size, dtype=bool)
+        seen_q[code_q] = True
+        both &= seen_q
+    new_id = np.cumsum(both) - 1
+    n_new = int(new_id[-1]) + 1
+    if n_new == 0:
+        return None
+    kd, kq = both[code_d], both[code_q]
+    return di[kd], qi[kq], new_id[code_d[kd]], new_id[code_q[kq]], n_new
 
 
 def _code_keys(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, list[pd.Index]]:
