@@ -248,13 +248,20 @@ def dis_estimate(n_uniques: Any, n_in_pairs: Any, dis_fraction: Any) -> np.ndarr
     Parameters
     ----------
     n_uniques, n_in_pairs : array_like
-        ``U`` and ``P`` (non-negative).
+        ``U`` and ``P`` (non-negative). ``P`` counts RECORDS in pairs: twice the
+        number of pair cells.
     dis_fraction : float
         Sampling fraction ``pi`` in (0, 1].
 
     Returns
     -------
     float or numpy.ndarray
+
+    See Also
+    --------
+    sdcbayes.risk.dis.dis_estimate : the same estimate from the number of unique
+        cells and of pair CELLS (its second argument is ``P / 2``); NaN, not 0,
+        where both are 0.
     """
     pi = _check_fraction(dis_fraction)
     u = np.asarray(n_uniques, dtype=float)

@@ -499,3 +499,15 @@ def test_negative_nullable_integer_keys_are_factorised():
                           "b": [0, 1, 0, 1, 0, 1]})
     ref = suda(frame.astype("float64"), ["a", "b"])
     np.testing.assert_array_equal(suda(frame, ["a", "b"]).scores, ref.scores)
+
+
+def test_dis_estimate_takes_records_in_pairs_where_risk_dis_takes_pair_cells():
+    # the two public DIS estimates differ in their second argument (documented in both)
+    from sdcbayes.risk import dis as dis_module
+    from sdcbayes.risk import suda as suda_module
+
+    for u, pair_cells, pi in [(40, 25, 0.1), (3, 1, 0.5), (1, 0, 0.01)]:
+        got = suda_module.dis_estimate(u, 2 * pair_cells, pi)
+        assert got == pytest.approx(dis_module.dis_estimate(u, pair_cells, pi), rel=1e-12)
+    assert suda_module.dis_estimate(40, 25, 0.1) != pytest.approx(
+        dis_module.dis_estimate(40, 25, 0.1))
