@@ -36,7 +36,8 @@
 # 4. the approximations (9), (10) ("always underestimating") and sdcMicro /
 #    mu-Argus' `p/(f - 1 + p)` for `f > 2` (overestimating), as a table of
 #    relative errors over `p` and `f`;
-# 5. stability: the closed forms lose digits as `p -> 1`, and
+# 5. stability: the printed closed forms lose digits as `p -> 1` (sdcbayes'
+#    evaluation of them does not), and
 #    `scipy.special.hyp2f1` returns `inf`/`nan` for `f >= 100` with small `p`,
 #    where sdcbayes still agrees with the Gauss series to 1e-12.
 #
@@ -219,10 +220,12 @@ assert np.all(np.diff(over[2:], axis=0) < 0)
 # %% [markdown]
 # ## 5. Numerical stability
 #
-# **Closed forms as p -> 1.** The closed forms subtract nearly equal terms and
-# divide by powers of `q`; as `p -> 1` they lose digits (the seed's reason for
-# preferring eq. 6). sdcbayes evaluates eq. (6) through its own routes and stays
-# accurate.
+# **Closed forms as p -> 1.** The printed closed forms subtract nearly equal
+# terms and divide by powers of `q`; as `p -> 1` they lose digits (the seed's
+# reason for preferring eq. 6). sdcbayes evaluates the same functions without the
+# cancellation: `polettini_closed_form` sums them as their Taylor series about
+# `p = 1` (the Gauss series, eq. 8) where `p >= 1/2`, and `benedetti_franconi_risk`
+# evaluates eq. (6) through its own routes.
 
 # %%
 p_near_one = np.array([0.9, 0.99, 1 - 1e-4, 1 - 1e-6, 1 - 1e-7])
@@ -231,13 +234,15 @@ for f in (1, 2, 3):
     for p in p_near_one:
         ref = gauss_series_risk(f, p)
         rows.append({"f": f, "1 - p": 1 - p,
-                     "closed form rel. error": polettini_closed_form(f, p) / ref - 1,
-                     "sdcbayes rel. error": benedetti_franconi_risk(f, p) / ref - 1})
+                     "printed form rel. error": forms[f][0](p) / ref - 1,
+                     "polettini_closed_form": polettini_closed_form(f, p) / ref - 1,
+                     "benedetti_franconi_risk": benedetti_franconi_risk(f, p) / ref - 1})
 near_one = pd.DataFrame(rows)
 print(near_one.to_string(index=False, float_format="{:.2e}".format))
-assert np.all(np.abs(near_one["sdcbayes rel. error"]) < 1e-13)
-worst = near_one[(near_one["f"] == 3) & (near_one["1 - p"] < 2e-7)]["closed form rel. error"]
-assert np.all(np.abs(worst) > 1e-8)  # the cancellation the seed warns of
+assert np.all(np.abs(near_one["benedetti_franconi_risk"]) < 1e-13)
+assert np.all(np.abs(near_one["polettini_closed_form"]) < 1e-13)
+worst = near_one[(near_one["f"] == 3) & (near_one["1 - p"] < 2e-6)]["printed form rel. error"]
+assert np.all(np.abs(worst) > 1e-5)  # the cancellation the seed warns of
 
 # %% [markdown]
 # **Large f, small p.** `scipy.special.hyp2f1(f, f; f+1; q)` (eq. 6) and even the

@@ -37,6 +37,20 @@ from sdcbayes.exceptions import InputError
 __all__ = ["dis_estimate", "dis_from_frequencies", "dis_truth"]
 
 
+def _counts(x, name: str, *, minimum: float) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numeric counts; convert the column first.") from exc
+    bad = ~np.isfinite(arr) | (arr < minimum) | (arr != np.round(arr))
+    if np.any(bad):
+        raise InputError(
+            f"{name} must hold whole numbers >= {minimum:g} (got {arr[bad].ravel()[0]:g}); "
+            "drop NaN cells and pass counts."
+        )
+    return arr
+
+
 def dis_estimate(n1, n2, sampling_fraction):
     r"""Skinner-Elliot estimate :math:`\hat\theta = \pi n_1 / (\pi n_1 + 2(1-\pi) n_2)`.
 
@@ -45,7 +59,8 @@ def dis_estimate(n1, n2, sampling_fraction):
     Parameters
     ----------
     n1, n2 : array_like
-        Numbers of sample uniques and of sample pairs (cells with f_k = 1, 2).
+        Numbers of sample CELLS of size 1 and 2 (unique cells = unique records;
+        n2 counts each pair once, so it is half the number of records in pairs).
     sampling_fraction : array_like
         pi in (0, 1].
 
@@ -53,14 +68,26 @@ def dis_estimate(n1, n2, sampling_fraction):
     -------
     numpy.ndarray
         The estimate; NaN where n1 = n2 = 0 (no sample uniques: theta undefined).
+
+    Raises
+    ------
+    InputError
+        If n1 or n2 is negative, NaN or infinite, or pi is outside (0, 1].
+
+    See Also
+    --------
+    sdcbayes.risk.suda.dis_estimate : the same estimate from U and P, where its
+        second argument P is the number of RECORDS in pairs (2 n2, twice the pair
+        cells) and U = P = 0 gives 0, not NaN.
     """
     n1 = np.asarray(n1, dtype=float)
     n2 = np.asarray(n2, dtype=float)
     pi = np.asarray(sampling_fraction, dtype=float)
     if not np.all((pi > 0) & (pi <= 1)):
         raise InputError("sampling_fraction must be in (0, 1]; pass n/N, e.g. 0.05.")
-    if np.any(n1 < 0) or np.any(n2 < 0):
-        raise InputError("n1 and n2 are counts of cells and must be >= 0.")
+    # NaN fails every comparison, so test for the valid range, not the invalid one
+    if not (np.all(np.isfinite(n1) & (n1 >= 0)) and np.all(np.isfinite(n2) & (n2 >= 0))):
+        raise InputError("n1 and n2 are counts of cells and must be finite and >= 0.")
     num = pi * n1
     den = num + 2.0 * (1.0 - pi) * n2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -73,15 +100,29 @@ def dis_from_frequencies(fk, sampling_fraction) -> float:
     Parameters
     ----------
     fk : array_like of int
-        Sample frequency of each observed cell.
+        One entry per CELL: the sample frequency of each key combination present
+        in the sample (whole numbers >= 1), not one entry per record. A per-record
+        vector (each record's cell frequency, as ``measures.*`` return) counts every
+        pair twice and understates theta (0.053 instead of 0.1 in one example).
     sampling_fraction : float
         pi in (0, 1].
 
     Returns
     -------
     float
+
+    Raises
+    ------
+    InputError
+        If an f_k is not a whole number >= 1 (NaN, negative, zero, fractional) or pi
+        is outside (0, 1].
+
+    See Also
+    --------
+    sdcbayes.risk.suda.dis_estimate : takes the number of RECORDS in pairs (twice
+        the pair cells counted here) as its second argument.
     """
-    fk = np.asarray(fk)
+    fk = _counts(fk, "fk (sample frequency per observed cell)", minimum=1)
     return float(dis_estimate(np.count_nonzero(fk == 1), np.count_nonzero(fk == 2),
                               sampling_fraction))
 
@@ -92,15 +133,37 @@ def dis_truth(fk, Fk) -> float:
     Parameters
     ----------
     fk, Fk : array_like
-        Sample and population frequencies of the sample cells.
+        Sample and population frequencies, one entry per CELL (not per record),
+        paired by position. Cells of the population table absent from the sample
+        may be included with f_k = 0 (they do not enter theta). f_k must be whole
+        numbers >= 0 and F_k whole numbers >= f_k (a cell holds its sample).
 
     Returns
     -------
     float
         NaN without sample uniques.
+
+    Raises
+    ------
+    InputError
+        On NaN, negative or fractional counts, F_k < f_k, or shapes that differ.
+
+    See Also
+    --------
+    dis_from_frequencies : the estimate of theta from the sample alone.
     """
-    fk = np.asarray(fk)
-    Fk = np.asarray(Fk, dtype=float)
+    fk = _counts(fk, "fk (sample frequency per cell)", minimum=0)
+    Fk = _counts(Fk, "Fk (population frequency per cell)", minimum=0)
+    if fk.shape != Fk.shape:
+        raise InputError(
+            f"fk and Fk must have one entry per cell each, got shapes {fk.shape} and "
+            f"{Fk.shape}; pass the sample and population frequency of the same cells."
+        )
+    if np.any(Fk < fk):
+        raise InputError(
+            "Fk < fk in some cell (the population frequency is below the sample one); "
+            "pass population counts F_k for the same cells, in the same order."
+        )
     unique = fk == 1
     den = Fk[unique].sum()
     return float(np.count_nonzero(unique) / den) if den > 0 else float("nan")

@@ -21,6 +21,7 @@ inf/NaN for r = f >= 100 and rho <= 0.05, so it is not used here; see
 
 from __future__ import annotations
 
+import sys
 from typing import Literal
 
 import numpy as np
@@ -50,6 +51,8 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 
 
 def _as_float_array(x, name: str) -> np.ndarray:
+    if x is None:
+        raise InputError(f"{name} is None; pass a number or an array of numbers.")
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -88,6 +91,46 @@ def _check_rho(rho: np.ndarray, name: str) -> None:
 
 def _scalar_or_array(x: np.ndarray):
     return x[()] if x.ndim == 0 else x
+
+
+def _series_index(**inputs):
+    """The index shared by the pandas Series among ``inputs`` (None if there are none).
+
+    NumPy pairs arrays by position; two Series with different indexes would be
+    paired silently by position, not by label, so that is refused rather than
+    aligned (aligning could drop or NaN-fill cells without the caller noticing).
+    """
+    pd = sys.modules.get("pandas")  # a Series exists only once pandas is imported
+    if pd is None:
+        return None
+    series = [(name, x) for name, x in inputs.items() if isinstance(x, pd.Series)]
+    for name, x in series[1:]:
+        if not x.index.equals(series[0][1].index):
+            raise InputError(
+                f"{series[0][0]} and {name} are pandas Series with different indexes, so "
+                "pairing them by position would mismatch cells; align them first "
+                f"({series[0][0]}, {name} = {series[0][0]}.align({name}, join='inner')) or "
+                "pass .to_numpy() of both if the positions already match."
+            )
+    return series[0][1].index if series else None
+
+
+def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
+    try:
+        return np.broadcast_arrays(*arrays.values())
+    except ValueError:
+        shapes = ", ".join(f"{name} {a.shape}" for name, a in arrays.items())
+        raise InputError(
+            f"input shapes do not match ({shapes}); pass arrays of equal length "
+            "(one entry per cell) or scalars."
+        ) from None
+
+
+def _result(x: np.ndarray, index):
+    # A Series input keeps its labels when the result is one value per label.
+    if index is not None and x.ndim == 1 and x.size == len(index):
+        return sys.modules["pandas"].Series(x, index=index)
+    return _scalar_or_array(x)
 
 
 # --------------------------------------------------------------------------- #
@@ -242,14 +285,17 @@ def negbin_inverse_moment(f, r, rho):
 
     Returns
     -------
-    numpy.ndarray or float
-        E(1/F), broadcast over the inputs.
+    numpy.ndarray or float or pandas.Series
+        E(1/F), broadcast over the inputs (a Series with the input's index when an
+        input is a Series; Series inputs must share one index).
 
     Raises
     ------
     InputError
-        If f < 1, r <= 0 or rho outside (0, 1].
+        If f < 1, r <= 0, rho outside (0, 1], the shapes do not broadcast, or two
+        Series inputs have different indexes.
     """
+    index = _series_index(f=f, r=r, rho=rho)
     f = _as_float_array(f, "f")
     r = _as_float_array(r, "r")
     rho = _as_float_array(rho, "rho")
@@ -257,13 +303,13 @@ def negbin_inverse_moment(f, r, rho):
     if np.any(r <= 0):
         raise InputError("r (negative-binomial size) must be > 0; check alpha and f.")
     _check_rho(rho, "rho")
-    f, r, rho = np.broadcast_arrays(f, r, rho)
+    f, r, rho = _broadcast(f=f, r=r, rho=rho)
     if f.size == 0:
-        return np.zeros(f.shape)
+        return _result(np.zeros(f.shape), index)
     s = r - f
     (uf, us, urho), inverse = _unique_rows(f.ravel(), s.ravel(), rho.ravel())
     vals = _inverse_moment_distinct(uf, us, urho)
-    return _scalar_or_array(vals[inverse].reshape(f.shape))
+    return _result(vals[inverse].reshape(f.shape), index)
 
 
 def _unique_rows(*cols: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
@@ -303,19 +349,23 @@ def plugin_inclusion_probability(fk, Fk_hat, *, clip: bool = False):
 
     Returns
     -------
-    numpy.ndarray or float
-        p̂_k, broadcast over the inputs.
+    numpy.ndarray or float or pandas.Series
+        p̂_k, broadcast over the inputs (a Series with the input's index when an
+        input is a Series; two Series must share one index).
 
     Raises
     ------
     InputError
-        If F̂_k <= 0, or F̂_k < f_k and ``clip`` is False.
+        If F̂_k <= 0, F̂_k < f_k and ``clip`` is False, the shapes do not
+        broadcast, or two Series inputs have different indexes.
     """
+    index = _series_index(fk=fk, Fk_hat=Fk_hat)
     fk = _as_float_array(fk, "fk")
     Fk_hat = _as_float_array(Fk_hat, "Fk_hat")
     _check_f(fk, "fk", whole=False)
     if np.any(Fk_hat <= 0):
         raise InputError("Fk_hat (weight sum per cell) must be > 0; check the weight column.")
+    fk, Fk_hat = _broadcast(fk=fk, Fk_hat=Fk_hat)
     p = fk / Fk_hat
     if np.any(p > 1):
         if not clip:
@@ -324,7 +374,26 @@ def plugin_inclusion_probability(fk, Fk_hat, *, clip: bool = False):
                 "fix the weights or pass clip=True to treat those cells as fully sampled."
             )
         p = np.minimum(p, 1.0)
-    return _scalar_or_array(p)
+    return _result(p, index)
+
+
+def _closed_forms(f: np.ndarray, p: np.ndarray) -> np.ndarray:
+    # Seed 004 section 2 closed forms for f = 1, 2, 3 where p < 1/2. For p >= 1/2
+    # they subtract nearly equal terms and divide by q^f, an absolute error of about
+    # 1e-16 / q^f (f = 2, q = 1e-10 gives 1.5 instead of 0.5), so there the same
+    # function is summed as its Taylor series about p = 1, the Gauss series
+    # r = p/f * sum_n n! q^n / (f+1)_n (eq. 8), whose terms fall at least like 2^-n.
+    near = p >= 0.5
+    ps = np.where(near, 0.25, p)  # placeholder: near-one cells are filled below
+    qs = 1.0 - ps
+    lp = np.log(ps)
+    r1 = ps / qs * (-lp)
+    r2 = ps / qs**2 * (ps * lp + qs)
+    r3 = ps / (2.0 * qs**3) * (qs * (3.0 * qs - 2.0) - 2.0 * ps**2 * lp)
+    out = np.select([f == 1, f == 2], [r1, r2], r3)
+    if np.any(near):
+        out[near] = _route_series(f[near], np.zeros(int(near.sum())), p[near])
+    return out
 
 
 def polettini_closed_form(f, p):
@@ -339,8 +408,14 @@ def polettini_closed_form(f, p):
     The seed's last simplification for f = 3 prints ``2 q_k^2`` in the denominator;
     its own preceding expression p³/3 · ₂F₁(3, 3; 4; q) reduces to ``2 q^3`` (as in
     mu-Argus), and only that agrees with the series, so ``2 q^3`` is used here.
-    These forms cancel catastrophically as p -> 1 (seed ``004_…`` §2); prefer
-    :func:`benedetti_franconi_risk` for computation. p = 1 returns 1/f.
+
+    As printed, these forms cancel catastrophically as p -> 1 (seed ``004_…`` §2):
+    their absolute error is about 1e-16 / q^f, so f = 3 at q = 1e-8 would give
+    1.65. They are therefore evaluated as printed only for p < 1/2; for p >= 1/2
+    the same function is summed as its Taylor series about p = 1, the Gauss
+    series r = p/f Σ_n n! q^n / (f+1)_n (seed ``004_…`` eq. 8). The result agrees
+    with :func:`benedetti_franconi_risk` to about 1e-15 relative for every p and
+    always lies in (0, 1/f]; p = 1 returns 1/f.
 
     Parameters
     ----------
@@ -351,42 +426,39 @@ def polettini_closed_form(f, p):
 
     Returns
     -------
-    numpy.ndarray or float
-        The risk r = E(1/F | f).
+    numpy.ndarray or float or pandas.Series
+        The risk r = E(1/F | f), broadcast over the inputs (a Series, with its
+        index, when an input is a Series).
+
+    Raises
+    ------
+    InputError
+        If f is not 1, 2 or 3, p is outside (0, 1], the shapes do not broadcast, or
+        two Series inputs have different indexes.
     """
+    index = _series_index(f=f, p=p)
     f = _as_float_array(f, "f")
     p = _as_float_array(p, "p")
     _check_f(f)
     if np.any(f > 3):
         raise InputError("polettini_closed_form covers f = 1, 2, 3 only; use benedetti_franconi_risk.")
     _check_rho(p, "p")
-    f, p = np.broadcast_arrays(f, p)
-    q = 1.0 - p
-    full = p == 1.0
-    qs = np.where(full, 0.5, q)  # placeholder avoids 0/0 where p = 1 (set to 1/f below)
-    ps = np.where(full, 0.5, p)
-    lp = np.log(ps)
-    r1 = ps / qs * (-lp)
-    r2 = ps / qs**2 * (ps * lp + qs)
-    r3 = ps / (2.0 * qs**3) * (qs * (3.0 * qs - 2.0) - 2.0 * ps**2 * lp)
-    out = np.select([f == 1, f == 2], [r1, r2], r3)
-    out = np.where(full, 1.0 / f, out)
-    return _scalar_or_array(out)
+    f, p = _broadcast(f=f, p=p)
+    out = _closed_forms(f.ravel(), p.ravel()).reshape(f.shape)
+    return _result(out, index)
 
 
 def _sdcmicro_formula(f: np.ndarray, p: np.ndarray) -> np.ndarray:
-    # sdcMicro indivRisk(method="approx") / measure_risk: exact for f = 1, 2
-    # (the closed forms), p / (f - 1 + p) for f > 2 (mu-Argus).
-    q = 1.0 - p
-    full = q <= 0.0
-    qs = np.where(full, 0.5, q)
-    ps = np.where(full, 0.5, p)
-    odds = ps / qs
-    r1 = odds * np.log(1.0 / ps)
-    r2 = odds - odds**2 * np.log(1.0 / ps)
-    r3 = ps / (f - 1.0 + ps)
-    out = np.select([f == 1, f == 2], [r1, r2], r3)
-    return np.where(full, 1.0 / f, out)
+    # sdcMicro indivRisk(method="approx") / measure_risk: the closed forms for f = 1, 2
+    # (exact values of E(1/F); evaluated stably near p = 1, where sdcMicro's own
+    # expressions cancel), p / (f - 1 + p) for f > 2 (mu-Argus).
+    shape = f.shape
+    f, p = f.ravel(), p.ravel()
+    out = p / (f - 1.0 + p)
+    low = f <= 2
+    if np.any(low):
+        out[low] = _closed_forms(f[low], p[low])
+    return out.reshape(shape)
 
 
 def benedetti_franconi_risk(
@@ -416,9 +488,12 @@ def benedetti_franconi_risk(
     method : {"exact", "approx", "measure_risk", "polettini9", "polettini10"}
         ``"exact"`` (default): :func:`negbin_inverse_moment` with r = f, relative
         error ~1e-15 for every f and p. ``"approx"``: sdcMicro's ``indivRisk``
-        default (and mu-Argus): the exact closed forms for f = 1, 2 and
-        p / (f - 1 + p) for f > 2, which overstates the risk at small f > 2;
-        p = 1 gives 1/f. This is also what sdcMicro's ``measure_risk()`` reports
+        default (and mu-Argus): the closed forms for f = 1, 2 (which are exact
+        values of E(1/F), equal to ``"exact"`` to about 1e-15 relative; evaluated
+        as in :func:`polettini_closed_form`, since the printed forms cancel
+        catastrophically as p -> 1) and p / (f - 1 + p) for f > 2, which
+        overstates the risk at small f > 2; p = 1 gives 1/f. This is also what
+        sdcMicro's ``measure_risk()`` reports
         (``R/measure_risk.R`` calls ``indivRisk``). ``"measure_risk"``: sdcMicro's
         C++ helper ``compute_risk`` (``src/Measure_Risk.h``, used today only by
         ``ldiversity()``, despite the name): the same formulas evaluated at
@@ -429,15 +504,18 @@ def benedetti_franconi_risk(
 
     Returns
     -------
-    numpy.ndarray or float
+    numpy.ndarray or float or pandas.Series
         r_k, broadcast over ``fk`` and ``pk``; p = 1 gives 1/f, p -> 0 gives 0.
+        When ``fk`` or ``pk`` is a pandas Series the result is a Series with its
+        index (the inputs are paired by position, so two Series must share one
+        index).
 
     Raises
     ------
     InputError
-        On an unknown method, f < 1 (or fractional, except with ``"exact"``), or p
-        outside (0, 1]
-        (p > 1 arises when the weight sum F̂_k is below f_k).
+        On an unknown method, f < 1 (or fractional, except with ``"exact"``), p
+        outside (0, 1] (p > 1 arises when the weight sum F̂_k is below f_k),
+        shapes that do not broadcast, or two Series with different indexes.
 
     Notes
     -----
@@ -449,13 +527,14 @@ def benedetti_franconi_risk(
         raise InputError(
             f"unknown method {method!r} for benedetti_franconi_risk; use one of {RISK_METHODS}."
         )
+    index = _series_index(fk=fk, pk=pk)
     f = _as_float_array(fk, "fk")
     p = _as_float_array(pk, "pk")
     _check_f(f, "fk", whole=method != "exact")
     _check_rho(p, "pk")
-    f, p = np.broadcast_arrays(f, p)
+    f, p = _broadcast(fk=f, pk=p)
     if method == "exact":
-        return negbin_inverse_moment(f, f, p)
+        return _result(np.asarray(negbin_inverse_moment(f, f, p), dtype=float), index)
     if method == "approx":
         out = _sdcmicro_formula(f, p)
     elif method == "measure_risk":
@@ -468,4 +547,4 @@ def benedetti_franconi_risk(
         if method == "polettini9":
             bracket = bracket + 2.0 * q**2 / ((f + 1.0) * (f + 2.0))
         out = p / f * bracket
-    return _scalar_or_array(np.asarray(out, dtype=float))
+    return _result(np.asarray(out, dtype=float), index)

@@ -94,6 +94,20 @@ def _check_fraction(pi) -> np.ndarray:
     return pi
 
 
+def _check_lambda(lam) -> np.ndarray:
+    try:
+        lam = np.asarray(lam, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError("lam (Poisson means lambda_k) must be numeric.") from exc
+    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        bad = lam[~(np.isfinite(lam) & (lam >= 0))].ravel()[0]
+        raise InputError(
+            f"lam (Poisson means lambda_k = mu_k / pi) must be finite and >= 0, got {bad:g}; "
+            "pass the fitted means of a log-linear model (fit_loglinear), not log-means."
+        )
+    return lam
+
+
 def poisson_prob_unique(lam, sampling_fraction):
     r"""P(F_k = 1 | f_k = 1) under the Poisson model: :math:`e^{-\lambda_k(1-\pi)}`.
 
@@ -112,8 +126,14 @@ def poisson_prob_unique(lam, sampling_fraction):
     -------
     numpy.ndarray
         The probability, broadcast over the inputs.
+
+    Raises
+    ------
+    InputError
+        If lambda is negative, NaN or infinite, or pi is outside (0, 1] (a negative
+        lambda would give "probabilities" above 1, e.g. 90 at lambda = -5, pi = 0.1).
     """
-    lam = np.asarray(lam, dtype=float)
+    lam = _check_lambda(lam)
     pi = _check_fraction(sampling_fraction)
     return np.exp(-lam * (1.0 - pi))
 
@@ -148,11 +168,17 @@ def poisson_inverse_moment(f, lam, sampling_fraction):
     -------
     numpy.ndarray
         E(1/F_k | f_k), broadcast over the inputs.
+
+    Raises
+    ------
+    InputError
+        If f is not a whole number >= 1, lambda is negative, NaN or infinite, or pi
+        is outside (0, 1] (a negative lambda would give values above 1/f).
     """
     f = np.asarray(f, dtype=float)
     if np.any(f < 1) or np.any(f != np.floor(f)):
         raise InputError("f must be whole numbers >= 1 (sample frequencies of observed cells).")
-    m = np.asarray(lam, dtype=float) * (1.0 - _check_fraction(sampling_fraction))
+    m = _check_lambda(lam) * (1.0 - _check_fraction(sampling_fraction))
     f, m = np.broadcast_arrays(f, m)
     out = np.empty(f.shape)
     one = f == 1

@@ -21,6 +21,7 @@ F_k - f_k | f_k ~ NegBin(α + f_k, ρ), ρ = (1 + nβ)/(1 + Nβ).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,6 +47,9 @@ __all__ = [
 
 _CONSTRAINTS = (None, "alpha_beta_1_over_K")
 _METHODS = ("ml", "moments")
+# χ²₁(0.95) / 2: a profile log-likelihood drop below this keeps α in the 95%
+# likelihood-ratio interval.
+_LR_HALF_CHI2_95 = 1.920729410347062
 
 
 # --------------------------------------------------------------------------- #
@@ -77,12 +81,26 @@ def _out(x: np.ndarray):
 
 def _counts_arrays(m, m0) -> tuple[np.ndarray, np.ndarray]:
     """Return (j, m_j) with j = 0..J; m is a mapping j -> m_j (j >= 1) or an array m[j-1]."""
-    if isinstance(m, Mapping) or hasattr(m, "index"):
-        items = dict(m.items()) if hasattr(m, "items") else dict(m)
-        j = np.asarray(list(items.keys()), dtype=float)
-        mj = np.asarray(list(items.values()), dtype=float)
+    pd = sys.modules.get("pandas")  # a Series exists only once pandas is imported
+    # a Series is labelled by j like a mapping; lists and tuples (which also have an
+    # .index method) are arrays m[j-1] like an ndarray
+    if isinstance(m, Mapping) or (pd is not None and isinstance(m, pd.Series)):
+        j = np.asarray(list(m.keys()), dtype=float)
+        mj = np.asarray(list(m.values()) if isinstance(m, Mapping) else m.to_numpy(), dtype=float)
     else:
-        mj = np.asarray(m, dtype=float).ravel()
+        try:
+            mj = np.asarray(m, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                "counts of counts must be a mapping/Series j -> m_j or a 1-d array of "
+                "numbers with m[j-1] = m_j."
+            ) from exc
+        if mj.ndim > 1:
+            raise InputError(
+                f"counts of counts as an array must be 1-d (m[j-1] = m_j), got shape "
+                f"{mj.shape}; pass (j, m_j) pairs as a dict, e.g. dict(pairs)."
+            )
+        mj = mj.ravel()
         j = np.arange(1, mj.size + 1, dtype=float)
     if j.size and (np.any(j < 1) or np.any(j != np.round(j))):
         raise InputError(
@@ -102,12 +120,67 @@ def _counts_arrays(m, m0) -> tuple[np.ndarray, np.ndarray]:
 # likelihood (seed 000 eq. 10; Bethlehem, Keller, Pannekoek 1990)
 # --------------------------------------------------------------------------- #
 
+# Stirling series of log Γ(x): B_2k / (2k (2k-1)), k = 1..7; at x >= 10 the next
+# term is below 3e-17.
+_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
+
+
+def _stirling_tail(x):
+    # ω(x) = log Γ(x) - (x - 1/2) log x + x - log(2π)/2, for x >= 10; the terms
+    # kept are those above 1e-17 at the smallest x (two suffice from x = 1000)
+    x_min = float(x.min()) if x.size else 10.0
+    n_terms = next(
+        (i for i in range(1, len(_STIRLING)) if abs(_STIRLING[i]) * x_min ** -(2 * i + 1) < 1e-17),
+        len(_STIRLING),
+    )
+    z = 1.0 / (x * x)
+    acc = np.full_like(z, _STIRLING[n_terms - 1])
+    for c in reversed(_STIRLING[: n_terms - 1]):
+        acc *= z
+        acc += c
+    return acc / x
+
+
+def _log_rising_stirling(x, j):
+    xj = x + j
+    tails = _stirling_tail(xj) - _stirling_tail(x)
+    return (x - 0.5) * np.log1p(j / x) + special.xlogy(j, xj) - j + tails
+
+
+def _log_rising(x, j):
+    """Return log Γ(x + j) - log Γ(x), the log rising factorial (x)_j; x > 0, j >= 0.
+
+    ``gammaln(x + j) - gammaln(x)`` subtracts two numbers of size x log x: the
+    absolute error is about 1e-16 x log x, 1.4 at x = 1e12 with j = 1. With
+    Stirling's series log Γ(x) = (x - 1/2) log x - x + log(2π)/2 + ω(x),
+
+        log Γ(x + j) - log Γ(x) = (x - 1/2) log1p(j/x) + j log(x + j) - j
+                                  + ω(x + j) - ω(x),
+
+    every term is at most of the size of the result, so the error stays about
+    1e-16 j log(x + j) (checked against mpmath for x up to 1e20). Below x = 10
+    ``gammaln`` is exact enough and the series is not yet accurate.
+    """
+    x, j = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(j, dtype=float))
+    big = x >= 10.0
+    if big.all():
+        return _log_rising_stirling(x, j)
+    if not big.any():
+        return special.gammaln(x + j) - special.gammaln(x)
+    out = np.empty(x.shape)
+    out[big] = _log_rising_stirling(x[big], j[big])
+    small = ~big
+    xs = x[small]
+    out[small] = special.gammaln(xs + j[small]) - special.gammaln(xs)
+    return out
+
 
 def _negbin_logpmf(j, alpha, nbeta):
-    # log P(f = j) with P(f = j) = Γ(α+j)/(Γ(α) j!) (1+nβ)^-α (nβ/(1+nβ))^j.
+    # log P(f = j) with P(f = j) = Γ(α+j)/(Γ(α) j!) (1+nβ)^-α (nβ/(1+nβ))^j;
+    # Γ(α+j)/Γ(α) via _log_rising, which stays exact for the large α of
+    # nearly-Poisson counts (the ML profile search reaches α ~ 1e12).
     return (
-        special.gammaln(alpha + j)
-        - special.gammaln(alpha)
+        _log_rising(alpha, j)
         - special.gammaln(j + 1.0)
         - alpha * np.log1p(nbeta)
         + special.xlogy(j, nbeta)
@@ -128,7 +201,10 @@ def negbin_counts_of_counts_loglik(m, alpha, beta, n, m0=0):
             + j \\log\\frac{n\\beta}{1 + n\\beta}\\Big] .
 
     This is the exact reference for the PyMC Poisson-gamma model's logp (the
-    multinomial coefficient K!/Π m_j! is not included).
+    multinomial coefficient K!/Π m_j! is not included). log Γ(α + j) - log Γ(α) is
+    evaluated without cancellation (Stirling's series for α >= 10), so ℓ keeps
+    about 1e-16 × Σ_j j m_j log(α + j) absolute accuracy up to α = 1e14 and beyond,
+    where the plain ``gammaln`` difference is off by ~1 at α = 1e12.
 
     Parameters
     ----------
@@ -206,7 +282,10 @@ class PoissonGammaFit:
     n_cells_observed : int
         Number of cells with f_k >= 1.
     message : str
-        Optimiser message or a note.
+        Optimiser message or a note. For ML it says when the profile
+        log-likelihood at the search's upper end (α̂_mom e^15) is less than
+        χ²₁(0.95)/2 below the maximum: the counts are then consistent with the
+        Poisson limit α -> ∞, and α (and its SE) only locate a flat maximum.
     """
 
     alpha: float
@@ -287,8 +366,9 @@ def fit_poisson_gamma(
 
     Parameters
     ----------
-    counts_of_counts : mapping or pandas.Series
-        j -> m_j for j >= 1 (e.g. ``CellTable.counts_of_counts``).
+    counts_of_counts : mapping or pandas.Series or array_like
+        j -> m_j for j >= 1 (e.g. ``CellTable.counts_of_counts``), or a 1-d
+        array/list/tuple with ``m[j-1] = m_j``.
     n, N : float
         Sample and population sizes (n <= N).
     K : float
@@ -299,6 +379,8 @@ def fit_poisson_gamma(
     Returns
     -------
     PoissonGammaFit
+        Its ``message`` notes when the ML profile is flat toward the Poisson limit
+        (α not identified from above).
 
     Raises
     ------
@@ -371,6 +453,17 @@ def fit_poisson_gamma(
     beta = slope / alpha
     interior = (log_a - lo > 1e-3) and (hi - log_a > 1e-3)
     converged = bool(res.success) and interior
+    message = str(getattr(res, "message", ""))
+    # Nearly-Poisson counts: the profile rises to a maximum and then stays flat as
+    # α -> ∞ (β -> 0), so α is not identified from above even where the maximum is
+    # interior. Within half the χ²₁ 95% point the likelihood interval is unbounded.
+    flat = negprof(hi) - float(res.fun)
+    if flat < _LR_HALF_CHI2_95:
+        message += (
+            f"; profile log-likelihood flat toward the Poisson limit (alpha = {np.exp(hi):.3g} "
+            f"is only {flat:.2g} below the maximum): alpha is not identified from above "
+            "(95% likelihood interval unbounded) and its SE is not meaningful"
+        )
 
     H = _hessian(alpha, beta, n, j, mj)
     cov: np.ndarray | None
@@ -400,7 +493,7 @@ def fit_poisson_gamma(
         converged=converged,
         cov=cov,
         n_cells_observed=int(cells),
-        message=str(getattr(res, "message", "")),
+        message=message,
     )
 
 
@@ -527,17 +620,23 @@ def population_given_sample_pmf(f, alpha, beta, n, N, max_F):
     if int(max_F) != max_F or max_F < 0:
         raise InputError("max_F must be a whole number >= 0.")
     alpha = _positive(alpha, "alpha")
-    rho = np.asarray(sampling_rho(beta, n, N))
-    f, alpha, rho = np.broadcast_arrays(f, alpha, rho)
+    beta = _positive(beta, "beta")
+    n, N = _sizes(n, N)
+    # log ρ and log(1 - ρ) = log((N - n)β) - log1p(Nβ) from their own pieces: 1 - ρ
+    # formed from a rounded ρ keeps only 1e-16/(1 - ρ) relative accuracy (tiny β)
+    log1p_Nb = np.log1p(N * beta)
+    log_rho = np.log1p(n * beta) - log1p_Nb
+    q_num = (N - n) * beta  # 1 - ρ = q_num / (1 + Nβ); 0 when n = N
+    f, alpha, log_rho, q_num, log1p_Nb = np.broadcast_arrays(f, alpha, log_rho, q_num, log1p_Nb)
     h = np.arange(int(max_F) + 1, dtype=float)
     x = h - f[..., None]
     r = (alpha + f)[..., None]
     xs = np.maximum(x, 0.0)
     logp = (
-        special.gammaln(xs + r)
-        - special.gammaln(r)
+        _log_rising(r, xs)
         - special.gammaln(xs + 1.0)
-        + r * np.log(rho[..., None])
-        + special.xlog1py(xs, -rho[..., None])
+        + r * log_rho[..., None]
+        + special.xlogy(xs, q_num[..., None])
+        - xs * log1p_Nb[..., None]
     )
     return np.where(x >= 0, np.exp(logp), 0.0)

@@ -271,6 +271,87 @@ def test_loglik_matches_scipy_and_broadcasts():
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-8)
 
 
+def _log_rising_by_sums(x, j):
+    # independent reference: Σ_{i<j} log(x + i), each log correctly rounded, fsum'd
+    import math
+
+    return math.fsum(math.log(x + i) for i in range(j))
+
+
+@pytest.mark.parametrize("a", [10.0, 1e4, 1e6, 1e8, 1e10, 1e12, 1e14])
+def test_logpmf_accurate_for_large_concentration(a):
+    # betaln(k+a, m-k+b) - betaln(a, b) cancelled: BetaBin(3; 10, a, 3a) was off by
+    # 1.3e-6 at a = 1e8, 0.017 at 1e12 and 3.8 at 1e14 (mpmath). The reference's 20
+    # logs of size <= 35 carry ~1e-13; 1e-12 leaves room for libm differences.
+    import math
+
+    ref = (math.log(math.comb(10, 3)) + _log_rising_by_sums(a, 3)
+           + _log_rising_by_sums(3 * a, 7) - _log_rising_by_sums(4 * a, 10))
+    assert float(bb.beta_binomial_logpmf(3, 10, a, 3 * a)) == pytest.approx(ref, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("k", "m", "a", "b", "ref"),
+    [  # mpmath, 40 digits (log C(m,k) + log B(k+a, m-k+b) - log B(a, b))
+        (5000, 10**8, 1e-3, 2.0, -15.433902558785697),
+        (0, 10**8, 0.5, 1e6, -2.307560382183006),
+        (10**6, 10**8, 1e4, 1e6, -10.625879368500108),
+    ],
+)
+def test_logpmf_accurate_for_large_domain_population(k, m, a, b, ref):
+    # log C(m, k) and B(a+k, ...) are ~m log m = 2e9 here; the old form lost 1.6e-7
+    # to 2.8e-7 (one ulp of 2e9 is 2.4e-7). The rearranged forms keep ~1e-9.
+    assert float(bb.beta_binomial_logpmf(k, m, a, b)) == pytest.approx(ref, abs=2e-9)
+
+
+def _gain_over_binomial(y, n, a, b):
+    # Exact log BetaBin(y; n, a, b) - log Bin(y; n, a/(a+b)) summed over domains:
+    # (a)_y = a^y Π_{i<y}(1 + i/a), so it is Σ log1p(i/a) + Σ log1p(i/b) - Σ log1p(i/κ),
+    # all terms tiny (no cancellation); tables of partial sums index y, n - y and n.
+    kappa = a + b
+    i = np.arange(int(n.max()) + 1)
+
+    def table(x):
+        return np.concatenate([[0.0], np.cumsum(np.log1p(i / x))])
+
+    return float(np.sum(table(a)[y] + table(b)[n - y] - table(kappa)[n]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_loglik_exact_in_the_binomial_limit_with_many_domains(seed):
+    # 20000 binomial domains: at the concentration cap 1e8 the code's log-likelihood
+    # minus the binomial one was off by +-1.5e-3 (seeds 0 and 2), above FLAT_LOGLIK.
+    rng = np.random.default_rng(seed)
+    n = rng.integers(20, 400, 20000)
+    y = rng.binomial(n, 0.3)
+    p = y.sum() / n.sum()
+    binom = stats.binom.logpmf(y, n, p).sum()
+    for kappa in (1e6, 1e8, 1e12):
+        a, b = p * kappa, (1 - p) * kappa
+        got = float(beta_binomial_loglik(y, n, a, b)) - binom
+        # scipy's binomial sum (size 1e5) carries ~1e-10; the code ~1e-16 per term
+        assert got == pytest.approx(_gain_over_binomial(y, n, a, b), abs=1e-8)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_at_bound_decided_on_exact_likelihoods_with_many_domains(seed):
+    # at_bound compares the fit's gain over the binomial with FLAT_LOGLIK = 1e-3; with
+    # 20000 domains the old gain was noise of that size. Now the reported gain is the
+    # exact one at the reported (alpha, beta), and the flag follows the rule.
+    rng = np.random.default_rng(seed)
+    n = rng.integers(20, 400, 20000)
+    y = rng.binomial(n, 0.3)
+    fit = fit_beta_binomial(y, n, "ml")
+    binom = stats.binom.logpmf(y, n, y.sum() / n.sum()).sum()
+    exact_gain = _gain_over_binomial(y, n, fit.alpha, fit.beta) + (
+        stats.binom.logpmf(y, n, fit.mean).sum() - binom)
+    assert fit.loglik - binom == pytest.approx(exact_gain, abs=1e-8)
+    at_cap = fit.concentration >= 0.999e8
+    assert fit.at_bound == (at_cap or exact_gain < bb.FLAT_LOGLIK)
+    if at_cap:  # the capped fit is the binomial limit: no gain beyond rounding
+        assert exact_gain < bb.FLAT_LOGLIK
+
+
 def _simulate(rng, D, a, b):
     n = rng.integers(20, 200, size=D)
     return rng.binomial(n, rng.beta(a, b, size=D)), n

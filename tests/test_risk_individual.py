@@ -67,13 +67,58 @@ def test_seed_f3_printed_simplification_has_a_typo():
     assert abs(printed - truth) > 1e-3
 
 
-def test_closed_forms_unstable_near_one_but_exact_route_is_not():
-    # The seed's reason for eq. (6): the closed forms lose digits as p -> 1.
-    p = 1 - 1e-7
-    exact = benedetti_franconi_risk(3, p)
-    series = gauss_series_inverse_moment(3, 3, p)
-    assert abs(exact / series - 1) < 1e-14
-    assert abs(polettini_closed_form(3, p) / series - 1) > 1e-8
+# p within 1e-16 .. 0.5 of 1 (1 - 2^-53 is the float just below 1), plus p = 1/2
+# where _closed_forms switches from the printed form to the series
+NEAR_ONE = np.unique(np.concatenate([1 - np.logspace(-16, np.log10(0.5), 60),
+                                     [1 - 1e-12, 1 - 2.0**-52, 1 - 2.0**-53, 0.5,
+                                      np.nextafter(0.5, 0)]]))
+
+
+def _series_risk(f, p):
+    # float Gauss series p/f sum n! q^n/(f+1)_n (seed 004 eq. 8): positive terms, so
+    # no cancellation; exact to rounding, and q -> 0 needs no special case
+    return gauss_series_inverse_moment(f, f, p, n_terms=200)
+
+
+@pytest.mark.parametrize("f", [1, 2, 3])
+def test_closed_forms_stable_near_one(f):
+    # The printed forms cancel as p -> 1 (seed 004 section 2): f = 3 at q = 1e-8 gave
+    # 1.65, at q = 2^-52 -2.3e15. Now every value is a probability in (0, 1/f] and
+    # agrees with the series to 1e-14 relative (observed <= 7e-16 against mpmath).
+    closed = polettini_closed_form(f, NEAR_ONE)
+    ref = np.array([_series_risk(f, p) for p in NEAR_ONE])
+    assert np.all(closed > 0) and np.all(closed <= 1.0 / f)
+    np.testing.assert_allclose(closed, ref, rtol=1e-14)
+    np.testing.assert_allclose(closed, benedetti_franconi_risk(f, NEAR_ONE), rtol=1e-14)
+
+
+@pytest.mark.parametrize("f", [1, 2])
+def test_approx_method_stable_near_one(f):
+    # "approx" (CLI assess --method approx) used sdcMicro's expressions, which for
+    # f = 2 gave 1.5 at p = 1 - 1e-10 and -1.1e8 at p = 1 - 1e-12 (truth 0.5).
+    approx = benedetti_franconi_risk(f, NEAR_ONE, method="approx")
+    assert np.all(approx > 0) and np.all(approx <= 1.0 / f)
+    np.testing.assert_allclose(approx, benedetti_franconi_risk(f, NEAR_ONE), rtol=1e-14)
+    ref = np.array([_series_risk(f, p) for p in NEAR_ONE])
+    np.testing.assert_allclose(approx, ref, rtol=1e-14)
+    if mpmath is not None:
+        for p in (1 - 1e-6, 1 - 1e-10, 1 - 1e-12):
+            truth = float(mpmath.mpf(p) / f * mpmath.hyp2f1(1, 1, f + 1, 1 - mpmath.mpf(p)))
+            assert benedetti_franconi_risk(f, p, method="approx") == pytest.approx(truth, rel=1e-14)
+
+
+def test_approx_assessment_with_weights_just_above_one():
+    # End to end: weights 1 + 1e-9 gave pair risks of 1.5 and an InputError from the
+    # benchmark rule; every cell is (almost) fully observed, so risk = 1/f_k.
+    from sdcbayes import Microdata
+    from sdcbayes.risk.assess import assess_closed_form
+
+    df = pd.DataFrame({"a": [1, 1, 2, 3, 3], "b": [0, 0, 1, 1, 1], "w": 1.0 + 1e-9})
+    md = Microdata(df, keys=["a", "b"], weight="w")
+    approx = assess_closed_form(md, method="approx").records["risk"].to_numpy()
+    exact = assess_closed_form(md, method="exact").records["risk"].to_numpy()
+    np.testing.assert_allclose(approx, exact, rtol=1e-14)
+    np.testing.assert_allclose(approx, [0.5, 0.5, 1.0, 0.5, 0.5], rtol=1e-8)
 
 
 @pytest.mark.parametrize("f", [5, 20, 100, 1000])
@@ -292,3 +337,55 @@ def test_negbin_inverse_moment_validation():
         negbin_inverse_moment(2, 2.0, 1.2)
     with pytest.raises(InputError, match="f = 1, 2, 3"):
         polettini_closed_form(4, 0.5)
+
+
+# --------------------------------------------------------------------------- #
+# pandas inputs, shapes, None
+# --------------------------------------------------------------------------- #
+
+
+def test_series_with_different_indexes_refused():
+    # Positional pairing of label-indexed Series paired f = 1 with the p of label 20.
+    fk = pd.Series([1, 2], index=[10, 20])
+    pk = pd.Series([0.1, 0.2], index=[20, 10])
+    with pytest.raises(InputError, match="different indexes.*align"):
+        benedetti_franconi_risk(fk, pk)
+    with pytest.raises(InputError, match="different indexes"):
+        negbin_inverse_moment(fk, fk, pk)
+    with pytest.raises(InputError, match="different indexes"):
+        plugin_inclusion_probability(fk, pd.Series([5.0, 5.0], index=[20, 10]))
+    with pytest.raises(InputError, match="different indexes"):
+        polettini_closed_form(fk, pk)
+    # aligned as the message suggests, the labels are paired and kept
+    a, b = fk.align(pk, join="inner")
+    out = benedetti_franconi_risk(a, b)
+    assert isinstance(out, pd.Series) and list(out.index) == [10, 20]
+    assert out[10] == benedetti_franconi_risk(1, 0.2)
+    assert out[20] == benedetti_franconi_risk(2, 0.1)
+
+
+@pytest.mark.parametrize("method", RISK_METHODS)
+def test_series_index_kept(method):
+    fk = pd.Series([1, 2, 3], index=["x", "y", "z"])
+    out = benedetti_franconi_risk(fk, 0.4, method=method)
+    assert isinstance(out, pd.Series) and list(out.index) == ["x", "y", "z"]
+    plain = benedetti_franconi_risk([1, 2, 3], 0.4, method=method)
+    np.testing.assert_array_equal(out.to_numpy(), plain)
+    p = plugin_inclusion_probability(fk, pd.Series([10.0, 10.0, 10.0], index=fk.index))
+    assert list(p.index) == ["x", "y", "z"]
+    assert list(polettini_closed_form(fk, 0.4).index) == ["x", "y", "z"]
+
+
+def test_shape_mismatch_and_none_are_input_errors():
+    with pytest.raises(InputError, match=r"shapes do not match.*fk \(3,\), pk \(2,\)"):
+        benedetti_franconi_risk([1, 2, 3], [0.1, 0.2])
+    with pytest.raises(InputError, match="shapes do not match"):
+        negbin_inverse_moment([1, 2, 3], 1.0, [0.1, 0.2])
+    with pytest.raises(InputError, match="shapes do not match"):
+        plugin_inclusion_probability([1, 2, 3], [5.0, 6.0])
+    with pytest.raises(InputError, match="shapes do not match"):
+        polettini_closed_form([1, 2, 3], [0.1, 0.2])
+    with pytest.raises(InputError, match="fk is None"):
+        benedetti_franconi_risk(None, 0.5)
+    with pytest.raises(InputError, match="pk is None"):
+        benedetti_franconi_risk(1, None)

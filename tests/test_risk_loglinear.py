@@ -197,6 +197,32 @@ def test_fit_loglinear_reads_microdata():
     np.testing.assert_allclose(fit_md.mu, fit_df.mu)
 
 
+@pytest.mark.parametrize("lam", [-5.0, np.nan, np.inf, [1.0, -0.1]])
+def test_poisson_plugins_refuse_bad_lambda(lam):
+    # poisson_prob_unique(-5, 0.1) returned 90.0 and poisson_inverse_moment(1, -5, 0.1)
+    # 3.25 (above 1/f); NaN came back as NaN
+    with pytest.raises(InputError, match="lam .* finite and >= 0"):
+        poisson_prob_unique(lam, 0.1)
+    with pytest.raises(InputError, match="lam .* finite and >= 0"):
+        poisson_inverse_moment(1, lam, 0.1)
+    with pytest.raises(InputError, match="lam .* finite and >= 0"):
+        poisson_inverse_moment(3, lam, 0.1)
+
+
+@pytest.mark.parametrize("pi", [0.0, -0.1, 1.5, np.nan])
+def test_poisson_plugins_refuse_bad_sampling_fraction(pi):
+    with pytest.raises(InputError, match="sampling_fraction"):
+        poisson_prob_unique(2.0, pi)
+    with pytest.raises(InputError, match="sampling_fraction"):
+        poisson_inverse_moment(2, 2.0, pi)
+
+
+def test_poisson_plugins_accept_zero_lambda():
+    # lambda = 0 (a cell the model gives no mass beyond the sample) is valid: F = f
+    assert poisson_prob_unique(0.0, 0.1) == 1.0
+    np.testing.assert_array_equal(poisson_inverse_moment([1, 4], 0.0, 0.1), [1.0, 0.25])
+
+
 # ------------------------------------------------------------------------------ DIS
 
 

@@ -51,6 +51,77 @@ def test_loglik_equals_sum_of_per_cell_negbin_logpmf():
         assert negbin_counts_of_counts_loglik(m.to_numpy(), alpha, beta, n, m0=m0) == got
 
 
+def _loglik_by_log_sums(m, alpha, beta, n, m0):
+    # Independent reference: log Γ(α+j) - log Γ(α) = Σ_{i<j} log(α + i), summed with
+    # math.fsum; each log is correctly rounded, so no cancellation at any α.
+    import math
+
+    nb = n * beta
+    terms = [-m0 * alpha * math.log1p(nb)]
+    for j, mj in m.items():
+        terms += [mj * math.log(alpha + i) for i in range(j)]
+        terms += [-mj * math.lgamma(j + 1.0), -mj * alpha * math.log1p(nb),
+                  mj * j * math.log(nb), -mj * j * math.log1p(nb)]
+    return math.fsum(terms)
+
+
+@pytest.mark.parametrize("alpha", [3.0, 10.0, 1e3, 1e6, 1e9, 1e12, 1e14])
+def test_loglik_accurate_for_large_alpha(alpha):
+    # gammaln(α + j) - gammaln(α) cancelled: errors 7.5e-4 at α = 1e9, 1.4 at 1e12,
+    # 187 at 1e14 (mpmath). The terms here are ~3e4 in size, so 1e-9 absolute is
+    # ~1e4 ulps of the largest term, yet far below the old errors.
+    m = {1: 800, 2: 95, 3: 5, 12: 1}
+    beta = 1.0 / (alpha * 5000)
+    got = negbin_counts_of_counts_loglik(m, alpha, beta, 1000.0, m0=4100)
+    assert got == pytest.approx(_loglik_by_log_sums(m, alpha, beta, 1000.0, 4100), abs=1e-9)
+
+
+def test_population_pmf_accurate_for_large_alpha():
+    # the same rising factorial sits in P(F | f); at α = 1e12 it was off by ~1e-2
+    alpha, beta, n, N = 1e12, 1e-16, 1e3, 1e4
+    pmf = population_given_sample_pmf(2, alpha, beta, n, N, max_F=12)
+    lam = alpha * (N - n) * beta  # NegBin(α + f, ρ) -> Poisson(α (N-n) β) as α -> ∞
+    np.testing.assert_allclose(pmf[2:], stats.poisson.pmf(np.arange(11), lam), rtol=1e-8)
+
+
+def test_ml_fit_of_nearly_poisson_counts_is_not_noise():
+    # var/mean - 1 = 4e-8 with K = 1e7: the profile in log α rises to a maximum near
+    # 2.4e5 (mpmath argmax 246391, 247371, 238043 for these three samples) and then
+    # stays within 5e-9 of it up to α = 1e12. The noisy likelihood returned 4.1e5,
+    # 3.9e4 and 2.3e5. The profile is flat to ~1e-10 (the resolution of a
+    # log-likelihood of size 1e6) over about ±15% of the argmax, hence rel=0.2.
+    for m, argmax in [({1: 99394, 2: 501, 3: 1}, 246391.0),
+                      ({1: 99397, 2: 498, 3: 2}, 247371.0),
+                      ({1: 99589, 2: 503, 3: 1}, 238043.0)]:
+        n = float(sum(j * v for j, v in m.items()))
+        fit = fit_poisson_gamma(m, n, 10 * n, 10**7)
+        assert fit.alpha == pytest.approx(argmax, rel=0.2)
+        # ... and the fit says the data cannot bound α from above
+        assert "flat toward the Poisson limit" in fit.message
+
+
+def test_ml_fit_message_silent_when_alpha_is_identified(ml_fit):
+    assert "Poisson limit" not in ml_fit.message
+
+
+@pytest.mark.parametrize("as_type", [list, tuple, np.array])
+def test_counts_of_counts_as_list_or_tuple(as_type):
+    # lists and tuples have an .index method and were taken for a Series (TypeError)
+    ref = negbin_counts_of_counts_loglik({1: 800, 2: 95, 3: 5}, 0.7, 0.01, 1000, m0=4100)
+    got = negbin_counts_of_counts_loglik(as_type([800, 95, 5]), 0.7, 0.01, 1000, m0=4100)
+    assert got == ref
+    fit = fit_poisson_gamma(as_type([800, 95, 5]), 1000, 100_000, 5000)
+    assert fit == fit_poisson_gamma({1: 800, 2: 95, 3: 5}, 1000, 100_000, 5000)
+
+
+def test_counts_of_counts_pairs_refused():
+    # a list of (j, m_j) pairs used to be read as a mapping; as an array it is 2-d
+    with pytest.raises(InputError, match="1-d.*dict"):
+        negbin_counts_of_counts_loglik([(1, 800), (2, 95)], 0.7, 0.01, 1000)
+    with pytest.raises(InputError, match="mapping/Series"):
+        negbin_counts_of_counts_loglik(["a", "b"], 0.7, 0.01, 1000)
+
+
 def test_loglik_broadcasts_over_hyperparameter_draws():
     m = {1: 40, 2: 11, 3: 4, 7: 1}
     alpha = np.array([[0.2], [0.9], [3.0]])
