@@ -38,6 +38,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.protection.base import check_row_order
 
 __all__ = ["LinkageResult", "linkage_risk"]
 
@@ -176,27 +177,6 @@ def _as_matrix(
     return x, [str(v) for v in names]
 
 
-def _check_row_order(original: Any, protected: Any) -> None:
-    """Refuse two frames whose rows carry the same index labels in a different order.
-
-    Records are paired by position. That is right for identical indexes and the
-    only option when the indexes differ as sets (e.g. one was reset), but the
-    same unique labels in another order (after ``sort_values``, say) mean that
-    position i holds different records in the two files.
-    """
-    if not (isinstance(original, pd.DataFrame) and isinstance(protected, pd.DataFrame)):
-        return
-    a, b = original.index, protected.index
-    if a.equals(b) or not (a.is_unique and b.is_unique):
-        return
-    if len(a) == len(b) and a.get_indexer(b).min(initial=0) >= 0:
-        raise InputError(
-            "the protected frame's rows are in a different order from the original's (same "
-            "index labels, other order), and records are paired by position; pass "
-            "protected.loc[original.index]."
-        )
-
-
 def linkage_risk(
     original: Any,
     protected: Any,
@@ -244,7 +224,7 @@ def linkage_risk(
             f"{x_prot.shape[0]} x {x_prot.shape[1]}; record linkage needs the protected file "
             "made record by record from the original, in the same order."
         )
-    _check_row_order(original, protected)
+    check_row_order(original, protected)
     n = x_orig.shape[0]
     scale = np.ones(x_orig.shape[1])
     if standardize and n > 1:

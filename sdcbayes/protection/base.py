@@ -93,6 +93,28 @@ def check_columns(frame: pd.DataFrame, columns: Any, what: str = "columns") -> l
     return names
 
 
+def check_row_order(original: Any, protected: Any) -> None:
+    """Refuse two frames whose rows carry the same index labels in a different order.
+
+    Original and protected records are paired by position. That is right for
+    identical indexes and the only option when the indexes differ as sets (e.g.
+    one was reset), but the same unique labels in another order (after
+    ``sort_values``, say) mean that position i holds different records in the
+    two frames. Anything but two DataFrames (arrays) is paired by position as given.
+    """
+    if not (isinstance(original, pd.DataFrame) and isinstance(protected, pd.DataFrame)):
+        return
+    a, b = original.index, protected.index
+    if a.equals(b) or not (a.is_unique and b.is_unique):
+        return
+    if len(a) == len(b) and a.get_indexer(b).min(initial=0) >= 0:
+        raise InputError(
+            "the protected frame's rows are in a different order from the original's (same "
+            "index labels, other order), and records are paired by position; pass "
+            "protected.loc[original.index]"
+        )
+
+
 def rng_from(seed: Any) -> np.random.Generator:
     """A NumPy Generator from an int, None, a SeedSequence or a Generator."""
     if isinstance(seed, np.random.Generator):

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.protection.base import check_columns, check_frame
+from sdcbayes.protection.base import check_columns, check_frame, check_row_order
 
 __all__ = [
     "il1",
@@ -41,25 +41,6 @@ __all__ = [
 ]
 
 
-def _check_row_order(original: pd.DataFrame, protected: pd.DataFrame) -> None:
-    """Refuse frames whose rows carry the same index labels in a different order.
-
-    Rows are paired by position. That is right when the two indexes are identical
-    and is the only option when they differ as sets (e.g. one was reset), but the
-    same unique labels in another order (after ``sort_values``, say) mean that
-    position i holds different records in the two frames.
-    """
-    a, b = original.index, protected.index
-    if a.equals(b) or not (a.is_unique and b.is_unique):
-        return
-    if len(a) == len(b) and a.get_indexer(b).min(initial=0) >= 0:
-        raise InputError(
-            "the protected frame's rows are in a different order from the original's (same "
-            "index labels, other order), and rows are paired by position; pass "
-            "protected.loc[original.index]"
-        )
-
-
 def _aligned(original: pd.DataFrame, protected: pd.DataFrame, columns: Any) -> list[str]:
     check_frame(original, "original")
     check_frame(protected, "protected")
@@ -70,7 +51,7 @@ def _aligned(original: pd.DataFrame, protected: pd.DataFrame, columns: Any) -> l
             f"original has {len(original)} rows and protected {len(protected)}; compare a file "
             "with its own protected version (same records, same order)"
         )
-    _check_row_order(original, protected)
+    check_row_order(original, protected)
     return cols
 
 
