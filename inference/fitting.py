@@ -19,7 +19,8 @@ Methods (registry :data:`METHODS`):
   included), which mapped back is the draws' median under elementwise transforms
   (log, logit), and for a positive parameter typically lies above the constrained
   mode (e.g. alpha 0.895 against 0.553 on a small Poisson-gamma table, K = 60 cells
-  of which 16 observed).
+  of which 16 observed). Its stamped ``settings`` say ``draws: 1, chains: 1``, the
+  run that happened, whatever was asked for.
 
 Compiled once: a model that declares its graph structure (``graph_key()`` and
 ``data_values()``, as :class:`~sdcbayes.models.poisson_gamma.PoissonGammaModel` does)
@@ -988,6 +989,10 @@ def fit(
                             cores=cores, progressbar=progressbar,
                             advi_iterations=advi_iterations, laplace=laplace,
                             sampler_kwargs=sampler_kwargs)
+    # the draws and chains returned, not those asked for: the MAP point estimate
+    # (laplace=False) is one draw of one chain whatever draws/chains said
+    shape = get_group(idata, "posterior").sizes
+    settings["draws"], settings["chains"] = int(shape["draw"]), int(shape["chain"])
     if method in ("nuts", "nutpie"):
         diagnostics = compute_diagnostics(idata)
         diagnostics["problems"] = check_diagnostics(
@@ -996,7 +1001,7 @@ def fit(
     else:
         # Independent draws from an approximation: R-hat/ESS/divergences do not apply.
         diagnostics = {
-            "chains": int(chains),
+            "chains": settings["chains"],
             "draws": int(get_group(idata, "posterior").sizes["draw"]),
             "max_r_hat": math.nan,
             "min_ess_bulk": math.nan,

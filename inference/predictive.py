@@ -60,8 +60,18 @@ def posterior_predictive(model, idata, random_seed: int | None = None, **simulat
 
     The group is added to ``idata`` in place (replacing an earlier one) and
     ``idata`` is returned.
+
+    Raises
+    ------
+    InputError
+        The posterior's stamps (:func:`sdcbayes.inference.fit`) name another model or
+        other data than ``model``'s: its parameters would replicate another table.
     """
     _check_model(model)
+    from sdcbayes.models.base import check_posterior_of
+
+    if hasattr(model, "data_summary"):
+        check_posterior_of(model, idata, "posterior_predictive")
     rng = np.random.default_rng(random_seed)
     sims = model.simulate(get_group(idata, "posterior"), rng, **simulate_kwargs)
     if has_group(idata, "posterior_predictive"):
@@ -74,7 +84,7 @@ def predictive_check(
     model,
     idata,
     kind: str = "posterior",
-    counts: Sequence[int] = (0, 1, 2, 3, 4, 5),
+    counts: Sequence[int] | None = None,
     prob: float = 0.9,
     var: str = "m",
 ) -> pd.DataFrame:
@@ -86,7 +96,11 @@ def predictive_check(
         With a ``prior_predictive`` or ``posterior_predictive`` group (from
         :func:`prior_predictive` / :func:`posterior_predictive`).
     kind : {"posterior", "prior"}
-    counts, prob
+    counts : sequence of int, optional
+        The j of the rows. Default 0, 1, ..., 5, cut below the replicates' pooled tail
+        (``max_count``, by default one more than the largest observed count: a sparse
+        file whose largest cell holds 3 records gets 0..3).
+    prob
         See :func:`sdcbayes.models.ppc.predictive_table`.
     """
     if kind not in ("posterior", "prior"):
@@ -98,6 +112,9 @@ def predictive_check(
         )
     sim = get_group(idata, group)[var]
     tail_from = sim.attrs.get("tail_from")
+    if counts is None:
+        # the tail row pools ">= tail_from": a count there is not a count of its own
+        counts = [c for c in range(6) if tail_from is None or c < tail_from]
     if tail_from is not None and any(c >= tail_from for c in counts):
         raise InputError(
             f"counts {list(counts)} reach the pooled tail (>= {tail_from}); "

@@ -41,6 +41,8 @@ def merge_priors(
     model_name: str,
     *,
     check_pymc: bool = True,
+    supports: Mapping[str, str] | None = None,
+    sizes: Mapping[str, int | None] | None = None,
 ) -> dict[str, PriorSpec]:
     """Merge user prior overrides into the model's defaults.
 
@@ -69,6 +71,18 @@ def merge_priors(
         Check the merged entries against PyMC (imports it). False for a model that
         checks its priors itself and has a route without PyMC (the latent-class Gibbs
         sampler), which must not pay for importing it.
+    supports : mapping, optional
+        The range of each parameter, ``"positive"`` or ``"unit"`` (the open interval
+        (0, 1)), by prior name: an overriding distribution with mass outside it (a
+        ``Normal`` on a positive ``alpha``) is refused, since PyMC would cut it off
+        silently (a truncated prior) or diverge at the boundary. Names not listed
+        are unrestricted.
+    sizes : mapping, optional
+        How many values each listed prior's parameters may hold: ``None`` one number
+        (a scalar parameter), an int d one number or a vector of length d (a parameter
+        with one value per domain or covariate). An overriding vector of another length
+        fails PyMC's shape check only when the model is compiled. Names not listed
+        are unrestricted (a Dirichlet's weights).
 
     Returns
     -------
@@ -81,7 +95,8 @@ def merge_priors(
         When ``overrides`` is not a mapping; listing every unknown prior name at
         once, with the valid ones; or listing, for the merged priors, every unknown
         distribution, unknown parameter (with the distribution's parameters and a
-        close match) and non-numeric value at once.
+        close match), non-numeric value, value of the wrong length (``sizes``) and
+        distribution outside the parameter's range (``supports``) at once.
     """
     # Checked before the emptiness test: an empty list is as wrong as a full one.
     if overrides is not None and not isinstance(overrides, Mapping):
@@ -119,7 +134,12 @@ def merge_priors(
 
         if prior_problems(pymc, name, default):
             continue  # the model's own configuration: the model checks it
-        problems += prior_problems(pymc, name, merged[name], model_name)
+        found = prior_problems(pymc, name, merged[name], model_name)
+        if not found and sizes is not None and name in sizes:
+            found = _size_problems(name, merged[name], sizes[name], model_name)
+        if not found and supports is not None and name in supports:
+            found = _support_problems(pymc, name, merged[name], supports[name], model_name)
+        problems += found
     if problems:
         raise InputError("; ".join(problems))
     return merged
@@ -210,6 +230,56 @@ def prior_problems(pm_module, name: str, spec: Mapping, model_name: str | None =
     return problems
 
 
+def _size_problems(name: str, spec: Mapping, size: int | None, model_name: str) -> list[str]:
+    """A parameter of ``spec`` holding more values than the prior's variable has."""
+    bad = []
+    for k, v in spec.items():
+        if k == "dist":
+            continue
+        shape = np.shape(v)
+        if shape == () or (size is not None and shape == (size,)):
+            continue
+        bad.append(f"{k}={v!r}")
+    if not bad:
+        return []
+    allowed = ("one number" if size is None
+               else f"one number or a vector of {size} (one per domain or covariate)")
+    return [f"prior {name!r} of model {model_name!r}: {', '.join(bad)} has the wrong size; "
+            f"each parameter of the prior of {name!r} must be {allowed}"]
+
+
+#: Points outside each parameter range where a prior that fits it has no density.
+_OUTSIDE = {"positive": (-1e-3, -1.0), "unit": (-1e-3, 1.001)}
+_RANGE_TEXT = {
+    "positive": ("positive", "(0, inf), e.g. LogNormal, HalfNormal, Gamma or Exponential"),
+    "unit": ("a probability in (0, 1)", "(0, 1), e.g. Beta"),
+}
+
+
+def _support_problems(pm_module, name: str, spec: Mapping, support: str,
+                      model_name: str) -> list[str]:
+    """A prior with density outside its parameter's range (``"positive"``, ``"unit"``)."""
+    import warnings
+
+    params = {k: np.asarray(v, dtype=np.float64) for k, v in spec.items() if k != "dist"}
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            dist = getattr(pm_module, spec["dist"]).dist(**params)
+            outside = any(
+                np.any(np.isfinite(np.asarray(
+                    pm_module.logp(dist, np.float64(x)).eval(mode="FAST_COMPILE"))))
+                for x in _OUTSIDE[support])
+    except Exception:  # noqa: BLE001 - a distribution that cannot score a scalar: not ours
+        return []
+    if not outside:
+        return []
+    what, fix = _RANGE_TEXT[support]
+    return [f"prior {name!r} of model {model_name!r}: {spec['dist']} puts mass outside the "
+            f"range of {name!r}, which is {what}; PyMC would cut the prior off there "
+            f"silently (or diverge at the edge): use a distribution on {fix}"]
+
+
 def _outside_domain(pm_module, dist_name: str, params: Mapping) -> str | None:
     key = (dist_name, repr(sorted((k, np.asarray(v).tolist()) for k, v in params.items())))
     if key not in _DOMAIN_CHECKED:  # prior_to_rv checks again at every build: once is enough
@@ -274,6 +344,63 @@ def prior_to_rv(pm_module, name: str, spec: PriorSpec, **kwargs):
     return dist(name, **params, **kwargs)
 
 
+def check_posterior_of(model, idata, use: str) -> None:
+    """Refuse a posterior whose stamps say it was fitted to another model or data.
+
+    :func:`sdcbayes.inference.fit` stamps ``model`` and ``data_summary`` on the
+    posterior; they must equal ``model.name`` and ``model.data_summary()``, else the
+    posterior's parameters would be combined with data they were not fitted to. A
+    posterior without stamps (built by hand) is taken as it is.
+
+    Parameters
+    ----------
+    model : SuperpopulationModel
+    idata : arviz.InferenceData
+    use : str
+        What is being done, for the message ("predict_population").
+
+    Raises
+    ------
+    InputError
+        Naming the stamped model or the data summary entries that differ.
+    """
+    from sdcbayes.provenance import json_safe
+
+    attrs = dict(getattr(idata, "attrs", None) or {})
+    post = getattr(idata, "posterior", None)
+    if post is not None:
+        attrs = dict(post.attrs) | attrs
+    fitted = attrs.get("model")
+    if isinstance(fitted, str) and fitted != model.name:
+        raise InputError(
+            f"{use}: the posterior was fitted with the {fitted!r} model, not {model.name!r}; "
+            "pass the posterior of this model"
+        )
+    stamped = attrs.get("data_summary")
+    if isinstance(stamped, str):
+        try:
+            stamped = json.loads(stamped)
+        except json.JSONDecodeError:
+            return
+    if not isinstance(stamped, dict):
+        return
+    # the stamp went through JSON (NaN -> null, tuples -> lists): compare like with like
+    own = json_safe(model.data_summary())
+
+    def same(a, b) -> bool:
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            return bool(np.isclose(float(a), float(b), rtol=1e-9, atol=0.0))
+        return a == b
+
+    differ = [f"{k} {stamped[k]!r} (fit) vs {v!r} (this model)" for k, v in own.items()
+              if k in stamped and not same(stamped[k], v)]
+    if differ:
+        raise InputError(
+            f"{use}: the posterior was fitted to other data than this model's "
+            f"({'; '.join(differ[:5])}): pass the posterior fitted to this model, or fit it"
+        )
+
+
 class SuperpopulationModel:
     """Base class: a model over sufficient statistics with prior configuration.
 
@@ -284,13 +411,23 @@ class SuperpopulationModel:
 
     name: ClassVar[str] = "superpopulation"
     default_priors: ClassVar[dict[str, PriorSpec]] = {}
+    #: Range of each prior's parameter ("positive", "unit"), see :func:`merge_priors`.
+    prior_supports: ClassVar[dict[str, str]] = {}
 
     def __init__(self, priors: Mapping[str, PriorSpec] | None = None):
         # A model that checks its priors itself (``_check_priors``: the latent-class and
         # log-linear models, which have routes without PyMC) is not checked against PyMC
         # here, so building it never imports PyMC; prior_to_rv checks at build time.
         own = callable(getattr(self, "_check_priors", None))
-        self.priors = merge_priors(self.default_priors, priors, self.name, check_pymc=not own)
+        self.priors = merge_priors(self.default_priors, priors, self.name, check_pymc=not own,
+                                   supports=self.prior_supports, sizes=self.prior_sizes())
+
+    def prior_sizes(self) -> dict[str, int | None] | None:
+        """How many values each prior's parameters may hold (:func:`merge_priors`'s ``sizes``).
+
+        None (the default): unchecked.
+        """
+        return None
 
     def build(self):  # pragma: no cover - abstract
         """Return the PyMC model."""

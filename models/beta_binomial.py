@@ -25,7 +25,13 @@ import pandas as pd
 import xarray as xr
 
 from sdcbayes.exceptions import DataError, InputError
-from sdcbayes.models.base import PriorSpec, SuperpopulationModel, merge_priors, prior_to_rv
+from sdcbayes.models.base import (
+    PriorSpec,
+    SuperpopulationModel,
+    check_posterior_of,
+    merge_priors,
+    prior_to_rv,
+)
 
 __all__ = ["BetaBinomialDomainModel", "PredictiveCheck"]
 
@@ -213,6 +219,8 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         "intercept": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
         "coefficients": {"dist": "Normal", "mu": 0.0, "sigma": 1.0},
     }
+    prior_supports: ClassVar[dict[str, str]] = {
+        "mean": "unit", "concentration": "positive", "alpha": "positive", "beta": "positive"}
 
     #: Which prior names each configuration uses.
     _PRIOR_NAMES: ClassVar[dict[tuple[str, bool], tuple[str, ...]]] = {
@@ -279,7 +287,11 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         names = self._PRIOR_NAMES[(parameterisation, has_cov)]
         defaults = {k: self.default_priors[k] for k in names}
         label = f"{self.name} ({parameterisation}{', covariates' if has_cov else ''})"
-        self.priors = merge_priors(defaults, priors, label)
+        sizes: dict[str, int | None] = dict.fromkeys(defaults)
+        if has_cov:  # one coefficient per covariate: its prior may give one value each
+            sizes["coefficients"] = len(self.covariate_names)
+        self.priors = merge_priors(defaults, priors, label, supports=self.prior_supports,
+                                   sizes=sizes)
         self._model = None
 
     # ---------------------------------------------------------------- constructors
@@ -570,7 +582,14 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         -------
         xarray.DataArray
             ``Y``, dims ``("chain", "draw", "domain")``.
+
+        Raises
+        ------
+        InputError
+            The posterior's stamps (:func:`sdcbayes.inference.fit`) name another model
+            or another domain table than this one's.
         """
+        check_posterior_of(self, idata, "predict_population")
         post = _group(idata, "posterior")
         rng = np.random.default_rng(random_seed)
         alpha = post["alpha"]

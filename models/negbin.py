@@ -25,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from sdcbayes.exceptions import DataError, InputError
+from sdcbayes.microdata import require_one_cell_per_record
 from sdcbayes.models.base import PriorSpec, SuperpopulationModel, merge_priors, prior_to_rv
 from sdcbayes.models.beta_binomial import PredictiveCheck, _group
 
@@ -178,6 +179,7 @@ class NegativeBinomialModel(SuperpopulationModel):
     default_priors: ClassVar[dict[str, PriorSpec]] = {
         "sigma": {"dist": "HalfNormal", "sigma": 1.0},
     }
+    prior_supports: ClassVar[dict[str, str]] = {"sigma": "positive"}
 
     def __init__(
         self,
@@ -222,6 +224,9 @@ class NegativeBinomialModel(SuperpopulationModel):
             raise InputError(
                 f"cell_names has {len(cell_names)} labels for {n_cells} cells; pass one per cell"
             )
+        # the cell coordinate labels draws: two cells under one label could not be told apart
+        if len(set(cell_names)) != n_cells:
+            raise InputError("cell_names has duplicate labels; cells must be labelled uniquely")
         self.cell_names = cell_names
         # Plug-in of seed 004 eq. 4, capped at 1 (weights below one would give p_hat > 1).
         self.p_hat = np.minimum(self.fk / self.Fk_hat, 1.0)
@@ -230,11 +235,14 @@ class NegativeBinomialModel(SuperpopulationModel):
             sigma = float(sigma)
             if not (np.isfinite(sigma) and sigma >= 0):
                 raise InputError(f"sigma must be a finite number >= 0; got {sigma}")
-            if priors and "sigma" in priors:
+            if isinstance(priors, Mapping) and "sigma" in priors:
                 raise InputError(
                     "sigma is fixed, so a 'sigma' prior has no effect; "
                     "drop the prior or pass sigma=None"
                 )
+            # every other entry (a typo, a list) is refused as when sigma is learnt
+            merge_priors(self.default_priors, priors, self.name,
+                         supports=self.prior_supports)
             self.priors = {"sigma": {"dist": "Fixed", "value": sigma}}
         else:
             if within_ss is None or within_df is None:
@@ -249,7 +257,8 @@ class NegativeBinomialModel(SuperpopulationModel):
             problem = sigma_unlearnable(within_ss, within_df)
             if problem:
                 raise InputError(f"{problem}; use the closed form or pass sigma=<value>")
-            self.priors = merge_priors(self.default_priors, priors, self.name)
+            self.priors = merge_priors(self.default_priors, priors, self.name,
+                                       supports=self.prior_supports, sizes={"sigma": None})
         self.sigma = sigma
         self.within_ss = within_ss
         self.within_df = within_df
@@ -261,12 +270,24 @@ class NegativeBinomialModel(SuperpopulationModel):
 
         Uses ``md.cells.fk``, ``md.cells.Fk_hat``, ``md.weights`` and ``md.record_cell``
         (ARCHITECTURE.md, data-layer contract).
+
+        Raises
+        ------
+        InputError
+            Cells matched as wildcards (``missing="wildcard"`` with missing key values):
+            use ``missing="category"`` or ``"drop"``.
         """
         if getattr(md, "weights", None) is None:
             raise DataError(
                 "the negative-binomial model needs sampling weights; "
                 "pass weight=<column> to Microdata"
             )
+        # a wildcard cell's f_k and weight sum count the records it matches again, and
+        # the file-level sums (ER, records above the benchmark) would count them as records
+        require_one_cell_per_record(
+            md, "negative-binomial",
+            instead="the closed form (sdcbayes.risk.assess.assess_closed_form) for sdcMicro's "
+                    "wildcard matching")
         cells = md.cells
         fk = np.asarray(cells.fk)
         Fk_hat = np.asarray(cells.Fk_hat, dtype=float)

@@ -188,6 +188,10 @@ class PoissonGammaModel(SuperpopulationModel):
 
     name: ClassVar[str] = "poisson-gamma"
     default_priors: ClassVar[dict[str, PriorSpec]] = {"alpha": _ALPHA, "omega": _OMEGA}
+    # every parameter is positive: shapes, scales, medians and spreads
+    prior_supports: ClassVar[dict[str, str]] = {
+        k: "positive" for k in ("alpha", "omega", "alpha_median", "alpha_spread",
+                                "omega_median", "omega_spread")}
     #: The pm.Data holding how many cells each log-likelihood entry stands for.
     loglik_weight_var: ClassVar[str] = "m"
     observed_var: ClassVar[str] = "counts"
@@ -225,6 +229,9 @@ class PoissonGammaModel(SuperpopulationModel):
                 f"structure={structure!r} needs counts of counts per subpopulation (a DataFrame "
                 "with one row per subpopulation, or a mapping label -> {j: m_j})"
             )
+        # bool(tie) would read tie="no" as True: the tie changes the model
+        if not isinstance(tie, bool | np.bool_):
+            raise InputError(f"tie must be True or False; got {tie!r}")
         self.structure = structure
         self.tie = bool(tie)
         self.subpopulations = sub
@@ -277,7 +284,12 @@ class PoissonGammaModel(SuperpopulationModel):
                 f"n = {n.tolist()} differs from sum_j j*m_j = {n_obs.tolist()}: the counts of "
                 "counts must cover every sampled record; drop n or fix the table"
             )
-        if not np.all(np.isfinite(N)) or np.any(N < n_obs):
+        if not np.all(np.isfinite(N)):
+            raise InputError(
+                f"population size N = {N.tolist()} must be finite: pass the number of "
+                "population units (e.g. the sum of the weights)"
+            )
+        if np.any(N < n_obs):
             raise InputError(
                 f"population size N = {N.tolist()} is below the sample size {n_obs.tolist()}: "
                 "pass the population size (e.g. the sum of the weights)"
@@ -402,6 +414,13 @@ class PoissonGammaModel(SuperpopulationModel):
             Nd = Nd / Nd.sum() * float(N)
         coc.index = [str(i) for i in coc.index]
         return cls(coc, K_d, Nd, structure=structure or "hierarchical", tie=tie, priors=priors)
+
+    def prior_sizes(self) -> dict[str, int | None]:
+        """Scalar priors, except ``alpha``/``omega`` per subpopulation under "separate"."""
+        out: dict[str, int | None] = dict.fromkeys(self.default_priors)
+        if self.structure == "separate":
+            out |= {k: len(self.domains) for k in ("alpha", "omega") if k in out}
+        return out
 
     # ------------------------------------------------------------ summaries
     def options(self) -> dict[str, Any]:

@@ -74,6 +74,7 @@ __all__ = [
     "PosteriorAssessment",
     "assess_from_posterior",
     "assess_posterior",
+    "check_posterior_fits",
     "evaluate_poisson_cells",
     "latent_class_groups",
     "latent_class_pi",
@@ -176,6 +177,14 @@ def _posterior_dataset(posterior) -> xr.Dataset:
 
 
 def _constant(idata, name: str):
+    """The posterior's scalar constant data ``name`` (``n``, ``N``), or None when absent.
+
+    Raises
+    ------
+    InputError
+        When it holds more than one value (one per subpopulation): taking any one of
+        them would assess every cell with that subpopulation's n or N.
+    """
     if isinstance(idata, xr.Dataset):
         return None
     from sdcbayes.inference.posterior import get_group, has_group
@@ -183,7 +192,101 @@ def _constant(idata, name: str):
     if not has_group(idata, "constant_data"):
         return None
     const = get_group(idata, "constant_data")
-    return float(np.asarray(const[name]).reshape(-1)[0]) if name in const else None
+    if name not in const:
+        return None
+    values = np.asarray(const[name]).reshape(-1)
+    if values.size != 1:
+        raise InputError(
+            f"the posterior's constant data {name!r} holds {values.size} values (one per "
+            "subpopulation), but the risk per cell needs one sample and population size: "
+            "fit the pooled model (structure='pooled') to the whole file, or fit and "
+            "assess each subpopulation on its own Microdata"
+        )
+    return float(values[0])
+
+
+def _stamps(posterior) -> dict[str, Any]:
+    """The provenance stamps of a posterior (InferenceData or its posterior group), decoded.
+
+    Empty for a posterior without stamps (built by hand): nothing can be checked then.
+    """
+    attrs = dict(getattr(posterior, "attrs", None) or {})
+    if not isinstance(posterior, xr.Dataset):
+        try:
+            attrs = dict(_posterior_dataset(posterior).attrs) | attrs
+        except InputError:
+            pass
+    out = {}
+    for key, value in attrs.items():
+        if isinstance(value, str) and key in ("data_summary", "model_options"):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+        out[key] = value
+    return out
+
+
+def check_posterior_fits(md, posterior, model: str) -> None:
+    """Refuse a posterior whose own stamps say it is not ``model`` fitted to ``md``.
+
+    Compares the stamps :func:`sdcbayes.inference.fit` writes (``model``,
+    ``model_options``, ``data_summary``) with the ``model`` argument and with md's
+    cell table; a posterior without stamps (built by hand) is taken as it is.
+
+    Raises
+    ------
+    InputError
+        A posterior of another model; a Poisson-gamma fit to subpopulations (its
+        conditionals depend on each subpopulation's n_d and N_d, which cells of the
+        keys alone do not carry); a fit to a different cell table (other number of
+        cells, records or sample uniques, or other weight sums).
+    """
+    st = _stamps(posterior)
+    fitted = st.get("model")
+    if isinstance(fitted, str) and fitted != model:
+        fix = (f"pass model={fitted!r}" if fitted in POSTERIOR_MODELS else
+               f"the record-level risk reads {list(POSTERIOR_MODELS)} posteriors only; fit "
+               "one of them")
+        raise InputError(
+            f"the posterior was fitted with the {fitted!r} model (its stamp), not {model!r}: "
+            f"{fix}"
+        )
+    summary = st.get("data_summary")
+    summary = summary if isinstance(summary, dict) else {}
+    options = st.get("model_options")
+    options = options if isinstance(options, dict) else {}
+    if model == "poisson-gamma":
+        structure = options.get("structure", summary.get("structure", "pooled"))
+        if structure != "pooled" or "domains" in summary:
+            raise InputError(
+                f"the posterior is a Poisson-gamma fit to subpopulations "
+                f"(structure={structure!r}), whose cells depend on each subpopulation's n "
+                "and N; the risk per cell reads the pooled model only: fit "
+                "PoissonGammaModel.from_microdata(md) (structure='pooled'), or fit and "
+                "assess each subpopulation on its own Microdata"
+            )
+    fk = np.asarray(md.cells.fk, dtype=float)
+    have = {"n_cells": int(fk.size), "n_sample_uniques": int(np.sum(fk == 1))}
+    if model == "poisson-gamma":
+        # not K: a fit may take its own cell-space size, which leaves the risk per cell valid
+        have |= {"n": int(round(float(fk.sum())))}
+    elif model == "negbin":
+        have |= {"n_records": int(round(float(fk.sum())))}
+    else:
+        return  # latent-class: latent_class_pi compares the fitted cells themselves
+    differ = [f"{k} {summary[k]} (fit) vs {v} (md)" for k, v in have.items()
+              if k in summary and summary[k] is not None and int(summary[k]) != v]
+    if model == "negbin" and summary.get("sum_weights") is not None:
+        total = float(np.sum(md.cells.Fk_hat))
+        if not np.isclose(float(summary["sum_weights"]), total, rtol=1e-9):
+            differ.append(f"sum_weights {summary['sum_weights']:g} (fit) vs {total:g} (md)")
+    if differ:
+        raise InputError(
+            f"the posterior was fitted to another cell table than md's ({'; '.join(differ)}): "
+            f"assess the Microdata the model was fitted to, or fit the {model} model to "
+            "this one"
+        )
 
 
 def _flat_draws(da: xr.DataArray) -> np.ndarray:
@@ -214,6 +317,9 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
         model's constant data ``n``, ``N``, else ``md.cells.n_records`` and the
         weight sum (or ``n / sampling_fraction``).
     """
+    if model not in POSTERIOR_MODELS:
+        raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    check_posterior_fits(md, posterior, model)
     post = _posterior_dataset(posterior)
     fk = np.asarray(md.cells.fk, dtype=float)
     if model == "poisson-gamma":
@@ -737,6 +843,37 @@ def _idata_provenance(idata) -> dict[str, Any]:
 # --------------------------------------------------------------------------- assessment
 
 
+def _check_predictive(model: str, predictive) -> None:
+    """Refuse a ``predictive`` that :func:`evaluate_groups` would refuse, before any work."""
+    from sdcbayes.risk.posterior import PREDICTIVE_METHODS
+
+    if predictive not in PREDICTIVE_METHODS:
+        raise InputError(
+            f"predictive must be one of {list(PREDICTIVE_METHODS)}; got {predictive!r}"
+        )
+    # negbin and latent-class have one group per cell: no shared groups to approximate
+    if model != "poisson-gamma" and predictive == "normal":
+        raise InputError(
+            f"predictive='normal' needs the shared groups of the Poisson-gamma model; the "
+            f"{model} model is simulated exactly (one group per cell): use predictive='exact' "
+            "or 'auto'"
+        )
+
+
+def _check_seed(random_seed) -> None:
+    """Refuse a seed NumPy would refuse (negative, fractional), as fit does."""
+    ok = random_seed is None or (
+        isinstance(random_seed, int | np.integer)
+        and not isinstance(random_seed, bool | np.bool_)
+        and random_seed >= 0
+    )
+    if not ok:
+        raise InputError(
+            f"random_seed must be None (a seed is drawn and stamped) or an integer >= 0; "
+            f"got {random_seed!r}"
+        )
+
+
 def _interval(x: np.ndarray, qs: Sequence[float]) -> list[float]:
     x = np.asarray(x, dtype=float).ravel()
     return [float(np.quantile(x, qs[0])), float(np.quantile(x, qs[-1]))]
@@ -794,19 +931,24 @@ def assess_from_posterior(
     -------
     PosteriorAssessment
         ``records`` is indexed like ``md.frame`` (``frame.join(result.records)``).
+
+    Raises
+    ------
+    InputError
+        Before any work: an unknown ``predictive`` or ``model``, a negative seed, or a
+        posterior whose stamps say it is another model, a Poisson-gamma fit to
+        subpopulations, or a fit to another cell table (:func:`check_posterior_fits`).
     """
     check_microdata(md, "assess_from_posterior")
     threshold = check_threshold(threshold)
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    _check_predictive(model, predictive)
+    _check_seed(random_seed)
     random_seed = seed_or_drawn(random_seed)  # stamped as predictive_seed: repeatable
+    check_posterior_fits(md, posterior, model)
     post = _posterior_dataset(posterior)
     if model == "latent-class":
-        if predictive not in ("auto", "exact"):
-            raise InputError(
-                f"the latent-class model is simulated exactly (one group per cell); got "
-                f"predictive={predictive!r}: use 'auto' or 'exact'"
-            )
         pi, n, N = latent_class_pi(md, posterior, n=n, N=N)
         cg = np.arange(md.cells.n_cells, dtype=np.int64)  # one group per cell
         G = cg.size
@@ -1090,6 +1232,8 @@ def assess_posterior(
     _check_quantiles(quantiles)  # used after the fit: a bad one would waste it
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    _check_predictive(model, predictive)
+    _check_seed(random_seed)
     if method is None:
         method = DEFAULT_METHODS[model]
     if model == "negbin" and N is not None:

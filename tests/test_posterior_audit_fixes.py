@@ -202,3 +202,240 @@ def test_latent_class_alpha_prior_log_density_in_double_precision():
     model = LatentClassModel(cells, counts, [3, 4], n_classes=3).build()
     got = pm.logp(model["alpha"], 0.8).eval()
     assert got == pytest.approx(stats.gamma.logpdf(0.8, 0.25, scale=4.0), rel=0, abs=1e-12)
+
+
+# ------------------------------------------------- audit I: posteriors read as what they are
+# Fake posteriors (arviz.from_dict) stand in for fits: the code under test only reads them.
+
+
+def _md_of(seed: int, n: int, w: float, **kw) -> Microdata:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"a": rng.integers(0, 10, n), "b": rng.integers(0, 6, n), "w": w})
+    return Microdata(frame, keys=["a", "b"], weight="w", missing="category", **kw)
+
+
+def _fake_posterior(model: str | None = None, data_summary=None, model_options=None,
+                    constant_data=None, **params):
+    """An InferenceData with (2, 50) draws of ``params`` and fit-like stamps."""
+    import json
+
+    import arviz as az
+
+    rng = np.random.default_rng(0)
+    # (low, high): uniform draws; an array: the draws themselves
+    post = {k: v if isinstance(v, np.ndarray) else rng.uniform(*v, size=(2, 50))
+            for k, v in params.items()}
+    idata = az.from_dict(posterior=post, constant_data=constant_data or {},
+                         dims={"p": ["cell"]})
+    stamps = {"model": model, "data_summary": data_summary, "model_options": model_options}
+    for k, v in stamps.items():
+        if v is not None:
+            value = v if isinstance(v, str) else json.dumps(v)
+            idata.posterior.attrs[k] = value
+            idata.attrs[k] = value
+    return idata
+
+
+def test_common_beta_poisson_gamma_posterior_is_refused_not_read_as_domain_0():
+    # I.1: scalar alpha/beta passed the guard and n, N were domain 0's (ER 35.26, not 1.49)
+    from sdcbayes.risk.posterior_assess import assess_from_posterior
+
+    md = _md_of(3, 120, 25.0)
+    const = {"n": np.array([20.0, 100.0]), "N": np.array([100.0, 5000.0])}
+    stamped = _fake_posterior("poisson-gamma", model_options={"structure": "common_beta",
+                                                              "tie": False},
+                              constant_data=const, alpha=(0.5, 1.0), beta=(0.01, 0.02))
+    with pytest.raises(InputError, match=r"structure='common_beta'.*structure='pooled'"):
+        assess_from_posterior(md, stamped, "poisson-gamma", random_seed=1)
+    # without stamps the per-domain constant data alone refuses it
+    bare = _fake_posterior(constant_data=const, alpha=(0.5, 1.0), beta=(0.01, 0.02))
+    with pytest.raises(InputError, match=r"'n' holds 2 values .*structure='pooled'"):
+        assess_from_posterior(md, bare, "poisson-gamma", random_seed=1)
+
+
+def test_posterior_of_another_model_is_refused_by_its_stamp():
+    # I.2: a beta-binomial (alpha-beta) posterior was read as Gamma shape and scale
+    from sdcbayes.risk.posterior_assess import assess_from_posterior
+
+    md = _md_of(3, 80, 25.0)
+    bb = _fake_posterior("beta-binomial", alpha=(0.5, 1.0), beta=(1.0, 2.0),
+                         constant_data={"n": np.array([10.0, 12.0]),
+                                        "N": np.array([100.0, 150.0])})
+    with pytest.raises(InputError, match=r"fitted with the 'beta-binomial' model.*not "
+                                         r"'poisson-gamma'"):
+        assess_from_posterior(md, bb, "poisson-gamma", random_seed=1)
+    nb = _fake_posterior("negbin", alpha=(0.5, 1.0), beta=(0.01, 0.02))
+    with pytest.raises(InputError, match="pass model='negbin'"):
+        assess_from_posterior(md, nb, "poisson-gamma", random_seed=1)
+
+
+def test_posterior_fitted_to_another_file_is_refused():
+    # I.4: file A's posterior assessed on file B ran silently with A's n and N
+    from sdcbayes.models.negbin import NegativeBinomialModel
+    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+    from sdcbayes.risk.posterior_assess import assess_from_posterior
+
+    A, B = _md_of(3, 80, 25.0), _md_of(4, 400, 5.0)
+    ds_A = PoissonGammaModel.from_microdata(A).data_summary()
+    idA = _fake_posterior("poisson-gamma", data_summary=ds_A,
+                          model_options={"structure": "pooled", "tie": False},
+                          alpha=(0.5, 1.0), beta=(0.01, 0.02))
+    assess_from_posterior(A, idA, "poisson-gamma", random_seed=1)  # its own file: fine
+    with pytest.raises(InputError, match=r"another cell table than md's \(n_cells 4\d \(fit\) "
+                                         r"vs 60 \(md\).*fit the poisson-gamma model"):
+        assess_from_posterior(B, idA, "poisson-gamma", random_seed=1)
+    # negbin: same cells and counts, other weights
+    C = A.cells.n_cells
+    nbA = NegativeBinomialModel.from_microdata(A, sigma=0.3).data_summary()
+    idnb = _fake_posterior("negbin", data_summary=nbA, p=np.full((2, 50, C), 0.04))
+    assess_from_posterior(A, idnb, "negbin", random_seed=1)
+    heavier = Microdata(A.frame.assign(w=50.0), keys=["a", "b"], weight="w",
+                        missing="category")
+    with pytest.raises(InputError, match=r"sum_weights 2000 \(fit\) vs 4000 \(md\)"):
+        assess_from_posterior(heavier, idnb, "negbin", random_seed=1)
+
+
+def test_bb_predict_population_and_posterior_predictive_check_the_fitted_data():
+    # I.4: another model's posterior with this model's y, n, N was accepted
+    from sdcbayes.inference import posterior_predictive
+    from sdcbayes.models.beta_binomial import BetaBinomialDomainModel
+    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+    bb1 = BetaBinomialDomainModel([1, 0, 3], [10, 12, 30], [100, 150, 400],
+                                  parameterisation="alpha-beta")
+    bb2 = BetaBinomialDomainModel([2, 5, 1], [20, 40, 10], [200, 300, 100],
+                                  parameterisation="alpha-beta")
+    idata = _fake_posterior("beta-binomial", data_summary=bb1.data_summary(),
+                            alpha=(0.5, 1.0), beta=(5.0, 9.0))
+    assert bb1.predict_population(idata, random_seed=1).shape == (2, 50, 3)
+    with pytest.raises(InputError, match=r"predict_population: .*other data.*total_y"):
+        bb2.predict_population(idata, random_seed=1)
+    pg1 = PoissonGammaModel({1: 30, 2: 10, 3: 5}, K=500, N=5000)
+    pg2 = PoissonGammaModel({1: 300, 2: 40, 3: 5}, K=5000, N=50000)
+    idpg = _fake_posterior("poisson-gamma", data_summary=pg1.data_summary(),
+                           alpha=(0.5, 1.0), beta=(1e-4, 2e-4))
+    posterior_predictive(pg1, idpg, random_seed=1)
+    with pytest.raises(InputError, match=r"posterior_predictive: .*other data"):
+        posterior_predictive(pg2, idpg, random_seed=1)
+    with pytest.raises(InputError, match=r"fitted with the 'poisson-gamma' model"):
+        bb1.predict_population(idpg, random_seed=1)
+
+
+def test_predictive_typo_and_bad_seed_are_refused_before_fitting(monkeypatch):
+    # I.5: predictive='exakt' was refused only after the sampler run; seed -1 was NumPy's
+    # ValueError
+    import sdcbayes.inference as inference
+    from sdcbayes.risk.posterior_assess import assess_from_posterior, assess_posterior
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fit must not run for a bad argument")
+
+    monkeypatch.setattr(inference, "fit", no_fit)
+    md = _md_of(3, 80, 25.0)
+    with pytest.raises(InputError, match=r"predictive must be one of .*'exakt'"):
+        assess_posterior(md, draws=10, tune=10, chains=1, random_seed=1, predictive="exakt")
+    with pytest.raises(InputError, match=r"predictive='normal'.*negbin"):
+        assess_posterior(md, model="negbin", draws=10, tune=10, chains=1, random_seed=1,
+                         predictive="normal")
+    with pytest.raises(InputError, match=r"random_seed must be None .* got -1"):
+        assess_posterior(md, draws=10, tune=10, chains=1, random_seed=-1)
+    idata = _fake_posterior(alpha=(0.5, 1.0), beta=(0.01, 0.02))
+    with pytest.raises(InputError, match=r"random_seed must be None .* got -1"):
+        assess_from_posterior(md, idata, "poisson-gamma", random_seed=-1)
+
+
+def test_prior_vectors_and_supports_are_refused_up_front():
+    # I.6: a vector mu for scalar alpha failed at compile time (SpecifyShape); a Normal on
+    # positive alpha or on the BB mean in (0, 1) was silently truncated
+    from sdcbayes.models.beta_binomial import BetaBinomialDomainModel
+    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+    coc = {1: 30, 2: 10, 3: 5, 5: 2}
+    with pytest.raises(InputError, match=r"prior 'alpha' .*mu=\[0.0, 1.0\] has the wrong size"):
+        PoissonGammaModel(coc, K=500, N=5000, priors={"alpha": {"mu": [0.0, 1.0]}})
+    with pytest.raises(InputError, match=r"prior 'alpha' .*Normal puts mass outside .*"
+                                         r"positive.*LogNormal"):
+        PoissonGammaModel(coc, K=500, N=5000,
+                          priors={"alpha": {"dist": "Normal", "mu": 0.5, "sigma": 1}})
+    y, n, N = [1, 0, 3], [10, 12, 30], [100, 150, 400]
+    with pytest.raises(InputError, match=r"prior 'mean' .*probability in \(0, 1\).*Beta"):
+        BetaBinomialDomainModel(y, n, N, priors={"mean": {"dist": "Normal", "mu": 0.5,
+                                                          "sigma": 1}})
+    # what fits is accepted: a positive distribution, a per-domain vector under "separate",
+    # one coefficient prior per covariate, a real-valued intercept
+    PoissonGammaModel(coc, K=500, N=5000, priors={"alpha": {"dist": "Gamma", "alpha": 2,
+                                                            "beta": 1}})
+    PoissonGammaModel({"a": coc, "b": coc}, K=500, N=[5000, 6000], structure="separate",
+                      priors={"alpha": {"mu": [0.0, 1.0]}})
+    BetaBinomialDomainModel(y, n, N, covariates=np.array([[0.1, 1], [0.2, 0], [0.3, 1]]),
+                            priors={"coefficients": {"sigma": [1.0, 2.0]},
+                                    "intercept": {"dist": "Normal", "mu": -2, "sigma": 1}})
+
+
+def test_negbin_fixed_sigma_refuses_unknown_priors():
+    # I.7: with sigma fixed, a typo (or a list) was dropped without a word
+    from sdcbayes.models.negbin import NegativeBinomialModel
+
+    with pytest.raises(InputError, match=r"unknown prior\(s\) \['sigmaa'\]"):
+        NegativeBinomialModel([1, 2, 3], [10.0, 20.0, 40.0], sigma=0.5,
+                              priors={"sigmaa": {"dist": "HalfNormal", "sigma": 3}})
+    with pytest.raises(InputError, match="must be a mapping"):
+        NegativeBinomialModel([1, 2, 3], [10.0, 20.0, 40.0], sigma=0.5, priors=[("sigma", 1)])
+
+
+def test_negbin_refuses_wildcard_cells_before_fitting():
+    # I.3: wildcard-inflated f_k were counted as records in ER and the benchmark counts
+    from sdcbayes.models.negbin import NegativeBinomialModel
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": rng.integers(0, 5, 60).astype(float),
+                          "b": rng.integers(0, 4, 60), "w": rng.uniform(10, 30, 60)})
+    frame.loc[:5, "a"] = np.nan
+    md = Microdata(frame, keys=["a", "b"], weight="w")  # missing="wildcard", the default
+    with pytest.raises(InputError, match=r"negative-binomial model needs each record in one "
+                                         r"cell.*missing='category'.*missing='drop'"):
+        NegativeBinomialModel.from_microdata(md)
+    ok = Microdata(frame, keys=["a", "b"], weight="w", missing="category")
+    assert NegativeBinomialModel.from_microdata(ok).fk.sum() == 60
+
+
+def test_map_without_laplace_stamps_the_draws_it_returns():
+    # I.8: draws=50, chains=2 were stamped on a 1 x 1 posterior
+    from sdcbayes.inference import fit, provenance
+    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+    idata = fit(PoissonGammaModel({1: 30, 2: 10, 3: 5, 5: 2}, K=500, N=5000), method="map",
+                laplace=False, draws=50, chains=2, random_seed=3)
+    assert idata.posterior["alpha"].shape == (1, 1)
+    stamps = provenance(idata)
+    assert (stamps["settings"]["draws"], stamps["settings"]["chains"]) == (1, 1)
+    assert stamps["diagnostics"]["chains"] == 1
+
+
+def test_model_options_are_refused_when_malformed():
+    # I.9: tie="no" was read as True; N=inf said "below the sample size"; duplicate labels
+    from sdcbayes.models.negbin import NegativeBinomialModel
+    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+    coc = {1: 30, 2: 10}
+    with pytest.raises(InputError, match="tie must be True or False; got 'no'"):
+        PoissonGammaModel(coc, K=500, N=5000, tie="no")
+    assert PoissonGammaModel(coc, K=500, N=5000, tie=np.True_).tie is True
+    with pytest.raises(InputError, match=r"N = \[inf\] must be finite"):
+        PoissonGammaModel(coc, K=500, N=np.inf)
+    with pytest.raises(InputError, match="duplicate labels"):
+        NegativeBinomialModel([1, 2], [10.0, 20.0], sigma=0.5, cell_names=["x", "x"])
+
+
+def test_predictive_check_defaults_fit_sparse_files():
+    # I.10: counts 0..5 reached the pooled tail whenever the largest count was < 5
+    from sdcbayes.inference import posterior_predictive, predictive_check
+    from sdcbayes.models.poisson_gamma import PoissonGammaModel
+
+    m = PoissonGammaModel({1: 300, 2: 40, 3: 5}, K=5000, N=50000)
+    idata = posterior_predictive(m, _fake_posterior(alpha=(0.5, 1.0), beta=(1e-4, 2e-4)),
+                                 random_seed=1)
+    table = predictive_check(m, idata)
+    assert list(table.index) == [0, 1, 2, 3]
+    with pytest.raises(InputError, match="pooled tail"):
+        predictive_check(m, idata, counts=(0, 1, 2, 3, 4, 5))
