@@ -354,15 +354,15 @@ def _default_prior_names(model: str) -> tuple[str, ...]:
     return ()
 
 
-def _prior_defaults(model: str) -> dict:
-    """The default priors (with their distributions) of a PyMC-checked model."""
+def _prior_model(model: str):
+    """The model class of a PyMC-checked model (its default priors and their supports)."""
     if model == "poisson-gamma":
         from sdcbayes.models.poisson_gamma import PoissonGammaModel
 
-        return PoissonGammaModel.default_priors
+        return PoissonGammaModel
     from sdcbayes.models.negbin import NegativeBinomialModel
 
-    return NegativeBinomialModel.default_priors
+    return NegativeBinomialModel
 
 
 def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
@@ -492,7 +492,11 @@ def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
                     # the names are right: now the values against PyMC (its import is
                     # paid only when priors are given), so that a negative scale is
                     # refused here rather than by the sampler after compilation
-                    merge_priors(_prior_defaults(s.model), s.priors, s.name)
+                    # and their support (no Normal on a positive parameter), as the
+                    # model's own constructor would refuse it inside the fitting loop
+                    cls = _prior_model(s.model)
+                    merge_priors(cls.default_priors, s.priors, s.name,
+                                 supports=cls.prior_supports)
             except InputError as err:
                 problems.append(str(err))
     if problems:
@@ -592,7 +596,7 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
                     f"{s.name!r} ({s.model}) needs the population size: give the microdata "
                     "a weight column or a sampling_fraction"
                 )
-        if s.model in ("latent-class", "poisson-gamma"):
+        if s.model in ("latent-class", "poisson-gamma", "negbin"):
             try:  # cli_wording turns missing='x' into --missing x
                 require_one_cell_per_record(
                     md, s.model, instead="leave it out of the models compared (the closed form "

@@ -246,6 +246,12 @@ def test_spec_syntax():
         ([{"name": "a", "model": "latent-class", "options": {"overdispersion": "yes"}}],
          ["overdispersion"]),
         (["lc=latent-class:classes=x"], ["n_classes"]),
+        # a prior's support against the parameter's range, before any model is fitted
+        ([{"name": "a", "model": "poisson-gamma",
+           "priors": {"alpha": {"dist": "Normal", "mu": 0, "sigma": 1}}}],
+         ["'alpha'", "Normal puts mass outside", "positive"]),
+        ([{"name": "a", "model": "negbin", "priors": {"sigma": {"dist": "Normal"}}}],
+         ["'sigma'", "Normal puts mass outside"]),
     ],
 )
 def test_bad_specs_are_one_error(specs, fragments):
@@ -316,6 +322,22 @@ def test_negbin_without_weights_is_refused_before_fitting():
     for spec in ({"name": "nb", "model": "negbin"}, {"name": "pg", "model": "poisson-gamma"}):
         with pytest.raises(InputError, match="weight"):
             compare_models(md0, [spec])
+
+
+def test_negbin_on_wildcard_cells_is_refused_before_any_model_is_fitted(monkeypatch):
+    import pandas as pd
+
+    import sdcbayes.risk.compare as compare_module
+    from sdcbayes.microdata import Microdata
+
+    # the closed form listed first must not run: the negbin's data problem comes first
+    monkeypatch.setattr(compare_module, "_plug_in_posterior",
+                        lambda *a, **k: pytest.fail("a model was fitted before the check"))
+    df = pd.DataFrame({"a": [1, 1, 2, None], "b": [0, 1, 0, 1], "w": [10.0, 12.0, 15.0, 20.0]})
+    md0 = Microdata(df, keys=["a", "b"], weight="w")
+    with pytest.raises(InputError, match="negbin model needs each record in one cell"):
+        compare_models(md0, [{"name": "c", "model": "closed-form"},
+                             {"name": "nb", "model": "negbin"}])
 
 
 # --------------------------------------------------------------------------- the sampler
