@@ -25,6 +25,7 @@ from sdcbayes.provenance import json_safe
 
 __all__ = [
     "PROVENANCE_KEYS",
+    "decode_stamps",
     "fit_diagnostics",
     "get_group",
     "group_names",
@@ -100,9 +101,13 @@ def stamp(idata, **fields: Any) -> None:
 
 def provenance(idata) -> dict[str, Any]:
     """The provenance stamps of a posterior, JSON fields decoded."""
-    attrs = dict(get_group(idata, "posterior").attrs)
+    return decode_stamps(get_group(idata, "posterior").attrs)
+
+
+def decode_stamps(attrs) -> dict[str, Any]:
+    """Stamps as written by :func:`stamp` (attrs of a posterior), their JSON fields decoded."""
     out = {}
-    for key, value in attrs.items():
+    for key, value in dict(attrs).items():
         if key in _JSON_KEYS and isinstance(value, str):
             try:
                 value = json.loads(value)

@@ -216,15 +216,9 @@ def _stamps(posterior) -> dict[str, Any]:
             attrs = dict(_posterior_dataset(posterior).attrs) | attrs
         except InputError:
             pass
-    out = {}
-    for key, value in attrs.items():
-        if isinstance(value, str) and key in ("data_summary", "model_options"):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                pass
-        out[key] = value
-    return out
+    from sdcbayes.inference.posterior import decode_stamps  # ArviZ: loaded with a posterior
+
+    return decode_stamps(attrs)
 
 
 def check_posterior_fits(md, posterior, model: str) -> None:
