@@ -31,6 +31,7 @@ __all__ = [
     "group_names",
     "has_group",
     "load_posterior",
+    "posterior_stamps",
     "provenance",
     "save_posterior",
     "stamp",
@@ -102,6 +103,18 @@ def stamp(idata, **fields: Any) -> None:
 def provenance(idata) -> dict[str, Any]:
     """The provenance stamps of a posterior, JSON fields decoded."""
     return decode_stamps(get_group(idata, "posterior").attrs)
+
+
+def posterior_stamps(posterior) -> dict[str, Any]:
+    """The stamps of a posterior (a container, or its posterior group), JSON fields decoded.
+
+    The container's own attrs win over its posterior group's. Empty for a posterior
+    without stamps (built by hand): nothing can be checked then.
+    """
+    attrs = dict(getattr(posterior, "attrs", None) or {})
+    if not isinstance(posterior, xr.Dataset) and has_group(posterior, "posterior"):
+        attrs = dict(get_group(posterior, "posterior").attrs) | attrs
+    return decode_stamps(attrs)
 
 
 def decode_stamps(attrs) -> dict[str, Any]:

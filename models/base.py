@@ -364,12 +364,10 @@ def check_posterior_of(model, idata, use: str) -> None:
     InputError
         Naming the stamped model or the data summary entries that differ.
     """
+    from sdcbayes.inference.posterior import posterior_stamps  # ArviZ: loaded with idata
     from sdcbayes.provenance import json_safe
 
-    attrs = dict(getattr(idata, "attrs", None) or {})
-    post = getattr(idata, "posterior", None)
-    if post is not None:
-        attrs = dict(post.attrs) | attrs
+    attrs = posterior_stamps(idata)
     fitted = attrs.get("model")
     if isinstance(fitted, str) and fitted != model.name:
         raise InputError(
@@ -377,12 +375,7 @@ def check_posterior_of(model, idata, use: str) -> None:
             "pass the posterior of this model"
         )
     stamped = attrs.get("data_summary")
-    if isinstance(stamped, str):
-        try:
-            stamped = json.loads(stamped)
-        except json.JSONDecodeError:
-            return
-    if not isinstance(stamped, dict):
+    if not isinstance(stamped, dict):  # absent, or a stamp that is not JSON
         return
     # the stamp went through JSON (NaN -> null, tuples -> lists): compare like with like
     own = json_safe(model.data_summary())

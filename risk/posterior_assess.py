@@ -206,19 +206,10 @@ def _constant(idata, name: str):
 
 
 def _stamps(posterior) -> dict[str, Any]:
-    """The provenance stamps of a posterior (InferenceData or its posterior group), decoded.
+    """The provenance stamps of a posterior (InferenceData or its posterior group), decoded."""
+    from sdcbayes.inference.posterior import posterior_stamps  # ArviZ: loaded with a posterior
 
-    Empty for a posterior without stamps (built by hand): nothing can be checked then.
-    """
-    attrs = dict(getattr(posterior, "attrs", None) or {})
-    if not isinstance(posterior, xr.Dataset):
-        try:
-            attrs = dict(_posterior_dataset(posterior).attrs) | attrs
-        except InputError:
-            pass
-    from sdcbayes.inference.posterior import decode_stamps  # ArviZ: loaded with a posterior
-
-    return decode_stamps(attrs)
+    return posterior_stamps(posterior)
 
 
 def check_posterior_fits(md, posterior, model: str) -> None:
