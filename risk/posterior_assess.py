@@ -222,11 +222,20 @@ def check_posterior_fits(md, posterior, model: str) -> None:
     Raises
     ------
     InputError
-        A posterior of another model; a Poisson-gamma fit to subpopulations (its
-        conditionals depend on each subpopulation's n_d and N_d, which cells of the
-        keys alone do not carry); a fit to a different cell table (other number of
-        cells, records or sample uniques, or other weight sums).
+        Cells matched as wildcards (``missing="wildcard"`` with missing key values),
+        which none of the models reads; a posterior of another model; a Poisson-gamma
+        fit to subpopulations (its conditionals depend on each subpopulation's n_d and
+        N_d, which cells of the keys alone do not carry); a fit to a different cell
+        table (other number of cells, records or sample uniques, or other weight sums).
     """
+    from sdcbayes.microdata import require_one_cell_per_record
+
+    # a wildcard cell's f_k counts the records it matches again, so per-cell risk summed
+    # over records (ER, benchmark counts) would count them twice: the models refuse such
+    # a file when fitted, and a posterior brought from elsewhere must be refused too
+    require_one_cell_per_record(
+        md, model, instead="the closed form (sdcbayes.risk.assess.assess_closed_form), which "
+        "matches wildcards as sdcMicro does")
     st = _stamps(posterior)
     fitted = st.get("model")
     if isinstance(fitted, str) and fitted != model:

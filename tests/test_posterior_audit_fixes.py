@@ -399,6 +399,37 @@ def test_negbin_refuses_wildcard_cells_before_fitting():
     assert NegativeBinomialModel.from_microdata(ok).fk.sum() == 60
 
 
+def test_posterior_brought_to_wildcard_cells_is_refused():
+    # A posterior applied to a wildcard file (unstamped, or stamped with matching counts)
+    # counted each wildcard cell's inflated f_k as records: ER 1.43 where the records
+    # summed to 0.90. The fitted models refuse such files, so must the risk from draws.
+    from sdcbayes.risk.posterior_assess import assess_from_posterior, posterior_groups
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": rng.integers(0, 5, 60).astype(float),
+                          "b": rng.integers(0, 4, 60), "w": rng.uniform(10, 30, 60)})
+    frame.loc[:5, "a"] = np.nan
+    wild = Microdata(frame, keys=["a", "b"], weight="w")  # missing="wildcard"
+    assert wild.cells.fk.sum() > 60  # the inflation the refusal is about
+    C = wild.cells.n_cells
+    nb = _fake_posterior(p=np.full((2, 50, C), 0.04))  # unstamped: taken as it is
+    pg = _fake_posterior(alpha=(0.5, 1.0), beta=(0.01, 0.02))
+    for post, model in ((nb, "negbin"), (pg, "poisson-gamma")):
+        with pytest.raises(InputError, match=rf"the {model} model needs each record in one "
+                                             r"cell.*missing='category'.*closed form"):
+            assess_from_posterior(wild, post, model, random_seed=1)
+        with pytest.raises(InputError, match="needs each record in one cell"):
+            posterior_groups(wild, post, model)
+    # missing as a level of its own: one cell per record, and the same draws are read
+    cat = Microdata(frame, keys=["a", "b"], weight="w", missing="category")
+    res = assess_from_posterior(cat, _fake_posterior(p=np.full((2, 50, cat.cells.n_cells), 0.04)),
+                                "negbin", random_seed=1)
+    assert res.records["risk"].sum() == pytest.approx(res.summary["expected_reidentifications"])
+    # no missing value matched: a wildcard file is one cell per record and is read
+    full = Microdata(frame.dropna(), keys=["a", "b"], weight="w")
+    assess_from_posterior(full, pg, "poisson-gamma", random_seed=1)
+
+
 def test_map_without_laplace_stamps_the_draws_it_returns():
     # I.8: draws=50, chains=2 were stamped on a 1 x 1 posterior
     from sdcbayes.inference import fit, provenance
