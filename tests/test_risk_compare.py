@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -301,16 +300,13 @@ def test_bad_input_fails_before_fitting_and_without_pymc(tmp_path):
         "        raise SystemExit('no error')\n"
         "assert 'pymc' not in sys.modules, 'PyMC imported before validation finished'\n"
     )
-    t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
-    elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 6 and all(x.startswith("ERR") for x in lines), proc.stdout
     assert "'alfa'" in lines[0] and "constant within every cell" in lines[1]
     assert "target_accept" in lines[5] and "between 0 and 1" in lines[5]
-    assert elapsed < 10, f"validation took {elapsed:.1f} s"
 
 
 def test_negbin_without_weights_is_refused_before_fitting():
