@@ -37,7 +37,7 @@ from scipy import optimize, special
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.risk.losses import parse_loss
-from sdcbayes.risk.poisson_gamma import _log_rising
+from sdcbayes.risk.poisson_gamma import _digamma_diff, _log_rising
 
 __all__ = [
     "BetaBinomialFit",
@@ -415,10 +415,11 @@ def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
         kappa = np.exp(x[1])
         a, b = mu * kappa, (1.0 - mu) * kappa
         ll = np.sum(beta_binomial_logpmf(y, n, a, b))
-        # d ll / d a and d ll / d b (digamma), chained to (logit mu, log kappa).
-        common = special.digamma(a + b) - special.digamma(n + a + b)
-        ga = np.sum(special.digamma(y + a) - special.digamma(a) + common)
-        gb = np.sum(special.digamma(n - y + b) - special.digamma(b) + common)
+        # d ll / d a and d ll / d b (digamma), chained to (logit mu, log kappa); the
+        # differences psi(x + j) - psi(x) without cancellation at large kappa
+        common = _digamma_diff(a + b, n)
+        ga = np.sum(_digamma_diff(a, y) - common)
+        gb = np.sum(_digamma_diff(b, n - y) - common)
         d0 = (ga - gb) * kappa * mu * (1.0 - mu)
         d1 = (ga * mu + gb * (1.0 - mu)) * kappa
         return -ll, -np.array([d0, d1])

@@ -7,6 +7,8 @@ fractions of population uniques printed in seed 000 Table 1.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -54,8 +56,6 @@ def test_loglik_equals_sum_of_per_cell_negbin_logpmf():
 def _loglik_by_log_sums(m, alpha, beta, n, m0):
     # Independent reference: log Γ(α+j) - log Γ(α) = Σ_{i<j} log(α + i), summed with
     # math.fsum; each log is correctly rounded, so no cancellation at any α.
-    import math
-
     nb = n * beta
     terms = [-m0 * alpha * math.log1p(nb)]
     for j, mj in m.items():
@@ -82,6 +82,30 @@ def test_population_pmf_accurate_for_large_alpha():
     pmf = population_given_sample_pmf(2, alpha, beta, n, N, max_F=12)
     lam = alpha * (N - n) * beta  # NegBin(α + f, ρ) -> Poisson(α (N-n) β) as α -> ∞
     np.testing.assert_allclose(pmf[2:], stats.poisson.pmf(np.arange(11), lam), rtol=1e-8)
+
+
+@pytest.mark.parametrize("alpha", [0.3, 3.0, 10.0, 1e3, 1e6, 1e9, 1e12, 1e14])
+def test_score_and_information_in_alpha_accurate_for_large_alpha(alpha):
+    # ψ(α + j) - ψ(α) and ψ'(α + j) - ψ'(α) by SciPy cancelled: relative errors 4e-7
+    # at α = 1e8, 1e-3 at 1e12, 0.29 at 1e14. The references are the exact finite
+    # sums Σ_{i<j} 1/(α + i) and -Σ_{i<j} 1/(α + i)² (math.fsum). They reach the SEs
+    # (observed information) and, through _digamma_diff, the beta-binomial ML gradient.
+    from sdcbayes.risk.poisson_gamma import _digamma_diff, _hessian, _score
+
+    m = {1: 800, 2: 95, 3: 5, 12: 1}
+    j = np.array([0.0, *m]), np.array([4100.0, *m.values()])
+    n, beta = 1000.0, 1.0 / (alpha * 5000)
+    K = sum(j[1])
+    harm = {k: math.fsum(1.0 / (alpha + i) for i in range(k)) for k in m}
+    harm2 = {k: math.fsum(1.0 / (alpha + i) ** 2 for i in range(k)) for k in m}
+    d_alpha, _ = _score(alpha, beta, n, *j)
+    # d ℓ/dα = Σ m_j H_j - K log1p(nβ): the log term is exact, compare the sum alone
+    ref = math.fsum(v * harm[k] for k, v in m.items())
+    assert d_alpha + K * math.log1p(n * beta) == pytest.approx(ref, rel=1e-12)
+    h_aa = _hessian(alpha, beta, n, *j)[0, 0]
+    assert h_aa == pytest.approx(-math.fsum(v * harm2[k] for k, v in m.items()), rel=1e-12)
+    for k in m:  # the difference on its own, as the beta-binomial gradient uses it
+        assert float(_digamma_diff(alpha, k)) == pytest.approx(harm[k], rel=1e-13)
 
 
 def test_ml_fit_of_nearly_poisson_counts_is_not_noise():
