@@ -16,7 +16,7 @@ import copy
 import difflib
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -342,6 +342,114 @@ def prior_to_rv(pm_module, name: str, spec: PriorSpec, **kwargs):
         for k, v in spec.items()
     }
     return dist(name, **params, **kwargs)
+
+
+def check_cell_table(codes, counts, n_levels, keys=None, levels=None, *, model: str):
+    """Check and normalise the cell table a model of the key cells is built on.
+
+    The latent-class and log-linear models take the distinct observed cells (rows of
+    ``codes``, one column per key) and their sample frequencies. A wrong table does
+    not make their fits fail, it makes them wrong: record-level rows with counts of 1
+    turn every record into a sample unique (the likelihood of the Poisson family does
+    not change), and fewer key names than columns made the fits use the first columns
+    only. Everything is checked here, before any work.
+
+    Parameters
+    ----------
+    codes : array_like, shape (n_cells, J)
+        Level codes 0 .. n_levels[j] - 1, whole numbers, one distinct row per cell.
+    counts : array_like, shape (n_cells,)
+        Sample frequency of each cell: whole numbers >= 1, finite.
+    n_levels : array_like, shape (J,)
+        Number of levels of each key: whole numbers >= 1.
+    keys, levels : sequence, optional
+        Key names (J distinct names; a single string is refused, not split into
+        characters) and each key's level labels (n_levels[j] of them).
+    model : str
+        The model's name, as the messages call it.
+
+    Returns
+    -------
+    codes : numpy.ndarray of intp, shape (n_cells, J)
+    counts : numpy.ndarray of float, shape (n_cells,)
+    n_levels : numpy.ndarray of int, shape (J,)
+    keys : list of str
+        ``key0 .. key{J-1}`` when not given.
+    levels : list of list
+        ``range(n_levels[j])`` when not given.
+
+    Raises
+    ------
+    InputError
+        Any of the above violated, naming the problem and the fix.
+    """
+    codes = np.asarray(codes)
+    counts = np.asarray(counts)
+    if codes.ndim != 2 or counts.ndim != 1 or codes.shape[0] != counts.shape[0] \
+            or codes.shape[0] == 0 or codes.shape[1] == 0:
+        raise InputError(
+            f"the {model} model needs codes as an (n_cells, n_keys) array and counts as "
+            f"(n_cells,), one count per row, non-empty; got shapes {codes.shape} and "
+            f"{counts.shape}")
+    if codes.dtype == bool or not (np.issubdtype(codes.dtype, np.integer) or (
+            np.issubdtype(codes.dtype, np.floating) and np.all(np.isfinite(codes))
+            and np.all(codes == np.round(codes)))):
+        raise InputError(
+            f"the {model} model needs codes that are whole numbers (level codes 0, 1, ...); "
+            f"got dtype {codes.dtype}: code the keys first, e.g. with from_frame")
+    if not np.issubdtype(counts.dtype, np.number) or counts.dtype == bool \
+            or not np.all(np.isfinite(counts)) or np.any(counts < 1) \
+            or np.any(counts != np.round(counts)):
+        raise InputError(
+            f"the {model} model needs counts that are finite whole numbers >= 1 (the sample "
+            "frequencies of the observed cells)")
+    J = codes.shape[1]
+    nl = np.asarray(n_levels)
+    if nl.shape != (J,) or nl.dtype == bool or not np.issubdtype(nl.dtype, np.number) \
+            or not np.all(np.isfinite(nl)) or np.any(nl != np.round(nl)) or np.any(nl < 1):
+        raise InputError(
+            f"n_levels must give one whole number >= 1 per key ({J} columns of codes); got "
+            f"{nl.tolist()}")
+    nl = nl.astype(int)
+    if codes.min() < 0 or np.any(codes.max(axis=0) >= nl):
+        raise InputError(
+            f"codes must lie in 0 .. n_levels - 1 for each key; got n_levels {nl.tolist()} "
+            f"and codes from {codes.min(axis=0).tolist()} to {codes.max(axis=0).tolist()}")
+    codes = codes.astype(np.intp)
+    n_distinct = np.unique(codes, axis=0).shape[0]
+    if n_distinct != codes.shape[0]:
+        raise InputError(
+            f"codes has {codes.shape[0] - n_distinct} repeated rows: the {model} model takes "
+            "each observed cell once with its frequency (repeated rows, e.g. one per record, "
+            "would count every record as a sample unique); aggregate them with "
+            "np.unique(codes, axis=0, return_counts=True), or build the model with from_frame")
+    if keys is None:
+        keys = [f"key{j}" for j in range(J)]
+    else:
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
+            raise InputError(
+                f"keys must be a list of {J} key names (one per column of codes); got {keys!r}")
+        keys = list(keys)
+        if len(keys) != J:
+            raise InputError(
+                f"keys gives {len(keys)} names but codes has {J} columns: give one name per "
+                "column")
+        repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise InputError(f"keys {repeated} are given more than once: name each key once")
+    if levels is None:
+        levels = [list(range(int(L))) for L in nl]
+    else:
+        if isinstance(levels, (str, bytes)) or len(levels) != J:
+            raise InputError(
+                f"levels must give the level labels of each of the {J} keys (a list of {J} "
+                "lists)")
+        levels = [list(lv) for lv in levels]
+        wrong = [f"{keys[j]!r}: {len(lv)} labels for {nl[j]} levels"
+                 for j, lv in enumerate(levels) if len(lv) != nl[j]]
+        if wrong:
+            raise InputError(f"levels must give one label per level; {'; '.join(wrong)}")
+    return codes, counts.astype(float), nl, keys, levels
 
 
 def check_posterior_of(model, idata, use: str) -> None:
