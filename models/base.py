@@ -16,7 +16,7 @@ import copy
 import difflib
 import inspect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -426,7 +426,9 @@ def check_cell_table(codes, counts, n_levels, keys=None, levels=None, *, model: 
     if keys is None:
         keys = [f"key{j}" for j in range(J)]
     else:
-        if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
+        # a string would be split into characters, a set has no order to match columns by
+        if isinstance(keys, (str, bytes, set, frozenset, Mapping)) \
+                or not isinstance(keys, Iterable):
             raise InputError(
                 f"keys must be a list of {J} key names (one per column of codes); got {keys!r}")
         keys = list(keys)

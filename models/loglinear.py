@@ -87,11 +87,14 @@ Risk (Skinner & Shlomo 2008, section 2; Bernoulli sampling at rate
     F_k - f_k \mid f_k \sim \mathrm{NegBin}\Bigl(\kappa + f_k, \frac{r_k}{r_k + 1 - \pi}\Bigr),
 
 which tends to :math:`e^{-(1-\pi)\lambda_k}` as :math:`\kappa\to\infty`.
-:math:`E(1/F_k \mid f_k) = \int_0^1 t^{f-1} E\,t^{F-f}\,dt` (write
-:math:`1/F = \int_0^1 t^{F-1}dt`) is one quadrature per cell.
+:math:`E(1/F_k \mid f_k)` is exact in both families
+(:func:`expected_inverse_frequency`): a confluent hypergeometric function (Poisson)
+and the negative-binomial inverse moment of seed ``004_…`` eq. (1)/(6) (negbin).
 
 May import NumPy, SciPy, pandas, ArviZ and PyMC/PyTensor (inside :meth:`build`);
-not ``sdcbayes.inference`` or ``sdcbayes.risk``.
+not ``sdcbayes.inference``, nor ``sdcbayes.risk`` at import time (the exact
+negative-binomial inverse moment, :func:`sdcbayes.risk.individual.negbin_inverse_moment`,
+is imported where it is used, as in :mod:`sdcbayes.models.latent_class`).
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -107,7 +110,7 @@ import pandas as pd
 from scipy import linalg, sparse, special
 
 from sdcbayes.exceptions import InputError, ModelError
-from sdcbayes.models.base import PriorSpec, SuperpopulationModel
+from sdcbayes.models.base import PriorSpec, SuperpopulationModel, check_cell_table
 
 __all__ = [
     "FAMILIES",
@@ -172,40 +175,90 @@ def prob_population_unique(lam, sampling_fraction, kappa=None, f=1):
         return np.exp(-(kappa + f) * np.log1p((1.0 - pi) / r))
 
 
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(48)
-_GL_NODES = (_GL_NODES + 1.0) / 2.0
-_GL_WEIGHTS = _GL_WEIGHTS / 2.0
+def _excess_success_prob(lam, pi, kappa):
+    r""":math:`\rho = r/(r + 1 - \pi)`, :math:`r = \kappa/\lambda + \pi`, without 0/0 or inf/inf.
+
+    Equal to :math:`(\kappa + \pi\lambda)/(\kappa + \lambda)`; that form is used for
+    :math:`\lambda \le 1` (``lam = 0`` gives 1, no excess) and
+    :math:`(\kappa/\lambda + \pi)/(\kappa/\lambda + 1)` above (an overflowed ``lam = inf``
+    gives the limit :math:`\pi`: :math:`\Lambda \mid f` stays Gamma with rate :math:`\pi`).
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        low = (kappa + pi * lam) / (kappa + lam)
+        u = kappa / lam
+        high = (u + pi) / (u + 1.0)
+    return np.where(lam <= 1.0, low, high)
 
 
 def expected_inverse_frequency(f, lam, sampling_fraction, kappa=None):
-    r""":math:`E(1/F_k \mid f_k)` under the Poisson or the negbin model, f >= 1.
+    r""":math:`E(1/F_k \mid f_k)` under the Poisson or the negbin model, f >= 1, exactly.
 
-    :math:`1/F = \int_0^1 t^{F-1}dt`, so with :math:`G(t) = E(t^{F-f} \mid f)`
-    (Poisson: :math:`e^{-(1-\pi)\lambda(1-t)}`; negbin:
-    :math:`(r/(r + (1-\pi)(1-t)))^{\kappa+f}`, :math:`r = \kappa/\lambda + \pi`)
-    :math:`E(1/F \mid f) = \int_0^1 t^{f-1}G(t)dt = f^{-1}\int_0^1 G(u^{1/f})du`
-    (substitution :math:`t = u^{1/f}` removes the peak of :math:`t^{f-1}` at 1);
-    48-point Gauss-Legendre in u. For f = 1, Poisson, the closed form
-    :math:`(1 - e^{-m})/m`, :math:`m = (1-\pi)\lambda` (Skinner & Shlomo 2008,
-    section 2) is used.
+    Given the parameters, :math:`F_k = f_k + X_k` with the excess :math:`X_k` of the
+    module docstring (Skinner & Shlomo 2008, section 2).
+
+    * Poisson: :math:`X \sim \mathrm{Po}(m)`, :math:`m = (1-\pi)\lambda`, and
+      :math:`E(1/F \mid f) = \sum_x \frac{1}{f+x}\frac{e^{-m}m^x}{x!}
+      = {}_1F_1(1; f+1; -m)/f` (write :math:`1/(f+x) = \int_0^1 t^{f+x-1}dt`; the
+      same form as :func:`sdcbayes.models.latent_class.expected_inverse_frequency_f`),
+      evaluated by :func:`scipy.special.hyp1f1`; f = 1 by its closed form
+      :math:`(1 - e^{-m})/m`.
+    * Negbin: :math:`\Lambda \mid f \sim \mathrm{Gamma}(\kappa + f, \text{rate } r)`,
+      :math:`r = \kappa/\lambda + \pi`, so :math:`X \mid f` is the gamma-Poisson mixture
+      :math:`\mathrm{NegBin}(\kappa + f, \rho)` (failures before the
+      :math:`(\kappa + f)`-th success) with
+      :math:`\rho = r/(r + 1 - \pi) = (\kappa + \pi\lambda)/(\kappa + \lambda)` -- its
+      generating function :math:`(\rho/(1 - (1-\rho)t))^{\kappa+f}` is
+      :math:`E\,e^{-(1-\pi)(1-t)\Lambda}`. :math:`E(1/F)` is then the
+      negative-binomial inverse moment of seed ``004_…`` eq. (1) (hypergeometric form
+      eq. (6)) with size :math:`\kappa + f`, evaluated by
+      :func:`sdcbayes.risk.individual.negbin_inverse_moment` (relative error about
+      1e-14).
+
+    Both are exact at any :math:`(1-\pi)\lambda`: a fixed quadrature rule in t cannot
+    resolve the spike of :math:`E(t^{F-f})` at t = 1 of width ~ f/m once m is large
+    (an ordinary cell at a small sampling fraction: :math:`\pi = 0.001`,
+    :math:`\mu = 5`).
+
+    Parameters
+    ----------
+    f : array_like
+        Sample frequencies, >= 1.
+    lam : array_like
+        :math:`\lambda_k = \mu_k/\pi` (population means), >= 0; broadcasts with ``f``.
+    sampling_fraction : float
+        :math:`\pi` in (0, 1].
+    kappa : array_like, optional
+        Gamma-mixing size (> 0) of the negbin family; ``None`` for the Poisson model.
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`E(1/F \mid f)`, the broadcast shape of ``f`` and ``lam`` (and ``kappa``).
     """
     f = np.asarray(f, dtype=float)
     lam = np.asarray(lam, dtype=float)
     pi = float(sampling_fraction)
-    f, lam = np.broadcast_arrays(f, lam)
-    if kappa is None and np.all(f == 1):
-        m = (1.0 - pi) * lam
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = -np.expm1(-m) / m
-        return np.where(m > 1e-12, out, 1.0 - m / 2.0)
-    t = _GL_NODES ** (1.0 / f[..., None])  # (..., nodes)
     if kappa is None:
-        G = np.exp(-(1.0 - pi) * lam[..., None] * (1.0 - t))
-    else:
-        kappa = np.broadcast_to(np.asarray(kappa, dtype=float), lam.shape)
-        r = (kappa / lam + pi)[..., None]
-        G = np.exp(-(kappa + f)[..., None] * np.log1p((1.0 - pi) * (1.0 - t) / r))
-    return (G @ _GL_WEIGHTS) / f
+        # hyp1f1 directly: models.latent_class.expected_inverse_frequency_f takes the excess
+        # mean and its own overdispersion parameters, not (lambda, pi, kappa)
+        f, lam = np.broadcast_arrays(f, lam)
+        m = (1.0 - pi) * lam
+        out = np.array(special.hyp1f1(1.0, f + 1.0, -m) / f, dtype=float)  # 0-d too
+        one = f == 1
+        if one.any():
+            # f = 1: the closed form, with its series below m = 1e-12 (0/0 at m = 0)
+            m1 = m[one]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                e1 = -np.expm1(-m1) / m1
+            out[one] = np.where(m1 > 1e-12, e1, 1.0 - m1 / 2.0)
+        return out
+    # the exact inverse moment lives with the closed forms in risk/ (not imported at
+    # module import: the models layer does not depend on the risk layer)
+    from sdcbayes.risk.individual import negbin_inverse_moment
+
+    f, lam, kappa = np.broadcast_arrays(f, lam, np.asarray(kappa, dtype=float))
+    rho = _excess_success_prob(lam, pi, kappa)
+    return np.asarray(negbin_inverse_moment(f, kappa + f, rho), dtype=float)
 
 
 def simulate_excess(lam, sampling_fraction, rng, kappa=None, f=1):
@@ -348,6 +401,7 @@ class LaplaceFit:
 
     def draws(self, n_draws: int, rng) -> np.ndarray:
         r"""Draws :math:`\theta \sim N(\hat\theta, H^{-1})`, shape (n_draws, n_par)."""
+        n_draws = _whole_number(n_draws, "n_draws", 1)
         z = rng.standard_normal((self.theta.size, n_draws))
         return (self.theta[:, None] + linalg.solve_triangular(self.chol.T, z, lower=False)).T
 
@@ -377,6 +431,21 @@ def _positive(value) -> bool:
     return bool(np.isfinite(v) and v > 0)
 
 
+def _whole_number(value, name: str, minimum: int) -> int:
+    """``value`` as an int if it is a finite whole number >= ``minimum``, else InputError."""
+    ok = not isinstance(value, (bool, np.bool_, str, bytes))
+    if ok:
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            ok = False
+        else:
+            ok = bool(np.isfinite(v) and v == round(v) and v >= minimum)
+    if not ok:
+        raise InputError(f"{name} must be a whole number >= {minimum}; got {value!r}")
+    return int(v)
+
+
 class LoglinearModel(SuperpopulationModel):
     r"""Poisson / negative-binomial log-linear model over the full cell space.
 
@@ -387,12 +456,16 @@ class LoglinearModel(SuperpopulationModel):
     Parameters
     ----------
     codes : int array (n_cells, J)
-        Distinct observed cells, level codes ``0 <= codes[:, j] < n_levels[j]``.
+        Distinct observed cells (each once: aggregate record-level rows with
+        ``np.unique(..., axis=0, return_counts=True)`` or use :meth:`from_frame`),
+        whole-number level codes ``0 <= codes[:, j] < n_levels[j]``.
     counts : array (n_cells,)
-        Their sample frequencies f_k >= 1.
+        Their sample frequencies f_k >= 1, finite whole numbers.
     n_levels : sequence of int
     keys, levels : optional
-        Key names and level labels (default ``key0``..., codes).
+        Key names (a list of J distinct names) and level labels (n_levels[j] per key);
+        default ``key0``..., codes. Checked by
+        :func:`sdcbayes.models.base.check_cell_table`, which raises InputError.
     family : {"poisson", "negbin"}
     interactions : "all", "none" or sequence of key-name (or index) pairs
         The two-way blocks in the model.
@@ -400,9 +473,10 @@ class LoglinearModel(SuperpopulationModel):
         Overrides of :attr:`default_priors` (``intercept``, ``main``: ``{"sigma": ..}``;
         ``scale``: HalfNormal(sigma) or HalfCauchy(beta); ``kappa``: Gamma).
     max_exact_cells : int, default 5e6
-        Largest K for the exact (dense-table) zero-cell sum.
+        Largest K for the exact (dense-table) zero-cell sum; a whole number >= 0 (0:
+        always the importance sample).
     n_importance : int, default 2e5
-        Importance-sampled cells beyond that.
+        Importance-sampled cells beyond that; a whole number >= 1.
     importance_seed : int, default 0
         Seed of the fixed importance sample.
     """
@@ -423,30 +497,26 @@ class LoglinearModel(SuperpopulationModel):
         if family not in FAMILIES:
             raise InputError(f"family={family!r} is not a count family; use one of "
                              f"{list(FAMILIES)}")
-        codes = np.asarray(codes, dtype=np.int64)
-        counts = np.asarray(counts, dtype=float)
-        if codes.ndim != 2 or codes.shape[0] != counts.size or codes.shape[0] == 0:
-            raise InputError("codes must be (n_cells, n_keys) and counts (n_cells,), non-empty; "
-                             "pass the distinct observed cells and their frequencies")
-        if np.any(counts < 1) or np.any(counts != np.floor(counts)):
-            raise InputError("counts must be whole numbers >= 1 (frequencies of observed cells)")
-        self.n_levels = np.array([int(x) for x in n_levels])
-        J = self.n_levels.size
-        if codes.shape[1] != J or np.any(codes < 0) or np.any(codes >= self.n_levels):
-            raise InputError("codes must have one column per key with 0 <= code < n_levels")
-        self.codes, self.counts, self.family = codes, counts, family
-        self.keys = list(keys) if keys is not None else [f"key{j}" for j in range(J)]
-        self.levels = ([list(v) for v in levels] if levels is not None
-                       else [list(range(L)) for L in self.n_levels])
+        # distinct rows (a cell split over two rows changes the negbin likelihood and
+        # the sample uniques), whole finite counts >= 1, integral codes and n_levels,
+        # one key name and one level list per column: all before any work
+        codes, counts, n_levels, keys, levels = check_cell_table(
+            codes, counts, n_levels, keys, levels, model="log-linear")
+        # 0 is meaningful: always use the importance sample (the tests compare the two)
+        max_exact_cells = _whole_number(max_exact_cells, "max_exact_cells", 0)
+        n_importance = _whole_number(n_importance, "n_importance", 1)
+        self.n_levels = n_levels.astype(np.int64)
+        self.codes, self.counts, self.family = codes.astype(np.int64), counts, family
+        self.keys, self.levels = keys, levels
         self._check_priors()
         self.pairs = self._parse_interactions(interactions)
         # one-way sample margins; reference level = most frequent (corner constraint)
-        self.margins = [np.bincount(codes[:, j], weights=counts, minlength=L)
+        self.margins = [np.bincount(self.codes[:, j], weights=counts, minlength=L)
                         for j, L in enumerate(self.n_levels)]
         self.ref = np.array([int(np.argmax(m)) for m in self.margins])
         self.K = math.prod(int(L) for L in self.n_levels)
-        self.max_exact_cells = int(max_exact_cells)
-        self.n_importance = int(n_importance)
+        self.max_exact_cells = max_exact_cells
+        self.n_importance = n_importance
         self.importance_seed = importance_seed
         self._layout()
         self._cells = None
@@ -457,12 +527,25 @@ class LoglinearModel(SuperpopulationModel):
         """Code the keys of a record-level frame (levels sorted as text) and count cells.
 
         Returns the model and, as ``model.record_cell``, the cell (row of
-        ``model.codes``) of each record.
+        ``model.codes``) of each record. ``keys`` is a list of column names (a single
+        name as a string is refused rather than split into characters); keys with
+        missing values are refused (recode them as a level first).
         """
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+            raise InputError(f"keys must be a list of column names, e.g. [{keys!r}]; got "
+                             f"{keys!r}")
+        keys = list(keys)
+        if not keys:
+            raise InputError("keys is empty: name at least one key column")
         missing = [k for k in keys if k not in frame.columns]
         if missing:
             raise InputError(f"key(s) {missing} are not columns of the data; columns are "
                              f"{list(frame.columns)[:30]}")
+        # astype(str) would turn a missing value into the level 'nan' (or fail to sort
+        # it among the texts): refuse it, as LatentClassModel.from_frame does
+        if frame[keys].isna().any().any():
+            raise InputError("the keys have missing values; recode them as a level "
+                             "(e.g. 'missing') or drop those records before fitting")
         cols, lvls = [], []
         for k in keys:
             col = frame[k].astype(str)
@@ -477,8 +560,7 @@ class LoglinearModel(SuperpopulationModel):
         rec = np.column_stack(cols)
         cells, record_cell, counts = np.unique(rec, axis=0, return_inverse=True,
                                                return_counts=True)
-        model = cls(cells, counts, [len(v) for v in lvls], keys=list(keys), levels=lvls,
-                    **kwargs)
+        model = cls(cells, counts, [len(v) for v in lvls], keys=keys, levels=lvls, **kwargs)
         model.record_cell = record_cell.reshape(-1)
         return model
 
@@ -514,12 +596,18 @@ class LoglinearModel(SuperpopulationModel):
                 return []
             raise InputError(f"interactions={interactions!r}: use 'all', 'none' or a list of "
                              "key pairs such as [('age', 'sex')]")
+        if not isinstance(interactions, Iterable):
+            raise InputError(f"interactions={interactions!r}: use 'all', 'none' or a list of "
+                             "key pairs such as [('age', 'sex')]")
         out = set()
         for pair in interactions:
-            if len(pair) != 2:
-                raise InputError(f"interaction {pair!r} is not a pair of keys")
+            if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+                raise InputError(f"interaction {pair!r} is not a pair of keys; give pairs such "
+                                 "as ('age', 'sex') or (0, 1)")
             idx = []
             for k in pair:
+                if isinstance(k, (bool, np.bool_)):
+                    raise InputError(f"interaction {pair!r}: {k!r} is not a key name or index")
                 if isinstance(k, (int, np.integer)) and 0 <= k < J:
                     idx.append(int(k))
                 elif k in self.keys:
@@ -811,6 +899,7 @@ class LoglinearModel(SuperpopulationModel):
         Parameters
         ----------
         max_iter : int
+            At least 1.
         tol, scale_tol : float
             Stop when the Newton decrement is below ``tol`` and the largest change of
             a log scale below ``scale_tol``.
@@ -828,6 +917,19 @@ class LoglinearModel(SuperpopulationModel):
         The Laplace draws use the Hessian of the last iteration when converged (the
         final Newton step and scale change are below the tolerances).
         """
+        # before any work: max_iter = 0 would return no fit at all, and a scale <= 0
+        # has no logarithm
+        max_iter = _whole_number(max_iter, "max_iter", 1)
+        exact_trace_limit = _whole_number(exact_trace_limit, "exact_trace_limit", 0)
+        for name, v in (("tol", tol), ("scale_tol", scale_tol)):
+            if not _positive(v):
+                raise InputError(f"{name} must be a positive finite number; got {v!r}")
+        if not _positive(init_scale):
+            raise InputError(f"init_scale must be a positive finite number; got {init_scale!r}")
+        if scales is not None:
+            bad = {b: v for b, v in dict(scales).items() if not _positive(v)}
+            if bad:
+                raise InputError(f"scales must be positive finite numbers; got {bad!r}")
         t0 = time.perf_counter()
         nb = self.family == "negbin"
         p = self.n_par
@@ -1076,6 +1178,13 @@ def posterior_risk(model: LoglinearModel, log_mu, sampling_fraction: float, kapp
     :math:`\sum_k f_k E(1/F_k \mid f_k)` (re-identifications) -- their posterior means
     are the point estimates (Rao-Blackwellised) -- and one posterior-predictive draw
     of F | parameters (:func:`simulate_excess`) for the central ``prob`` intervals.
+    ``theta`` is Skinner & Elliot's (2002)
+    :math:`\theta = \sum_k I(f_k=1)/\sum_k F_k I(f_k=1)` with :math:`F_k - f_k` replaced
+    by its posterior mean over the sample uniques, :math:`(1-\pi)E(\Lambda_k \mid f_k=1)`:
+    :math:`(1-\pi)\lambda_k` (Poisson) or
+    :math:`(1-\pi)(\kappa+1)\lambda_k/(\kappa+\pi\lambda_k)`, the mean of
+    :math:`\mathrm{Gamma}(\kappa+1, \text{rate } \kappa/\lambda_k+\pi)` (negbin, module
+    docstring).
 
     Parameters
     ----------
@@ -1110,7 +1219,15 @@ def posterior_risk(model: LoglinearModel, log_mu, sampling_fraction: float, kapp
     er_pp = (f / (f + x)).sum(axis=1)
     lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
     q = lambda v: (float(np.quantile(v, lo)), float(np.quantile(v, hi)))  # noqa: E731
-    excess_mean = ((1 - pi) * lam_su).mean(axis=0)  # E(F - f | f = 1) (both families)
+    # E(F - f | f = 1) per draw, averaged over the draws: (1 - pi) E(Lambda | f = 1), with
+    # Lambda = lambda (Poisson) or Lambda | f ~ Gamma(kappa + f, rate kappa/lambda + pi)
+    # (negbin, module docstring), mean (kappa + 1) lambda/(kappa + pi lambda): above
+    # lambda when mu = pi lambda < 1 (a sample unique in a sparse cell points to a larger
+    # Lambda), the more so the smaller kappa
+    if kap is None:
+        excess_mean = ((1 - pi) * lam_su).mean(axis=0)
+    else:
+        excess_mean = ((1 - pi) * (kap + 1.0) * lam_su / (kap + pi * lam_su)).mean(axis=0)
     n1 = int(su.sum())
     return {
         "tau1": float(p1.sum(axis=1).mean()), "tau2": float(r1.sum(axis=1).mean()),
