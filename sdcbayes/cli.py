@@ -538,7 +538,7 @@ def assess(
 
     from sdcbayes.report import assessment_report
 
-    html = assessment_report(result, md, summary)
+    html = assessment_report(result, md, summary, command_line=True)
     writers = {
         "summary.json": lambda p: write_json(p, summary),
         "records.csv": lambda p: write_csv(p, result.records),
@@ -716,11 +716,13 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         ("tau2 (expected correct matches of uniques)", with_truth("tau2")),
         ("records above benchmark (r>0.1, >median+2MAD)", count("n_above_benchmark")),
     ]
-    if s.get("median_risk", 0.0) > 0.1 and "n_above_threshold" not in s:
-        # most records are risky: median + 2 MAD sits above them, so the rule flags only
-        # outliers, and a small count here would read as a safe file
-        rows.append(("  note", f"median risk {s['median_risk']:.2f} > 0.1: the rule flags only "
-                               "outliers; --threshold 0.1 counts every risky record"))
+    from sdcbayes.report import benchmark_caveat
+
+    # most records are risky: median + 2 MAD sits above them, so the rule flags only
+    # outliers, and a small count would read as a safe file (report.html says the same)
+    caveat = benchmark_caveat(s, command_line=True)
+    if caveat is not None:
+        rows.append(("  note", caveat))
     if "n_above_threshold" in s:
         rows.append((f"records with risk > {s['risk_threshold']}", count("n_above_threshold")))
     if "household_expected_reidentifications" in s:

@@ -524,7 +524,7 @@ _MODEL_TEXT = {
 
 
 # The quantities of the file-level table, defined here because the page travels alone.
-_FILE_LEVEL_DEFINITIONS = (
+_FILE_LEVEL_DEFINITIONS_HEAD = (
     "<p class='note'>Notation: k runs over the key combinations (cells); f<sub>k</sub> and "
     "F<sub>k</sub> are the numbers of sample and population records in cell k (F<sub>k</sub> "
     "is unknown); a sample unique is a record alone in its cell (f<sub>k</sub> = 1). "
@@ -550,11 +550,84 @@ _FILE_LEVEL_DEFINITIONS = (
     "<dd>1 − Π(1 − r<sub>j</sub>) over the members j of the record's household: the chance "
     "that at least one member is re-identified. Household expected re-identifications "
     "(records) sums it over records, expected re-identified households over households.</dd>"
-    "<dt>90% interval</dt>"
-    "<dd>Posterior predictive: parameter uncertainty and the randomness of the unknown "
-    "F<sub>k</sub> (posterior models only; the closed form gives point estimates).</dd>"
-    "</dl>"
 )
+
+
+def interval_level_text(level: Any) -> str | None:
+    """``"90%"`` for an ``interval_level`` of 0.9; None when the level is unknown.
+
+    A result's intervals run from its first to its last quantile
+    (``summary["interval_level"]``), so a report names that level, never a fixed one.
+    """
+    if not _is_number(level) or _is_missing(level):
+        return None
+    return f"{100 * float(level):.3g}%"
+
+
+def _interval_name(summary: Mapping[str, Any]) -> str:
+    """The intervals' name for a header: ``"50% interval"``, or ``"interval"`` if unknown."""
+    pct = interval_level_text(summary.get("interval_level"))
+    return f"{pct} interval" if pct else "interval"
+
+
+def _quantile_bounds(summary: Mapping[str, Any]) -> tuple[float, float] | None:
+    qs = summary.get("quantiles")
+    if isinstance(qs, (list, tuple)) and qs and all(_is_number(q) for q in qs):
+        return float(min(qs)), float(max(qs))
+    return None
+
+
+def _file_level_definitions(summary: Mapping[str, Any], intervals: bool = True) -> str:
+    """The notation and definitions under the file-level table, naming the run's level.
+
+    ``intervals``: whether the table shows intervals (a closed form's does not).
+    """
+    if not intervals:
+        return _FILE_LEVEL_DEFINITIONS_HEAD + "</dl>"
+    bounds = _quantile_bounds(summary)
+    what = (f"From the {fmt(bounds[0])} to the {fmt(bounds[1])} quantile of the posterior "
+            "predictive distribution" if bounds is not None else "Posterior predictive")
+    return (
+        _FILE_LEVEL_DEFINITIONS_HEAD
+        + f"<dt>{esc(_interval_name(summary))}</dt>"
+        f"<dd>{what}: parameter uncertainty and the randomness of the unknown F<sub>k</sub> "
+        "(posterior models only; the closed form gives point estimates).</dd>"
+        "</dl>"
+    )
+
+
+#: The benchmark rule flags records above max(0.1, median + 2 MAD): once the median
+#: record is above this, the rule flags only outliers of a risky file.
+BENCHMARK_RISK = 0.1
+
+
+def benchmark_caveat(summary: Mapping[str, Any], command_line: bool = False) -> str | None:
+    """The caveat on the benchmark-rule count when most records are risky, else None.
+
+    Shared by the terminal summary of ``sdcbayes assess`` and :func:`assessment_report`
+    so that the two cannot say different things.
+
+    Parameters
+    ----------
+    summary : mapping
+        A result's summary (``median_risk``; no caveat when ``n_above_threshold`` is
+        there: that count already shows every risky record).
+    command_line : bool
+        Name the fix as the command-line option (``--threshold 0.1``) rather than the
+        Python keyword (``threshold=0.1``).
+
+    Returns
+    -------
+    str or None
+    """
+    median = summary.get("median_risk")
+    if "n_above_threshold" in summary or not _is_number(median) or not median > BENCHMARK_RISK:
+        return None
+    fix = (f"--threshold {BENCHMARK_RISK:g}" if command_line
+           else f"threshold={BENCHMARK_RISK:g}")
+    return (f"median risk {median:.2f} > {BENCHMARK_RISK:g}: the benchmark rule flags only "
+            f"outliers; {fix} counts every risky record")
+
 
 # Columns of the riskiest-cells table, explained when present.
 _CELL_COLUMNS = {
@@ -567,10 +640,10 @@ _CELL_COLUMNS = {
 }
 
 
-def _cell_columns_note(columns: Sequence[str]) -> str:
+def _cell_columns_note(columns: Sequence[str], interval: str = "interval") -> str:
     items = [f"{esc(c)}: {_CELL_COLUMNS[c]}" for c in columns if c in _CELL_COLUMNS]
     if any(str(c).endswith(("_lo", "_hi")) for c in columns):
-        items.append("columns ending in _lo and _hi: the bounds of the 90% interval")
+        items.append(f"columns ending in _lo and _hi: the bounds of the {esc(interval)}")
     return "<p class='note'>Columns: " + "; ".join(items) + ".</p>" if items else ""
 
 
@@ -670,39 +743,117 @@ def diagnostics_table(diag: Mapping[str, Any]) -> str:
     return table(rows, header=("diagnostic", "value")) + notes
 
 
-def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> str:
+#: Labels of the data summary (:meth:`sdcbayes.Microdata.summary`) in "Data and keys".
+_DATA_LABELS = {
+    "n_records": "records assessed",
+    "n_input_records": "records in the input",
+    "n_cells": "key combinations (cells)",
+    "n_sample_uniques": "sample uniques",
+    "K": "possible key combinations (K)",
+    "K_given": "K given by the user",
+    "weight": "weight column",
+    "sampling_fraction": "sampling fraction",
+    "sum_weights": "sum of the weights (estimated population size)",
+    "missing": "missing key values read as",
+    "alpha": "alpha (weight of a wildcard match)",
+    "n_missing_key_records": "records with a missing key value",
+    "n_dropped": "records dropped",
+    "household": "household column",
+    "n_households": "households",
+    "strata": "stratum column",
+    "n_strata": "strata",
+}
+
+#: Columns of the by-stratum table (``summary["by_stratum"]``, written by the CLI).
+_STRATUM_LABELS = {
+    "n_records": "records",
+    "n_sample_uniques": "sample uniques",
+    "expected_reidentifications": "expected re-identifications",
+}
+
+
+def _label(value: Any) -> Html:
+    """A key value or stratum as text: a code such as 10001 is a label, not a quantity."""
+    return Html(MISSING if _is_missing(value) else esc(value))
+
+
+def _stratum_section(by_stratum: Sequence[Mapping[str, Any]]) -> str:
+    """The per-stratum results (records, sample uniques, expected re-identifications)."""
+    extra = [k for row in by_stratum for k in row if k != "stratum" and k not in _STRATUM_LABELS]
+    cols = [*_STRATUM_LABELS, *dict.fromkeys(extra)]
+    rows = [[_label(r.get("stratum")), *(r.get(c) for c in cols)] for r in by_stratum]
+    header = ["stratum", *(_STRATUM_LABELS.get(c, c.replace("_", " ")) for c in cols)]
+    return (
+        table(rows, header=header)
+        + "<p class='note'>The key combinations span the strata: a record's risk is its "
+        "cell's, whatever its stratum; a stratum's expected re-identifications sum its "
+        "records' risks. Dropped records count nowhere.</p>"
+    )
+
+
+def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
+                      command_line: bool = False) -> str:
     """The ``report.html`` of ``sdcbayes assess``.
 
-    Sections: file-level risk (with the truth for the demo sample), data and key
-    summary, model, the per-record risk distribution, the riskiest key
-    combinations (cell level only: no raw records), household risk and the
-    provenance (command and versions).
+    Sections: file-level risk (with the truth for the demo sample), risk by stratum
+    (when ``summary`` has ``by_stratum``), data and key summary, model, the per-record
+    risk distribution, the riskiest key combinations (cell level only: no raw
+    records), household risk and the provenance (command and versions).
+
+    Parameters
+    ----------
+    result : Assessment or PosteriorAssessment
+    md : sdcbayes.Microdata
+        The microdata assessed (its summary is the fallback of "Data and keys").
+    summary : mapping
+        The result's summary, possibly extended (``data``, ``truth``, ``by_stratum``,
+        ``provenance``); without ``provenance``, ``result.provenance`` is shown.
+    top : int
+        Rows of the riskiest-cells table.
+    command_line : bool
+        Word fixes as command-line options (the CLI), not Python keywords.
     """
+    prov = summary.get("provenance") or getattr(result, "provenance", None) or None
+    if prov and not summary.get("provenance"):
+        # result.provenance is the stamp of a Python run: show it as the CLI's is shown
+        summary = {**summary, "provenance": prov}
     truth = summary.get("truth") or {}
+    interval = _interval_name(summary)
     rows = []
     for key, label in _SUMMARY_LABELS.items():
         if key not in summary:
             continue
+        if key == "n_above_threshold" and _is_number(summary.get("risk_threshold")):
+            label = f"records with risk above {fmt(summary['risk_threshold'])}"
         row = [label, summary[key]]
         lo_hi = summary.get(f"{key}_interval")
         row.append(lo_hi if lo_hi is not None else "")
         row.append(truth.get(key, "") if truth else "")
         rows.append(row)
-    header = ["quantity", "estimate", "90% interval", "truth"]
+    header = ["quantity", "estimate", interval, "truth"]
     # drop columns that are empty for this run (no intervals for closed forms, no truth
     # outside the demo)
     keep = [0, 1] + [i for i in (2, 3) if any(r[i] != "" for r in rows)]
     header = [header[i] for i in keep]
     rows = [[r[i] for i in keep] for r in rows]
+    caveat = benchmark_caveat(summary, command_line=command_line)
     sections = [
         (
             "File-level risk",
             table(rows, header=header)
-            + _FILE_LEVEL_DEFINITIONS,
+            + message_box([caveat] if caveat else [], "The benchmark rule", kind="info")
+            + _file_level_definitions(summary, intervals=2 in keep),
         )
     ]
-    ds = md.summary()
-    key_rows = [(k, v) for k, v in ds.items() if not isinstance(v, (dict, list))]
+    by_stratum = summary.get("by_stratum")
+    if isinstance(by_stratum, (list, tuple)) and by_stratum:
+        sections.append(("Risk by stratum", _stratum_section(by_stratum)))
+    # the run's own stamp first: the CLI records there what the run used (e.g. alpha
+    # None under missing='category' or 'drop'), which md.summary() does not know
+    stamped = (prov or {}).get("data") if isinstance(prov, Mapping) else None
+    ds = stamped if isinstance(stamped, Mapping) and stamped else md.summary()
+    key_rows = [(_DATA_LABELS.get(k, k.replace("_", " ")), v) for k, v in ds.items()
+                if not isinstance(v, (dict, list))]
     levels = ds.get("key_levels") or ds.get("keys")
     sections.append(
         (
@@ -732,11 +883,15 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20) -> 
     sections.append(("Per-record risk distribution", plots))
     cells = result.cells.sort_values("risk", ascending=False).head(top)
     show = [c for c in cells.columns if c not in ("cell",)]
+    keys = set(getattr(md, "keys", ()) or ())
+    is_key = [c in keys for c in show]
+    cell_rows = ([_label(v) if k else v for v, k in zip(row, is_key, strict=True)]
+                 for row in cells[show].itertuples(index=False, name=None))
     sections.append(
         (
             f"The {len(cells)} riskiest key combinations",
-            table(cells[show].itertuples(index=False, name=None), header=show)
-            + _cell_columns_note(show)
+            table(cell_rows, header=show)
+            + _cell_columns_note(show, interval)
             + "<p class='note'>Cell level only; no raw records are shown.</p>",
         )
     )
@@ -1142,7 +1297,8 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
 
     Sections: the model specifications and priors; the comparison table (PSIS-LOO
     within a likelihood family only, tau1, tau2 and expected re-identifications with
-    90% intervals and the truth when known, diagnostics, fit time); the decisions per
+    their intervals (each row's level, from its assessment) and the truth when
+    known, diagnostics, fit time); the decisions per
     model at the target (seed 003, Sections 2 and 4); one frontier plot per loss pair
     with one curve per model and random suppression (seed 003, Figure 1); the cells
     whose decision changes between models.
@@ -1155,10 +1311,20 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     def iv(mean, lo, hi):
         return f"{fmt(mean)} [{fmt(lo)}, {fmt(hi)}]"
 
+    # each row's own level (its assessment's quantiles): one heading when they agree,
+    # a level per row when they do not, never a level no row has
+    assessments = getattr(result, "assessments", None) or {}
+    levels = [interval_level_text((getattr(assessments.get(r.name), "summary", None) or {})
+                                  .get("interval_level"))
+              for r in t.itertuples(index=False)]
+    one_level = len(set(levels)) == 1 and levels[0] is not None
+    risk_title = (f"Risk: estimates with {levels[0]} intervals" if one_level
+                  else "Risk: estimates with intervals (levels per row)")
     risk_rows = [
         (r.name, iv(r.tau1, r.tau1_lo, r.tau1_hi), iv(r.tau2, r.tau2_lo, r.tau2_hi),
-         iv(r.er, r.er_lo, r.er_hi), r.interval_kind)
-        for r in t.itertuples(index=False)
+         iv(r.er, r.er_lo, r.er_hi),
+         r.interval_kind if one_level else f"{level or 'level unknown'}, {r.interval_kind}")
+        for r, level in zip(t.itertuples(index=False), levels, strict=True)
     ]
     if truth:
         risk_rows.append(("truth", fmt(truth.get("tau1")), fmt(truth.get("tau2")),
@@ -1186,7 +1352,7 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     sections = [
         ("Models", table(spec_rows, header=("name", "model", "method", "priors (merged)"))),
         (
-            "Risk: estimates with 90% intervals",
+            risk_title,
             table(risk_rows, header=("model", "τ1", "τ2", "expected re-identifications",
                                      "interval"))
             + "<p class='note'>τ1: sample uniques that are population uniques; τ2: expected "
