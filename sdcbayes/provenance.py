@@ -22,22 +22,33 @@ _STACK = ("numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "arviz")
 
 
 def json_safe(obj: Any) -> Any:
-    """Plain-JSON copy of ``obj``: NumPy scalars and arrays to Python, NaN/inf to None.
+    """Plain-JSON copy of ``obj``: NumPy and pandas values to Python, NaN/inf to None.
 
-    JSON has no NaN, so non-finite numbers become ``null`` and every file sdcbayes
-    writes is valid JSON for any reader. Dict keys become strings; paths and other
-    objects their ``str``.
+    JSON has no NaN, so non-finite numbers and missing values (``pd.NA``,
+    ``pd.NaT``) become ``null`` and every file sdcbayes writes is valid JSON for
+    any reader. Dict keys become strings; sets become sorted lists; pandas
+    Series, Index and arrays become lists; paths and other objects their ``str``.
     """
     import math
     from pathlib import PurePath
 
     import numpy as np
 
+    # pandas only when already loaded: a pandas object cannot exist otherwise
+    pd = sys.modules.get("pandas")
     if isinstance(obj, dict):
         return {str(k): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        items = [json_safe(v) for v in obj]
+        try:  # a set has no order of its own: sorted, so that a stamp is reproducible
+            return sorted(items)
+        except TypeError:  # mixed types
+            return sorted(items, key=lambda v: (type(v).__name__, str(v)))
     if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if pd is not None and isinstance(obj, (pd.Series, pd.Index, pd.api.extensions.ExtensionArray)):
         return json_safe(obj.tolist())
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
@@ -49,6 +60,8 @@ def json_safe(obj: Any) -> Any:
         return obj
     if isinstance(obj, PurePath):
         return str(obj)
+    if pd is not None and pd.api.types.is_scalar(obj) and pd.isna(obj):
+        return None  # pd.NA, pd.NaT, numpy's NaT
     return str(obj)
 
 
@@ -104,7 +117,9 @@ def stamp(
     settings : dict, optional
         Fitting settings (draws, chains, seed, method, ...).
     """
-    return {
+    # json_safe: priors, data summary and settings come as given (NumPy seeds, pandas
+    # values), and the record is promised to serialise
+    return json_safe({
         "sdcbayes_version": __version__,
         "model": model,
         "priors": priors,
@@ -113,4 +128,4 @@ def stamp(
         "versions": package_versions(),
         "command": command_line(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-    }
+    })

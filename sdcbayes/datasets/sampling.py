@@ -172,14 +172,20 @@ def joint_codes(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     ----------
     frame : pandas.DataFrame
         The records.
-    keys : sequence of str
+    keys : str or sequence of str
         Key columns (at least one).
 
     Returns
     -------
     ndarray of int64, shape (len(frame),)
         Non-negative codes; their order is lexicographic in the key codes.
+
+    Raises
+    ------
+    InputError
+        ``keys`` is empty or names columns ``frame`` lacks.
     """
+    keys = _key_list(frame, keys)
     combined = np.zeros(len(frame), dtype=np.int64)
     radix = 1
     for key in keys:
@@ -202,19 +208,41 @@ def cell_frequencies(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     ----------
     frame : pandas.DataFrame
         The records.
-    keys : sequence of str
-        Key columns.
+    keys : str or sequence of str
+        Key columns (at least one).
 
     Returns
     -------
     ndarray of int64, shape (len(frame),)
         ``out[i]`` = number of rows of ``frame`` with row i's key combination.
+
+    Raises
+    ------
+    InputError
+        ``keys`` is empty or names columns ``frame`` lacks.
     """
-    _check_columns(frame, keys, "keys")
+    keys = _key_list(frame, keys)
     _, inverse, counts = np.unique(
         joint_codes(frame, keys), return_inverse=True, return_counts=True
     )
     return counts[inverse].astype(np.int64)
+
+
+def _key_list(frame: pd.DataFrame, keys) -> list[str]:
+    """``keys`` as a checked list: one name alone is one key, not its characters."""
+    if isinstance(keys, str):
+        keys = [keys]
+    try:
+        keys = list(keys)
+    except TypeError:
+        raise InputError(
+            f"keys must be a list of column names, got {type(keys).__name__}; "
+            "e.g. keys=['region', 'sex']."
+        ) from None
+    if not keys:  # no key would put every record in one cell
+        raise InputError("keys is empty; pass at least one key column, e.g. keys=['region'].")
+    _check_columns(frame, keys, "keys")
+    return keys
 
 
 def _check_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
@@ -359,7 +387,8 @@ def draw_sample(
     ------
     InputError
         Unknown design or columns, a fraction outside (0, 1], a stratum
-        mapping that does not match the strata, households spanning strata.
+        mapping that does not match the strata, households spanning strata,
+        missing household ids, an empty population.
     """
     if design not in DESIGNS:
         raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}.")
@@ -391,8 +420,17 @@ def draw_sample(
             "a fraction per stratum needs a strata column; pass strata='region' or a scalar."
         )
 
-    rng = np.random.default_rng(seed)
     N = len(population)
+    if N == 0:
+        raise InputError("the population has no rows; pass a population with at least one row.")
+    if design == "household":
+        n_missing = int(population[household].isna().sum())
+        if n_missing:  # pd.factorize codes them -1, which would index the last household
+            raise InputError(
+                f"household column {household!r} has {n_missing} missing ids; give every "
+                "person a household id or drop those rows."
+            )
+    rng = np.random.default_rng(seed)
     if strata is None:
         stratum_codes = np.zeros(N, dtype=np.int64)
         stratum_labels: list = [None]

@@ -55,7 +55,6 @@ This module may import NumPy and pandas only.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,6 +62,8 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import _DIRECT_COMPARISONS as _microdata_direct_comparisons
+from sdcbayes.microdata import _wildcard_counts as _wildcard_search
 from sdcbayes.protection.base import (
     ProtectionResult,
     check_columns,
@@ -81,7 +82,7 @@ __all__ = ["local_suppression", "wildcard_frequencies", "default_importance"]
 
 #: Sub-problems with at most this many (query, data, key) comparisons are finished by
 #: direct pairwise comparison: cheaper than splitting them further.
-_DIRECT_COMPARISONS = 1 << 14
+_DIRECT_COMPARISONS = _microdata_direct_comparisons
 
 
 def _wildcard_counts(
@@ -95,149 +96,13 @@ def _wildcard_counts(
 ) -> np.ndarray:
     """Sum of ``weights`` over data rows that wildcard-match each query row.
 
-    Rows are int64 code matrices with -1 for missing; a data row matches a
-    query row when they agree on every key observed in both (and on the
-    stratum, which is never missing).
-
-    The search takes the keys one at a time (most levels first) and keeps
-    (data rows, query rows) that may still match in groups that agree on every
-    key observed in both so far. At key j a group splits in three: queries
-    missing j (they keep all data rows), queries observed on j against data
-    missing j, and both observed, where the group is refined by the value of
-    j. Groups with no rows on one side are dropped, which is what keeps the
-    work near the number of actual matches rather than the number of pairs of
-    missingness patterns. Keys observed in every row of both sides are folded
-    in together, and small sub-problems are compared pairwise.
+    The search of :func:`sdcbayes.microdata._wildcard_counts` (shared with
+    :class:`sdcbayes.Microdata`), with this module's :data:`_DIRECT_COMPARISONS`.
     """
-    n_keys = data.shape[1]
-    out = np.zeros(queries.shape[0], dtype=np.float64)
-    if queries.shape[0] == 0 or data.shape[0] == 0:
-        return out
-    if stratum_data is None:
-        g_d = np.zeros(data.shape[0], dtype=np.int64)
-        g_q = np.zeros(queries.shape[0], dtype=np.int64)
-        n_g = 1
-    else:
-        g_d = np.asarray(stratum_data, dtype=np.int64)
-        g_q = np.asarray(stratum_queries, dtype=np.int64)
-        n_g = int(n_strata)
-    # Contiguous columns: the search gathers one key of many rows at a time.
-    d_cols = [np.ascontiguousarray(data[:, j]) for j in range(n_keys)]
-    q_cols = [np.ascontiguousarray(queries[:, j]) for j in range(n_keys)]
-    # Keys with many levels first: they split groups finest, so pruning starts early.
-    order = [int(j) for j in np.argsort(-np.asarray(radices, dtype=np.int64), kind="stable")]
-    # Explicit stack of nodes (next key position, data rows, query rows, their groups, n groups).
-    stack = [(0, np.arange(data.shape[0]), np.arange(queries.shape[0]), g_d, g_q, n_g)]
-    while stack:
-        pos, di, qi, gd, gq, ng = stack.pop()
-        if di.size * qi.size * (n_keys - pos + 1) <= _DIRECT_COMPARISONS:
-            match = gq[:, None] == gd[None, :]
-            for j in order[pos:]:
-                a = q_cols[j][qi][:, None]
-                b = d_cols[j][di][None, :]
-                match &= (a == b) | (a < 0) | (b < 0)
-            out[qi] += match @ weights[di]
-            continue
-        fold_d, fold_q, fold_r = [], [], []
-        while pos < n_keys:
-            j = order[pos]
-            cd, cq = d_cols[j][di], q_cols[j][qi]
-            md, mq = cd < 0, cq < 0
-            if md.any() or mq.any():
-                break
-            fold_d.append(cd)
-            fold_q.append(cq)
-            fold_r.append(int(radices[j]))
-            pos += 1
-        if fold_r:
-            node = _refine(di, qi, gd, gq, ng, fold_d, fold_q, fold_r)
-            if node is None:
-                continue
-            di, qi, gd, gq, ng = node
-            if pos < n_keys:  # the key that stopped the fold, on the surviving rows
-                cd, cq = d_cols[j][di], q_cols[j][qi]
-                md, mq = cd < 0, cq < 0
-        if pos == n_keys:
-            out[qi] += np.bincount(gd, weights=weights[di], minlength=ng)[gq]
-            continue
-        oq = ~mq
-        children = []
-        if mq.any():  # key j is a wildcard in these queries: every data row stays
-            children.append(_prune(di, qi[mq], gd, gq[mq], ng))
-        if oq.any():
-            if md.any():  # key j is a wildcard in these data rows
-                children.append(_prune(di[md], qi[oq], gd[md], gq[oq], ng))
-            od = ~md
-            if od.any():
-                split = _refine(
-                    di[od], qi[oq], gd[od], gq[oq], ng, [cd[od]], [cq[oq]], [int(radices[j])]
-                )
-                children.append(split)
-        stack.extend((pos + 1, *node) for node in children if node is not None)
-    return out
-
-
-_Node = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
-
-
-def _prune(di: np.ndarray, qi: np.ndarray, gd: np.ndarray, gq: np.ndarray, ng: int) -> _Node | None:
-    """Drop the rows of groups that have no rows on the other side (None: nothing left)."""
-    has_q = np.zeros(ng, dtype=bool)
-    has_q[gq] = True
-    kd = has_q[gd]
-    if not kd.any():
-        return None
-    has_d = np.zeros(ng, dtype=bool)
-    has_d[gd[kd]] = True
-    kq = has_d[gq]
-    return di[kd], qi[kq], gd[kd], gq[kq], ng
-
-
-def _refine(
-    di: np.ndarray,
-    qi: np.ndarray,
-    gd: np.ndarray,
-    gq: np.ndarray,
-    ng: int,
-    cols_d: list[np.ndarray],
-    cols_q: list[np.ndarray],
-    radices: list[int],
-) -> _Node | None:
-    """Split the groups by the (observed) values in ``cols_*``; keep groups with both sides.
-
-    New groups are numbered densely. When the packed (group, values) range is small
-    this is a presence table (no sort); otherwise a sort of the packed codes, with
-    :func:`pack_rows` renumbering before an int64 overflow.
-    """
-    nd = di.size
-    total = ng * math.prod(radices)  # Python int: cannot overflow
-    if total <= 4 * (nd + qi.size) + 4096:
-        code_d, code_q = gd, gq
-        for a, b, r in zip(cols_d, cols_q, radices, strict=True):
-            code_d = code_d * r + a
-            code_q = code_q * r + b
-        side = np.zeros(total, dtype=np.int8)
-        side[code_d] = 1
-        side[code_q] |= 2
-        both = side == 3
-    else:
-        cols = [np.concatenate([gd, gq])] + [
-            np.concatenate([a, b]) for a, b in zip(cols_d, cols_q, strict=True)
-        ]
-        uniq, inv = np.unique(pack_rows(cols, [ng, *radices]), return_inverse=True)
-        inv = inv.reshape(-1)
-        code_d, code_q = inv[:nd], inv[nd:]
-        both = np.zeros(uniq.size, dtype=bool)
-        both[code_d] = True
-        seen_q = np.zeros(uniq.size, dtype=bool)
-        seen_q[code_q] = True
-        both &= seen_q
-    new_id = np.cumsum(both) - 1
-    n_new = int(new_id[-1]) + 1
-    if n_new == 0:
-        return None
-    kd, kq = both[code_d], both[code_q]
-    return di[kd], qi[kq], new_id[code_d[kd]], new_id[code_q[kq]], n_new
+    return _wildcard_search(
+        data, weights, queries, radices, stratum_data, stratum_queries, n_strata,
+        direct_comparisons=_DIRECT_COMPARISONS,
+    )
 
 
 def _code_keys(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, list[pd.Index]]:
