@@ -68,15 +68,21 @@ PPC_UNIQUES_TAIL = 0.01
 
 
 def _worst(ds: xr.Dataset, largest: bool) -> tuple[float, str]:
-    """Worst value over all variables and elements, with its ``name[dim=label]``."""
-    best_val, best_name = (-np.inf if largest else np.inf), ""
+    """Worst value over all variables and elements, with its ``name[dim=label]``.
+
+    ``(nan, "")`` when no element has a finite value (e.g. constant draws, whose R-hat is
+    undefined): a sentinel such as -inf would read as a value, and as a good one.
+    """
+    best_val, best_name = math.nan, ""
     for name, da in ds.data_vars.items():
         values = np.asarray(da.values, dtype=float)
-        if values.size == 0 or np.all(np.isnan(values)):
+        finite = np.isfinite(values)
+        if not finite.any():
             continue  # constants (e.g. data copied into the posterior)
-        flat = np.nanargmax(values) if largest else np.nanargmin(values)
+        masked = np.where(finite, values, -np.inf if largest else np.inf)
+        flat = int(np.argmax(masked) if largest else np.argmin(masked))
         v = float(values.reshape(-1)[flat])
-        if (v > best_val) if largest else (v < best_val):
+        if best_val != best_val or ((v > best_val) if largest else (v < best_val)):
             idx = np.unravel_index(flat, values.shape) if values.ndim else ()
             where = ",".join(
                 f"{d}={da.coords[d].values[i] if d in da.coords else i}"
@@ -86,24 +92,53 @@ def _worst(ds: xr.Dataset, largest: bool) -> tuple[float, str]:
     return best_val, best_name
 
 
+def _non_finite(ds: xr.Dataset) -> tuple[int, str]:
+    """Number of non-finite (nan, inf) draws over the variables, and the first variable."""
+    total, first = 0, ""
+    for name, da in ds.data_vars.items():
+        values = np.asarray(da.values)
+        if not np.issubdtype(values.dtype, np.number) or np.issubdtype(values.dtype, np.integer):
+            continue
+        n = int(values.size - np.count_nonzero(np.isfinite(values)))
+        if n and not first:
+            first = str(name)
+        total += n
+    return total, first
+
+
 def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, Any]:
     """Return ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences`` and where.
 
     Computed over the posterior variables (``var_names`` to restrict). For a
     posterior that is not a Markov chain (MAP, Laplace, ADVI) only the method
-    stamp matters: callers skip this function (values are ``nan``).
+    stamp matters: callers skip this function (values are ``nan``). A statistic
+    that no element has (R-hat of one chain, of constant or non-finite draws, or of
+    fewer than 4 draws) is ``nan``; ``divergences`` is counted whatever the number
+    of draws; ``non_finite_draws`` (and ``non_finite_draws_at``, the first variable)
+    appear where draws are nan or infinite.
     """
     post = get_group(idata, "posterior")
     if var_names is not None:
         post = post[var_names]
     n_chains, n_draws = post.sizes["chain"], post.sizes["draw"]
     out: dict[str, Any] = {"chains": int(n_chains), "draws": int(n_draws)}
+    # counted whatever the number of draws: a short run's divergences are still a problem
+    divergences = 0
+    if has_group(idata, "sample_stats"):
+        stats = get_group(idata, "sample_stats")
+        if "diverging" in stats:
+            divergences = int(stats["diverging"].values.sum())
+    # a sampler that ran off to inf (or nan) gives no R-hat/ESS to flag it: say so (the
+    # keys only when there are any, so that a healthy fit's stamp is as before)
+    n_bad, bad_at = _non_finite(post)
+    if n_bad:
+        out["non_finite_draws"], out["non_finite_draws_at"] = n_bad, bad_at
     if n_draws < 4:
         return out | {
             "max_r_hat": math.nan,
             "min_ess_bulk": math.nan,
             "min_ess_tail": math.nan,
-            "divergences": 0,
+            "divergences": divergences,
         }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant variables give nan
@@ -118,11 +153,6 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
         out["max_r_hat"], out["max_r_hat_at"] = _worst(rhat, largest=True)
     out["min_ess_bulk"], out["min_ess_bulk_at"] = _worst(ess_bulk, largest=False)
     out["min_ess_tail"], out["min_ess_tail_at"] = _worst(ess_tail, largest=False)
-    divergences = 0
-    if has_group(idata, "sample_stats"):
-        stats = get_group(idata, "sample_stats")
-        if "diverging" in stats:
-            divergences = int(stats["diverging"].values.sum())
     out["divergences"] = divergences
     return out
 
@@ -163,24 +193,42 @@ def check_diagnostics(
         ess_threshold = ESS_PER_CHAIN * diagnostics.get("chains", 1)
     problems = []
     rhat = diagnostics.get("max_r_hat", math.nan)
+    rhat = math.nan if rhat is None else float(rhat)
+    if sampler == "gibbs":
+        fix = ("the chains disagree or drift: the number of occupied latent classes and a "
+               "learnt profile mass move slowly under the Gibbs sampler; run longer "
+               "(tune=5000) and more chains, and compare their estimates (the "
+               "spread between chains is part of the uncertainty)")
+    else:
+        fix = ("the chains disagree; run more tuning steps (tune=2000) and draws, or "
+               "tighten its prior")
     if rhat == rhat and rhat > rhat_threshold:
-        if sampler == "gibbs":
-            fix = ("the chains disagree or drift: the number of occupied latent classes and a "
-                   "learnt profile mass move slowly under the Gibbs sampler; run longer "
-                   "(tune=5000) and more chains, and compare their estimates (the "
-                   "spread between chains is part of the uncertainty)")
-        else:
-            fix = ("the chains disagree; run more tuning steps (tune=2000) and draws, or "
-                   "tighten its prior")
         problems.append(
-            f"parameter {diagnostics['max_r_hat_at']} has R-hat {rhat:.3f} > {rhat_threshold}: "
-            + fix
+            f"parameter {diagnostics.get('max_r_hat_at') or '(unnamed)'} has R-hat "
+            f"{rhat:.3f} > {rhat_threshold}: " + fix
+        )
+    elif rhat != rhat and diagnostics.get("chains", 1) >= 2 and diagnostics.get("draws", 0) >= 4:
+        # R-hat is defined for >= 2 chains of >= 4 draws: nan there means that no
+        # parameter's chains varied (a sampler that never moved) or that all are non-finite
+        problems.append(
+            "R-hat could not be computed for any parameter (constant or non-finite draws): "
+            "the sampler did not move, or ran off to infinity; check the model's priors and "
+            "starting point, and rerun with more tuning steps (tune=2000)"
+        )
+    n_bad = diagnostics.get("non_finite_draws", 0) or 0
+    if n_bad > 0:
+        problems.append(
+            f"{n_bad} non-finite draws (nan or inf), first in parameter "
+            f"{diagnostics.get('non_finite_draws_at') or '(unnamed)'}: the sampler ran off "
+            "to infinity or produced nan; check its prior and the data, or tighten the prior"
         )
     for kind in ("bulk", "tail"):
         ess = diagnostics.get(f"min_ess_{kind}", math.nan)
+        ess = math.nan if ess is None else float(ess)
         if ess == ess and ess < ess_threshold:
             problems.append(
-                f"parameter {diagnostics[f'min_ess_{kind}_at']} has {kind} ESS {ess:.0f} < "
+                f"parameter {diagnostics.get(f'min_ess_{kind}_at') or '(unnamed)'} has "
+                f"{kind} ESS {ess:.0f} < "
                 f"{ess_threshold:.0f}: increase draws (and tune), or reparameterise it"
                 + (" (tail quantiles and intervals are unreliable)" if kind == "tail" else "")
             )
@@ -274,6 +322,13 @@ def check_predictive_uniques(row, *, tail: float = PPC_UNIQUES_TAIL) -> str | No
         The warning's text (also issued as a :class:`PredictiveCheckWarning`), or None.
     """
     p = float(row["p_value"])
+    if not math.isfinite(p):
+        # no replicates to compare with: "more/fewer than the replicates" would be untrue
+        msg = ("predictive check: the p-value of the sample uniques could not be computed "
+               f"(p = {p}): the check has no replicate samples to compare with; rerun it "
+               "with predictive draws")
+        warn_at_caller(msg, PredictiveCheckWarning)
+        return msg
     if tail <= p <= 1.0 - tail:
         return None
     lo, hi = row["interval"]

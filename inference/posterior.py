@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import uuid
 from pathlib import Path
 from typing import Any
 
 import arviz as az
+import numpy as np
 import xarray as xr
 
 from sdcbayes.exceptions import InputError
@@ -50,11 +53,44 @@ PROVENANCE_KEYS = (
 _JSON_KEYS = ("model_options", "priors", "data_summary", "settings", "diagnostics", "provenance")
 
 
+#: ``xarray.DataTree`` where the installed xarray has it (2024.10 and later)
+_DataTree = getattr(xr, "DataTree", None)
+
+
+def _is_tree(idata) -> bool:
+    return _DataTree is not None and isinstance(idata, _DataTree)
+
+
+def _not_a_container(idata) -> InputError:
+    """The error for an object that is no posterior container, with the likely fix."""
+    kind = type(idata).__name__
+    if hasattr(idata, "idata"):
+        hint = f"pass its posterior, {kind}.idata (e.g. result.idata of assess_posterior)"
+    elif isinstance(idata, str | os.PathLike):
+        hint = "read the file first: sdcbayes.inference.load_posterior(path)"
+    elif isinstance(idata, xr.Dataset):
+        hint = ("a Dataset is one group of a posterior; pass the whole posterior, or wrap "
+                "it: arviz.InferenceData(posterior=ds)")
+    else:
+        hint = "fit one with sdcbayes.inference.fit or read one with load_posterior(path)"
+    return InputError(
+        f"expected a posterior (arviz.InferenceData or xarray.DataTree); got {kind}: {hint}"
+    )
+
+
 def group_names(idata) -> list[str]:
-    """Names of the groups of a posterior container (InferenceData or DataTree)."""
+    """Names of the groups of a posterior container (InferenceData or DataTree).
+
+    Raises
+    ------
+    InputError
+        When ``idata`` is no posterior container (a result object, a Dataset, a path).
+    """
     if isinstance(idata, az.InferenceData):
         return list(idata.groups())
-    return [str(k) for k in idata.children]  # xarray.DataTree
+    if _is_tree(idata):
+        return [str(k) for k in idata.children]
+    raise _not_a_container(idata)
 
 
 def has_group(idata, name: str) -> bool:
@@ -88,16 +124,38 @@ def _dumps(obj) -> str:
     return json.dumps(json_safe(obj), sort_keys=True)
 
 
+def _encode_stamp(value):
+    """A stamp value netCDF can store: str, int64 or float as is, anything else as JSON.
+
+    Encoded here, not at save time: a value netCDF refuses (a bool, an int beyond 64 bits)
+    would otherwise fail :func:`save_posterior` long after the stamp was written.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()  # NumPy scalars as Python values
+    if isinstance(value, bool):  # an int subclass, but netCDF has no boolean attributes
+        return _dumps(value)
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else _dumps(value)
+    if isinstance(value, str | float):
+        return value
+    return _dumps(value)
+
+
 def stamp(idata, **fields: Any) -> None:
     """Write provenance ``fields`` on the posterior group attrs and ``idata.attrs``.
 
-    Structured values (dicts, lists) are stored as JSON strings, so the stamps
-    survive netCDF; :func:`provenance` decodes them.
+    Strings, integers and floats are stored as they are; anything else (dicts, lists,
+    None, booleans) as a JSON string, so that every stamp survives netCDF.
+    :func:`provenance` decodes the structured fields (``settings``, ``priors``, ...).
     """
-    encoded = {k: (v if isinstance(v, str | int | float) else _dumps(v)) for k, v in fields.items()}
-    get_group(idata, "posterior").attrs.update(encoded)
-    if isinstance(idata, az.InferenceData):
-        idata.attrs.update(encoded)
+    encoded = {k: _encode_stamp(v) for k, v in fields.items()}
+    if _is_tree(idata):
+        get_group(idata, "posterior")  # the usual error when the group is absent
+        # the node itself: get_group returns a Dataset copy whose attrs are not the tree's
+        idata["posterior"].attrs.update(encoded)
+    else:
+        get_group(idata, "posterior").attrs.update(encoded)
+    idata.attrs.update(encoded)
 
 
 def provenance(idata) -> dict[str, Any]:
@@ -130,10 +188,28 @@ def decode_stamps(attrs) -> dict[str, Any]:
     return out
 
 
+#: Suffixes of a posterior file (compared case-insensitively); any other path is a folder
+#: that holds ``posterior.nc``.
+_NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf", ".h5", ".hdf5")
+#: Suffixes of other formats, refused rather than made into a folder of that name.
+_OTHER_FORMATS = (".zarr", ".zip", ".json", ".csv", ".pkl", ".pickle", ".npz", ".npy",
+                  ".parquet", ".txt", ".gz")
+
+
 def _posterior_path(path) -> Path:
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(
+            f"path must be a file or folder name (str or pathlib.Path); got {type(path).__name__}"
+        )
     path = Path(path)
-    if path.suffix == ".nc":
+    suffix = path.suffix.lower()
+    if suffix in _NETCDF_SUFFIXES:
         return path
+    if suffix in _OTHER_FORMATS:
+        raise InputError(
+            f"unsupported format {path.suffix!r} ({str(path)!r}): posteriors are read and "
+            "written as netCDF only; name a .nc file, or a folder that holds posterior.nc"
+        )
     return path / "posterior.nc"
 
 
@@ -142,25 +218,56 @@ def save_posterior(idata, path) -> Path:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         A posterior from :func:`sdcbayes.inference.fit`.
     path : str or pathlib.Path
-        A ``.nc`` file, or a folder (created if needed) that receives ``posterior.nc``.
+        A netCDF file (suffix ``.nc``, ``.nc4``, ``.netcdf``, ``.cdf``, ``.h5`` or ``.hdf5``,
+        any case), or a folder (created if needed) that receives ``posterior.nc``. An
+        existing file is replaced, only once the new one is completely written (a
+        failed save leaves it as it was), so a posterior may be saved back to the file
+        it was loaded from.
 
     Returns
     -------
     pathlib.Path
         The file written.
+
+    Raises
+    ------
+    InputError
+        ``idata`` is no posterior or lacks the provenance stamps; ``path`` names
+        another format (``.zarr``, ``.json``, ...), an existing folder with a netCDF
+        suffix, or lies under a file.
     """
-    target = _posterior_path(path)
     missing = [k for k in ("sdcbayes_version", "model") if k not in provenance(idata)]
     if missing:
         raise InputError(
             f"the posterior lacks the provenance stamps {missing}; fit it with "
             "sdcbayes.inference.fit, or stamp it with sdcbayes.inference.posterior.stamp"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    idata.to_netcdf(str(target))
+    target = _posterior_path(path)
+    if target.is_dir():
+        raise InputError(
+            f"{str(target)!r} is a folder; name a file (e.g. {str(target / 'posterior.nc')!r}) "
+            "or pass a folder without a netCDF suffix"
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as err:
+        raise InputError(
+            f"cannot create the folder {str(target.parent)!r}: a file of that name (or of a "
+            "folder above it) exists; choose another path"
+        ) from err
+    # Written beside the target and moved onto it only once complete: ArviZ writes group by
+    # group, so a write that fails part-way would otherwise leave a truncated file in place
+    # of a good one; and the target may be the very file the posterior was read from.
+    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
+    try:
+        idata.to_netcdf(str(partial))
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return target
 
 
@@ -171,14 +278,51 @@ def load_posterior(path):
     ----------
     path : str or pathlib.Path
         The ``.nc`` file or the folder holding ``posterior.nc``.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Read into memory, the file closed: saving it back to ``path`` is safe.
+
+    Raises
+    ------
+    InputError
+        No such file, a folder, a file that is not netCDF, a netCDF file that is no
+        ArviZ posterior (no groups, no ``posterior`` group) or has no sdcbayes stamps.
     """
     target = _posterior_path(path)
+    if Path(path).is_file():
+        target = Path(path)  # an existing file is read whatever its suffix (posterior.bak)
+    if target.is_dir():
+        raise InputError(
+            f"{str(target)!r} is a folder, not a posterior file; pass the posterior.nc "
+            "written by save_posterior (or the output folder that holds it)"
+        )
     if not target.is_file():
         raise InputError(
             f"no posterior file at {str(target)!r}; pass the posterior.nc written by "
             "save_posterior (or the output folder that holds it)"
         )
-    idata = az.from_netcdf(str(target))
+    try:
+        # eagerly, and the file closed: a lazily read posterior keeps it open, and saving
+        # it back to the same path would truncate the data it has yet to read
+        with az.rc_context({"data.load": "eager"}):
+            idata = az.from_netcdf(str(target))
+    except (OSError, ValueError) as err:
+        raise InputError(
+            f"{str(target)!r} is not a netCDF file ({err}); pass the posterior.nc written "
+            "by save_posterior"
+        ) from err
+    if not idata.groups():
+        raise InputError(
+            f"{str(target)!r} is a netCDF file but has no groups: not an ArviZ posterior; "
+            "pass the posterior.nc written by save_posterior"
+        )
+    if "posterior" not in idata.groups():
+        raise InputError(
+            f"{str(target)!r} has no 'posterior' group (groups: {list(idata.groups())}): "
+            "not a posterior; pass the posterior.nc written by save_posterior"
+        )
     if "model" not in get_group(idata, "posterior").attrs:
         raise InputError(
             f"{str(target)!r} is not an sdcbayes posterior (no provenance stamps); "

@@ -17,6 +17,7 @@ import pandas as pd
 import pymc as pm
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.inference.fitting import _quiet_pymc_logs
 from sdcbayes.inference.posterior import get_group, has_group
 from sdcbayes.models.ppc import predictive_table
 
@@ -29,6 +30,23 @@ def _check_model(model) -> None:
             f"model {getattr(model, 'name', model)!r} cannot replicate its data "
             "(no simulate/observed methods); predictive checks are not available for it"
         )
+
+
+def _check_counts(counts) -> list[int]:
+    """``counts`` as a list of non-negative integers, or an InputError naming the bad ones."""
+    try:
+        if isinstance(counts, str | bytes):
+            raise TypeError
+        counts = list(counts)
+    except TypeError:
+        raise InputError(f"counts must be a sequence of integers >= 0; got {counts!r}") from None
+    bad = [c for c in counts
+           if isinstance(c, bool) or not isinstance(c, int | np.integer) or c < 0]
+    if bad:
+        raise InputError(
+            f"counts must be integers >= 0 (the j of m_j: 1 = sample uniques); got {bad}"
+        )
+    return [int(c) for c in counts]
 
 
 def prior_predictive(model, draws: int = 500, random_seed: int | None = None, **simulate_kwargs):
@@ -45,9 +63,11 @@ def prior_predictive(model, draws: int = 500, random_seed: int | None = None, **
     rng = np.random.default_rng(random_seed)
     pm_model = model.build()
     names = [v.name for v in pm_model.free_RVs + pm_model.deterministics]
-    idata = pm.sample_prior_predictive(
-        draws=draws, model=pm_model, var_names=names, random_seed=int(rng.integers(2**31))
-    )
+    # PyMC logs "Sampling: [alpha, ...]" at INFO on every call; fit is quiet, so is this
+    with _quiet_pymc_logs(False):
+        idata = pm.sample_prior_predictive(
+            draws=draws, model=pm_model, var_names=names, random_seed=int(rng.integers(2**31))
+        )
     sims = model.simulate(get_group(idata, "prior"), rng, **simulate_kwargs)
     idata.add_groups(prior_predictive=sims)
     if not has_group(idata, "observed_data"):
@@ -105,12 +125,20 @@ def predictive_check(
     """
     if kind not in ("posterior", "prior"):
         raise InputError(f"kind must be 'posterior' or 'prior'; got {kind!r}")
+    if counts is not None:
+        counts = _check_counts(counts)
     group = f"{kind}_predictive"
     if not has_group(idata, group):
         raise InputError(
             f"no {group} group: call sdcbayes.inference.{kind}_predictive(model, ...) first"
         )
-    sim = get_group(idata, group)[var]
+    replicates = get_group(idata, group)
+    if var not in replicates:
+        raise InputError(
+            f"the {group} group has no variable {var!r}; its variables: "
+            f"{sorted(map(str, replicates.data_vars))} (the counts of counts are 'm')"
+        )
+    sim = replicates[var]
     tail_from = sim.attrs.get("tail_from")
     if counts is None:
         # the tail row pools ">= tail_from": a count there is not a count of its own

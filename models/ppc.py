@@ -108,6 +108,11 @@ def predictive_table(
     """
     if not 0 < prob < 1:
         raise InputError(f"prob must lie in (0, 1); got {prob}: pass e.g. prob=0.9")
+    if any(isinstance(c, bool) or not isinstance(c, int | np.integer) or c < 0 for c in counts):
+        # reindexing would tabulate a count that cannot occur as m_j = 0 with p = 1
+        raise InputError(
+            f"counts must be integers >= 0 (the j of m_j: 1 = sample uniques); got {list(counts)}"
+        )
     counts = [int(c) for c in counts]
     sim = simulated.reindex(count=counts, fill_value=0)
     obs = observed.reindex(count=counts, fill_value=0)
