@@ -290,8 +290,10 @@ def _binomial_domains(path, seed):
 
 @pytest.mark.parametrize("seed", [1, 4], ids=["optimiser-at-its-cap", "stopped-on-flat"])
 def test_ml_on_the_boundary_warns_and_names_the_posterior_route(tmp_path, capsys, seed):
-    # seed 1: alpha + beta reach the fit's cap (1e8); seed 4: the search stops at
-    # alpha 6.8e6 short of it, on a likelihood no higher than the binomial's
+    # seed 1: alpha + beta reach the fit's cap (1e8); seed 4: the search stops short of
+    # it (alpha 5e5), on a likelihood no higher than the binomial's. Where it stops on
+    # that flat likelihood is the optimiser's business (it moved from 6.8e6 when the
+    # gradient became exact): what matters is an intra-domain correlation ~0
     path = _binomial_domains(tmp_path / "flat.csv", seed)
     out = tmp_path / "out"
     proc = run_in_process(capsys, "decide", str(path), "--y", "y", "--n", "n", "--N", "N",
@@ -300,7 +302,7 @@ def test_ml_on_the_boundary_warns_and_names_the_posterior_route(tmp_path, capsys
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning: "), proc.stderr
     s = json.loads((out / "summary.json").read_text())
-    assert s["hyperparameters"]["alpha"] > 1e6
+    assert s["hyperparameters"]["alpha"] > 1e5  # rho = 1/(alpha + beta + 1) < 1e-5
     assert "overdispersion estimated at zero" in lines[0]
     assert "--hyperparameters posterior" in lines[0]  # the fix, as an option of decide
     assert f"{s['hyperparameters']['alpha']:.4g}" in lines[0]
