@@ -31,7 +31,11 @@ import sys
 import numpy as np
 import pandas as pd
 
-from sdcbayes.models.latent_class import LatentClassModel, prob_population_unique
+from sdcbayes.models.latent_class import (
+    LatentClassModel,
+    excess_means,
+    prob_population_unique,
+)
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from kappa_rules import (  # noqa: E402
@@ -56,7 +60,7 @@ def em_and_gibbs_tau1(model: LatentClassModel, N: float, seed: int) -> tuple[flo
     tau_em = float(np.exp(-(float(N) - model.n) * pi).sum())
     idata = model.sample(draws=DRAWS, tune=TUNE, chains=CHAINS, N=float(N), random_seed=seed,
                          store="all", em_restarts=EM_RESTARTS, overdispersion=None)
-    lam = idata.posterior["lam"].values.reshape(-1, model.key_codes.shape[0])[:, su]
+    lam = excess_means(idata).reshape(-1, model.key_codes.shape[0])[:, su]
     return tau_em, float(prob_population_unique(lam).sum(axis=1).mean())
 
 

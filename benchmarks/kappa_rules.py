@@ -80,6 +80,7 @@ from sdcbayes.models.latent_class import (
     KAPPA_PRIOR,
     PHI_PRIOR_DEFAULT,
     LatentClassModel,
+    excess_means,
     expected_inverse_frequency,
     kappa_prior,
     overdispersion_cv,
@@ -123,7 +124,7 @@ def run_default(model: LatentClassModel, N: float, seed: int, cv_parts: str = "r
                          **({"ppc": ppc} if ppc else {}))
     C = model.key_codes.shape[0]
     su = model.key_counts == 1
-    lam = idata.posterior["lam"].values.reshape(-1, C)[:, su]
+    lam = excess_means(idata).reshape(-1, C)[:, su]
     smean = model.n * idata.posterior["pi"].values.reshape(-1, C)[:, su]
     return od, idata, lam, smean
 

@@ -35,6 +35,7 @@ import pandas as pd
 
 from sdcbayes.models.latent_class import (
     LatentClassModel,
+    excess_means,
     expected_inverse_frequency,
     overdispersion_cv,
     prob_population_unique,
@@ -76,7 +77,7 @@ def sample_unique_table(pop_name, pop, levels, fraction, replicates, seed=0, kin
         idata = model.sample(draws=150, tune=100, chains=2, N=float(N), random_seed=seed,
                              store="all", em_restarts=3, overdispersion=od)
         C = model.key_codes.shape[0]
-        lam = idata.posterior["lam"].values.reshape(-1, C)
+        lam = excess_means(idata).reshape(-1, C)
         kappa = idata.posterior["kappa"].values.reshape(-1, 1)
         smean = model.n * idata.posterior["pi"].values.reshape(-1, C)
         su = model.key_counts == 1

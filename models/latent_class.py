@@ -140,6 +140,7 @@ May import NumPy, SciPy, pandas, xarray, ArviZ, PyMC/PyTensor (inside
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -152,13 +153,20 @@ from scipy.special import gammaln
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.microdata import require_one_cell_per_record
-from sdcbayes.models.base import PriorSpec, SuperpopulationModel, prior_to_rv
+from sdcbayes.models.base import (
+    PriorSpec,
+    SuperpopulationModel,
+    check_cell_table,
+    prior_to_rv,
+)
+from sdcbayes.provenance import seed_or_drawn
 
 __all__ = [
     "LatentClassModel",
     "StructuralZeros",
     "cluster_rate_correction",
     "detect_structural_zeros",
+    "excess_means",
     "expected_inverse_frequency",
     "expected_inverse_frequency_f",
     "kappa_prior",
@@ -1231,6 +1239,38 @@ def profile_mass_loglik(counts, base, grid=PHI_MASS_GRID) -> np.ndarray:
     return out + (gammaln(a + c[li, hi][None, :]) - gammaln(a)).sum(axis=1)
 
 
+def _whole_number(value) -> int | None:
+    """``value`` as an int when it is a whole number (not a bool, not a string), else None."""
+    if isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating) and np.isfinite(value) and value == round(value):
+        return int(value)
+    return None
+
+
+def _check_whole(name: str, value, lo: int, hi: int | None = None, what: str = "") -> int:
+    """``value`` as an int, or an InputError naming ``name`` and the range lo .. hi."""
+    v = _whole_number(value)
+    if v is None or v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"from {lo} to {hi}"
+        raise InputError(f"{name} must be a whole number {rng}{what}; got {value!r}")
+    return v
+
+
+def _default_rng(random_seed) -> np.random.Generator:
+    """``numpy.random.default_rng(random_seed)``, NumPy's TypeError/ValueError as InputError."""
+    if isinstance(random_seed, bool | np.bool_):
+        raise InputError(f"random_seed must be None, an integer >= 0 or a numpy Generator; got "
+                         f"{random_seed!r}")
+    try:
+        return np.random.default_rng(random_seed)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"random_seed must be None, an integer >= 0 or a numpy Generator; got "
+                         f"{random_seed!r} ({exc})") from None
+
+
 def _safe_names(keys) -> list[str]:
     """PyMC variable-name parts for the keys: word characters, distinct.
 
@@ -1330,33 +1370,25 @@ class LatentClassModel(SuperpopulationModel):
             # inherit the default's learnt mass and level threshold
             priors = {**priors, "phi": {"dist": "Dirichlet", **phi}}
         super().__init__(priors)
-        codes = np.asarray(codes)
-        counts = np.asarray(counts)
-        if codes.ndim != 2 or codes.shape[0] != counts.shape[0] or codes.shape[0] == 0:
+        # n_classes first: a bad value is refused before the table is checked and coded
+        if _whole_number(n_classes) is None or n_classes < 2:
             raise InputError(
-                f"codes must be an (n_cells, J) integer array with one row per count; got shapes "
-                f"{codes.shape} and {counts.shape}"
-            )
-        if not np.issubdtype(codes.dtype, np.integer) or not np.allclose(counts, np.round(counts)) \
-                or counts.min() < 1:
-            raise InputError(
-                "codes must be integers and counts integers >= 1 (observed cells only)")
-        self.n_levels = np.asarray(n_levels, dtype=int)
-        J = codes.shape[1]
-        if (self.n_levels.shape != (J,) or codes.min() < 0
-                or np.any(codes.max(axis=0) >= self.n_levels)):
-            raise InputError(
-                f"n_levels must give one level count per key ({J}) and exceed every code; "
-                f"got {self.n_levels.tolist()} for maximal codes {codes.max(axis=0).tolist()}"
-            )
-        if int(n_classes) < 2:
-            raise InputError(f"n_classes must be an integer >= 2; got {n_classes}")
-        self.codes = codes.astype(np.intp)
-        self.counts = counts.astype(float)
+                f"n_classes (the truncation level H) must be a whole number >= 2; got "
+                f"{n_classes!r}. One class is the independence model of the keys: fit it with "
+                "sdcbayes.risk.loglinear.fit_loglinear(interactions='main')")
+        # the shared check of the cell table (distinct rows, whole finite counts >= 1,
+        # one key name and one label list per column): a wrong table makes the fit
+        # wrong, not fail (record-level rows would make every record a sample unique)
+        if isinstance(keys, Iterable) and not isinstance(keys, str | bytes):
+            keys = list(keys)  # a tuple or a pandas Index as before; a bare string is refused
+        codes, counts, n_levels, keys, levels = check_cell_table(
+            codes, counts, n_levels, keys, levels, model="latent-class")
+        self.n_levels = n_levels
+        self.codes = codes
+        self.counts = counts
         self.H = int(n_classes)
-        self.keys = list(keys) if keys is not None else [f"key{j}" for j in range(J)]
-        self.levels = ([list(lv) for lv in levels] if levels is not None
-                       else [list(range(L)) for L in self.n_levels])
+        self.keys = keys
+        self.levels = levels
         self._check_priors()
         self._phi_conc: dict[int, np.ndarray] = {}  # phi_concentration, per key
         if structural_zeros is None or isinstance(structural_zeros, StructuralZeros):
@@ -1485,6 +1517,9 @@ class LatentClassModel(SuperpopulationModel):
                    clusters=None, **kwargs):
         """Build the model from records: code the keys and count distinct cells.
 
+        ``keys`` is a list of distinct column names; a single string is refused (write
+        ``["age"]``), not split into its characters.
+
         ``levels`` (optional, a mapping key -> all levels of the key, e.g. from the
         codebook) makes the cell space include levels absent from the sample;
         by default the observed levels, sorted, are used. ``weights`` (a column
@@ -1494,6 +1529,16 @@ class LatentClassModel(SuperpopulationModel):
         column name or one id per record): the records' households in a household
         sample, for the cross-validation (:meth:`set_record_clusters`).
         """
+        # a bare string would be iterated character by character ("age" -> "a", "g", "e"):
+        # refused, as the constructor refuses it, rather than guessed
+        if isinstance(keys, str | bytes) or not isinstance(keys, Iterable):
+            raise InputError(f"keys must be a list of column names; got {keys!r} (for one key "
+                             f"write [{keys!r}])")
+        keys = list(keys)
+        repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
+        if repeated:
+            # the same column twice would be fitted as two conditionally independent keys
+            raise InputError(f"keys {repeated} are given more than once: name each key once")
         missing = [k for k in keys if k not in frame.columns]
         if missing:
             raise InputError(f"key(s) {missing} are not columns of the data; columns are "
@@ -1674,14 +1719,27 @@ class LatentClassModel(SuperpopulationModel):
         if a.get("dist") != "Gamma" or set(a) - {"dist", "alpha", "beta"}:
             raise InputError("the latent-class Gibbs sampler needs alpha ~ "
                              f"Gamma(alpha=.., beta=..); got {a!r}")
-        p = self.priors["phi"]
-        a = p.get("a")
-        scalar = a == "inverse" or (isinstance(a, (int, float)) and not isinstance(a, bool)
-                                    and a > 0)
-        mass = p.get("mass")
 
         def positive(x):
-            return isinstance(x, (int, float, np.floating)) and not isinstance(x, bool) and x > 0
+            # finite too: an infinite concentration or mass makes the Dirichlet draws NaN
+            return (isinstance(x, (int, float, np.integer, np.floating))
+                    and not isinstance(x, bool | np.bool_) and bool(np.isfinite(x)) and x > 0)
+
+        # both parameters, finite and positive, checked here and not by the sampler: a
+        # missing beta failed only after the cross-validation had run, and alpha <= 0 made
+        # the concentration's draws exactly 0 (Gamma(a + H - 1) with a + H - 1 <= 0)
+        bad = [k for k in ("alpha", "beta") if not positive(a.get(k))]
+        if bad:
+            raise InputError(
+                f"prior 'alpha' (the DP concentration) needs Gamma parameters alpha and beta, "
+                f"both finite and > 0; {', '.join(bad)} is missing or not: got {a!r}. E.g. "
+                "{'dist': 'Gamma', 'alpha': 0.25, 'beta': 0.25} (the default)")
+        p = self.priors["phi"]
+        a = p.get("a")
+        # a number: int or float only, as phi_concentration reads it
+        scalar = (isinstance(a, str) and a == "inverse") or (
+            isinstance(a, (int, float)) and positive(a))
+        mass = p.get("mass")
 
         # a mass per key (e.g. the whole sample's learnt masses, given to the parts of
         # overdispersion_cv) is a sequence of one positive number per key
@@ -1697,10 +1755,11 @@ class LatentClassModel(SuperpopulationModel):
                 (scalar and set(p) == {"dist", "a"})
                 or (marginal
                     and set(p) - {"min_levels", "small_mass"} == {"dist", "a", "mass"})):
-            raise InputError("prior 'phi' must be {'dist': 'Dirichlet', 'a': <positive number or "
-                             "'inverse'>} or {'dist': 'Dirichlet', 'a': 'marginal', 'mass': "
-                             "<positive number, one per key, or 'learn'>[, 'min_levels': "
-                             f"<int>][, 'small_mass': <positive number>]}}; got {p!r}")
+            raise InputError("prior 'phi' must be {'dist': 'Dirichlet', 'a': <positive finite "
+                             "number or 'inverse'>} or {'dist': 'Dirichlet', 'a': 'marginal', "
+                             "'mass': <positive finite number, one per key, or 'learn'>[, "
+                             "'min_levels': <int>][, 'small_mass': <positive finite number>]}}; "
+                             f"got {p!r}")
 
     def phi_concentration(self, j: int) -> np.ndarray:
         r"""Dirichlet concentration of each level of key j (array of length L_j).
@@ -1984,9 +2043,14 @@ class LatentClassModel(SuperpopulationModel):
             by, Figueiredo & Jain 2002), ``n_iter`` of the best start, ``logliks``
             of all starts.
         """
+        # checked before any work: 0 restarts or sweeps left nothing to return (a raw
+        # TypeError / UnboundLocalError), and more classes than H are not this model's
+        n_restarts = _check_whole("n_restarts", n_restarts, 1)
+        max_iter = _check_whole("max_iter", max_iter, 1)
+        H = self.H if n_classes is None else _check_whole(
+            "n_classes", n_classes, 1, self.H, " (at most the model's truncation level H)")
         rng = random_seed if isinstance(random_seed, np.random.Generator) \
-            else np.random.default_rng(random_seed)
-        H = self.H if n_classes is None else int(n_classes)
+            else _default_rng(random_seed)
         learn_mass = EM_LEARN_MASS if learn_mass is None else learn_mass
         if learn_mass not in ("converged", "always"):
             raise InputError(f"learn_mass must be 'converged' or 'always'; got {learn_mass!r}")
@@ -2085,8 +2149,9 @@ class LatentClassModel(SuperpopulationModel):
 
         ``size`` records (default n) drawn from the sample's, with replacement (a
         bootstrap resample) or without (a subsample); cells with none left out (keys,
-        levels, classes, structural zeros, priors and weight classes kept; record
-        clusters dropped).
+        levels, classes, structural zeros, priors, weight classes and a mass span
+        (:meth:`with_mass_span`) kept; record clusters dropped: a record's cluster
+        would have to follow it into the resample).
 
         Parameters
         ----------
@@ -2105,10 +2170,14 @@ class LatentClassModel(SuperpopulationModel):
         counts = np.bincount(rng.choice(np.repeat(np.arange(f.size), f), size=size,
                                         replace=replace), minlength=f.size)
         kept = counts > 0
-        return LatentClassModel(self.codes[kept], counts[kept], self.n_levels, keys=self.keys,
-                                levels=self.levels, n_classes=self.H,
-                                structural_zeros=self.structural_zeros, priors=self.priors,
-                                class_weights=self.class_weights)
+        other = LatentClassModel(self.codes[kept], counts[kept], self.n_levels, keys=self.keys,
+                                 levels=self.levels, n_classes=self.H,
+                                 structural_zeros=self.structural_zeros, priors=self.priors,
+                                 class_weights=self.class_weights)
+        if getattr(self, "_mass_span", None) is not None:
+            # the same keys learn their mass (same priors and levels): the span applies as is
+            other._mass_span = self._mass_span
+        return other
 
     def _init_state(self, rng, init: str = "em", em_restarts: int = 3,
                     start_classes: int | None = None):
@@ -2224,7 +2293,9 @@ class LatentClassModel(SuperpopulationModel):
         if design:
             t_keys = self.key_codes[target]
         excess = None if N is None else self.excess_rates(N)
-        if N is not None:
+        # lam only where it is not (N - n) pi (weight classes): without, it would double
+        # the largest stored array (draws x cells) for nothing
+        if N is not None and design:
             out["lam"] = np.empty((n_keep, target.size))
         if kappa_grid is not None:
             out["kappa"] = np.empty(n_keep)
@@ -2295,8 +2366,11 @@ class LatentClassModel(SuperpopulationModel):
                         out["ppc_phi"][j][ppc_next] = np.exp(log_phi[j])
                     ppc_next += 1
                 if N is not None:
-                    lam_t = n * (pi_kg @ excess) if design else (N - n) * pi_t
-                    out["lam"][keep] = lam_t
+                    if design:
+                        lam_t = n * (pi_kg @ excess)
+                        out["lam"][keep] = lam_t
+                    else:
+                        lam_t = (N - n) * pi_t
                     lam, smean = lam_t[su_t], n * pi_t[su_t]
                     t1, t2 = simulate_tau(lam, rng, kappa, smean)
                     out["tau1"][keep], out["tau2"][keep] = t1, t2
@@ -2408,6 +2482,32 @@ class LatentClassModel(SuperpopulationModel):
             raise InputError(f"cluster_correction must be None, 'cv' or a mapping with "
                              f"'factor'; got {cluster_correction!r}")
 
+    @staticmethod
+    def _sample_settings(*, draws, tune, chains, thin, N, random_seed, store, init, em_restarts,
+                         overdispersion, kappa_prior, cluster_correction, profile_mass,
+                         label_moves, start_classes, split_merge, ppc) -> dict[str, Any]:
+        """The settings :meth:`sample` stamps: with the model, they repeat the run.
+
+        ``cores`` is left out: the draws do not depend on it. A cluster correction's
+        factors (one per key cell) are stamped as ``"given"``, not listed.
+        """
+        if isinstance(cluster_correction, Mapping):
+            cluster_correction = "given"
+        if isinstance(kappa_prior, tuple):
+            kappa_prior = list(kappa_prior)
+        return {
+            "method": "gibbs", "draws": int(draws), "chains": int(chains), "tune": int(tune),
+            "thin": int(thin), "N": None if N is None else float(N),
+            "random_seed": random_seed, "store": store, "init": init,
+            "em_restarts": int(em_restarts),
+            "overdispersion": (dict(overdispersion) if isinstance(overdispersion, Mapping)
+                               else overdispersion),
+            "kappa_prior": kappa_prior, "cluster_correction": cluster_correction,
+            "profile_mass": profile_mass, "label_moves": bool(label_moves),
+            "start_classes": None if start_classes is None else int(start_classes),
+            "split_merge": int(split_merge), "ppc": int(ppc),
+        }
+
     def sample(self, draws: int = 500, tune: int = 500, chains: int = 2, *, thin: int = 1,
                N: float | None = None, random_seed=None, store: str = "uniques",
                init: str = "em", em_restarts: int = 3, overdispersion=None,
@@ -2444,9 +2544,21 @@ class LatentClassModel(SuperpopulationModel):
             Population size; when given, ``tau1``/``tau2`` (posterior predictive,
             including F | pi) and ``tau1_expected``/``tau2_expected`` (their
             conditional means given pi) are stored.
-        random_seed : int, optional
+        random_seed : int or numpy.random.Generator, optional
+            Seed of the run. Without one (None) a seed is drawn from the operating system;
+            a Generator gives one integer seed drawn from it. Either way the seed used is
+            stamped (``settings["random_seed"]``), so passing it back repeats the draws.
         store : {"uniques", "all"}
             Store :math:`\pi_k` for the sample uniques (default) or all observed cells.
+            Memory: every per-cell array stored takes 8 bytes x chains x draws x stored
+            cells -- ``pi`` always, ``lam`` too with weight classes (and N); the peak is
+            about twice that (the chains' arrays and their stack; measured with
+            ``assess_posterior`` on 95,698 cells: 1.5 MB of peak per kept draw, twice pi's
+            0.77 MB).
+            ``store="uniques"`` keeps the sample uniques' cells only (on sparse keys most
+            of the cells, less on dense ones); fewer ``draws`` (or a larger ``thin`` at
+            the same sweeps) and fewer ``chains`` reduce it in proportion. E.g. 4 chains
+            x 1,000 draws x 10^5 cells: 3.2 GB per array.
         init : {"em", "bootstrap", "margins"}
             Start of each chain: the best of ``em_restarts`` EM fits (:meth:`fit_em`,
             a different random set per chain, so the chains start apart but in good
@@ -2550,8 +2662,9 @@ class LatentClassModel(SuperpopulationModel):
             ``posterior``: ``w`` (chain, draw, latent_class), ``alpha``, ``pi``
             (chain, draw, cell) with coordinate ``cell`` = key cell (row of
             ``key_codes``: the model's cell table, or with a design variable its
-            distinct key rows), ``lam`` = the mean of :math:`F_k - f_k` when N is
-            given ((N - n) pi; class by class with unequal weights),
+            distinct key rows), ``lam`` = the mean of :math:`F_k - f_k`, with weight
+            classes and N given (class by class; without weight classes it is not stored:
+            it is (N - n) pi, computed from ``pi`` and ``constant_data`` ``n``, ``N``),
             ``mass_structural_zero``,
             ``tau1_expected``, ``tau2_expected``; ``posterior_predictive``: ``tau1``,
             ``tau2``; ``sample_stats``: ``loglik``, ``n_classes_used``, ``n_augmented``;
@@ -2559,6 +2672,12 @@ class LatentClassModel(SuperpopulationModel):
             ``N``. With
             ``overdispersion``, ``posterior`` also holds ``kappa`` (chain, draw; inf =
             Poisson) and ``attrs["overdispersion"]`` the cross-validation summary (JSON).
+            Provenance as :func:`sdcbayes.inference.fit` stamps it, on ``attrs`` and the
+            posterior group's attrs (:func:`sdcbayes.inference.posterior.provenance`):
+            ``sdcbayes_version``, ``model``, ``model_options``, ``priors``,
+            ``data_summary`` (:meth:`data_summary`), ``settings`` (the arguments, with
+            the seed used) and ``provenance`` (versions of the numerical stack, command,
+            time).
         """
         import arviz as az
 
@@ -2588,13 +2707,34 @@ class LatentClassModel(SuperpopulationModel):
             if init == "margins":
                 raise InputError("start_classes sets the classes of the EM start: it needs "
                                  "init='em' or 'bootstrap'")
-        if N is not None and not N >= self.n:
-            raise InputError(f"N (population size) must be at least the sample size {self.n:g}; "
-                             f"got {N!r}")
+        em_restarts = _check_whole("em_restarts", em_restarts, 1)
+        # a number, finite (inf failed in NumPy's Poisson after the EM starts) and >= n
+        if N is not None and (isinstance(N, bool | np.bool_) or not isinstance(
+                N, int | float | np.integer | np.floating) or not np.isfinite(N)
+                or not N >= self.n):
+            raise InputError(f"N (population size) must be a finite number at least the sample "
+                             f"size {self.n:g}; got {N!r}")
         target = (np.flatnonzero(self.key_counts == 1) if store == "uniques"
                   else np.arange(self.key_codes.shape[0]))
-        if random_seed is None and profile_mass is not None:  # one seed for the choice and chains
-            random_seed = np.random.SeedSequence().entropy
+        # One seed for the cross-validations and the chains, stamped, so that the run can
+        # be repeated: drawn when None, and from a Generator (as fit_em takes) one integer
+        # drawn from it -- the stamp then repeats the run without the Generator.
+        if isinstance(random_seed, np.random.Generator):
+            random_seed = int(random_seed.integers(2**63 - 1))
+        random_seed = seed_or_drawn(random_seed)
+        try:
+            if isinstance(random_seed, bool | np.bool_):
+                raise TypeError("a bool is not a seed")
+            np.random.SeedSequence(random_seed)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"random_seed must be None, an integer >= 0 or a numpy Generator; "
+                             f"got {random_seed!r} ({exc})") from None
+        settings = self._sample_settings(
+            draws=draws, tune=tune, chains=chains, thin=thin, N=N, random_seed=random_seed,
+            store=store, init=init, em_restarts=em_restarts, overdispersion=overdispersion,
+            kappa_prior=kappa_prior, cluster_correction=cluster_correction,
+            profile_mass=profile_mass, label_moves=label_moves, start_classes=start_classes,
+            split_merge=split_merge, ppc=ppc)
         # the chains' seeds are the root's first children, as always; the cross-validations
         # (overdispersion, profile mass, cluster correction) and the predictive check draw
         # from children whose spawn keys do not depend on `chains`, so that one seed gives
@@ -2632,9 +2772,13 @@ class LatentClassModel(SuperpopulationModel):
                 start_classes=start_classes, split_merge=split_merge, ppc=ppc)
             import json
 
+            from sdcbayes.inference.posterior import stamp
             from sdcbayes.provenance import json_safe
 
             idata.attrs["profile_mass"] = json.dumps(json_safe(choice["summary"]))
+            # the chosen model stamped its own run (its prior, the prior used); the settings
+            # that repeat this run are this call's (profile_mass, overdispersion="cv")
+            stamp(idata, settings=settings)
             return idata
         if overdispersion is not None:
             if isinstance(overdispersion, Mapping):
@@ -2726,7 +2870,8 @@ class LatentClassModel(SuperpopulationModel):
                 "phi_mass": ["key"]}
         groups = {}
         if N is not None:
-            post["lam"] = stack["lam"]
+            if "lam" in stack:  # weight classes only (_gibbs_chain)
+                post["lam"] = stack["lam"]
             post["tau1_expected"] = stack["tau1_expected"]
             post["tau2_expected"] = stack["tau2_expected"]
             groups["posterior_predictive"] = {"tau1": stack["tau1"], "tau2": stack["tau2"]}
@@ -2746,9 +2891,21 @@ class LatentClassModel(SuperpopulationModel):
         if ppc_states is not None:
             self._attach_predictive(idata, ppc_states, ppc_keep, ppc_seed)
         idata.attrs.update({
-            "model": self.name, "inference": "gibbs", "priors": self.priors_json(),
-            "n_classes": self.H, "sampling_time_s": elapsed, "thin": thin, "tune": tune,
+            "inference": "gibbs", "n_classes": self.H, "sampling_time_s": elapsed,
+            "thin": thin, "tune": tune,
         })
+        # provenance as sdcbayes.inference.fit stamps it (version, model, priors, the data
+        # summary, the settings with the seed): a posterior saved from here can be traced
+        # and its run repeated; assess_posterior stamps its own settings over these
+        from sdcbayes._version import __version__
+        from sdcbayes.inference.posterior import stamp
+        from sdcbayes.provenance import stamp as provenance_stamp
+
+        record = provenance_stamp(self.name)
+        stamp(idata, sdcbayes_version=__version__, model=self.name,
+              model_options={"n_classes": self.H}, priors=self.priors,
+              data_summary=self.data_summary(), settings=settings,
+              provenance={k: record[k] for k in ("versions", "command", "created")})
         if label_moves:
             idata.attrs["label_moves"] = 1
         if start_classes is not None:
@@ -4113,6 +4270,34 @@ def _chain_threads(cores, chains: int) -> int:
     elif isinstance(cores, bool) or not isinstance(cores, (int, np.integer)) or cores < 1:
         raise InputError(f"cores must be an integer >= 1 (chains run at once); got {cores!r}")
     return max(1, min(int(cores), int(chains)))
+
+
+def excess_means(idata) -> np.ndarray:
+    r"""Draws of the excess means :math:`\lambda_k = E(F_k - f_k)` of a latent-class posterior.
+
+    Of a :meth:`LatentClassModel.sample` posterior, (chain, draw, cell): the stored
+    ``lam`` of a fit with weight classes, else :math:`(N - n)\pi_k` from ``pi`` and the
+    constant data ``n`` and ``N`` -- what ``lam`` held before it was left out of the fits
+    without weight classes (equal, bit for bit).
+
+    Raises
+    ------
+    InputError
+        A posterior sampled without N (no excess means).
+    """
+    post = idata.posterior
+    if "lam" in post:
+        return post["lam"].values
+    const = idata.constant_data if "constant_data" in idata.groups() else {}
+
+    def value(name):  # ArviZ stores a scalar as shape (1,)
+        return float(np.ravel(const[name].values)[0]) if name in const else math.nan
+
+    N = value("N")
+    if not math.isfinite(N):
+        raise InputError("the posterior was sampled without N, so it has no excess means: "
+                         "sample with N=<population size>")
+    return (N - value("n")) * post["pi"].values
 
 
 def posterior_tau_summary(idata, prob: float = 0.9) -> dict[str, Any]:

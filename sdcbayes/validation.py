@@ -662,6 +662,7 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
             LatentClassModel,
             _expected_inverse_frequency_f,
             detect_structural_zeros,
+            excess_means,
             expected_inverse_frequency_f,
             overdispersion_cv,
             posterior_tau_summary,
@@ -720,7 +721,8 @@ def latent_class_method(n_classes: int = 30, draws: int = 150, tune: int = 100, 
                              cores=cores, split_merge=split_merge, ppc=ppc)
         n = model.n
         C = model.key_codes.shape[0]
-        lam = idata.posterior["lam"].values.reshape(-1, C)
+        # lam: stored with weight classes only, else (N - n) pi (excess_means)
+        lam = excess_means(idata).reshape(-1, C)
         kappa = (idata.posterior["kappa"].values.reshape(-1, 1)
                  if "kappa" in idata.posterior else None)
         smean = n * idata.posterior["pi"].values.reshape(-1, C)  # n pi_k

@@ -24,7 +24,7 @@ def test_threads_give_the_draws_of_sequential_chains():
               overdispersion=5.0)
     seq = model.sample(cores=1, **kw)
     par = model.sample(cores=2, **kw)
-    for name in ("pi", "lam", "w", "alpha", "tau1_expected"):
+    for name in ("pi", "w", "alpha", "tau1_expected"):
         np.testing.assert_array_equal(seq.posterior[name].values, par.posterior[name].values)
     np.testing.assert_array_equal(seq.posterior_predictive["tau1"].values,
                                   par.posterior_predictive["tau1"].values)

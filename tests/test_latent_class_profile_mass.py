@@ -169,7 +169,7 @@ def test_learnt_mass_kept_gives_the_default_draws(monkeypatch):
     default = model.sample(**kw)
     chosen = model.sample(profile_mass="cv", **kw)
     assert calls == ["learn", "learn"]  # no candidate tried: one run each
-    for name in ("pi", "lam", "w", "kappa", "phi_mass"):
+    for name in ("pi", "w", "kappa", "phi_mass"):
         np.testing.assert_array_equal(default.posterior[name].values,
                                       chosen.posterior[name].values)
     assert json.loads(chosen.attrs["profile_mass"])["mass"] == "learn"

@@ -898,12 +898,12 @@ def test_sample_returns_labelled_inference_data():
     assert idata.posterior["pi"].shape == (2, 20, n_su)
     assert idata.posterior["w"].dims == ("chain", "draw", "latent_class")
     np.testing.assert_allclose(idata.posterior["w"].sum("latent_class"), 1.0)
-    np.testing.assert_allclose(idata.posterior["lam"], (4000 - 400) * idata.posterior["pi"])
+    assert "lam" not in idata.posterior  # (N - n) pi: stored with weight classes only
     assert set(idata.posterior_predictive.data_vars) == {"tau1", "tau2"}
     np.testing.assert_array_equal(idata.posterior["pi"].cell, np.flatnonzero(model.counts == 1))
     np.testing.assert_allclose(
         idata.posterior["tau1_expected"],
-        np.exp(-idata.posterior["lam"]).sum("cell"), rtol=1e-12)
+        np.exp(-(4000 - 400) * idata.posterior["pi"]).sum("cell"), rtol=1e-12)
     with pytest.raises(InputError, match="population size"):
         model.sample(draws=5, tune=0, N=10)
 
