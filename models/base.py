@@ -344,6 +344,30 @@ def prior_to_rv(pm_module, name: str, spec: PriorSpec, **kwargs):
     return dist(name, **params, **kwargs)
 
 
+def whole_number(value) -> int | None:
+    """``value`` as an int when it is a whole number (not a bool, not a string), else None."""
+    if isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating) and np.isfinite(value) and value == round(value):
+        return int(value)
+    return None
+
+
+def check_whole(name: str, value, lo: int, hi: int | None = None, what: str = "") -> int:
+    """``value`` as an int, or an InputError naming ``name`` and the range lo .. hi.
+
+    For the models' counts of iterations, restarts, classes and draws: 2.5 or True
+    would otherwise be truncated or read as 1 without a word.
+    """
+    v = whole_number(value)
+    if v is None or v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"from {lo} to {hi}"
+        raise InputError(f"{name} must be a whole number {rng}{what}; got {value!r}")
+    return v
+
+
 def check_cell_table(codes, counts, n_levels, keys=None, levels=None, *, model: str):
     """Check and normalise the cell table a model of the key cells is built on.
 

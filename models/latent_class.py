@@ -157,7 +157,9 @@ from sdcbayes.models.base import (
     PriorSpec,
     SuperpopulationModel,
     check_cell_table,
+    check_whole,
     prior_to_rv,
+    whole_number,
 )
 from sdcbayes.provenance import seed_or_drawn
 
@@ -1239,26 +1241,6 @@ def profile_mass_loglik(counts, base, grid=PHI_MASS_GRID) -> np.ndarray:
     return out + (gammaln(a + c[li, hi][None, :]) - gammaln(a)).sum(axis=1)
 
 
-def _whole_number(value) -> int | None:
-    """``value`` as an int when it is a whole number (not a bool, not a string), else None."""
-    if isinstance(value, bool | np.bool_):
-        return None
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating) and np.isfinite(value) and value == round(value):
-        return int(value)
-    return None
-
-
-def _check_whole(name: str, value, lo: int, hi: int | None = None, what: str = "") -> int:
-    """``value`` as an int, or an InputError naming ``name`` and the range lo .. hi."""
-    v = _whole_number(value)
-    if v is None or v < lo or (hi is not None and v > hi):
-        rng = f">= {lo}" if hi is None else f"from {lo} to {hi}"
-        raise InputError(f"{name} must be a whole number {rng}{what}; got {value!r}")
-    return v
-
-
 def _default_rng(random_seed) -> np.random.Generator:
     """``numpy.random.default_rng(random_seed)``, NumPy's TypeError/ValueError as InputError."""
     if isinstance(random_seed, bool | np.bool_):
@@ -1371,7 +1353,7 @@ class LatentClassModel(SuperpopulationModel):
             priors = {**priors, "phi": {"dist": "Dirichlet", **phi}}
         super().__init__(priors)
         # n_classes first: a bad value is refused before the table is checked and coded
-        if _whole_number(n_classes) is None or n_classes < 2:
+        if whole_number(n_classes) is None or n_classes < 2:
             raise InputError(
                 f"n_classes (the truncation level H) must be a whole number >= 2; got "
                 f"{n_classes!r}. One class is the independence model of the keys: fit it with "
@@ -2045,9 +2027,9 @@ class LatentClassModel(SuperpopulationModel):
         """
         # checked before any work: 0 restarts or sweeps left nothing to return (a raw
         # TypeError / UnboundLocalError), and more classes than H are not this model's
-        n_restarts = _check_whole("n_restarts", n_restarts, 1)
-        max_iter = _check_whole("max_iter", max_iter, 1)
-        H = self.H if n_classes is None else _check_whole(
+        n_restarts = check_whole("n_restarts", n_restarts, 1)
+        max_iter = check_whole("max_iter", max_iter, 1)
+        H = self.H if n_classes is None else check_whole(
             "n_classes", n_classes, 1, self.H, " (at most the model's truncation level H)")
         rng = random_seed if isinstance(random_seed, np.random.Generator) \
             else _default_rng(random_seed)
@@ -2707,7 +2689,7 @@ class LatentClassModel(SuperpopulationModel):
             if init == "margins":
                 raise InputError("start_classes sets the classes of the EM start: it needs "
                                  "init='em' or 'bootstrap'")
-        em_restarts = _check_whole("em_restarts", em_restarts, 1)
+        em_restarts = check_whole("em_restarts", em_restarts, 1)
         # a number, finite (inf failed in NumPy's Poisson after the EM starts) and >= n
         if N is not None and (isinstance(N, bool | np.bool_) or not isinstance(
                 N, int | float | np.integer | np.floating) or not np.isfinite(N)

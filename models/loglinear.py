@@ -110,7 +110,12 @@ import pandas as pd
 from scipy import linalg, sparse, special
 
 from sdcbayes.exceptions import InputError, ModelError
-from sdcbayes.models.base import PriorSpec, SuperpopulationModel, check_cell_table
+from sdcbayes.models.base import (
+    PriorSpec,
+    SuperpopulationModel,
+    check_cell_table,
+    check_whole,
+)
 
 __all__ = [
     "FAMILIES",
@@ -401,7 +406,7 @@ class LaplaceFit:
 
     def draws(self, n_draws: int, rng) -> np.ndarray:
         r"""Draws :math:`\theta \sim N(\hat\theta, H^{-1})`, shape (n_draws, n_par)."""
-        n_draws = _whole_number(n_draws, "n_draws", 1)
+        n_draws = check_whole("n_draws", n_draws, 1)
         z = rng.standard_normal((self.theta.size, n_draws))
         return (self.theta[:, None] + linalg.solve_triangular(self.chol.T, z, lower=False)).T
 
@@ -429,21 +434,6 @@ def _positive(value) -> bool:
     except (TypeError, ValueError):
         return False
     return bool(np.isfinite(v) and v > 0)
-
-
-def _whole_number(value, name: str, minimum: int) -> int:
-    """``value`` as an int if it is a finite whole number >= ``minimum``, else InputError."""
-    ok = not isinstance(value, (bool, np.bool_, str, bytes))
-    if ok:
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            ok = False
-        else:
-            ok = bool(np.isfinite(v) and v == round(v) and v >= minimum)
-    if not ok:
-        raise InputError(f"{name} must be a whole number >= {minimum}; got {value!r}")
-    return int(v)
 
 
 class LoglinearModel(SuperpopulationModel):
@@ -503,8 +493,8 @@ class LoglinearModel(SuperpopulationModel):
         codes, counts, n_levels, keys, levels = check_cell_table(
             codes, counts, n_levels, keys, levels, model="log-linear")
         # 0 is meaningful: always use the importance sample (the tests compare the two)
-        max_exact_cells = _whole_number(max_exact_cells, "max_exact_cells", 0)
-        n_importance = _whole_number(n_importance, "n_importance", 1)
+        max_exact_cells = check_whole("max_exact_cells", max_exact_cells, 0)
+        n_importance = check_whole("n_importance", n_importance, 1)
         self.n_levels = n_levels.astype(np.int64)
         self.codes, self.counts, self.family = codes.astype(np.int64), counts, family
         self.keys, self.levels = keys, levels
@@ -919,8 +909,8 @@ class LoglinearModel(SuperpopulationModel):
         """
         # before any work: max_iter = 0 would return no fit at all, and a scale <= 0
         # has no logarithm
-        max_iter = _whole_number(max_iter, "max_iter", 1)
-        exact_trace_limit = _whole_number(exact_trace_limit, "exact_trace_limit", 0)
+        max_iter = check_whole("max_iter", max_iter, 1)
+        exact_trace_limit = check_whole("exact_trace_limit", exact_trace_limit, 0)
         for name, v in (("tol", tol), ("scale_tol", scale_tol)):
             if not _positive(v):
                 raise InputError(f"{name} must be a positive finite number; got {v!r}")
