@@ -368,6 +368,53 @@ def check_whole(name: str, value, lo: int, hi: int | None = None, what: str = ""
     return v
 
 
+def key_names(keys, n_columns: int | None = None) -> list:
+    """``keys`` as a list of distinct names, one per column when ``n_columns`` is given.
+
+    Shared by the models' constructors and ``from_frame``: a bare string would be split
+    into its characters, a set has no order to match columns by, and the same key
+    twice would be fitted as two conditionally independent keys.
+
+    Raises
+    ------
+    InputError
+        A string, set, mapping or non-iterable; no names; a repeated name; a number of
+        names other than ``n_columns``.
+    """
+    if isinstance(keys, (str, bytes, set, frozenset, Mapping)) or not isinstance(keys, Iterable):
+        what = ("column names" if n_columns is None
+                else f"{n_columns} key names (one per column of codes)")
+        one = (f" (for one key write [{keys!r}])"
+               if isinstance(keys, str) and n_columns in (None, 1) else "")
+        raise InputError(f"keys must be a list of {what}; got {keys!r}{one}")
+    keys = list(keys)
+    if not keys:
+        raise InputError("keys is empty: name at least one key column")
+    if n_columns is not None and len(keys) != n_columns:
+        raise InputError(f"keys gives {len(keys)} names but codes has {n_columns} columns: give "
+                         "one name per column")
+    repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise InputError(f"keys {repeated} are given more than once: name each key once")
+    return keys
+
+
+def frame_keys(frame, keys) -> list:
+    """:func:`key_names` of a record-level ``frame``: present as columns, never missing.
+
+    A missing value would become the level 'nan' when the keys are coded as text.
+    """
+    keys = key_names(keys)
+    missing = [k for k in keys if k not in frame.columns]
+    if missing:
+        raise InputError(f"key(s) {missing} are not columns of the data; columns are "
+                         f"{list(frame.columns)[:30]}")
+    if frame[keys].isna().any().any():
+        raise InputError("the keys have missing values; recode them as a level "
+                         "(e.g. 'missing') or drop those records before fitting")
+    return keys
+
+
 def check_cell_table(codes, counts, n_levels, keys=None, levels=None, *, model: str):
     """Check and normalise the cell table a model of the key cells is built on.
 
@@ -447,22 +494,7 @@ def check_cell_table(codes, counts, n_levels, keys=None, levels=None, *, model: 
             "each observed cell once with its frequency (repeated rows, e.g. one per record, "
             "would count every record as a sample unique); aggregate them with "
             "np.unique(codes, axis=0, return_counts=True), or build the model with from_frame")
-    if keys is None:
-        keys = [f"key{j}" for j in range(J)]
-    else:
-        # a string would be split into characters, a set has no order to match columns by
-        if isinstance(keys, (str, bytes, set, frozenset, Mapping)) \
-                or not isinstance(keys, Iterable):
-            raise InputError(
-                f"keys must be a list of {J} key names (one per column of codes); got {keys!r}")
-        keys = list(keys)
-        if len(keys) != J:
-            raise InputError(
-                f"keys gives {len(keys)} names but codes has {J} columns: give one name per "
-                "column")
-        repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
-        if repeated:
-            raise InputError(f"keys {repeated} are given more than once: name each key once")
+    keys = [f"key{j}" for j in range(J)] if keys is None else key_names(keys, J)
     if levels is None:
         levels = [list(range(int(L))) for L in nl]
     else:

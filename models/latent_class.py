@@ -158,6 +158,7 @@ from sdcbayes.models.base import (
     SuperpopulationModel,
     check_cell_table,
     check_whole,
+    frame_keys,
     prior_to_rv,
     whole_number,
 )
@@ -1361,8 +1362,6 @@ class LatentClassModel(SuperpopulationModel):
         # the shared check of the cell table (distinct rows, whole finite counts >= 1,
         # one key name and one label list per column): a wrong table makes the fit
         # wrong, not fail (record-level rows would make every record a sample unique)
-        if isinstance(keys, Iterable) and not isinstance(keys, str | bytes):
-            keys = list(keys)  # a tuple or a pandas Index as before; a bare string is refused
         codes, counts, n_levels, keys, levels = check_cell_table(
             codes, counts, n_levels, keys, levels, model="latent-class")
         self.n_levels = n_levels
@@ -1511,23 +1510,7 @@ class LatentClassModel(SuperpopulationModel):
         column name or one id per record): the records' households in a household
         sample, for the cross-validation (:meth:`set_record_clusters`).
         """
-        # a bare string would be iterated character by character ("age" -> "a", "g", "e"):
-        # refused, as the constructor refuses it, rather than guessed
-        if isinstance(keys, str | bytes) or not isinstance(keys, Iterable):
-            raise InputError(f"keys must be a list of column names; got {keys!r} (for one key "
-                             f"write [{keys!r}])")
-        keys = list(keys)
-        repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
-        if repeated:
-            # the same column twice would be fitted as two conditionally independent keys
-            raise InputError(f"keys {repeated} are given more than once: name each key once")
-        missing = [k for k in keys if k not in frame.columns]
-        if missing:
-            raise InputError(f"key(s) {missing} are not columns of the data; columns are "
-                             f"{list(frame.columns)[:30]}")
-        if frame[list(keys)].isna().any().any():
-            raise InputError("the keys have missing values; recode them as a level "
-                             "(e.g. 'missing') or drop those records before fitting")
+        keys = frame_keys(frame, keys)  # a list of distinct columns, none missing
         cols, lvls = [], []
         for k in keys:
             col = frame[k].astype(str)

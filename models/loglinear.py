@@ -115,6 +115,7 @@ from sdcbayes.models.base import (
     SuperpopulationModel,
     check_cell_table,
     check_whole,
+    frame_keys,
 )
 
 __all__ = [
@@ -521,21 +522,7 @@ class LoglinearModel(SuperpopulationModel):
         name as a string is refused rather than split into characters); keys with
         missing values are refused (recode them as a level first).
         """
-        if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
-            raise InputError(f"keys must be a list of column names, e.g. [{keys!r}]; got "
-                             f"{keys!r}")
-        keys = list(keys)
-        if not keys:
-            raise InputError("keys is empty: name at least one key column")
-        missing = [k for k in keys if k not in frame.columns]
-        if missing:
-            raise InputError(f"key(s) {missing} are not columns of the data; columns are "
-                             f"{list(frame.columns)[:30]}")
-        # astype(str) would turn a missing value into the level 'nan' (or fail to sort
-        # it among the texts): refuse it, as LatentClassModel.from_frame does
-        if frame[keys].isna().any().any():
-            raise InputError("the keys have missing values; recode them as a level "
-                             "(e.g. 'missing') or drop those records before fitting")
+        keys = frame_keys(frame, keys)  # a list of distinct columns, none missing
         cols, lvls = [], []
         for k in keys:
             col = frame[k].astype(str)

@@ -254,7 +254,8 @@ def test_from_frame_refuses_missing_values_and_bad_keys():
                        "c": rng.integers(0, 2, 200)})
     with pytest.raises(InputError, match="the keys have missing values"):
         LoglinearModel.from_frame(df.assign(a=df["a"].where(df.index > 0)), ["a", "b", "c"])
-    with pytest.raises(InputError, match=r"keys must be a list of column names, e\.g\. \['a'\]"):
+    with pytest.raises(InputError, match=r"keys must be a list of column names; got 'a' "
+                                         r"\(for one key write \['a'\]\)"):
         LoglinearModel.from_frame(df, "a")
     with pytest.raises(InputError, match=r"key\(s\) \['d'\] are not columns"):
         LoglinearModel.from_frame(df, ["a", "d"])
