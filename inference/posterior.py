@@ -51,6 +51,9 @@ PROVENANCE_KEYS = (
     "diagnostics",
 )
 _JSON_KEYS = ("model_options", "priors", "data_summary", "settings", "diagnostics", "provenance")
+#: attr listing the other stamps :func:`stamp` stored as JSON (booleans, None, lists, ...),
+#: so that :func:`decode_stamps` gives them back as they were given, not as JSON text
+_JSON_FIELDS_ATTR = "sdcbayes_json_fields"
 
 
 #: ``xarray.DataTree`` where the installed xarray has it (2024.10 and later)
@@ -146,9 +149,23 @@ def stamp(idata, **fields: Any) -> None:
 
     Strings, integers and floats are stored as they are; anything else (dicts, lists,
     None, booleans) as a JSON string, so that every stamp survives netCDF.
-    :func:`provenance` decodes the structured fields (``settings``, ``priors``, ...).
+    :func:`provenance` decodes them again (the structured fields ``settings``,
+    ``priors``, ... and any other stamp given as something other than a string).
     """
     encoded = {k: _encode_stamp(v) for k, v in fields.items()}
+    json_fields = {
+        k for k, v in fields.items()
+        if k not in _JSON_KEYS and not isinstance(v, str) and isinstance(encoded[k], str)
+    }
+    previous = dict(getattr(idata, "attrs", {}) or {}).get(_JSON_FIELDS_ATTR)
+    if json_fields or previous:
+        try:
+            known = set(json.loads(previous)) if previous else set()
+        except (TypeError, json.JSONDecodeError):
+            known = set()
+        # a key re-stamped with a plain str/int/float is no longer JSON
+        known = (known - set(fields)) | json_fields
+        encoded[_JSON_FIELDS_ATTR] = _dumps(sorted(known))
     if _is_tree(idata):
         get_group(idata, "posterior")  # the usual error when the group is absent
         # the node itself: get_group returns a Dataset copy whose attrs are not the tree's
@@ -177,9 +194,14 @@ def posterior_stamps(posterior) -> dict[str, Any]:
 
 def decode_stamps(attrs) -> dict[str, Any]:
     """Stamps as written by :func:`stamp` (attrs of a posterior), their JSON fields decoded."""
+    attrs = dict(attrs)
+    try:
+        json_fields = set(json.loads(attrs.pop(_JSON_FIELDS_ATTR, "[]")))
+    except (TypeError, json.JSONDecodeError):
+        json_fields = set()
     out = {}
-    for key, value in dict(attrs).items():
-        if key in _JSON_KEYS and isinstance(value, str):
+    for key, value in attrs.items():
+        if (key in _JSON_KEYS or key in json_fields) and isinstance(value, str):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:

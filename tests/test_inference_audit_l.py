@@ -112,6 +112,14 @@ def test_stamp_encodes_values_netcdf_cannot_store(idata, tmp_path):
     assert copy.attrs["reviewed"] == "true"
     back = load_posterior(save_posterior(copy, tmp_path / "p.nc"))
     assert back.posterior.attrs["reviewed"] == "true" and back.posterior.attrs["count"] == 3
+    # provenance() gives them back as given, not as JSON text (a plain "true" string stays one)
+    stamp(copy, text="true")
+    for read in (provenance(copy), provenance(back)):
+        assert read["reviewed"] is True and read["flag"] is False and read["note"] is None
+        assert read["huge"] == 2**70 and read["count"] == 3
+    assert provenance(copy)["text"] == "true"
+    stamp(copy, reviewed="no")  # re-stamped as a string: no longer decoded
+    assert provenance(copy)["reviewed"] == "no"
 
 
 # ------------------------------------------------------- F5: objects that are no posterior
