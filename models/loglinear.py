@@ -145,12 +145,6 @@ _SCALE_DISTS = ("HalfNormal", "HalfCauchy")
 # --------------------------------------------------------------------------------------
 
 
-def _excess_rate(lam, pi, kappa):
-    """``r/(r + 1 - pi)`` with ``r = kappa/lam + pi``: NegBin success prob of F - f | f."""
-    r = kappa / lam + pi
-    return r / (r + 1.0 - pi)
-
-
 def prob_population_unique(lam, sampling_fraction, kappa=None, f=1):
     r""":math:`P(F_k - f_k = 0 \mid f_k)`, i.e. P(F = 1 | f = 1) for f = 1.
 
@@ -165,8 +159,9 @@ def prob_population_unique(lam, sampling_fraction, kappa=None, f=1):
     sampling_fraction : float
         :math:`\pi` in (0, 1].
     kappa : array_like, optional
-        Gamma-mixing size; ``None`` for the Poisson model. Broadcasts with ``lam``
-        (e.g. shape (draws, 1) against (draws, cells)).
+        Gamma-mixing size; ``None`` for the Poisson model, as is ``np.inf`` (and any
+        kappa beyond ``1e8 (1 + lam)``, where the two agree to 1e-8). Broadcasts with
+        ``lam`` (e.g. shape (draws, 1) against (draws, cells)).
     f : array_like of int, default 1
         Sample frequencies.
     """
@@ -175,10 +170,25 @@ def prob_population_unique(lam, sampling_fraction, kappa=None, f=1):
     if kappa is None:
         return np.exp(-(1.0 - pi) * lam)
     kappa = np.asarray(kappa, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         # log of r/(r + 1 - pi) = -log1p((1 - pi)/r), r = kappa/lam + pi
         r = kappa / lam + pi
-        return np.exp(-(kappa + f) * np.log1p((1.0 - pi) / r))
+        out = np.exp(-(kappa + f) * np.log1p((1.0 - pi) / r))
+    # kappa = inf (or far beyond lam): the Poisson limit, not inf * 0
+    return np.where(_poisson_limit(lam, kappa), np.exp(-(1.0 - pi) * lam), out)
+
+
+#: Above ``kappa > _POISSON_KAPPA * (1 + lam)`` the negbin excess is taken as its Poisson
+#: limit: the two differ by O(lam/kappa) < 1e-8 there, while ``1 - rho`` (of order
+#: lam/kappa) would keep fewer than 8 digits in double precision and reach 0 (no excess
+#: at all) near kappa/lam ~ 1e16; ``kappa = inf`` is the Poisson model itself.
+_POISSON_KAPPA = 1e8
+
+
+def _poisson_limit(lam, kappa):
+    """Cells whose negbin excess is taken as Poisson (see ``_POISSON_KAPPA``)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return kappa > _POISSON_KAPPA * (1.0 + lam)
 
 
 def _excess_success_prob(lam, pi, kappa):
@@ -234,7 +244,8 @@ def expected_inverse_frequency(f, lam, sampling_fraction, kappa=None):
     sampling_fraction : float
         :math:`\pi` in (0, 1].
     kappa : array_like, optional
-        Gamma-mixing size (> 0) of the negbin family; ``None`` for the Poisson model.
+        Gamma-mixing size (> 0) of the negbin family; ``None`` for the Poisson model, as
+        is ``np.inf`` (and any kappa beyond ``1e8 (1 + lam)``, where the two agree to 1e-8).
 
     Returns
     -------
@@ -263,8 +274,16 @@ def expected_inverse_frequency(f, lam, sampling_fraction, kappa=None):
     from sdcbayes.risk.individual import negbin_inverse_moment
 
     f, lam, kappa = np.broadcast_arrays(f, lam, np.asarray(kappa, dtype=float))
-    rho = _excess_success_prob(lam, pi, kappa)
-    return np.asarray(negbin_inverse_moment(f, kappa + f, rho), dtype=float)
+    pois = _poisson_limit(lam, kappa)
+    if not pois.any():
+        rho = _excess_success_prob(lam, pi, kappa)
+        return np.asarray(negbin_inverse_moment(f, kappa + f, rho), dtype=float)
+    out = np.asarray(expected_inverse_frequency(f, lam, pi), dtype=float).copy()
+    nb = ~pois
+    if nb.any():
+        rho = _excess_success_prob(lam[nb], pi, kappa[nb])
+        out[nb] = negbin_inverse_moment(f[nb], kappa[nb] + f[nb], rho)
+    return out
 
 
 def simulate_excess(lam, sampling_fraction, rng, kappa=None, f=1):
@@ -272,7 +291,8 @@ def simulate_excess(lam, sampling_fraction, rng, kappa=None, f=1):
 
     Poisson: :math:`\mathrm{Po}((1-\pi)\lambda)`. Negbin:
     :math:`\mathrm{NegBin}(\kappa + f, r/(r + 1 - \pi))` failures, the gamma-Poisson
-    mixture of the module docstring.
+    mixture of the module docstring; ``kappa = np.inf`` (or beyond ``1e8 (1 + lam)``)
+    draws the Poisson limit.
     """
     lam = np.asarray(lam, dtype=float)
     pi = float(sampling_fraction)
@@ -280,7 +300,12 @@ def simulate_excess(lam, sampling_fraction, rng, kappa=None, f=1):
         return rng.poisson((1.0 - pi) * lam)
     kappa = np.broadcast_to(np.asarray(kappa, dtype=float), lam.shape)
     f = np.broadcast_to(np.asarray(f, dtype=float), lam.shape)
-    return rng.negative_binomial(kappa + f, _excess_rate(lam, pi, kappa))
+    pois = _poisson_limit(lam, kappa)
+    if pois.any():  # kappa = inf or far beyond lam: the Poisson limit (_POISSON_KAPPA)
+        kappa = np.where(pois, 1.0, kappa)  # placeholder size; those draws are replaced
+        out = rng.negative_binomial(kappa + f, _excess_success_prob(lam, pi, kappa))
+        return np.where(pois, rng.poisson((1.0 - pi) * np.where(pois, lam, 0.0)), out)
+    return rng.negative_binomial(kappa + f, _excess_success_prob(lam, pi, kappa))
 
 
 # --------------------------------------------------------------------------------------

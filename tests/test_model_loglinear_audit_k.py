@@ -116,6 +116,37 @@ def test_expected_inverse_frequency_limits():
     assert val == pytest.approx(_brute_negbin(2, 1e300, 0.01, 1.5), rel=1e-10)
 
 
+def test_negbin_with_infinite_or_huge_kappa_is_the_poisson_model():
+    # kappa = inf raised (rho = inf/inf) and a huge kappa lost 1 - rho to rounding:
+    # kappa = 1e20 gave E(1/F | f=1) = 1 (no excess) where the Poisson limit is 0.66
+    from sdcbayes.models.loglinear import prob_population_unique, simulate_excess
+
+    lam = np.array([0.0, 1.0, 100.0, 1e4])
+    pi = 0.1
+    for f in (1.0, 3.0):
+        pois = expected_inverse_frequency(f, lam, pi)
+        ref = [_brute_poisson(f, (1 - pi) * lv) if lv else 1 / f for lv in lam]
+        np.testing.assert_allclose(pois, ref, rtol=1e-10)
+        for kappa in (1e12, 1e20, np.inf):
+            np.testing.assert_allclose(expected_inverse_frequency(f, lam, pi, kappa), pois,
+                                       rtol=1e-7)
+        # below the switch the negbin route still agrees with its own series
+        got = expected_inverse_frequency(f, lam[1:], pi, 1e6)
+        ref = [_brute_negbin(f, lv, pi, 1e6) for lv in lam[1:]]
+        np.testing.assert_allclose(got, ref, rtol=1e-8)
+    np.testing.assert_allclose(prob_population_unique(lam, pi, np.inf),
+                               np.exp(-(1 - pi) * lam), rtol=1e-15)
+    # draws: Poisson moments where kappa is infinite, negbin ones where it is 2
+    rng = np.random.default_rng(5)
+    lam2 = np.tile([50.0, 50.0], (40_000, 1))
+    x = simulate_excess(lam2, pi, rng, kappa=np.array([np.inf, 2.0]), f=1)
+    m = (1 - pi) * 50.0
+    assert x[:, 0].mean() == pytest.approx(m, rel=0.01)
+    assert x[:, 0].var() == pytest.approx(m, rel=0.05)  # Poisson: variance = mean
+    rho = (2.0 + pi * 50.0) / (2.0 + 50.0)
+    assert x[:, 1].mean() == pytest.approx(3.0 * (1 - rho) / rho, rel=0.02)
+
+
 def test_posterior_risk_reidentifications_exact_at_small_sampling_fraction():
     # expected re-identifications sum_k f_k E(1/F_k | f_k) over cells with f = 2, 3 at
     # pi = 0.001 and fitted means 5 (lambda = 5000), the audit's ordinary cell
