@@ -524,6 +524,11 @@ def assess(
         summary["by_stratum"] = by_stratum(md, result.cells)
     if notes:
         summary["warnings"] = [*summary.get("warnings", []), *notes]
+    from sdcbayes.report import benchmark_caveat
+
+    # the caveat the terminal and report.html print, for readers of summary.json too
+    # (null when the benchmark count can be read as it stands)
+    summary["benchmark_caveat"] = benchmark_caveat(summary, command_line=True)
     if truth is not None:
         summary["truth"] = truth
     summary["provenance"] = result.provenance
@@ -716,11 +721,9 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         ("tau2 (expected correct matches of uniques)", with_truth("tau2")),
         ("records above benchmark (r>0.1, >median+2MAD)", count("n_above_benchmark")),
     ]
-    from sdcbayes.report import benchmark_caveat
-
     # most records are risky: median + 2 MAD sits above them, so the rule flags only
     # outliers, and a small count would read as a safe file (report.html says the same)
-    caveat = benchmark_caveat(s, command_line=True)
+    caveat = s.get("benchmark_caveat")
     if caveat is not None:
         rows.append(("  note", caveat))
     if "n_above_threshold" in s:

@@ -194,6 +194,7 @@ def test_benchmark_caveat_in_report_is_the_terminals(tmp_path, capsys, check_htm
     assert len(note) == 1, proc.stdout
     printed = note[0].removeprefix("note").strip()
     assert f"median risk {s['median_risk']:.2f}" in printed
+    assert s["benchmark_caveat"] == printed  # summary.json carries it too
     raw = (tmp_path / "r" / "report.html").read_text()
     check_html(raw)
     page = html_module.unescape(_body(raw))
@@ -202,6 +203,7 @@ def test_benchmark_caveat_in_report_is_the_terminals(tmp_path, capsys, check_htm
     # with --threshold the count is shown and neither says it
     proc = run_in_process(capsys, *args, "--threshold", "0.1", "--out", str(tmp_path / "t"))
     assert proc.returncode == 0 and "flags only" not in proc.stdout
+    assert json.loads((tmp_path / "t" / "summary.json").read_text())["benchmark_caveat"] is None
     assert "flags only" not in (tmp_path / "t" / "report.html").read_text()
 
 
