@@ -163,6 +163,7 @@ from sdcbayes.models.base import (
     whole_number,
 )
 from sdcbayes.provenance import seed_or_drawn
+from sdcbayes.provenance import stamp as provenance_stamp
 
 __all__ = [
     "LatentClassModel",
@@ -1242,16 +1243,26 @@ def profile_mass_loglik(counts, base, grid=PHI_MASS_GRID) -> np.ndarray:
     return out + (gammaln(a + c[li, hi][None, :]) - gammaln(a)).sum(axis=1)
 
 
-def _default_rng(random_seed) -> np.random.Generator:
-    """``numpy.random.default_rng(random_seed)``, NumPy's TypeError/ValueError as InputError."""
-    if isinstance(random_seed, bool | np.bool_):
-        raise InputError(f"random_seed must be None, an integer >= 0 or a numpy Generator; got "
-                         f"{random_seed!r}")
+def _seed_to_stamp(random_seed) -> int:
+    """The integer seed a run uses and stamps: ``random_seed``, one drawn when None, one
+    drawn from it when a Generator (the stamp then repeats the run without the Generator).
+
+    Raises
+    ------
+    InputError
+        When it is no seed NumPy takes (a bool, a negative or non-integer number).
+    """
+    if isinstance(random_seed, np.random.Generator):
+        random_seed = int(random_seed.integers(2**63 - 1))
+    random_seed = seed_or_drawn(random_seed)
     try:
-        return np.random.default_rng(random_seed)
+        if isinstance(random_seed, bool | np.bool_):
+            raise TypeError("a bool is not a seed")
+        np.random.SeedSequence(random_seed)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"random_seed must be None, an integer >= 0 or a numpy Generator; got "
-                         f"{random_seed!r} ({exc})") from None
+        raise InputError(f"random_seed must be None, an integer >= 0 or a numpy Generator; "
+                         f"got {random_seed!r} ({exc})") from None
+    return random_seed
 
 
 def _safe_names(keys) -> list[str]:
@@ -2006,7 +2017,9 @@ class LatentClassModel(SuperpopulationModel):
             ``loglik`` (truncated log-likelihood, Manrique-Vallier & Reiter 2014,
             eq. 2), ``criterion`` (the message-length score restarts are compared
             by, Figueiredo & Jain 2002), ``n_iter`` of the best start, ``logliks``
-            of all starts.
+            of all starts, ``provenance`` (model, priors, data summary and these
+            settings with the seed used -- drawn when None, ``"generator"`` when a
+            Generator was passed -- as :func:`sdcbayes.provenance.stamp` gives it).
         """
         # checked before any work: 0 restarts or sweeps left nothing to return (a raw
         # TypeError / UnboundLocalError), and more classes than H are not this model's
@@ -2014,11 +2027,19 @@ class LatentClassModel(SuperpopulationModel):
         max_iter = check_whole("max_iter", max_iter, 1)
         H = self.H if n_classes is None else check_whole(
             "n_classes", n_classes, 1, self.H, " (at most the model's truncation level H)")
-        rng = random_seed if isinstance(random_seed, np.random.Generator) \
-            else _default_rng(random_seed)
         learn_mass = EM_LEARN_MASS if learn_mass is None else learn_mass
         if learn_mass not in ("converged", "always"):
             raise InputError(f"learn_mass must be 'converged' or 'always'; got {learn_mass!r}")
+        # a Generator is used as it is (the chains' starts continue its stream); otherwise
+        # the seed, drawn when None, is stamped so that the fit can be repeated
+        if isinstance(random_seed, np.random.Generator):
+            rng, seed = random_seed, "generator"
+        else:
+            seed = _seed_to_stamp(random_seed)
+            rng = np.random.default_rng(seed)
+        settings = {"method": "em", "n_restarts": n_restarts, "max_iter": max_iter,
+                    "tol": float(tol), "random_seed": seed, "n_classes": H,
+                    "prune": bool(prune), "learn_mass": learn_mass}
         always = learn_mass == "always"
         J, n = len(self.keys), self.n
         codes, f = self.codes, self.counts
@@ -2106,6 +2127,8 @@ class LatentClassModel(SuperpopulationModel):
                         "n_iter": it + 1, "n_classes": k, "criterion": crit,
                         "phi_mass": None if phi_mass is None else np.array(phi_mass)}
         best["logliks"] = lls
+        best["provenance"] = provenance_stamp(
+            self.name, priors=self.priors, data_summary=self.data_summary(), settings=settings)
         return best
 
     # ---------------------------------------------------------------- Gibbs sampler
@@ -2682,18 +2705,8 @@ class LatentClassModel(SuperpopulationModel):
         target = (np.flatnonzero(self.key_counts == 1) if store == "uniques"
                   else np.arange(self.key_codes.shape[0]))
         # One seed for the cross-validations and the chains, stamped, so that the run can
-        # be repeated: drawn when None, and from a Generator (as fit_em takes) one integer
-        # drawn from it -- the stamp then repeats the run without the Generator.
-        if isinstance(random_seed, np.random.Generator):
-            random_seed = int(random_seed.integers(2**63 - 1))
-        random_seed = seed_or_drawn(random_seed)
-        try:
-            if isinstance(random_seed, bool | np.bool_):
-                raise TypeError("a bool is not a seed")
-            np.random.SeedSequence(random_seed)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"random_seed must be None, an integer >= 0 or a numpy Generator; "
-                             f"got {random_seed!r} ({exc})") from None
+        # be repeated
+        random_seed = _seed_to_stamp(random_seed)
         settings = self._sample_settings(
             draws=draws, tune=tune, chains=chains, thin=thin, N=N, random_seed=random_seed,
             store=store, init=init, em_restarts=em_restarts, overdispersion=overdispersion,
@@ -2864,8 +2877,6 @@ class LatentClassModel(SuperpopulationModel):
         # and its run repeated; assess_posterior stamps its own settings over these
         from sdcbayes._version import __version__
         from sdcbayes.inference.posterior import stamp
-        from sdcbayes.provenance import stamp as provenance_stamp
-
         record = provenance_stamp(self.name)
         stamp(idata, sdcbayes_version=__version__, model=self.name,
               model_options={"n_classes": self.H}, priors=self.priors,

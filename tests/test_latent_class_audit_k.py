@@ -177,10 +177,28 @@ def test_a_bad_prior_fails_before_the_cross_validation(model, monkeypatch):
     ({"n_classes": 0}, "n_classes"), ({"n_classes": -1}, "n_classes"),
     ({"n_classes": 4}, "n_classes"), ({"n_classes": 2.5}, "n_classes"),
     ({"random_seed": "x"}, "random_seed"), ({"random_seed": -1}, "random_seed"),
+    ({"random_seed": True}, "random_seed"), ({"random_seed": 1.5}, "random_seed"),
 ])
 def test_fit_em_arguments(model, kw, name):
     with pytest.raises(InputError, match=name):
         model.fit_em(**kw)
+
+
+def test_fit_em_is_stamped_with_the_seed_that_repeats_it(model):
+    # fit_em gave estimates without the seed it drew: an unseeded EM fit could not be
+    # repeated, nor told apart from one of another model
+    fit = model.fit_em(n_restarts=2, max_iter=20)
+    prov = fit["provenance"]
+    assert prov["model"] == model.name and prov["data"] == model.data_summary()
+    st = prov["settings"]
+    assert st["method"] == "em" and isinstance(st["random_seed"], int)
+    assert (st["n_restarts"], st["max_iter"], st["n_classes"]) == (2, 20, model.H)
+    again = model.fit_em(n_restarts=2, max_iter=20, random_seed=st["random_seed"])
+    np.testing.assert_array_equal(again["w"], fit["w"])
+    assert again["loglik"] == fit["loglik"]
+    # a Generator is used as given (its stream continues), and stamped as such
+    g = model.fit_em(n_restarts=1, max_iter=5, random_seed=np.random.default_rng(0))
+    assert g["provenance"]["settings"]["random_seed"] == "generator"
 
 
 def test_fit_em_one_class_is_the_independence_model(model):
