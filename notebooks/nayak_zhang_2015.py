@@ -206,7 +206,7 @@ assert np.all(table_half["P(CM|S=1) closed form"] <= nayak_zhang_phi(nayak_zhang
 # `xi = 1/2`, `theta = 0.618`), with a fixed seed. For each person and released count
 # `a = S_j` of their cell, the share of releases in which the intruder's random
 # pick is the target's own record estimates `P(CM | S_j = a)`; it agrees with the
-# exact value within Monte Carlo error and stays below `xi = 1/3`.
+# exact value within Monte Carlo error and stays below `xi = 1/2`.
 
 # %%
 XI = 0.5

@@ -36,6 +36,8 @@ posterior-model methods import :mod:`sdcbayes.models` (and what a fit needs) whe
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -366,10 +368,21 @@ class Design:
     seed : int
         Replicate r uses ``numpy.random.default_rng([seed, r])``: the same samples
         for every method, independent across replicates.
-    keys : tuple of str, optional
-        Override the population's key set.
+    keys : str or sequence of str, optional
+        Override the population's key set (one name alone is one key); stored as a
+        tuple.
     strata : str, optional
         Override the population's strata column (stratified designs).
+
+    Raises
+    ------
+    InputError
+        An argument of the wrong type or range (checked here, before any work):
+        ``population`` neither a name nor a :class:`Population`, ``fraction`` not a
+        number in (0, 1), ``replicates`` not a positive integer, ``seed`` not a
+        non-negative integer, ``keys`` empty or not column names, ``strata`` not a
+        column name; with a loaded population, ``keys`` or ``strata`` naming
+        columns it lacks.
     """
 
     population: str | Population
@@ -381,20 +394,89 @@ class Design:
     strata: str | None = None
 
     def __post_init__(self):
-        if self.kind not in DESIGN_KINDS:
+        if not isinstance(self.population, (str, Population)):
+            raise InputError(
+                f"population must be a name of {list(POPULATIONS)} or a Population, got "
+                f"{type(self.population).__name__}; wrap a data frame as "
+                "Population(name, frame, keys)."
+            )
+        if not isinstance(self.kind, str) or self.kind not in DESIGN_KINDS:
             raise InputError(
                 f"kind={self.kind!r} is not a design; use one of {list(DESIGN_KINDS)}."
             )
+        if isinstance(self.fraction, bool) or not isinstance(self.fraction, numbers.Real):
+            raise InputError(f"fraction must be a number in (0, 1), got {self.fraction!r}; "
+                             "pass e.g. 0.05.")
         if not 0 < float(self.fraction) < 1:
             raise InputError(f"fraction must be in (0, 1), got {self.fraction}; pass e.g. 0.05.")
-        if int(self.replicates) < 1:
+        # int() would truncate 2.7 replicates or seed 1.5 silently: integers only
+        replicates = _count(self.replicates, "replicates", "e.g. replicates=100")
+        if replicates < 1:
             raise InputError(f"replicates must be >= 1, got {self.replicates}.")
+        seed = _count(self.seed, "seed", "e.g. seed=0")
+        if seed < 0:
+            raise InputError(f"seed must be a non-negative integer, got {self.seed}; "
+                             "pass e.g. seed=0.")
+        if self.keys is not None:
+            # a bare name is one key, not its characters (as sdcbayes.datasets.draw_sample)
+            keys = (self.keys,) if isinstance(self.keys, str) else self.keys
+            try:
+                keys = tuple(keys)
+            except TypeError:
+                raise InputError(f"keys must be a list of column names, got "
+                                 f"{type(self.keys).__name__}; e.g. keys=('age', 'sex')."
+                                 ) from None
+            if not keys:  # () would fall back to the population's keys unnoticed
+                raise InputError("keys is empty; pass at least one key column, or leave keys "
+                                 "unset (None) for the population's own key set.")
+            if not all(isinstance(k, str) for k in keys):
+                raise InputError(f"keys must be column names (str), got {list(keys)!r}.")
+            object.__setattr__(self, "keys", keys)
+        if self.strata is not None and not isinstance(self.strata, str):
+            raise InputError(f"strata must be a column name (str), got {self.strata!r}.")
+        if isinstance(self.population, Population):
+            columns = self.population.frame.columns
+            missing = [k for k in (self.keys or ()) if k not in columns]
+            if self.strata is not None and self.strata not in columns:
+                missing.append(self.strata)
+            if missing:
+                raise InputError(f"keys/strata {missing} are not columns of population "
+                                 f"{self.population.name!r}; choose from {list(columns)}.")
 
     @property
     def label(self) -> str:
-        """Short name, e.g. ``adult6/srs/1%``."""
-        name = self.population if isinstance(self.population, str) else self.population.name
-        return f"{name}/{self.kind}/{100 * self.fraction:g}%"
+        """Short name of the design, e.g. ``adult6/srs/1%``: the ``design`` column of results.
+
+        Overrides of the population's keys and (stratified designs) strata column are
+        part of the name, so that :func:`summarise` keeps such designs apart:
+        ``adult6[age+sex]/srs/1%``, ``adult6/stratified[sex]/1%``. A key set or
+        strata column equal to the population's own leaves the name as it is. The
+        ``seed`` is not part of it: replicates of the same design under several
+        seeds are independent samples of one design, and pooling them (as
+        ``benchmarks/README.md`` pools design seeds 0-3) is intended.
+        """
+        pop = self.population
+        if isinstance(pop, str):
+            name = pop
+            own_keys, own_strata = POPULATIONS[pop][1:] if pop in POPULATIONS else ((), None)
+        else:
+            name, own_keys, own_strata = pop.name, pop.keys, pop.strata
+        if self.keys is not None and set(self.keys) != set(own_keys):
+            name += f"[{'+'.join(self.keys)}]"
+        kind = self.kind
+        if kind == "stratified" and self.strata is not None and self.strata != own_strata:
+            kind += f"[{self.strata}]"
+        return f"{name}/{kind}/{100 * self.fraction:g}%"
+
+
+def _count(value, what: str, hint: str) -> int:
+    """``value`` as an int if it is an integer (NumPy's included), else InputError."""
+    if isinstance(value, bool):
+        raise InputError(f"{what} must be an integer, got {value!r}; pass {hint}.")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise InputError(f"{what} must be an integer, got {value!r}; pass {hint}.") from None
 
 
 @dataclass
@@ -949,10 +1031,17 @@ def _draw(rng: np.random.Generator, stratum: np.ndarray | None, fraction: float,
     return index, (sizes / take)[stratum[index]]
 
 
+def _same_length(values: np.ndarray, outcome: np.ndarray, what: str) -> None:
+    if values.shape != outcome.shape or values.ndim != 1:
+        raise InputError(f"{what} and outcome must be 1-d arrays of one value per record, got "
+                         f"shapes {values.shape} and {outcome.shape}; pass them aligned.")
+
+
 def brier_score(prob, outcome) -> float:
     """Mean squared difference between predicted probabilities and 0/1 outcomes."""
     prob = np.asarray(prob, dtype=float)
     outcome = np.asarray(outcome, dtype=float)
+    _same_length(prob, outcome, "prob")
     return float(np.mean((prob - outcome) ** 2)) if prob.size else math.nan
 
 
@@ -963,6 +1052,7 @@ def auc(score, outcome) -> float:
     """
     score = np.asarray(score, dtype=float)
     outcome = np.asarray(outcome, dtype=bool)
+    _same_length(score, outcome, "score")
     n_pos = int(outcome.sum())
     n_neg = outcome.size - n_pos
     if n_pos == 0 or n_neg == 0:
@@ -976,6 +1066,8 @@ def _resolve_methods(methods) -> dict[str, Callable]:
         return dict(BASELINES)
     if isinstance(methods, Mapping):
         return dict(methods)
+    if isinstance(methods, str) or callable(methods):
+        methods = [methods]  # one method alone, not the characters of its name
     out = {}
     for m in methods:
         if isinstance(m, str):
@@ -1027,21 +1119,37 @@ def run_design(
     ------
     SkipDesign
         The population's data are absent.
+    InputError
+        ``design`` is not a :class:`Design`, an unknown method name,
+        ``calibration_bins`` not a positive integer, key, strata or household columns
+        the population lacks, or missing values in the strata column (stratified
+        designs) or household ids (household designs), checked before any sample is
+        drawn.
     """
+    if not isinstance(design, Design):
+        raise InputError(f"design must be a Design, got {type(design).__name__}; "
+                         "e.g. run_design(Design('adult6', 0.01, replicates=10)).")
     methods = _resolve_methods(methods)
+    calibration_bins = _count(calibration_bins, "calibration_bins", "e.g. calibration_bins=10")
+    if calibration_bins < 1:
+        raise InputError(f"calibration_bins must be >= 1, got {calibration_bins}; "
+                         "pass e.g. calibration_bins=10.")
     pop = (
         design.population
         if isinstance(design.population, Population)
         else load_population(design.population, data_dir=data_dir)
     )
-    keys = list(design.keys or pop.keys)
+    keys = list(pop.keys if design.keys is None else design.keys)
     frame = pop.frame
     N = len(frame)
     strata = design.strata or pop.strata
     stratum = None
     if design.kind == "stratified":
         if strata not in frame.columns:
-            raise InputError(f"strata column {strata!r} is not in population {pop.name!r}.")
+            raise InputError(f"strata column {strata!r} is not in population {pop.name!r}; "
+                             f"pass Design(strata=...) naming one of {list(frame.columns)}.")
+        _require_complete(frame, strata, f"strata column {strata!r}", "values",
+                          "fill them or choose another strata column")
         stratum = pd.factorize(frame[strata], sort=True)[0].astype(np.int64)
     household = None
     if design.kind == "household":
@@ -1049,6 +1157,11 @@ def run_design(
             raise InputError(f"population {pop.name!r} has no household column, so it has no "
                              f"household design; use kind='srs' or 'stratified', or one of "
                              f"{sorted(HOUSEHOLDS)}.")
+        if pop.household not in frame.columns:
+            raise InputError(f"household column {pop.household!r} is not in population "
+                             f"{pop.name!r}; choose from {list(frame.columns)}.")
+        _require_complete(frame, pop.household, f"household column {pop.household!r}",
+                          "ids", "give every person a household id or drop those rows")
         household = pd.factorize(frame[pop.household], sort=True)[0].astype(np.int64)
     pop_cell, pop_counts = _population_cells(frame, keys)
     columns = list(dict.fromkeys(keys + ([strata] if stratum is not None else [])))
@@ -1118,6 +1231,20 @@ def run_design(
     # Stored as plain lists: pandas compares attrs when concatenating results.
     out.attrs["calibration"] = _calibration_frame(design.label, calib, edges).to_dict("list")
     return out
+
+
+def _require_complete(frame: pd.DataFrame, column: str, what: str, noun: str,
+                      fix: str) -> None:
+    """InputError if ``column`` has missing values (the check of ``draw_sample``).
+
+    ``pd.factorize`` codes a missing value -1: as a household it would index the last
+    household's flag (a person glued onto another household), as a stratum it breaks
+    ``np.bincount``. :func:`sdcbayes.datasets.draw_sample` refuses both inline; this is
+    the same check for :func:`run_design`.
+    """
+    n_missing = int(frame[column].isna().sum())
+    if n_missing:
+        raise InputError(f"{what} has {n_missing} missing {noun}; {fix}.")
 
 
 def _calibration_frame(label: str, calib: dict, edges: np.ndarray) -> pd.DataFrame:
@@ -1199,6 +1326,28 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     - ``brier``, ``auc``: means over replicates of the record-level scores;
     - ``time_s``: mean run time of the method per sample.
 
+    A replicate counts (in ``replicates`` and every metric) where both its estimate
+    and its truth are finite: a method that returned NaN has nothing to score, and a
+    truth that is undefined for the sample (theta of a sample without sample
+    uniques, :func:`truth_of_sample`) has nothing to score against -- counting its
+    interval as a miss would bias ``coverage`` down.
+
+    Results of several designs may be concatenated: rows are grouped by the
+    ``design`` label (:attr:`Design.label`), which names the population, kind,
+    fraction and any key or strata override, but not the seed, so that runs of one
+    design under several seeds pool as more replicates. A label that does not pin
+    one design (hand-built tables, two different populations of the same name) is
+    refused where the columns show it: one label with several ``population`` values,
+    or, for simple random and stratified designs (whose sample size is fixed), with
+    several sample sizes ``n``.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        The output of :func:`run_design` (or several, concatenated): at least the
+        columns ``design``, ``method``, ``quantity``, ``truth``, ``estimate``, ``lo``,
+        ``hi``, ``time_s``.
+
     Returns
     -------
     pandas.DataFrame
@@ -1207,10 +1356,23 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         ``estimate`` (mean), ``rel_bias``, ``rel_rmse``, ``coverage``, ``width``,
         ``intervals``, ``covered``, ``brier``, ``auc``, ``time_s``; quantities a method
         does not estimate are left out.
+
+    Raises
+    ------
+    InputError
+        Missing columns, or one ``design`` label over several populations or sample
+        sizes (see above).
     """
+    need = {"design", "method", "quantity", "truth", "estimate", "lo", "hi", "time_s"}
+    missing = sorted(need - set(results.columns))
+    if missing:
+        raise InputError(f"results lack the columns {missing}; pass the output of run_design")
+    _check_one_design_per_label(results)
     keys = ["design", "method"]
     file_level = results[results["quantity"].isin(QUANTITIES)].copy()
-    file_level = file_level[np.isfinite(file_level["estimate"])]
+    # unscoreable replicates: no estimate, or a truth undefined for the sample
+    file_level = file_level[np.isfinite(file_level["estimate"])
+                            & np.isfinite(file_level["truth"])]
     err = file_level["estimate"] - file_level["truth"]
     file_level["err"] = err
     file_level["sq"] = err**2
@@ -1249,11 +1411,42 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     return table[cols].reset_index(drop=True)
 
 
+def _check_one_design_per_label(results: pd.DataFrame) -> None:
+    """InputError where one ``design`` label covers rows of visibly different designs."""
+    by = results.groupby("design", sort=False)
+    if "population" in results.columns:
+        pops = by["population"].nunique()
+        if (pops > 1).any():
+            d = pops.index[pops > 1][0]
+            raise InputError(
+                f"design label {d!r} covers several populations "
+                f"{sorted(results.loc[results['design'] == d, 'population'].unique())}; "
+                "give the populations distinct names (Population.name) before pooling.")
+    if {"kind", "n"} <= set(results.columns):
+        # srs and stratified samples have a fixed size: two sizes are two designs
+        fixed = results[results["kind"] != "household"]
+        sizes = fixed.groupby("design", sort=False)["n"].nunique()
+        if (sizes > 1).any():
+            d = sizes.index[sizes > 1][0]
+            raise InputError(
+                f"design label {d!r} covers samples of sizes "
+                f"{sorted(fixed.loc[fixed['design'] == d, 'n'].unique().tolist())}, so "
+                "different designs or populations share it; give the populations "
+                "distinct names (Population.name) before pooling.")
+
+
 #: Nominal level of the intervals the issue 7 goal scores.
 COVERAGE_LEVEL = 0.90
 
 #: Coverage the goal accepts for intervals of :data:`COVERAGE_LEVEL`.
 COVERAGE_BAND = (0.85, 0.95)
+
+
+def _check_level(level) -> None:
+    if (isinstance(level, bool) or not isinstance(level, numbers.Real)
+            or not 0.0 < float(level) < 1.0):
+        raise InputError(f"level must lie strictly between 0 and 1; got {level!r}; "
+                         f"e.g. level={COVERAGE_LEVEL}")
 
 
 def coverage_band_probability(replicates: int, level: float = COVERAGE_LEVEL,
@@ -1266,10 +1459,28 @@ def coverage_band_probability(replicates: int, level: float = COVERAGE_LEVEL,
     limit of the issue 7 coverage goal: at 50 replicates a perfectly calibrated
     method lands in 85-95% with probability 0.77 per quantity, so passing all 12
     designs (tau1 and tau2) is a matter of luck below a few hundred replicates.
+
+    Raises
+    ------
+    InputError
+        ``replicates`` not a positive whole number, ``level`` outside (0, 1), or
+        ``band`` not a pair ``0 <= band[0] <= band[1] <= 1``.
     """
-    if replicates < 1:
-        raise InputError(f"replicates must be a positive count, got {replicates}; "
+    if (isinstance(replicates, bool) or not isinstance(replicates, numbers.Real)
+            or not float(replicates).is_integer() or replicates < 1):
+        raise InputError(f"replicates must be a positive count, got {replicates!r}; "
                          "pass the number of replicates the coverage was measured on")
+    replicates = int(replicates)
+    _check_level(level)
+    try:
+        b0, b1 = (float(b) for b in band)
+    except (TypeError, ValueError):
+        raise InputError(f"band must be a pair (low, high) of coverages, got {band!r}; "
+                         f"e.g. band={COVERAGE_BAND}") from None
+    if not 0.0 <= b0 <= b1 <= 1.0:
+        raise InputError(f"band must satisfy 0 <= low <= high <= 1, got {band!r}; "
+                         f"e.g. band={COVERAGE_BAND}")
+    band = (b0, b1)
     lo = math.ceil(band[0] * replicates - 1e-9)
     hi = math.floor(band[1] * replicates + 1e-9)
     dist = stats.binom(replicates, level)
@@ -1281,9 +1492,20 @@ def coverage_p_value(covered: float, intervals: float, level: float = COVERAGE_L
 
     NaN where there are no intervals. A small value says the miss is the method's,
     not the Monte Carlo error of a finite number of replicates.
+
+    Raises
+    ------
+    InputError
+        ``level`` outside (0, 1), or ``covered`` outside 0..``intervals`` (a count
+        table not made by :func:`summarise`).
     """
+    _check_level(level)
     if not (np.isfinite(covered) and np.isfinite(intervals)) or intervals < 1:
         return float("nan")
+    if not 0 <= covered <= intervals:
+        raise InputError(f"covered must lie between 0 and intervals, got {covered} of "
+                         f"{intervals}; pass the counts of summarise (columns covered, "
+                         "intervals)")
     return float(stats.binomtest(int(round(covered)), int(intervals), level).pvalue)
 
 
@@ -1330,6 +1552,8 @@ def interval_errors(results: pd.DataFrame, quantities: Sequence[str] = ("tau1", 
     missing = sorted(need - set(results.columns))
     if missing:
         raise InputError(f"results lack the columns {missing}; pass the output of run_design")
+    if isinstance(quantities, str):
+        quantities = [quantities]  # one quantity, not its characters
     r = results[results["quantity"].isin(list(quantities))]
     width = r["hi"] - r["lo"]
     ok = np.isfinite(r["estimate"]) & np.isfinite(r["truth"]) & np.isfinite(width) & (width > 0)
@@ -1354,7 +1578,25 @@ def goal_table(summary: pd.DataFrame, method: str) -> pd.DataFrame:
     :func:`coverage_p_value`; NaN where ``summary`` has no ``covered`` counts) and
     ``{q}_rmse_ok`` (relative RMSE below that of every other method of the design);
     ``met`` when all the ``_ok`` hold.
+
+    Raises
+    ------
+    InputError
+        ``summary`` lacks the columns of :func:`summarise`, or holds a (design,
+        method, quantity) twice (summaries of different designs under one label,
+        concatenated: :func:`summarise` their results together instead).
     """
+    need = {"design", "method", "quantity", "truth", "rel_bias", "rel_rmse", "coverage"}
+    missing = sorted(need - set(summary.columns))
+    if missing:
+        raise InputError(f"summary lacks the columns {missing}; pass the output of summarise")
+    twice = (summary["quantity"].isin(["tau1", "tau2"])
+             & summary.duplicated(["design", "method", "quantity"]))
+    if twice.any():
+        d, m, q = summary.loc[twice, ["design", "method", "quantity"]].iloc[0]
+        raise InputError(f"summary has several rows for design {d!r}, method {m!r}, {q}; "
+                         "summarise the concatenated results of run_design instead of "
+                         "concatenating summaries.")
     rows = []
     for design, g in summary.groupby("design", sort=False):
         q = g.set_index(["method", "quantity"])
