@@ -531,12 +531,14 @@ def assess(
     summary["benchmark_caveat"] = benchmark_caveat(summary, command_line=True)
     if truth is not None:
         summary["truth"] = truth
-    summary["provenance"] = result.provenance
+    # the file's fingerprint beside the result's own stamp (a copy: the result keeps its own)
+    from sdcbayes.provenance import file_fingerprint
+
+    summary["provenance"] = {**result.provenance, "input": file_fingerprint(data)}
     if missing != "wildcard" and "alpha" in (result.provenance.get("data") or {}):
         # alpha weighs wildcard matches: under category or drop there are none, so it is
-        # not stamped as if it had been used (a copy: the result keeps its own stamp)
-        summary["provenance"] = {**result.provenance,
-                                 "data": {**result.provenance["data"], "alpha": None}}
+        # not stamped as if it had been used
+        summary["provenance"]["data"] = {**result.provenance["data"], "alpha": None}
     wrote_posterior = write_posterior and getattr(result, "idata", None) is not None
     summary["output_files"] = [*out_files, *(["posterior.nc"] if wrote_posterior else [])]
     cli_worded_summary(summary)

@@ -339,7 +339,9 @@ def command(
         summary["models_left_out"] = left_out
     if truth is not None:
         summary["truth"] = truth
-    summary["provenance"] = result.provenance
+    from sdcbayes.provenance import file_fingerprint
+
+    summary["provenance"] = {**result.provenance, "input": file_fingerprint(data)}
 
     from sdcbayes.report import comparison_report
 

@@ -434,6 +434,7 @@ def command(
             "total_N": int(N.sum()),
         },
         settings=settings,
+        input_file=domains,
     )
 
     from sdcbayes.cli import cli_worded_summary

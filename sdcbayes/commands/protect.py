@@ -364,6 +364,7 @@ def command(
         "closed-form",
         data_summary={"n_records": int(len(frame)), "keys": key_list, "weight": weight},
         settings={"steps": [_params(s) | {"step": s["step"]} for s in steps], "seed": seed},
+        input_file=data,
     )
     log = _concat_logs(logs)
 

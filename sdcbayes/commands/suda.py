@@ -169,6 +169,7 @@ def command(
             "score_method": score_method,
             "missing": missing,
         },
+        input_file=data,
     )
 
     from sdcbayes.report import suda_report
