@@ -843,3 +843,20 @@ def test_spss_codes_sharing_a_label_and_padded_labels_keep_their_codes(tmp_path)
     _, src_meta = pyreadstat.read_sav(str(src), metadataonly=True)
     assert meta.variable_value_labels["job"] == src_meta.variable_value_labels["job"]
     assert sorted(meta.variable_value_labels["job"]) == [1.0, 2.0, 8.0, 9.0]
+
+
+def test_spss_unlabelled_codes_stay_unlabelled_beside_a_clashing_label(tmp_path, capsys):
+    # code 3 is labelled "4" and code 4 is unlabelled: read_microdata names them "4 [3]"
+    # and "4 [4]"; the writer put "4 [4]" (and "7" for an unlabelled 7) on as new labels
+    pyreadstat = pytest.importorskip("pyreadstat")
+    frame = pd.DataFrame({"a": np.tile([3.0, 4.0, 1.0, 7.0], 10),
+                          "b": np.repeat([1.0, 2.0], 20)})
+    src = tmp_path / "clash.sav"
+    pyreadstat.write_sav(frame, str(src), variable_value_labels={"a": {3.0: "4", 1.0: "one"}})
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(src), "--keys", "a,b", "--suppress-k", "2",
+                          "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    raw, meta = pyreadstat.read_sav(str(out / "protected.sav"))
+    np.testing.assert_array_equal(raw["a"].to_numpy(), frame["a"].to_numpy())
+    assert meta.variable_value_labels["a"] == {1.0: "one", 3.0: "4"}

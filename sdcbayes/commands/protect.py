@@ -1589,14 +1589,19 @@ def _labelled(frame, meta, reserved=None):
                     nxt += 1.0
             arr = np.array([codes[x] for x in cats] + [np.nan])
             out[c] = arr[s.cat.codes.to_numpy()]
-            lab = {
-                # a category from the file gets its label back as the file wrote it
-                (int(v) if float(v).is_integer() else v): file_labels.get(
-                    code_of.get(cat), cat) if cat in code_of else cat
-                for cat, v in codes.items()
-                # a number-like category moved off its own code needs a label to show it
-                if cat in code_of or not _is_number(cat) or float(cat) != v
-            }
+            lab = {}
+            for cat, v in codes.items():
+                key = int(v) if float(v).is_integer() else v
+                if cat in code_of:
+                    # a category from the file gets its label back as the file wrote it;
+                    # an unlabelled code of the file ("7", or "4 [4]" beside a label "4")
+                    # stays unlabelled
+                    if code_of[cat] in file_labels:
+                        lab[key] = file_labels[code_of[cat]]
+                elif not _is_number(cat) or float(cat) != v:
+                    # a new category, or a number-like one moved off its own code: its
+                    # label shows it
+                    lab[key] = cat
             for code, text in file_labels.items():
                 # labels of codes declared missing (SPSS user-missing, Stata .a-.z) are
                 # no categories, yet belong to the file: kept as they were
