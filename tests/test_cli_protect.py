@@ -847,7 +847,7 @@ def test_spss_codes_sharing_a_label_and_padded_labels_keep_their_codes(tmp_path)
 
 def test_spss_unlabelled_codes_stay_unlabelled_beside_a_clashing_label(tmp_path, capsys):
     # code 3 is labelled "4" and code 4 is unlabelled: read_microdata names them "4 [3]"
-    # and "4 [4]"; the writer put "4 [4]" (and "7" for an unlabelled 7) on as new labels
+    # and "4 [4]"; the writer put "4 [4]" on code 4 as a new label (7 checks a plain one)
     pyreadstat = pytest.importorskip("pyreadstat")
     frame = pd.DataFrame({"a": np.tile([3.0, 4.0, 1.0, 7.0], 10),
                           "b": np.repeat([1.0, 2.0], 20)})
