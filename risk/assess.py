@@ -26,7 +26,11 @@ import pandas as pd
 from sdcbayes.exceptions import InputError
 from sdcbayes.microdata import Microdata
 from sdcbayes.provenance import stamp
-from sdcbayes.risk.individual import benedetti_franconi_risk, plugin_inclusion_probability
+from sdcbayes.risk.individual import (
+    RISK_METHODS,
+    benedetti_franconi_risk,
+    plugin_inclusion_probability,
+)
 from sdcbayes.risk.measures import benchmark_rule, household_risk
 
 
@@ -235,9 +239,11 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     md : sdcbayes.Microdata
         Validated microdata with keys (and optionally weights and households).
     method : {"exact", "approx", ...}
-        Passed to :func:`sdcbayes.risk.individual.benedetti_franconi_risk`.
-        ``"exact"`` (default) evaluates E(1/F_k | f_k) exactly (seed ``004_…``
-        eq. 3); ``"approx"`` reproduces sdcMicro / mu-Argus.
+        One of :data:`sdcbayes.risk.individual.RISK_METHODS`, passed to
+        :func:`sdcbayes.risk.individual.benedetti_franconi_risk` (checked first,
+        before the cell table is built). ``"exact"`` (default) evaluates
+        E(1/F_k | f_k) exactly (seed ``004_…`` eq. 3); ``"approx"`` reproduces
+        sdcMicro / mu-Argus.
     threshold : float, optional
         Also count records whose risk exceeds this value.
 
@@ -250,8 +256,27 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         ER), the plug-in estimates τ1 = Σ_{f_k=1} p̂_k (P(F_k = 1 | f_k = 1) = p_k
         under the negative binomial) and τ2 = Σ_{f_k=1} r_k, the benchmark rule
         and household risk 1 − Π(1 − r_i).
+
+    Records dropped for a missing key (``Microdata(missing="drop")``) have no risk
+    (NaN) and are left out everywhere: ``n_records`` counts the kept records (and
+    ``n_records_input`` all of them), the rate is ER / ``n_records``, and a
+    household's risk is the product over its kept members (NaN for a dropped
+    record, and for a household with no kept member). This is the convention of
+    :func:`sdcbayes.risk.measures.household_risk` and
+    :func:`sdcbayes.risk.measures.file_summary` too, so both routes agree on the
+    same per-record risks. It differs from sdcMicro (which divides by all records
+    and makes a household with an NA member NA) only where sdcMicro would have NA
+    risks, and it has none of its own: it drops no record but lets a missing key
+    match anything, as the default ``missing="wildcard"`` does.
     """
     check_microdata(md, "assess_closed_form")
+    # a typo in method is reported now, not after the (expensive) cell table
+    if not isinstance(method, str) or method not in RISK_METHODS:
+        raise InputError(
+            f"assess_closed_form: unknown method {method!r}; use one of "
+            f"{', '.join(repr(m) for m in RISK_METHODS)} (\"exact\" is the default, "
+            "\"approx\" reproduces sdcMicro / mu-Argus)"
+        )
     threshold = check_threshold(threshold)
     cells = md.cells
     fk = np.asarray(cells.fk, dtype=float)
@@ -310,8 +335,9 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     hh = getattr(md, "household_index", None)
     if hh is not None:
         hh = np.asarray(hh)
-        hrisk = np.full(record_cell.size, np.nan)
-        hrisk[kept] = household_risk(r, hh[kept])
+        # the shared convention: dropped records (NaN risk) are left out of their
+        # household's product and get NaN themselves
+        hrisk = household_risk(rec_risk, hh)
         records["household_risk"] = hrisk
         # sdcMicro's hierarchical risk: a record is re-identified when any member of
         # its household is, so the expected number of re-identified records is the

@@ -10,16 +10,29 @@ Inputs are per-record arrays in input order: ``record_risk`` (``r_i``, e.g.
 ``E(1/F_k | f_k)`` of the record's cell), ``fk`` (the sample frequency of the
 record's cell), ``Fk_hat`` (its weight sum), household codes, or a
 record -> cell index (``Microdata.record_cell``; ``-1`` = excluded record).
+Arrays are paired by position; two pandas Series with different indexes are
+refused (as in :mod:`sdcbayes.risk.individual`), never paired silently.
 
-Imports NumPy and pandas only.
+Records without a risk (NaN, e.g. dropped by ``Microdata(missing="drop")``) are
+left out everywhere, as in :func:`sdcbayes.risk.assess.assess_closed_form`: the
+rates divide by the records that have a risk, and a household's risk is the
+product over its members that have one (see :func:`household_risk`).
+
+Imports NumPy, pandas and sdcbayes' data layer and input checks (no SciPy).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
+from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import _group
+from sdcbayes.risk.individual import _series_index
 
 __all__ = [
     "benchmark_rule",
@@ -40,11 +53,61 @@ __all__ = [
 MAD_CONSTANT = 1.4826
 
 
-def _risk(record_risk) -> np.ndarray:
-    r = np.asarray(record_risk, dtype=float).ravel()
+#: pandas' inferred kinds of an object array that hold only numbers (and missing values).
+_NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty")
+
+
+def _as_numbers(x, name: str, what: str) -> np.ndarray:
+    """``x`` as a 1-d numeric array (bool, int or float; missing values as NaN).
+
+    The one gate for the per-record arrays of this module: None, text, dates and
+    tables (2-d) are refused with an :class:`InputError` that names ``name`` and
+    the fix, where plain ``np.asarray`` would let them through as a NaN, a
+    string comparison or a silently flattened table.
+    """
+    if x is None:
+        raise InputError(f"{name} is None; pass {what} (an array, a list or a pandas Series)")
+    arr = np.asarray(x)
+    if arr.dtype.kind == "O":
+        kind = pd.api.types.infer_dtype(arr.ravel(), skipna=True)
+        if kind not in _NUMBER_KINDS:
+            raise InputError(
+                f"{name} must be numeric ({what}) but holds {kind} values; convert it "
+                "first, e.g. pd.to_numeric(values)"
+            )
+        arr = pd.to_numeric(arr.ravel()).astype(float).reshape(arr.shape)  # None/NA -> NaN
+    elif arr.dtype.kind not in "biuf":
+        raise InputError(
+            f"{name} must be numeric ({what}) but has dtype {arr.dtype}; convert it first, "
+            "e.g. pd.to_numeric(values)"
+        )
+    if arr.ndim > 1:
+        raise InputError(
+            f"{name} has shape {arr.shape}; pass a 1-d array ({what}), e.g. one column, "
+            "or .ravel() it first if flattening the table is what you mean"
+        )
+    return arr.reshape(-1)
+
+
+def _risk(record_risk, name: str = "record_risk") -> np.ndarray:
+    r = _as_numbers(record_risk, name, "one risk per record").astype(float, copy=False)
     if np.any((r < 0) | (r > 1)):
-        raise InputError("record_risk must lie in [0, 1] (a probability); fix the risk column")
+        raise InputError(f"{name} must lie in [0, 1] (a probability); fix the risk column")
     return r
+
+
+def _counts(fk, name: str = "fk") -> np.ndarray:
+    return _as_numbers(fk, name, "one sample frequency per record or cell")
+
+
+def _is_bool(x) -> bool:
+    # NumPy's bool is no subclass of Python's: refuse both (True is no k, c or count).
+    return isinstance(x, (bool, np.bool_))
+
+
+def _n_known(r: np.ndarray) -> int:
+    """Number of records that have a risk (not NaN)."""
+    return int(np.count_nonzero(~np.isnan(r)))
 
 
 def _nansum(x: np.ndarray) -> float:
@@ -55,7 +118,7 @@ def _nansum(x: np.ndarray) -> float:
 
 def _k(k) -> int:
     try:
-        bad = isinstance(k, bool) or not float(k).is_integer() or k < 1
+        bad = _is_bool(k) or not float(k).is_integer() or k < 1
     except (TypeError, ValueError):
         bad = True
     if bad:
@@ -79,9 +142,18 @@ def expected_reidentifications(record_risk) -> float:
 
 
 def expected_reidentification_rate(record_risk) -> float:
-    """``ER / n`` over all records (sdcMicro's ``global_risk``); NaN for an empty file."""
+    """``ER / n`` with ``n`` the records that have a risk (sdcMicro's ``global_risk``).
+
+    Records whose risk is NaN (dropped for missing keys by
+    ``Microdata(missing="drop")``) are left out of both sums, as in
+    :func:`sdcbayes.risk.assess.assess_closed_form` (whose ``n_records`` counts
+    the kept records). sdcMicro divides by all records, which is the same
+    number there: it never drops a record (a missing key matches anything, as
+    with sdcbayes' default ``missing="wildcard"``). NaN when no record has a risk.
+    """
     r = _risk(record_risk)
-    return _nansum(r) / r.size if r.size else float("nan")
+    n = _n_known(r)
+    return _nansum(r) / n if n else float("nan")
 
 
 def n_sample_uniques(fk) -> int:
@@ -90,7 +162,7 @@ def n_sample_uniques(fk) -> int:
     Works with per-record or per-cell ``fk`` alike: a sample-unique cell holds
     exactly one record.
     """
-    return int(np.count_nonzero(np.asarray(fk).ravel() == 1))
+    return int(np.count_nonzero(_counts(fk) == 1))
 
 
 # --- benchmark rule (seed 001, Section 3.4) ------------------------------------
@@ -98,7 +170,7 @@ def n_sample_uniques(fk) -> int:
 
 def mad(x, constant: float = MAD_CONSTANT) -> float:
     """Median absolute deviation ``constant * median(|x - median(x)|)`` (R's ``stats::mad``)."""
-    x = np.asarray(x, dtype=float).ravel()
+    x = _as_numbers(x, "x", "the values to spread").astype(float, copy=False)
     x = x[~np.isnan(x)]  # as R's mad(na.rm = TRUE): a missing risk is no evidence either way
     med = np.median(x)
     return float(constant * np.median(np.abs(x - med)))
@@ -119,10 +191,33 @@ def benchmark_rule(record_risk, *, threshold: float = 0.1, n_mad: float = 2.0) -
     Records whose risk is NaN (e.g. dropped for missing keys) are never flagged and
     do not move the median or the MAD, as with R's ``na.rm = TRUE``.
 
+    Parameters
+    ----------
+    record_risk : array_like, shape ``(record,)``
+    threshold : float
+        The floor, strictly between 0 and 1 (a risk, not a percentage: at 1 or
+        above nothing could ever be flagged). Checked by
+        :func:`sdcbayes.risk.assess.check_threshold`, as ``assess --threshold``.
+    n_mad : float
+        How many MADs above the median, a finite number >= 0.
+
     Returns
     -------
     ndarray of bool, shape ``(record,)``
     """
+    # assess imports this module, so its check is imported here, not at the top.
+    from sdcbayes.risk.assess import check_threshold
+
+    if threshold is None:
+        raise InputError("benchmark_rule needs a threshold strictly between 0 and 1, e.g. 0.1")
+    threshold = check_threshold(threshold)
+    is_number = isinstance(n_mad, (int, float, np.integer, np.floating)) and not _is_bool(n_mad)
+    if not (is_number and math.isfinite(n_mad) and n_mad >= 0):
+        raise InputError(
+            f"n_mad must be a finite number >= 0 (how many MADs above the median); got "
+            f"{n_mad!r}: pass e.g. n_mad=2 (sdcMicro's print) or n_mad=3"
+        )
+    n_mad = float(n_mad)
     r = _risk(record_risk)
     known = ~np.isnan(r)
     if not known.any():
@@ -135,7 +230,15 @@ def benchmark_rule(record_risk, *, threshold: float = 0.1, n_mad: float = 2.0) -
 
 
 def _household_codes(household_codes, size: int) -> tuple[np.ndarray, int]:
-    h = np.asarray(household_codes).ravel()
+    if household_codes is None:
+        raise InputError("household_codes is None; pass one household id per record")
+    h = np.asarray(household_codes)
+    if h.ndim > 1:
+        raise InputError(
+            f"household_codes has shape {h.shape}; pass a 1-d array, one household id per "
+            "record, or .ravel() it first if flattening the table is what you mean"
+        )
+    h = h.reshape(-1)
     if h.size != size:
         raise InputError(
             f"household_codes has {h.size} entries but record_risk has {size}; give one per record"
@@ -156,27 +259,57 @@ def household_risk(record_risk, household_codes) -> np.ndarray:
     0.01 give 0.15355); sdcMicro's ``hier_risk``. Computed as
     ``-expm1(sum log1p(-r_j))`` per household with ``np.bincount`` (accurate
     for tiny risks); a member with ``r_j = 1`` makes the household risk exactly 1.
-    A NaN member risk makes its household's risk NaN.
+
+    Members without a risk (NaN: records dropped by ``Microdata(missing="drop")``)
+    are left out of the product, and their own entry is NaN; a household none of
+    whose members has a risk is NaN. This is the convention of
+    :func:`sdcbayes.risk.assess.assess_closed_form` (which calls this function),
+    so both routes give the same household risk and
+    :func:`household_expected_reidentifications`. It differs from sdcMicro's
+    ``1 - prod(1 - r)`` (NA for a household with an NA member, then skipped by
+    ``hier_risk_ER``) only where sdcMicro would have NA risks, and it never has
+    them on its own: it drops no record but lets a missing key match anything,
+    as sdcbayes' default ``missing="wildcard"`` does.
 
     Parameters
     ----------
     record_risk : array_like, shape ``(record,)``
     household_codes : array_like, shape ``(record,)``
-        Any hashable household ids (integer codes take a fast path).
+        Any hashable household ids (integer codes take a fast path). Paired with
+        ``record_risk`` by position; two pandas Series must share one index.
 
     Returns
     -------
     ndarray, shape ``(record,)``
-        The household risk of each record's household, in input order.
+        The household risk of each record's household, in input order (NaN for
+        records without a risk).
+
+    Raises
+    ------
+    InputError
+        On risks outside [0, 1], None, text or 2-d input, lengths that differ,
+        missing household ids, or two Series with different indexes.
     """
+    _series_index(record_risk=record_risk, household_codes=household_codes)
     r = _risk(record_risk)
     h, n_h = _household_codes(household_codes, r.size)
-    certain = r >= 1.0
-    # log1p(-1) = -inf: count the certain members apart instead of summing infinities.
-    log_surv = np.bincount(h, weights=np.log1p(-np.where(certain, 0.0, r)), minlength=n_h)
+    known = ~np.isnan(r)
+    all_known = bool(known.all())
+    certain = r >= 1.0  # NaN compares False
+    # log1p(-1) = -inf: count the certain members apart instead of summing infinities;
+    # members without a risk add log1p(0) = 0, i.e. they are left out of the product.
+    log_surv = np.bincount(
+        h, weights=np.log1p(-np.where(certain | ~known, 0.0, r)), minlength=n_h
+    )
     n_certain = np.bincount(h, weights=certain, minlength=n_h)
     hh = np.where(n_certain > 0, 1.0, -np.expm1(log_surv))
-    return hh[h]
+    if all_known:
+        return hh[h]
+    n_with_risk = np.bincount(h, weights=known, minlength=n_h)
+    hh[n_with_risk == 0] = np.nan  # no member has a risk: undefined
+    out = hh[h]
+    out[~known] = np.nan  # a record outside the assessed file has no household risk
+    return out
 
 
 def household_expected_reidentifications(record_risk, household_codes) -> float:
@@ -185,7 +318,9 @@ def household_expected_reidentifications(record_risk, household_codes) -> float:
     Seed 001, Section 3.3, summed as in Section 3.4: each record contributes
     its household's risk, so a household of size ``m`` counts ``m`` times (the
     expected number of records disclosed when a re-identified member exposes
-    the whole household).
+    the whole household). Records without a risk contribute nothing and are left
+    out of their household's product (see :func:`household_risk`), so this
+    equals ``assess_closed_form(...).summary["household_expected_reidentifications"]``.
     """
     return _nansum(household_risk(record_risk, household_codes))
 
@@ -200,7 +335,7 @@ def k_anonymity_violations(fk, k: int) -> np.ndarray:
     is per record). All eight records of seed 001's Table 1 violate 3-anonymity.
     """
     k = _k(k)
-    return np.asarray(fk).ravel() < k
+    return _counts(fk) < k  # NaN (no count) compares False: no violation
 
 
 def n_k_anonymity_violations(fk, k: int) -> int:
@@ -215,7 +350,7 @@ def weighted_k_anonymity_violations(Fk_hat, k: int) -> np.ndarray:
     ``Fk_hat`` (sdcMicro's ``Fk`` column).
     """
     k = _k(k)
-    F = np.asarray(Fk_hat, dtype=float).ravel()
+    F = _as_numbers(Fk_hat, "Fk_hat", "one weight sum per record or cell").astype(float)
     return F < k
 
 
@@ -258,8 +393,14 @@ def _group_ldiv(group, value, n_groups: int, c: float):
     return distinct.astype(np.int64), entropy, recursive.astype(np.int64)
 
 
-def _codes(values, n: int, name: str) -> np.ndarray:
-    v = np.asarray(values).ravel()
+def _codes(values, n: int, name) -> np.ndarray:
+    v = np.asarray(values)
+    if v.ndim > 1:
+        raise InputError(
+            f"sensitive variable {name!r} has shape {v.shape}; give one value per record "
+            "(a 1-d array or one column)"
+        )
+    v = v.reshape(-1)
     if v.size != n:
         raise InputError(
             f"sensitive variable {name!r} has {v.size} values but there are {n} records; "
@@ -267,6 +408,60 @@ def _codes(values, n: int, name: str) -> np.ndarray:
         )
     codes, _ = pd.factorize(v, use_na_sentinel=True)  # NaN / None -> -1 (missing)
     return codes
+
+
+def _sensitive_columns(sensitive) -> dict:
+    """``{name: values}`` from a mapping, a DataFrame or a named Series."""
+    if isinstance(sensitive, pd.DataFrame):
+        return {col: sensitive[col] for col in sensitive.columns}
+    if isinstance(sensitive, pd.Series):
+        if sensitive.name is None:
+            raise InputError(
+                "sensitive is a pandas Series without a name, so the result's columns "
+                "cannot be named; pass {\"illness\": values} or a DataFrame such as "
+                "df[[\"illness\"]]"
+            )
+        return {sensitive.name: sensitive}  # the sdcMicro habit: ldiv_index="illness"
+    if isinstance(sensitive, Mapping):
+        return dict(sensitive)
+    raise InputError(
+        f"sensitive must name its variables: got {type(sensitive).__name__}; pass "
+        "{\"illness\": values}, a DataFrame such as df[[\"illness\"]] or a named Series"
+    )
+
+
+def _positive_c(c) -> float:
+    try:
+        value = float(c)
+        bad = _is_bool(c) or not (math.isfinite(value) and value > 0)
+    except (TypeError, ValueError):
+        bad = True
+    if bad:
+        raise InputError(
+            f"the recursive l-diversity constant c must be a finite number > 0 "
+            f"(sdcMicro's l_recurs_c); got {c!r}: pass e.g. c=2"
+        )
+    return value
+
+
+def _n_cells(n_cells, cell: np.ndarray) -> int:
+    if n_cells is None:
+        return int(cell.max()) + 1 if cell.size else 0
+    try:
+        bad = _is_bool(n_cells) or not float(n_cells).is_integer() or n_cells < 0
+    except (TypeError, ValueError):
+        bad = True
+    if bad:
+        raise InputError(
+            f"n_cells must be a whole number >= 0 (the number of cells, e.g. "
+            f"len(md.cells)); got {n_cells!r}"
+        )
+    n_c = int(n_cells)
+    if cell.size and cell.max() >= n_c:
+        raise InputError(
+            f"record_cell holds cell {int(cell.max())} but n_cells is {n_c}; raise n_cells"
+        )
+    return n_c
 
 
 def l_diversity(
@@ -291,18 +486,24 @@ def l_diversity(
     Missing values (NaN/None) form one extra category for distinct and entropy
     when the cell also has real values, and are ignored by the recursive
     measure (as sdcMicro). A cell whose values are all missing gets distinct 0,
-    entropy 1, recursive 0.
+    entropy 1, recursive 0. A cell without records (``n_cells`` above the
+    observed cells, or a code no kept record has) is NaN in every column: its
+    diversity is undefined. The count columns are then float; they are int64
+    when every cell has records.
 
     Parameters
     ----------
     record_cell : array_like of int, shape ``(record,)``
         Cell of each record; negative = excluded record.
-    sensitive : mapping name -> array_like, or pandas DataFrame
-        The sensitive variable(s), one value per record.
+    sensitive : mapping name -> array_like, pandas DataFrame or named pandas Series
+        The sensitive variable(s), one value per record, paired with
+        ``record_cell`` by position (pandas Series must share one index). A
+        named Series ``s`` is taken as ``{s.name: s}``.
     c : float
-        The recursive-diversity constant (sdcMicro's ``l_recurs_c``, default 2).
+        The recursive-diversity constant (sdcMicro's ``l_recurs_c``, default 2),
+        a finite number > 0.
     n_cells : int, optional
-        Number of cells (default ``max(record_cell) + 1``).
+        Number of cells, >= 0 (default ``max(record_cell) + 1``).
 
     Returns
     -------
@@ -310,27 +511,40 @@ def l_diversity(
         One row per cell (index ``cell``), columns ``<var>_Distinct_Ldiversity``,
         ``<var>_Entropy_Ldiversity``, ``<var>_Recursive_Ldiversity`` per variable
         and, with two or more variables, ``MultiEntropy_Ldiversity`` and
-        ``MultiRecursive_Ldiversity``. Map to records with
-        ``df.to_numpy()[record_cell]``.
+        ``MultiRecursive_Ldiversity``. ``attrs`` holds ``sdcbayes_version`` and
+        ``settings`` (``c``, ``n_cells``, ``sensitive``). Map a column to records
+        with ``sdcbayes.risk.assess.cells_to_records(df[col].to_numpy(),
+        record_cell)``, which gives excluded records (``record_cell == -1``)
+        NaN; plain ``df.to_numpy()[record_cell]`` would give them the last
+        cell's row, since NumPy reads index -1 as "the last".
+
+    Raises
+    ------
+    InputError
+        On non-integer ``record_cell``, a ``sensitive`` that names no variable,
+        lengths that differ, ``c`` not > 0, ``n_cells`` below 0 or below the
+        cells present, or pandas Series with different indexes.
     """
-    cell = np.asarray(record_cell).ravel()
+    cols = _sensitive_columns(sensitive)
+    _series_index(record_cell=record_cell,
+                  **{f"sensitive[{name!r}]": v for name, v in cols.items()})
+    cell = np.asarray(record_cell)
     if cell.dtype.kind not in "iu":
         raise InputError("record_cell must be integer cell codes (Microdata.record_cell)")
-    if isinstance(sensitive, pd.DataFrame):
-        sensitive = {col: sensitive[col].to_numpy() for col in sensitive.columns}
-    if not sensitive:
-        raise InputError("give at least one sensitive variable, e.g. {'illness': values}")
-    c = float(c)
-    if not c > 0:
-        raise InputError(f"the recursive l-diversity constant c must be positive; got {c}")
-    keep = cell >= 0
-    n_c = int(cell.max()) + 1 if n_cells is None and cell.size else int(n_cells or 0)
-    if cell.size and cell.max() >= n_c:
+    if cell.ndim > 1:
         raise InputError(
-            f"record_cell holds cell {int(cell.max())} but n_cells is {n_c}; raise n_cells"
+            f"record_cell has shape {cell.shape}; pass one cell per record "
+            "(Microdata.record_cell)"
         )
-    codes = {name: _codes(v, cell.size, name)[keep] for name, v in sensitive.items()}
+    cell = cell.reshape(-1)
+    if not cols:
+        raise InputError("give at least one sensitive variable, e.g. {'illness': values}")
+    c = _positive_c(c)
+    n_c = _n_cells(n_cells, cell)
+    keep = cell >= 0
+    codes = {name: _codes(v, cell.size, name)[keep] for name, v in cols.items()}
     cell = cell[keep].astype(np.int64)
+    present = np.bincount(cell, minlength=n_c) > 0
     out = {}
     for name, v in codes.items():
         d, e, r = _group_ldiv(cell, v, n_c, c)
@@ -339,21 +553,36 @@ def l_diversity(
         out[f"{name}_Recursive_Ldiversity"] = r
     if len(codes) > 1:
         names = list(codes)
+        # missing (-1) becomes code 0, so every column is a code in [0, radix)
+        radix = {o: int(v.max()) + 2 if v.size else 1 for o, v in codes.items()}
         multi_e = np.full(n_c, np.inf)
         multi_r = np.full(n_c, np.iinfo(np.int64).max)
         for name in names:
-            others = np.column_stack([cell] + [codes[o] for o in names if o != name])
-            # Sub-groups: cells split by the values of the other sensitive variables.
-            sub_keys, sub = np.unique(others, axis=0, return_inverse=True)
-            sub = sub.ravel()
-            _, e, r = _group_ldiv(sub, codes[name], len(sub_keys), c)
-            sub_cell = sub_keys[:, 0]
+            others = [o for o in names if o != name]
+            # Sub-groups: cells split by the values of the other sensitive variables,
+            # grouped by one packed int64 code per record (a 1-d sort, where a
+            # row-wise np.unique(axis=0) sorts structured rows several times slower);
+            # _group renumbers before an int64 overflow.
+            sub, n_sub, sub_codes = _group(
+                [cell] + [codes[o] + 1 for o in others], [n_c] + [radix[o] for o in others]
+            )
+            _, e, r = _group_ldiv(sub, codes[name], n_sub, c)
+            sub_cell = sub_codes[0]
             np.minimum.at(multi_e, sub_cell, e)
             np.minimum.at(multi_r, sub_cell, r)
-        present = np.bincount(cell, minlength=n_c) > 0
-        out["MultiEntropy_Ldiversity"] = np.where(present, multi_e, np.nan)
-        out["MultiRecursive_Ldiversity"] = np.where(present, multi_r, 0)
-    return pd.DataFrame(out, index=pd.RangeIndex(n_c, name="cell"))
+        out["MultiEntropy_Ldiversity"] = multi_e
+        out["MultiRecursive_Ldiversity"] = multi_r
+    if not present.all():
+        # an empty cell has no values: every measure is undefined there (NaN), not 0 or 1
+        out = {col: np.where(present, v, np.nan) for col, v in out.items()}
+    frame = pd.DataFrame(out, index=pd.RangeIndex(n_c, name="cell"))
+    frame.attrs["sdcbayes_version"] = __version__
+    frame.attrs["settings"] = {
+        "c": c,
+        "n_cells": n_c,
+        "sensitive": [str(name) for name in codes],
+    }
+    return frame
 
 
 # --- file summary ----------------------------------------------------------------
@@ -373,40 +602,71 @@ def file_summary(
     Parameters
     ----------
     record_risk : array_like, shape ``(record,)``
-        Per-record re-identification risk.
+        Per-record re-identification risk; NaN for records outside the
+        assessment (dropped for missing keys), which are left out of every
+        measure but ``n_records_input``.
     fk : array_like, shape ``(record,)``
         Sample frequency of each record's cell.
     household_codes : array_like, optional
-        Household id per record; adds the household measures.
-    k_anonymity : iterable of int
-        The k for which violations are counted.
+        Household id per record; adds the household measures (members without a
+        risk are left out of their household's product, see
+        :func:`household_risk`).
+    k_anonymity : int or iterable of int
+        The k for which violations are counted; one int ``k`` means ``(k,)``.
+    benchmark_threshold, benchmark_n_mad : float
+        Passed to :func:`benchmark_rule`.
+
+    The three arrays are paired by position; pandas Series among them must
+    share one index.
 
     Returns
     -------
     dict
-        ``n_records``, ``n_sample_uniques``, ``expected_reidentifications``,
-        ``expected_reidentification_rate``, ``n_above_benchmark``,
-        ``k_anonymity_violations`` (``{k: count}``) and, with households,
-        ``household_expected_reidentifications`` and
+        ``sdcbayes_version``, ``n_records`` (records with a risk),
+        ``n_records_input``, ``n_sample_uniques``, ``expected_reidentifications``,
+        ``expected_reidentification_rate`` (over ``n_records``, as
+        :func:`sdcbayes.risk.assess.assess_closed_form`), ``n_above_benchmark``,
+        ``k_anonymity_violations`` (``{k: count}``), ``settings`` (the k levels,
+        benchmark threshold and n_mad, whether households were given) and, with
+        households, ``household_expected_reidentifications`` and
         ``household_expected_reidentification_rate``. JSON-serialisable.
     """
+    _series_index(record_risk=record_risk, fk=fk, household_codes=household_codes)
     r = _risk(record_risk)
-    f = np.asarray(fk).ravel()
+    f = _counts(fk)
     if f.size != r.size:
         raise InputError(
             f"fk has {f.size} entries but record_risk has {r.size}; give one per record"
         )
+    if isinstance(k_anonymity, (int, np.integer)) and not _is_bool(k_anonymity):
+        k_anonymity = (k_anonymity,)  # file_summary(..., k_anonymity=3) means "k = 3"
+    try:
+        ks = [_k(k) for k in k_anonymity]
+    except TypeError:
+        raise InputError(
+            f"k_anonymity must be an int or a list of ints (e.g. (2, 3, 5)); "
+            f"got {k_anonymity!r}"
+        ) from None
     above = benchmark_rule(r, threshold=benchmark_threshold, n_mad=benchmark_n_mad)
+    n = _n_known(r)
     out = {
-        "n_records": int(r.size),
+        "sdcbayes_version": __version__,
+        "n_records": n,
+        "n_records_input": int(r.size),
         "n_sample_uniques": n_sample_uniques(f),
         "expected_reidentifications": expected_reidentifications(r),
         "expected_reidentification_rate": expected_reidentification_rate(r),
         "n_above_benchmark": int(np.count_nonzero(above)),
-        "k_anonymity_violations": {int(k): n_k_anonymity_violations(f, k) for k in k_anonymity},
+        "k_anonymity_violations": {k: n_k_anonymity_violations(f, k) for k in ks},
     }
     if household_codes is not None:
         her = household_expected_reidentifications(r, household_codes)
         out["household_expected_reidentifications"] = her
-        out["household_expected_reidentification_rate"] = her / r.size if r.size else float("nan")
+        out["household_expected_reidentification_rate"] = her / n if n else float("nan")
+    out["settings"] = {
+        "k_anonymity": ks,
+        "benchmark_threshold": float(benchmark_threshold),
+        "benchmark_n_mad": float(benchmark_n_mad),
+        "households": household_codes is not None,
+    }
     return out

@@ -6,6 +6,8 @@ literals from ../shared/data/sdcmicro/francdat.csv, keys and weight only).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -250,7 +252,8 @@ def test_file_summary_francdat(francdat_cells):
     pairs = SEED001_RISK.reshape(4, 2)
     hh = 1 - np.prod(1 - pairs, axis=1)
     assert s["household_expected_reidentifications"] == pytest.approx(2 * hh.sum())
-    assert all(type(v) in (int, float, dict) for v in s.values())  # JSON-ready
+    assert all(type(v) in (int, float, dict, str) for v in s.values())  # JSON-ready
+    json.dumps(s)
     assert "household_expected_reidentifications" not in file_summary(SEED001_RISK, fk)
 
 
