@@ -25,7 +25,9 @@ denominator has the unbiased estimator :math:`n_1 + 2(1-\pi)n_2/\pi` and
 sample cells of size 1 and 2. No model is needed: it is the "Data Intrusion Simulation" measure that
 DIS-SUDA distributes over records (IHSN guide, seed ``001_``, section 3.5).
 
-Imports NumPy only; the functions broadcast.
+Imports NumPy only (plus the project's exceptions and the NumPy-only shape check
+of :mod:`sdcbayes.risk.individual`); the functions broadcast, and arguments whose
+shapes do not broadcast, or that are not numeric, raise :class:`InputError`.
 """
 
 from __future__ import annotations
@@ -33,15 +35,23 @@ from __future__ import annotations
 import numpy as np
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.risk.individual import _broadcast
 
 __all__ = ["dis_estimate", "dis_from_frequencies", "dis_truth"]
 
 
-def _counts(x, name: str, *, minimum: float) -> np.ndarray:
+def _numeric(x, name: str, what: str = "numeric counts") -> np.ndarray:
+    """``x`` as a float array; non-numeric input is an InputError naming ``name``."""
     try:
-        arr = np.asarray(x, dtype=float)
+        return np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be numeric counts; convert the column first.") from exc
+        raise InputError(
+            f"{name} must be {what}, got {x!r:.60}; convert it to numbers first."
+        ) from exc
+
+
+def _counts(x, name: str, *, minimum: float) -> np.ndarray:
+    arr = _numeric(x, name)
     bad = ~np.isfinite(arr) | (arr < minimum) | (arr != np.round(arr))
     if np.any(bad):
         raise InputError(
@@ -72,7 +82,8 @@ def dis_estimate(n1, n2, sampling_fraction):
     Raises
     ------
     InputError
-        If n1 or n2 is negative, NaN or infinite, or pi is outside (0, 1].
+        If n1 or n2 is negative, NaN or infinite, or pi is outside (0, 1]; if an
+        argument is not numeric; if the shapes of n1, n2 and pi do not broadcast.
 
     See Also
     --------
@@ -80,14 +91,15 @@ def dis_estimate(n1, n2, sampling_fraction):
         second argument P is the number of RECORDS in pairs (2 n2, twice the pair
         cells) and U = P = 0 gives 0, not NaN.
     """
-    n1 = np.asarray(n1, dtype=float)
-    n2 = np.asarray(n2, dtype=float)
-    pi = np.asarray(sampling_fraction, dtype=float)
+    n1 = _numeric(n1, "n1")
+    n2 = _numeric(n2, "n2")
+    pi = _numeric(sampling_fraction, "sampling_fraction", "a number in (0, 1], e.g. n/N")
     if not np.all((pi > 0) & (pi <= 1)):
         raise InputError("sampling_fraction must be in (0, 1]; pass n/N, e.g. 0.05.")
     # NaN fails every comparison, so test for the valid range, not the invalid one
     if not (np.all(np.isfinite(n1) & (n1 >= 0)) and np.all(np.isfinite(n2) & (n2 >= 0))):
         raise InputError("n1 and n2 are counts of cells and must be finite and >= 0.")
+    n1, n2, pi = _broadcast(n1=n1, n2=n2, sampling_fraction=pi)
     num = pi * n1
     den = num + 2.0 * (1.0 - pi) * n2
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -20,30 +20,53 @@ smallest distance, is ``expected_correct``: ``1/t_i`` when the original is
 among the ``t_i`` nearest at equal distance, else 0. Distances equal to within
 a relative ``1e-9`` are ties.
 
-Cost: one k-d tree on the original file (``scipy.spatial.cKDTree``) and a
-2-nearest-neighbour query per protected record; no ``n x n`` distance matrix.
+Cost: no ``n x n`` distance matrix. The original file is reduced to its
+distinct rows (one hash pass per variable) and one k-d tree
+(``scipy.spatial.cKDTree``) is built on them. A protected record equal to its
+own original needs no search: its rank is 1 and its ties are the copies of its
+row. Every other record gets one 2-nearest-neighbour query, bounded by its own
+distance, and a ball query only when a second original lies within that
+distance. Discrete (integer-coded) variables therefore cost about
+``O(n log d)`` for ``d`` distinct rows instead of ``O(n^2 / d)``: 1e6 records
+on 3 variables with 5 levels each take about 0.5 s. For continuous variables
+the 2-nearest-neighbour queries dominate, ``O(n log n)`` with a constant that
+grows with the number of variables; on 6 standard-normal variables and one
+core, 1e6 records take about 15 s (noise 0.1 sd, mostly linked) to 30 s (noise
+0.5 sd, mostly not); ``workers`` spreads the queries over CPU cores.
 
-Imports NumPy, SciPy and pandas only (plus the project's exceptions) -- never
-PyMC.
+Imports NumPy, SciPy and pandas only (plus the project's exceptions, version and
+JSON helper) -- never PyMC.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
+from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import _group
 from sdcbayes.protection.base import check_row_order
+from sdcbayes.provenance import json_safe
 
 __all__ = ["LinkageResult", "linkage_risk"]
 
 #: Distances equal to within this relative tolerance are ties.
 _TIE_RTOL = 1e-9
+
+# cKDTree compares squared distances: below this scale a square can underflow to 0,
+# so exact-equality shortcuts are not used when such values occur (see _link).
+_UNDERFLOW_SAFE = 1e-140
+# Nearest-neighbour queries are bounded per group of records with similar own
+# distances (SciPy takes one bound per call); this many records per group at least.
+_GROUP_SIZE = 4096
+_MAX_GROUPS = 32
 
 
 @dataclass(frozen=True)
@@ -64,6 +87,10 @@ class LinkageResult:
         Distance from each protected record to its own original.
     scale : numpy.ndarray
         Divisor of each variable (its standard deviation in the original, or 1).
+    settings : dict
+        The settings the result was computed with (``variables``,
+        ``standardize``, ``tie_rtol``, ``distance``), repeated in
+        :meth:`summary` so that a saved summary can be traced back.
     """
 
     variables: list[str]
@@ -71,6 +98,7 @@ class LinkageResult:
     n_tied: np.ndarray
     distance: np.ndarray
     scale: np.ndarray
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_records(self) -> int:
@@ -119,8 +147,18 @@ class LinkageResult:
         )
 
     def summary(self) -> dict[str, Any]:
-        """File-level shares (plain Python types)."""
+        """File-level shares and provenance, JSON-serialisable (plain Python types).
+
+        Besides the shares: ``sdcbayes_version`` and ``settings`` (the
+        variables, ``standardize``, the relative tie tolerance ``tie_rtol``, the
+        distance, and the ``scale`` each variable was divided by), so that a
+        summary written to JSON can be traced back and reproduced.
+        """
+        settings = dict(self.settings)
+        settings.setdefault("variables", list(self.variables))
+        settings["scale"] = [float(v) for v in self.scale]
         return {
+            "sdcbayes_version": __version__,
             "method": "distance-based record linkage",
             "variables": list(self.variables),
             "n_records": self.n_records,
@@ -129,6 +167,7 @@ class LinkageResult:
             "share_linked": self.share_linked,
             "expected_correct_share": float(self.expected_correct.mean()),
             "n_ties_at_nearest": int(np.count_nonzero(self.n_tied > 1)),
+            "settings": json_safe(settings),
         }
 
 
@@ -177,11 +216,140 @@ def _as_matrix(
     return x, [str(v) for v in names]
 
 
+def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of ``x`` by exact float equality (``-0.0 == 0.0``).
+
+    Returns
+    -------
+    code : numpy.ndarray
+        intp per row: the number of its distinct row.
+    first : numpy.ndarray
+        Position of the first occurrence of each distinct row.
+    counts : numpy.ndarray
+        int64 multiplicity of each distinct row.
+    """
+    n = x.shape[0]
+    # one hash pass per column ("+ 0.0" turns -0.0 into 0.0, which compares equal to
+    # it), then the codes grouped as the cell table groups keys (radix packing)
+    columns, radices = [], []
+    for j in range(x.shape[1]):
+        col_code, levels = pd.factorize(x[:, j] + 0.0)
+        columns.append(col_code.astype(np.int64))
+        radices.append(max(len(levels), 1))
+    code, n_rows, _ = _group(columns, radices)
+    first = np.empty(n_rows, dtype=np.intp)
+    first[code[::-1]] = np.arange(n - 1, -1, -1)  # the last write is the first occurrence
+    counts = np.bincount(code, minlength=n_rows).astype(np.int64)
+    return code.astype(np.intp), first, counts
+
+
+def _ball_counts(
+    tree: cKDTree, points: np.ndarray, radius: np.ndarray, counts: np.ndarray, workers: int
+) -> np.ndarray:
+    """Originals within ``radius`` of each point (tree of distinct rows, weights ``counts``)."""
+    if np.all(counts == 1):
+        return np.asarray(
+            tree.query_ball_point(points, r=radius, return_length=True, workers=workers),
+            dtype=np.int64,
+        )
+    found = tree.query_ball_point(points, r=radius, workers=workers)
+    lengths = np.fromiter(map(len, found), dtype=np.intp, count=len(found))
+    flat = np.fromiter(chain.from_iterable(found), dtype=np.intp, count=int(lengths.sum()))
+    ends = np.cumsum(lengths)
+    total = np.concatenate([[0], np.cumsum(counts[flat])])
+    return total[ends] - total[ends - lengths]
+
+
+def _link(a: np.ndarray, b: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rank, ties and own distance of each protected row ``b[i]`` among the originals ``a``.
+
+    Same definitions as a full distance matrix (see the module docstring), with
+    cKDTree's distances: ``rank = 1 + #{j: d_ij < own_i (1 - rtol)}`` capped at 3,
+    and for ``rank == 1``, ``n_tied = max(1, #{j: d_ij <= own_i (1 + rtol) + tiny})``.
+    """
+    n = a.shape[0]
+    own = np.sqrt(np.sum((b - a) ** 2, axis=1))
+    # Discrete variables repeat rows massively; a k-d tree over repeated points
+    # degenerates (leaves of n/levels identical points), so the tree holds each
+    # distinct original row once and ``counts`` carries its multiplicity.
+    code, first, counts = _distinct_rows(a)
+    distinct = a[first]
+    n_distinct = distinct.shape[0]
+    # sliding-midpoint splits: quicker to build and query here than median splits
+    tree = cKDTree(distinct, balanced_tree=False)
+    rank = np.ones(n, dtype=np.int64)
+    n_tied = np.zeros(n, dtype=np.int64)
+
+    # A record equal to its own original (own distance 0): nothing is strictly
+    # closer than 0, so rank 1; its ties are the originals at squared distance 0,
+    # i.e. the copies of its row -- unless values so small that their squares
+    # underflow occur, when the general path below handles it as before.
+    same = np.all(b == a, axis=1)
+    if np.any((a != 0) & (np.abs(a) < _UNDERFLOW_SAFE)):
+        same[:] = False
+    n_tied[same] = counts[code[same]]
+
+    rest = np.flatnonzero(~same)
+    if rest.size == 0:
+        return rank, n_tied, own
+    k = min(2, n)
+    radius = own[rest] * (1.0 + _TIE_RTOL) + np.finfo(float).tiny
+    # Only originals within the own distance matter, so each query is bounded
+    # (neighbours farther away come back as inf, which changes no count); SciPy
+    # takes one bound per call, hence groups of records with similar own distance.
+    nearest = np.empty((rest.size, k))
+    nearest_idx = np.empty((rest.size, k), dtype=np.intp)
+    order = np.argsort(radius, kind="stable")
+    n_groups = int(min(_MAX_GROUPS, max(1, rest.size // _GROUP_SIZE)))
+    # within a group, query in the tree's leaf order of each record's own original
+    # (a protected record lies near it): neighbouring queries visit the same
+    # leaves, which saves a third of the time on large files
+    leaf_position = np.empty(n_distinct, dtype=np.intp)
+    leaf_position[tree.indices] = np.arange(n_distinct)
+    near = leaf_position[code[rest]]
+    for group in np.array_split(order, n_groups):
+        if group.size == 0:
+            continue
+        group = group[np.argsort(near[group], kind="stable")]
+        # margin far above rounding: every original within radius (1 + 1e-12) is found
+        bound = float(radius[group].max()) * (1.0 + 1e-6)
+        d, i = tree.query(b[rest[group]], k=k, distance_upper_bound=bound, workers=workers)
+        nearest[group] = np.reshape(d, (group.size, k))
+        nearest_idx[group] = np.reshape(i, (group.size, k))
+    first_d = nearest[:, 0]
+    if k == 2:
+        # the second nearest original is the nearest distinct row again when that
+        # row occurs twice or more
+        valid = nearest_idx[:, 0] < n_distinct
+        mult = np.zeros(rest.size, dtype=np.int64)
+        mult[valid] = counts[nearest_idx[valid, 0]]
+        second_d = np.where(mult >= 2, first_d, nearest[:, 1])
+    else:
+        second_d = np.full(rest.size, np.inf)
+    # strictly closer than the own original, with a relative tolerance for ties
+    threshold = own[rest] * (1.0 - _TIE_RTOL)
+    closer = (first_d < threshold).astype(np.int64) + (second_d < threshold)
+    rank[rest] = 1 + closer  # closer == 2 means third or further: rank 3
+
+    hit = np.flatnonzero(closer == 0)
+    n_tied[rest[hit]] = 1
+    # Ties need a ball query only when a second original lies within the own
+    # distance (plus a margin above rounding: cKDTree compares squared
+    # distances), or when the radius is so small that its square underflows.
+    tied = hit[(second_d[hit] <= radius[hit] * (1.0 + 1e-12)) | (radius[hit] < 1e-100)]
+    if tied.size:
+        found = _ball_counts(tree, b[rest[tied]], radius[tied], counts, workers)
+        n_tied[rest[tied]] = np.maximum(found, 1)
+    return rank, n_tied, own
+
+
 def linkage_risk(
     original: Any,
     protected: Any,
-    variables: Sequence[str] | None = None,
+    variables: str | Sequence[str] | None = None,
     standardize: bool = True,
+    *,
+    workers: int = -1,
 ) -> LinkageResult:
     """Distance-based record linkage risk (seed 001, section 3.6).
 
@@ -194,11 +362,15 @@ def linkage_risk(
         with indexes that differ as sets, are paired as they are; the same
         unique index labels in a different order raise :class:`InputError`
         (pass ``protected.loc[original.index]``).
-    variables : list of str, optional
-        Numeric variables to compare; default all columns (of ``original``).
+    variables : str or list of str, optional
+        Numeric variables to compare; default all columns (of ``original``). A
+        single string is one variable name.
     standardize : bool, default True
         Divide each variable by its standard deviation in the original file
         (variables constant there keep their units).
+    workers : int, default -1
+        Threads for the k-d tree queries, as in :meth:`scipy.spatial.cKDTree.query`
+        (-1: all CPU cores). The result does not depend on it.
 
     Returns
     -------
@@ -212,6 +384,8 @@ def linkage_risk(
         Different numbers of records, rows in a different order (see above),
         unknown or non-numeric variables, missing values.
     """
+    if isinstance(variables, str):
+        variables = [variables]  # one name, not a sequence of one-letter names
     if variables is None and isinstance(original, pd.DataFrame):
         variables = list(original.columns)
     x_orig, names = _as_matrix(original, variables, "original")
@@ -232,27 +406,27 @@ def linkage_risk(
         scale = np.where(sd > 0, sd, 1.0)  # a constant variable keeps its units
     a = x_orig / scale
     b = x_prot / scale
-
-    own = np.sqrt(np.sum((b - a) ** 2, axis=1))
-    tree = cKDTree(a)
-    k = min(2, n)
-    dist, _ = tree.query(b, k=k)
-    dist = dist.reshape(n, k)
-    # strictly closer than the own original, with a relative tolerance for ties
-    closer = np.sum(dist < own[:, None] * (1.0 - _TIE_RTOL), axis=1)
-    rank = 1 + closer  # closer == k = 2 means third or further: rank 3
-
-    n_tied = np.zeros(n, dtype=np.int64)
-    hit = np.flatnonzero(rank == 1)
-    if hit.size:
-        # original records within the own distance (ties): a small ball around each hit
-        radius = own[hit] * (1.0 + _TIE_RTOL) + np.finfo(float).tiny
-        n_tied[hit] = tree.query_ball_point(b[hit], r=radius, return_length=True)
-        n_tied[hit] = np.maximum(n_tied[hit], 1)
+    span = np.maximum(a.max(axis=0), b.max(axis=0)) - np.minimum(a.min(axis=0), b.min(axis=0))
+    with np.errstate(over="ignore"):
+        widest = float(np.sum(span**2))
+    if not np.isfinite(widest):
+        # squared distances across the data overflow; SciPy's k-d tree would raise a
+        # bare ValueError (or fail inside a worker thread)
+        raise InputError(
+            "the linkage variables span so wide a range after scaling that squared distances "
+            "overflow; rescale them (standardize=True divides each by its standard deviation)."
+        )
+    rank, n_tied, own = _link(a, b, workers)
     return LinkageResult(
         variables=names,
-        rank=rank.astype(np.int64),
+        rank=rank,
         n_tied=n_tied,
         distance=own,
         scale=scale,
+        settings={
+            "variables": list(names),
+            "standardize": bool(standardize),
+            "tie_rtol": _TIE_RTOL,
+            "distance": "euclidean",
+        },
     )

@@ -43,8 +43,12 @@ forms used here are reconstructed from the surrounding text (see each function)
 and checked against the paper's Table 1 and the values quoted with Figure 1 in
 ``tests/test_risk_mokken.py``.
 
-Imports NumPy, SciPy and xarray only (plus the project's exceptions) -- never
-PyMC.
+Arguments whose shapes do not broadcast raise :class:`InputError` naming them
+and their shapes (the check of :mod:`sdcbayes.risk.individual`), as do
+non-numeric values.
+
+Imports NumPy, SciPy and xarray only (plus the project's exceptions and that
+NumPy-only check) -- never PyMC.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ import xarray as xr
 from scipy import optimize, special, stats
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.risk.individual import _broadcast
 
 __all__ = [
     "disclosure_risk",
@@ -199,6 +204,7 @@ def expected_disclosures(f_a: Any, f_u: Any, n: Any) -> Any:
     f_a = _check_range("f_a", f_a, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
     n = _check_range("n", n, 0.0)
+    f_a, f_u, n = _broadcast(f_a=f_a, f_u=f_u, n=n)
     return _scalar(n * f_a * f_u)
 
 
@@ -244,6 +250,7 @@ def disclosure_risk(f_a: Any, f_u: Any, n: Any, *, method: str = "binomial") -> 
     f_a = _check_range("f_a", f_a, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
     n = _check_range("n", n, 0.0)
+    f_a, f_u, n = _broadcast(f_a=f_a, f_u=f_u, n=n)
     x = f_a * f_u
     if method == "poisson":
         return _scalar(_risk_from_log_survival(-n * x))
@@ -288,6 +295,7 @@ def disclosure_risk_hypergeometric(f_a: Any, f_u: Any, n: Any, N: Any) -> Any:
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
     N = _check_range("N", N, 0.0, low_open=True)
     n = _check_range("n", n, 0.0)
+    f_a, f_u, n, N = _broadcast(f_a=f_a, f_u=f_u, n=n, N=N)
     if np.any(n > N):
         raise InputError("n must not exceed N (a sample is part of its population); fix n or N.")
     u_a = N * f_a * f_u
@@ -380,6 +388,7 @@ def maximal_sample_fraction(
     f_a = _check_range("f_a", f_a, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
     N = _check_range("N", N, 0.0, low_open=True)
+    gamma, f_a, f_u, N = _broadcast(gamma=gamma, f_a=f_a, f_u=f_u, N=N)
     x = f_a * f_u
     with np.errstate(divide="ignore", invalid="ignore"):
         if method == "binomial":
@@ -419,6 +428,7 @@ def poisson_gamma_alpha(beta: Any, k: Any) -> Any:
     """
     beta = _check_range("beta", beta, 0.0, low_open=True)
     k = _check_range("k", k, 0.0, low_open=True)
+    beta, k = _broadcast(beta=beta, k=k)
     return _scalar(1.0 / (k * beta))
 
 
@@ -462,6 +472,7 @@ def uniques_fraction(N: Any, alpha: Any, beta: Any) -> Any:
     N = _check_range("N", N, 0.0)
     alpha = _check_range("alpha", alpha, 0.0, low_open=True)
     beta = _check_range("beta", beta, 0.0, low_open=True)
+    N, alpha, beta = _broadcast(N=N, alpha=alpha, beta=beta)
     return _scalar(_uniques_fraction(N, alpha, beta))
 
 
@@ -504,7 +515,7 @@ def subpopulation_risk(
     f_a = _check_range("f_a", f_a, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
     n = _check_range("n", n, 0.0)
-    f_a, f_u, n = np.broadcast_arrays(f_a, f_u, n)
+    f_a, f_u, n = _broadcast(f_a=f_a, f_u=f_u, n=n)
     x = f_a * f_u
     if method == "poisson":
         log_survival = -np.sum(n * x, axis=axis)
@@ -568,15 +579,18 @@ def maximal_subpopulation_risk(
     f = _check_range("f", f, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
     if method == "poisson":
-        f, f_u = np.broadcast_arrays(f, f_u)
+        f, f_u = _broadcast(f=f, f_u=f_u)
         worst = np.max(f * f_u, axis=axis)
+        # a is one value per result: it broadcasts against the reduced shape
+        a, worst = _broadcast(a=a, **{"f, f_u without the subpopulation axis": worst})
         return _scalar(_risk_from_log_survival(-a * worst))
     if N is None:
         raise InputError(
             "method='binomial' needs the subpopulation sizes N; pass N or use method='poisson'."
         )
     N = _check_range("N", N, 0.0, low_open=True)
-    f, f_u, N = np.broadcast_arrays(f, f_u, N)
+    f, f_u, N = _broadcast(f=f, f_u=f_u, N=N)
+    _broadcast(a=a, **{"f, f_u, N without the subpopulation axis": np.min(N, axis=axis)})
     a_b = np.expand_dims(a, axis=axis) if a.ndim else a
     if np.any(a_b > N):
         raise InputError(
@@ -673,12 +687,13 @@ def minimal_subpopulation_size(
     f = _check_range("f", f, 0.0, 1.0)
     alpha = _check_range("alpha", alpha, 0.0, low_open=True)
     beta = _check_range("beta", beta, 0.0, low_open=True)
+    gamma, a, f, alpha, beta = _broadcast(gamma=gamma, a=a, f=f, alpha=alpha, beta=beta)
     if method == "poisson":
         with np.errstate(divide="ignore"):
             log_c = np.log(-np.log1p(-gamma)) - np.log(a * f)
         # expm1 keeps N_min accurate when C is close to 1 (N_min near 0).
         return _scalar(np.expm1(-log_c / (1.0 + alpha)) / beta)
-    args = np.broadcast_arrays(gamma, a, f, alpha, beta)
+    args = (gamma, a, f, alpha, beta)
     # brentq is scalar; the loop runs over parameter draws (thousands at most),
     # never over records or cells.
     flat = zip(*(x.ravel() for x in args), strict=True)
@@ -717,6 +732,7 @@ def expected_union_size(N: Any, a: Any, m: Any) -> Any:
     N = _check_range("N", N, 0.0, low_open=True)
     a = _check_range("a", a, 0.0)
     m = _check_range("m", m, 0.0)
+    N, a, m = _broadcast(N=N, a=a, m=m)
     if np.any(a > N):
         raise InputError(
             "a must not exceed N (a circle of acquaintances is part of the population); fix a or N."
@@ -753,6 +769,8 @@ def expected_union_size_unequal(N: Any, a: Any, *, axis: int = -1) -> Any:
     """
     N = _check_range("N", N, 0.0, low_open=True)
     a = _check_range("a", a, 0.0)
+    if N.ndim:  # N is one value per result: it broadcasts against a without its axis
+        _broadcast(N=N, **{"a without the investigator axis": np.sum(a, axis=axis)})
     N_b = np.expand_dims(N, axis=axis) if N.ndim else N
     if np.any(a > N_b):
         raise InputError("every a_l must be at most N; fix the circle sizes.")
@@ -848,6 +866,11 @@ def multiple_investigator_risk(
     numpy.ndarray or float
         ``R'_m``, broadcast.
     """
+    # shapes are checked here, so that a mismatch names these arguments (not f_a)
+    _broadcast(
+        f_u=_as_float("f_u", f_u), n=_as_float("n", n), N=_as_float("N", N),
+        a=_as_float("a", a), m=_as_float("m", m),
+    )
     f_ea = expected_union_size(N, a, m) / _as_float("N", N)
     return disclosure_risk(f_ea, f_u, n, method=method)
 
@@ -858,7 +881,7 @@ def multiple_investigator_risk(
 def _ordered_keys(f_a: Any, f_u: Any, axis: int) -> tuple[np.ndarray, np.ndarray]:
     f_a = _check_range("f_a", f_a, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
-    f_a, f_u = np.broadcast_arrays(f_a, f_u)
+    f_a, f_u = _broadcast(f_a=f_a, f_u=f_u)
     if f_a.ndim == 0:
         raise InputError("total risk needs the keys along an axis; pass arrays of f_a and f_u.")
     if np.any(np.diff(f_a, axis=axis) > 0) or np.any(np.diff(f_u, axis=axis) < 0):
@@ -944,6 +967,8 @@ def total_risk(
     _check_method(method, _TOTAL_RISK_METHODS)
     p = key_disclosure_probabilities(f_a, f_u, axis=axis)
     n = _check_range("n", n, 0.0)
+    # n is one value per result: it broadcasts against f_a, f_u without the key axis
+    _broadcast(n=n, **{"f_a, f_u without the key axis": np.sum(p, axis=axis)})
     with np.errstate(divide="ignore", invalid="ignore"):
         if method == "poisson":
             log_p = -np.sum(p, axis=axis)
