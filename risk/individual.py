@@ -121,8 +121,8 @@ def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
     except ValueError:
         shapes = ", ".join(f"{name} {a.shape}" for name, a in arrays.items())
         raise InputError(
-            f"input shapes do not match ({shapes}); pass arrays of equal length "
-            "(one entry per cell) or scalars."
+            f"input shapes do not match ({shapes}); pass arrays that broadcast together: "
+            "of equal length (e.g. one entry per cell) or scalars."
         ) from None
 
 
