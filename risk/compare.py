@@ -43,9 +43,9 @@ and "suppress at target D*" suppresses the riskiest cells until the expected
 re-identifications are cut to the fraction D* of their full-publication value.
 Any loss of :mod:`sdcbayes.risk.losses` can be used instead (``disclosure_loss=``,
 ``alternatives=``); those are averaged over the model's predictive of
-:math:`F_k - f_k \mid f_k, \theta \sim \mathrm{NegBin}(r, \rho)` by enumeration
-(:func:`expected_loss_enumerated`) on at most ``max_draws``
-evenly spaced posterior draws.
+:math:`F_k - f_k \mid f_k, \theta \sim \mathrm{NegBin}(r, \rho)`
+(:func:`expected_loss_enumerated`: in closed form for the built-in families, by
+enumeration for user losses) on at most ``max_draws`` evenly spaced posterior draws.
 
 The latent-class row
 --------------------
@@ -99,8 +99,11 @@ import xarray as xr
 
 from sdcbayes.exceptions import DataError, InputError, warn_at_caller
 from sdcbayes.provenance import json_safe, seed_or_drawn, stamp
+from sdcbayes.risk.assess import check_threshold
 from sdcbayes.risk.decisions import (
     DecisionResult,
+    _check_c,
+    _check_target,
     decide_from_risks,
     frontier,
     parse_alternative,
@@ -206,6 +209,45 @@ def parse_loss_pair(spec) -> tuple[Loss, Loss]:
 
 def _pair_label(l1: Loss, l0: Loss) -> str:
     return f"{l1.spec}/{l0.spec}"
+
+
+#: ``truth`` keys of :func:`compare_models` and the table columns they fill (``<col>_true``).
+_TRUTH_COLUMNS = {"tau1": "tau1", "tau2": "tau2", "expected_reidentifications": "er"}
+
+
+def _check_truth(truth) -> dict[str, float] | None:
+    """``truth`` as ``{key: float}`` with known keys and numeric values, or None; InputError.
+
+    Unknown keys used to be dropped without a word (``{"er": 39}``, the table's own
+    column name, gave no ``er_true`` column); now they are refused with the valid keys.
+    """
+    if truth is None:
+        return None
+    valid = list(_TRUTH_COLUMNS)
+    if not isinstance(truth, Mapping):
+        raise InputError(
+            f"truth must be a dict of known file-level risks with keys {valid}, e.g. "
+            f"{{'tau1': 12, 'expected_reidentifications': 39.5}}; got {type(truth).__name__}"
+        )
+    unknown = [k for k in truth if k not in _TRUTH_COLUMNS]
+    if unknown:
+        by_column = {col: key for key, col in _TRUTH_COLUMNS.items()}
+        hints = [f"{k!r} -> {by_column[k.lower()]!r}" for k in unknown
+                 if isinstance(k, str) and k.lower() in by_column]
+        raise InputError(
+            f"truth has unknown key(s) {unknown}; valid keys are {valid}"
+            + (f" ({', '.join(hints)})" if hints else "")
+        )
+    out = {}
+    for k, v in truth.items():
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) \
+                or not (math.isfinite(float(v)) and float(v) >= 0):
+            raise InputError(
+                f"truth[{k!r}] must be a finite number >= 0 (a known risk of the file); "
+                f"got {v!r}"
+            )
+        out[k] = float(v)
+    return out
 
 
 # --------------------------------------------------------------------------- specifications
@@ -585,7 +627,13 @@ class ComparisonResult:
 
 
 def check_model_data(md, specs: list[ModelSpec]) -> None:
-    """Data requirements of each model, checked before anything is fitted (no PyMC)."""
+    """Data requirements of each model, checked before anything is fitted (no PyMC).
+
+    Wildcard cells (``Microdata(missing="wildcard")`` with missing key values) are
+    refused for every model, the closed form included: the comparison needs each record
+    in one cell (``missing="category"`` or ``"drop"``); the closed-form assessment of
+    such a file alone is :func:`sdcbayes.risk.assess.assess_closed_form`.
+    """
     from sdcbayes.microdata import require_one_cell_per_record
 
     problems = []
@@ -596,14 +644,18 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
                     f"{s.name!r} ({s.model}) needs the population size: give the microdata "
                     "a weight column or a sampling_fraction"
                 )
-        if s.model in ("latent-class", "poisson-gamma", "negbin"):
-            try:  # cli_wording turns missing='x' into --missing x
-                require_one_cell_per_record(
-                    md, s.model, instead="leave it out of the models compared (the closed form "
-                    "matches wildcards as sdcMicro does)")
-            except InputError as err:
-                problems.append(f"{s.name!r} ({s.model}): {err}")
-                continue
+        # every row, the closed form's too: the comparison's decisions take each cell as
+        # a domain of its own records (y = f_k), which a wildcard cell is not (its f_k
+        # counts records of other cells again), and the closed-form row is built by the
+        # same engine as the others (assess_from_posterior, posterior_groups)
+        try:  # cli_wording turns missing='x' into --missing x
+            require_one_cell_per_record(
+                md, s.model, instead="assess the file without a comparison by the closed "
+                "form (sdcbayes.risk.assess.assess_closed_form, sdcbayes assess --model "
+                "closed-form), which matches wildcards as sdcMicro does")
+        except InputError as err:
+            problems.append(f"{s.name!r} ({s.model}): {err}")
+            continue
         if s.model == "latent-class":
             from sdcbayes.models.latent_class import (  # no PyMC at import
                 CV_MIN_RECORDS,
@@ -655,51 +707,310 @@ def _thin_index(S: int, max_draws: int | None) -> np.ndarray:
     return np.unique(np.linspace(0, S - 1, max_draws).round().astype(np.int64))
 
 
-#: Elements (batch entries x support values) per block of the support enumeration.
+#: Elements (batch entries x support values, or x quadrature nodes) per block of the
+#: enumeration: the memory of one block is a few arrays of this many floats (16 MiB each).
 _ENUM_BUDGET = 1 << 21
 
+#: Most support values of F - f enumerated for one entry (about 1.3e8, some 10 s of
+#: work): beyond it :func:`expected_loss_enumerated` refuses rather than run for hours.
+_ENUM_MAX_SUPPORT = 1 << 27
 
-def expected_loss_enumerated(loss: Loss, f, n, N, r, rho, tail: float = 1e-12) -> np.ndarray:
-    r""":math:`E[L(f, F, n, N)]` with :math:`F - f \sim \mathrm{NegBin}(r, \rho)`, by summation.
+#: Support values per segment of the enumeration: the pmf is anchored by ``betaln`` at
+#: each segment's first value and carried through the segment by its ratio recurrence.
+_ENUM_SEGMENT = 256
 
-    Same quantity as :func:`sdcbayes.risk.decisions.negbin_expected_loss` (seed 003,
-    Section 2, with the cell-level predictive of seed 000 eq. 10 or seed 004 eq. 2):
-    :math:`\sum_{x=0}^{T} L(f, f + x)\,\binom{x + r - 1}{x}\rho^r(1-\rho)^x`, the
-    support truncated at the ``1 - tail`` quantile of each entry. Faster on large
-    batches: the pmf is evaluated in logs with ``gammaln`` (no per-call distribution
-    machinery), and entries are sorted by their truncation point and enumerated in
-    blocks of similar length, so a few long-tailed cells do not lengthen the support
-    of all the others. Memory per block is bounded by ``_ENUM_BUDGET`` elements.
+#: Trapezoid step in u = log t of the ``uniques-gamma`` integral, for shape a + 1 <= 4
+#: (narrower for larger shapes, whose Gamma density is narrower in log t).
+_GAMMA_LOG_STEP = 0.2
 
-    Arguments broadcast; returns their broadcast shape.
+
+def _negbin_log_pgf(t, r, rho):
+    r""":math:`\log E[e^{-tX}] = r \log(\rho / (1 - (1-\rho) e^{-t}))`, X ~ NegBin(r, rho).
+
+    The log of the negative-binomial probability generating function
+    :math:`G(z) = E[z^X] = (\rho / (1 - (1-\rho) z))^r` at :math:`z = e^{-t}`, ``t >= 0``.
+    With ``q = 1 - rho`` and ``d = rho - q expm1(-t)`` (two non-negative terms, so
+    ``d = 1 - q e^{-t}`` without cancellation) the ratio is ``1 + q expm1(-t)/d``: its
+    ``log1p`` is used while the ratio is above 1/2 (keeps r log G accurate to about
+    1e-16 relative even for r = 1e7 and rho near 1, where log(rho) - log(d) would lose
+    ``r`` times the rounding of ``d``), ``log(rho) - log(d)`` below (tiny rho). Broadcasts.
     """
-    from scipy import special, stats
+    q = 1.0 - rho
+    em = np.expm1(-np.asarray(t, dtype=float))
+    d = rho - q * em
+    z = q * em / d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        small = np.log1p(np.maximum(z, -0.5))
+        large = np.log(rho) - np.log(d)
+    return r * np.where(z > -0.5, small, large)
 
+
+def _negbin_closed_form(loss: Loss, f, r, rho) -> np.ndarray | None:
+    r""":math:`E[L(f, f + X)]`, X ~ NegBin(r, rho), for the loss families that have a closed form.
+
+    Returns None for any other loss (then :func:`expected_loss_enumerated` enumerates).
+    ``f``, ``r``, ``rho`` are 1-d arrays of one length, ``r > 0``, ``0 < rho <= 1``.
+    Only losses built by :mod:`sdcbayes.risk.losses` (``loss.builtin``, so that ``name``
+    and ``params`` say what the loss computes) and this module's ``reidentifications``
+    qualify. With :math:`G(z) = E[z^X] = (\rho/(1 - (1-\rho)z))^r`
+    (:func:`_negbin_log_pgf`) and the losses of seed ``003_…`` Section 3 (y = f, Y = f + X):
+
+    * ``uniques-equal:S`` (eq. 2), :math:`L = f e^{-Y/S}`:
+      :math:`E L = f e^{-f/S}\, G(e^{-1/S})`;
+    * ``uniques-proportions:pi`` (eq. 1), :math:`L = f \sum_s \pi_s e^{-Y \pi_s}`:
+      :math:`E L = f \sum_s \pi_s e^{-f\pi_s}\, G(e^{-\pi_s})`;
+    * ``uniques-gamma:S,a`` (after eq. 2), :math:`L = f (1 + Y/b)^{-(a+1)}`, ``b = a S``:
+      :math:`(1 + Y/b)^{-(a+1)} = \int_0^\infty g(t) e^{-Yt}\,dt` with ``g`` the
+      Gamma(a + 1, rate b) density (the seed's own integral over the subclass shares,
+      read backwards), so :math:`E L = f \int_0^\infty g(t)\, e^{-ft}\, G(e^{-t})\,dt`:
+      one integral per entry, evaluated by :func:`_uniques_gamma_integral`;
+    * ``threshold:Ymin`` (Section 3), :math:`L = I(Y < \mathrm{Ymin})`:
+      :math:`E L = P(X \le m)`, ``m = ceil(Ymin - f) - 1`` (0 when ``m < 0``), the
+      negative-binomial cdf :math:`I_\rho(r, m + 1)` (``scipy.special.betainc``);
+    * ``Y`` (Section 3, nonpublication), :math:`L = Y`: :math:`E L = f + r(1-\rho)/\rho`,
+      the negative-binomial mean (infinite when it overflows a float);
+    * ``reidentifications``, :math:`L = f/F`: :math:`f\,E(1/F)` by
+      :func:`sdcbayes.risk.individual.negbin_inverse_moment` (seed ``004_…`` eq. 6), for
+      ``f >= 1`` only (None otherwise: 0/0 at F = f = 0 is left to the enumeration).
+
+    Each matches brute-force summation of the loss over the pmf to about 1e-13
+    relative (tests/test_compare_audit_m.py), at any ``rho``, where the enumeration
+    would need :math:`\sim r/\rho` support values.
+    """
+    from scipy import special
+
+    if loss.func is _reidentifications:
+        if np.any(f < 1):
+            return None
+        from sdcbayes.risk.individual import negbin_inverse_moment
+
+        return f * negbin_inverse_moment(f, r, rho)
+    if not getattr(loss, "builtin", False):
+        return None
+    name, p = loss.name, loss.params
+    if name == "uniques-equal":
+        S = float(p["S"])
+        return f * np.exp(-f / S + _negbin_log_pgf(1.0 / S, r, rho))
+    if name == "uniques-proportions":
+        total = np.zeros(f.shape)
+        for pi_s in p["pi"]:  # one subclass at a time: memory stays size(f)
+            total += pi_s * np.exp(-f * pi_s + _negbin_log_pgf(pi_s, r, rho))
+        return f * total
+    if name == "uniques-gamma":
+        return f * _uniques_gamma_integral(float(p["S"]), float(p["a"]), f, r, rho)
+    if name == "threshold":
+        m = np.ceil(float(p["Ymin"]) - f) - 1.0
+        with np.errstate(invalid="ignore"):
+            cdf = special.betainc(r, np.maximum(m, 0.0) + 1.0, rho)
+        return np.where(m < 0, 0.0, cdf)
+    if name == "Y":
+        with np.errstate(over="ignore"):
+            return f + r * ((1.0 - rho) / rho)
+    return None
+
+
+def _uniques_gamma_integral(S: float, a: float, f, r, rho) -> np.ndarray:
+    r""":math:`\int_0^\infty g(t)\, e^{-ft}\, G(e^{-t})\,dt`, g the Gamma(a+1, rate aS) density.
+
+    The ``uniques-gamma`` expectation over f (:func:`_negbin_closed_form`). In
+    ``u = log t`` the integrand
+    :math:`\exp\{(a+1)(\log b + u) - b e^u - \log\Gamma(a+1) - f e^u + \log G(e^{-e^u})\}`
+    is analytic in a strip around the real axis and decays at both ends, so the
+    trapezoidal rule converges exponentially in 1/step (:data:`_GAMMA_LOG_STEP`,
+    narrowed by :math:`2/\sqrt{a+1}` for sharper Gamma densities). Range, each end
+    costing at most about 1e-19 relative:
+
+    * above :math:`t_{hi}`, the Gamma(a+1, b) upper 1e-20 quantile: the rest of the
+      integrand (``e^{-ft} G``) decreases in t, so this end is below 1e-20 times the
+      integral;
+    * below :math:`t_{lo} = x e^{-45/(a+1)}`, :math:`x = \min(\log 2/(f + r/\rho), 1/b)`:
+      on ``[0, x]`` :math:`e^{-ft}G(e^{-t}) \ge e^{-t(f + r/\rho)} \ge 1/2`, so the
+      integral is at least half the Gamma mass below x, and the mass below
+      :math:`t_{lo}` is at most :math:`e\,(t_{lo}/x)^{a+1}` times that mass.
+    """
+    from scipy import special
+
+    b = a * S
+    shape = a + 1.0
+    h = _GAMMA_LOG_STEP * min(1.0, 2.0 / math.sqrt(shape))
+    u_hi = math.log(special.gammainccinv(shape, 1e-20) / b)
+    x = np.minimum(math.log(2.0) / (f + r / rho), 1.0 / b)
+    u_lo = np.minimum(np.log(x) - 45.0 / shape, u_hi - 1.0)
+    n_nodes = np.ceil((u_hi - u_lo) / h).astype(np.int64) + 1
+    out = np.empty(f.size)
+    const = shape * math.log(b) - special.gammaln(shape)
+    order = np.argsort(n_nodes, kind="stable")
+    start = 0
+    while start < order.size:  # blocks of entries with similar node counts
+        k = np.arange(1, order.size - start + 1)
+        fits = k * n_nodes[order[start:]] <= _ENUM_BUDGET
+        end = start + max(1, int(np.searchsorted(~fits, True)))
+        idx = order[start:end]
+        m = int(n_nodes[idx].max())
+        # each entry its own grid from its own u_lo (one step h for all)
+        u = u_lo[idx, None] + h * np.arange(m)[None, :]
+        t = np.exp(u)
+        logv = (const + shape * u - (b + f[idx, None]) * t
+                + _negbin_log_pgf(t, r[idx, None], rho[idx, None]))
+        w = np.where(u <= u_hi + h, 1.0, 0.0)  # nodes beyond this entry's range add nothing
+        w[:, 0] = 0.5  # trapezoid end weight (the other end's term is ~1e-20 of the total)
+        out[idx] = h * np.sum(w * np.exp(logv), axis=1)
+        start = end
+    return out
+
+
+def _negbin_support_end(r, rho, tail: float) -> np.ndarray:
+    r"""A support end T with :math:`P(X > T) \le` ``tail``, X ~ NegBin(r, rho), in float.
+
+    The Chernoff bound :math:`P(X \ge t) \le \min_z G(z) z^{-t} = e^{g(t)}` for t above
+    the mean :math:`\mu = r(1-\rho)/\rho`, with
+    :math:`g(t) = r \log(\rho (r + t)/r) + t \log((1-\rho)(r + t)/t)`
+    (minimiser :math:`z = t/((1-\rho)(r + t))`). ``g`` is concave
+    (:math:`g'' = -r/(t(r+t))`), zero at the mean and decreasing after it, so Newton's
+    method for :math:`g(t) = \log(\mathrm{tail})` approaches the root from above after
+    its first step and every later iterate is a valid T; ``ceil(t) + 1`` adds rounding
+    slack. T lies a few percent beyond the exact quantile (``scipy.stats.nbinom.ppf``,
+    which for rho below about 1e-12 did not return within a minute). Entries whose mean
+    alone exceeds :data:`_ENUM_MAX_SUPPORT` get ``inf`` (the caller refuses them).
+    """
+    log_tail = math.log(tail)
+    T = np.zeros(r.shape)
+    with np.errstate(over="ignore", divide="ignore"):
+        mu = r * ((1.0 - rho) / rho)
+    live = (rho < 1.0) & (mu <= _ENUM_MAX_SUPPORT)
+    T[(rho < 1.0) & ~live] = np.inf
+    if not live.any():
+        return T
+    rl, q1, mul = r[live], np.log1p(-rho[live]), mu[live]
+    lr = np.log(rho[live])
+    t = mul + np.sqrt(mul / rho[live]) + 1.0  # mean + sd + 1: either side of the root
+    for _ in range(200):
+        g = rl * (lr + np.log1p(t / rl)) + t * (q1 + np.log1p(rl / t))
+        dg = np.minimum(q1 + np.log1p(rl / t), -1e-300)  # < 0 beyond the mean
+        step = (g - log_tail) / dg
+        t = np.maximum(t - step, mul)
+        if np.all(np.abs(step) <= 1e-9 * t + 1e-3):
+            break
+    T[live] = np.ceil(t) + 1.0
+    return T
+
+
+def expected_loss_enumerated(loss: Loss, f, n, N, r, rho, tail: float = 1e-12, *,
+                             max_support: int = _ENUM_MAX_SUPPORT) -> np.ndarray:
+    r""":math:`E[L(f, F, n, N)]` with :math:`F - f \sim \mathrm{NegBin}(r, \rho)`.
+
+    Seed 003, Section 2, with the cell-level predictive of seed 000 eq. 10 or seed 004
+    eq. 2: :math:`\sum_{x \ge 0} L(f, f + x)\,\binom{x + r - 1}{x}\rho^r(1-\rho)^x`
+    (failures before the r-th success, success probability rho). The one
+    implementation of this expectation (:func:`sdcbayes.risk.decisions.negbin_expected_loss`
+    delegates to it). Three routes:
+
+    * losses of ``(y, n, N)`` only (``depends_on_Y`` False): no predictive, ``L(f, f)``;
+    * the built-in families with a closed form (:func:`_negbin_closed_form`:
+      ``uniques-equal``, ``uniques-proportions``, ``uniques-gamma`` (one integral),
+      ``threshold``, ``Y``, ``reidentifications``): exact at any ``rho``, in time
+      independent of the support (microseconds per entry); ``tail`` is not used;
+    * any other loss (user losses): the support is enumerated up to a ``T`` with
+      :math:`P(F - f > T) \le` ``tail`` (:func:`_negbin_support_end`), so for a loss
+      bounded by ``B`` the truncation error is at most ``B * tail``. The pmf is
+      evaluated in logs: :math:`\log\binom{x+r-1}{x} = -\log(x + r) -
+      \log B(x + 1, r)` (``betaln``) at the start of each segment of
+      :data:`_ENUM_SEGMENT` values, then the running sum of :math:`\log((x + r)/(x + 1))`
+      (no ``gammaln(x + r) - gammaln(x + 1)``, which loses ~1e-16 log(x!) absolutely on
+      long supports); about 1e-13 relative, 1e-8 for r above ~1e6 (``betaln`` there).
+      Entries are sorted by T and enumerated in blocks, and each block walks its
+      support in chunks, so memory stays within ``_ENUM_BUDGET`` elements even for
+      one entry with a huge support.
+
+    Parameters
+    ----------
+    loss : Loss
+    f, n, N, r, rho : array_like
+        Broadcast together (NumPy rules); ``r > 0``, ``0 < rho <= 1``.
+    tail : float
+        Probability left beyond the enumerated support, in (0, 1) (enumeration only).
+    max_support : int
+        Most support values one entry may need. A ``rho`` so small that F - f has its
+        ``1 - tail`` quantile beyond it (e.g. rho <= 1e-6 for r = 2: F is in effect
+        unbounded) is refused with an :class:`InputError` naming the entries, rather
+        than enumerated for hours or allocated at once. Losses with a closed form have
+        no such limit.
+
+    Returns
+    -------
+    numpy.ndarray
+        The broadcast shape of the arguments.
+    """
+    from scipy import special
+
+    if (isinstance(tail, bool) or not isinstance(tail, int | float | np.integer | np.floating)
+            or not 0.0 < float(tail) < 1.0):
+        raise InputError(
+            f"tail (the predictive probability left beyond the enumerated support) must lie "
+            f"strictly between 0 and 1, e.g. 1e-12; got {tail!r}"
+        )
+    tail = float(tail)
     f, n, N, r, rho = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (f, n, N, r, rho)))
     shape = f.shape
     f, n, N, r, rho = (a.ravel() for a in (f, n, N, r, rho))
     if not loss.depends_on_Y:
         return np.asarray(loss(f, f, n, N), dtype=float).reshape(shape)
-    if np.any(r <= 0) or np.any(rho <= 0) or np.any(rho > 1):
+    if f.size == 0:
+        return np.zeros(shape)
+    if not (np.all(r > 0) and np.all(rho > 0) and np.all(rho <= 1)):  # NaN fails too
         raise InputError("NegBin predictive needs size r > 0 and 0 < rho <= 1; check the posterior")
-    T = np.where(rho >= 1.0, 0.0, stats.nbinom.ppf(1.0 - tail, r, np.minimum(rho, 1.0)))
-    T = np.nan_to_num(T, nan=0.0).astype(np.int64)
+    closed = _negbin_closed_form(loss, f, r, rho)
+    if closed is not None:
+        return np.asarray(closed, dtype=float).reshape(shape)
+
+    T = _negbin_support_end(r, rho, tail)
+    too_long = ~(T < max_support)
+    if too_long.any():
+        i = int(np.flatnonzero(too_long)[np.argmin(rho[too_long])])
+        raise InputError(
+            f"loss {loss.spec!r} has no closed form, and the predictive of F - f is too long "
+            f"to enumerate for {int(too_long.sum())} of {f.size} entries: e.g. r={r[i]:.4g}, "
+            f"rho={rho[i]:.3g} puts its mean r(1 - rho)/rho at {r[i] * (1 - rho[i]) / rho[i]:.3g} "
+            f"and its 1 - {tail:g} quantile beyond max_support={max_support} values (so small "
+            "a rho says the cell's population is in effect unbounded); use a loss with a "
+            "closed form (uniques-equal, uniques-proportions, uniques-gamma, threshold, Y, "
+            "reidentifications), or raise max_support if hours of enumeration are acceptable"
+        )
+    T = T.astype(np.int64)
     order = np.argsort(T, kind="stable")
     Ts = T[order]
-    out = np.empty(f.size)
-    log_rho_r = r * np.log(rho) - special.gammaln(r)
+    out = np.zeros(f.size)
+    log_rho_r = r * np.log(rho)
     start = 0
     while start < order.size:  # blocks of entries (never one entry at a time)
         k = np.arange(1, order.size - start + 1)
         fits = k * (Ts[start:] + 1) <= _ENUM_BUDGET
         end = start + max(1, int(np.searchsorted(~fits, True)))  # fits is True then False
         idx = order[start:end]
-        x = np.arange(Ts[end - 1] + 1, dtype=float)[None, :]
-        rr = r[idx, None]
-        logp = (log_rho_r[idx, None] + special.gammaln(x + rr) - special.gammaln(x + 1.0)
-                + special.xlog1py(x, -rho[idx, None]))
-        ff = f[idx, None]
-        out[idx] = np.sum(loss(ff, ff + x, n[idx, None], N[idx, None]) * np.exp(logp), axis=1)
+        rr, ff, lr = r[idx, None], f[idx, None], log_rho_r[idx, None]
+        nn, NN, rh = n[idx, None], N[idx, None], rho[idx, None]
+        # the support in chunks: one entry with a long support stays within the budget
+        # (up to one segment per entry over it)
+        span = int(Ts[end - 1]) + 1
+        width = span if span <= _ENUM_SEGMENT else max(
+            _ENUM_SEGMENT, _ENUM_BUDGET // idx.size // _ENUM_SEGMENT * _ENUM_SEGMENT)
+        for x0 in range(0, span, width):
+            w = min(width, -(-(span - x0) // _ENUM_SEGMENT) * _ENUM_SEGMENT)
+            seg = min(w, _ENUM_SEGMENT)
+            xs = (x0 + np.arange(w, dtype=float)).reshape(1, w // seg, seg)
+            r3 = rr[:, :, None]
+            # log C(x+r-1, x) = -log(x + r) - log B(x + 1, r) (betaln) at the first value
+            # of each segment, then the running sum of log((x + r)/(x + 1)) inside it:
+            # one log per value instead of betaln (or gammaln(x + r) - gammaln(x + 1),
+            # which loses ~1e-16 log(x!) absolutely on long supports)
+            logc = np.empty((idx.size, w // seg, seg))
+            logc[:, :, 0] = -np.log(xs[:, :, 0] + rr) - special.betaln(xs[:, :, 0] + 1.0, rr)
+            np.cumsum(np.log((xs[:, :, :-1] + r3) / (xs[:, :, :-1] + 1.0)), axis=2,
+                      out=logc[:, :, 1:])
+            logc[:, :, 1:] += logc[:, :, :1]
+            x = xs.reshape(1, w)
+            logp = lr + logc.reshape(idx.size, w) + special.xlog1py(x, -rh)
+            out[idx] += np.sum(loss(ff, ff + x, nn, NN) * np.exp(logp), axis=1)
         start = end
     return out.reshape(shape)
 
@@ -709,8 +1020,8 @@ def _cell_risks(loss: Loss, groups, fk, n, N, cell_risk, max_draws) -> np.ndarra
 
     ``reidentifications`` is :math:`f_k E(1/F_k \mid f_k)` from the (posterior mean)
     individual risk; losses of ``(y, n, N)`` only need no predictive; others are
-    enumerated over NegBin(r, rho) per draw and group
-    (:func:`expected_loss_enumerated`), on at most ``max_draws`` evenly spaced draws.
+    averaged over NegBin(r, rho) per draw and group (:func:`expected_loss_enumerated`:
+    closed forms, or enumeration), on at most ``max_draws`` evenly spaced draws.
     """
     if loss.name == "reidentifications" and loss.func is _reidentifications:
         return fk * cell_risk
@@ -817,22 +1128,30 @@ def compare_models(
     disclosure_loss, suppression_loss : str or Loss
         The reference loss pair of the cell decisions (module docstring); default
         ``reidentifications`` (:math:`f_k/F_k`) and ``y`` (:math:`f_k`).
-    alternatives : sequence
+    alternatives : sequence or str
         Further pairs ``"DISCLOSURE/SUPPRESSION"`` (or tuples): frontiers and
         suppression at the target per model, and the sensitivity of each model's
-        decisions (:func:`sdcbayes.risk.decisions.decide_from_risks`).
+        decisions (:func:`sdcbayes.risk.decisions.decide_from_risks`). One string is
+        one pair.
     target_risk : float
-        Target disclosure share D* in [0, 1] (seed 003, Section 4).
+        Target disclosure share D* in [0, 1] (seed 003, Section 4); a number, not a bool.
     threshold : float, optional
-        Also count records whose risk exceeds it (column ``n_above_threshold``).
+        Also count records whose risk exceeds it (column ``n_above_threshold``);
+        strictly between 0 and 1 (:func:`sdcbayes.risk.assess.check_threshold`).
     c : float, optional
         Fixed trade-off factor of the rule ``publish iff R1 < c R0`` for every
-        model; default: each model's own ``c`` meeting ``target_risk``.
+        model, a number >= 0; default: each model's own ``c`` meeting ``target_risk``.
     max_draws : int, optional
         Posterior draws used when a loss must be enumerated over the predictive of F.
     truth : mapping, optional
         Known ``tau1``, ``tau2``, ``expected_reidentifications`` (simulated data):
-        added as ``*_true`` columns.
+        added as ``*_true`` columns. Other keys, and values that are not finite
+        numbers >= 0, are refused.
+
+    Every argument (these, the specifications, the losses and the data needs of each
+    model, :func:`check_model_data`) is checked before PyMC is imported or anything is
+    fitted. Wildcard microdata (``missing="wildcard"`` with missing key values) is
+    refused for every model: use ``missing="category"`` or ``"drop"``.
     plug_in_draws : int
         Replicates of the plug-in used for the closed-form row's predictive intervals.
 
@@ -873,13 +1192,12 @@ def compare_models(
     target_accept = float(target_accept)
     # recorded as the fit records it: a NUTS setting, None for ADVI and MAP
     target_accept_used = target_accept if method in ("nuts", "nutpie") else None
-    target_risk = float(target_risk)
-    if not (0.0 <= target_risk <= 1.0):
-        raise InputError(f"target_risk must lie in [0, 1]; got {target_risk}")
-    if threshold is not None and not (0.0 < float(threshold) < 1.0):
-        raise InputError(f"threshold must lie strictly between 0 and 1; got {threshold}")
-    if c is not None and not (float(c) >= 0):
-        raise InputError(f"c (the trade-off factor) must be >= 0; got {c}")
+    # the checks decide() and assess run, here before any fit: a string, a bool or a
+    # value out of range used to surface only after every model was fitted
+    target_risk = _check_target(target_risk)
+    threshold = check_threshold(threshold)
+    c = _check_c(c)
+    truth = _check_truth(truth)
     l1 = parse_comparison_loss(disclosure_loss)
     l0 = parse_loss(suppression_loss)
     if l0.name not in _SUPPRESSION_NAMES:
@@ -892,6 +1210,8 @@ def compare_models(
             f"disclosure loss {l1.spec!r} is a nonpublication loss; use reidentifications, "
             "uniques-equal:S=10, threshold:Ymin=3, ..."
         )
+    if isinstance(alternatives, str):  # one "DISCLOSURE/SUPPRESSION" string: one pair
+        alternatives = [alternatives]
     pairs = [(l1, l0)] + [parse_loss_pair(a) for a in alternatives]
     labels = [_pair_label(a, b) for a, b in pairs]
     if len(set(labels)) != len(labels):
@@ -1106,10 +1426,10 @@ def compare_models(
     changed_cells = np.flatnonzero(changed)
 
     if truth is not None:
-        for key, col in (("tau1", "tau1"), ("tau2", "tau2"), ("expected_reidentifications", "er")):
+        for key, col in _TRUTH_COLUMNS.items():
             if key in truth:
                 for row in rows:
-                    row[f"{col}_true"] = float(truth[key])
+                    row[f"{col}_true"] = truth[key]
 
     order = ["name", "model", "priors", "method", "likelihood_family", *loo_cols, "loo_note",
              "tau1", "tau1_lo", "tau1_hi", "tau2", "tau2_lo", "tau2_hi", "er", "er_lo", "er_hi",

@@ -73,12 +73,19 @@ class Loss:
     depends_on_Y : bool
         False when the loss is a function of ``(y, n, N)`` only, so that its
         expectation needs no enumeration of ``Y``.
+    builtin : bool
+        True only for the losses this module's factories build (and so
+        :func:`parse_loss`): ``name`` and ``params`` then say exactly what ``func``
+        computes, and the expectation code may use that family's closed form
+        (:func:`sdcbayes.risk.compare.expected_loss_enumerated`). A
+        :func:`user_loss` is never built in, whatever its name.
     """
 
     name: str
     params: Mapping[str, float] = field(default_factory=dict)
     func: LossFunction | None = field(default=None, repr=False, compare=False)
     depends_on_Y: bool = True
+    builtin: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self):
         # Read-only view so a Loss cannot be mutated after it was stamped on results.
@@ -132,7 +139,7 @@ def uniques_equal_loss(S: float) -> Loss:
     (Poisson approximation).
     """
     S = _positive("S", "uniques-equal", S)
-    return Loss("uniques-equal", {"S": S}, lambda y, Y, n, N: y * np.exp(-Y / S))
+    return Loss("uniques-equal", {"S": S}, lambda y, Y, n, N: y * np.exp(-Y / S), builtin=True)
 
 
 def uniques_gamma_loss(S: float, a: float) -> Loss:
@@ -148,6 +155,7 @@ def uniques_gamma_loss(S: float, a: float) -> Loss:
         "uniques-gamma",
         {"S": S, "a": a},
         lambda y, Y, n, N: y * np.power(1.0 + Y / (a * S), -(a + 1.0)),
+        builtin=True,
     )
 
 
@@ -175,7 +183,7 @@ def uniques_proportions_loss(pi) -> Loss:
         # Sum over subclasses on a trailing axis: memory is size(Y) * S.
         return y * np.sum(p * np.exp(-Y[..., None] * p), axis=-1)
 
-    return Loss("uniques-proportions", {"pi": tuple(p.tolist())}, f)
+    return Loss("uniques-proportions", {"pi": tuple(p.tolist())}, f, builtin=True)
 
 
 def threshold_loss(Ymin: float) -> Loss:
@@ -191,7 +199,8 @@ def threshold_loss(Ymin: float) -> Loss:
     Ymin = float(Ymin)
     if not math.isfinite(Ymin):
         raise InputError(f"loss 'threshold': Ymin must be a finite number; got {Ymin!r}")
-    return Loss("threshold", {"Ymin": Ymin}, lambda y, Y, n, N: (Y < Ymin).astype(float))
+    return Loss("threshold", {"Ymin": Ymin}, lambda y, Y, n, N: (Y < Ymin).astype(float),
+                builtin=True)
 
 
 def known_respondents_loss(S: float) -> Loss:
@@ -210,7 +219,8 @@ def known_respondents_loss(S: float) -> Loss:
     """
     S = _positive("S", "known-respondents", S)
     return Loss(
-        "known-respondents", {"S": S}, lambda y, Y, n, N: y * np.exp(-y / S), depends_on_Y=False
+        "known-respondents", {"S": S}, lambda y, Y, n, N: y * np.exp(-y / S), depends_on_Y=False,
+        builtin=True,
     )
 
 
@@ -219,27 +229,28 @@ def known_respondents_loss(S: float) -> Loss:
 
 def constant_loss() -> Loss:
     """Equal nonpublication loss for every suppressed cell, ``L0 = 1``."""
-    return Loss("constant", {}, lambda y, Y, n, N: np.ones_like(y), depends_on_Y=False)
+    return Loss("constant", {}, lambda y, Y, n, N: np.ones_like(y), depends_on_Y=False,
+                builtin=True)
 
 
 def sample_count_loss() -> Loss:
     """Count the sample records concealed, ``L0 = y``."""
-    return Loss("y", {}, lambda y, Y, n, N: y, depends_on_Y=False)
+    return Loss("y", {}, lambda y, Y, n, N: y, depends_on_Y=False, builtin=True)
 
 
 def population_count_loss() -> Loss:
     """Count the population units the suppressed cell represents, ``L0 = Y``."""
-    return Loss("Y", {}, lambda y, Y, n, N: Y)
+    return Loss("Y", {}, lambda y, Y, n, N: Y, builtin=True)
 
 
 def domain_sample_loss() -> Loss:
     """Use the sample size of the domain, ``L0 = n``."""
-    return Loss("n", {}, lambda y, Y, n, N: n, depends_on_Y=False)
+    return Loss("n", {}, lambda y, Y, n, N: n, depends_on_Y=False, builtin=True)
 
 
 def domain_population_loss() -> Loss:
     """Use the population size of the domain, ``L0 = N``."""
-    return Loss("N", {}, lambda y, Y, n, N: N, depends_on_Y=False)
+    return Loss("N", {}, lambda y, Y, n, N: N, depends_on_Y=False, builtin=True)
 
 
 def user_loss(func: LossFunction, name: str, *, depends_on_Y: bool = True, **params) -> Loss:
