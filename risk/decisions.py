@@ -81,15 +81,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.provenance import json_safe
+from sdcbayes.provenance import json_safe, stamp
 from sdcbayes.risk.assess import SummaryRepr
 from sdcbayes.risk.beta_binomial import (
     fit_beta_binomial,
     posterior_mean_Y,
 )
+from sdcbayes.risk.individual import _series_index, _unique_rows
 from sdcbayes.risk.losses import Loss, parse_loss
 
 __all__ = [
@@ -116,6 +117,14 @@ _SUPPORT_BLOCK_ELEMENTS = 1 << 20
 _TIE_RTOL = 1e-12
 # Names a suppression loss may have in a "DISCLOSURE/SUPPRESSION" alternative.
 _SUPPRESSION_NAMES = ("constant", "y", "Y", "n", "N")
+# Largest ``tail`` (probability of F - f left out of a NegBin enumeration) accepted: the
+# truncation error of a loss bounded by B is at most B * tail, so a larger tail is a
+# visible bias in the risks (tail=0.5 moved R by 24% in audit M), not a speed knob.
+_MAX_TAIL = 1e-3
+# Model names in the provenance stamps (the CLI's summary.json keeps decide()'s).
+_MODEL_DOMAIN = "beta-binomial decisions (Zaslavsky-Horton)"
+_MODEL_CELL = "cell-level decisions (Zaslavsky-Horton)"
+_MODEL_RISKS = "decisions from given risks (Zaslavsky-Horton)"
 
 
 # --- ordering, rule, frontier (shared by every model) ------------------------------
@@ -371,46 +380,145 @@ def _check_c(c):
     return float(c)
 
 
-def _check_domain_counts(y, n, N, names) -> None:
+# Wording of the count checks per unit: (sample count, sample size, population size).
+_COUNT_WORDS = {
+    "domain": ("y", "y (sample count in the class)", "n (domain sample size)",
+               "N (domain population size)"),
+    "cell": ("fk", "fk (sample count of the cell)", "n (sample size)", "N (population size)"),
+}
+
+
+def _check_domain_counts(y, n, N, names, unit: str = "domain") -> None:
     """Refuse counts breaking ``0 <= y <= n <= N``, naming the domains and their values.
 
     Runs before any risk is computed; ``names`` are the domain labels (None: the
-    0-based positions, which are then the default names of the result).
+    0-based positions, which are then the default names of the result). ``unit``
+    ``"cell"`` words the same checks for :func:`decide_cells` (``fk`` for ``y``).
     """
-    for label, a in (("y", y), ("n", n), ("N", N)):
+    ylab, ydesc, ndesc, Ndesc = _COUNT_WORDS[unit]
+    for label, a in ((ylab, y), ("n", n), ("N", N)):
         bad = ~np.isfinite(a) | (a < 0) | (a != np.round(a))
         if bad.any():
-            where = _domains(bad, names, lambda i, label=label, a=a: f"{label}={a[i]:g}")
+            where = _domains(bad, names, lambda i, label=label, a=a: f"{label}={a[i]:g}", unit)
             raise InputError(
                 f"{label} must hold non-negative whole numbers (counts); {where}: fix those counts"
             )
     bad = y > n
     if bad.any():
         raise InputError(
-            "y (sample count in the class) exceeds n (domain sample size) in "
-            f"{_domains(bad, names, lambda i: f'y={y[i]:g}, n={n[i]:g}')}; counts must satisfy "
-            "0 <= y <= n <= N: fix y or n there"
+            f"{ydesc} exceeds {ndesc} in "
+            f"{_domains(bad, names, lambda i: f'{ylab}={y[i]:g}, n={n[i]:g}', unit)}; counts "
+            f"must satisfy 0 <= {ylab} <= n <= N: fix {ylab} or n there"
         )
     bad = N < n
     if bad.any():
         raise InputError(
-            "N (domain population size) is below n (domain sample size) in "
-            f"{_domains(bad, names, lambda i: f'N={N[i]:g}, n={n[i]:g}')}; counts must "
-            "satisfy 0 <= y <= n <= N: fix N or n there"
+            f"{Ndesc} is below {ndesc} in "
+            f"{_domains(bad, names, lambda i: f'N={N[i]:g}, n={n[i]:g}', unit)}; counts must "
+            f"satisfy 0 <= {ylab} <= n <= N: fix N or n there"
         )
 
 
-def _domains(bad, names, values, shown: int = 5) -> str:
-    """'domain 'b' (N=8, n=10), ...' for the first ``shown`` flagged domains."""
+def _domains(bad, names, values, unit: str = "domain", shown: int = 5) -> str:
+    """'domain 'b' (N=8, n=10), ...' for the first ``shown`` flagged domains (or cells)."""
     idx = np.flatnonzero(bad)
     if names is None:
-        head = "domain at 0-based position" if idx.size == 1 else "domains at 0-based positions"
+        head = (f"{unit} at 0-based position" if idx.size == 1
+                else f"{unit}s at 0-based positions")
         parts = [f"{i} ({values(i)})" for i in idx[:shown]]
     else:
-        head = "domain" if idx.size == 1 else "domains"
+        head = unit if idx.size == 1 else f"{unit}s"
         parts = [f"'{names[i]}' ({values(i)})" for i in idx[:shown]]
     more = f" and {idx.size - shown} more" if idx.size > shown else ""
     return f"{head} {', '.join(parts)}{more}"
+
+
+def _check_tail(tail) -> float:
+    """``tail`` as a float in ``(0, _MAX_TAIL]``; InputError otherwise (before any work)."""
+    what = ("tail is the probability of F - f left out of the negative-binomial "
+            "enumeration (a loss bounded by B is off by at most B * tail)")
+    if not _is_number(tail) or not math.isfinite(float(tail)):
+        raise InputError(f"{what}; it must be a small positive number such as 1e-12; "
+                         f"got {tail!r}")
+    tail = float(tail)
+    if not (0.0 < tail < 1.0):
+        raise InputError(f"{what}; it must lie strictly between 0 and 1, e.g. 1e-12; got {tail!r}")
+    if tail > _MAX_TAIL:
+        raise InputError(f"{what}; {tail!r} would bias the risks visibly: give at most "
+                         f"{_MAX_TAIL:g} (the default 1e-12 is exact to print precision)")
+    return tail
+
+
+def _per_cell(value, m: int, name: str) -> np.ndarray:
+    """A scalar or one value per cell as a float array of shape ``(m,)``; InputError otherwise."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must hold numbers (counts); got {value!r}") from None
+    if a.ndim == 0 or a.size == 1:
+        return np.full(m, float(a.reshape(-1)[0]))
+    if a.shape != (m,):
+        raise InputError(
+            f"{name} must be a scalar or one value per cell ({m}); got shape {a.shape}"
+        )
+    return a
+
+
+# 1-element placeholders (y, Y, n, N) on which every loss is probed before any work, and
+# a second N: a loss whose value moves with N needs the population size.
+_PROBE = (np.ones(1), np.full(1, 3.0), np.full(1, 10.0), np.full(1, 1e6))
+_PROBE_N2 = np.full(1, 2e6)
+
+
+def _probe_loss(loss: Loss) -> bool:
+    """Call ``loss`` once on 1-element placeholders; return whether its value depends on N.
+
+    A user loss with the wrong signature (``func(y, Y)``) or output that does not broadcast
+    fails here, as an InputError naming the loss and the expected signature, instead of as
+    a bare TypeError at the first enumeration (audit M, F8).
+    """
+    y, Y, n, N = _PROBE
+    with np.errstate(all="ignore"):
+        try:
+            v1 = np.asarray(loss(y, Y, n, N), dtype=float)
+        except (TypeError, ValueError) as e:
+            raise InputError(
+                f"loss {loss.name!r} must accept four arrays (y, Y, n, N) and return values "
+                f"that broadcast with them (a user loss is func(y, Y, n, N)); on 1-element "
+                f"placeholders it raised {type(e).__name__}: {e}"
+            ) from None
+        try:
+            v2 = np.asarray(loss(y, Y, n, _PROBE_N2), dtype=float)
+            vinf = np.asarray(loss(y, Y, n, np.full(1, np.inf)), dtype=float)
+        except (TypeError, ValueError, ArithmeticError):
+            return True  # works at one finite N only, or not at N = inf: it needs N
+    moves = not np.array_equal(v1, v2, equal_nan=True)
+    return moves or (np.all(np.isfinite(v1)) and not np.all(np.isfinite(vinf)))
+
+
+def _parse_losses(disclosure_loss, suppression_loss, alternatives):
+    """Parse and probe the reference pair and the alternatives, before any work.
+
+    Returns ``(l1, l0, alts, uses_N)``: ``alts`` a list of Loss pairs (a lone string is
+    one alternative, not a sequence of characters), ``uses_N`` the specs of the losses
+    whose value depends on N.
+    """
+    if isinstance(alternatives, str):  # "uniques-equal:S=1/y" is one pair (audit M, F7)
+        alternatives = [alternatives]
+    l1, l0 = parse_loss(disclosure_loss), parse_loss(suppression_loss)
+    alts = [parse_alternative(a) for a in alternatives]
+    uses_N = []
+    for loss in (l1, l0, *(x for pair in alts for x in pair)):
+        if _probe_loss(loss) and loss.spec not in uses_N:
+            uses_N.append(loss.spec)
+    return l1, l0, alts, uses_N
+
+
+def _series_names(index, m: int):
+    """Default unit names from a pandas index: its labels unless it is ``0..m-1``."""
+    if index is None or index.equals(pd.RangeIndex(m)):
+        return None
+    return index.to_numpy(dtype=object)
 
 
 # --- alternatives --------------------------------------------------------------
@@ -489,6 +597,12 @@ class DecisionResult(SummaryRepr):
         What the risks were computed from (empty when given directly).
     unit : str
         ``"domain"`` or ``"cell"``.
+    provenance : dict
+        :func:`sdcbayes.provenance.stamp` record (package version, ``data``: number of
+        units and count totals, ``settings``: losses, alternatives, ``c``, target and
+        the hyperparameter route, package versions, command, time), plus ``posterior``
+        (the attrs of xarray ``alpha``/``beta`` draws) when there were any. JSON-ready;
+        also in :meth:`summary`.
     """
 
     table: pd.DataFrame
@@ -504,6 +618,7 @@ class DecisionResult(SummaryRepr):
     suppression_loss: Loss | None = None
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     unit: str = "cell"
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def suppression_at_target(self) -> float:
@@ -566,6 +681,7 @@ class DecisionResult(SummaryRepr):
                 },
             },
             "sensitivity": sens.to_dict(orient="records"),
+            "provenance": self.provenance,
         }
         if self.jensen is not None:
             j = self.jensen
@@ -602,6 +718,7 @@ def decide_from_risks(
     disclosure_loss: Loss | None = None,
     suppression_loss: Loss | None = None,
     hyperparameters: dict | None = None,
+    provenance: dict | None = None,
 ) -> DecisionResult:
     r"""Decisions, frontier, baseline and sensitivity from per-cell risks.
 
@@ -631,11 +748,23 @@ def decide_from_risks(
         Name of the unit column (``"domain"`` or ``"cell"``).
     counts, jensen, disclosure_loss, suppression_loss, hyperparameters
         Carried into the result (used by :func:`decide`, :func:`decide_cells`).
+    provenance : dict, optional
+        The result's provenance stamp (:func:`decide` and :func:`decide_cells` pass
+        theirs). None: stamped here with the number of units, the totals of
+        ``counts``, and the settings (losses, alternatives, ``c``, target, weights).
     """
     R1, R0, w = _as_risks(R1, R0, weights)
     target_risk = _check_target(target_risk)
     c = _check_c(c)
     m = R1.size
+    if provenance is None:
+        data = {f"n_{unit}s": m}
+        data |= {f"total_{k}": float(np.sum(np.asarray(v, dtype=float)))
+                 for k, v in (counts or {}).items()}
+        provenance = stamp(_MODEL_RISKS, data_summary=data, settings={
+            **_loss_settings(disclosure_loss, suppression_loss, list(alternatives or {})),
+            "target_risk": target_risk, "c": c, "weights": weights is not None,
+        })
     names = np.arange(m) if names is None else np.asarray(names, dtype=object)
     if names.shape != (m,):
         raise InputError(f"{unit}_names must have one name per {unit} ({m}); got {names.size}")
@@ -710,7 +839,17 @@ def decide_from_risks(
         suppression_loss=suppression_loss,
         hyperparameters=dict(hyperparameters or {}),
         unit=unit,
+        provenance=dict(provenance),
     )
+
+
+def _loss_settings(l1, l0, alternatives) -> dict[str, Any]:
+    """The loss part of a provenance stamp's settings (specs; labels for given risks)."""
+    def spec(loss):
+        return loss.spec if isinstance(loss, Loss) else loss
+
+    alts = [a if isinstance(a, str) else _pair_label(*a) for a in alternatives]
+    return {"disclosure_loss": spec(l1), "suppression_loss": spec(l0), "alternatives": alts}
 
 
 # --- averaging over posterior draws of the hyperparameters ---------------------------
@@ -941,13 +1080,16 @@ def decide(
         (``fit_method``).
     disclosure_loss, suppression_loss : str or Loss
         The reference pair (:func:`sdcbayes.risk.losses.parse_loss` specs).
-    alternatives : sequence
+    alternatives : sequence or str
         Alternative pairs, each ``"DISCLOSURE/SUPPRESSION"`` or a
-        ``(disclosure, suppression)`` tuple (:func:`parse_alternative`).
+        ``(disclosure, suppression)`` tuple (:func:`parse_alternative`); a lone
+        string is one pair.
     target_risk, c, weights
         See :func:`decide_from_risks`.
     domain_names : array_like, optional
-        Domain labels (default ``0..m-1``).
+        Domain labels. Default: the index of pandas Series ``y``, ``n``, ``N``
+        (which must then share one index: Series are paired by position, so
+        unequal indexes are refused) unless it is ``0..m-1``; else ``0..m-1``.
     fit_method : str
         ``"ml"`` or ``"moments"``, when ``alpha`` and ``beta`` are not given.
     max_draws : int, optional
@@ -957,7 +1099,9 @@ def decide(
     Returns
     -------
     DecisionResult
-        With ``unit="domain"``, the counts in the table and the Jensen check.
+        With ``unit="domain"``, the counts in the table, the Jensen check and a
+        provenance stamp (domains and count totals; losses, ``c``, target,
+        hyperparameter route, ``max_draws``; the attrs of xarray draws).
 
     Notes
     -----
@@ -968,6 +1112,8 @@ def decide(
     (peak ~40 MiB measured). For big files pass ``max_draws``: the Monte Carlo
     error of a posterior-mean risk falls as ``1/sqrt(max_draws)``.
     """
+    # Series are paired by position below: unequal indexes would mismatch domains (F10)
+    index = _series_index(y=y, n=n, N=N, weights=weights)
     y = np.atleast_1d(np.asarray(y))
     n = np.atleast_1d(np.asarray(n))
     N = np.atleast_1d(np.asarray(N))
@@ -980,6 +1126,8 @@ def decide(
     # every check before the enumeration starts: a typo must not cost the risks
     target_risk = _check_target(target_risk)
     c = _check_c(c)
+    if domain_names is None:
+        domain_names = _series_names(index, m)
     if domain_names is not None:
         domain_names = np.asarray(domain_names, dtype=object)
         if domain_names.shape != (m,):
@@ -993,8 +1141,8 @@ def decide(
         raise InputError("y, n and N must hold numbers (counts); fix the input") from None
     # negative, fractional, y > n, N < n: named by domain, with the values
     _check_domain_counts(y, n, N, domain_names)
-    l1, l0 = parse_loss(disclosure_loss), parse_loss(suppression_loss)
-    alts = [parse_alternative(a) for a in alternatives]
+    l1, l0, alts, _ = _parse_losses(disclosure_loss, suppression_loss, alternatives)
+    posterior = {}
 
     if alpha is None and beta is None:
         fit = fit_beta_binomial(y, n, method=fit_method)
@@ -1017,6 +1165,12 @@ def decide(
         except (TypeError, ValueError):
             raise InputError("alpha and beta must hold numbers (draws of the Beta prior "
                              "parameters)") from None
+        if a_all.shape[0] == 0 or b_all.shape[0] == 0:
+            raise InputError(
+                f"alpha and beta hold no draws (sizes {np.size(alpha)} and {np.size(beta)}); "
+                "pass at least one draw of each (a float is one fixed value), or neither "
+                "to estimate them from the domains"
+            )
         if not (np.all(a_all > 0) and np.all(b_all > 0) and np.all(np.isfinite(a_all))
                 and np.all(np.isfinite(b_all))):
             raise InputError(
@@ -1036,6 +1190,9 @@ def decide(
         }
         if per_domain:  # then the summaries above pool every domain's values
             hyper["per_domain"] = True
+        # xarray draws carry their fit's stamp (seed, priors): kept, not dropped (F9)
+        posterior = {name: dict(x.attrs) for name, x in (("alpha", alpha), ("beta", beta))
+                     if getattr(x, "attrs", None)}
 
     def risk(loss):
         if not loss.depends_on_Y:
@@ -1057,6 +1214,18 @@ def decide(
     )
     jensen = _jensen_table(l1, y, EY, n, N, R1)
     counts = {"y": y.astype(np.int64), "n": n.astype(np.int64), "N": N.astype(np.int64)}
+    provenance = _stamp(
+        _MODEL_DOMAIN,
+        data={"n_domains": m, "total_y": int(y.sum()), "total_n": int(n.sum()),
+              "total_N": int(N.sum())},
+        settings={
+            **_loss_settings(l1, l0, alts), "target_risk": target_risk, "c": c,
+            "weights": weights is not None, "hyperparameters": hyper["source"],
+            "fit_method": fit_method if alpha is None else None,
+            "n_draws": hyper.get("n_draws", 1), "max_draws": max_draws,
+        },
+        posterior=posterior,
+    )
     return decide_from_risks(
         R1,
         R0,
@@ -1071,7 +1240,16 @@ def decide(
         disclosure_loss=l1,
         suppression_loss=l0,
         hyperparameters=hyper,
+        provenance=provenance,
     )
+
+
+def _stamp(model: str, *, data: dict, settings: dict, posterior: dict | None = None) -> dict:
+    """:func:`sdcbayes.provenance.stamp` plus ``posterior`` (the draws' own stamps) if any."""
+    record = stamp(model, data_summary=data, settings=settings)
+    if posterior:
+        record["posterior"] = json_safe(posterior)
+    return record
 
 
 def _jensen_table(loss, y, EY, n, N, R1):
@@ -1102,27 +1280,90 @@ def negbin_expected_loss(loss, f, n, N, size, prob, tail: float = 1e-12):
     ``r = alpha + f``, ``rho = (1 + n beta)/(1 + N beta)``) or Benedetti-Franconi
     (seed 004, eq. 1; ``r = f``, ``rho = p_k``). ``X = F - f`` counts failures
     before the ``r``-th success, :math:`P(X = x) = \binom{x + r - 1}{x}\rho^r(1-\rho)^x`
-    (``scipy.stats.nbinom``). The infinite support is enumerated up to the
-    largest ``1 - tail`` quantile over the batch; for a loss bounded by ``B``
-    the truncation error is at most ``B * tail``.
+    (``scipy.stats.nbinom``); seed 003, Section 2, the display defining
+    :math:`R_{di}`, with this predictive.
+
+    The sum is :func:`sdcbayes.risk.compare.expected_loss_enumerated`, the one
+    enumeration of the package (same quantity, same ``tail``: for a loss bounded by
+    ``B`` the truncation error is at most ``B * tail``).
+    This function adds the checks: ``tail`` in ``(0, 1e-3]``, ``size > 0``,
+    ``0 < prob <= 1``, arguments that broadcast, and a loss callable as ``(y, Y, n, N)``.
 
     Arguments broadcast (NumPy rules); returns the broadcast shape.
     """
+    # imported here: compare imports this module at import time
+    from sdcbayes.risk.compare import expected_loss_enumerated
+
+    tail = _check_tail(tail)
     loss = parse_loss(loss)
-    f, n, N = (np.asarray(a, dtype=float) for a in (f, n, N))
+    _probe_loss(loss)  # a wrong signature: InputError now, not TypeError mid-sum
+    try:
+        f, n, N = (np.asarray(a, dtype=float) for a in (f, n, N))
+    except (TypeError, ValueError):
+        raise InputError("f, n and N must hold numbers (counts)") from None
     size, prob = _check_negbin(size, prob)
-    f, n, N, size, prob = np.broadcast_arrays(f, n, N, size, prob)
-    if not loss.depends_on_Y:
-        return np.array(loss(f, f, n, N), dtype=float)
-    T = int(np.max(stats.nbinom.ppf(1.0 - tail, size, prob))) if f.size else 0
-    ex = (..., None)
-    block = max(1, (1 << 22) // max(1, f.size))
-    total = np.zeros(f.shape)
-    for start in range(0, T + 1, block):
-        x = np.arange(start, min(T + 1, start + block), dtype=float)
-        p = stats.nbinom.pmf(x, size[ex], prob[ex])
-        total += np.sum(loss(f[ex], f[ex] + x, n[ex], N[ex]) * p, axis=-1)
-    return total
+    try:
+        shape = np.broadcast_shapes(f.shape, n.shape, N.shape, size.shape, prob.shape)
+    except ValueError:
+        raise InputError(
+            f"f, n, N, size and prob must broadcast together (one value per cell, or "
+            f"scalars); got shapes f {f.shape}, n {n.shape}, N {N.shape}, size {size.shape}, "
+            f"prob {prob.shape}"
+        ) from None
+    return np.asarray(expected_loss_enumerated(loss, f, n, N, size, prob, tail=tail),
+                      dtype=float).reshape(shape)
+
+
+def _distinct_cells(cells, mats, budget=None):
+    r"""Cells equal in every column of ``cells`` and of the ``(draw, cell)`` arrays ``mats``.
+
+    A posterior passed as ``size = alpha[:, None] + fk`` varies per cell only through
+    ``fk``: its columns are equal for equal ``fk``, and the risk is a function of the
+    column (seed 003, Section 2: :math:`R_{di}` depends on the cell only through its
+    counts and its predictive). Each column is fingerprinted by a fixed random
+    projection over the draws (the same operations for every column, so equal columns
+    get equal fingerprints), cells are grouped on ``(cells, fingerprints)``, and the
+    grouping is then verified exactly, column against its group's first column, so a
+    collision can never merge two different cells. Memory: draw chunks of ``budget``
+    elements.
+
+    Returns
+    -------
+    rep : ndarray of int, shape ``(u,)``
+        One member (the first) of each distinct cell.
+    inverse : ndarray of int, shape ``(cell,)``
+        Distinct cell of each cell: ``x[rep][inverse]`` is ``x`` for any column.
+    """
+    budget = _DRAW_CHUNK_ELEMENTS if budget is None else budget
+    m = cells[0].size
+    D = mats[0].shape[0]
+    chunk = max(1, budget // max(1, m))
+    g = np.random.default_rng(20260403).standard_normal(D)  # a hash: fixed, never a result
+    fps = [np.zeros(m) for _ in mats]
+    for start in range(0, D, chunk):
+        sl = slice(start, start + chunk)
+        for fp, M in zip(fps, mats, strict=True):
+            fp += np.sum(M[sl] * g[sl, None], axis=0)
+    _, inverse = _unique_rows(*cells, *fps)
+    u = int(inverse.max()) + 1 if m else 0
+    rep = np.full(u, m, dtype=np.intp)
+    np.minimum.at(rep, inverse, np.arange(m))
+    # exact check: every cell's columns equal its representative's
+    mine = rep[inverse]  # each cell's representative
+    differ = np.zeros(m, dtype=bool)
+    for start in range(0, D, chunk):
+        sl = slice(start, start + chunk)
+        for M in mats:
+            block = M[sl]
+            differ |= np.any(block != block[:, mine], axis=0)
+    for cells_col in cells:
+        differ |= cells_col != cells_col[mine]
+    bad = np.flatnonzero(differ)
+    if bad.size:  # a collision (never seen): those cells are evaluated on their own
+        inverse = inverse.copy()
+        inverse[bad] = u + np.arange(bad.size)
+        rep = np.concatenate([rep, bad])
+    return rep, inverse
 
 
 def decide_cells(
@@ -1147,7 +1388,10 @@ def decide_cells(
 
     Cell ``k`` plays the role of a domain with ``y = f_k`` and ``Y = F_k``
     (seed 003, Section 3, the microdata reading of the losses); ``n`` and
-    ``N`` are the file's sample and population sizes (scalars or per cell).
+    ``N`` are the file's sample and population sizes (scalars or one value per
+    cell; ``0 <= f_k <= n <= N`` is checked). ``n`` defaults to ``sum(fk)``;
+    ``N`` to unknown (infinite), which a loss whose value depends on ``N``
+    (``N``, or such a user loss) refuses up front: give ``N`` for those.
 
     Two routes:
 
@@ -1155,30 +1399,58 @@ def decide_cells(
       (:func:`negbin_expected_loss`). The last axis is the cell axis (length 1
       or the number of cells); leading axes are posterior draws, averaged over
       (e.g. Poisson-gamma draws: ``size = alpha[:, None] + fk``,
-      ``prob = rho[:, None]``).
+      ``prob = rho[:, None]``). Risks are computed once per *distinct* cell:
+      cells with equal ``(f_k, n, N)`` and equal size/prob over every draw (as
+      the Poisson-gamma form gives for equal ``f_k``) share one enumeration per
+      draw, so the cost follows the number of distinct ``f_k``, not of cells.
     - ``R1, R0``: per-cell risks computed elsewhere (any model); the losses are
       then only labels and ``alternatives`` must be a mapping
       ``label -> (R1_alt, R0_alt)``.
 
-    Everything else is :func:`decide_from_risks` (unit ``"cell"``).
+    Pandas Series inputs (``fk``, per-cell ``n``, ``N``, ``size``, ``prob``,
+    ``R1``, ``R0``, ``weights``) must share one index (they are paired by
+    position); ``cell_names`` defaults to it unless it is ``0..m-1``. A lone
+    string for ``alternatives`` is one pair. ``tail`` (the NegBin probability
+    left out of each enumeration) must lie in ``(0, 1e-3]``. Zero cells give an
+    empty result, as :func:`decide` does.
+
+    Everything else is :func:`decide_from_risks` (unit ``"cell"``); the result's
+    provenance stamps the number of cells, distinct cells and draws, the count
+    totals and the settings.
     """
-    fk = np.atleast_1d(np.asarray(fk, dtype=float))
+    index = _series_index(fk=fk, n=n, N=N, size=size, prob=prob, R1=R1, R0=R0, weights=weights)
+    try:
+        fk = np.atleast_1d(np.asarray(fk, dtype=float))
+    except (TypeError, ValueError):
+        raise InputError("fk must hold numbers (cell sample counts)") from None
     if fk.ndim != 1 or not np.all(np.isfinite(fk)) or np.any(fk < 0) or np.any(fk != np.round(fk)):
         raise InputError(
             "fk must be a 1-D array of non-negative whole numbers (cell sample counts)"
         )
     m = fk.size
-    # before the enumeration, which is the costly part
+    # every check before the enumeration, which is the costly part
     target_risk = _check_target(target_risk)
     c = _check_c(c)
+    tail = _check_tail(tail)
     _as_risks(np.zeros(m), np.zeros(m), weights)  # the weights' checks, on placeholders
+    if cell_names is None:
+        cell_names = _series_names(index, m)
     if cell_names is not None and np.asarray(cell_names, dtype=object).shape != (m,):
         raise InputError(
             f"cell_names must have one name per cell ({m}); got "
             f"{np.asarray(cell_names, dtype=object).size}"
         )
-    n_arr = np.broadcast_to(np.asarray(fk.sum() if n is None else n, dtype=float), (m,))
-    N_arr = np.broadcast_to(np.asarray(np.inf if N is None else N, dtype=float), (m,))
+    names = None if cell_names is None else np.asarray(cell_names, dtype=object)
+    n_arr = _per_cell(fk.sum() if n is None else n, m, "n")
+    N_arr = _per_cell(np.inf if N is None else N, m, "N")
+    # 0 <= fk <= n <= N by cell, as decide() checks its domains (N only when given)
+    _check_domain_counts(fk, n_arr, n_arr if N is None else N_arr, names, unit="cell")
+    counts = {"fk": fk.astype(np.int64)}
+    data = {"n_cells": m, "total_fk": int(fk.sum()), "n": _count_summary(n_arr),
+            "N": None if N is None else _count_summary(N_arr)}
+    settings = {"target_risk": target_risk, "c": c, "weights": weights is not None}
+    if isinstance(alternatives, str):  # one pair, not its characters (F7)
+        alternatives = [alternatives]
     if R1 is not None or R0 is not None:
         if R1 is None or R0 is None or size is not None or prob is not None:
             raise InputError("give either (R1, R0) or (size, prob) to decide_cells, not a mix")
@@ -1188,63 +1460,108 @@ def decide_cells(
             raise InputError(
                 "with precomputed R1, R0 give alternatives as {label: (R1_alt, R0_alt)}"
             )
+        alternatives = dict(alternatives or {})
         return decide_from_risks(
             R1,
             R0,
-            alternatives=dict(alternatives or {}),
+            alternatives=alternatives,
             target_risk=target_risk,
             c=c,
-            names=cell_names,
+            names=names,
             weights=weights,
             unit="cell",
-            counts={"fk": fk.astype(np.int64)},
+            counts=counts,
             disclosure_loss=l1,
             suppression_loss=l0,
             hyperparameters={"source": "precomputed risks"},
+            provenance=_stamp(_MODEL_CELL, data=data, settings={
+                **_loss_settings(l1, l0, list(alternatives)), **settings,
+                "risks": "precomputed"}),
         )
     if size is None or prob is None:
         raise InputError("decide_cells needs the NegBin predictive (size, prob) or risks (R1, R0)")
+    l1, l0, alts, uses_N = _parse_losses(disclosure_loss, suppression_loss, alternatives)
+    if N is None and uses_N:
+        raise InputError(
+            f"loss {', '.join(map(repr, uses_N))} depends on N, the population size, and N "
+            "was not given: give N=<population size> (a scalar, or one value per cell)"
+        )
     size, prob = _check_negbin(size, prob)
-    size, prob = np.broadcast_arrays(size, prob)
+    try:
+        size, prob = np.broadcast_arrays(size, prob)
+    except ValueError:
+        raise InputError(
+            f"size and prob must broadcast together; got shapes {size.shape} and {prob.shape}"
+        ) from None
     if size.ndim == 0:
         size, prob = size[None], prob[None]
     if size.shape[-1] not in (1, m):
         raise InputError(
             f"size/prob: the last axis must be the cell axis (1 or {m} values); got {size.shape}"
         )
-    # (draw, cell): a 1-D array is one draw.
-    size_d = np.broadcast_to(size, size.shape[:-1] + (m,)).reshape(-1, m)
-    prob_d = np.broadcast_to(prob, prob.shape[:-1] + (m,)).reshape(-1, m)
-    l1, l0 = parse_loss(disclosure_loss), parse_loss(suppression_loss)
-    alts = [parse_alternative(a) for a in alternatives]
+    # (draw, cell or 1): a 1-D array is one draw
+    n_draws = math.prod(size.shape[:-1])
+    if n_draws == 0:
+        raise InputError(f"size/prob hold no draws (shape {size.shape}); pass at least one")
+    S = size.reshape(n_draws, size.shape[-1])
+    P = prob.reshape(n_draws, prob.shape[-1])
+    cells, inverse = (fk, n_arr, N_arr), None
+    if m == 0:  # an empty result, as decide() gives for zero domains
+        draws, u = None, 0
+    elif S.shape[1] == 1:
+        # draws shared by all cells: _posterior_average groups equal (fk, n, N) itself
+        draws = (S[:, 0], P[:, 0])
+        u = _unique_rows(*cells)[0][0].size
+    else:
+        # per-cell draws: one enumeration per distinct cell, not per (draw, cell) (F1)
+        rep, inverse = _distinct_cells((fk, n_arr, N_arr), (S, P))
+        cells, draws = (fk[rep], n_arr[rep], N_arr[rep]), (S[:, rep], P[:, rep])
+        u = rep.size
 
     def risk(loss):
         if not loss.depends_on_Y:
             return np.asarray(loss(fk, fk, n_arr, N_arr), dtype=float)
-        return _posterior_average(
+        if m == 0:
+            return np.zeros(0)
+        # the module-level name, so a check that patches it sees every enumeration
+        out = _posterior_average(
             lambda ff, nn, NN, ss, pp: negbin_expected_loss(loss, ff, nn, NN, ss, pp, tail),
-            (fk, n_arr, N_arr),
-            (size_d, prob_d),
+            cells,
+            draws,
         )
+        return out if inverse is None else out[inverse]
 
     R1v, R0v = risk(l1), risk(l0)
     alt_risks = {_pair_label(a1, a0): (risk(a1), risk(a0)) for a1, a0 in alts}
-    # E[F | f] = f + r (1 - rho) / rho, averaged over draws.
-    EF = fk + np.mean(size_d * (1.0 - prob_d) / prob_d, axis=0)
+    # E[F | f] = f + r (1 - rho) / rho, averaged over draws (per distinct cell)
+    excess = np.mean(draws[0] * (1.0 - draws[1]) / draws[1], axis=0) if m else np.zeros(0)
+    EF = fk + (excess if inverse is None else excess[inverse])
     jensen = _jensen_table(l1, fk, EF, n_arr, N_arr, R1v)
-    hyper = {"source": "negative binomial predictive", "n_draws": int(size_d.shape[0])}
+    hyper = {"source": "negative binomial predictive", "n_draws": int(n_draws)}
+    provenance = _stamp(_MODEL_CELL, data=data | {"n_distinct_cells": u}, settings={
+        **_loss_settings(l1, l0, alts), **settings, "tail": tail,
+        "risks": "negative binomial predictive", "n_draws": int(n_draws)})
     return decide_from_risks(
         R1v,
         R0v,
         alternatives=alt_risks,
         target_risk=target_risk,
         c=c,
-        names=cell_names,
+        names=names,
         weights=weights,
         unit="cell",
-        counts={"fk": fk.astype(np.int64)},
+        counts=counts,
         jensen=jensen,
         disclosure_loss=l1,
         suppression_loss=l0,
         hyperparameters=hyper,
+        provenance=provenance,
     )
+
+
+def _count_summary(a: np.ndarray):
+    """One number when every cell has it (a file's n or N), else its range over the cells."""
+    if a.size == 0:
+        return None
+    lo, hi = float(a.min()), float(a.max())
+    return lo if lo == hi else {"min": lo, "max": hi}

@@ -365,7 +365,7 @@ def command(
         )
 
     # ---- work ------------------------------------------------------------------------
-    from sdcbayes.provenance import stamp
+    from sdcbayes.provenance import file_fingerprint, json_safe
     from sdcbayes.risk.decisions import decide
 
     diagnostics = None
@@ -425,17 +425,13 @@ def command(
     from sdcbayes._version import __version__
 
     summary["sdcbayes_version"] = __version__
-    summary["provenance"] = stamp(
-        "beta-binomial decisions (Zaslavsky-Horton)",
-        data_summary={
-            "n_domains": int(y.size),
-            "total_y": int(y.sum()),
-            "total_n": int(n.sum()),
-            "total_N": int(N.sum()),
-        },
-        settings=settings,
-        input_file=domains,
-    )
+    # decide()'s own stamp (model, domains and count totals, losses, c, target, route),
+    # with this command's settings merged over it and the input file's fingerprint: one
+    # stamp for the Python API and the CLI, so the two cannot drift apart
+    provenance = dict(result.provenance)
+    provenance["settings"] = {**provenance.get("settings", {}), **settings}
+    provenance["input"] = file_fingerprint(domains)
+    summary["provenance"] = json_safe(provenance)
 
     from sdcbayes.cli import cli_worded_summary
     from sdcbayes.report import decision_report
