@@ -229,20 +229,29 @@ def benchmark_rule(record_risk, *, threshold: float = 0.1, n_mad: float = 2.0) -
 # --- household risk (seed 001, Section 3.3) ------------------------------------
 
 
+def _per_record(values, size: int, name: str, item: str, other: str) -> np.ndarray:
+    """``values`` as a 1-d array of one ``item`` per record.
+
+    InputError for a table (2-d) or a length other than ``other``'s ``size``.
+    """
+    v = np.asarray(values)
+    if v.ndim > 1:
+        raise InputError(
+            f"{name} has shape {v.shape}; pass a 1-d array, one {item} per record (one "
+            "column), or .ravel() it first if flattening the table is what you mean"
+        )
+    v = v.reshape(-1)
+    if v.size != size:
+        raise InputError(
+            f"{name} has {v.size} entries but {other} has {size}; give one per record"
+        )
+    return v
+
+
 def _household_codes(household_codes, size: int) -> tuple[np.ndarray, int]:
     if household_codes is None:
         raise InputError("household_codes is None; pass one household id per record")
-    h = np.asarray(household_codes)
-    if h.ndim > 1:
-        raise InputError(
-            f"household_codes has shape {h.shape}; pass a 1-d array, one household id per "
-            "record, or .ravel() it first if flattening the table is what you mean"
-        )
-    h = h.reshape(-1)
-    if h.size != size:
-        raise InputError(
-            f"household_codes has {h.size} entries but record_risk has {size}; give one per record"
-        )
+    h = _per_record(household_codes, size, "household_codes", "household id", "record_risk")
     if h.dtype.kind in "iu" and (h.size == 0 or (h.min() >= 0 and h.max() < 2 * h.size + 1)):
         return h.astype(np.intp, copy=False), int(h.max()) + 1 if h.size else 0
     codes, uniques = pd.factorize(h)
@@ -394,18 +403,7 @@ def _group_ldiv(group, value, n_groups: int, c: float):
 
 
 def _codes(values, n: int, name) -> np.ndarray:
-    v = np.asarray(values)
-    if v.ndim > 1:
-        raise InputError(
-            f"sensitive variable {name!r} has shape {v.shape}; give one value per record "
-            "(a 1-d array or one column)"
-        )
-    v = v.reshape(-1)
-    if v.size != n:
-        raise InputError(
-            f"sensitive variable {name!r} has {v.size} values but there are {n} records; "
-            "give one value per record"
-        )
+    v = _per_record(values, n, f"sensitive variable {name!r}", "value", "record_cell")
     codes, _ = pd.factorize(v, use_na_sentinel=True)  # NaN / None -> -1 (missing)
     return codes
 
