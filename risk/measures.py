@@ -32,6 +32,7 @@ import pandas as pd
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError
 from sdcbayes.microdata import _group
+from sdcbayes.models.base import whole_number
 from sdcbayes.risk.individual import _series_index
 
 __all__ = [
@@ -117,15 +118,12 @@ def _nansum(x: np.ndarray) -> float:
 
 
 def _k(k) -> int:
-    try:
-        bad = _is_bool(k) or not float(k).is_integer() or k < 1
-    except (TypeError, ValueError):
-        bad = True
-    if bad:
+    v = whole_number(k)
+    if v is None or v < 1:
         raise InputError(
             f"The 'k' parameter must be an int in the range [1, inf). Got {k!r} instead."
         )
-    return int(k)
+    return v
 
 
 # --- global risk (seed 001, Section 3.4) --------------------------------------
@@ -445,16 +443,12 @@ def _positive_c(c) -> float:
 def _n_cells(n_cells, cell: np.ndarray) -> int:
     if n_cells is None:
         return int(cell.max()) + 1 if cell.size else 0
-    try:
-        bad = _is_bool(n_cells) or not float(n_cells).is_integer() or n_cells < 0
-    except (TypeError, ValueError):
-        bad = True
-    if bad:
+    n_c = whole_number(n_cells)
+    if n_c is None or n_c < 0:
         raise InputError(
             f"n_cells must be a whole number >= 0 (the number of cells, e.g. "
             f"len(md.cells)); got {n_cells!r}"
         )
-    n_c = int(n_cells)
     if cell.size and cell.max() >= n_c:
         raise InputError(
             f"record_cell holds cell {int(cell.max())} but n_cells is {n_c}; raise n_cells"

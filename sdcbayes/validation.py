@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -470,13 +469,13 @@ class Design:
 
 
 def _count(value, what: str, hint: str) -> int:
-    """``value`` as an int if it is an integer (NumPy's included), else InputError."""
-    if isinstance(value, bool):
+    """``value`` as an int if it is a whole number (not a bool or text), else InputError."""
+    from sdcbayes.models.base import whole_number
+
+    v = whole_number(value)
+    if v is None:
         raise InputError(f"{what} must be an integer, got {value!r}; pass {hint}.")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise InputError(f"{what} must be an integer, got {value!r}; pass {hint}.") from None
+    return v
 
 
 @dataclass
