@@ -108,7 +108,8 @@ def _series_index(**inputs):
         if not x.index.equals(series[0][1].index):
             raise InputError(
                 f"{series[0][0]} and {name} are pandas Series with different indexes, so "
-                "pairing them by position would mismatch cells; align them first "
+                "pairing them by position would mismatch their entries (cells, domains or "
+                "records); align them first "
                 f"({series[0][0]}, {name} = {series[0][0]}.align({name}, join='inner')) or "
                 "pass .to_numpy() of both if the positions already match."
             )

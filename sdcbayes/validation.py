@@ -50,6 +50,7 @@ import pandas as pd
 from scipy import stats
 
 from sdcbayes.datasets import DEMO_KEYS, joint_codes, simulate_population
+from sdcbayes.datasets.sampling import complete_codes
 from sdcbayes.exceptions import InputError, ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -1147,9 +1148,7 @@ def run_design(
         if strata not in frame.columns:
             raise InputError(f"strata column {strata!r} is not in population {pop.name!r}; "
                              f"pass Design(strata=...) naming one of {list(frame.columns)}.")
-        _require_complete(frame, strata, f"strata column {strata!r}", "values",
-                          "fill them or choose another strata column")
-        stratum = pd.factorize(frame[strata], sort=True)[0].astype(np.int64)
+        stratum = complete_codes(frame, strata, "strata")[0]
     household = None
     if design.kind == "household":
         if pop.household is None:
@@ -1159,9 +1158,7 @@ def run_design(
         if pop.household not in frame.columns:
             raise InputError(f"household column {pop.household!r} is not in population "
                              f"{pop.name!r}; choose from {list(frame.columns)}.")
-        _require_complete(frame, pop.household, f"household column {pop.household!r}",
-                          "ids", "give every person a household id or drop those rows")
-        household = pd.factorize(frame[pop.household], sort=True)[0].astype(np.int64)
+        household = complete_codes(frame, pop.household, "household")[0]
     pop_cell, pop_counts = _population_cells(frame, keys)
     columns = list(dict.fromkeys(keys + ([strata] if stratum is not None else [])))
     weight = "__weight__"
@@ -1230,20 +1227,6 @@ def run_design(
     # Stored as plain lists: pandas compares attrs when concatenating results.
     out.attrs["calibration"] = _calibration_frame(design.label, calib, edges).to_dict("list")
     return out
-
-
-def _require_complete(frame: pd.DataFrame, column: str, what: str, noun: str,
-                      fix: str) -> None:
-    """InputError if ``column`` has missing values (the check of ``draw_sample``).
-
-    ``pd.factorize`` codes a missing value -1: as a household it would index the last
-    household's flag (a person glued onto another household), as a stratum it breaks
-    ``np.bincount``. :func:`sdcbayes.datasets.draw_sample` refuses both inline; this is
-    the same check for :func:`run_design`.
-    """
-    n_missing = int(frame[column].isna().sum())
-    if n_missing:
-        raise InputError(f"{what} has {n_missing} missing {noun}; {fix}.")
 
 
 def _calibration_frame(label: str, calib: dict, edges: np.ndarray) -> pd.DataFrame:

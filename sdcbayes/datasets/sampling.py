@@ -322,6 +322,28 @@ def _household_risk(household_codes: np.ndarray, risk: np.ndarray) -> np.ndarray
     return per_household[household_codes]
 
 
+def complete_codes(frame: pd.DataFrame, column: str, role: str,
+                   sort: bool = True) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes and labels of a household or strata column that has no missing values.
+
+    ``pd.factorize`` codes a missing value -1: as a household it would index the last
+    household (a person glued onto another household), as a stratum it breaks
+    ``np.bincount``; so missing values are refused, naming the column and the fix.
+    ``role`` is ``"household"`` or ``"strata"``. Shared by :func:`draw_sample` and
+    :func:`sdcbayes.validation.run_design`.
+    """
+    codes, labels = pd.factorize(frame[column], sort=sort)
+    n_missing = int((codes < 0).sum())
+    if n_missing:
+        if role == "household":
+            fix = (f"{n_missing} missing ids; give every person a household id or drop "
+                   "those rows")
+        else:
+            fix = f"{n_missing} missing values; fill them or choose another strata column"
+        raise InputError(f"{role} column {column!r} has {fix}.")
+    return codes.astype(np.int64), labels
+
+
 def draw_sample(
     population: pd.DataFrame,
     keys: Sequence[str],
@@ -424,27 +446,17 @@ def draw_sample(
     if N == 0:
         raise InputError("the population has no rows; pass a population with at least one row.")
     if design == "household":
-        n_missing = int(population[household].isna().sum())
-        if n_missing:  # pd.factorize codes them -1, which would index the last household
-            raise InputError(
-                f"household column {household!r} has {n_missing} missing ids; give every "
-                "person a household id or drop those rows."
-            )
+        # unsorted codes: the order households are drawn in (the sample stream) is kept
+        hh_codes, _ = complete_codes(population, household, "household", sort=False)
     rng = np.random.default_rng(seed)
     if strata is None:
         stratum_codes = np.zeros(N, dtype=np.int64)
         stratum_labels: list = [None]
     else:
-        col = population[strata]
-        stratum_codes, labels = pd.factorize(col, sort=True)
-        if (stratum_codes < 0).any():
-            raise InputError(
-                f"strata column {strata!r} has missing values; fill them or choose another."
-            )
+        stratum_codes, labels = complete_codes(population, strata, "strata")
         stratum_labels = list(labels)
 
     if design == "household":
-        hh_codes, _ = pd.factorize(population[household])
         n_hh = int(hh_codes.max()) + 1
         hh_stratum = np.zeros(n_hh, dtype=np.int64)
         hh_stratum[hh_codes] = stratum_codes
