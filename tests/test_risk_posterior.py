@@ -448,3 +448,42 @@ def test_warning_classes_and_errors_are_reachable_where_documented():
     assert inference.PredictiveCheckWarning is diagnostics.PredictiveCheckWarning
     assert issubclass(sdcbayes.ConvergenceError, sdcbayes.ModelError)
     assert issubclass(sdcbayes.MissingDependencyError, sdcbayes.SdcbayesError)
+
+
+def test_degenerate_pg_household_risk_leaves_out_dropped_members():
+    """missing="drop": the posterior route's household risk is the product over the
+    members that have a risk (the convention of measures.household_risk and
+    assess_closed_form), NaN for dropped records and for households with none left."""
+    import arviz as az
+
+    rng = np.random.default_rng(12)
+    n = 2000
+    a = rng.integers(0, 30, n).astype(float)
+    a[rng.random(n) < 0.1] = np.nan  # ~200 records dropped
+    hh = rng.integers(0, 700, n)
+    hh[:3] = 10_000  # a household whose only members are all dropped
+    a[:3] = np.nan
+    frame = pd.DataFrame({"a": a, "b": rng.integers(0, 6, n), "hh": hh})
+    md = Microdata(frame, keys=["a", "b"], household="hh", sampling_fraction=0.05,
+                   missing="drop")
+    post = constant_posterior(alpha=ALPHA, beta=BETA, f_u=0.01, mu=600.0)
+    idata = az.from_dict(posterior={k: v.values for k, v in post.data_vars.items()})
+    res = assess_from_posterior(md, idata, "poisson-gamma", N=N_POP, random_seed=5)
+    r = res.records["risk"].to_numpy()
+    dropped = np.isnan(a)
+    assert np.isnan(r[dropped]).all() and np.isfinite(r[~dropped]).all()
+    # brute force: 1 - prod over the household's kept members of (1 - r)
+    expect = np.full(n, np.nan)
+    for h in np.unique(hh):
+        members = (hh == h) & ~dropped
+        if members.any():
+            expect[members] = 1 - np.prod(1 - r[members])
+    got = res.records["household_risk"].to_numpy()
+    np.testing.assert_allclose(got, expect, rtol=1e-10)
+    assert np.isnan(got[:3]).all()
+    s = res.summary
+    kept_hh = np.unique(hh[~dropped])
+    assert s["n_households"] == kept_hh.size
+    assert s["household_expected_reidentifications"] == pytest.approx(np.nansum(expect),
+                                                                        rel=1e-10)
+    np.testing.assert_allclose(got, household_risk(r, hh), rtol=1e-10)
