@@ -2,7 +2,7 @@
 
 ``assess_closed_form(md)`` turns a :class:`sdcbayes.Microdata` into per-record
 risk and a file summary with the Benedetti-Franconi individual risk (seed
-``004_…`` eq. 1-3, DESIGN.md "Negative-binomial F | f"), the plug-in
+``004_…`` eq. 1-3, ARCHITECTURE.md "Negative-binomial F | f"), the plug-in
 p̂_k = f_k / F̂_k that sdcMicro and mu-Argus use, household risk and the
 benchmark rule (seed ``001_…``).
 
@@ -155,7 +155,7 @@ class Assessment(SummaryRepr):
     cells : pandas.DataFrame
         One row per cell: key values, ``fk``, ``Fk_hat``, ``risk`` (...).
     summary : dict
-        File-level results (the keys of ``summary.json``, see DESIGN.md).
+        File-level results (the keys of ``summary.json``: README.md, "Output files").
     provenance : dict
         :func:`sdcbayes.provenance.stamp` of the run.
     """

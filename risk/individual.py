@@ -14,7 +14,7 @@ counting failures before the r-th success (success probability rho):
 
 With r = f it is the Benedetti-Franconi risk (seed ``004_…`` eq. 1, 3, 5, 6); with
 r = alpha + f it is the Bethlehem-Keller-Pannekoek E(1/F_k | f_k) (seed ``000_…``,
-DESIGN.md "Poisson-gamma cell frequencies"). ``scipy.special.hyp2f1`` returns
+ARCHITECTURE.md "Poisson-gamma cell frequencies"). ``scipy.special.hyp2f1`` returns
 inf/NaN for r = f >= 100 and rho <= 0.05, so it is not used here; see
 :func:`negbin_inverse_moment` for the stable evaluation.
 """
@@ -263,7 +263,7 @@ def negbin_inverse_moment(f, r, rho):
     The first form is seed ``004_…`` eq. (1); the hypergeometric form is eq. (6)
     (there with r = f); the integral follows from E(1/F) = ∫_0^1 t^{F-1} dt and the
     negative-binomial probability generating function, then y = 1 - t and Euler's
-    transformation (for r = f it is DESIGN.md's p ∫ (1-t)^{f-1}/(1-(1-p)t) dt).
+    transformation (for r = f it is ARCHITECTURE.md's p ∫ (1-t)^{f-1}/(1-(1-p)t) dt).
 
     Evaluation (relative error about 1e-14, checked against mpmath): rho = 1 gives
     1/f; f = 1 the closed form rho (1 - rho^(r-1)) / ((1-rho)(r-1)); rho >= 1/2 the

@@ -1,7 +1,7 @@
 """Classic file-level SDC measures: global risk, benchmark, households, k-anonymity, l-diversity.
 
 Seed ``001_…`` (Templ, Meindl, Kowarik & Chen 2014, IHSN *Introduction to SDC*),
-Sections 3.1-3.4, and DESIGN.md "Notation"; definitions matched to sdcMicro
+Sections 3.1-3.4, and ARCHITECTURE.md "Notation"; definitions matched to sdcMicro
 (``measure_risk``, ``ldiversity``, ``print.sdcMicroObj``) where the guide is
 silent. Everything is vectorised over records (``np.bincount``, sorting), so a
 file of 10^7 records takes well under a second per measure.
@@ -340,6 +340,19 @@ def k_anonymity_violations(fk, k: int) -> np.ndarray:
 
     Returns a boolean mask over the entries of ``fk`` (per record when ``fk``
     is per record). All eight records of seed 001's Table 1 violate 3-anonymity.
+
+    Parameters
+    ----------
+    fk : array_like
+        Sample frequency of each record's key combination (or of each cell);
+        NaN (no count) is never a violation.
+    k : int
+        The k of k-anonymity, a whole number >= 1.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Same shape as ``fk``: True where ``fk < k``.
     """
     k = _k(k)
     return _counts(fk) < k  # NaN (no count) compares False: no violation

@@ -3,7 +3,7 @@
 Imports NumPy and SciPy only (never PyMC or ArviZ). The functions broadcast, so the
 same call serves point estimates and ``(chain, draw)`` arrays of (alpha, beta).
 
-Model (seed ``000_…`` section 2.3, eq. 10; DESIGN.md "Poisson-gamma cell
+Model (seed ``000_…`` section 2.3, eq. 10; ARCHITECTURE.md "Poisson-gamma cell
 frequencies"): cell probabilities π_k ~ Gamma(shape α, scale β), F_k | π_k ~
 Poisson(N π_k) and, under Bernoulli sampling at rate n/N, f_k | π_k ~ Poisson(n π_k).
 Marginally f_k ~ NegBin(α, 1/(1 + nβ)):
@@ -241,7 +241,7 @@ def negbin_counts_of_counts_loglik(m, alpha, beta, n, m0=0):
     """Log-likelihood Σ_j m_j log P(f = j) of counts of counts under Poisson-gamma.
 
     f_k ~ NegBin(α, 1/(1 + nβ)) independently over the K cells (seed ``000_…``
-    section 2.3; DESIGN.md), so with m_j = #{k : f_k = j}
+    section 2.3; ARCHITECTURE.md), so with m_j = #{k : f_k = j}
 
     .. math::
 
@@ -547,12 +547,12 @@ def fit_poisson_gamma(
 
 
 # --------------------------------------------------------------------------- #
-# conditionals given (alpha, beta) (DESIGN.md; seed 000 eq. 10)
+# conditionals given (alpha, beta) (ARCHITECTURE.md; seed 000 eq. 10)
 # --------------------------------------------------------------------------- #
 
 
 def sampling_rho(beta, n, N):
-    """ρ = (1 + nβ)/(1 + Nβ): F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (DESIGN.md)."""
+    """ρ = (1 + nβ)/(1 + Nβ): F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (ARCHITECTURE.md)."""
     beta = _positive(beta, "beta")
     n, N = _sizes(n, N)
     # exp(log1p - log1p) keeps ρ accurate when nβ and Nβ are tiny.
@@ -560,10 +560,24 @@ def sampling_rho(beta, n, N):
 
 
 def prob_population_unique(alpha, beta, n, N):
-    """P(F_k = 1 | f_k = 1) = ρ^(α+1), ρ = (1 + nβ)/(1 + Nβ) (DESIGN.md).
+    """P(F_k = 1 | f_k = 1) = ρ^(α+1), ρ = (1 + nβ)/(1 + Nβ) (ARCHITECTURE.md).
 
     The NegBin(α + 1, ρ) probability of no further population units in a sample
     unique's cell.
+
+    Parameters
+    ----------
+    alpha, beta : array_like
+        Hyperparameters (> 0) of the Gamma(shape α, scale β) prior of the cell
+        probabilities; broadcast together (e.g. posterior draws of shape
+        ``(chain, draw)``).
+    n, N : float or array_like
+        Sample and population sizes, ``0 < n <= N``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        P(F_k = 1 | f_k = 1), broadcast over the inputs.
     """
     alpha = _positive(alpha, "alpha")
     beta = _positive(beta, "beta")
@@ -572,7 +586,7 @@ def prob_population_unique(alpha, beta, n, N):
 
 
 def expected_inverse_frequency(f, alpha, beta, n, N):
-    """E(1/F_k | f_k) = ρ^r/f · ₂F₁(r, f; f + 1; 1 - ρ), r = α + f (DESIGN.md).
+    """E(1/F_k | f_k) = ρ^r/f · ₂F₁(r, f; f + 1; 1 - ρ), r = α + f (ARCHITECTURE.md).
 
     Evaluated by :func:`sdcbayes.risk.individual.negbin_inverse_moment`.
 
@@ -625,10 +639,20 @@ def fraction_population_uniques(alpha, beta, N):
 
 
 def tau_estimates(m1, alpha, beta, n, N):
-    """Plug-in τ1 and τ2 from the number of sample uniques m_1 (DESIGN.md Notation).
+    """Plug-in τ1 and τ2 from the number of sample uniques m_1 (ARCHITECTURE.md, Notation).
 
     τ1 = Σ_k I(f_k = 1, F_k = 1) is estimated by m_1 · P(F = 1 | f = 1) = m_1 ρ^(α+1),
     τ2 = Σ_k I(f_k = 1)/F_k by m_1 · E(1/F | f = 1).
+
+    Parameters
+    ----------
+    m1 : array_like
+        Number of sample uniques (a finite count >= 0).
+    alpha, beta : array_like
+        Hyperparameters (> 0) of the Gamma(shape α, scale β) prior of the cell
+        probabilities, e.g. point estimates or posterior draws.
+    n, N : float or array_like
+        Sample and population sizes, ``0 < n <= N``.
 
     Returns
     -------
@@ -644,7 +668,7 @@ def tau_estimates(m1, alpha, beta, n, N):
 
 
 def population_given_sample_pmf(f, alpha, beta, n, N, max_F):
-    """P(F_k = h | f_k), h = 0..max_F, with F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (DESIGN.md).
+    """P(F_k = h | f_k), h = 0..max_F; F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (ARCHITECTURE.md).
 
     Parameters
     ----------

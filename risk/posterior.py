@@ -9,14 +9,14 @@ population frequency of every sample cell has a closed-form conditional
 
 (failures before the :math:`r`-th success, success probability :math:`\rho`):
 
-* Poisson-gamma (Bethlehem-Keller-Pannekoek; seed ``000_…`` eq. 10, DESIGN.md
+* Poisson-gamma (Bethlehem-Keller-Pannekoek; seed ``000_…`` eq. 10, ARCHITECTURE.md
   "Poisson-gamma cell frequencies"): :math:`r = \alpha_s + f_k`,
   :math:`\rho_s = (1 + n\beta_s)/(1 + N\beta_s)`. The conditional depends on the cell
   only through :math:`f_k`, so everything is evaluated per *distinct* :math:`f`.
 * Benedetti-Franconi with uncertain :math:`p_k` (seed ``004_…`` eq. 2):
   :math:`r = f_k`, :math:`\rho_{sk} = p_{sk}`.
 
-Per draw this gives, in closed form (``DESIGN.md``, Notation):
+Per draw this gives, in closed form (``ARCHITECTURE.md``, Notation):
 :math:`P(F_k = 1 \mid f_k = 1) = \rho^r` (:math:`= \rho^{\alpha + 1}` for the
 Poisson-gamma model), :math:`E(1/F_k \mid f_k) = \rho^r/f_k\,{}_2F_1(r, f_k; f_k+1; 1-\rho)`
 (seed ``004_…`` eq. 6; :func:`sdcbayes.risk.individual.negbin_inverse_moment`),
@@ -104,7 +104,7 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(12)
 def poisson_gamma_rho(alpha, beta, n, N):
     r"""Success probability :math:`\rho = (1 + n\beta)/(1 + N\beta)` of F - f | f.
 
-    DESIGN.md, "Poisson-gamma cell frequencies" (seed ``000_…`` eq. 10 with Bernoulli
+    ARCHITECTURE.md, "Poisson-gamma cell frequencies" (seed ``000_…`` eq. 10 with Bernoulli
     sampling at rate n/N): :math:`\pi_k \mid f_k \sim \mathrm{Gamma}(\alpha + f_k,
     \text{rate } 1/\beta + n)` and :math:`F_k - f_k \mid \pi_k \sim
     \mathrm{Poisson}((N - n)\pi_k)`, so :math:`F_k - f_k \mid f_k \sim

@@ -11,7 +11,7 @@ r"""Posterior disclosure-risk assessment of a microdata file (issue 4).
   (:mod:`sdcbayes.risk.posterior`) and mapped to records by the record → cell index;
 * per file: posterior predictive distributions (hyperparameter uncertainty *and*
   the randomness of the unknown :math:`F_k`) of the re-identifications
-  :math:`\sum_i 1/F_{k(i)}`, of :math:`\tau_1` and :math:`\tau_2` (DESIGN.md,
+  :math:`\sum_i 1/F_{k(i)}`, of :math:`\tau_1` and :math:`\tau_2` (ARCHITECTURE.md,
   Notation), with means and intervals; the household expected re-identifications
   (seed ``001_…`` Section 3.3) and the number of records flagged by the benchmark
   rule (Section 3.4) or above a threshold, per posterior draw;
@@ -602,7 +602,7 @@ def evaluate_poisson_cells(
     ``p_unique_*`` are P(F = 1 | f = 1) for sample uniques and 0 for f > 1 (where
     :math:`P(F_k = f_k \mid f_k) = e^{-m}` is the same expression but is not
     reported). File-level posterior predictive samples: one :math:`F_k` per cell
-    and draw (``F_k = f_k + Po(m)``) gives :math:`\tau_1, \tau_2` and ER (DESIGN.md,
+    and draw (``F_k = f_k + Po(m)``) gives :math:`\tau_1, \tau_2` and ER (ARCHITECTURE.md,
     Notation) with the randomness of F included; ``*_mean`` are their conditional
     means given :math:`\pi_s`. Works in chunks of cells; arrays are
     (draws, cells), never (draws, records).
@@ -1179,6 +1179,13 @@ def assess_posterior(
         See :func:`assess_from_posterior`.
     priors : dict, optional
         Prior overrides for the model.
+    N : float, optional
+        Population size of the Poisson-gamma and latent-class models. Default: the
+        sum of the weights of ``md`` or, without weights, ``n / sampling_fraction``
+        (an error when ``md`` has neither). Refused for ``"negbin"``, which takes each
+        cell's population from its weights. Give it when the weights do not sum to
+        the population (e.g. weights normalised to sum to n, which would make N = n,
+        no population beyond the sample).
     n_classes : int
         Latent-class model: truncation level H of the stick-breaking prior.
     structural_zeros : None, "auto" or list of rules
@@ -1208,7 +1215,13 @@ def assess_posterior(
         ``ppc`` (posterior predictive replicates per chain of the sample's counts of
         counts, :meth:`~sdcbayes.models.latent_class.LatentClassModel.sample`; the
         summary's ``predictive_check`` then gives, for the cells seen 1 to 5 times, the
-        observed number, the replicates' mean, 90% interval and p-value) and
+        observed number, the replicates' mean, 90% interval and p-value),
+        ``start_classes`` (the EM start fits this many classes and the chains start
+        with the others empty), ``label_moves`` (``True``: Metropolis swaps of the
+        classes' labels after each allocation; they leave the posterior unchanged),
+        ``split_merge`` (split-merge proposals of the classes per sweep, default 0;
+        these three are options measured and not made defaults,
+        :meth:`LatentClassModel.sample`) and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
         warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).
 

@@ -20,7 +20,7 @@ size ``M`` (``score_method="elliot"``, the seed's formula)
 
 and a record's SUDA score is the sum of the scores of its MSUs. With the
 default ``M = ATT`` this is ``(ATT - k)!`` -- sdcMicro's ``original_scores =
-TRUE`` and DESIGN.md's "(M - k)!" with M the number of keys; the seed's product
+TRUE`` and ARCHITECTURE.md's "(M - k)!" with M the number of keys; the seed's product
 written literally up to ``i = M = ATT`` would contain the factor 0, so the
 product stops at ``ATT - 1`` (an MSU of all ``ATT`` keys scores 1, as in
 sdcMicro). A smaller ``M`` drops MSUs larger than ``M`` and divides every score

@@ -5,7 +5,7 @@ data layer only. The PyMC layers (:mod:`sdcbayes.models`,
 :mod:`sdcbayes.inference`) are imported on first use, so closed-form runs never
 pay for PyMC or ArviZ.
 
-Layers (see ``DESIGN.md``): ``sdcbayes`` (data) -> ``sdcbayes.models`` ->
+Layers (see ``ARCHITECTURE.md``): ``sdcbayes`` (data) -> ``sdcbayes.models`` ->
 ``sdcbayes.inference`` -> ``sdcbayes.risk``.
 """
 
