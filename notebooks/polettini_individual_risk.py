@@ -269,6 +269,6 @@ with pd.option_context("display.width", 200):
     print(stab.to_string(index=False, float_format="{:.6e}".format))
 failed = ~np.isfinite(stab["scipy eq. (6)"])
 print(f"scipy fails on {failed.sum()} of {len(stab)} (f, p) pairs; sdcbayes on none")
-# scipy's failures (scipy 1.17 here) lie in the region documented in DESIGN.md,
+# scipy's failures (scipy 1.17 here) lie in the region documented in ARCHITECTURE.md,
 # f >~ 100 with p <~ 0.05 (or f ~ 1000); a scipy that fixes hyp2f1 only empties the set
 assert not failed[stab["f"] < 100].any()

@@ -1,7 +1,7 @@
 r"""Accuracy harness: known populations, repeated samples, every estimator scored.
 
 A population is a file whose every record is known, so for each sample drawn from it
-the disclosure-risk targets of ``DESIGN.md`` (Notation) are known exactly:
+the disclosure-risk targets of ``ARCHITECTURE.md`` (Notation) are known exactly:
 
 - :math:`\tau_1 = \sum_k I(f_k = 1, F_k = 1)` (sample uniques that are population uniques),
 - :math:`\tau_2 = \sum_k I(f_k = 1)/F_k`,
@@ -546,7 +546,7 @@ def benedetti_franconi_method(sample, keys, weight, N) -> Estimate:
 def poisson_gamma_method(sample, keys, weight, N) -> Estimate:
     r"""Poisson-gamma (Bethlehem-Keller-Pannekoek) plug-in, ML (α, β) from counts of counts.
 
-    Seed ``000_``, eq. 10-12, and ``DESIGN.md``: F_k - f_k | f_k ~ NegBin(α + f_k, ρ),
+    Seed ``000_``, eq. 10-12, and ``ARCHITECTURE.md``: F_k - f_k | f_k ~ NegBin(α + f_k, ρ),
     P(F_k = 1 | f_k = 1) = ρ^{α+1}. K is the product of the numbers of levels seen in
     the sample (what the data holder knows from the file itself).
     """

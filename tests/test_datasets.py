@@ -139,7 +139,7 @@ def test_cell_table_matches_groupby(population):
 
 
 def test_tau_definitions_by_direct_computation(population):
-    # tau1 and tau2 straight from the definitions in DESIGN.md, per cell.
+    # tau1 and tau2 straight from the definitions in ARCHITECTURE.md, per cell.
     s = draw_sample(population, KEYS6, 0.2, design="srs", seed=9)
     cells = s.truth.cells
     tau1 = sum(1 for fk, Fk in zip(cells["fk"], cells["Fk"], strict=True) if fk == 1 and Fk == 1)

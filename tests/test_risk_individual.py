@@ -204,7 +204,7 @@ def test_inverse_moment_monte_carlo():
 @pytest.mark.parametrize("rho", [1e-3, 5e-3, 0.02, 0.05])
 @pytest.mark.parametrize("shift", [0.0, 0.3])
 def test_hyp2f1_failure_region_against_series(f, rho, shift):
-    # scipy.special.hyp2f1 returns inf here for shift = 0 (DESIGN.md, Numerics).
+    # scipy.special.hyp2f1 returns inf here for shift = 0 (ARCHITECTURE.md, Numerics).
     r = f + shift
     value = negbin_inverse_moment(f, r, rho)
     assert value == pytest.approx(gauss_series_inverse_moment(f, r, rho), rel=1e-12)

@@ -64,7 +64,7 @@ def test_francdat_expected_reidentifications(francdat_cells):
     # Seed 001, Section 3.4: "the expected number of re-identifications is 0.966".
     assert expected_reidentifications(SEED001_RISK) == pytest.approx(0.966, abs=1e-12)
     assert expected_reidentification_rate(SEED001_RISK) == pytest.approx(0.966 / 8)
-    # The printed risks are the Benedetti-Franconi closed forms (DESIGN.md) at
+    # The printed risks are the Benedetti-Franconi closed forms (ARCHITECTURE.md) at
     # p = f / Fhat, rounded to 3 decimals. The printed 0.966 is the sum of the
     # *rounded* column: unrounded, ER = 0.96653 (sdcMicro's p - 0.0001 shift
     # gives 0.96514), within the 8 x 0.0005 rounding bound.

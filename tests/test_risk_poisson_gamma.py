@@ -255,7 +255,7 @@ def test_fit_rejects_bad_input():
 def test_conditionals_match_simulation(superpopulation):
     # f_k | π_k ~ Poisson(n π_k) needs Bernoulli sampling at rate n/N; binomial
     # thinning of F_k ~ Poisson(N π_k) gives exactly f ~ Poisson(n π), F - f ~
-    # Poisson((N-n) π) independent, so the DESIGN.md conditionals hold with n = N·FRAC.
+    # Poisson((N-n) π) independent, so the ARCHITECTURE.md conditionals hold with n = N·FRAC.
     f, F, _ = superpopulation
     a, b = ALPHA_SIM, BETA_SIM
     n, N = FRAC_SIM * N_SIM, float(N_SIM)

@@ -130,7 +130,7 @@ def degenerate_pg(small_md):
 def test_degenerate_pg_cells_equal_closed_forms(degenerate_pg):
     md, res = degenerate_pg
     n = md.cells.n_records
-    rho = (1 + n * BETA) / (1 + N_POP * BETA)  # DESIGN.md, Poisson-gamma conditionals
+    rho = (1 + n * BETA) / (1 + N_POP * BETA)  # ARCHITECTURE.md, Poisson-gamma conditionals
     cells = res.cells
     fk = cells["fk"].to_numpy()
     u = fk == 1

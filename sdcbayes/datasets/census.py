@@ -2,7 +2,7 @@
 
 The population is the "truth" against which disclosure-risk estimators are
 checked: every population frequency F_k is known exactly, so the targets of
-``DESIGN.md`` (tau1, tau2, the expected re-identifications sum 1/F_k) can be
+``ARCHITECTURE.md`` (tau1, tau2, the expected re-identifications sum 1/F_k) can be
 computed for any sample drawn from it (:mod:`sdcbayes.datasets.sampling`).
 
 Only NumPy and pandas are imported here. Every random quantity is drawn from

@@ -4,7 +4,7 @@ Because the sample is a subset of a fully known population, the quantities
 the risk models estimate are known exactly: the population frequency F_k of
 every sample cell, the number tau1 of sample uniques that are population
 uniques, tau2 = sum of 1/F_k over sample uniques, and the expected number of
-re-identifications sum over records of 1/F_k (``DESIGN.md``, Notation; IHSN
+re-identifications sum over records of 1/F_k (``ARCHITECTURE.md``, Notation; IHSN
 guide, seed 001, sections 3.1 and 3.4).
 
 Only NumPy and pandas are imported here.
@@ -60,7 +60,7 @@ class Truth:
         ``Fk`` (population frequency), ``Fk_hat`` (sum of sampling weights).
     tau1 : int
         :math:`\tau_1 = \sum_k I(f_k = 1, F_k = 1)`, sample uniques that are
-        population uniques (DESIGN.md, Notation; seed 000, section 2).
+        population uniques (ARCHITECTURE.md, Notation; seed 000, section 2).
     tau2 : float
         :math:`\tau_2 = \sum_k I(f_k = 1) / F_k`, expected correct matches
         among sample uniques.
