@@ -8,10 +8,17 @@ Public names
 ------------
 fit
     One entry point for NUTS, nutpie, ADVI and MAP/Laplace; stamped posteriors.
-loo, compare
-    PSIS-LOO with cell weights (counts of counts) and model comparison.
-get_group, save_posterior, load_posterior, provenance, fit_diagnostics
-    Posterior access and I/O.
+METHODS
+    The registry of fitting methods, ``{"nuts", "nutpie", "advi", "map"}`` to their
+    functions (the values ``fit(method=...)`` takes).
+loo, compare, WeightedLoo
+    PSIS-LOO with cell weights (counts of counts) and model comparison;
+    ``WeightedLoo`` is what :func:`loo` returns.
+get_group, has_group, save_posterior, load_posterior, provenance, fit_diagnostics
+    Posterior access (a group as a Dataset; whether a group is present) and I/O.
+compute_diagnostics, check_diagnostics
+    R-hat, ESS and divergences of a posterior, and the warnings (or errors, strict)
+    they call for; :func:`fit` runs both.
 prior_predictive, posterior_predictive, predictive_check
     Replicated counts of counts against the observed ones.
 SdcbayesWarning, ConvergenceWarning, TruncationWarning, PredictiveCheckWarning

@@ -42,6 +42,9 @@ from sdcbayes.inference.posterior import get_group, provenance
 __all__ = ["WeightedLoo", "compare", "loo"]
 
 _SAMPLE_DIMS = ("chain", "draw")
+#: Fewest posterior draws PSIS-LOO is run on: on one draw (a MAP point estimate) there
+#: are no importance ratios to smooth, and ArviZ fails with an IndexError.
+_MIN_DRAWS = 2
 
 
 @dataclass
@@ -120,13 +123,29 @@ def loo(idata, var_name: str | None = None) -> WeightedLoo:
         A posterior from :func:`sdcbayes.inference.fit` (with ``log_likelihood``).
     var_name : str, optional
         The log-likelihood variable, when there are several.
+
+    Raises
+    ------
+    InputError
+        Fewer than 2 posterior draws (a MAP point estimate), no
+        ``log_likelihood`` group, an unknown ``var_name``.
     """
+    post = get_group(idata, "posterior")
+    n_draws = int(post.sizes.get("chain", 1) * post.sizes.get("draw", 1))
+    if n_draws < _MIN_DRAWS:
+        settings = provenance(idata).get("settings") or {}
+        point = isinstance(settings, dict) and settings.get("method") == "map"
+        raise InputError(
+            f"LOO needs posterior draws; this posterior holds {n_draws}"
+            + (" (a MAP point estimate, method='map' with laplace=False)" if point else "")
+            + ": refit with method='nuts', or method='map' with laplace=True (draws from the "
+            "Laplace approximation)"
+        )
     var_name, per_cell, weights = _loglik_and_weights(idata, var_name)
     obs_index = per_cell.indexes["obs"]
     flat = per_cell.drop_vars(list(per_cell["obs"].coords)).assign_coords(
         obs=np.arange(per_cell.sizes["obs"])
     )
-    post = get_group(idata, "posterior")
     ll_ds = xr.Dataset({var_name: flat.transpose("chain", "draw", "obs")})
     tmp = az.InferenceData(posterior=post, log_likelihood=ll_ds)
     with warnings.catch_warnings():
@@ -190,6 +209,23 @@ def _stacking_weights(loo_matrix: np.ndarray, w: np.ndarray) -> np.ndarray:
     return weights / weights.sum()
 
 
+def _different_data(a, b) -> list[str]:
+    """The observed / constant data variables the two posteriors share but hold differently."""
+    from sdcbayes.inference.posterior import has_group
+
+    out = []
+    for group in ("observed_data", "constant_data"):
+        if not (has_group(a, group) and has_group(b, group)):
+            continue
+        ga, gb = get_group(a, group), get_group(b, group)
+        for v in sorted(set(ga.data_vars) & set(gb.data_vars)):
+            x, y = np.asarray(ga[v].values), np.asarray(gb[v].values)
+            if x.shape != y.shape or not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"
+                                                       and y.dtype.kind == "f"):
+                out.append(f"{group} {v!r}")
+    return out
+
+
 def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
     """Compare models/priors fitted to the same data by weighted PSIS-LOO.
 
@@ -197,7 +233,11 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
     ----------
     fits : dict of str to arviz.InferenceData
         Posteriors from :func:`sdcbayes.inference.fit`, on the same data (same
-        log-likelihood entries and weights, e.g. the same counts of counts).
+        log-likelihood entries and weights, e.g. the same counts of counts, and the
+        same observed and constant data).
+    var_name : str, optional
+        The log-likelihood variable of every fit, when a fit has several
+        (:func:`loo`).
 
     Returns
     -------
@@ -207,6 +247,14 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
         ``se``, ``dse`` (standard error of the difference, from the paired
         per-cell differences), ``warning`` (any Pareto k > good_k), plus
         ``n_bad_k``, ``model`` and ``method`` from the provenance stamps.
+
+    Raises
+    ------
+    InputError
+        Fits made on different data: other log-likelihood entries or cell weights, or
+        other values of an observed or constant data variable they share (fits of one
+        model to two domain tables have unit weights, so the weights alone cannot
+        tell them apart).
     """
     if not isinstance(fits, dict) or len(fits) < 1:
         raise InputError("compare needs a dict {name: posterior} with at least one fit")
@@ -224,6 +272,12 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
             raise InputError(
                 f"fits {names[0]!r} and {name!r} were not made on the same data (different "
                 "log-likelihood entries or cell weights); compare models fitted to one table"
+            )
+        differ = _different_data(fits[names[0]], fits[name])
+        if differ:
+            raise InputError(
+                f"fits {names[0]!r} and {name!r} were not made on the same data (different "
+                f"{', '.join(differ[:5])}); compare models fitted to one table"
             )
     w = ref.weights.values
     n = w.sum()

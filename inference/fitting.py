@@ -802,6 +802,19 @@ def _check_options(*, tune, target_accept, random_seed, advi_iterations, rhat_th
                          "(method= chooses the sampler)")
 
 
+def _check_model(model) -> None:
+    """Refuse what is no sdcbayes model (None, a dict), naming the model classes."""
+    missing = [a for a in ("build", "data_summary") if not callable(getattr(model, a, None))]
+    if missing or not isinstance(getattr(model, "name", None), str) \
+            or not hasattr(model, "priors"):
+        raise InputError(
+            f"fit needs a model, such as sdcbayes.models.poisson_gamma.PoissonGammaModel, "
+            "beta_binomial.BetaBinomialDomainModel, negbin.NegativeBinomialModel, "
+            "loglinear.LoglinearModel or latent_class.LatentClassModel (with build(), name, "
+            f"priors and data_summary()); got {type(model).__name__}: {model!r:.80}"
+        )
+
+
 def _check_method_supported(model, method: str) -> None:
     """Refuse a method the model declares it cannot be fitted with, naming what it can.
 
@@ -940,6 +953,10 @@ def fit(
         ("Initializing NUTS ...", "Sequential sampling ...") are silenced too.
     advi_iterations : int
         Optimisation steps for ADVI.
+    laplace : bool
+        For ``method="map"``: True (default) draws ``chains x draws`` from the Laplace
+        approximation at the mode; False returns the posterior mode in the model's own
+        parameters as 1 chain x 1 draw (see ``method``). Ignored by the other methods.
     rhat_threshold, ess_threshold : float
         Diagnostic thresholds (default 1.01 and 100 x chains).
     **sampler_kwargs
@@ -962,8 +979,8 @@ def fit(
     Raises
     ------
     InputError
-        Before anything is built: an unknown method or option, a value out of range,
-        a method the model does not support.
+        Before anything is built: something that is no model, an unknown method or
+        option, a value out of range, a method the model does not support.
 
     Warns
     -----
@@ -971,6 +988,7 @@ def fit(
         Naming the parameter and a fix, when a diagnostic fails (not in strict mode).
     """
     # Every option is checked before anything is built or compiled.
+    _check_model(model)
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; use one of {sorted(METHODS)}")
     for value, what in ((draws, "draws"), (chains, "chains")):

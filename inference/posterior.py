@@ -97,7 +97,13 @@ def group_names(idata) -> list[str]:
 
 
 def has_group(idata, name: str) -> bool:
-    """Whether the container has group ``name``."""
+    """Whether the container has group ``name``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+    name : str
+    """
     return name in group_names(idata)
 
 
@@ -106,6 +112,13 @@ def get_group(idata, name: str) -> xr.Dataset:
 
     The one place that knows the container type: ``InferenceData`` today,
     ``xarray.DataTree`` from ArviZ >= 1 (``idata[name].to_dataset()``).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+        A posterior container (e.g. from :func:`sdcbayes.inference.fit`).
+    name : str
+        The group, e.g. ``"posterior"``, ``"log_likelihood"``, ``"constant_data"``.
 
     Raises
     ------

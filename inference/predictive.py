@@ -10,6 +10,8 @@ reproduces the observed number of sample uniques, doubles, etc.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,6 +21,7 @@ import pymc as pm
 from sdcbayes.exceptions import InputError
 from sdcbayes.inference.fitting import _quiet_pymc_logs
 from sdcbayes.inference.posterior import get_group, has_group
+from sdcbayes.models.base import check_whole, checked_seed, predictive_stamps
 from sdcbayes.models.ppc import predictive_table
 
 __all__ = ["posterior_predictive", "predictive_check", "prior_predictive"]
@@ -30,6 +33,31 @@ def _check_model(model) -> None:
             f"model {getattr(model, 'name', model)!r} cannot replicate its data "
             "(no simulate/observed methods); predictive checks are not available for it"
         )
+
+
+def _check_simulate_kwargs(model, simulate_kwargs) -> None:
+    """Refuse options ``model.simulate`` does not take, before any draw (with a close match)."""
+    if not simulate_kwargs:
+        return
+    params = inspect.signature(model.simulate).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    own = [k for k in params if k not in ("self", "params", "rng")]
+    unknown = sorted(set(simulate_kwargs) - set(own))
+    if unknown:
+        words = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, own, n=1)
+            words.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise InputError(
+            f"unknown option(s) {', '.join(words)} for the {getattr(model, 'name', 'model')} "
+            f"model's replicates; it takes {own}"
+        )
+
+
+def _stamp(dataset, model, seed: int, kind: str) -> None:
+    """Provenance of the draws on a group's attrs (seed, model, priors, data, version)."""
+    dataset.attrs.update(predictive_stamps(model, seed, kind))
 
 
 def _check_counts(counts) -> list[int]:
@@ -52,15 +80,41 @@ def _check_counts(counts) -> list[int]:
 def prior_predictive(model, draws: int = 500, random_seed: int | None = None, **simulate_kwargs):
     """Draw parameters from the prior and replicate the observed summaries.
 
+    Parameters
+    ----------
+    model : SuperpopulationModel
+        A model with ``simulate`` and ``observed`` (e.g.
+        :class:`~sdcbayes.models.poisson_gamma.PoissonGammaModel`).
+    draws : int
+        Prior draws, a whole number >= 1.
+    random_seed : int, optional
+        Seed (an integer >= 0). Without one a seed is drawn from the operating system;
+        either way it is stamped (``random_seed`` in the attrs), so passing it back
+        repeats the draws.
+    **simulate_kwargs
+        Options of ``model.simulate`` (the Poisson-gamma model's ``max_count``);
+        unknown names are refused.
+
     Returns
     -------
     arviz.InferenceData
         Groups ``prior`` (parameters, dims ``chain`` = 1, ``draw``),
         ``prior_predictive`` (e.g. ``m`` with dims ``chain, draw, [domain,] count``)
-        and ``observed_data``.
+        and ``observed_data``; ``idata.attrs`` and the ``prior`` and
+        ``prior_predictive`` attrs hold ``random_seed``, ``model``, ``priors``,
+        ``data_summary`` and ``sdcbayes_version``.
+
+    Raises
+    ------
+    InputError
+        Before any draw: a model that cannot replicate its data, bad ``draws`` or
+        ``random_seed``, an option ``model.simulate`` does not take.
     """
     _check_model(model)
-    rng = np.random.default_rng(random_seed)
+    draws = check_whole("draws", draws, 1)
+    seed = checked_seed(random_seed)
+    _check_simulate_kwargs(model, simulate_kwargs)
+    rng = np.random.default_rng(seed)
     pm_model = model.build()
     names = [v.name for v in pm_model.free_RVs + pm_model.deterministics]
     # PyMC logs "Sampling: [alpha, ...]" at INFO on every call; fit is quiet, so is this
@@ -69,9 +123,13 @@ def prior_predictive(model, draws: int = 500, random_seed: int | None = None, **
             draws=draws, model=pm_model, var_names=names, random_seed=int(rng.integers(2**31))
         )
     sims = model.simulate(get_group(idata, "prior"), rng, **simulate_kwargs)
+    _stamp(sims, model, seed, "prior")
     idata.add_groups(prior_predictive=sims)
     if not has_group(idata, "observed_data"):
         idata.add_groups(observed_data=model.observed())
+    stamps = predictive_stamps(model, seed, "prior")
+    get_group(idata, "prior").attrs.update(stamps)
+    idata.attrs.update(stamps)
     return idata
 
 
@@ -81,19 +139,36 @@ def posterior_predictive(model, idata, random_seed: int | None = None, **simulat
     The group is added to ``idata`` in place (replacing an earlier one) and
     ``idata`` is returned.
 
+    Parameters
+    ----------
+    model : SuperpopulationModel
+        The model ``idata`` was fitted with (``simulate`` and ``observed``).
+    idata : arviz.InferenceData
+        Its posterior, from :func:`sdcbayes.inference.fit`.
+    random_seed : int, optional
+        As for :func:`prior_predictive`; stamped on the ``posterior_predictive`` attrs
+        with ``model``, ``priors``, ``data_summary`` and ``sdcbayes_version``.
+    **simulate_kwargs
+        Options of ``model.simulate`` (``max_count``); unknown names are refused.
+
     Raises
     ------
     InputError
         The posterior's stamps (:func:`sdcbayes.inference.fit`) name another model or
         other data than ``model``'s: its parameters would replicate another table.
+        Also, before any draw, a bad ``random_seed`` or an option ``model.simulate``
+        does not take.
     """
     _check_model(model)
     from sdcbayes.models.base import check_posterior_of
 
+    seed = checked_seed(random_seed)
+    _check_simulate_kwargs(model, simulate_kwargs)
     if hasattr(model, "data_summary"):
         check_posterior_of(model, idata, "posterior_predictive")
-    rng = np.random.default_rng(random_seed)
+    rng = np.random.default_rng(seed)
     sims = model.simulate(get_group(idata, "posterior"), rng, **simulate_kwargs)
+    _stamp(sims, model, seed, "posterior")
     if has_group(idata, "posterior_predictive"):
         del idata.posterior_predictive
     idata.add_groups(posterior_predictive=sims)
@@ -112,6 +187,8 @@ def predictive_check(
 
     Parameters
     ----------
+    model : SuperpopulationModel
+        The model whose ``observed()`` summaries are compared with the replicates.
     idata : arviz.InferenceData
         With a ``prior_predictive`` or ``posterior_predictive`` group (from
         :func:`prior_predictive` / :func:`posterior_predictive`).
@@ -122,6 +199,9 @@ def predictive_check(
         file whose largest cell holds 3 records gets 0..3).
     prob
         See :func:`sdcbayes.models.ppc.predictive_table`.
+    var : str
+        The replicated variable of the predictive group and of ``model.observed()``
+        (``"m"``, the counts of counts).
     """
     if kind not in ("posterior", "prior"):
         raise InputError(f"kind must be 'posterior' or 'prior'; got {kind!r}")

@@ -368,6 +368,48 @@ def check_whole(name: str, value, lo: int, hi: int | None = None, what: str = ""
     return v
 
 
+def checked_seed(random_seed, what: str = "random_seed") -> int:
+    """``random_seed`` checked (None or a whole number >= 0), or without one a drawn seed.
+
+    The predictive checks take the same seeds as :func:`sdcbayes.inference.fit`, and
+    stamp the one used, drawn from the operating system when none is given, so that
+    any replicate can be repeated.
+
+    Raises
+    ------
+    InputError
+        Anything else (a negative number, 2.5, text, True), before any work.
+    """
+    from sdcbayes.provenance import seed_or_drawn
+
+    if random_seed is not None and (
+            isinstance(random_seed, bool | np.bool_)
+            or not isinstance(random_seed, int | np.integer) or random_seed < 0):
+        raise InputError(f"{what} must be None (a seed is drawn and stamped) or an integer "
+                         f">= 0; got {random_seed!r}")
+    return int(seed_or_drawn(None if random_seed is None else int(random_seed)))
+
+
+def predictive_stamps(model, random_seed: int, kind: str) -> dict[str, Any]:
+    """Provenance of prior or posterior predictive draws, as netCDF-safe attrs.
+
+    ``random_seed`` (the seed that repeats the draws), ``predictive`` (``kind``),
+    ``model``, ``priors`` and ``data_summary`` (JSON text, decoded by
+    :func:`sdcbayes.inference.posterior.decode_stamps`) and ``sdcbayes_version``.
+    """
+    from sdcbayes._version import __version__
+    from sdcbayes.provenance import json_safe
+
+    out: dict[str, Any] = {"random_seed": int(random_seed), "predictive": kind,
+                           "model": str(getattr(model, "name", type(model).__name__)),
+                           "sdcbayes_version": __version__}
+    if getattr(model, "priors", None) is not None:
+        out["priors"] = json.dumps(json_safe(model.priors), sort_keys=True)
+    if callable(getattr(model, "data_summary", None)):
+        out["data_summary"] = json.dumps(json_safe(model.data_summary()), sort_keys=True)
+    return out
+
+
 def key_names(keys, n_columns: int | None = None) -> list:
     """``keys`` as a list of distinct names, one per column when ``n_columns`` is given.
 

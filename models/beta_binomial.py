@@ -17,7 +17,10 @@ check that every model of this package returns.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import logging
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,7 +32,10 @@ from sdcbayes.models.base import (
     PriorSpec,
     SuperpopulationModel,
     check_posterior_of,
+    check_whole,
+    checked_seed,
     merge_priors,
+    predictive_stamps,
     prior_to_rv,
 )
 
@@ -75,13 +81,17 @@ class PredictiveCheck:
         ``T`` of the observed data (NaN where the statistic has no observed counterpart,
         e.g. a population quantity).
     idata : arviz.InferenceData
-        The raw predictive draws as PyMC returned them.
+        The raw predictive draws as PyMC returned them, their predictive group stamped
+        (:func:`sdcbayes.models.base.predictive_stamps`).
+    random_seed : int or None
+        The seed that repeats the check (drawn and recorded when none was given).
     """
 
     kind: str
     statistics: xr.Dataset
     observed: dict[str, float]
     idata: Any
+    random_seed: int | None = None
 
     def summary(self, interval: float = 0.9) -> pd.DataFrame:
         """One row per statistic: observed value, predictive mean, quantiles and p-value.
@@ -105,6 +115,39 @@ class PredictiveCheck:
         frame = pd.DataFrame.from_dict(rows, orient="index")
         frame.index.name = "statistic"
         return frame
+
+
+@contextmanager
+def _quiet_sampling_log():
+    """PyMC's INFO line "Sampling: [y]" off for one predictive call (warnings still show)."""
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    if logger.getEffectiveLevel() < logging.WARNING:  # never lower a user's level
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _stamp_group(idata, group: str, stamps: dict[str, Any]) -> None:
+    """Write ``stamps`` on group ``group`` of ``idata`` (InferenceData), when present."""
+    if idata is not None and group in idata.groups():
+        idata[group].attrs.update(stamps)
+
+
+def data_fingerprint(*arrays) -> str:
+    """Short SHA-256 of data vectors (dtype, shape and values), for the data stamps.
+
+    Totals cannot tell two tables apart that differ only in how the counts are spread
+    (:func:`sdcbayes.models.base.check_posterior_of` compares the stamps).
+    """
+    digest = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------------------
@@ -259,6 +302,13 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             if np.any(bad):
                 idx = np.flatnonzero(bad)[:5].tolist()
                 raise InputError(f"{message} in domain position(s) {idx}; check the counts")
+        if np.any(self.n >= 2**31):
+            # PyMC stores integer data as int32 (pm.Data), and BetaBinomial's n must be an
+            # integer: a larger n_i would wrap around to a negative sample size
+            raise InputError(
+                f"sample sizes n_i >= 2**31 (largest {int(self.n.max())}) cannot be held by "
+                "the model's integer data; check the table (n is the number of sampled records)"
+            )
         if self.n.sum() == 0:
             raise InputError(
                 "every domain has n_i = 0, so there is nothing to fit; pass sampled domains"
@@ -424,6 +474,13 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             else [class_value]
         )
         in_class = frame[class_column].isin(values)
+        if not in_class.any():
+            present = pd.unique(frame[class_column])[:10].tolist()
+            raise InputError(
+                f"class_value {class_value!r} matches no record of column {class_column!r} "
+                f"(dtype {frame[class_column].dtype}; values present include {present}): "
+                "give a value of the column's own type, e.g. 1 rather than '1'"
+            )
         grouped = pd.DataFrame({"d": frame[domain], "c": in_class.astype(np.int64)}).groupby(
             "d", sort=True
         )["c"]
@@ -488,7 +545,8 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             coords["covariate"] = self.covariate_names
         with pm.Model(coords=coords) as model:
             n = pm.Data("n", self.n, dims="domain")
-            pm.Data("N", self.N, dims="domain")
+            # float64: pm.Data would store integers as int32, wrapping N_i >= 2**31
+            pm.Data("N", self.N.astype(np.float64), dims="domain")
             if self.parameterisation == "alpha-beta":
                 alpha = prior_to_rv(pm, "alpha", self.priors["alpha"])
                 beta = prior_to_rv(pm, "beta", self.priors["beta"])
@@ -514,7 +572,11 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         return model
 
     def data_summary(self) -> dict[str, Any]:
-        """JSON-serialisable summary of the domain table."""
+        """JSON-serialisable summary of the domain table.
+
+        Totals, the numbers of domains with ``y_i = 0, 1, 2`` and ``data_fingerprint``, a
+        hash of ``y``, ``n``, ``N`` and the covariates (:func:`data_fingerprint`).
+        """
         return {
             "model": self.name,
             "parameterisation": self.parameterisation,
@@ -524,6 +586,11 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             "total_N": int(self.N.sum()),
             "covariates": list(self.covariate_names) if self.covariate_names else [],
             **_domain_frequencies(self.y),
+            # the table itself, not only its totals (posteriors stamped without it are
+            # checked on the totals)
+            "data_fingerprint": data_fingerprint(
+                self.y, self.n, self.N,
+                np.zeros((0, 0)) if self.covariates is None else self.covariates),
         }
 
     # ---------------------------------------------------------------- checks
@@ -543,32 +610,69 @@ class BetaBinomialDomainModel(SuperpopulationModel):
     def prior_predictive(self, samples: int = 500, random_seed=None) -> PredictiveCheck:
         """Simulate domain counts ``y_i`` given ``n_i`` from the prior.
 
-        Returns a :class:`PredictiveCheck` on the total class count and the numbers of
-        domains with ``y_i = 0, 1, 2``, next to the observed values.
+        Parameters
+        ----------
+        samples : int
+            Prior draws, a whole number >= 1.
+        random_seed : int, optional
+            Seed (>= 0); without one a seed is drawn, and either way it is recorded in
+            the result's ``random_seed`` and the draws' stamps.
+
+        Returns
+        -------
+        PredictiveCheck
+            On the total class count and the numbers of domains with ``y_i = 0, 1, 2``,
+            next to the observed values.
         """
         import pymc as pm
 
+        samples = check_whole("samples", samples, 1)
+        seed = checked_seed(random_seed)
         model = self.build()
-        idata = pm.sample_prior_predictive(draws=samples, model=model, random_seed=random_seed)
+        with _quiet_sampling_log():
+            idata = pm.sample_prior_predictive(draws=samples, model=model, random_seed=seed)
+        stamps = predictive_stamps(self, seed, "prior")
+        for group in ("prior", "prior_predictive"):
+            _stamp_group(idata, group, stamps)
         y_rep = _group(idata, "prior_predictive")["y"]
         return PredictiveCheck(
-            "prior", self._check_statistics(y_rep), self._observed_statistics(), idata
+            "prior", self._check_statistics(y_rep), self._observed_statistics(), idata, seed
         )
 
     def posterior_predictive(self, idata, random_seed=None) -> PredictiveCheck:
         """Replicate domain counts ``y_i`` from the posterior in ``idata``.
 
-        Returns a :class:`PredictiveCheck` (same statistics as :meth:`prior_predictive`).
+        Parameters
+        ----------
+        idata : arviz.InferenceData
+            A posterior of this model (:func:`sdcbayes.inference.fit`).
+        random_seed : int, optional
+            As for :meth:`prior_predictive`.
+
+        Returns
+        -------
+        PredictiveCheck
+            Same statistics as :meth:`prior_predictive`.
+
+        Raises
+        ------
+        InputError
+            The posterior's stamps name another model or another domain table: its
+            parameters would replicate data they were not fitted to.
         """
         import pymc as pm
 
+        check_posterior_of(self, idata, "posterior_predictive")
+        seed = checked_seed(random_seed)
         model = self.build()
-        pp = pm.sample_posterior_predictive(
-            idata, model=model, var_names=["y"], random_seed=random_seed, progressbar=False
-        )
+        with _quiet_sampling_log():
+            pp = pm.sample_posterior_predictive(
+                idata, model=model, var_names=["y"], random_seed=seed, progressbar=False
+            )
+        _stamp_group(pp, "posterior_predictive", predictive_stamps(self, seed, "posterior"))
         y_rep = _group(pp, "posterior_predictive")["y"]
         return PredictiveCheck(
-            "posterior", self._check_statistics(y_rep), self._observed_statistics(), pp
+            "posterior", self._check_statistics(y_rep), self._observed_statistics(), pp, seed
         )
 
     def predict_population(self, idata, random_seed=None) -> xr.DataArray:

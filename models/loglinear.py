@@ -1196,6 +1196,10 @@ def posterior_risk(model: LoglinearModel, log_mu, sampling_fraction: float, kapp
     sampling_fraction : float
     kappa : array (S,), optional
         Negbin size per draw.
+    rng : numpy.random.Generator or int, optional
+        Source (or seed) of the posterior-predictive draws of F behind the intervals.
+    prob : float
+        Mass of the central intervals (default 0.9: the 5 % and 95 % quantiles).
     """
     rng = np.random.default_rng(rng)
     pi = float(sampling_fraction)

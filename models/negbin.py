@@ -26,8 +26,23 @@ import xarray as xr
 
 from sdcbayes.exceptions import DataError, InputError
 from sdcbayes.microdata import require_one_cell_per_record
-from sdcbayes.models.base import PriorSpec, SuperpopulationModel, merge_priors, prior_to_rv
-from sdcbayes.models.beta_binomial import PredictiveCheck, _group
+from sdcbayes.models.base import (
+    PriorSpec,
+    SuperpopulationModel,
+    check_posterior_of,
+    check_whole,
+    checked_seed,
+    merge_priors,
+    predictive_stamps,
+    prior_to_rv,
+)
+from sdcbayes.models.beta_binomial import (
+    PredictiveCheck,
+    _group,
+    _quiet_sampling_log,
+    _stamp_group,
+    data_fingerprint,
+)
 
 __all__ = ["NegativeBinomialModel", "sigma_unlearnable", "within_cell_spread"]
 
@@ -35,6 +50,10 @@ __all__ = ["NegativeBinomialModel", "sigma_unlearnable", "within_cell_spread"]
 #: whose weights sum to f_k or less (weights <= 1) has p_hat = 1 and the risk 1/f_k
 #: (seed 004, section 2); logit(1 - 1e-9) reproduces that to about 1e-8.
 EPS = 1e-9
+
+
+#: Cells x draws simulated at once by the predictive checks (8 MB of int64 per array).
+_CHUNK_ELEMENTS = 1_000_000
 
 
 def _logit(p):
@@ -232,6 +251,13 @@ class NegativeBinomialModel(SuperpopulationModel):
         self.p_hat = np.minimum(self.fk / self.Fk_hat, 1.0)
 
         if sigma is not None:
+            # sigma=True would read as 1.0: a switch is no spread
+            if isinstance(sigma, bool | np.bool_) or not isinstance(
+                    sigma, int | float | np.integer | np.floating):
+                raise InputError(
+                    f"sigma must be a number >= 0 (the logit-scale spread; 0 gives the closed "
+                    f"form) or None to learn it; got {sigma!r}"
+                )
             sigma = float(sigma)
             if not (np.isfinite(sigma) and sigma >= 0):
                 raise InputError(f"sigma must be a finite number >= 0; got {sigma}")
@@ -251,7 +277,9 @@ class NegativeBinomialModel(SuperpopulationModel):
                     "pass them, build with NegativeBinomialModel.from_microdata, or fix sigma"
                 )
             within_ss = float(np.sum(within_ss))
-            within_df = int(np.sum(within_df))
+            # int() would truncate 3.7 to 3 degrees of freedom without a word
+            within_df = check_whole("within_df", np.sum(within_df), 0,
+                                    what=" (the sum of f_k - 1 over the cells)")
             if within_df >= 1 and (not np.isfinite(within_ss) or within_ss < 0):
                 raise InputError(f"within_ss must be a finite sum of squares >= 0; got {within_ss}")
             problem = sigma_unlearnable(within_ss, within_df)
@@ -304,7 +332,8 @@ class NegativeBinomialModel(SuperpopulationModel):
         import pymc as pm
 
         with pm.Model(coords={"cell": self.cell_names}) as model:
-            fk = pm.Data("fk", self.fk, dims="cell")
+            # float64: pm.Data stores integers as int32 (fk only enters through sqrt)
+            fk = pm.Data("fk", self.fk.astype(np.float64), dims="cell")
             pm.Data("Fk_hat", self.Fk_hat, dims="cell")
             m = pm.Data("logit_p_hat", _logit(self.p_hat), dims="cell")
             if self.sigma is None:
@@ -330,7 +359,11 @@ class NegativeBinomialModel(SuperpopulationModel):
         return model
 
     def data_summary(self) -> dict[str, Any]:
-        """JSON-serialisable summary of the cell table and the weights' spread."""
+        """JSON-serialisable summary of the cell table and the weights' spread.
+
+        Totals and ``data_fingerprint``, a hash of ``fk`` and ``Fk_hat``
+        (:func:`sdcbayes.models.beta_binomial.data_fingerprint`).
+        """
         return {
             "model": self.name,
             "n_cells": int(self.fk.size),
@@ -343,6 +376,8 @@ class NegativeBinomialModel(SuperpopulationModel):
             "pooled_within_sd": (
                 math.sqrt(self.within_ss / self.within_df) if self.within_df else None
             ),
+            # the cell table itself: totals cannot tell two tables apart
+            "data_fingerprint": data_fingerprint(self.fk, self.Fk_hat),
         }
 
     # ---------------------------------------------------------------- checks
@@ -357,16 +392,27 @@ class NegativeBinomialModel(SuperpopulationModel):
         n_draws = p.sizes["draw"]
         if n_draws > max_draws:
             p = p.isel(draw=np.linspace(0, n_draws - 1, max_draws).round().astype(int))
-        pv = np.clip(p.values, EPS, 1.0)
-        F = self.fk + rng.negative_binomial(np.broadcast_to(self.fk, pv.shape), pv)
+        shape = (p.sizes["chain"], p.sizes["draw"])
+        flat = p.values.reshape(-1, self.fk.size)
         unique = self.fk == 1
+        total, tau1, tau2 = (np.empty(flat.shape[0]) for _ in range(3))
+        # A few draws at a time: a draws x cells array of F next to the posterior's p
+        # doubled the memory (1e5 cells x 4000 draws: 3.2 GB). The generator fills
+        # element by element in C order, so the chunks draw what one call would.
+        step = max(1, _CHUNK_ELEMENTS // max(1, self.fk.size))
+        for start in range(0, flat.shape[0], step):  # loop over chunks of draws
+            pv = np.clip(flat[start:start + step], EPS, 1.0)
+            F = self.fk + rng.negative_binomial(np.broadcast_to(self.fk, pv.shape), pv)
+            total[start:start + step] = F.sum(axis=-1)
+            tau1[start:start + step] = np.sum(unique & (F == 1), axis=-1)
+            tau2[start:start + step] = np.sum(np.where(unique, 1.0 / F, 0.0), axis=-1)
         dims = ("chain", "draw")
         coords = {"chain": p["chain"].values, "draw": p["draw"].values}
         return xr.Dataset(
             {
-                "population_total": (dims, F.sum(axis=-1).astype(float)),
-                "tau1": (dims, np.sum(unique & (F == 1), axis=-1).astype(float)),
-                "tau2": (dims, np.sum(np.where(unique, 1.0 / F, 0.0), axis=-1)),
+                "population_total": (dims, total.reshape(shape)),
+                "tau1": (dims, tau1.reshape(shape)),
+                "tau2": (dims, tau2.reshape(shape)),
             },
             coords=coords,
         )
@@ -382,15 +428,30 @@ class NegativeBinomialModel(SuperpopulationModel):
 
         Here "prior" means before the within-cell scatter of the weights is used: p_k is
         centred on the plug-in with a spread drawn from the ``sigma`` prior.
+
+        Parameters
+        ----------
+        samples : int
+            Prior draws, a whole number >= 1.
+        random_seed : int, optional
+            Seed (>= 0); without one a seed is drawn, and either way it is recorded in
+            the result's ``random_seed`` and the draws' stamps.
         """
         import pymc as pm
 
-        rng = np.random.default_rng(random_seed)
-        idata = pm.sample_prior_predictive(draws=samples, model=self.build(), random_seed=rng)
+        samples = check_whole("samples", samples, 1)
+        seed = checked_seed(random_seed)
+        rng = np.random.default_rng(seed)
+        with _quiet_sampling_log():
+            idata = pm.sample_prior_predictive(draws=samples, model=self.build(),
+                                               random_seed=rng)
+        stamps = predictive_stamps(self, seed, "prior")
+        for group in ("prior", "prior_predictive"):
+            _stamp_group(idata, group, stamps)
         stats = self._population_statistics(_group(idata, "prior")["p"], rng, samples)
         if self.sigma is None:
             stats["within_ss"] = _group(idata, "prior_predictive")["within_ss"]
-        return PredictiveCheck("prior", stats, self._observed(), idata)
+        return PredictiveCheck("prior", stats, self._observed(), idata, seed)
 
     def posterior_predictive(
         self, idata, random_seed=None, max_draws: int = 1000
@@ -399,20 +460,40 @@ class NegativeBinomialModel(SuperpopulationModel):
 
         At most ``max_draws`` draws per chain are used to simulate population counts
         (keeps the draws x cells array small).
+
+        Parameters
+        ----------
+        idata : arviz.InferenceData
+            A posterior of this model (:func:`sdcbayes.inference.fit`).
+        random_seed : int, optional
+            As for :meth:`prior_predictive`.
+        max_draws : int
+            Draws per chain used, a whole number >= 1.
+
+        Raises
+        ------
+        InputError
+            The posterior's stamps name another model or another cell table: its
+            ``p_k`` would be combined with this table's ``f_k``.
         """
         import pymc as pm
 
-        rng = np.random.default_rng(random_seed)
+        check_posterior_of(self, idata, "posterior_predictive")
+        max_draws = check_whole("max_draws", max_draws, 1)
+        seed = checked_seed(random_seed)
+        rng = np.random.default_rng(seed)
         stats = self._population_statistics(_group(idata, "posterior")["p"], rng, max_draws)
         pp = None
         if self.sigma is None:
-            pp = pm.sample_posterior_predictive(
-                idata,
-                model=self.build(),
-                var_names=["within_ss"],
-                random_seed=rng,
-                progressbar=False,
-            )
+            with _quiet_sampling_log():
+                pp = pm.sample_posterior_predictive(
+                    idata,
+                    model=self.build(),
+                    var_names=["within_ss"],
+                    random_seed=rng,
+                    progressbar=False,
+                )
+            _stamp_group(pp, "posterior_predictive", predictive_stamps(self, seed, "posterior"))
             ss = _group(pp, "posterior_predictive")["within_ss"]
             stats["within_ss"] = ss.sel(draw=stats["draw"].values)
-        return PredictiveCheck("posterior", stats, self._observed(), pp)
+        return PredictiveCheck("posterior", stats, self._observed(), pp, seed)

@@ -20,7 +20,7 @@ from scipy.special import gammaln
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.microdata import require_one_cell_per_record
-from sdcbayes.models.base import PriorSpec, SuperpopulationModel, prior_to_rv
+from sdcbayes.models.base import PriorSpec, SuperpopulationModel, check_whole, prior_to_rv
 from sdcbayes.models.ppc import simulate_counts_of_counts
 
 __all__ = ["PoissonGammaModel", "negbin_count_logpmf"]
@@ -86,16 +86,20 @@ def _as_counts(obj: Any, what: str) -> dict[int, int]:
     out: dict[int, int] = {}
     bad = []
     for j, m in items:
-        if (
-            not float(j).is_integer()
-            or not float(m).is_integer()
-            or int(j) < 1
-            or int(m) < 0
-        ):
+        # a bool is an int to Python: {1: True} would read as one cell without a word
+        if isinstance(j, bool | np.bool_) or isinstance(m, bool | np.bool_):
             bad.append((j, m))
             continue
-        if int(m) > 0:
-            out[int(j)] = out.get(int(j), 0) + int(m)
+        try:
+            whole = float(j).is_integer() and float(m).is_integer()
+        except (TypeError, ValueError):  # "abc", None: NumPy's error would not name the table
+            whole = False
+        if not whole or float(j) < 1 or float(m) < 0:
+            bad.append((j, m))
+            continue
+        j, m = int(float(j)), int(float(m))
+        if m > 0:
+            out[j] = out.get(j, 0) + m
     if bad:
         raise InputError(
             f"{what}: entries {bad[:5]} are not (count j >= 1, number of cells m_j >= 0) "
@@ -178,7 +182,9 @@ class PoissonGammaModel(SuperpopulationModel):
     n : int or array_like, optional
         Sample size; checked against ``sum_j j m_j`` when given.
     structure : {"pooled", "separate", "common_beta", "hierarchical"}, optional
-        Default "pooled" for one table, "hierarchical" for subpopulations.
+        Default "pooled" for one table, "hierarchical" for two or more
+        subpopulations, "separate" for one ("hierarchical" is refused there: one
+        subpopulation cannot inform the spread between subpopulations).
     tie : bool
         Impose ``alpha beta = 1/K`` (eq. 10, 11, 12 of the seed) instead of a free
         ``omega``.
@@ -212,8 +218,15 @@ class PoissonGammaModel(SuperpopulationModel):
             and len(counts_of_counts) > 0
             and all(isinstance(v, Mapping | pd.Series) for v in counts_of_counts.values())
         )
+        n_sub = len(counts_of_counts) if sub else 0
+        if sub and n_sub == 0:
+            raise InputError(
+                "counts_of_counts has no subpopulation (no rows): pass one row of counts of "
+                "counts per subpopulation, or a single table {j: m_j} for the whole file"
+            )
         if structure is None:
-            structure = "hierarchical" if sub else "pooled"
+            # one subpopulation cannot inform a between-subpopulation spread
+            structure = ("hierarchical" if n_sub > 1 else "separate") if sub else "pooled"
         if structure not in STRUCTURES:
             raise InputError(
                 f"unknown structure {structure!r} for the Poisson-gamma model; "
@@ -228,6 +241,12 @@ class PoissonGammaModel(SuperpopulationModel):
             raise InputError(
                 f"structure={structure!r} needs counts of counts per subpopulation (a DataFrame "
                 "with one row per subpopulation, or a mapping label -> {j: m_j})"
+            )
+        if structure == "hierarchical" and n_sub == 1:
+            raise InputError(
+                "structure='hierarchical' needs two or more subpopulations: with one, the "
+                "spread between subpopulations cannot be learnt (only its prior comes back); "
+                "use structure='separate', or pass the single table for structure='pooled'"
             )
         # bool(tie) would read tie="no" as True: the tie changes the model
         if not isinstance(tie, bool | np.bool_):
@@ -264,8 +283,8 @@ class PoissonGammaModel(SuperpopulationModel):
             for value, what in ((K, "K"), (N, "N")):
                 if np.ndim(value) != 0:
                     raise InputError(f"{what} must be a single number for one table; got {value!r}")
-            K, N = np.array([K], dtype=float), np.array([N], dtype=float)
-            n = None if n is None else np.array([n], dtype=float)
+            K, N = self._numbers(K, "K"), self._numbers(N, "N")
+            n = None if n is None else self._numbers(n, "n")
 
         if np.any(np.asarray(K, dtype=float) >= 2.0**53):
             raise InputError(
@@ -317,10 +336,23 @@ class PoissonGammaModel(SuperpopulationModel):
             )
 
     @staticmethod
-    def _per_domain(value, what: str, D: int) -> np.ndarray:
-        arr = np.asarray(value.to_numpy() if isinstance(value, pd.Series) else value, dtype=float)
+    def _numbers(value, what: str) -> np.ndarray:
+        """``value`` as a float array, or an InputError naming ``what`` (not NumPy's ValueError)."""
         if isinstance(value, Mapping):
             raise InputError(f"{what} per subpopulation must be a number or an array in row order")
+        raw = value.to_numpy() if isinstance(value, pd.Series) else value
+        arr = np.asarray(raw)
+        # bools and text are no sizes: np.asarray(True, float) would read as 1
+        if arr.dtype.kind not in "iuf":
+            raise InputError(
+                f"{what} must be a number (or one number per subpopulation); got {value!r}"
+            )
+        return np.atleast_1d(arr.astype(float))
+
+    @classmethod
+    def _per_domain(cls, value, what: str, D: int) -> np.ndarray:
+        arr = cls._numbers(value, what)
+        arr = arr[0] if np.ndim(value) == 0 else arr
         arr = np.broadcast_to(arr, (D,)) if arr.ndim == 0 else arr
         if arr.shape != (D,):
             raise InputError(
@@ -368,6 +400,26 @@ class PoissonGammaModel(SuperpopulationModel):
 
         ``N_d`` is the weight sum of subpopulation d (rescaled to total ``N`` when
         ``N`` is given).
+
+        Parameters
+        ----------
+        md : sdcbayes.Microdata
+            The sample, one cell per record (no wildcard matching).
+        N : float, optional
+            Population size; default the sum of the weights.
+        by_stratum : bool
+            One subpopulation per stratum of ``md``.
+        subpopulation : str, optional
+            A key whose levels are the subpopulations.
+        structure, tie, priors
+            As for the class (default structure: "pooled" for the whole file,
+            "hierarchical" for two or more subpopulations, "separate" for one).
+
+        Raises
+        ------
+        InputError
+            No population size (neither ``N`` nor weights); wildcard cells; both
+            ``by_stratum`` and ``subpopulation``; an unknown key; no strata.
         """
         cells = md.cells
         if N is None and getattr(md, "weights", None) is None:
@@ -413,7 +465,8 @@ class PoissonGammaModel(SuperpopulationModel):
         if N is not None:  # known total: split it like the weights
             Nd = Nd / Nd.sum() * float(N)
         coc.index = [str(i) for i in coc.index]
-        return cls(coc, K_d, Nd, structure=structure or "hierarchical", tie=tie, priors=priors)
+        # structure None: "hierarchical", or "separate" for a single subpopulation
+        return cls(coc, K_d, Nd, structure=structure, tie=tie, priors=priors)
 
     def prior_sizes(self) -> dict[str, int | None]:
         """Scalar priors, except ``alpha``/``omega`` per subpopulation under "separate"."""
@@ -428,7 +481,14 @@ class PoissonGammaModel(SuperpopulationModel):
         return {"structure": self.structure, "tie": self.tie}
 
     def data_summary(self) -> dict[str, Any]:
-        """JSON-serialisable summary of the counts of counts the model is built on."""
+        """JSON-serialisable summary of the counts of counts the model is built on.
+
+        Totals (``n``, ``N``, ``K``, ``n_cells``, sample uniques, largest count) and the
+        whole table ``counts_of_counts`` (``{"j": m_j}`` for ``j >= 1``; per
+        subpopulation for subpopulations), compared by
+        :func:`sdcbayes.models.base.check_posterior_of`. A posterior stamped before the
+        table was part of the summary lacks that entry and is checked on the totals.
+        """
 
         def one(r: int) -> dict[str, Any]:
             col = {int(j): i for i, j in enumerate(self.count_values)}
@@ -442,15 +502,23 @@ class PoissonGammaModel(SuperpopulationModel):
                 "max_count": int(self.count_values[self._m[r] > 0].max()),
             }
 
+        def table(r: int) -> dict[str, int]:
+            # the whole table, j >= 1 (m_0 follows from K): two tables with the same
+            # totals but other m_j must not pass for one another (check_posterior_of)
+            return {str(int(j)): int(v) for j, v in zip(self.count_values, self._m[r],
+                                                        strict=True) if j >= 1 and v > 0}
+
         out: dict[str, Any] = {"structure": self.structure, "tie": self.tie}
         if self.domains is None:
             out |= one(0)
+            out["counts_of_counts"] = table(0)
         else:
             out["domains"] = {str(d): one(r) for r, d in enumerate(self.domains)}
             out |= {
                 "n": int(self._n.sum()),
                 "N": float(self._N.sum()),
                 "n_cells": int(self._n_cells.sum()),
+                "counts_of_counts": {str(d): table(r) for r, d in enumerate(self.domains)},
             }
         return out
 
@@ -480,12 +548,17 @@ class PoissonGammaModel(SuperpopulationModel):
 
         ``m`` (cells per count), ``n``, ``N``, ``K``, the observed counts ``j`` and
         ``log j!`` (seed ``000_…`` eq. 10, precomputed: it holds no parameter).
+
+        All float64. ``pm.Data`` casts integer arrays to int32 without a word, and
+        ``m_0 = K - #observed cells`` exceeds 2**31 for keys of 2**31 cells or more
+        (Adult with 9 keys: K = 2.7e9), which wrapped to a negative weight; float64 is
+        exact up to 2**53, the bound on K checked in the constructor.
         """
         sub = self.domains is not None
         if sub:
             value = np.broadcast_to(self.count_values, self._m.shape).astype(float)
             out = {
-                "m": self._m,
+                "m": self._m.astype(np.float64),
                 "n": self._n.astype(float),
                 "N": self._N.astype(float),
                 "K": self._K.astype(float),
@@ -493,7 +566,7 @@ class PoissonGammaModel(SuperpopulationModel):
         else:
             value = self.count_values.astype(float)
             out = {
-                "m": self._m[0],
+                "m": self._m[0].astype(np.float64),
                 "n": np.asarray(float(self._n[0])),
                 "N": np.asarray(float(self._N[0])),
                 "K": np.asarray(float(self._K[0])),
@@ -593,11 +666,25 @@ class PoissonGammaModel(SuperpopulationModel):
         ----------
         params : xarray.Dataset
             Must hold ``alpha`` and ``beta`` with dims ``(chain, draw[, domain])``.
+        rng : numpy.random.Generator
+            Source of the multinomial draws.
         max_count : int, optional
-            Default: one more than the largest observed count.
+            A whole number >= 1. Default: one more than the largest observed count. A
+            smaller one pools the observed counts at and above it in the tail category
+            as well, so compare the replicates with the observed ``m_j`` for
+            ``j < max_count`` only (:func:`sdcbayes.inference.predictive_check` refuses
+            the others).
+
+        Raises
+        ------
+        InputError
+            ``max_count`` is not a whole number >= 1 (2.5 would mix the categories
+            ``j = 2`` and ``f >= 2``; 0 leaves only the tail).
         """
         if max_count is None:
             max_count = int(self.count_values.max()) + 1
+        max_count = check_whole("max_count", max_count, 1,
+                                what=" (counts from max_count up are pooled)")
         n = xr.DataArray(self._n.astype(float), dims="domain") if self.domains else self._n[0]
         K = xr.DataArray(self._K, dims="domain") if self.domains else self._K[0]
         alpha, nbeta, K = xr.broadcast(params["alpha"], params["beta"] * n, xr.DataArray(K))

@@ -99,6 +99,9 @@ def predictive_table(
         ``observed`` counts as ``m_j = 0``.
     prob : float
         Mass of the central predictive interval.
+    sample_dims : sequence of str
+        The dims of ``simulated`` that index the draws (reduced over): ``("chain",
+        "draw")``, or ``("chain", "ppc_draw")`` for a latent-class fit.
 
     Returns
     -------

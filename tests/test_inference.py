@@ -316,7 +316,8 @@ def test_bad_fit_arguments():
 def expanded(idata):
     """The same posterior with one log-likelihood entry per cell (m_j copies of log p(j))."""
     ll = get_group(idata, "log_likelihood")["counts"]
-    m = get_group(idata, "constant_data")["m"].values
+    # float64 weights (pm.Data would wrap m_0 >= 2**31 as int32), whole numbers
+    m = get_group(idata, "constant_data")["m"].values.astype(np.int64)
     per_cell = np.repeat(ll.values / m, m, axis=-1)
     return az.InferenceData(
         posterior=get_group(idata, "posterior"),
@@ -334,7 +335,7 @@ def test_weighted_loo_equals_expanded_per_cell_loo(small_fits):
     assert ours.elpd_loo == pytest.approx(ref.elpd_loo, rel=1e-10)
     assert ours.se == pytest.approx(ref.se, rel=1e-8)
     assert ours.p_loo == pytest.approx(ref.p_loo, rel=1e-8)
-    m = get_group(idata, "constant_data")["m"].values
+    m = get_group(idata, "constant_data")["m"].values.astype(np.int64)
     np.testing.assert_allclose(np.repeat(ours.pareto_k.values, m), ref.pareto_k.values)
 
 
