@@ -1075,6 +1075,32 @@ def _warnings_named(name: str):
                                    source=w.source)
 
 
+def _no_model_message(md) -> str:
+    """Why an empty list of specifications cannot be compared, and the fix.
+
+    An empty list is what is left when every model the microdata cannot support is
+    dropped; with missing key values under ``missing="wildcard"`` that is every model.
+    """
+    n = 0
+    if getattr(md, "missing", None) == "wildcard":
+        try:
+            cell = np.asarray(md.record_cell)
+            n = int(np.asarray(md.cells.has_missing)[cell[cell >= 0]].sum())
+        except (AttributeError, TypeError, IndexError):
+            n = 0
+    if n:
+        return (
+            f"no model to compare: {n} record(s) have missing key values, which "
+            "missing='wildcard' matches to every level, and every model of a comparison "
+            "(the closed form's row included) needs each record in one cell: build the "
+            "Microdata with missing='category' (missing is a level of its own) or "
+            "missing='drop', and give at least one model specification"
+        )
+    return ("no model to compare: specs is empty; give at least one model specification, "
+            "a dict with 'name' and 'model' (one of "
+            f"{', '.join(COMPARE_MODELS)})")
+
+
 def compare_models(
     md,
     specs,
@@ -1097,6 +1123,12 @@ def compare_models(
     progressbar: bool = False,
 ) -> ComparisonResult:
     r"""Fit several models/priors to ``md`` and compare risks, LOO and decisions.
+
+    Every argument (the parameters below, the specifications, the losses and the data
+    needs of each model, :func:`check_model_data`) is checked before PyMC is imported
+    or anything is fitted. Wildcard microdata (``missing="wildcard"`` with missing key
+    values) is refused for every model, the closed form included: use
+    ``missing="category"`` or ``"drop"``.
 
     Parameters
     ----------
@@ -1147,13 +1179,11 @@ def compare_models(
         Known ``tau1``, ``tau2``, ``expected_reidentifications`` (simulated data):
         added as ``*_true`` columns. Other keys, and values that are not finite
         numbers >= 0, are refused.
-
-    Every argument (these, the specifications, the losses and the data needs of each
-    model, :func:`check_model_data`) is checked before PyMC is imported or anything is
-    fitted. Wildcard microdata (``missing="wildcard"`` with missing key values) is
-    refused for every model: use ``missing="category"`` or ``"drop"``.
     plug_in_draws : int
         Replicates of the plug-in used for the closed-form row's predictive intervals.
+    progressbar : bool
+        Show each fit's sampling progress on stderr, as ``sdcbayes compare`` does;
+        False (the default): the fits print nothing.
 
     Returns
     -------
@@ -1173,6 +1203,8 @@ def compare_models(
         ``n_above_threshold`` when ``threshold`` is given; ``*_true`` with ``truth``.
     """
     # ---- every check before any import of PyMC or any fit
+    if isinstance(specs, Sequence) and not isinstance(specs, str) and len(specs) == 0:
+        raise InputError(_no_model_message(md))
     specs = validate_specs(specs)
     if method not in ("nuts", "nutpie", "advi", "map"):
         raise InputError(f"unknown method {method!r}; use one of ['advi', 'map', 'nuts', 'nutpie']")

@@ -31,6 +31,35 @@ OUTPUT_FILES = frozenset({
 
 
 # --------------------------------------------------------------------------- helpers
+#: ``--na-values``, the same option in assess, compare, protect and suda.
+NA_VALUES_HELP = (
+    "Comma-separated codes that mean 'missing' in every column of the file, e.g. "
+    "--na-values -9,99,. (sdcbayes.microdata.read_microdata's na_values): a CSV field "
+    "whose text is one of "
+    "them; in SPSS, Stata, SAS and Parquet files a number equal to one (-9 matches -9.0), "
+    "a text, or a value label or labelled code listed. Without it only empty fields, an "
+    "unquoted NA, a lone '.' in a numeric CSV column and SPSS/Stata declared missing values "
+    "are missing."
+)
+
+#: ``--quiet`` of every command (warnings go to stderr whatever it says).
+QUIET_HELP = "Print nothing on success but warnings (on stderr)."
+
+
+def parse_na_values(text: str | None, option: str = "--na-values") -> list[str] | None:
+    """``"-9,99,."`` -> ``["-9", "99", "."]`` (as texts: read_microdata matches numbers too).
+
+    None when the option is not given; an option given with no code is refused.
+    """
+    if text is None:
+        return None
+    codes = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not codes:
+        raise InputError(f"{option} is empty; give the codes that mean missing, e.g. "
+                         f"{option} -9,99,.")
+    return codes
+
+
 def split_names(value: str | None) -> list[str] | None:
     if value is None:
         return None

@@ -17,10 +17,13 @@ import click
 
 from sdcbayes._cliutils import (
     EXIT_INPUT,
+    NA_VALUES_HELP,
+    QUIET_HELP,
     check_out_dir,
     echo_table,
     json_default,
     nan_to_none,
+    parse_na_values,
     split_names,
     write_csv,
     write_json,
@@ -36,18 +39,19 @@ LARGE_FILE_ROWS = 1_000_000
 LARGE_FILE_BYTES = 50 * 2**20
 
 
-def read_data(path: Path, *, quiet: bool):
+def read_data(path: Path, *, quiet: bool, na_values: list[str] | None = None):
     """Read a data file, with a status line on stderr for large files.
 
-    ``read_microdata`` reads the file; the status costs one ``stat`` and
-    ``len(frame)``, nothing per record.
+    ``read_microdata`` reads the file (``na_values``: the codes of ``--na-values``,
+    missing in every column); the status costs one ``stat`` and ``len(frame)``,
+    nothing per record.
     """
     from sdcbayes.microdata import read_microdata
 
     size = path.stat().st_size if path.is_file() else 0
     if not quiet and size > LARGE_FILE_BYTES:
         click.echo(f"reading {path} ({size / 2**20:,.0f} MB) ...", err=True)
-    frame = read_microdata(path)
+    frame = read_microdata(path, na_values=na_values)
     if not quiet and len(frame) > LARGE_FILE_ROWS:
         click.echo(f"read {path} ({len(frame):,} rows); building the cell table ...", err=True)
     return frame
@@ -101,7 +105,9 @@ def cli() -> None:
 @click.option(
     "--weight",
     help="Sampling-weight column (inverse inclusion probability). Without it, "
-    "--sampling-fraction is used, else every record counts as its own population (p = 1). "
+    "--sampling-fraction is used; without either, --model closed-form counts every record "
+    "as its own population (p = 1), and the posterior models (latent-class, poisson-gamma, "
+    "negbin) refuse to run, as they need the population size. "
     "Like --household and --strata, a name or a variable label. Unequal weights enter the "
     "latent-class model as weight classes (the strata of a stratified design), extrapolated "
     "to the population class by class.",
@@ -137,12 +143,17 @@ def cli() -> None:
 )
 @click.option(
     "--structural-zeros",
-    type=click.Choice(["none", "auto"]),
+    metavar="none|auto|RULES.json",
     default="none",
     show_default=True,
-    help="latent-class: 'auto' forbids key combinations the data show to be impossible "
-    "(a level of one key that only ever occurs with one level of another, e.g. children "
-    "with occupation 'not applicable').",
+    help="latent-class: key combinations that cannot occur in the population. 'auto' "
+    "forbids those the data show to be impossible (a level of one key that only ever "
+    "occurs with one level of another, e.g. children with occupation 'not applicable'; "
+    "unconfirmed). RULES.json: a file holding a list of confirmed rules, each forbidding "
+    "the cells whose level on every key it names is among the levels given, or, with "
+    "{\"not\": [...]}, any level but those, e.g. [{\"age\": [\"1\"], \"occupation\": "
+    "{\"not\": [\"X\"]}}] (levels as the data write them). The rules used are listed in "
+    "summary.json.",
 )
 @click.option(
     "--overdispersion",
@@ -291,8 +302,9 @@ def cli() -> None:
     type=int,
     default=None,
     help="Largest number of levels accepted for one key (guards against a continuous "
-    "variable passed as a key).",
+    "variable passed as a key). [default: 1000]",
 )
+@click.option("--na-values", metavar="CODES", default=None, help=NA_VALUES_HELP)
 @click.option(
     "--threshold",
     type=float,
@@ -322,8 +334,7 @@ def cli() -> None:
     help="Posterior models: also write posterior.nc, the draws of every cell (2 x chains "
     "x draws x cells x 8 bytes for latent-class: 1 GB for 10^6 records in 30,000 cells).",
 )
-@click.option("--quiet", "-q", is_flag=True,
-              help="Print nothing on success but warnings (on stderr).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def assess(
     data: Path | None,
@@ -359,6 +370,7 @@ def assess(
     ppc: int | None = None,
     strict: bool = False,
     target_accept: float = 0.9,
+    na_values: str | None = None,
 ) -> None:
     """Assess disclosure risk per record and for the whole file.
 
@@ -373,7 +385,13 @@ def assess(
     # Options first (cheap), then the file.
     out_files = ["summary.json", "records.csv", "report.html"]  # and posterior.nc, below
     may_write = ["posterior.nc"] if model != "closed-form" and write_posterior else []
-    check_out_dir(out, writes=[*out_files, *may_write], inputs={"DATA": data})
+    rules_file = structural_zeros_file(structural_zeros)
+    check_out_dir(out, writes=[*out_files, *may_write],
+                  inputs={"DATA": data, "--structural-zeros": rules_file})
+    na_codes = parse_na_values(na_values)
+    if na_codes is not None and data is None:
+        raise InputError("--na-values declares missing-value codes of a data file; give the "
+                         "file (DATA), or leave out --na-values for the demo")
     if not 0.0 <= alpha <= 1.0:
         raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
     if threshold is not None and not 0.0 < threshold < 1.0:
@@ -423,9 +441,12 @@ def assess(
         model=model, fit_method=fit_method, method=method, missing=missing,
         profile_prior=profile_prior,
     )
+    # the rules' form now (a typo costs no reading), their keys and levels once read
+    rules = (None if rules_file is None else read_structural_zero_rules(
+        rules_file, "--structural-zeros", none="--structural-zeros none"))
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json,
-        sampling_fraction=sampling_fraction,
+        sampling_fraction=sampling_fraction, na_values=na_codes,
     )
     weight, household, strata = roles["weight"], roles["household"], roles["strata"]
     if cluster_correction != "none" and (model != "latent-class" or household is None):
@@ -447,6 +468,10 @@ def assess(
         md_kwargs["max_levels"] = max_levels
     md = Microdata(frame, **md_kwargs)
     _ = md.cells  # built here, so that a large file's status line above is followed by the work
+    if rules is not None:
+        rules = check_structural_zero_rules(
+            rules, md, f"--structural-zeros {rules_file}",
+            named=dict(zip(split_names(keys) or [], key_list, strict=False)))
     if model != "closed-form" and data is not None and weight is None and sampling_fraction is None:
         # the demo knows its population; a file needs weights or n/N (checked before any fitting)
         raise InputError(
@@ -503,7 +528,8 @@ def assess(
             md, model, draws=draws, chains=chains, tune=tune, seed=seed,
             fit_method=fit_method, threshold=threshold, strict=strict, quiet=quiet or as_json,
             model_options=(
-                {"n_classes": classes, "structural_zeros": _zeros(structural_zeros),
+                {"n_classes": classes,
+                 "structural_zeros": rules if rules is not None else _zeros(structural_zeros),
                  "overdispersion": None if overdispersion == "none" else overdispersion,
                  **({"kappa_prior": kappa_prior_spec} if kappa_prior_spec is not None else {}),
                  **({"priors": {"phi": {"a": "inverse"}}} if profile_prior == "inverse"
@@ -531,10 +557,13 @@ def assess(
     summary["benchmark_caveat"] = benchmark_caveat(summary, command_line=True)
     if truth is not None:
         summary["truth"] = truth
-    # the file's fingerprint beside the result's own stamp (a copy: the result keeps its own)
-    from sdcbayes.provenance import file_fingerprint
-
-    summary["provenance"] = {**result.provenance, "input": file_fingerprint(data)}
+    # the file's fingerprint (and --na-values) beside the result's own stamp (a copy: the
+    # result keeps its own)
+    summary["provenance"] = {**result.provenance, "input": input_record(data, na_codes)}
+    if rules_file is not None:
+        # the rules themselves are stamped by the fit (settings' structural_zero_rules)
+        summary["provenance"]["settings"] = {**summary["provenance"].get("settings", {}),
+                                             "structural_zeros_file": str(rules_file)}
     if missing != "wildcard" and "alpha" in (result.provenance.get("data") or {}):
         # alpha weighs wildcard matches: under category or drop there are none, so it is
         # not stamped as if it had been used
@@ -654,7 +683,8 @@ def check_applicable(*, model: str, fit_method: str | None, method: str, missing
 
 
 def load_input(data: Path | None, keys: str | None, *, quiet: bool,
-               sampling_fraction: float | None = None, **roles: str | None):
+               sampling_fraction: float | None = None, na_values: list[str] | None = None,
+               **roles: str | None):
     """The frame a command works on: DATA read and its variables resolved, or the demo.
 
     Returns ``(frame, keys, roles, truth, source)``: ``roles`` maps each of the given
@@ -662,6 +692,7 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
     true tau1, tau2 and expected re-identifications (None for a user's file, and for
     the demo on other keys than its own: the truth is that of the demo's keys). The
     demo's weight stands in for ``--weight`` unless ``sampling_fraction`` is given.
+    ``na_values``: the codes of ``--na-values`` (:func:`read_data`).
     """
     key_list = split_names(keys)
     if data is None:
@@ -683,7 +714,7 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
             "--keys is required with a data file: name the key variables, e.g. "
             "--keys age,sex,region"
         )
-    frame = read_data(data, quiet=quiet)
+    frame = read_data(data, quiet=quiet, na_values=na_values)
     key_list, resolved = resolve_variables(frame, data.name, key_list, **roles)
     return frame, key_list, resolved, None, str(data)
 
@@ -804,6 +835,158 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
 
 def _zeros(option: str):
     return None if option == "none" else option
+
+
+def input_record(data: Path | None, na_values: list[str] | None) -> dict[str, Any] | None:
+    """summary.json's ``provenance.input``: the file's fingerprint and ``--na-values``."""
+    from sdcbayes.provenance import file_fingerprint
+
+    record = file_fingerprint(data)
+    if record is not None and na_values is not None:
+        record["na_values"] = list(na_values)
+    return record
+
+
+def structural_zeros_file(value: str) -> Path | None:
+    """The rules file of ``--structural-zeros`` (None for ``none`` and ``auto``)."""
+    return None if value in ("none", "auto") else Path(value)
+
+
+def read_structural_zero_rules(path: Path, option: str, none: str) -> list[dict[str, Any]]:
+    """The rules of a structural-zeros file, their form checked (before any work).
+
+    The file holds a JSON list of rules in the form of
+    :class:`sdcbayes.models.latent_class.StructuralZeros`: each rule a mapping
+    ``{key: [levels]}`` or ``{key: {"not": [levels]}}``, levels as text or numbers.
+    Keys and levels are checked against the data by :func:`check_structural_zero_rules`.
+    ``option`` names where the path was given (``--structural-zeros``); ``none`` is
+    how to ask for no rules there (``--structural-zeros none``).
+
+    Raises
+    ------
+    InputError
+        One line naming the file, the rule and the fix.
+    """
+    shape = 'a JSON list of rules such as [{"age": ["1"], "occupation": {"not": ["X"]}}]'
+    where = f"{option} {path}"
+    if not path.exists():
+        raise InputError(f"{where}: no such file; give none, auto or the path of {shape}")
+    if path.is_dir():
+        raise InputError(f"{where} is a folder; give the path of {shape}")
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{where} is not UTF-8 text; it must hold {shape}") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where} is not valid JSON ({e.msg} at line {e.lineno}, column "
+                         f"{e.colno}); it must hold {shape}") from None
+    if not isinstance(content, list):
+        kind = {dict: "object", str: "string", int: "number", float: "number",
+                bool: "boolean"}.get(type(content), "null")
+        raise InputError(f"{where} holds a JSON {kind}, not a list; it must hold {shape}")
+    if not content:
+        raise InputError(f"{where} holds no rule; give at least one, or use {none}")
+
+    def level_ok(v) -> bool:
+        return isinstance(v, str | int | float) and not isinstance(v, bool)
+
+    for i, rule in enumerate(content, start=1):
+        if not isinstance(rule, dict) or not rule:
+            raise InputError(f'{where}: rule {i} must be a non-empty mapping from keys to '
+                             f'levels, e.g. {{"age": ["1"]}}; got {json.dumps(rule)}')
+        for key, spec in rule.items():
+            if isinstance(spec, dict) and set(spec) != {"not"}:
+                raise InputError(
+                    f'{where}: rule {i}, key {key!r}: give a list of levels or '
+                    f'{{"not": [levels]}}; got {json.dumps(spec)}')
+            levels = spec["not"] if isinstance(spec, dict) else spec
+            levels = [levels] if level_ok(levels) else levels
+            if not isinstance(levels, list) or not levels or not all(map(level_ok, levels)):
+                raise InputError(
+                    f'{where}: rule {i}, key {key!r}: levels must be a non-empty list of '
+                    f'texts or numbers, e.g. ["1", "2"]; got {json.dumps(spec)}')
+    return content
+
+
+def check_structural_zero_rules(rules: list[dict[str, Any]], md, where: str,
+                                named: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The rules with their keys as column names, checked against ``md`` (before any fit).
+
+    Every key a rule names must be one of ``md.keys`` (or a name ``--keys`` gave for
+    one, ``named``: a variable label), and every level one of the key's levels as the
+    latent-class model sees them (their text; ``<missing>`` under ``--missing
+    category``). Unknown keys and levels are listed with close matches.
+
+    Raises
+    ------
+    InputError
+        One line naming the rule, the unknown names, close matches and the fix.
+    """
+    import difflib
+
+    from sdcbayes.models.latent_class import StructuralZeros
+
+    keys = list(md.keys)
+    alias = {k: k for k in keys} | {n: c for n, c in (named or {}).items() if c in keys}
+    table = md.cells.table
+    levels: dict[str, list[str]] = {}
+    for k in keys:
+        lv = [str(v) for v in md.levels[k]]
+        if table[k].isna().any():  # missing="category": missing is a level of its own
+            lv.append("<missing>")
+        levels[k] = lv
+
+    def close(name: str, pool: list[str]) -> str:
+        hits = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
+        return f" (did you mean {', '.join(map(repr, hits))}?)" if hits else ""
+
+    for i, rule in enumerate(rules, start=1):  # every key first, then the levels
+        for key in rule:
+            if key not in alias:
+                raise InputError(
+                    f"{where}: rule {i} names {key!r}, which is not one of the keys "
+                    f"{keys}{close(str(key), keys)}; name the keys as --keys does")
+    out = []
+    for i, rule in enumerate(rules, start=1):
+        converted: dict[str, Any] = {}
+        for key, spec in rule.items():
+            column = alias[key]
+            negate = isinstance(spec, dict)
+            listed = spec["not"] if negate else spec
+            listed = listed if isinstance(listed, list) else [listed]
+            unknown = [str(v) for v in listed if str(v) not in levels[column]]
+            if unknown:
+                hints = "; ".join(f"{u!r}{close(u, levels[column])}" for u in unknown[:5])
+                shown = levels[column][:20]
+                more = f", ... ({len(levels[column])} in all)" if len(levels[column]) > 20 else ""
+                raise InputError(
+                    f"{where}: rule {i} names level(s) of {column!r} that the data do not have: "
+                    f"{hints}; its levels are {', '.join(shown)}{more}")
+            texts = [str(v) for v in listed]
+            converted[column] = {"not": texts} if negate else texts
+        out.append(converted)
+    # a rule must not forbid what the sample holds (the model refuses it at its build)
+    import numpy as np
+
+    text = {k: table[k].astype(object).where(table[k].notna(), "<missing>").astype(str)
+            .to_numpy() for k in keys}
+    fk = np.asarray(md.cells.fk)
+    for i, rule in enumerate(out, start=1):
+        inside = np.ones(len(table), dtype=bool)
+        for k, spec in rule.items():
+            listed = spec["not"] if isinstance(spec, dict) else spec
+            hit = np.isin(text[k], listed)
+            inside &= ~hit if isinstance(spec, dict) else hit
+        if inside.any():
+            j = int(np.flatnonzero(inside)[0])
+            example = ", ".join(f"{k}={text[k][j]}" for k in rule)
+            raise InputError(
+                f"{where}: rule {i} forbids combinations the data contain ({int(fk[inside].sum())}"
+                f" record(s), e.g. {example}): a structural zero cannot occur at all; correct "
+                "the rule or the records")
+    # the model's own check (e.g. too many disjoint rectangles), still before any fit
+    StructuralZeros(out, keys, [levels[k] for k in keys])
+    return out
 
 
 #: ``assess --ppc`` when not given: replicates per chain, and the most records the

@@ -279,10 +279,11 @@ def test_latent_class_with_wildcard_missing_keys_is_one_line(capsys, csv_file, t
                           "--missing wildcard")
     assert "missing='" not in proc.stderr
     assert not (tmp_path / "o").exists()
-    # so does the Poisson-gamma model (its wildcard cells lie outside the K cells)
+    # so does the Poisson-gamma model (its wildcard cells lie outside the K cells): one
+    # refusal for every model of the comparison, before any model is named (audit Q, 2)
     proc = run_in_process(capsys, "compare", str(path), "--keys", KEYS, "--weight", "weight",
                           "--models", "pg=poisson-gamma", "--out", str(tmp_path / "o"))
-    assert_one_line_error(proc, "'pg' (poisson-gamma)", "each record in one cell",
+    assert_one_line_error(proc, "5 records have missing key values", "each record in one cell",
                           "--missing category")
     assert not (tmp_path / "o").exists()
 
@@ -360,7 +361,7 @@ def test_tune_default_is_per_model(capsys, csv_file, tmp_path, monkeypatch):
         "--out", str(out),
     )
     assert proc.returncode == 0, proc.stderr
-    assert "latent-class model(s) (gibbs: 2 chains x 30 draws after 25 burn-in sweeps)" \
+    assert "latent-class model(s) (gibbs: 2 chains x 30 draws after 25 tuning steps)" \
         in proc.stderr
     cmp_ = pd.read_csv(out / "comparison.csv").set_index("name")
     assert cmp_.loc["lc", "tune"] == 25 and cmp_.loc["pg", "tune"] == 15

@@ -175,7 +175,9 @@ def test_posterior_smoke(domains, tmp_path):
     assert {"max_r_hat", "min_ess_bulk", "divergences"} <= set(summary["diagnostics"])
     assert summary["settings"]["max_draws"] == 8
     dec = pd.read_csv(out / "decisions.csv")
-    assert list(dec.columns) == ["R1", "R0", "ratio", "publish", "order"]  # no --domain
+    # no --domain: the domains numbered by row from 0 (audit Q, finding 14)
+    assert list(dec.columns) == ["domain", "R1", "R0", "ratio", "publish", "order"]
+    assert dec["domain"].tolist() == list(range(len(frame)))
     assert len(dec) == len(frame)
     np.testing.assert_array_equal(dec["R0"], frame["cnt"])  # L0 = y
 

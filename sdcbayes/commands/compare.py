@@ -28,10 +28,14 @@ import click
 from click.core import ParameterSource
 
 from sdcbayes._cliutils import (
+    NA_VALUES_HELP,
+    QUIET_HELP,
     check_out_dir,
     echo_table,
     json_default,
     nan_to_none,
+    parse_na_values,
+    split_names,
     write_csv,
     write_json,
     write_output_folder,
@@ -61,7 +65,9 @@ DEFAULT_MODELS = (
     type=click.Choice(["wildcard", "category", "drop"]),
     default="wildcard",
     show_default=True,
-    help="Missing key values (as in `sdcbayes assess`).",
+    help="Missing key values (as in `sdcbayes assess`). Every model of a comparison, the "
+    "closed form included, needs each record in one cell: a file with missing key values "
+    "needs category (missing is a level of its own) or drop; wildcard is refused there.",
 )
 @click.option(
     "--allow-weights-below-one",
@@ -72,8 +78,10 @@ DEFAULT_MODELS = (
     "--max-levels",
     type=int,
     default=None,
-    help="Largest number of levels accepted for one key (as in `sdcbayes assess`).",
+    help="Largest number of levels accepted for one key (as in `sdcbayes assess`). "
+    "[default: 1000]",
 )
+@click.option("--na-values", metavar="CODES", default=None, help=NA_VALUES_HELP)
 @click.option(
     "--models",
     default=DEFAULT_MODELS,
@@ -85,13 +93,15 @@ DEFAULT_MODELS = (
     "pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2. Prior names: latent-class "
     "alpha, phi; poisson-gamma alpha, omega; negbin sigma. latent-class also takes "
     "OPTION=VALUE items classes=H (default 30), overdispersion=cv|none|KAPPA (default "
-    "cv), structural-zeros=none|auto (default none), profile-mass=none|cv|span (default "
+    "cv), structural-zeros=none|auto|RULES.json (default none; a rules file as for assess's "
+    "--structural-zeros), profile-mass=none|cv|span (default "
     "none; assess's --profile-prior cv or span), chain-start=em|bootstrap (default em; "
     "assess's --chain-start), e.g. "
     "lc-poisson=latent-class:overdispersion=none,classes=10. Without --models, a default "
-    "model the file cannot support (negbin without unequal weights, latent-class and "
-    "poisson-gamma with --missing wildcard and missing key values) is left out with a note; "
-    "a named one is refused.",
+    "model the file cannot support (negbin without unequal weights; latent-class and "
+    "poisson-gamma without --weight or --sampling-fraction) is left out with a note; a named "
+    "one is refused. Missing key values under --missing wildcard are refused for every model "
+    "(see --missing).",
 )
 @click.option(
     "--priors-file",
@@ -104,9 +114,9 @@ DEFAULT_MODELS = (
 @click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
               help="Chains (R-hat needs at least 2).")
 @click.option("--tune", type=click.IntRange(min=0), default=None,
-              help="NUTS tuning steps per chain (latent-class: Gibbs burn-in sweeps), the "
-              "same for every model [default: 500 for NUTS, 2000 for latent-class, whose "
-              "chains start at EM fits and drift for a thousand sweeps or more].")
+              help="Tuning (warm-up, burn-in) steps per chain, discarded, the same for every "
+              "model [default: 500 for NUTS, 2000 for latent-class, whose chains start at "
+              "EM fits and drift for a thousand sweeps or more].")
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="Random seed (the same for every model).")
 @click.option(
@@ -171,8 +181,7 @@ DEFAULT_MODELS = (
     help="Output folder: comparison.csv, decisions.csv, frontiers.csv, summary.json, "
     "report.html.",
 )
-@click.option("--quiet", "-q", is_flag=True,
-              help="Print nothing on success but warnings (on stderr).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
     data: Path | None,
@@ -200,10 +209,12 @@ def command(
     allow_weights_below_one: bool = False,
     max_levels: int | None = None,
     target_accept: float = 0.9,
+    na_values: str | None = None,
 ) -> None:
     """Fit several models or priors to one file and compare risk, fit and decisions.
 
-    DATA is a CSV, Parquet, SPSS, Stata or SAS file; with no DATA the embedded
+    DATA is a CSV (.csv, .csv.gz, .tsv), Parquet (.parquet, .pq), SPSS (.sav, .zsav,
+    .por), Stata (.dta) or SAS (.sas7bdat, .xpt) file; with no DATA the embedded
     demo sample is used and the true tau1, tau2 and expected re-identifications
     are shown next to every model's estimate. LOO is compared only between models
     with the same likelihood (the Poisson-gamma fits share the counts of counts;
@@ -223,11 +234,31 @@ def command(
     # ---- every check before any work ----------------------------------------------
     out_files = ["summary.json", "comparison.csv", "decisions.csv", "frontiers.csv",
                  "report.html"]
-    check_out_dir(out, writes=out_files, inputs={"DATA": data, "--priors-file": priors_file})
+    models, rule_files = _rules_files(models)
+    check_out_dir(out, writes=out_files, inputs={
+        "DATA": data, "--priors-file": priors_file,
+        **{"--models' structural-zeros file" + (f" {k}" if k else ""): path
+           for k, path in enumerate(rule_files.values())}})
+    na_codes = parse_na_values(na_values)
+    if na_codes is not None and data is None:
+        raise InputError("--na-values declares missing-value codes of a data file; give the "
+                         "file (DATA), or leave out --na-values for the demo")
     specs = parse_model_specs(models)
+    from sdcbayes.cli import check_structural_zero_rules, read_structural_zero_rules
+
+    rules_of = {}  # spec name -> the rules of its structural-zeros=RULES.json, form checked
+    for index, path in rule_files.items():
+        spec = specs[index]
+        rules_of[spec.name] = (path, read_structural_zero_rules(
+            path, f"--models {spec.name} structural-zeros=",
+            none=f"structural-zeros=none in {spec.name}'s --models item"))
+    rule_files = {specs[i].name: p for i, p in rule_files.items()}
     if priors_file is not None:
         specs = _merge_priors_file(specs, priors_file)
-    specs = validate_specs([s.to_dict() for s in specs])
+    specs = validate_specs([
+        s.to_dict() | ({"options": {**s.options, "structural_zeros": rules_of[s.name][1]}}
+                       if s.name in rules_of else {})
+        for s in specs])
     if not (math.isfinite(target_risk) and 0.0 < target_risk < 1.0):
         raise InputError(f"--target-risk must lie strictly between 0 and 1; got {target_risk}")
     if threshold is not None and not 0.0 < threshold < 1.0:
@@ -253,6 +284,7 @@ def command(
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, quiet=quiet or as_json,
         sampling_fraction=sampling_fraction,  # the demo's weights give way to it
+        na_values=na_codes,
     )
     weight, household = roles["weight"], roles["household"]
     md_options: dict[str, Any] = {"allow_weights_below_one": allow_weights_below_one}
@@ -260,6 +292,19 @@ def command(
         md_options["max_levels"] = max_levels
     md = Microdata(frame, keys=key_list, weight=weight, household=household,
                    sampling_fraction=sampling_fraction, missing=missing, **md_options)
+    _refuse_wildcard_cells(md)  # before anything is printed or fitted
+    if rules_of:
+        from sdcbayes.risk.compare import ModelSpec
+
+        # keys and levels against the data, before anything is fitted; keys as columns
+        named = dict(zip(split_names(keys) or [], key_list, strict=False))
+        checked = {}
+        for name, (path, rules) in rules_of.items():
+            checked[name] = check_structural_zero_rules(
+                rules, md, f"--models {name} structural-zeros={path}", named=named)
+        specs = [s if s.name not in checked else ModelSpec(
+            s.name, s.model, s.priors, {**s.options, "structural_zeros": checked[s.name]})
+            for s in specs]
 
     # ---- work ------------------------------------------------------------------------
     from sdcbayes.risk.compare import check_model_data, compare_models, tune_for
@@ -281,6 +326,9 @@ def command(
             else:
                 kept.append(s)
         specs = kept
+        if not kept:  # not reached while the closed form has no data needs of its own
+            raise InputError("every model of the default comparison was left out: "
+                             + "; ".join(d["reason"] for d in left_out))
         if left_out and not (quiet or as_json):
             click.echo("sdcbayes: note: left out of the default comparison: "
                        + "; ".join(d["reason"] for d in left_out), err=True)
@@ -302,7 +350,7 @@ def command(
                 + ")")
         if n_lc:
             parts.append(f"{n_lc} latent-class model(s) (gibbs: {chains} chains x {draws} "
-                         f"draws after {tune_for('latent-class', tune)} burn-in sweeps)")
+                         f"draws after {tune_for('latent-class', tune)} tuning steps)")
         click.echo(f"fitting {' and '.join(parts)} ...", err=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -342,6 +390,11 @@ def command(
     from sdcbayes.provenance import file_fingerprint
 
     summary["provenance"] = {**result.provenance, "input": file_fingerprint(data)}
+    if na_codes is not None and summary["provenance"]["input"] is not None:
+        summary["provenance"]["input"]["na_values"] = na_codes
+    if rule_files:
+        # the rules themselves are in "models" (each specification's options)
+        summary["structural_zeros_files"] = {n: str(p) for n, p in rule_files.items()}
 
     from sdcbayes.report import comparison_report
 
@@ -364,6 +417,64 @@ def command(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(result, summary, out)
+
+
+def _refuse_wildcard_cells(md) -> None:
+    """Refuse, in one line, missing key values matched as wildcards (before any work).
+
+    Every model of a comparison, the closed form's row included, takes each record in
+    one cell (:func:`sdcbayes.risk.compare.check_model_data`); under ``--missing
+    wildcard`` a record with a missing key value is in none, so every model would be
+    refused or left out.
+    """
+    import numpy as np
+
+    if md.missing != "wildcard":
+        return
+    cell = np.asarray(md.record_cell)
+    n = int(np.asarray(md.cells.has_missing)[cell[cell >= 0]].sum())
+    if n:
+        raise InputError(
+            (f"{n:,} records have missing key values" if n != 1
+             else "1 record has a missing key value") + ", which "
+            "--missing wildcard (the default) matches to every level; compare's models need "
+            "each record in one cell: use --missing category (missing is a level of its own) "
+            "or --missing drop"
+        )
+
+
+#: An item of --models that sets a latent-class model's structural zeros
+#: (``lc=latent-class:structural-zeros=R`` or ``structural-zeros=R`` after it).
+_RULES_OPTION = "structural-zeros="
+
+
+def _rules_files(models: str) -> tuple[str, dict[int, Path]]:
+    """``--models`` with each ``structural-zeros=RULES.json`` set aside.
+
+    Returns the text with those items reading ``structural-zeros=auto`` (so that
+    :func:`sdcbayes.risk.compare.parse_model_specs` parses the rest as it always did) and
+    the files by the position of the specification they belong to. ``none`` and
+    ``auto`` are left as they are.
+    """
+    from sdcbayes.risk.compare import parse_model_specs
+
+    items = models.split(",")
+    files: dict[int, Path] = {}
+    for i, raw in enumerate(items):
+        item = raw.strip()
+        if item.startswith(_RULES_OPTION):  # continues the specification before it
+            head, value = "", item[len(_RULES_OPTION):]
+        else:
+            head, colon, tail = item.partition(":")
+            if not colon or not tail.strip().startswith(_RULES_OPTION):
+                continue
+            head, value = head + ":", tail.strip()[len(_RULES_OPTION):]
+        if value.strip() in ("none", "auto", ""):
+            continue
+        items[i] = f"{head}{_RULES_OPTION}auto"
+        # the specification it belongs to: the last one parsed up to this item
+        files[len(parse_model_specs(",".join(items[: i + 1]))) - 1] = Path(value.strip())
+    return ",".join(items), files
 
 
 def _merge_priors_file(specs, path: Path):

@@ -41,12 +41,14 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
 from sdcbayes._cliutils import (
+    QUIET_HELP,
     check_out_dir,
     echo_table,
     json_default,
@@ -96,7 +98,7 @@ _DISCLOSURE_EXAMPLES = (
     "--domain",
     "domain_col",
     help="Column with domain labels (e.g. area codes); labels must be unique. "
-    "Default: domains are numbered by row, from 0.",
+    "Default: domains are numbered by row, from 0, in decisions.csv's domain column.",
 )
 @click.option(
     "--disclosure-loss",
@@ -217,8 +219,7 @@ _DISCLOSURE_EXAMPLES = (
     show_default=True,
     help="Output folder: decisions.csv, frontier.csv, summary.json, report.html.",
 )
-@click.option("--quiet", "-q", is_flag=True,
-              help="Print nothing on success but warnings (on stderr).")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
     domains: Path,
@@ -536,10 +537,10 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target
     from sdcbayes.models.beta_binomial import BetaBinomialDomainModel
 
     model = BetaBinomialDomainModel(y, n, N, domain_names=None if names is None else list(names))
-    if quiet:  # PyMC's progress chatter goes to the log, not to a quiet terminal
-        for name in ("pymc", "pymc.sampling.mcmc", "arviz"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-    with warnings.catch_warnings():
+    if not quiet:  # our own progress line, as `assess` and `compare` print theirs
+        click.echo(f"fitting beta-binomial (nuts: {chains} chains x {draws} draws after "
+                   f"{tune} tuning steps) ...", err=True)
+    with warnings.catch_warnings(), _pymc_logs_off():
         # Diagnostic warnings are reported from the stamped diagnostics below, one line each.
         warnings.simplefilter("ignore")
         idata = fit(model, draws=draws, chains=chains, tune=tune, random_seed=seed,
@@ -557,12 +558,45 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target
     return a, b, diag
 
 
+@contextmanager
+def _pymc_logs_off():
+    """PyMC's and ArviZ's log lines off while the posterior is fitted, whatever --quiet says.
+
+    ``pymc.sample`` logs "Initializing NUTS using jitter+adapt_diag...", "Sequential
+    sampling (2 chains in 1 job)" and its own convergence advice on stderr; the command
+    prints its own progress line instead and reports the diagnostics itself, one line
+    each, with the fix as an option (as `assess` and `compare` do). The loggers' levels
+    are restored afterwards.
+    """
+    loggers = [logging.getLogger(name) for name in ("pymc", "arviz", "pytensor")] + [
+        lg for name, lg in list(logging.root.manager.loggerDict.items())
+        if name.startswith(("pymc.", "arviz.")) and isinstance(lg, logging.Logger)
+        and lg.level]
+    saved = [(lg, lg.level) for lg in loggers]
+    try:
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+
+
 def _decisions_frame(result, domain_col: str | None):
-    """decisions.csv: [domain column], R1, R0, ratio, publish, order (input order)."""
+    """decisions.csv: the domain column, R1, R0, ratio, publish, order (input order).
+
+    The domain column is ``--domain``'s labels under its name, or, without
+    ``--domain``, ``domain``: the domains numbered by row from 0, so that the rows can
+    be joined back to the input table (frontier.csv's ``position`` numbers them so too).
+    """
+    import numpy as np
+
     t = result.table
     cols = {}
     if domain_col is not None:
         cols[domain_col] = t["domain"].to_numpy()
+    else:
+        cols["domain"] = np.arange(len(t), dtype=np.int64)
     for k in ("R1", "R0", "ratio", "publish", "order"):
         cols[k] = t[k].to_numpy()
     import pandas as pd

@@ -68,10 +68,13 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    NA_VALUES_HELP,
+    QUIET_HELP,
     check_out_dir,
     echo_table,
     json_default,
     nan_to_none,
+    parse_na_values,
     split_names,
     write_json,
     write_output_folder,
@@ -111,9 +114,10 @@ DEFAULT_RISK_K = 3
 @click.option(
     "--recipe",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="A file listing the steps in order (RECIPE.json; RECIPE.yaml needs PyYAML). "
-    "See the module documentation for the format. Use either a recipe or the step "
-    "options below.",
+    help="A file listing the steps in order (RECIPE.json; RECIPE.yaml needs PyYAML): "
+    "steps recode, band, top_code, bottom_code, suppress, pram, nayak_zhang, "
+    "microaggregate and noise; see the README section 'Protection recipes' for the format. "
+    "Use either a recipe or the step options below.",
 )
 @click.option(
     "--recode",
@@ -221,7 +225,13 @@ DEFAULT_RISK_K = 3
     type=int,
     default=None,
     help="Largest number of levels accepted for one key when measuring risk (as in "
-    "`sdcbayes assess`; guards against a continuous variable passed as a key).",
+    "`sdcbayes assess`; guards against a continuous variable passed as a key). "
+    "[default: 1000]",
+)
+@click.option(
+    "--na-values", metavar="CODES", default=None,
+    help=NA_VALUES_HELP + " The protected file keeps these codes where no step changed the "
+    "cell (a -9 stays -9).",
 )
 @click.option(
     "--out",
@@ -230,7 +240,7 @@ DEFAULT_RISK_K = 3
     show_default=True,
     help="Output folder: the protected file, log.csv, summary.json, report.html.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
     data: Path,
@@ -254,12 +264,14 @@ def command(
     strata: str | None = None,
     allow_weights_below_one: bool = False,
     max_levels: int | None = None,
+    na_values: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
-    DATA is a CSV, Parquet, SPSS (.sav), Stata (.dta) or SAS file. The protected
-    file is written in the same format (SAS .sas7bdat input is written as
-    Parquet, since SAS files cannot be written). Steps given as options run in
+    DATA is a CSV (.csv, .csv.gz, .tsv), Parquet (.parquet, .pq), SPSS (.sav, .zsav,
+    .por), Stata (.dta) or SAS (.sas7bdat, .xpt) file. The protected file is written in
+    the same format (SAS .sas7bdat input is written as Parquet, since SAS files cannot
+    be written). Steps given as options run in
     the order recode, suppression, PRAM, Nayak-Zhang PRAM, micro-aggregation,
     noise; a recipe runs its steps in its own order.
     """
@@ -297,9 +309,10 @@ def command(
             "--microaggregate, --noise or --recipe"
         )
     ext = _extension(data)
+    na_codes = parse_na_values(na_values)
     from sdcbayes.cli import read_data, resolve_variables
 
-    frame = read_data(data, quiet=quiet or as_json)
+    frame = read_data(data, quiet=quiet or as_json, na_values=na_codes)
     # --keys and --weight: column names or variable labels (SPSS/Stata/SAS)
     key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight)
     weight = roles["weight"]
@@ -366,6 +379,8 @@ def command(
         settings={"steps": [_params(s) | {"step": s["step"]} for s in steps], "seed": seed},
         input_file=data,
     )
+    if na_codes is not None:
+        summary["provenance"]["input"]["na_values"] = na_codes
     log = _concat_logs(logs)
 
     from sdcbayes.report import protection_report
@@ -375,7 +390,8 @@ def command(
         out,
         {
             "summary.json": lambda p: write_json(p, summary),
-            out_name: lambda p: _write_protected(p, current, data, ext, original=frame),
+            out_name: lambda p: _write_protected(p, current, data, ext, original=frame,
+                                                 na_values=na_codes),
             "log.csv": lambda p: log.to_csv(p, index=False),
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
         },
@@ -1110,7 +1126,8 @@ _NUMERIC_FORMAT = re.compile(
 )
 
 
-def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -> None:
+def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
+                     na_values=None) -> None:
     """Write ``frame`` in the input's format, keeping all the steps did not change.
 
     Parameters
@@ -1127,6 +1144,11 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -
         The data as read, before any step. A cell missing there and still missing
         in ``frame`` was left alone by the steps: for SPSS its user-missing code
         comes back. Without it no user-missing code is restored.
+    na_values : list of str, optional
+        The ``--na-values`` codes the input was read with. A cell they made missing
+        and no step changed gets its code back, in every format (CSV: its text, as
+        every unchanged cell; the other formats: its value as read without them,
+        :func:`_na_codes_restored`).
 
     Notes
     -----
@@ -1146,6 +1168,8 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -
         sep = _input_separator(source, "\t" if ext == ".tsv" else ",")
         _write_csv(path, frame, source, sep, original)
         return
+    if na_values and original is not None:
+        frame = _na_codes_restored(frame, original, source)
     if ext in (".parquet", ".pq", ".sas7bdat"):
         _arrow_safe(frame).to_parquet(path, index=False)
         return
@@ -1189,6 +1213,55 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None) -
             f"could not write the protected file as {ext}: {' '.join(str(e).split())}; "
             "convert the input to CSV or Parquet and run again"
         ) from None
+
+
+def _na_codes_restored(frame, original, source: Path):
+    """``frame`` with the ``--na-values`` codes back in the cells no step changed.
+
+    The input is read again without ``na_values``: a cell missing in ``frame`` and in
+    ``original`` (read with them), yet not missing in that reading, held one of the
+    codes, and no step changed it (a suppression blanks observed values only). It
+    gets the value of that reading back: the number (-9), the text, or the labelled
+    category (whose code and value label the writer then restores). Without a
+    reading that lines up with ``original`` (columns, rows), ``frame`` is returned
+    as it is.
+    """
+    import pandas as pd
+
+    from sdcbayes.microdata import read_microdata
+
+    try:
+        raw = read_microdata(source)
+    except Exception:  # the codes are a nicety: the protected values are right without them
+        return frame
+    if list(raw.columns) != list(original.columns) or len(raw) != len(original) \
+            or list(frame.columns) != list(original.columns) or len(frame) != len(original):
+        return frame
+    out = frame.copy()
+    out.attrs = dict(frame.attrs)
+    for c in out.columns:
+        back = (pd.isna(out[c]).to_numpy() & pd.isna(original[c]).to_numpy()
+                & pd.notna(raw[c]).to_numpy())
+        if not back.any():
+            continue
+        s, codes = out[c], raw[c]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            new = [v for v in pd.unique(codes[back].astype(str)) if v not in s.cat.categories]
+            values = s.cat.add_categories(new).to_numpy(dtype=object, copy=True) if new \
+                else s.to_numpy(dtype=object, copy=True)
+            values[back] = codes[back].astype(str).to_numpy(dtype=object)
+            cats = list(s.cat.categories) + new
+            out[c] = pd.Categorical(values, categories=cats)
+        elif pd.api.types.is_numeric_dtype(s.dtype) and pd.api.types.is_numeric_dtype(
+                codes.dtype) and not pd.api.types.is_bool_dtype(codes.dtype):
+            values = s.to_numpy(dtype=float, na_value=float("nan"), copy=True)
+            values[back] = codes.to_numpy(dtype=float, na_value=float("nan"))[back]
+            out[c] = values
+        else:  # text, or a text code in a column the codes' removal made numeric
+            values = s.to_numpy(dtype=object, copy=True)
+            values[back] = codes.to_numpy(dtype=object)[back]
+            out[c] = values
+    return out
 
 
 def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None:

@@ -22,10 +22,13 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    NA_VALUES_HELP,
+    QUIET_HELP,
     check_out_dir,
     echo_table,
     json_default,
     nan_to_none,
+    parse_na_values,
     split_names,
     write_csv,
     write_json,
@@ -74,9 +77,13 @@ CONTRIBUTIONS_NOTE = (
     "missing_codes",
     default=None,
     help="Comma-separated codes that mean 'missing' in the key columns besides empty cells "
-    "(e.g. -999,99). A missing value is never part of a special unique and matches no "
-    "value (sdcMicro's SUDA2 behaviour).",
+    "(e.g. -999,99), applied by SUDA to the keys after reading (a number matches a number or "
+    "its text). A missing value is never part of a special unique and matches no value "
+    "(sdcMicro's SUDA2 behaviour). --na-values, the spelling assess, compare and protect "
+    "share, declares codes missing in every column as the file is read; for codes written "
+    "in the keys as listed the two give the same scores.",
 )
+@click.option("--na-values", metavar="CODES", default=None, help=NA_VALUES_HELP)
 @click.option(
     "--score-method",
     type=click.Choice(["elliot", "ihsn"]),
@@ -92,7 +99,7 @@ CONTRIBUTIONS_NOTE = (
     show_default=True,
     help="Output folder: records.csv, summary.json, report.html.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
     data: Path,
@@ -104,10 +111,12 @@ def command(
     out: Path,
     quiet: bool,
     as_json: bool,
+    na_values: str | None = None,
 ) -> None:
     """Score every record by its special uniques (SUDA) and estimate DIS-SUDA risk.
 
-    DATA is a CSV, Parquet, SPSS (.sav), Stata (.dta) or SAS (.sas7bdat) file.
+    DATA is a CSV (.csv, .csv.gz, .tsv), Parquet (.parquet, .pq), SPSS (.sav, .zsav,
+    .por), Stata (.dta) or SAS (.sas7bdat, .xpt) file.
     records.csv holds, in input order, each record's SUDA score, its DIS-SUDA
     score (an estimate of the probability that a unique match on the keys is
     a correct re-identification) and the share of its score due to each key.
@@ -132,9 +141,10 @@ def command(
             f"size); got {dis_fraction}"
         )
     missing = _parse_missing(missing_codes)
+    na_codes = parse_na_values(na_values)
     from sdcbayes.cli import read_data, resolve_variables
 
-    frame = read_data(data, quiet=quiet or as_json)
+    frame = read_data(data, quiet=quiet or as_json, na_values=na_codes)
     key_list, _ = resolve_variables(frame, data.name, key_list)  # names or variable labels
     dup = sorted({k for k in key_list if key_list.count(k) > 1})
     if dup:  # a label and its column name, or two labels of one column
@@ -171,6 +181,8 @@ def command(
         },
         input_file=data,
     )
+    if na_codes is not None:
+        summary["provenance"]["input"]["na_values"] = na_codes
 
     from sdcbayes.report import suda_report
 
