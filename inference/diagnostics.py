@@ -455,6 +455,25 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
     fewer than 4 draws) is ``nan``; ``divergences`` is counted whatever the number
     of draws; ``non_finite_draws`` (and ``non_finite_draws_at``, the first variable)
     appear where draws are nan or infinite.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A sampled posterior (e.g. from :func:`sdcbayes.inference.fit` with NUTS):
+        its ``posterior`` group (dims ``chain``, ``draw``, ...) and, when present,
+        ``sample_stats`` (``diverging`` is counted).
+    var_names : list of str, optional
+        Posterior variables to diagnose (default: all of them). :func:`fit` passes the
+        free variables and the small deterministics, leaving per-cell ones out.
+
+    Returns
+    -------
+    dict
+        ``chains``, ``draws``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``
+        (rank-normalised split R-hat and bulk/tail ESS of Vehtari et al. 2021, worst
+        element over the variables), their ``*_at`` (the element, e.g. ``"alpha"`` or
+        ``"mu[domain=a]"``) where defined, ``divergences``, and ``non_finite_draws(_at)`` when
+        any draw is nan or infinite.
     """
     post = get_group(idata, "posterior")
     if var_names is not None:

@@ -704,8 +704,8 @@ def _diagnosed_variables(pm_model, post) -> list[str]:
 
     Every free random variable, and the deterministics of at most
     ``_DIAGNOSE_DETERMINISTIC_MAX`` elements a draw (e.g. the hierarchical model's
-    per-domain ``alpha``, ``mu``). Per-cell deterministics (the negative-binomial
-    model's ``logit_p``, ``p``) are left out: they are functions of the free variables,
+    per-domain ``alpha``, ``mu``). Per-cell deterministics are left out: they are
+    functions of the free variables,
     whose diagnostics they nearly repeat, at ~2.6 ms per element (minutes on large files).
     """
     free = [rv.name for rv in pm_model.free_RVs if rv.name in post]
@@ -913,7 +913,10 @@ def fit(
     ----------
     model : sdcbayes.models.base.SuperpopulationModel
         Anything with ``build() -> pm.Model``, ``name``, ``priors`` and
-        ``data_summary()``.
+        ``data_summary()``. A model with a ``complete_posterior(idata, settings)``
+        method has it called after sampling, to add draws that need no sampler (the
+        negative-binomial model's per-cell ``p`` given ``sigma``); when its graph has
+        nothing free to sample, that call alone makes the posterior.
     method : {"nuts", "nutpie", "advi", "map"}
         See the module docstring. "map" is a Laplace approximation unless
         ``laplace=False``: then the posterior mode in the model's own parameters
@@ -1026,17 +1029,32 @@ def fit(
         # path above): stamped so that the settings repeat the run
         "cores": 1 if cores is None else int(cores),
     }
+    # A model may finish the posterior itself after sampling (``complete_posterior``:
+    # draws that need no sampler, e.g. negbin's per-cell p given sigma, exact Monte Carlo
+    # seeded by the stamped seed); with nothing free to sample, that step is the fit.
+    complete = getattr(model, "complete_posterior", None)
+    sampled = complete is None or bool(pm_model.free_RVs)
     with _quiet_pymc_logs(progressbar):
-        idata, extra = _run(model, method, comp, pm_model, settings, draws=draws, chains=chains,
-                            tune=tune, random_seed=random_seed, target_accept=target_accept,
-                            cores=cores, progressbar=progressbar,
-                            advi_iterations=advi_iterations, laplace=laplace,
-                            sampler_kwargs=sampler_kwargs)
+        if sampled:
+            idata, extra = _run(model, method, comp, pm_model, settings, draws=draws,
+                                chains=chains, tune=tune, random_seed=random_seed,
+                                target_accept=target_accept, cores=cores,
+                                progressbar=progressbar, advi_iterations=advi_iterations,
+                                laplace=laplace, sampler_kwargs=sampler_kwargs)
+        else:
+            groups = _data_groups(pm_model)
+            idata = az.from_dict(observed_data=groups["observed_data"],
+                                 constant_data=groups["constant_data"],
+                                 coords=groups["coords"], dims=groups["dims"])
+            extra = {"sampled": False}
+            settings |= {"laplace": laplace} if method == "map" else {}
+        if complete is not None:
+            complete(idata, settings)
     # the draws and chains returned, not those asked for: the MAP point estimate
     # (laplace=False) is one draw of one chain whatever draws/chains said
     shape = get_group(idata, "posterior").sizes
     settings["draws"], settings["chains"] = int(shape["draw"]), int(shape["chain"])
-    if method in ("nuts", "nutpie"):
+    if method in ("nuts", "nutpie") and sampled:
         diagnosed = _diagnosed_variables(pm_model, get_group(idata, "posterior"))
         diagnostics = compute_diagnostics(idata, var_names=diagnosed)
         diagnostics["diagnosed_on"] = diagnosed
@@ -1044,7 +1062,8 @@ def fit(
             diagnostics, strict=strict, rhat_threshold=rhat_threshold, ess_threshold=ess_threshold
         )
     else:
-        # Independent draws from an approximation: R-hat/ESS/divergences do not apply.
+        # Independent draws (an approximation, or exact Monte Carlo when nothing was
+        # sampled): R-hat/ESS/divergences do not apply.
         diagnostics = {
             "chains": settings["chains"],
             "draws": int(get_group(idata, "posterior").sizes["draw"]),

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
+from scipy.special import expit
 
 from sdcbayes.exceptions import DataError, InputError
 from sdcbayes.microdata import require_one_cell_per_record
@@ -44,7 +45,8 @@ from sdcbayes.models.beta_binomial import (
     data_fingerprint,
 )
 
-__all__ = ["NegativeBinomialModel", "sigma_unlearnable", "within_cell_spread"]
+__all__ = ["NegativeBinomialModel", "offset_generator", "sigma_unlearnable",
+           "within_cell_spread"]
 
 #: Inclusion probabilities are kept inside (EPS, 1 - EPS) before taking logits: a cell
 #: whose weights sum to f_k or less (weights <= 1) has p_hat = 1 and the risk 1/f_k
@@ -56,9 +58,28 @@ EPS = 1e-9
 _CHUNK_ELEMENTS = 1_000_000
 
 
+#: Entropy word that keeps the cell offsets' generator apart from the sampler's, which
+#: is seeded by the same stamped seed (``[word, seed]`` is another seed sequence).
+_OFFSET_STREAM = 0x4E42
+
+
 def _logit(p):
     p = np.clip(p, EPS, 1.0 - EPS)
     return np.log(p) - np.log1p(-p)
+
+
+def offset_generator(seed: int) -> np.random.Generator:
+    """The generator of the cell offsets of a fit stamped with ``seed``.
+
+    Deterministic in ``seed`` (the same stamped seed gives the same ``p``) and
+    independent of the sampler's streams, which use ``seed`` itself.
+
+    Parameters
+    ----------
+    seed : int
+        The fit's stamped ``random_seed`` (>= 0).
+    """
+    return np.random.default_rng([_OFFSET_STREAM, int(seed)])
 
 
 def sigma_unlearnable(within_ss, within_df) -> str | None:
@@ -121,6 +142,14 @@ def within_cell_spread(weights, record_cell) -> tuple[float, int]:
     return ss, df
 
 
+def _add_draws(idata, group: str, p: xr.DataArray) -> None:
+    """Store the cells' ``p`` in ``group`` of ``idata``, creating the group if absent."""
+    if group in idata.groups():
+        idata[group]["p"] = p
+    else:  # a fixed sigma: nothing was sampled, so there is no group yet
+        idata.add_groups({group: xr.Dataset({"p": p})})
+
+
 class NegativeBinomialModel(SuperpopulationModel):
     r"""Benedetti-Franconi F | f model with a design-informed, uncertain :math:`p_k`.
 
@@ -168,11 +197,20 @@ class NegativeBinomialModel(SuperpopulationModel):
     plug-in Benedetti-Franconi risk (seed 004, eq. 6 at :math:`\hat p_k`); the error is
     :math:`O(\sigma^2 / f_k)` (second-order delta method).
 
-    Graph. Non-centred: ``p_offset ~ Normal(0, 1)`` (dims ``cell``),
-    ``logit_p = m + sigma * p_offset / sqrt(f)`` and ``p = invlogit(logit_p)`` are
-    deterministics (dims ``cell``); ``sigma`` is a scalar (a prior from :attr:`priors`,
-    or a constant when fixed); ``within_ss`` (scalar) is observed. One vector node per
-    quantity whatever the number of cells; draws are stored per cell (not per record).
+    Graph and draws. The PyMC graph holds only what the data inform: ``sigma`` (a prior
+    from :attr:`priors`, or a constant when fixed) and the observed ``within_ss``; the
+    cell table enters as data (``fk``, ``Fk_hat``, ``logit_p_hat``). The offsets
+    :math:`z_k = \sqrt{f_k}\,(\operatorname{logit} p_k - m_k)/\sigma` never enter
+    the likelihood, so their posterior is exactly iid :math:`\mathrm{Normal}(0, 1)`,
+    independent of :math:`\sigma`: a sampler would spend ``n_cells`` dimensions
+    (and most of its leapfrog steps) rediscovering it. :func:`sdcbayes.inference.fit`
+    therefore samples ``sigma`` alone and then calls :meth:`complete_posterior`, which
+    draws the offsets by exact Monte Carlo from a generator seeded by the fit's stamped
+    seed and stores ``p`` (dims ``chain, draw, cell``, float64), one draw of
+    :math:`p_k` per draw of :math:`\sigma`. Only ``p`` is stored (neither the offsets
+    nor ``logit p``): it is all the risk needs, and a draws x cells array per stored
+    quantity is the posterior's whole size. A fixed ``sigma`` leaves nothing to sample:
+    the posterior is then this Monte Carlo step alone.
 
     Parameters
     ----------
@@ -326,25 +364,25 @@ class NegativeBinomialModel(SuperpopulationModel):
 
     # ---------------------------------------------------------------- the graph
     def build(self):
-        """Return the PyMC model (built once, then cached)."""
+        """Return the PyMC model (built once, then cached): ``sigma`` and ``within_ss``.
+
+        The cells' ``p`` are not in the graph; see :meth:`complete_posterior`.
+        """
         if self._model is not None:
             return self._model
         import pymc as pm
 
         with pm.Model(coords={"cell": self.cell_names}) as model:
-            # float64: pm.Data stores integers as int32 (fk only enters through sqrt)
-            fk = pm.Data("fk", self.fk.astype(np.float64), dims="cell")
+            # The cell table as constant data (what complete_posterior uses); float64:
+            # pm.Data would store integers as int32.
+            pm.Data("fk", self.fk.astype(np.float64), dims="cell")
             pm.Data("Fk_hat", self.Fk_hat, dims="cell")
-            m = pm.Data("logit_p_hat", _logit(self.p_hat), dims="cell")
+            pm.Data("logit_p_hat", _logit(self.p_hat), dims="cell")
+            # No per-cell node: given sigma, p_k is drawn exactly after sampling.
             if self.sigma is None:
                 sigma = prior_to_rv(pm, "sigma", self.priors["sigma"])
             else:
-                sigma = pm.Data("sigma", self.sigma)
-            offset = pm.Normal("p_offset", 0.0, 1.0, dims="cell")
-            logit_p = pm.Deterministic(
-                "logit_p", m + sigma * offset / pm.math.sqrt(fk), dims="cell"
-            )
-            pm.Deterministic("p", pm.math.invlogit(logit_p), dims="cell")
+                pm.Data("sigma", self.sigma)
             if self.sigma is None:
                 # S ~ sigma^2 chi^2_nu == Gamma(nu/2, rate 1/(2 sigma^2)). NumPy float64
                 # constants: PyTensor would store a whole Python float such as 7.0 as
@@ -357,6 +395,82 @@ class NegativeBinomialModel(SuperpopulationModel):
                 )
         self._model = model
         return model
+
+    # ---------------------------------------------------------------- cell draws
+    def cell_p(self, sigma, rng, *, mode: bool = False) -> np.ndarray:
+        r"""Draws of :math:`p_k` given draws of :math:`\sigma`, exactly.
+
+        .. math::
+
+            p_k = \operatorname{expit}\!\left(m_k + \sigma\, z_k / \sqrt{f_k}\right),
+            \qquad z_k \sim \mathrm{Normal}(0, 1) \ \text{iid},
+
+        with :math:`m_k = \operatorname{logit}\hat p_k` (seed 004, eq. 4): the model's
+        conditional posterior of :math:`p_k` (class docstring), one independent
+        :math:`z` per draw and cell.
+
+        Parameters
+        ----------
+        sigma : array-like of float, shape (...)
+            Draws of sigma (e.g. ``(chain, draw)``).
+        rng : numpy.random.Generator
+            Source of the offsets (:func:`offset_generator` in a fit); filled in C
+            order, draw after draw.
+        mode : bool
+            ``z = 0`` (the offsets' posterior mode) instead of random offsets: the
+            point estimate of ``fit(method="map", laplace=False)``.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape ``sigma.shape + (n_cells,)``
+        """
+        sigma = np.asarray(sigma, dtype=float)
+        m = _logit(self.p_hat)
+        scale = 1.0 / np.sqrt(self.fk.astype(float))
+        flat = sigma.reshape(-1)
+        p = np.empty((flat.size, self.fk.size))
+        # A few draws at a time: the offsets and logits of all draws would be two more
+        # draws x cells arrays next to p (the generator fills in C order, so the chunks
+        # draw what one call would).
+        step = max(1, _CHUNK_ELEMENTS // max(1, self.fk.size))
+        for start in range(0, flat.size, step):  # loop over chunks of draws
+            s = flat[start:start + step, None]
+            z = 0.0 if mode else rng.standard_normal((s.shape[0], self.fk.size))
+            p[start:start + step] = expit(m + s * z * scale)
+        return p.reshape(sigma.shape + (self.fk.size,))
+
+    def complete_posterior(self, idata, settings: Mapping[str, Any]) -> None:
+        """Add the cells' ``p`` to a posterior of ``sigma`` (in place); fit's post-step.
+
+        :func:`sdcbayes.inference.fit` samples ``sigma`` alone (the cells' offsets are
+        exactly iid Normal(0, 1) a posteriori, independent of ``sigma``; class docstring)
+        and then calls this: one draw of ``p`` per draw of ``sigma`` (:meth:`cell_p`),
+        offsets from :func:`offset_generator` of ``settings["random_seed"]``, so the
+        same seed gives the same ``p``. With a fixed ``sigma`` there is no posterior
+        group yet (nothing was sampled); it is created with ``settings``' chains x draws
+        (1 x 1 for ``method="map"`` with ``laplace=False``).
+
+        Parameters
+        ----------
+        idata : arviz.InferenceData
+            From the sampler, with ``sigma`` in its posterior when sigma is learnt.
+        settings : mapping
+            ``random_seed``, ``method``, ``chains``, ``draws`` (and ``laplace`` for
+            "map"), as :func:`sdcbayes.inference.fit` stamps them.
+        """
+        mode = settings.get("method") == "map" and not settings.get("laplace", True)
+        coords = {"cell": self.cell_names}
+        if self.sigma is None:
+            sigma = _group(idata, "posterior")["sigma"]
+            coords |= {"chain": sigma["chain"].values, "draw": sigma["draw"].values}
+            sigma = sigma.transpose("chain", "draw").values
+        else:
+            chains, draws = (1, 1) if mode else (settings["chains"], settings["draws"])
+            coords |= {"chain": np.arange(chains), "draw": np.arange(draws)}
+            sigma = np.full((chains, draws), self.sigma)
+        p = xr.DataArray(self.cell_p(sigma, offset_generator(settings["random_seed"]), mode=mode),
+                         dims=("chain", "draw", "cell"), coords=coords)
+        _add_draws(idata, "posterior", p)
 
     def data_summary(self) -> dict[str, Any]:
         """JSON-serialisable summary of the cell table and the weights' spread.
@@ -445,6 +559,17 @@ class NegativeBinomialModel(SuperpopulationModel):
         with _quiet_sampling_log():
             idata = pm.sample_prior_predictive(draws=samples, model=self.build(),
                                                random_seed=rng)
+        # the graph holds sigma only: p given sigma is drawn as in a fit (cell_p)
+        if self.sigma is None:
+            sigma = _group(idata, "prior")["sigma"].transpose("chain", "draw")
+            coords = {"chain": sigma["chain"].values, "draw": sigma["draw"].values}
+            sigma = sigma.values
+        else:
+            coords = {"chain": [0], "draw": np.arange(samples)}
+            sigma = np.full((1, samples), self.sigma)
+        _add_draws(idata, "prior", xr.DataArray(
+            self.cell_p(sigma, rng), dims=("chain", "draw", "cell"),
+            coords=coords | {"cell": self.cell_names}))
         stamps = predictive_stamps(self, seed, "prior")
         for group in ("prior", "prior_predictive"):
             _stamp_group(idata, group, stamps)

@@ -288,16 +288,19 @@ def test_prior_predictive_does_not_log_pymc_sampling(caplog):
 
 # --------------------------------------------------------- F12: what a NUTS fit diagnoses
 def test_nuts_fit_diagnoses_the_free_variables_not_large_deterministics(monkeypatch):
-    from sdcbayes.models.negbin import NegativeBinomialModel
+    # The beta-binomial model with a covariate has per-domain deterministics (mean,
+    # alpha, beta); the negbin model, which had per-cell ones, now samples sigma only.
+    import pandas as pd
+
+    from sdcbayes.models.beta_binomial import BetaBinomialDomainModel
 
     rng = np.random.default_rng(3)
-    fk = rng.integers(1, 5, 12)
-    cell = np.repeat(np.arange(12), fk)
-    w = 1.0 / expit(rng.normal(-3.0, 0.5, 12)[cell] + rng.normal(0.0, 0.3, cell.size))
-    md = types.SimpleNamespace(cells=types.SimpleNamespace(fk=fk, Fk_hat=np.bincount(cell, w)),
-                               weights=w, record_cell=cell)
-    model = NegativeBinomialModel.from_microdata(md)
-    # per-cell deterministics of 12 elements count as large here (87k cells in practice)
+    D = 12
+    x = rng.normal(size=D)
+    n = rng.integers(5, 40, D)
+    y = rng.binomial(n, expit(-1.0 + 0.8 * x))
+    model = BetaBinomialDomainModel(y, n, n * 10, covariates=pd.DataFrame({"x": x}))
+    # per-domain deterministics of 12 elements count as large here (87k cells in practice)
     monkeypatch.setattr(fitting, "_DIAGNOSE_DETERMINISTIC_MAX", 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 30 draws: ESS is low
@@ -305,8 +308,9 @@ def test_nuts_fit_diagnoses_the_free_variables_not_large_deterministics(monkeypa
     diag = provenance(post)["diagnostics"]
     free = [rv.name for rv in model.build().free_RVs]
     assert sorted(diag["diagnosed_on"]) == sorted(free)
-    assert {"logit_p", "p"} <= set(post.posterior.data_vars)
-    assert not {"logit_p", "p"} & set(diag["diagnosed_on"])
+    large = {"mean", "alpha", "beta"}
+    assert large <= set(post.posterior.data_vars)
+    assert not large & set(diag["diagnosed_on"])
     # the warnings still name the parameter and element
     assert diag["min_ess_bulk_at"].split("[")[0] in free
     assert any(diag["min_ess_bulk_at"] in p for p in diag["problems"])

@@ -115,18 +115,29 @@ def test_within_ss_loglik_is_scaled_chi_square():
     for sigma in (0.2, 0.45, 1.3):
         # S ~ sigma^2 chi^2_nu: density chi2.pdf(S / sigma^2, nu) / sigma^2.
         expected = stats.chi2.logpdf(2.7 / sigma**2, 14) - 2 * np.log(sigma)
-        point = {"sigma_log__": np.log(sigma), "p_offset": np.zeros(3)}
+        point = {"sigma_log__": np.log(sigma)}  # sigma is the graph's only free variable
         got = fn(_inputs_of(fn, point))
         assert got == pytest.approx(expected, abs=1e-8)
 
 
+class _FixedOffsets:
+    """Stands in for a generator: ``standard_normal`` returns the given offsets."""
+
+    def __init__(self, z):
+        self.z = np.asarray(z, dtype=float)
+
+    def standard_normal(self, shape):
+        return np.broadcast_to(self.z, shape)
+
+
 def test_p_is_centred_on_the_plug_in_with_standard_error_sigma_over_sqrt_f():
+    # p is no longer a graph node (the offsets were a free variable that NUTS sampled,
+    # audit P5): it is drawn after sampling by cell_p, whose formula is pinned here.
     fk = np.array([1, 2, 5])
     Fk = np.array([40.0, 30.0, 12.0])
-    pm_model = NegativeBinomialModel(fk, Fk, sigma=0.4).build()
+    model = NegativeBinomialModel(fk, Fk, sigma=0.4)
     z = np.array([0.3, -1.2, 2.0])
-    p_of_values = pm_model.replace_rvs_by_values([pm_model["p"]])[0]
-    p = pm_model.compile_fn(p_of_values, inputs=pm_model.value_vars)({"p_offset": z})
+    p = model.cell_p(np.array([0.4]), _FixedOffsets(z))[0]
     np.testing.assert_allclose(p, expit(logit(fk / Fk) + 0.4 * z / np.sqrt(fk)), rtol=1e-12)
 
 
@@ -138,23 +149,16 @@ FHAT = np.array([55.0, 4.0, 31.0, 12.5, 9.0, 1.0])  # last: p_hat = 1, risk 1/f
 
 @pytest.fixture(scope="module")
 def fixed_sigma_fits():
-    """One compiled model; sigma is data, so the fits differ only in sigma."""
-    model = NegativeBinomialModel(FK, FHAT, sigma=0.0)
-    pm_model = model.build()
-    fits = {}
-    for sigma in (0.0, 0.02, 0.1, 0.5):
-        pm_model.set_data("sigma", sigma)
-        fits[sigma] = pm.sample(
-            draws=500,
-            tune=300,
-            chains=2,
-            cores=1,
-            random_seed=1,
-            progressbar=False,
-            model=pm_model,
-            compute_convergence_checks=False,
-        )
-    return fits
+    """Fits with sigma fixed: nothing to sample, so fit draws p by exact Monte Carlo.
+
+    (These were pm.sample runs of the offsets by NUTS on one compiled graph; the graph
+    now holds no per-cell variable, audit P5.)
+    """
+    from sdcbayes.inference.fitting import fit
+
+    return {sigma: fit(NegativeBinomialModel(FK, FHAT, sigma=sigma), draws=500, chains=2,
+                       random_seed=1)
+            for sigma in (0.0, 0.02, 0.1, 0.5)}
 
 
 def _logit_normal_risk(f, m, s, n_nodes=80):
