@@ -6,8 +6,8 @@ Gelman, Simpson, Carpenter and Bürkner 2021). ArviZ 0.23 (``az.rhat``,
 ``az.ess(method="bulk")``, ``az.ess(method="tail")``) loops over the elements in Python;
 ``sdcbayes.inference.diagnostics._rank_diagnostics_dataset`` computes the same numbers
 for blocks of elements at once. This script measures, on 4 chains x 500 draws of
-random-walk-plus-noise draws per element (as a per-cell parameter such as the
-negative-binomial model's ``p_offset``):
+random-walk-plus-noise draws per element (as a per-cell parameter, such as the
+negative-binomial model's per-cell offsets were before it sampled sigma alone):
 
 * wall time of each ArviZ statistic and of the vectorised route (all three together),
   at 1,000 and 5,000 elements for ArviZ (nothing is extrapolated to larger sizes), and
