@@ -1,7 +1,7 @@
 r"""Publish/suppress decisions under posterior expected losses (Zaslavsky & Horton 1998).
 
 Seed ``003_…`` (Zaslavsky & Horton, *Balancing disclosure risk against the loss
-of nonpublication*, JOS 14(4), 1998), Sections 2-4; DESIGN.md "Decisions".
+of nonpublication*, JOS 14(4), 1998), Sections 2-4; ARCHITECTURE.md "Decisions".
 For cell (or domain) ``i`` the risks of publishing and of suppressing are
 
 .. math::
@@ -81,12 +81,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.provenance import json_safe, stamp
 from sdcbayes.risk.assess import SummaryRepr
 from sdcbayes.risk.beta_binomial import (
+    _expected_loss_flat,
     fit_beta_binomial,
     posterior_mean_Y,
 )
@@ -972,57 +972,24 @@ def _hyper_summary(values):
 def _betabin_loss_over_draws(loss, y, n, N, alpha, beta):
     r"""Draw-wise :math:`E[L \mid y, \alpha_d, \beta_d]` for cells ``(u,)`` and draws ``(d, 1)``.
 
-    Same quantity as :func:`sdcbayes.risk.beta_binomial.expected_loss` (seed
-    003, Section 2, the display defining :math:`R_{di}`), organised for many
-    draws: the loss values ``L(y, y + t, n, N)`` do not depend on the draw and
-    are evaluated once per cell, and the beta-binomial pmf is built by the
-    ratio recurrence of its terms,
-
-    .. math::
-
-        \log\frac{P(t)}{P(t-1)} = \log\frac{m - t + 1}{t}
-        + \log\frac{t - 1 + \alpha^*}{m - t + \beta^*},\qquad
-        \log P(0) = \log\frac{\Gamma(m + \beta^*)\Gamma(\alpha^* + \beta^*)}
-        {\Gamma(\beta^*)\Gamma(m + \alpha^* + \beta^*)},
-
-    with :math:`m = N - n`, :math:`\alpha^* = \alpha + y`,
-    :math:`\beta^* = \beta + n - y`: two logarithms per (draw, cell, value)
-    instead of five log-gamma functions (about 3x faster; agrees to ~1e-12).
-    Returns shape ``(d, u)``.
+    Seed 003, Section 2, the display defining :math:`R_{di}`, for every (draw, cell)
+    pair: :func:`sdcbayes.risk.beta_binomial._expected_loss_flat`, the one
+    implementation (also behind :func:`sdcbayes.risk.beta_binomial.expected_loss`).
+    Each pair is summed over its own window of the support of
+    :math:`Y - y \sim \mathrm{BetaBin}(N - n, \alpha + y, \beta + n - y)`, so a cell
+    with a large population never lengthens the others' sums, and the built-in losses
+    cost the same for ``N = 10^9`` as for ``N = 10^3``. ``alpha, beta`` are ``(d, 1)``
+    (shared draws) or ``(d, u)`` (decide's per-domain draws); memory is bounded by
+    :data:`_SUPPORT_BLOCK_ELEMENTS`. Returns shape ``(d, u)``.
     """
-    # (d, 1) shared draws or (d, u) per-cell draws (decide's per-domain alpha, beta)
     alpha = np.asarray(alpha, dtype=float)
     beta = np.asarray(beta, dtype=float)
     alpha = alpha if alpha.ndim == 2 else alpha.reshape(-1, 1)
     beta = beta if beta.ndim == 2 else beta.reshape(-1, 1)
-    m = N - n
-    M = int(m.max()) if m.size else 0
-    a_s, b_s = alpha + y, beta + n - y  # (d, u)
-    carry = (
-        special.gammaln(m + b_s)
-        - special.gammaln(b_s)
-        + special.gammaln(a_s + b_s)
-        - special.gammaln(m + a_s + b_s)
-    )
-    block = max(1, _SUPPORT_BLOCK_ELEMENTS // max(1, a_s.size))
-    total = np.zeros(a_s.shape)
-    col = (slice(None), None)
-    for start in range(0, M + 1, block):
-        t = np.arange(start, min(M + 1, start + block), dtype=float)
-        inside = t <= m[col]  # (u, T)
-        step = inside & (t >= 1)  # terms of the recurrence
-        with np.errstate(divide="ignore", invalid="ignore"):
-            shared = np.log(np.where(step, m[col] - t + 1.0, 1.0)) - np.log(np.maximum(t, 1.0))
-            r = np.log(t - 1.0 + a_s[..., None]) - np.log(
-                np.where(step, m[col] - t, 0.0) + b_s[..., None]
-            )
-        logp = carry[..., None] + np.cumsum(np.where(step, r + shared, 0.0), axis=-1)
-        carry = logp[..., -1]
-        # Off-support values carry no mass (and a user loss may be non-finite there).
-        with np.errstate(all="ignore"):
-            L = np.where(inside, loss(y[col], y[col] + t, n[col], N[col]), 0.0)
-        total += np.einsum("dut,ut->du", np.where(inside, np.exp(logp), 0.0), L)
-    return total
+    y, n, N, alpha, beta = np.broadcast_arrays(y, n, N, alpha, beta)
+    out = _expected_loss_flat(loss, *(np.ravel(v) for v in (y, n, N, alpha, beta)),
+                              budget=_SUPPORT_BLOCK_ELEMENTS)
+    return out.reshape(y.shape)
 
 
 def _thin(draws, max_draws):
@@ -1055,8 +1022,9 @@ def decide(
 ) -> DecisionResult:
     r"""Publish/suppress decisions for the domains of a beta-binomial model.
 
-    Seed 003, Sections 2-4. Risks :math:`R_{1i}, R_{0i}` are exact enumerations
-    of :math:`Y_i - y_i \mid y_i \sim \mathrm{BetaBin}(N_i - n_i, \alpha + y_i,
+    Seed 003, Sections 2-4. Risks :math:`R_{1i}, R_{0i}` are sums (to a relative
+    2e-13 for the built-in losses) over
+    :math:`Y_i - y_i \mid y_i \sim \mathrm{BetaBin}(N_i - n_i, \alpha + y_i,
     \beta + n_i - y_i)` (:func:`sdcbayes.risk.beta_binomial.expected_loss`),
     averaged over draws of :math:`(\alpha, \beta)` when arrays are given; then
     :func:`decide_from_risks`.
@@ -1105,12 +1073,15 @@ def decide(
 
     Notes
     -----
-    Cost is (distinct ``(y, n, N)``) x draws x ``max(N - n)`` pmf terms for
-    each loss that depends on ``Y`` (about 0.1 s per 10^6 terms measured on a
-    shared 2-core machine); the loss itself is evaluated once per cell and
-    value. Memory is bounded by chunking the draws and blocking the support
-    (peak ~40 MiB measured). For big files pass ``max_draws``: the Monte Carlo
-    error of a posterior-mean risk falls as ``1/sqrt(max_draws)``.
+    Each (draw, distinct ``(y, n, N)``) is summed over its own window of the support
+    (:func:`sdcbayes.risk.beta_binomial._expected_loss_flat`): for the built-in
+    losses a few thousand pmf terms (a closed form for ``Y``) whatever ``N`` is, so
+    a domain of 10^9 costs about what one of 10^3 does (30 domains, 1000 draws: about
+    1.5 s on a shared 2-core machine, ``benchmarks/decide_large_domains.py``); a user
+    loss is summed over the window holding all but 1e-20 of the predictive mass
+    (about ``N - n`` times the spread of the class share). Memory is bounded by
+    chunking the draws and blocking the windows. For big files pass ``max_draws``:
+    the Monte Carlo error of a posterior-mean risk falls as ``1/sqrt(max_draws)``.
     """
     # Series are paired by position below: unequal indexes would mismatch domains (F10)
     index = _series_index(y=y, n=n, N=N, weights=weights)
@@ -1276,7 +1247,7 @@ def negbin_expected_loss(loss, f, n, N, size, prob, tail: float = 1e-12):
 
     :math:`F - f \mid f \sim \mathrm{NegBin}(r, \rho)`.
 
-    The cell-level predictive of DESIGN.md: Poisson-gamma (seed 000, eq. 10-17;
+    The cell-level predictive of ARCHITECTURE.md: Poisson-gamma (seed 000, eq. 10-17;
     ``r = alpha + f``, ``rho = (1 + n beta)/(1 + N beta)``) or Benedetti-Franconi
     (seed 004, eq. 1; ``r = f``, ``rho = p_k``). ``X = F - f`` counts failures
     before the ``r``-th success, :math:`P(X = x) = \binom{x + r - 1}{x}\rho^r(1-\rho)^x`

@@ -324,6 +324,16 @@ def parse_loss(spec: str | Loss) -> Loss:
     ``"y"``, ``"constant"``, ``"Y"``, ``"n"``, ``"N"``.
     A :class:`Loss` is returned unchanged.
 
+    Parameters
+    ----------
+    spec : str or Loss
+        The loss as text (the names listed in the module docstring, with their
+        parameters), or a :class:`Loss`.
+
+    Returns
+    -------
+    Loss
+
     Raises
     ------
     InputError
