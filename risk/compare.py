@@ -425,9 +425,10 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
                         f"(valid: {list(LATENT_CLASS_OPTIONS)})")
     if "n_classes" in options:
         h = options["n_classes"]
-        if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 1:
-            problems.append(f"{name!r}: n_classes (classes=) must be an integer >= 1, "
-                            f"e.g. 30; got {h!r}")
+        if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 2:
+            problems.append(f"{name!r}: n_classes (classes=) must be an integer >= 2, "
+                            f"e.g. 30; got {h!r} (one class is the independence model of "
+                            "the keys)")
     if "overdispersion" in out:
         od = out["overdispersion"]
         ok = (od is None or od == "cv" or (isinstance(od, int | float | np.number)

@@ -1249,14 +1249,30 @@ def assess_posterior(
             "N sets the population size of the poisson-gamma and latent-class models; the "
             "negbin model takes each cell's population from its weights: leave N out"
         )
+    if N is None:
+        # weights summing to n or less: no population to extrapolate to (refused here,
+        # not after a sampler run that ends in a cryptic n < N error)
+        from sdcbayes.microdata import require_population_beyond_sample
+
+        require_population_beyond_sample(md, model)
     random_seed = seed_or_drawn(random_seed)  # stamped: the settings repeat the run
     if model == "latent-class":
-        return _assess_latent_class(
+        below = _weight_classes_below_count(md, N)
+        if below is not None:
+            import warnings
+
+            from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+            warnings.warn(below, SdcbayesWarning, stacklevel=2)
+        result = _assess_latent_class(
             md, draws=draws, chains=chains, tune=tune, random_seed=random_seed,
             method=method, threshold=threshold, quantiles=quantiles, priors=priors, N=N,
             predictive=predictive, n_classes=n_classes, structural_zeros=structural_zeros,
             **fit_kwargs,
         )
+        if below is not None:
+            result.summary["warnings"] = [*result.summary.get("warnings", []), below]
+        return result
     if method == "gibbs":
         raise InputError(
             f"method='gibbs' is the latent-class sampler; fit {model!r} with 'nuts', "
@@ -1300,6 +1316,45 @@ def assess_posterior(
         # samplers, target_accept, laplace
         settings=_idata_provenance(idata).get("settings"),
     )
+
+
+def _weight_classes_below_count(md, N: float | None) -> str | None:
+    """The warning for latent-class weight classes whose weights sum below their records.
+
+    With unequal weights the latent-class model extrapolates weight class by weight
+    class (:func:`sdcbayes.models.latent_class.weight_classes`, the weights scaled to
+    sum to N); a class whose mean weight is below 1 (weights below 1 allowed) has no
+    population beyond its records and is taken as fully sampled, as the closed form
+    takes such key combinations. None when no class is below its count.
+    """
+    weights = getattr(md, "weights", None)
+    if weights is None:
+        return None
+    from sdcbayes.models.latent_class import weight_classes
+
+    w = np.asarray(weights, dtype=float)
+    dropped = getattr(md, "dropped", None)
+    if dropped is not None:
+        w = w[~np.asarray(dropped, dtype=bool)]
+    if w.size == 0:
+        return None
+    classes = weight_classes(w)
+    if classes is None:
+        return None  # equal weights: one total, checked by require_population_beyond_sample
+    index, class_weights, _ = classes
+    counts = np.bincount(index, minlength=class_weights.size)
+    scale = 1.0 if N is None else float(N) / float(w.sum())
+    low = np.flatnonzero(class_weights * scale < 1.0 - 1e-9)
+    if low.size == 0:
+        return None
+    shown = "; ".join(
+        f"mean weight {class_weights[g] * scale:.4g}: {int(counts[g])} records, weights "
+        f"summing to {class_weights[g] * scale * counts[g]:.4g}" for g in low[:3])
+    more = f"; ... ({low.size} in all)" if low.size > 3 else ""
+    return (f"{low.size} weight class(es) have weights summing below their sample count "
+            f"(weights below 1 were allowed; {shown}{more}); the latent-class model takes "
+            "them as fully sampled (no population beyond their records), which gives their "
+            "records the largest risk their counts allow")
 
 
 #: Cells seen 1 .. PPC_COUNTS times: the rows of the latent-class predictive check in the

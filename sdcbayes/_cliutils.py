@@ -355,3 +355,82 @@ def echo_table(rows: list[tuple[str, str]]) -> None:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         click.echo(f"  {k:<{width}}  {v}")
+
+
+# --------------------------------------------------------------------------- repeated options
+def repeated_option_error(command: click.Command, args: list[str]) -> str | None:
+    """The message refusing a single-valued option given more than once, or None.
+
+    click keeps the last of ``--keys age --keys sex`` without a word, so ``age`` would
+    be dropped silently. Options that take a value and are not ``multiple=True`` (those
+    meant to repeat, such as protect's ``--recode``, are left alone) are counted in the
+    raw arguments, in both spellings (``--keys age`` and ``--keys=age``); flags are not
+    (a flag given twice means the same thing). Arguments after ``--`` are not options.
+    """
+    takes_value: dict[str, click.Option] = {}
+    flags: set[str] = set()
+    for param in command.params:
+        if not isinstance(param, click.Option):
+            continue
+        names = [*param.opts, *param.secondary_opts]
+        if param.is_flag or param.count:
+            flags.update(names)
+        else:
+            takes_value.update(dict.fromkeys(names, param))
+    seen: dict[str, list[tuple[str, str]]] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if token == "--":
+            break
+        if not token.startswith("-") or token == "-" or token in flags:
+            continue
+        if token.startswith("--"):
+            name, eq, value = token.partition("=")
+            param = takes_value.get(name)
+            if param is None:
+                continue
+            if not eq:
+                value = args[i] if i < len(args) else ""
+                i += 1
+        else:  # a short option: -kVALUE or -k VALUE
+            name = token[:2]
+            param = takes_value.get(name)
+            if param is None:
+                continue
+            value = token[2:]
+            if not value:
+                value = args[i] if i < len(args) else ""
+                i += 1
+        if not param.multiple:
+            seen.setdefault(param.name, []).append((name, value))
+    for uses in seen.values():
+        if len(uses) < 2:
+            continue
+        option = uses[0][0]
+        times = "twice" if len(uses) == 2 else f"{len(uses)} times"
+        values = [v for _, v in uses]
+        if option == "--keys":
+            joined = ",".join(dict.fromkeys(
+                n.strip() for v in values for n in v.split(",") if n.strip()))
+            return f"--keys given {times}; list all keys in one --keys {joined}"
+        shown = ", ".join(repr(v) for v in values)
+        return (f"{option} given {times} ({shown}); it takes one value: give it once "
+                "(with the value you mean)")
+    return None
+
+
+class SingleValueCommand(click.Command):
+    """A command that refuses a single-valued option given twice (:func:`repeated_option_error`).
+
+    Every sdcbayes command is one (``cls=SingleValueCommand``): click would otherwise keep
+    the last value and drop the others silently.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse a repeated single-valued option, then parse as click does."""
+        problem = repeated_option_error(self, list(args))
+        if problem is not None:
+            raise click.UsageError(problem, ctx=ctx)
+        return super().parse_args(ctx, args)

@@ -19,6 +19,7 @@ from sdcbayes._cliutils import (
     EXIT_INPUT,
     NA_VALUES_HELP,
     QUIET_HELP,
+    SingleValueCommand,
     check_out_dir,
     echo_table,
     json_default,
@@ -91,7 +92,7 @@ def cli() -> None:
     """
 
 
-@cli.command()
+@cli.command(cls=SingleValueCommand)
 @click.argument("data", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--keys",
@@ -116,7 +117,9 @@ def cli() -> None:
               "the latent-class model's cross-validation then keeps households whole (the "
               "sample is taken to be a household sample).")
 @click.option("--strata", help="Stratum column: summary.json's by_stratum gives each "
-              "stratum's records, sample uniques and expected re-identifications. The models "
+              "stratum's records, sample uniques and expected re-identifications. It may be "
+              "one of --keys (region, say: each key combination then lies in one stratum). "
+              "The models "
               "pool the strata; the latent-class model takes a stratified design in through "
               "unequal --weight (weight classes).")
 @click.option(
@@ -380,7 +383,11 @@ def assess(
     frequencies are known, so the true tau1 and tau2 are printed beside the
     estimates).
     """
-    from sdcbayes.microdata import Microdata, require_one_cell_per_record
+    from sdcbayes.microdata import (
+        Microdata,
+        require_one_cell_per_record,
+        require_population_beyond_sample,
+    )
 
     # Options first (cheap), then the file.
     out_files = ["summary.json", "records.csv", "report.html"]  # and posterior.nc, below
@@ -415,8 +422,11 @@ def assess(
                 "fitted with its Gibbs sampler (gibbs), the other models with nuts, nutpie, "
                 "advi or map; leave --fit-method out to get each model's own sampler"
             )
-        if model == "latent-class" and classes < 1:
-            raise InputError(f"--classes must be at least 1; got {classes}")
+        if model == "latent-class" and classes < 2:
+            raise InputError(
+                f"--classes must be at least 2 (the largest number of latent classes; one "
+                f"class is the independence model of the keys); got {classes}: leave it out "
+                "for the default 30")
         if ppc is not None and ppc < 0:
             raise InputError(f"--ppc must be at least 0 (0: no predictive check); got {ppc}")
     kappa_prior_spec = None
@@ -479,10 +489,14 @@ def assess(
             "size: give --weight (sampling weights) or --sampling-fraction n/N; or use "
             "--model closed-form, which without them treats the file as the whole population"
         )
-    if model in ("latent-class", "poisson-gamma"):
+    if model in ("latent-class", "poisson-gamma", "negbin"):
         # checked before "fitting ..." is printed: one line, nothing started
         require_one_cell_per_record(
             md, model, instead="--model closed-form for sdcMicro's wildcard matching")
+    # weights summing to n or less (--allow-weights-below-one): no population to extrapolate
+    require_population_beyond_sample(
+        md, model, instead="give --sampling-fraction instead of --weight, or use --model "
+        "closed-form")
     if model == "negbin" and md.weights is not None:
         # negbin learns sigma from the weights' spread within cells: checked before "fitting
         # ...", with the fix as an option of this command (a fixed sigma is none)
@@ -507,6 +521,13 @@ def assess(
             )
 
     notes: list[str] = list(ignored)
+    if missing == "wildcard":
+        # a key no record has: under the wildcard it matches every level, so the cells are
+        # those of the other keys (legitimate, but likely a wrong column or --na-values)
+        for k in key_list:
+            if bool(frame[k].isna().all()):
+                notes.append(f"key {k!r} is missing in every record; it matches everything "
+                              "and adds nothing to the key")
     if model == "closed-form" and md.weights is None:
         # legitimate for a census or a whole register, but a sample read so is all risk
         notes.append(
@@ -527,6 +548,7 @@ def assess(
         result = _fit_posterior(
             md, model, draws=draws, chains=chains, tune=tune, seed=seed,
             fit_method=fit_method, threshold=threshold, strict=strict, quiet=quiet or as_json,
+            exact=population_is_sample(md, model),
             model_options=(
                 {"n_classes": classes,
                  "structural_zeros": rules if rules is not None else _zeros(structural_zeros),
@@ -1016,11 +1038,38 @@ SAMPLER_DEFAULTS: dict[str, dict[str, int]] = {
 }
 
 
+def population_is_sample(md, model: str) -> bool:
+    """Whether a model of one population total is told that the sample is the population.
+
+    Weights all 1 (or ``--sampling-fraction 1``) give N = n: every key combination's
+    population count is its sample count, so the posterior models' results are exact
+    (``require_population_beyond_sample`` has refused other weights summing to n).
+    """
+    import numpy as np
+
+    from sdcbayes.microdata import POPULATION_TOTAL_MODELS
+
+    if model not in POPULATION_TOTAL_MODELS or md.weights is None:
+        return False
+    w = np.asarray(md.weights, dtype=float)[~np.asarray(md.dropped, dtype=bool)]
+    return bool(w.size) and float(w.sum()) <= w.size * (1.0 + 1e-9)
+
+
+#: The note that replaces the convergence warnings when the sample is the population.
+EXACT_NOTE = ("the sample is the whole population (every weight 1, or --sampling-fraction "
+              "1): every key combination's population count is its sample count, so the "
+              "results are exact and the sampler's convergence checks (R-hat, ESS) do not "
+              "apply to them")
+
+
 def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshold, strict, quiet,
-                   target_accept=0.9, model_options=None, cores=None):
+                   target_accept=0.9, model_options=None, cores=None, exact=False):
     """Fit a posterior model; convergence warnings become one-line messages on stderr.
 
-    Progress bars (PyMC's, on stderr) unless ``quiet``.
+    Progress bars (PyMC's, on stderr) unless ``quiet``. ``exact``: the sample is the
+    population (:func:`population_is_sample`), so the results do not depend on the
+    draws: the convergence checks are left out (no warnings, no ``--strict`` failure;
+    the summary's diagnostics carry no such problems) and a note says why.
     """
     import logging
     import warnings
@@ -1051,15 +1100,29 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
         warnings.simplefilter("always")
         result = assess_posterior(
             md, model=model, draws=draws, chains=chains, tune=tune, random_seed=seed,
-            method=fit_method, threshold=threshold, strict=strict,
+            method=fit_method, threshold=threshold, strict=strict and not exact,
             progressbar=not quiet, **extra, **(model_options or {}),
         )
-    from sdcbayes.inference.diagnostics import SdcbayesWarning
+    from sdcbayes.inference.diagnostics import ConvergenceWarning, SdcbayesWarning
 
+    left_out: set[str] = set()
     for w in caught:
         if issubclass(w.category, SdcbayesWarning):
-            msg = cli_wording(" ".join(str(w.message).split()))
-            click.echo("sdcbayes: warning: " + msg, err=True)
+            raw = " ".join(str(w.message).split())
+            if exact and issubclass(w.category, ConvergenceWarning):
+                left_out.add(raw)
+                continue
+            click.echo("sdcbayes: warning: " + cli_wording(raw), err=True)
+    if exact:
+        diag = result.summary.get("diagnostics")
+        if isinstance(diag, dict) and isinstance(diag.get("problems"), list):
+            # the summary of the result (summary.json, report.html) as the console has it
+            diag["problems"] = [p for p in diag["problems"]
+                                if not isinstance(p, str) or " ".join(p.split()) not in left_out]
+        if isinstance(diag, dict):
+            diag["note"] = EXACT_NOTE
+        if not quiet:
+            click.echo(f"sdcbayes: note: {EXACT_NOTE}", err=True)
     return result
 
 
@@ -1116,10 +1179,32 @@ _CLI_WORDING: list[tuple[str, str]] = [
 ]
 
 
+def _suda_max_size(match) -> str:
+    """risk.suda's refusal of too many subsets, with the largest --max-size that fits."""
+    import math
+
+    n_keys, m, subsets, limit = (int(match.group(i)) for i in range(1, 5))
+    fits = max((size for size in range(1, m) if sum(math.comb(n_keys, k)
+                                                   for k in range(1, size + 1)) <= limit),
+               default=0)
+    how = (f"with --max-size {m}" if m < n_keys else
+           "combined up to all of them (--max-size, by default the number of keys)")
+    fix = f"give --max-size {fits} or less, or fewer keys" if fits else "give fewer keys"
+    return (f"{n_keys} keys {how} give {subsets} attribute subsets, too many (limit "
+            f"{limit}); {fix}")
+
+
 #: Rules of one command that come before the table: `compare` sets a latent-class model's
 #: classes inside its --models item, not with an option of its own.
-_CLI_WORDING_BY_COMMAND: dict[str, list[tuple[str, str]]] = {
-    "compare": [(r"\bn_classes=(\d+)", r"classes=\1 in the model's --models item")],
+_CLI_WORDING_BY_COMMAND: dict[str, list[tuple[str, Any]]] = {
+    "compare": [
+        (r"\bn_classes=(\d+)", r"classes=\1 in the model's --models item"),
+    ],
+    # risk.suda: the number of attribute subsets (max_size defaults to all the keys)
+    "suda": [
+        (r"(\d+) keys with max_size=(\d+) give (\d+) attribute subsets, too many "
+         r"\(limit (\d+)\); pass a smaller max_size or fewer keys\.", _suda_max_size),
+    ],
     # sdcbayes.protection.invariant_pram: its levels cap and the methods for a continuous
     # column, named by the functions that protect's options and recipe steps run
     "protect": [
@@ -1130,6 +1215,16 @@ _CLI_WORDING_BY_COMMAND: dict[str, list[tuple[str, str]]] = {
         (r"micro-aggregation \(mdav\) or noise \(add_noise\), or band it into categories",
          'micro-aggregation (--microaggregate) or noise (--noise), or band it into '
          'categories (a "band" step of a --recipe)'),
+        # sdcbayes.protection.mdav: fewer records than the group size
+        (r"for groups of k=(\d+); lower k or add records",
+         r'for groups of at least \1 records; lower --mdav-k (or the "k" of a '
+         r'"microaggregate" step of a --recipe) or add records'),
+        # sdcbayes.protection.nayak_zhang_pram: group_size is a recipe parameter only
+        (r"the minimum group size for xi=(\S+) is (\d+); raise xi, pass a smaller "
+         r"group_size, or recode keys first",
+         r'the minimum group size for --nayak-zhang-xi \1 is \2; raise --nayak-zhang-xi, '
+         r'recode keys first (--recode), or lower "group_size" in a "nayak_zhang" step of '
+         r'a --recipe'),
     ],
 }
 

@@ -45,6 +45,7 @@ __all__ = [
     "Microdata",
     "read_microdata",
     "require_one_cell_per_record",
+    "require_population_beyond_sample",
     "resolve_columns",
 ]
 
@@ -499,7 +500,9 @@ class Microdata:
         Household (cluster) id column, for household risk; no missing ids allowed.
     strata : str, optional
         Stratum (subpopulation) column; no missing values allowed. Cells are
-        defined by the keys alone; see :attr:`CellTable.by_stratum`.
+        defined by the keys alone; see :attr:`CellTable.by_stratum`. It may be one
+        of the keys (each cell then lies in one stratum); the weight and household
+        columns may not.
     missing : {"wildcard", "category", "drop"}
         What a missing key value means.
 
@@ -677,7 +680,9 @@ class Microdata:
         for role, col in (("weight", weight), ("household", household), ("strata", strata)):
             if col is not None and not isinstance(col, str):
                 raise InputError(f"{role}= must be a column name (str) or None, got {col!r}")
-            if col is not None and col in keys:
+            # a stratum may be a key (region, often known to an intruder): the cells
+            # are the keys' alone, and each then lies in one stratum
+            if col is not None and col in keys and role != "strata":
                 raise InputError(
                     f"column {col!r} is both a key and the {role} column; "
                     f"remove it from keys or from {role}="
@@ -695,7 +700,7 @@ class Microdata:
             )
         if not frame.columns.is_unique:
             dup = frame.columns[frame.columns.duplicated()].unique()
-            clash = [c for c in wanted if c in set(dup)]
+            clash = [c for c in dict.fromkeys(wanted) if c in set(dup)]
             if clash:
                 raise DataError(
                     f"column name(s) {_quote_list(clash)} occur more than once in the data; "
@@ -1220,6 +1225,65 @@ def require_one_cell_per_record(md, model: str, instead: str) -> None:
         )
 
 
+#: The models whose population is one total N (the weights' sum, or n / sampling
+#: fraction), extrapolated beyond the sample (:func:`require_population_beyond_sample`).
+POPULATION_TOTAL_MODELS = ("poisson-gamma", "latent-class")
+
+
+def require_population_beyond_sample(md, model: str, *, instead: str | None = None) -> None:
+    """Refuse weights that leave no population beyond the sample, before any fit.
+
+    The Poisson-gamma and latent-class models take the population size N from the
+    weights' sum. Weights summing to less than the n records (accepted with
+    ``allow_weights_below_one``) give N < n, which no model can extrapolate to; unequal
+    weights summing to exactly n (weights normalised to the sample size) give N = n,
+    which the models would take for a census, every cell's population its sample count.
+    Both are refused. Weights all equal to 1 (and a sampling fraction of 1) say the
+    sample *is* the population: N = n is then meant, and the results are exact.
+
+    Parameters
+    ----------
+    md : Microdata
+        Its kept records' weights are read (nothing without weights: a sampling
+        fraction gives N = n / fraction >= n).
+    model : str
+        The model; only :data:`POPULATION_TOTAL_MODELS` are checked.
+    instead : str, optional
+        The other ways out, in the caller's spelling (command-line options); by
+        default Python's (``N=``, ``sampling_fraction=``, the closed form).
+
+    Raises
+    ------
+    InputError
+        The weights' sum and the record count, and the fixes.
+    """
+    weights = getattr(md, "weights", None)
+    if model not in POPULATION_TOTAL_MODELS or weights is None:
+        return
+    w = np.asarray(weights, dtype=float)
+    dropped = getattr(md, "dropped", None)
+    if dropped is not None:
+        w = w[~np.asarray(dropped, dtype=bool)]
+    n = int(w.size)
+    total = float(w.sum())
+    if n == 0 or total > n * (1.0 + 1e-9):
+        return
+    if total >= n * (1.0 - 1e-9) and np.allclose(w, 1.0, rtol=0.0, atol=1e-9):
+        return  # every weight 1: a census, N = n exactly
+    if instead is not None:
+        raise InputError(
+            f"the weights sum to {total:g}, not more than the {n} records, so no population "
+            "beyond the sample can be extrapolated: fix the weights (they should sum to the "
+            f"population size), {instead}"
+        )
+    raise InputError(
+        f"the weights sum to N={total:g}, not more than the n={n} records, so no population "
+        "beyond the sample can be extrapolated: fix the weights (they should sum to the "
+        "population size), pass N=... (the population size) or build the Microdata with "
+        "sampling_fraction=, or use the closed form (sdcbayes.risk.assess.assess_closed_form)"
+    )
+
+
 def _extension(path: Path) -> str:
     name = path.name.lower()
     for ext in sorted(READABLE_EXTENSIONS, key=len, reverse=True):
@@ -1479,6 +1543,68 @@ def _not_utf8(p: Path, exc: Exception) -> DataError:
     )
 
 
+def _csv_open(p: Path):
+    import gzip
+
+    opener = gzip.open if p.name.lower().endswith(".gz") else open
+    return opener(p, "rt", encoding="utf-8-sig", newline="")
+
+
+def _csv_header(p: Path, sep: str) -> list[str]:
+    """The column names of a CSV file, as ``pandas.read_csv`` gives them, checked.
+
+    Refused (:class:`DataError`): a file with no header line (empty, or blank lines
+    only), and a header that names a column twice (pandas would rename the second
+    ``age`` to ``age.1`` without a word, and ``age`` would be the first one silently).
+    """
+    from pandas.errors import EmptyDataError
+
+    try:
+        names = [str(c) for c in pd.read_csv(p, sep=sep, nrows=0).columns]
+        raw = pd.read_csv(p, sep=sep, nrows=1, header=None, dtype=str,
+                          keep_default_na=False).iloc[0].tolist()
+    except EmptyDataError:
+        raise DataError(
+            f"could not read '{p.name}': the file is empty (no header line); give a file "
+            "whose first line names the columns, e.g. age,sex,region,w"
+        ) from None
+    seen: dict[str, int] = {}
+    for name in raw:
+        if str(name).strip():
+            seen[str(name)] = seen.get(str(name), 0) + 1
+    dup = [name for name, count in seen.items() if count > 1]
+    if dup:
+        raise DataError(
+            f"column name(s) {_quote_list(dup)} occur more than once in '{p.name}'; rename "
+            "the duplicates"
+        )
+    return names
+
+
+def _ragged_line(p: Path, sep: str, width: int) -> tuple[int, int, str] | None:
+    """The first line of a CSV file whose field count differs from the header's.
+
+    ``(line number, fields, text)`` (the line of the file where the record starts,
+    counting from 1; blank lines are skipped as the reader skips them), or None.
+    """
+    import csv
+
+    try:
+        with _csv_open(p) as fh:
+            reader = csv.reader(fh, delimiter=sep)
+            start = 1
+            header = True
+            for row in reader:
+                if row and not header and len(row) != width:
+                    text = sep.join(row)
+                    return start, len(row), text if len(text) <= 60 else text[:57] + "..."
+                header = header and not row
+                start = reader.line_num + 1
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return None
+
+
 def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     """Read a CSV/TSV file, every value keeping its identity (:func:`_csv_column`).
 
@@ -1486,7 +1612,8 @@ def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     from unquoted ones (pandas cannot: R writes a missing value as ``NA`` and the
     level Namibia as ``"NA"``); each column is then stripped and typed. The
     header is read by pandas, so that column names are as ``pandas.read_csv``
-    gives them (a repeated ``a`` becomes ``a.1``, a blank one ``Unnamed: 2``).
+    gives them (a blank one ``Unnamed: 2``; a repeated name is refused,
+    :func:`_csv_header`).
     A line with more or fewer fields than the header is an error (pandas filled
     missing fields, and took an extra first field for the row index).
     """
@@ -1495,7 +1622,7 @@ def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
 
     declared = {str(v).strip() for v in na_values or ()}
     defaults = set(CSV_NA_VALUES)
-    names = [str(c) for c in pd.read_csv(p, sep=sep, nrows=0).columns]
+    names = _csv_header(p, sep)
     # pyarrow reads the header line as a row of its own (f0, f1, ...: positions,
     # so repeated or blank names and blank lines before the header are no matter)
     fields = [f"f{j}" for j in range(len(names))]
@@ -1512,6 +1639,14 @@ def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     except pa.ArrowInvalid as exc:
         if "invalid UTF8" in str(exc):  # the header was UTF-8, a later line is not
             raise _not_utf8(p, exc) from exc
+        ragged = _ragged_line(p, sep, len(names)) if "Expected" in str(exc) else None
+        if ragged is not None:
+            line, count, text = ragged
+            raise DataError(
+                f"could not read '{p.name}' as a CSV file: line {line} has {count} field(s), "
+                f"the header has {len(names)} ({text}); give every line as many fields as "
+                "the header (a value holding the separator must be quoted)"
+            ) from exc
         raise
     table = table.slice(1)
     table = table.rename_columns([names[fields.index(f)] for f in keep])
@@ -1537,10 +1672,11 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         ``read_dta``, ``read_sas7bdat``, ``read_xport``).
     columns : list of str, optional
         Read only these columns (faster for wide files).
-    na_values : str or sequence of str, optional
+    na_values : str, number, or sequence of them, optional
         More values that mean "missing" in this file (``"."``, ``"-9"``,
-        ``"NULL"``), in every format. In CSV/TSV files, fields whose stripped
-        text is listed (on top of :data:`CSV_NA_VALUES`). In the other formats,
+        ``"NULL"``; one code alone, or a number such as -9, which is taken as
+        its text ``"-9"``), in every format. In CSV/TSV files, fields whose
+        stripped text is listed (on top of :data:`CSV_NA_VALUES`). In the other formats,
         after reading: a number equal to a listed number (``"-9"`` matches -9
         and -9.0), a text whose stripped text is listed, and, in a column with
         value labels, a category whose name or whose code in the file is listed
@@ -1596,7 +1732,8 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     Raises
     ------
     InputError
-        The file does not exist, or its ending is not one of the above.
+        The file does not exist, its ending is not one of the above, or
+        ``na_values`` is neither a code nor a list of codes.
     DataError
         The file could not be parsed, or ``columns`` names columns it lacks.
     """
@@ -1620,13 +1757,12 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     if columns is not None:
         columns = [columns] if isinstance(columns, str) else list(columns)
     if na_values is not None:
-        na_values = [na_values] if isinstance(na_values, str) else list(na_values)
+        na_values = _na_value_list(na_values)
     try:
         if ext in (".csv", ".csv.gz", ".tsv"):
             sep = "\t" if ext == ".tsv" else _csv_separator(p)
             if columns is not None:
-                header = pd.read_csv(p, sep=sep, nrows=0).columns
-                _check_columns(columns, header, p)
+                _check_columns(columns, _csv_header(p, sep), p)
             frame = _read_csv(p, sep, columns, na_values)
         elif ext in (".parquet", ".pq"):
             if columns is not None:
@@ -1653,6 +1789,35 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     if labels is not None:  # only the columns kept (pandas carries attrs through frame[...])
         frame.attrs["column_labels"] = {c: lab for c, lab in labels.items() if c in frame.columns}
     return frame
+
+
+def _na_value_list(na_values) -> list:
+    """``na_values`` as a list: one code (a text or a number, e.g. -9) or a list of them."""
+    def code(v) -> bool:
+        return isinstance(v, (str, int, float, np.integer, np.floating)) and not isinstance(
+            v, (bool, np.bool_))
+
+    def text(v) -> str:
+        # a number as a CSV writes it: -9 and -9.0 are "-9" (a CSV field matches by text)
+        if isinstance(v, str):
+            return v
+        return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+    if code(na_values):
+        return [text(na_values)]
+    if isinstance(na_values, (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)):
+        listed = list(na_values)
+        if all(code(v) for v in listed):
+            return [text(v) for v in listed]
+        bad = next(v for v in listed if not code(v))
+        raise InputError(
+            f"na_values holds {bad!r} ({type(bad).__name__}); give codes as texts or numbers, "
+            "e.g. na_values=-9 or na_values=['-9', '.']"
+        )
+    raise InputError(
+        f"na_values must be a code (a text or a number) or a list of them, e.g. "
+        f"na_values=-9 or na_values=['-9', '.']; got {type(na_values).__name__}"
+    )
 
 
 def _apply_na_values(frame: pd.DataFrame, na_values) -> pd.DataFrame:
@@ -1888,18 +2053,41 @@ def resolve_columns(
     if not unknown:
         return resolved
 
-    # Close matches, case-insensitively, among names and labels; a label is shown
-    # with the column it belongs to.
+    if option.startswith("--"):
+        # a command-line list is split at commas: a column whose name holds one cannot be
+        # named there at all (its pieces arrive as names of their own)
+        pieces = {n.strip() for n in unknown}
+        for col in columns:
+            if "," in col and pieces & {p.strip() for p in col.split(",")}:
+                raise DataError(
+                    f"column {col!r}{where} has a comma in its name, which {option} cannot "
+                    "name (it splits its list at commas); rename the column in the file"
+                )
+
+    # Close matches among names and labels: a name equal but for case first, then close
+    # ones with the case as written (--N NN: 'N', not 'n'), then close ones in any case;
+    # a label is shown with the column it belongs to.
     candidates: dict[str, str] = {}
     for col in columns:
         candidates.setdefault(col.casefold(), repr(col))
     for col, lab in labels.items():
         candidates.setdefault(lab.strip().casefold(), f"{lab.strip()!r} (label of {col!r})")
+
+    def suggestions(name: str) -> list[str]:
+        text = name.strip()
+        same = [repr(c) for c in columns if c.strip().casefold() == text.casefold()]
+        if same:
+            return same[:3]
+        exact = difflib.get_close_matches(text, columns, n=3, cutoff=0.6)
+        if exact:
+            return [repr(c) for c in exact]
+        close = difflib.get_close_matches(text.casefold(), list(candidates), n=3, cutoff=0.6)
+        return [candidates[c] for c in close]
+
     parts = []
     for name in unknown:
-        close = difflib.get_close_matches(name.strip().casefold(), list(candidates), n=3,
-                                          cutoff=0.6)
-        hint = f" (did you mean {' or '.join(candidates[c] for c in close)}?)" if close else ""
+        close = suggestions(name)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         parts.append(f"{name!r}{hint}")
     shown = ", ".join(columns[:20]) + (", ..." if len(columns) > 20 else "")
     what = "is neither a column name nor a variable label" if len(unknown) == 1 else (

@@ -406,7 +406,9 @@ def test_protect_pram_rules_are_live(column, rule_fragment, fragments, recorded,
 
 
 def test_every_protect_rule_has_a_live_case():
-    cases = ("more than max_levels", "micro-aggregation")
+    cases = ("more than max_levels", "micro-aggregation",
+             # audit R: mdav's k and nayak_zhang_pram's group_size (tests/test_cli_audit_r.py)
+             "lower k or add records", "group_size")
     assert sorted(PROTECT_RULES) == sorted(p for p in PROTECT_RULES for c in cases if c in p)
 
 

@@ -66,11 +66,14 @@ def test_column_types(tmp_path, text, dtype, values):
 
 
 def test_header_quirks_match_pandas_names(tmp_path):
-    f = _write(tmp_path / "d.csv", "\na,a,\n\n1,2,3\n")  # blank lines, repeated and blank names
+    f = _write(tmp_path / "d.csv", "\na,b,\n\n1,2,3\n")  # blank lines and a blank name
     got = read_microdata(f)
-    assert list(got.columns) == ["a", "a.1", "Unnamed: 2"]
+    assert list(got.columns) == ["a", "b", "Unnamed: 2"]
     assert got.iloc[0].tolist() == [1, 2, 3]
-    assert read_microdata(f, columns=["a.1"])["a.1"].tolist() == [2]
+    assert read_microdata(f, columns=["b"])["b"].tolist() == [2]
+    # a repeated name is refused (audit R, finding 3b: pandas renamed it a.1 silently)
+    with pytest.raises(DataError, match="'a' occur more than once"):
+        read_microdata(_write(tmp_path / "e.csv", "\na,a,\n\n1,2,3\n"))
 
 
 def test_quoted_newline_stays_in_its_field(tmp_path):
@@ -82,7 +85,8 @@ def test_quoted_newline_stays_in_its_field(tmp_path):
 def test_a_line_with_the_wrong_number_of_fields_is_an_error(tmp_path, text):
     # pandas filled a short line with missing values, and took an extra first
     # field of every line for the row index
-    with pytest.raises(DataError, match="Expected .* columns, got"):
+    # the line is named by its number (audit R, finding 8)
+    with pytest.raises(DataError, match=r"line [23] has [23] field\(s\), the header has"):
         read_microdata(_write(tmp_path / "d.csv", text))
 
 

@@ -30,6 +30,7 @@ from click.core import ParameterSource
 from sdcbayes._cliutils import (
     NA_VALUES_HELP,
     QUIET_HELP,
+    SingleValueCommand,
     check_out_dir,
     echo_table,
     json_default,
@@ -51,7 +52,7 @@ DEFAULT_MODELS = (
 )
 
 
-@click.command("compare")
+@click.command("compare", cls=SingleValueCommand)
 @click.argument("data", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--keys", help="Key variables, comma-separated (required with DATA); for SPSS, "
               "Stata and SAS files a variable label may stand for its column (also in "
@@ -320,6 +321,7 @@ def command(
         for s in specs:
             try:
                 check_model_data(md, [s])
+                _require_population(md, s)
             except InputError as err:
                 reason = cli_wording(str(err).removeprefix("cannot fit: "), "compare")
                 left_out.append({"name": s.name, "model": s.model, "reason": reason})
@@ -334,6 +336,8 @@ def command(
                        + "; ".join(d["reason"] for d in left_out), err=True)
     else:
         check_model_data(md, specs)  # each model's data needs, still before PyMC
+        for s in specs:
+            _require_population(md, s)
     quiet_fit = quiet or as_json
     if quiet_fit:
         for name in ("pymc", "arviz", "pytensor"):
@@ -342,7 +346,7 @@ def command(
         n_fit = sum(s.model not in ("closed-form", "latent-class") for s in specs)
         n_lc = sum(s.model == "latent-class" for s in specs)
         parts = []
-        if n_fit or not n_lc:  # without latent-class: the line as it always was
+        if n_fit:
             parts.append(
                 f"{n_fit} model(s) ({fit_method}: {chains} chains x {draws} draws"
                 + (f" after {tune_for('nuts', tune)} tuning steps"
@@ -351,7 +355,8 @@ def command(
         if n_lc:
             parts.append(f"{n_lc} latent-class model(s) (gibbs: {chains} chains x {draws} "
                          f"draws after {tune_for('latent-class', tune)} tuning steps)")
-        click.echo(f"fitting {' and '.join(parts)} ...", err=True)
+        if parts:  # the closed form alone fits nothing
+            click.echo(f"fitting {' and '.join(parts)} ...", err=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = compare_models(
@@ -417,6 +422,18 @@ def command(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(result, summary, out)
+
+
+def _require_population(md, spec) -> None:
+    """A model of one population total needs weights summing to more than n (before PyMC)."""
+    from sdcbayes.microdata import require_population_beyond_sample
+
+    try:
+        require_population_beyond_sample(
+            md, spec.model, instead="give --sampling-fraction instead of --weight, or leave "
+            "the poisson-gamma and latent-class models out of --models")
+    except InputError as err:
+        raise InputError(f"cannot fit: {spec.name!r} ({spec.model}): {err}") from None
 
 
 def _refuse_wildcard_cells(md) -> None:

@@ -49,6 +49,7 @@ import click
 
 from sdcbayes._cliutils import (
     QUIET_HELP,
+    SingleValueCommand,
     check_out_dir,
     echo_table,
     json_default,
@@ -72,7 +73,7 @@ _DISCLOSURE_EXAMPLES = (
 )
 
 
-@click.command("decide")
+@click.command("decide", cls=SingleValueCommand)
 @click.argument("domains", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--y",

@@ -70,6 +70,7 @@ import click
 from sdcbayes._cliutils import (
     NA_VALUES_HELP,
     QUIET_HELP,
+    SingleValueCommand,
     check_out_dir,
     echo_table,
     json_default,
@@ -102,7 +103,7 @@ _NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "noise")
 DEFAULT_RISK_K = 3
 
 
-@click.command("protect")
+@click.command("protect", cls=SingleValueCommand)
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--keys",
@@ -202,7 +203,8 @@ DEFAULT_RISK_K = 3
     help="With --suppress-k and --pram: comma-separated stratum variables; k-anonymity is "
     "reached and PRAM applied within each stratum (records of different strata never match; "
     "in a stratum of fewer than K records k is lowered to its size, with a warning). "
-    "In a recipe, give strata inside the steps instead.",
+    "A stratum variable may not be a key of the suppression or a PRAM'd column (the step "
+    "would change it). In a recipe, give strata inside the steps instead.",
 )
 @click.option(
     "--seed", type=click.IntRange(min=0), default=None,
@@ -347,7 +349,8 @@ def command(
         if step["step"] in _NUMERIC_STEPS:
             numeric += [c for c in _columns_of(step) if c not in numeric]
     after = _risk(current, key_list, weight, risk_k, suppression=supp, **md_options)
-    warned = _suppression_warnings(steps, step_summaries)
+    warned = _continuous_key_warnings(steps, key_list) + _suppression_warnings(
+        steps, step_summaries)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k)
     loss = _information_loss(frame, current, touched, numeric)
 
@@ -613,6 +616,22 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             s[opt] = resolve(opt, v)
     if name in ("suppress", "nayak_zhang"):
         s.setdefault("keys", list(keys))
+    # a stratum that the step itself changes (checked here, before any step runs; the
+    # library refuses the same)
+    both_role = "keys" if name == "suppress" else "columns" if name == "pram" else None
+    both = sorted(set(s.get("strata") or ()) & set(s.get(both_role) or ())) if both_role else []
+    if both:
+        label = "--strata" if from_option is not None else f"{where}: strata"
+        why = ("suppression could blank a key value that is also its record's stratum, and "
+               "records that differ on a key never match anyway" if name == "suppress" else
+               "within one of its strata a column has a single level, so PRAM could not "
+               "change it")
+        what = "keys" if name == "suppress" else "PRAM'd columns"
+        fix = ("leave it out of the strata (or stratify by a copy of the column under "
+               "another name)" if name == "suppress" else
+               "leave it out of the strata or out of the PRAM'd columns")
+        raise InputError(
+            f"{label} {', '.join(map(repr, both))}: also among the step's {what}: {why}; {fix}")
     if isinstance(s.get("importance"), dict):
         # KEY=RANK pairs: the keys name variables (ranks in --keys order need nothing)
         imp = s["importance"]
@@ -957,6 +976,34 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     })
 
 
+def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """One warning per noise or micro-aggregation step that changes a key.
+
+    Legitimate (a continuous variable an intruder knows), but a key so perturbed gets
+    values of its own rather than fewer levels: the key cells split, and with noise
+    every record becomes unique on the keys.
+    """
+    out = []
+    for i, step in enumerate(steps, start=1):
+        if step["step"] not in ("noise", "microaggregate"):
+            continue
+        hit = [c for c in step["columns"] if c in keys]
+        if not hit:
+            continue
+        how = step.get("_option") or f"step {i} ({step['step']})"
+        names = ", ".join(map(repr, hit))
+        if step["step"] == "noise":
+            effect = ("becomes continuous: every record gets a value of its own, so every "
+                      "record is unique on the keys after protection")
+        else:
+            effect = (f"gets group means as values (about one level per {step['k']} "
+                      "records), which splits the key combinations rather than merging them")
+        out.append(f"{how} changes the key {names}, which {effect}; to protect a key, "
+                   'recode it into fewer levels (--recode, or a "band" step of a --recipe), '
+                   "or leave it out of --keys")
+    return out
+
+
 def _suppression_warnings(steps: list[dict[str, Any]], summaries: list[dict[str, Any]]
                           ) -> list[str]:
     """One warning per suppression step that lowered k in strata smaller than k."""
@@ -1290,8 +1337,10 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
         except Exception:  # the text is a nicety: the parsed values are still right
             text = None
     if text is None or list(text.columns) != list(frame.columns) or len(text) != len(frame):
-        _csv_out(path, _integers_kept(frame, source, sep, original), frame, sep)
+        _csv_out(path, _integers_kept(frame, source, sep, original), frame, sep,
+                 _decimal_mark(sep, None, original))
         return
+    decimal = _decimal_mark(sep, text, original)
     changed = {}
     for c in frame.columns:
         diff = ~same_cells(original[c], frame[c])
@@ -1303,7 +1352,8 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
         cols = list(changed)
         # the changed cells as pandas writes them (34 not 34.0, blanks for suppressions)
         buf = io.StringIO()
-        _integers_kept(frame[cols], source, sep, original).to_csv(buf, index=False, sep=sep)
+        _integers_kept(frame[cols], source, sep, original).to_csv(buf, index=False, sep=sep,
+                                                                  decimal=decimal)
         buf.seek(0)
         new = pd.read_csv(buf, sep=sep, dtype=str, keep_default_na=False)
         for j, c in enumerate(cols):
@@ -1311,10 +1361,34 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
             mask = changed[c]
             values[mask] = new.iloc[:, j].to_numpy(dtype=object)[mask]
             out[c] = values
-    _csv_out(path, out, frame, sep)
+    _csv_out(path, out, frame, sep, decimal)
 
 
-def _csv_out(path: Path, out, frame, sep: str) -> None:
+def _decimal_mark(sep: str, text, original) -> str:
+    """The decimal mark the protected file writes its changed numbers with.
+
+    read_microdata reads a comma as the decimal mark in a semicolon-separated file (the
+    European spreadsheet convention), so such a file gets its changed numbers back with
+    commas too (``369,08``, not ``369.08`` beside untouched ``10,5`` cells), unless its
+    numeric columns (``text``: the input as text) were written with points only.
+    """
+    import pandas as pd
+
+    if sep != ";":
+        return "."
+    if text is None or original is None:
+        return ","
+    comma = point = False
+    for c in original.columns:
+        if c not in text.columns or not pd.api.types.is_float_dtype(original[c].dtype):
+            continue
+        values = text[c].astype(str).str.strip()
+        comma = comma or bool(values.str.fullmatch(r"[+-]?\d*,\d+").any())
+        point = point or bool(values.str.fullmatch(r"[+-]?\d*\.\d+([eE][+-]?\d+)?").any())
+    return "." if point and not comma else ","
+
+
+def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".") -> None:
     """Write ``out`` with pandas, quoting the observed values that read as missing.
 
     read_microdata takes an unquoted ``NA`` (and ``#N/A``, ``NaN``, ``nan``) for
@@ -1336,14 +1410,14 @@ def _csv_out(path: Path, out, frame, sep: str) -> None:
         cells = out
     else:  # parsed values: their text as pandas writes them
         buf = io.StringIO()
-        out.to_csv(buf, index=False, sep=sep)
+        out.to_csv(buf, index=False, sep=sep, decimal=decimal)
         buf.seek(0)
         cells = pd.read_csv(buf, sep=sep, dtype=str, keep_default_na=False)
     force = {c: cells[c].astype(str).str.strip().isin(tokens).to_numpy()
              & frame[c].notna().to_numpy()
              for c in frame.columns} if frame.columns.is_unique else {}
     if not any(m.any() for m in force.values()):
-        out.to_csv(path, index=False, sep=sep)
+        out.to_csv(path, index=False, sep=sep, decimal=decimal)
         return
 
     def quoted(values, must):

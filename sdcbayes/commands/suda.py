@@ -24,6 +24,7 @@ import click
 from sdcbayes._cliutils import (
     NA_VALUES_HELP,
     QUIET_HELP,
+    SingleValueCommand,
     check_out_dir,
     echo_table,
     json_default,
@@ -45,7 +46,7 @@ CONTRIBUTIONS_NOTE = (
 )
 
 
-@click.command("suda")
+@click.command("suda", cls=SingleValueCommand)
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--keys",

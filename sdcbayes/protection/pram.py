@@ -336,6 +336,13 @@ def invariant_pram(
     frame = check_frame(frame)
     columns = check_columns(frame, columns, "columns")
     strata_l = check_columns(frame, strata, "strata") if strata is not None else None
+    if strata_l and set(strata_l) & set(columns):
+        # within a stratum of a column, the column has one level: nothing could change
+        raise InputError(
+            f"columns {sorted(set(strata_l) & set(columns))} are both PRAM'd and strata: "
+            "within one of its strata a column has a single level, so PRAM could not change "
+            "it; leave them out of the strata or out of the PRAM'd columns"
+        )
     matrices = dict(matrices or {})
     unknown = [c for c in matrices if c not in columns]
     if unknown:

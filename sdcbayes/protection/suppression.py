@@ -347,9 +347,12 @@ def local_suppression(
     keys = check_columns(frame, keys, "keys")
     strata_l = check_columns(frame, strata, "strata") if strata is not None else None
     if strata_l and set(strata_l) & set(keys):
+        both = sorted(set(strata_l) & set(keys))
         raise InputError(
-            f"columns {sorted(set(strata_l) & set(keys))} are both keys and strata; "
-            "use each column in one role"
+            f"columns {both} are both keys and strata: suppression could blank a key value "
+            "that is also its record's stratum, and records that differ on a key never "
+            "match anyway; leave them out of the strata (or stratify by a copy of the "
+            "column under another name)"
         )
     if combs is None:
         comb_sizes = [len(keys)]
