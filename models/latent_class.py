@@ -56,7 +56,7 @@ risk): under simple random sampling with fraction n/N,
     E(1/F_k \mid f_k = 1, \pi) = (1 - e^{-\lambda_k})/\lambda_k,
 
 and :math:`\tau_1 = \sum_{k \in SU} I(F_k = 1)`, :math:`\tau_2 = \sum_{k \in SU} 1/F_k`
-(DESIGN.md, Notation). The sampler returns per-draw :math:`\pi_k` of the sample
+(ARCHITECTURE.md, Notation). The sampler returns per-draw :math:`\pi_k` of the sample
 uniques and the posterior predictive of :math:`\tau_1, \tau_2` (parameter
 uncertainty *and* the randomness of F given :math:`\pi`).
 

@@ -500,7 +500,7 @@ class NegativeBinomialModel(SuperpopulationModel):
 
         Statistics: total population of the observed cells (observed counterpart:
         the Horvitz-Thompson total sum_k Fhat_k), tau1 = #{f_k = 1, F_k = 1} and
-        tau2 = sum_{f_k = 1} 1/F_k (DESIGN.md, notation; no observed counterpart).
+        tau2 = sum_{f_k = 1} 1/F_k (ARCHITECTURE.md, notation; no observed counterpart).
         """
         p = p.transpose("chain", "draw", "cell")
         n_draws = p.sizes["draw"]

@@ -13,7 +13,7 @@ r"""Compare priors, models and loss functions on one microdata file (issue 4).
   (with a note) for the closed form and the latent-class model;
 * the file-level risk: :math:`\tau_1 = \sum_k I(f_k = 1, F_k = 1)`,
   :math:`\tau_2 = \sum_{f_k = 1} 1/F_k` and the expected re-identifications
-  :math:`\mathrm{ER} = \sum_k f_k E(1/F_k \mid f_k)` (DESIGN.md, Notation; seed
+  :math:`\mathrm{ER} = \sum_k f_k E(1/F_k \mid f_k)` (ARCHITECTURE.md, Notation; seed
   ``004_…`` eq. 1-6 for :math:`E(1/F_k \mid f_k)`), with 90% posterior predictive
   intervals (:mod:`sdcbayes.risk.posterior_assess`);
 * sampling diagnostics and fit time;

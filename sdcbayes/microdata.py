@@ -4,13 +4,13 @@ Reads survey microdata (:func:`read_microdata`), validates them and turns the
 key variables into the cell table every model and risk measure works on
 (:class:`Microdata`, :class:`CellTable`).
 
-Notation (``DESIGN.md``; Polettini, seed ``004_``, section 1.1): cross-classifying
+Notation (``ARCHITECTURE.md``; Polettini, seed ``004_``, section 1.1): cross-classifying
 the key variables gives a cell space of size K; cell k holds f_k sample records
 and F_k population units; F_k is estimated by the weight sum
 Fhat_k = Σ_{i ∈ k} w_i (seed ``004_``, eq. 4, with w_i the inverse inclusion
 probability). Counts of counts m_j = #{k : f_k = j} are the sufficient
 statistics of the Poisson-gamma model (Mokken et al., seed ``000_``, eq. 10;
-``DESIGN.md``), with m_0 = K − #observed cells.
+``ARCHITECTURE.md``), with m_0 = K − #observed cells.
 
 This module may import NumPy and pandas only (pyreadstat and pyarrow are
 imported inside :func:`read_microdata` when a file needs them), so that

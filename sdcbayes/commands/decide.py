@@ -1,7 +1,7 @@
 """``sdcbayes decide``: publish or suppress each domain of a table (Zaslavsky & Horton 1998).
 
 Seed ``003_…`` (Zaslavsky & Horton, *Balancing disclosure risk against the loss
-of nonpublication*, JOS 14(4), 1998), Sections 2-4; DESIGN.md "Decisions".
+of nonpublication*, JOS 14(4), 1998), Sections 2-4; ARCHITECTURE.md "Decisions".
 The input is a per-domain table ``(y_i, n_i, N_i)``: the sample count of a class
 (e.g. one occupation), the sample size and the population size of each domain
 (small area). The command

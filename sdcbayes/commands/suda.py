@@ -3,7 +3,7 @@
 Special uniques detection (Elliot et al.): a record scores for every *minimal
 sample unique* (MSU) it has, a smallest set of key variables on which no other
 record shares its values; small MSUs score most (an MSU of size ``k`` among
-``M`` keys scores ``(M - k)!``, seed 001 section 3.5 and DESIGN.md). DIS-SUDA
+``M`` keys scores ``(M - k)!``, seed 001 section 3.5 and ARCHITECTURE.md). DIS-SUDA
 spreads the data intrusion simulation estimate of the probability that a
 unique match is correct over the records, in proportion to their scores.
 The computation is :func:`sdcbayes.risk.suda.suda`; this module reads the
