@@ -6,11 +6,10 @@ the switch from ``InferenceData`` to ``xarray.DataTree`` is a one-line change.
 
 Public names
 ------------
-fit
+fit, METHODS
     One entry point for NUTS, nutpie, ADVI and MAP/Laplace; stamped posteriors.
-METHODS
-    The registry of fitting methods, ``{"nuts", "nutpie", "advi", "map"}`` to their
-    functions (the values ``fit(method=...)`` takes).
+    ``METHODS`` is the registry of fitting methods, ``{"nuts", "nutpie", "advi",
+    "map"}`` to their functions (the values ``fit(method=...)`` takes).
 loo, compare, WeightedLoo
     PSIS-LOO with cell weights (counts of counts) and model comparison;
     ``WeightedLoo`` is what :func:`loo` returns.

@@ -1244,8 +1244,10 @@ def profile_mass_loglik(counts, base, grid=PHI_MASS_GRID) -> np.ndarray:
 
 
 def _seed_to_stamp(random_seed) -> int:
-    """The integer seed a run uses and stamps: ``random_seed``, one drawn when None, one
-    drawn from it when a Generator (the stamp then repeats the run without the Generator).
+    """The integer seed a run uses and stamps.
+
+    ``random_seed`` itself, one drawn when None, one drawn from it when a Generator
+    (the stamp then repeats the run without the Generator).
 
     Raises
     ------

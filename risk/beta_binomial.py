@@ -460,7 +460,9 @@ def _window_sum(loss, y, n, N, m, a, b, lo, hi, budget):
 
 
 def _expected_loss_flat(loss, y, n, N, alpha, beta, *, budget):
-    r""":math:`E[L(y, y + T, n, N)]`, :math:`T \sim \mathrm{BetaBin}(N - n, \alpha + y, \beta + n - y)`.
+    r""":math:`E[L(y, y + T, n, N)]` for :math:`T \sim \mathrm{BetaBin}(N - n, a, b)`.
+
+    Here :math:`a = \alpha + y` and :math:`b = \beta + n - y`.
 
     Seed 003, Section 2 (the risk :math:`R_{di}` and the predictive density). 1-D
     arrays of one length (validated by the caller); the one implementation behind

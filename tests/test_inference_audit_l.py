@@ -10,7 +10,6 @@ errors and messages), F12 (the variables a NUTS fit diagnoses).
 import logging
 import math
 import os
-import types
 import warnings
 
 import arviz as az
