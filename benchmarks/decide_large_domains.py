@@ -6,8 +6,9 @@ enumerated over ``t = 0..max(N - n)``, so one domain of 10^9 people kept
 ``sdcbayes decide --hyperparameters ml`` running for hours; now each domain is summed
 over its own window (``risk/beta_binomial.py``, ``_expected_loss_flat``).
 
-Domains are the audit's 30 (``dom.csv``: n 7-99, N 157-1986), tiled to the requested
-count, with the first domain's N set to "max N" (the others keep theirs), and the
+Domains are drawn like the audit's 30 (``dom.csv``: n 7-99, N about 20 n, y about n/5;
+fixed seed, all distinct), with the first domain's N set to "max N" (the others keep
+theirs), and the
 default losses (``uniques-equal:S=10`` / ``y``) plus the alternative
 ``threshold:Ymin=5/Y``. Two routes of the risk step:
 
@@ -29,19 +30,13 @@ import numpy as np
 
 from sdcbayes.risk.decisions import decide
 
-DOM = np.array([
-    [18, 84, 1683], [10, 28, 560], [3, 13, 263], [5, 31, 632], [6, 42, 856],
-    [15, 81, 1637], [9, 46, 929], [4, 11, 229], [9, 35, 703], [11, 61, 1220],
-    [21, 81, 1635], [14, 73, 1470], [22, 99, 1986], [2, 20, 416], [13, 88, 1766],
-    [0, 7, 157], [15, 56, 1138], [7, 29, 586], [6, 22, 442], [14, 66, 1331],
-    [6, 32, 646], [11, 57, 1146], [6, 27, 557], [5, 17, 342], [14, 75, 1510],
-    [12, 44, 893], [14, 68, 1373], [17, 67, 1355], [19, 94, 1893], [10, 43, 874],
-], dtype=np.int64)
-
-
-def domains(count: int, max_n: int):
-    reps = -(-count // len(DOM))
-    y, n, N = np.tile(DOM, (reps, 1))[:count].T.copy()
+def domains(count: int, max_n: int, seed: int = 0):
+    """``count`` distinct domains like the audit's (n 7-99, N about 20 n, y about n/5),
+    drawn with a fixed seed, the first domain's N raised to ``max_n``."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(7, 100, count)
+    N = n * rng.integers(15, 26, count)
+    y = rng.binomial(n, 0.2)
     N[0] = max(max_n, N[0])
     return y, n, N
 
