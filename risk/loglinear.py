@@ -25,6 +25,10 @@ seed ``001_``, section 3.4, "global risk measure based on log-linear models").
 For f_k >= 2 the same thinning argument gives
 :math:`E(1/F_k \mid f_k) = {}_1F_1(1; f_k + 1; -\lambda_k(1-\pi)) / f_k`, used for
 the expected number of re-identifications :math:`\sum_i E(1/F_{k(i)} \mid f_{k(i)})`.
+sdcMicro's ``modRisk`` "Risk-Measure 1" and "Risk-Measure 2" (``R/modRisk.R``) differ: they
+plug the fitted sample counts :math:`\hat\mu_k` in as the population means (where
+:math:`\hat\lambda_k = \hat\mu_k/\pi` belongs) and divide by the number of non-empty cells,
+so they are not comparable with the tau1 and tau2 of Skinner & Shlomo computed here.
 
 Two models are offered:
 

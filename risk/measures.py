@@ -490,8 +490,11 @@ def l_diversity(
 
     Missing values (NaN/None) form one extra category for distinct and entropy
     when the cell also has real values, and are ignored by the recursive
-    measure (as sdcMicro). A cell whose values are all missing gets distinct 0,
-    entropy 1, recursive 0. A cell without records (``n_cells`` above the
+    measure: as sdcMicro with missing values coded as its ``missing`` code
+    (default -999). sdcMicro counts each R ``NA`` as a separate value (NA never
+    equals a stored category in ``src/Framework.h``), so its numbers differ for
+    a sensitive variable with ``NA``. A cell whose values are all missing gets
+    distinct 0, entropy 1, recursive 0. A cell without records (``n_cells`` above the
     observed cells, or a code no kept record has) is NaN in every column: its
     diversity is undefined. The count columns are then float; they are int64
     when every cell has records.

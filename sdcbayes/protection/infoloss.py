@@ -67,6 +67,10 @@ def il1(
     IL1 = 1/(n p) Σ_i Σ_j |x_ij − z_ij| / (√2 S_j) with S_j the sample standard
     deviation (ddof = 1) of the original variable. Pairs where either value is
     missing are left out of the sum (as sdcMicro does), the divisor stays n p.
+    This is sdcMicro's ``dUtility(method = "IL1old")``, and ``average=False`` its
+    ``"IL1s"``; it is not the "IL1" that sdcMicro's ``print(sdc, "numrisk")``
+    shows (``dUtility(method = "IL1")``, a sum of the percentage-relative
+    changes 100 |x − z| / |x|).
 
     Parameters
     ----------
