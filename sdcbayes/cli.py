@@ -131,8 +131,9 @@ def cli() -> None:
     "multinomials that borrows strength across the keys, fitted by Gibbs sampling; by far "
     "the least biased on real files (README, Accuracy), though its intervals are not yet "
     "calibrated on every design. closed-form: Benedetti-Franconi individual risk with "
-    "p = f/F̂, as sdcMicro and mu-Argus compute it (no intervals; understates tau1 by "
-    "55-98% on real files). "
+    "p = f/F̂ (sdcMicro's measure_risk and mu-Argus report its approximation, --method "
+    "approx; the default --method exact evaluates it exactly; no intervals; understates "
+    "tau1 by 55-98% on real files). "
     "poisson-gamma: Bethlehem-Keller-Pannekoek superpopulation model fitted with full "
     "posterior on the counts of counts. negbin: Benedetti-Franconi with uncertain "
     "inclusion probabilities learnt from the spread of the weights. Posterior models "
@@ -276,7 +277,8 @@ def cli() -> None:
     type=click.Choice(["exact", "approx"]),
     default="exact",
     show_default=True,
-    help="closed-form only: exact E(1/F | f), or the approximation sdcMicro/mu-Argus use.",
+    help="closed-form only: exact E(1/F | f), or the approximation sdcMicro/mu-Argus use "
+    "(sdcMicro's measure_risk default).",
 )
 @click.option(
     "--missing",
