@@ -14,7 +14,8 @@ Modules (NumPy, SciPy and pandas only; never PyMC):
   with wildcard semantics, seed 001 sections 3.2 and 4.1.2;
 - :mod:`~sdcbayes.protection.pram`: invariant PRAM (seed 001, 4.1.3) and
   Nayak-Zhang PRAM (seed 002);
-- :mod:`~sdcbayes.protection.microaggregation`: MDAV, seed 001 section 4.2.1;
+- :mod:`~sdcbayes.protection.microaggregation`: MDAV, seed 001 section 4.2.1, and
+  sdcMicro's univariate sort-and-block (``mafast``);
 - :mod:`~sdcbayes.protection.noise`: additive and correlated noise, seed 001
   section 4.2.2;
 - :mod:`~sdcbayes.protection.infoloss`: IL1, changed/suppressed shares,
@@ -31,7 +32,12 @@ from sdcbayes.protection.infoloss import (
     ols_ci,
     proportion_ci,
 )
-from sdcbayes.protection.microaggregation import mdav, mdav_groups
+from sdcbayes.protection.microaggregation import (
+    mdav,
+    mdav_groups,
+    sorted_groups,
+    sorted_microaggregation,
+)
 from sdcbayes.protection.noise import add_noise
 from sdcbayes.protection.pram import (
     apply_transition,
@@ -69,6 +75,8 @@ __all__ = [
     "local_suppression",
     "mdav",
     "mdav_groups",
+    "sorted_groups",
+    "sorted_microaggregation",
     "mean_ci",
     "merge_levels",
     "nayak_zhang_cm_probability",
