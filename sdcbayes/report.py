@@ -75,7 +75,7 @@ def _is_number(value: Any) -> bool:
 def _nested(value: Any, digits: int) -> str:
     """``fmt`` of a value inside a list or mapping: compound values in parentheses."""
     text = fmt(value, digits)
-    compound = isinstance(value, Mapping) or (
+    compound = (isinstance(value, Mapping) and len(value) > 0) or (
         isinstance(value, (list, tuple, set, frozenset, np.ndarray))
         and len(value) > 1
         and not _is_interval(value)
@@ -103,7 +103,23 @@ def _mapping_text(d: Mapping[Any, Any], digits: int) -> str:
     if dist is not None:
         args = ", ".join(f"{esc(k)}={_nested(v, digits)}" for k, v in d.items() if k != "dist")
         return f"{esc(dist)}({args})"
-    return ", ".join(f"{esc(k)}: {_nested(v, digits)}" for k, v in d.items())
+    return ", ".join(f"{esc(k)}: {_entry_text(k, v, digits)}" for k, v in d.items())
+
+
+def _is_seed(key: Any, value: Any) -> bool:
+    """A seed (a setting named ``seed``, ``random_seed``, …): shown as its plain digits."""
+    return "seed" in str(key).lower() and isinstance(value, (int, np.integer)) \
+        and not isinstance(value, (bool, np.bool_))
+
+
+def _entry_text(key: Any, value: Any, digits: int) -> str:
+    """One entry of a mapping: a seed without thousands separators (it is copied into
+    ``--seed``), empty ``priors`` as "defaults", anything else as :func:`_nested`."""
+    if _is_seed(key, value):
+        return str(int(value))
+    if str(key) == "priors" and (value is None or (isinstance(value, Mapping) and not value)):
+        return "defaults"
+    return _nested(value, digits)
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -161,6 +177,75 @@ def fmt(value: Any, digits: int = 4) -> str:
     return esc(value)
 
 
+def percent(share: Any, digits: int = 3) -> str:
+    """A share (a fraction such as 0.004) as a percentage: ``0.4%``, ``12.5%``, ``0.004%``.
+
+    The one format of percentages in the reports and on the console: ``digits``
+    significant digits (at least the units), trailing zeros dropped, never rounded
+    to 0% unless the share is 0, never in scientific notation. None/NaN give "–".
+    """
+    if _is_missing(share):
+        return MISSING
+    v = 100 * float(share)
+    if math.isinf(v):
+        return ("∞" if v > 0 else "−∞") + "%"
+    if v == 0:
+        return "0%"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    text = f"{v:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _percent_cell(value: Any) -> Any:
+    """A share as a table cell in percent (see :func:`percent`); an interval as ``[lo, hi]``."""
+    if _is_interval(value):
+        lo, hi = value
+        return Html(f"[{percent(lo)}, {percent(hi)}]")
+    if value is None or value == "":
+        return value
+    return Html(percent(value)) if _is_number(value) else value
+
+
+def key_value(value: Any) -> Html:
+    """A key code as text, as the input and the CSV files write it.
+
+    A code read as a float because its column has missing values (3.0) shows as 3;
+    a missing value shows as "–" (:data:`MISSING`); anything else as its text.
+    """
+    if _is_missing(value):
+        return Html(MISSING)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer() \
+            and abs(float(value)) < 2**53:
+        return Html(esc(int(value)))
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    return Html(esc(value))
+
+
+def setting_text(key: Any, value: Any) -> str:
+    """A parameter or setting as plain ``key=value`` text (JSON-like values, no reprs).
+
+    Lists as ``[a, b]``, mappings as ``{"a": 1}``; a seed as its plain digits.
+    """
+    return f"{key}={json.dumps(_json_plain(value), ensure_ascii=False)}" \
+        if not isinstance(value, str) else f"{key}={value}"
+
+
+def _json_plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _json_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset, np.ndarray)):
+        return [_json_plain(v) for v in (value.tolist() if isinstance(value, np.ndarray)
+                                         else value)]
+    if isinstance(value, np.generic):
+        return value.item()
+    if _is_missing(value):
+        return None
+    return value
+
+
 def setting(key: Any, value: Any) -> Html:
     """A setting's value as :class:`Html`, reading lists by the setting's name.
 
@@ -168,6 +253,8 @@ def setting(key: Any, value: Any) -> Html:
     ``[lo, hi]``; any other list (e.g. ``cv_ratios``) is its comma-separated items,
     so that two ratios do not read as an interval.
     """
+    if _is_seed(key, value):
+        return Html(str(int(value)))
     if isinstance(value, (list, tuple, np.ndarray)) and "interval" not in str(key):
         items = list(value)
         return Html(", ".join(_nested(v, 4) for v in items) if items else MISSING)
@@ -191,7 +278,8 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) ->
 
 def dict_table(d: Mapping[str, Any], header: Sequence[str] = ("quantity", "value")) -> str:
     """A two-column table of a mapping; nested values read as text (see :func:`setting`)."""
-    return table([(k, v if _is_number(v) else setting(k, v)) for k, v in d.items()],
+    return table([(k, v if _is_number(v) and not _is_seed(k, v) else setting(k, v))
+                  for k, v in d.items()],
                  header=header)
 
 
@@ -471,6 +559,9 @@ def render(title: str, sections: Sequence[tuple[str, str]], provenance: Mapping 
     )
 
 
+#: Summary fields that are shares: shown in percent (:func:`percent`).
+_PERCENT_FIELDS = frozenset({"expected_reidentification_rate"})
+
 _SUMMARY_LABELS = {
     "n_records": "records",
     "n_cells": "key combinations (cells)",
@@ -561,7 +652,7 @@ def interval_level_text(level: Any) -> str | None:
     """
     if not _is_number(level) or _is_missing(level):
         return None
-    return f"{100 * float(level):.3g}%"
+    return percent(float(level))
 
 
 def _interval_name(summary: Mapping[str, Any]) -> str:
@@ -829,6 +920,8 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
         lo_hi = summary.get(f"{key}_interval")
         row.append(lo_hi if lo_hi is not None else "")
         row.append(truth.get(key, "") if truth else "")
+        if key in _PERCENT_FIELDS:  # a rate: in percent, as the console shows it
+            row = [row[0], *(_percent_cell(v) for v in row[1:])]
         rows.append(row)
     header = ["quantity", "estimate", interval, "truth"]
     # drop columns that are empty for this run (no intervals for closed forms, no truth
@@ -956,7 +1049,14 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
             table(setting_rows, header=("item", "value"))
             + "<p class='note'>R1 and R0 are posterior expected losses of publishing and of "
             "suppressing each domain, averaged over the predictive distribution of the "
-            "population count Y and over the hyperparameters (seed 003, Section 2).</p>",
+            "population count Y and "
+            + ("over the posterior of the hyperparameters" if h.get("source") not in
+               ("ml", "fixed") else
+               "given the point estimate of the hyperparameters ("
+               + ("maximum likelihood" if h.get("source") == "ml" else "fixed")
+               + "; nothing is averaged over them)")
+            + " (seed 003, Section 2). A domain with R1 = R0 = 0 (y = 0: no disclosure loss "
+            "either way) is published.</p>",
         ),
         (
             "Hyperparameters of the Beta prior",
@@ -1012,7 +1112,7 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
             "1 (seed 003, Figure 1). Alternative rankings are evaluated with the reference "
             "losses; the straight line is random suppression.</p>"
             + f"<p>Suppression needed to bring disclosure risk down to "
-            f"{100 * float(s.get('target_risk', 0)):.0f}% of its full-publication value:</p>"
+            f"{percent(float(s.get('target_risk', 0)))} of its full-publication value:</p>"
             + table(sens_rows, header=("ranking", "suppressed share", "min over ties",
                                        "max over ties")),
         )
@@ -1083,6 +1183,25 @@ def _msu_score_text(s: Mapping[str, Any]) -> str:
     return f"{among} (M − k)! (seed 001, section 3.5)."
 
 
+#: How ``suda`` counts missing key values (summary.json's ``missing_rule``), for its report.
+SUDA_MISSING_RULE = (
+    "missing values as sdcMicro's suda2: a missing key value is never part of a minimal "
+    "sample unique and matches no value; in U and P (cells on all keys) a missing value is "
+    "a level of its own, as under assess --missing category. assess and protect count "
+    "sample uniques under --missing wildcard by default (a missing value matches every "
+    "value), which gives fewer on a file with missing key values: compare the two only "
+    "under the same rule"
+)
+
+
+def _suda_missing_note(s: Mapping[str, Any]) -> str:
+    """The missing-value rule of suda's counts, loud when the keys have missing values."""
+    n = s.get("n_missing_key_records")
+    head = ("" if not isinstance(n, int) or n <= 0 else "1 record has a missing key value. "
+            if n == 1 else f"{fmt(n)} records have a missing key value. ")
+    return f"<p class='note'>{esc(head)}Sample uniques (U) count {esc(SUDA_MISSING_RULE)}.</p>"
+
+
 def suda_report(result, summary: Mapping[str, Any]) -> str:
     """The ``report.html`` of ``sdcbayes suda`` (seed 001, section 3.5).
 
@@ -1098,8 +1217,11 @@ def suda_report(result, summary: Mapping[str, Any]) -> str:
         ("MSU weighting", s.get("score_method")),
         ("records with at least one MSU", s.get("n_records_with_msu")),
         ("minimal sample uniques (MSUs)", s.get("n_msus")),
-        ("sample uniques on all keys (U)", s.get("n_sample_uniques")),
+        ("sample uniques on all keys (U; a missing value is a level of its own)",
+         s.get("n_sample_uniques")),
         ("records in pairs on all keys (P)", s.get("n_in_pairs")),
+        *([("records with a missing key value", s["n_missing_key_records"])]
+          if "n_missing_key_records" in s else []),
         ("sampling fraction for DIS", s.get("dis_fraction")),
         ("DIS: P(correct match | unique match)", s.get("dis")),
         ("largest SUDA score", s.get("suda_score_max")),
@@ -1114,7 +1236,8 @@ def suda_report(result, summary: Mapping[str, Any]) -> str:
             "of keys on which no other record shares its values; "
             + esc(_msu_score_text(s))
             + " DIS-SUDA calibrates the scores to the data intrusion simulation estimate of a "
-            "correct match.</p>",
+            "correct match.</p>"
+            + _suda_missing_note(s),
         ),
         (
             "MSUs by size",
@@ -1172,7 +1295,7 @@ _PROTECT_RISK_LABELS = {
     "expected_reidentification_rate": "expected re-identification rate",
     "max_risk": "largest record risk",
     "n_above_benchmark": "records above the benchmark rule",
-    "n_missing_key_records": "records with a missing (suppressed) key",
+    "n_missing_key_records": "records with a missing key value",
 }
 
 
@@ -1183,9 +1306,13 @@ def _k_anonymity_note(s: Mapping[str, Any]) -> str:
         return ""
     strata = risk.get("suppression_strata")
     return (
-        "<p class='note'>Records violating k-anonymity: f &lt; k over the whole file as "
-        "sdcMicro's freqCalc counts it (a record whose keys are all missing matches no "
-        "complete record); the row “as the suppression judges it” counts them as local "
+        "<p class='note'>Records violating k-anonymity: f &lt; k over the whole file, f as "
+        "<code>assess</code> counts it under <code>--missing wildcard</code>: sdcMicro's "
+        "freqCalc rule (a record with a missing key value counts the records it matches; "
+        "a complete record counts complete records only), except that a record whose keys "
+        "are all missing counts every record of the file, where freqCalc would count it "
+        "as violating (README, “Missing key values”); the row “as the suppression judges "
+        "it” counts them as local "
         "suppression does, every missing value matching any value, on its keys "
         f"{esc(', '.join(map(str, risk.get('suppression_keys') or [])))}"
         + (f", within the strata of {esc(', '.join(map(str, strata)))}" if strata else "")
@@ -1240,14 +1367,17 @@ def protection_report(summary: Mapping[str, Any]) -> str:
         if key in before or key in after:
             if key == "k_anonymity_violations":
                 label = f"records violating {k}-anonymity (f < {k})"
-            rows.append((label, before.get(key), after.get(key)))
+            b, a = before.get(key), after.get(key)
+            if key in _PERCENT_FIELDS:
+                b, a = _percent_cell(b), _percent_cell(a)
+            rows.append((label, b, a))
             if key == "k_anonymity_violations" and "k_anonymity_violations_suppression" in after:
                 rows.append((f"records violating {k}-anonymity as the suppression judges it",
                              before.get("k_anonymity_violations_suppression"),
                              after.get("k_anonymity_violations_suppression")))
     step_rows = []
     for st in s.get("steps") or []:
-        params = ", ".join(f"{p}={v}" for p, v in (st.get("parameters") or {}).items())
+        params = ", ".join(setting_text(p, v) for p, v in (st.get("parameters") or {}).items())
         step_rows.append((st.get("step"), st.get("name"), params))
     sections = [
         (
@@ -1262,7 +1392,9 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             table(rows, header=("quantity", "original", "protected"))
             + "<p class='note'>Closed-form individual risk r = E(1/F | f) with the plug-in "
             "p = f/F̂ (Benedetti-Franconi; seed 004, eq. 1–3), as sdcMicro computes it; "
-            "missing key values (e.g. after local suppression) match any value. "
+            "missing key values (e.g. after local suppression) match any value; the original "
+            "column counts the values missing in the input, the protected one also those the "
+            "steps blanked. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
             f"{esc(s.get('weight') or 'none (every record its own population)')}.</p>"
             + _k_anonymity_note(s)
@@ -1272,7 +1404,8 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     loss = (s.get("information_loss") or {}).get("per_variable") or {}
     if loss:
         lrows = [
-            (var, v.get("n_changed"), v.get("n_suppressed"), v.get("share_lost"), v.get("il1"))
+            (var, v.get("n_changed"), v.get("n_suppressed"), _percent_cell(v.get("share_lost")),
+             v.get("il1"))
             for var, v in loss.items()
         ]
         il1_all = (s.get("information_loss") or {}).get("il1_numeric")
@@ -1292,6 +1425,14 @@ def protection_report(summary: Mapping[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- compare
+def _whole(v: Any) -> Any:
+    """A count that is a whole number as an int (415.0 -> 415); others unchanged."""
+    if isinstance(v, (float, np.floating)) and math.isfinite(float(v)) \
+            and float(v).is_integer():
+        return int(v)
+    return None if _is_missing(v) else v
+
+
 def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     """The ``report.html`` of ``sdcbayes compare`` (issue 4).
 
@@ -1349,16 +1490,30 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
         (r.name, r.n_published, r.n_suppressed, num(r.c), r.suppression_at_target)
         for r in t.itertuples(index=False)
     ]
+    threshold = (s.get("settings") or {}).get("threshold")
+    if "n_above_threshold" in t.columns:
+        # --threshold: records whose risk exceeds it (the closed form a count, a posterior
+        # model the posterior mean of the count)
+        risk_rows = [(*row[:4], _whole(n), row[4]) for row, n in
+                     zip(risk_rows, list(t["n_above_threshold"]) + [None] * (len(risk_rows)
+                                                                          - len(t)),
+                         strict=True)]
+        risk_header = ("model", "τ1", "τ2", "expected re-identifications",
+                       f"records with risk above {fmt(threshold)}", "interval")
+    else:
+        risk_header = ("model", "τ1", "τ2", "expected re-identifications", "interval")
     sections = [
         ("Models", table(spec_rows, header=("name", "model", "method", "priors (merged)"))),
         (
             risk_title,
-            table(risk_rows, header=("model", "τ1", "τ2", "expected re-identifications",
-                                     "interval"))
+            table(risk_rows, header=risk_header)
             + "<p class='note'>τ1: sample uniques that are population uniques; τ2: expected "
             "correct matches among sample uniques; expected re-identifications: Σ f<sub>k</sub>"
-            " E(1/F<sub>k</sub>). Means are posterior means; intervals are posterior predictive "
-            "(parameter uncertainty and the randomness of the unknown F<sub>k</sub>).</p>",
+            " E(1/F<sub>k</sub>). For the posterior models means are posterior means and "
+            "intervals posterior predictive (parameter uncertainty and the randomness of the "
+            "unknown F<sub>k</sub>); the closed form's are not: its intervals are the "
+            "randomness of F<sub>k</sub> given the plug-in p = f/F̂ alone, with no parameter "
+            "uncertainty (column “interval”).</p>",
         ),
         (
             "Fit: PSIS-LOO within a likelihood family",
@@ -1381,7 +1536,7 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
             table(dec_rows, header=("model", "cells published", "cells suppressed",
                                     "trade-off c", "suppressed share at target"))
             + f"<p class='note'>Cells are published in order of R1/R0 until the disclosure "
-            f"loss is {100 * float(s.get('target_risk') or 0):.0f}% of its full-publication "
+            f"loss is {percent(float(s.get('target_risk') or 0))} of its full-publication "
             "value (seed 003, Sections 2 and 4). Under the default pair R1/R0 is the "
             "individual risk E(1/F<sub>k</sub>).</p>",
         ),
@@ -1414,7 +1569,7 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     key_cols = [c for c in d.columns if c not in pub_cols and not str(c).startswith("risk_")
                 and c not in ("changed", "Fk_hat", "f_exact")]
     crow = [
-        tuple(str(r[c]) if c != "fk" else int(r[c]) for c in key_cols)
+        tuple(key_value(r[c]) if c != "fk" else int(r[c]) for c in key_cols)
         + tuple("publish" if bool(r[c]) else "suppress" for c in pub_cols)
         for _, r in changed.head(top).iterrows()
     ]

@@ -384,7 +384,7 @@ def command(
         "sdcbayes_version": __version__,
         "data": source,
         "output_files": out_files,  # previous_outputs reads it
-        **result.summary(),
+        **_typed_summary(result.summary()),
     }
     if fit_warnings:  # also in report.html's warning box
         summary["warnings"] = list(dict.fromkeys(fit_warnings))
@@ -395,6 +395,9 @@ def command(
     from sdcbayes.provenance import file_fingerprint
 
     summary["provenance"] = {**result.provenance, "input": file_fingerprint(data)}
+    if isinstance(summary["provenance"].get("settings"), dict):
+        summary["provenance"]["settings"] = _method_settings(
+            summary["provenance"]["settings"], summary["comparison"])
     if na_codes is not None and summary["provenance"]["input"] is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
     if rule_files:
@@ -405,6 +408,8 @@ def command(
 
     html = comparison_report(result, summary)
     decisions = result.decisions.reset_index(drop=True)
+    # `cell`: the row number, = summary.json's changed_cells, = assess's records.csv `cell`
+    decisions.insert(0, "cell", range(len(decisions)))
     for col in decisions.columns:
         if str(decisions[col].dtype) == "category":  # pyarrow writes labels, not codes
             decisions[col] = decisions[col].astype(str)
@@ -422,6 +427,56 @@ def command(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(result, summary, out)
+
+
+#: Fields of comparison rows that count things: ints in summary.json (the DataFrame made
+#: them floats where another row has none).
+_INT_FIELDS = ("tune", "loo_rank", "divergences", "n_published", "n_suppressed")
+
+
+def _typed_summary(s: dict[str, Any]) -> dict[str, Any]:
+    """``result.summary()`` with each field's own type.
+
+    In ``comparison``: counts as ints (``tune`` 50, not 50.0; the closed form's
+    ``n_above_threshold``, a count; a posterior model's is the posterior mean of the
+    count, a float), and "" (no priors, no likelihood, no note) as null. In
+    ``settings``: :func:`_method_settings`.
+    """
+    rows = []
+    for row in s.get("comparison") or []:
+        r = dict(row)
+        for k, v in r.items():
+            if v == "":
+                r[k] = None
+            elif (k in _INT_FIELDS or (k == "n_above_threshold"
+                                       and r.get("model") == "closed-form")) \
+                    and isinstance(v, float) and v.is_integer():
+                r[k] = int(v)
+        rows.append(r)
+    out = dict(s)
+    if "comparison" in s:
+        out["comparison"] = rows
+    if isinstance(s.get("settings"), dict):
+        out["settings"] = _method_settings(s["settings"], rows)
+    return out
+
+
+def _method_settings(settings: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``settings`` with ``methods`` (what each model used) and ``fit_method``.
+
+    ``--fit-method`` applies to the models fitted by PyMC (poisson-gamma, negbin) only:
+    the closed form uses the plug-in, latent-class its Gibbs sampler. ``fit_method`` is
+    the method those models used, null when the run had none; ``method``, which read as
+    if every model had used it, is left out.
+    """
+    out = {k: v for k, v in settings.items() if k != "method"}
+    methods = {str(r.get("name")): r.get("method") for r in rows}
+    pymc = [r for r in rows if r.get("model") not in ("closed-form", "latent-class")]
+    out["fit_method"] = settings.get("method") if pymc else None
+    out["methods"] = methods
+    if isinstance(out.get("tune"), float) and out["tune"].is_integer():
+        out["tune"] = int(out["tune"])
+    return out
 
 
 def _require_population(md, spec) -> None:
@@ -553,7 +608,7 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
             r.name,
             f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]{mark}  tau2 {r.tau2:.1f}  "
             f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]{mark}  {loo}  "
-            f"suppress {r.n_suppressed} cells",
+            f"suppress {r.n_suppressed:,} cells",
         ))
     if truth:
         rows.append(("truth", f"tau1 {truth['tau1']:.1f}  tau2 {truth['tau2']:.1f}  "

@@ -393,7 +393,7 @@ def command(
         )
         kwargs |= {"alpha": a_draws, "beta": b_draws, "max_draws": max_draws}
         settings |= {
-            "method": "nuts",
+            "fit_method": "nuts",  # decide()'s own stamp has null there: the draws came in
             "draws": draws,
             "chains": chains,
             "tune": tune,
@@ -633,6 +633,8 @@ def _frontier_frame(fr, domain_col: str | None):
 
 
 def _print_summary(s: dict[str, Any], out: Path) -> None:
+    from sdcbayes.report import percent
+
     h = s["hyperparameters"]
 
     def hp(name):
@@ -655,12 +657,12 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         ("trade-off c", f"{s['c']:.4g} ({s['c_source']})" if s["c"] is not None else "inf"),
         ("published / suppressed", f"{s['n_published']:,} / {s['n_suppressed']:,}"),
         (
-            f"suppression needed for {100 * s['target_risk']:.0f}% risk",
-            f"{100 * sat['reference']:.1f}%  (random suppression "
-            f"{100 * sat['random_suppression']:.1f}%)",
+            f"suppression needed for {percent(s['target_risk'])} risk",
+            f"{percent(sat['reference'])}  (random suppression "
+            f"{percent(sat['random_suppression'])})",
         ),
     ]
     for pair, v in sat["alternatives"].items():
-        rows.append((f"  ranking by {pair}", f"{100 * v:.1f}%"))
+        rows.append((f"  ranking by {pair}", percent(v)))
     echo_table(rows)
     click.echo(f"written: {out}/decisions.csv, frontier.csv, summary.json, report.html")

@@ -350,7 +350,7 @@ def command(
             numeric += [c for c in _columns_of(step) if c not in numeric]
     after = _risk(current, key_list, weight, risk_k, suppression=supp, **md_options)
     warned = _continuous_key_warnings(steps, key_list) + _suppression_warnings(
-        steps, step_summaries)
+        steps, step_summaries) + _weight_warnings(steps, weight)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k)
     loss = _information_loss(frame, current, touched, numeric)
 
@@ -378,13 +378,22 @@ def command(
         summary["note"] = out_note
     summary["provenance"] = stamp(
         "closed-form",
-        data_summary={"n_records": int(len(frame)), "keys": key_list, "weight": weight},
         settings={"steps": [_params(s) | {"step": s["step"]} for s in steps], "seed": seed},
+        data_summary={
+            "n_records": int(len(frame)), "keys": key_list,
+            "key_levels": {str(k): int(frame[k].nunique(dropna=True)) for k in key_list},
+            "weight": weight,
+            "sum_weights": None if weight is None else float(frame[weight].sum()),
+            "missing": "wildcard (a missing key value matches every value)",
+            # the input's (the protected file's are in risk.after)
+            "n_cells": before["n_cells"],
+            "n_missing_key_records": before["n_missing_key_records"],
+        },
         input_file=data,
     )
     if na_codes is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
-    log = _concat_logs(logs)
+    log = _log_integers(_concat_logs(logs), _integer_columns(frame, data, ext))
 
     from sdcbayes.report import protection_report
 
@@ -395,7 +404,7 @@ def command(
             "summary.json": lambda p: write_json(p, summary),
             out_name: lambda p: _write_protected(p, current, data, ext, original=frame,
                                                  na_values=na_codes),
-            "log.csv": lambda p: log.to_csv(p, index=False),
+            "log.csv": lambda p: log.to_csv(p, index=False),  # codes as the input has them
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
         },
     )
@@ -940,9 +949,12 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
           suppression: dict[str, Any] | None = None, **md_options) -> dict[str, Any]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
 
-    ``k_anonymity_violations`` counts f_i < k over the whole file on ``keys`` with
-    sdcMicro's ``freqCalc`` rule (a record whose keys are all missing does not match
-    a complete record). With ``suppression`` (a validated suppress step) also
+    ``k_anonymity_violations`` counts f_i < k over the whole file on ``keys``, f_i as
+    ``assess`` counts it under ``--missing wildcard``: sdcMicro's ``freqCalc`` rule (a
+    record with a missing value counts the records it matches, a complete record
+    complete records only), except that a record whose keys are all missing counts
+    every record of the file (README, "Missing key values"), where freqCalc would
+    count it as violating. With ``suppression`` (a validated suppress step) also
     ``k_anonymity_violations_suppression``: f_i < k as that step judges it
     (:func:`sdcbayes.protection.wildcard_frequencies` on its keys, within its
     strata; every wildcard matches), which is 0 right after the step unless a
@@ -967,13 +979,90 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
         "expected_reidentification_rate": s["expected_reidentification_rate"],
         "max_risk": s["max_risk"],
         "n_above_benchmark": s["n_above_benchmark"],
-        # fk with missing values as wildcards (sdcMicro's freqCalc), as in seed 001 sec. 3.2
+        # fk with missing values as wildcards (sdcMicro's freqCalc, but an all-missing
+        # record counts every record: README "Missing key values"), seed 001 sec. 3.2
         "k_anonymity_violations": int(np.count_nonzero(fk < k)),
         "n_missing_key_records": int(md.n_missing_key_records),
     } | ({} if suppression is None else {
         "k_anonymity_violations_suppression": int(np.count_nonzero(
             wildcard_frequencies(frame, suppression["keys"], suppression.get("strata")) < k))
     })
+
+
+def _weight_warnings(steps: list[dict[str, Any]], weight: str | None) -> list[str]:
+    """A warning when a step changes the ``--weight`` column: the "after" risk uses the
+    changed weights, so part of its change is the weights', not the protection's."""
+    if weight is None:
+        return []
+    hit = [f"{i} ({s['step']})" for i, s in enumerate(steps, start=1)
+           if weight in _columns_of(s)]
+    if not hit:
+        return []
+    return [f"step(s) {', '.join(hit)} change the weight column {weight!r}: the risk after "
+            "protection is computed with the changed weights, so part of its change from "
+            "before comes from the weights, not from the protection of the keys"]
+
+
+def _integer_columns(frame, source: Path, ext: str) -> set:
+    """Columns of the input whose values are whole numbers written as integers.
+
+    A CSV column counts when pandas read it as integers or its text has only integer
+    literals (:func:`_integers_kept`: blanks make pandas read 3 as 3.0); in the
+    other formats (SPSS stores every number as a double) a numeric column whose
+    values are all whole numbers.
+    """
+    import numpy as np
+    import pandas as pd
+
+    out = {c for c in frame.columns if pd.api.types.is_integer_dtype(frame[c].dtype)
+           and not pd.api.types.is_bool_dtype(frame[c].dtype)}
+    if ext in (".csv", ".csv.gz", ".tsv"):
+        sep = _input_separator(source, "\t" if ext == ".tsv" else ",")
+        kept = _integers_kept(frame, source, sep, frame)
+        out |= {c for c in kept.columns if pd.api.types.is_integer_dtype(kept[c].dtype)}
+        return out
+    for c in frame.columns:
+        if pd.api.types.is_float_dtype(frame[c].dtype):
+            x = frame[c].to_numpy(dtype=float, na_value=np.nan)
+            x = x[~np.isnan(x)]
+            if x.size and np.all(x == np.round(x)) and np.all(np.abs(x) < 2**53):
+                out.add(c)
+    return out
+
+
+def _log_integers(log, integer: set):
+    """log.csv's values of integer-coded columns as integers (3, not 3.0).
+
+    ``original``/``recoded``/``released`` of a row whose ``variable`` is such a
+    column, and ``<key>_original``/``<key>_released`` of such a key: whole floats
+    become ints, so that the log joins to the input and to the protected file.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if not integer or not len(log):
+        return log
+
+    def as_int(v):
+        if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer() \
+                and abs(float(v)) < 2**53:
+            return int(v)
+        return v
+
+    out = log.copy()
+    rows = (out["variable"].isin(list(integer)).to_numpy() if "variable" in out.columns
+            else np.zeros(len(out), dtype=bool))
+    for c in ("original", "recoded", "released"):
+        if c in out.columns and rows.any():
+            values = out[c].to_numpy(dtype=object, copy=True)
+            values[rows] = [as_int(v) for v in values[rows]]
+            out[c] = pd.Series(values, index=out.index, dtype=object)
+    for key in integer:
+        for c in (f"{key}_original", f"{key}_released"):
+            if c in out.columns:
+                out[c] = pd.Series([as_int(v) for v in out[c].to_numpy(dtype=object)],
+                                   index=out.index, dtype=object)
+    return out
 
 
 def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> list[str]:
@@ -1035,8 +1124,10 @@ def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: d
         within = f" within the strata of {', '.join(supp['strata'])}" if supp.get("strata") \
             else ""
         notes.append(
-            f"{plain} records violate {k}-anonymity over the whole file as sdcMicro's freqCalc "
-            "counts it (a record whose keys are all missing matches no complete record"
+            f"{plain} records violate {k}-anonymity over the whole file as assess counts f "
+            "(sdcMicro's freqCalc rule: a complete record counts complete records only; but "
+            "a record whose keys are all missing counts every record, see README's \"Missing "
+            "key values\""
             + ("; records of different strata match" if within else "") + f"); "
             f"{by_step} as local suppression (step {supp_i}) judges it, on its keys "
             f"{', '.join(supp['keys'])}{within}, every missing value matching any value"
@@ -1068,7 +1159,9 @@ def _information_loss(original, protected, columns: list[str], numeric_cols: lis
     if not columns:
         return {"per_variable": {}}
     cat = categorical_loss(original, protected, columns)
-    per_var = {c: {k: _plain(v) for k, v in row.items()} for c, row in cat.iterrows()}
+    # to_dict keeps each column's type (iterrows made every row float: 801.0 counts)
+    per_var = {c: {k: _count(k, _plain(v)) for k, v in row.items()}
+               for c, row in cat.to_dict(orient="index").items()}
     for c in numeric_cols:
         a, b = original[c], protected[c]
         numeric = all(
@@ -1083,6 +1176,13 @@ def _information_loss(original, protected, columns: list[str], numeric_cols: lis
         out["il1_numeric"] = il1(original, protected, num)
         out["il1_columns"] = num
     return out
+
+
+def _count(name: str, v):
+    """A count field (``n``, ``n_changed``, ``n_suppressed``) as an int."""
+    if name in ("n", "n_changed", "n_suppressed") and isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
 
 
 def _plain(v):
@@ -1789,6 +1889,8 @@ def _is_number(text: str) -> bool:
 
 # --------------------------------------------------------------------------- printing
 def _print_summary(s: dict[str, Any], out: Path) -> None:
+    from sdcbayes.report import percent
+
     b, a = s["risk"]["before"], s["risk"]["after"]
     click.echo(
         f"sdcbayes {s['sdcbayes_version']} — protect: "
@@ -1818,8 +1920,8 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         ))
     for var, v in s["information_loss"]["per_variable"].items():
         text = (
-            f"{100 * v['share_changed']:.1f}% changed, "
-            f"{100 * v['share_suppressed']:.1f}% suppressed"
+            f"{percent(v['share_changed'])} changed, "
+            f"{percent(v['share_suppressed'])} suppressed"
         )
         if "il1" in v:
             text += f", IL1 {v['il1']:.3g}"

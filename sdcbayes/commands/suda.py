@@ -170,10 +170,26 @@ def command(
                                "output_files": out_files,  # previous_outputs reads it
                                **result.summary()}
     summary["missing_codes"] = missing
+    # the rule its counts follow: U and P differ from assess's default (wildcard) on a file
+    # with missing key values, so say which rule these are
+    import numpy as np
+
+    from sdcbayes.report import SUDA_MISSING_RULE
+    from sdcbayes.risk.suda import _code_input
+
+    codes, _ = _code_input(frame, key_list, missing)
+    n_missing = int((codes < 0).any(axis=1).sum())
+    summary["n_missing_key_records"] = n_missing
+    summary["missing_rule"] = SUDA_MISSING_RULE
     summary["attribute_contributions_note"] = CONTRIBUTIONS_NOTE
     summary["provenance"] = stamp(
         "suda",
-        data_summary={"n_records": int(len(frame)), "keys": key_list},
+        data_summary={"n_records": int(len(frame)), "keys": key_list,
+                      "key_levels": {str(k): int(np.unique(codes[:, j][codes[:, j] >= 0]).size)
+                                     for j, k in enumerate(key_list)},
+                      "n_missing_key_records": n_missing,
+                      "missing": "suda2 (missing matches no value; a level of its own in U "
+                                 "and P)"},
         settings={
             "max_size": result.max_size,
             "dis_fraction": dis_fraction,
@@ -228,6 +244,8 @@ def _parse_missing(text: str | None) -> list[Any] | None:
 
 
 def _print_summary(s: dict[str, Any], out: Path) -> None:
+    from sdcbayes.report import percent
+
     click.echo(
         f"sdcbayes {s['sdcbayes_version']} — SUDA on {s['n_keys']} keys "
         f"(MSUs up to size {s['max_size']}, {s['score_method']} scores)"
@@ -237,14 +255,15 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         ("records", f"{s['n_records']:,}"),
         ("records with a special unique", f"{s['n_records_with_msu']:,}"),
         ("minimal sample uniques", f"{s['n_msus']:,}"),
-        ("sample uniques on all keys", f"{s['n_sample_uniques']:,}"),
+        ("sample uniques on all keys", f"{s['n_sample_uniques']:,}"
+         + (" (missing as a level of its own)" if s.get("n_missing_key_records") else "")),
         ("DIS estimate (P correct match | unique)", f"{s['dis']:.4g}"),
         ("largest SUDA score", f"{s['suda_score_max']:.4g}"),
         ("largest DIS-SUDA score", f"{s['dis_suda_score_max']:.4g}"),
     ]
     contrib = s.get("attribute_contributions") or {}
     for k, v in sorted(contrib.items(), key=lambda kv: -kv[1])[:5]:
-        rows.append((f"  contribution of {k}", f"{v:.1f}%"))
+        rows.append((f"  contribution of {k}", percent(v / 100)))
     echo_table(rows)
     if contrib:
         # 53.8% + 53.8% + 23.1% is no error: say so where the numbers are read

@@ -666,7 +666,12 @@ def nayak_zhang_pram(
        uniformly. The whole key combination of a moved record is replaced by
        that of its new cell, so the released file only has observed cells.
 
-    Missing key values form their own level here (a cell like any other).
+    Missing key values: a record with a missing key value (e.g. one that local
+    suppression blanked) is left as it is, and its cell is no destination: drawing
+    it another cell's values would refill the suppressed value (undoing the
+    k-anonymity the suppression reached) and blank another record's. Such records
+    are counted in the summary's ``n_records_missing_key_kept``; the groups and the
+    guarantee are formed over the complete cells only.
 
     Parameters
     ----------
@@ -689,7 +694,8 @@ def nayak_zhang_pram(
         and released value of each key (``<key>_original``, ``<key>_released``).
         ``summary``: ``xi``, ``theta``, ``group_size``, ``n_groups``,
         ``n_cells_randomised``, ``n_records_randomised``, ``n_moved``,
-        ``max_cm_probability`` (exact, over the groups formed, a = 1, 2).
+        ``max_cm_probability`` (exact, over the groups formed, a = 1, 2),
+        ``n_records_missing_key_kept`` (records with a missing key value, not randomised).
 
     Raises
     ------
@@ -724,14 +730,21 @@ def nayak_zhang_pram(
         packed, return_index=True, return_inverse=True, return_counts=True
     )
     cell = cell.reshape(-1)
-    small = np.flatnonzero(counts <= 2)  # sorted by key values
+    # cells with a missing key value (code 0) stay out: their records keep their values
+    incomplete_rec = np.zeros(len(frame), dtype=bool)
+    for c in cols:
+        incomplete_rec |= np.asarray(c) == 0
+    incomplete = np.zeros(counts.size, dtype=bool)
+    incomplete[cell[incomplete_rec]] = True
+    n_kept = int(incomplete_rec.sum())
+    small = np.flatnonzero((counts <= 2) & ~incomplete)  # sorted by key values
     n_small = small.size
     n = len(frame)
     if n_small == 0:
         return ProtectionResult(
             frame.copy(deep=True),
             _nz_empty_log(keys),
-            _nz_summary(xi, theta, k, 0, 0, 0, 0, np.nan),
+            _nz_summary(xi, theta, k, 0, 0, 0, 0, np.nan, n_kept),
         )
     if n_small < k:
         raise InputError(
@@ -797,7 +810,7 @@ def nayak_zhang_pram(
         pr = nayak_zhang_cm_probability(mix, theta, (1, 2))
         worst = max(worst, float(np.nanmax(pr)) if np.isfinite(pr).any() else 0.0)
     summary = _nz_summary(
-        xi, theta, k, n_groups, n_small, int(sel.size), int(moved.size), worst
+        xi, theta, k, n_groups, n_small, int(sel.size), int(moved.size), worst, n_kept
     )
     return ProtectionResult(out, log, summary)
 
@@ -810,7 +823,8 @@ def _nz_empty_log(keys: list[str]) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def _nz_summary(xi, theta, k, n_groups, n_cells, n_records, n_moved, worst) -> dict[str, Any]:
+def _nz_summary(xi, theta, k, n_groups, n_cells, n_records, n_moved, worst,
+                n_kept: int = 0) -> dict[str, Any]:
     return {
         "method": "nayak_zhang_pram",
         "xi": float(xi),
@@ -821,6 +835,7 @@ def _nz_summary(xi, theta, k, n_groups, n_cells, n_records, n_moved, worst) -> d
         "n_records_randomised": int(n_records),
         "n_moved": int(n_moved),
         "max_cm_probability": float(worst),
+        "n_records_missing_key_kept": int(n_kept),
     }
 
 
