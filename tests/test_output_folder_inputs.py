@@ -77,7 +77,7 @@ def test_protecting_the_protected_file_into_its_own_folder_is_refused(
     assert protect(capsys, data, out).returncode == 0
     before = snapshot(out)
     no_work(monkeypatch)
-    proc = protect(capsys, out / "protected.csv", out, "--suppress-k", "3")
+    proc = protect(capsys, out / "protected.csv", out)
     assert_one_line_error(proc, "DATA", "protected.csv", f"--out {out}", "choose another --out")
     assert snapshot(out) == before
 
