@@ -89,10 +89,10 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "band": (("column", "breaks"), ("labels", "right")),
     "top_code": (("column", "threshold"), ("replacement",)),
     "bottom_code": (("column", "threshold"), ("replacement",)),
-    "suppress": (("k",), ("keys", "importance", "strata", "combs")),
+    "suppress": (("k",), ("keys", "importance", "strata", "combs", "method")),
     "pram": (("columns",), ("pd", "alpha", "strata", "max_levels")),
     "nayak_zhang": ((), ("xi", "keys", "theta", "group_size")),
-    "microaggregate": (("columns",), ("k", "standardize", "aggregate")),
+    "microaggregate": (("columns",), ("k", "standardize", "aggregate", "method")),
     "noise": (("columns",), ("level", "method")),
 }
 #: Keys a step may carry that are not parameters: set by the option parser, never by a recipe.
@@ -144,6 +144,16 @@ DEFAULT_RISK_K = 3
     "Default: keys with more categories are suppressed first.",
 )
 @click.option(
+    "--suppress-method",
+    type=click.Choice(["greedy", "sequential"]),
+    default=None,
+    help="With --suppress-k: greedy (the default) blanks, pass by pass, a key in every cell "
+    "that breaks k-anonymity at once (fast on large files); sequential is sdcMicro's "
+    "localSuppression, one record at a time in decreasing order of risk, each blank "
+    "matching the records after it (its counts on sdcMicro's test files; often fewer "
+    "values blanked, slower where many records break k-anonymity).",
+)
+@click.option(
     "--pram",
     "pram_cols",
     default=None,
@@ -181,6 +191,14 @@ DEFAULT_RISK_K = 3
     default=3,
     show_default=True,
     help="With --microaggregate: minimum group size.",
+)
+@click.option(
+    "--microaggregate-method",
+    type=click.Choice(["mdav", "sorted"]),
+    default=None,
+    help="With --microaggregate: mdav (the default) groups the records on all the columns "
+    "jointly; sorted aggregates each column on its own, sorted and cut into blocks of "
+    "--mdav-k (sdcMicro's mafast, what its microaggregation does for one variable).",
 )
 @click.option(
     "--noise",
@@ -251,6 +269,7 @@ def command(
     recodes: tuple[str, ...],
     suppress_k: int | None,
     importance: str | None,
+    suppress_method: str | None,
     pram_cols: str | None,
     pram_pd: float,
     nayak_zhang_xi: float | None,
@@ -267,6 +286,7 @@ def command(
     allow_weights_below_one: bool = False,
     max_levels: int | None = None,
     na_values: str | None = None,
+    microaggregate_method: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -287,7 +307,8 @@ def command(
     check_out_dir(out, writes=out_files, inputs={"DATA": data, "--recipe": recipe})
     flag_steps = _steps_from_options(
         recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
-        mdav_cols, mdav_k, noise_cols, noise_level, strata,
+        mdav_cols, mdav_k, noise_cols, noise_level, strata, suppress_method=suppress_method,
+        microaggregate_method=microaggregate_method,
     )
     if recipe is not None:
         if flag_steps:
@@ -418,7 +439,9 @@ def command(
 
 # --------------------------------------------------------------------------- steps
 def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi, mdav_cols,
-                        mdav_k, noise_cols, noise_level, strata=None) -> list[dict[str, Any]]:
+                        mdav_k, noise_cols, noise_level, strata=None,
+                        suppress_method=None,
+                        microaggregate_method=None) -> list[dict[str, Any]]:
     """The option steps in the fixed workflow order (module docstring).
 
     Each step records in ``_option`` the option that named its variables, so that
@@ -443,6 +466,12 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                       "_from_text": True, "_option": "--recode"})
     if importance is not None and suppress_k is None:
         raise InputError("--importance ranks keys for local suppression; add --suppress-k K")
+    if microaggregate_method is not None and mdav_cols is None:
+        raise InputError("--microaggregate-method chooses how --microaggregate groups; add "
+                         "--microaggregate COLUMNS")
+    if suppress_method is not None and suppress_k is None:
+        raise InputError("--suppress-method chooses the local suppression algorithm; add "
+                         "--suppress-k K")
     # a setting given without its step would be ignored, yet stamped in the provenance's
     # command line as if it had taken effect (defaults are fine: only explicit values)
     from sdcbayes.cli import given
@@ -462,6 +491,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
         step: dict[str, Any] = {"step": "suppress", "k": suppress_k, "_option": "--suppress-k"}
         if importance is not None:
             step["importance"] = _parse_importance(importance)
+        if suppress_method is not None:
+            step["method"] = suppress_method
         if strata_list:
             step["strata"] = strata_list
         steps.append(step)
@@ -474,8 +505,11 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
     if xi is not None:
         steps.append({"step": "nayak_zhang", "xi": xi})
     if mdav_cols is not None:
-        steps.append({"step": "microaggregate", "columns": split_names(mdav_cols) or [],
-                      "k": mdav_k, "_option": "--microaggregate"})
+        step = {"step": "microaggregate", "columns": split_names(mdav_cols) or [],
+                "k": mdav_k, "_option": "--microaggregate"}
+        if microaggregate_method is not None:
+            step["method"] = microaggregate_method
+        steps.append(step)
     if noise_cols is not None:
         steps.append({"step": "noise", "columns": split_names(noise_cols) or [],
                       "level": noise_level, "_option": "--noise"})
@@ -747,6 +781,11 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                     f"{where}: importance must rank exactly the keys {s['keys']}; it ranks "
                     f"{list(imp)}"
                 )
+        if "method" in s and s["method"] not in ("greedy", "sequential"):
+            raise InputError(
+                f"{where}: method must be \"greedy\" (the default) or \"sequential\" "
+                f"(sdcMicro's localSuppression); got {_shown(s['method'])}"
+            )
         if "combs" in s:
             c = s["combs"]
             sizes = c if isinstance(c, list) else [c]
@@ -769,6 +808,10 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         number("k", lo=1, integer=True, default=3)
         flag("standardize")
         choice("aggregate", ("mean", "median"))
+        choice("method", ("mdav", "sorted"))
+        if s.get("method") == "sorted" and "standardize" in s:
+            raise InputError(f"{where}: standardize applies to method \"mdav\" (distances "
+                             "between records); method \"sorted\" sorts each column alone")
     elif name == "noise":
         number("level", lo=0, default=0.1)
         choice("method", ("additive", "correlated"))
@@ -927,7 +970,8 @@ def _run_step(step: dict[str, Any], frame, rng):
     if name == "suppress":
         return P.local_suppression(frame, step["keys"], step["k"],
                                    importance=step.get("importance"),
-                                   strata=step.get("strata"), combs=step.get("combs"))
+                                   strata=step.get("strata"), combs=step.get("combs"),
+                                   method=step.get("method", "greedy"))
     if name == "pram":
         kw = {k: step[k] for k in ("alpha", "max_levels") if k in step}
         return P.invariant_pram(frame, step["columns"], pd_min=step["pd"],
@@ -936,6 +980,9 @@ def _run_step(step: dict[str, Any], frame, rng):
         return P.nayak_zhang_pram(frame, step["keys"], xi=step["xi"], theta=step.get("theta"),
                                   group_size=step.get("group_size"), seed=rng)
     if name == "microaggregate":
+        if step.get("method") == "sorted":  # sdcMicro's mafast: each column on its own
+            return P.sorted_microaggregation(frame, step["columns"], step["k"],
+                                             aggregate=step.get("aggregate", "mean"))
         kw = {k: step[k] for k in ("standardize", "aggregate") if k in step}
         return P.mdav(frame, step["columns"], step["k"], **kw)
     if name == "noise":
