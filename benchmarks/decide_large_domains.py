@@ -30,6 +30,7 @@ import numpy as np
 
 from sdcbayes.risk.decisions import decide
 
+
 def domains(count: int, max_n: int, seed: int = 0):
     """``count`` distinct domains like the audit's (n 7-99, N about 20 n, y about n/5),
     drawn with a fixed seed, the first domain's N raised to ``max_n``."""

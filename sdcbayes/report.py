@@ -113,8 +113,11 @@ def _is_seed(key: Any, value: Any) -> bool:
 
 
 def _entry_text(key: Any, value: Any, digits: int) -> str:
-    """One entry of a mapping: a seed without thousands separators (it is copied into
-    ``--seed``), empty ``priors`` as "defaults", anything else as :func:`_nested`."""
+    """One entry of a mapping, as text.
+
+    A seed without thousands separators (it is copied into ``--seed``), empty
+    ``priors`` as "defaults", anything else as :func:`_nested`.
+    """
     if _is_seed(key, value):
         return str(int(value))
     if str(key) == "priors" and (value is None or (isinstance(value, Mapping) and not value)):

@@ -11,7 +11,7 @@ below refer to that commit. Each test says whether its numbers are
 Tolerances: rtol 1e-6 against values printed with 7-8 significant digits (their rounding is
 up to 1.4e-7 relative); tighter where the reference has more digits.
 
-Several sdcMicro tests build their data with ``set.seed(3)`` and ``runif``. ``_RRunif``
+Several sdcMicro tests build their data with ``set.seed(3)`` and ``runif``. ``RRunif``
 reproduces R's default generator (Mersenne-Twister, R's seed scrambling, ``unif_rand``); it
 is checked against values R prints. Where the data are short they are hard-coded as well.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from rtools import RRunif
 
 from sdcbayes import Microdata
 from sdcbayes.protection.infoloss import il1
@@ -45,40 +46,17 @@ def testdata():
 # ------------------------------------------------------------------------------------
 
 
-class _RRunif:
-    """``set.seed(seed)``, then successive ``runif(n, a, b)`` calls, as R's defaults
-    (Mersenne-Twister; R src/main/RNG.c: 50 rounds of scrambling, 625 seeds of which the
-    first is the position; MT_genrand's 2^-32 scaling and fixup into (0, 1))."""
-
-    def __init__(self, seed: int):
-        s = seed & 0xFFFFFFFF
-        for _ in range(50):
-            s = (69069 * s + 1) & 0xFFFFFFFF
-        key = []
-        for _ in range(625):
-            s = (69069 * s + 1) & 0xFFFFFFFF
-            key.append(s)
-        self._mt = np.random.MT19937()
-        self._mt.state = {"bit_generator": "MT19937",
-                          "state": {"key": np.array(key[1:], dtype=np.uint32), "pos": 624}}
-
-    def __call__(self, n: int, a: float = 0.0, b: float = 1.0) -> np.ndarray:
-        u = self._mt.random_raw(n).astype(np.float64) * 2.3283064365386963e-10
-        u[u <= 0] = 0.5 * 2.328306437080797e-10
-        return a + (b - a) * u
-
-
 def _seed3_keys():
     """sdcMicro test_calcRisks.R:2-7 (= test_suda2.R:136-141, commented out):
     set.seed(3); runif(30, 1, 100); then round(runif(10, 1, 4 / 6 / 3))."""
-    r = _RRunif(3)
+    r = RRunif(3)
     num = r(30, 1, 100)
     keys = {"Var4": np.round(r(10, 1, 4)), "Var5": np.round(r(10, 1, 6)),
             "Var6": np.round(r(10, 1, 3))}
     return num, keys
 
 
-# hard-coded copies of R-generated data (checked against _RRunif below)
+# hard-coded copies of R-generated data (checked against RRunif below)
 SEED3_KEYS = {
     "Var4": [2, 2, 2, 2, 2, 2, 4, 2, 3, 2],
     "Var5": [2, 5, 2, 4, 3, 2, 1, 2, 3, 5],
@@ -99,8 +77,8 @@ SEED3_MISSING = {
 def test_r_runif_reproduces_r():
     # R: set.seed(42); runif(3) prints 0.9148060 0.9370754 0.2861395;
     #    set.seed(1); runif(3) prints 0.2655087 0.3721239 0.5728534
-    np.testing.assert_allclose(_RRunif(42)(3), [0.9148060, 0.9370754, 0.2861395], rtol=1e-6)
-    np.testing.assert_allclose(_RRunif(1)(3), [0.2655087, 0.3721239, 0.5728534], rtol=1e-6)
+    np.testing.assert_allclose(RRunif(42)(3), [0.9148060, 0.9370754, 0.2861395], rtol=1e-6)
+    np.testing.assert_allclose(RRunif(1)(3), [0.2655087, 0.3721239, 0.5728534], rtol=1e-6)
     # Var3 after set.seed(3), to the 15 digits printed in sdcMicro's test_suda2.R:109-111
     num, keys = _seed3_keys()
     np.testing.assert_allclose(
@@ -112,7 +90,7 @@ def test_r_runif_reproduces_r():
     )
     for name, values in SEED3_KEYS.items():
         np.testing.assert_array_equal(keys[name], values)
-    r = _RRunif(3)
+    r = RRunif(3)
     r(20, 1, 100)
     drawn = {name: np.round(r(4, 1, hi))
              for name, hi in zip(SEED3_MISSING, [2, 4, 6, 3, 5, 2], strict=True)}
@@ -365,7 +343,7 @@ def test_top_bottom_coding(with_missing):
     # tests/testthat/test_topBotCoding.R:2-3, 14-20 (and 27-34, 42-48 with NA in records
     # 1, 2, 7): Var1 = set.seed(3); runif(30, 1, 100)[1:10]; topBotCoding(value = 35,
     # replacement = 0): top codes x > 35, bottom codes x < 35, NA stays NA
-    x = _RRunif(3)(30, 1, 100)[:10]
+    x = RRunif(3)(30, 1, 100)[:10]
     top, bottom = np.array(_TOP, dtype=float), np.array(_BOTTOM, dtype=float)
     if with_missing:
         x[[0, 1, 6]] = top[[0, 1, 6]] = bottom[[0, 1, 6]] = np.nan

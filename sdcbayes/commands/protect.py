@@ -1037,8 +1037,11 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
 
 
 def _weight_warnings(steps: list[dict[str, Any]], weight: str | None) -> list[str]:
-    """A warning when a step changes the ``--weight`` column: the "after" risk uses the
-    changed weights, so part of its change is the weights', not the protection's."""
+    """A warning when a step changes the ``--weight`` column.
+
+    The "after" risk uses the changed weights, so part of its change is the weights',
+    not the protection's.
+    """
     if weight is None:
         return []
     hit = [f"{i} ({s['step']})" for i, s in enumerate(steps, start=1)
