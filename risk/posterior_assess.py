@@ -1327,16 +1327,11 @@ def _weight_classes_below_count(md, N: float | None) -> str | None:
     population beyond its records and is taken as fully sampled, as the closed form
     takes such key combinations. None when no class is below its count.
     """
-    weights = getattr(md, "weights", None)
-    if weights is None:
-        return None
+    from sdcbayes.microdata import kept_weights
     from sdcbayes.models.latent_class import weight_classes
 
-    w = np.asarray(weights, dtype=float)
-    dropped = getattr(md, "dropped", None)
-    if dropped is not None:
-        w = w[~np.asarray(dropped, dtype=bool)]
-    if w.size == 0:
+    w = kept_weights(md)
+    if w is None or w.size == 0:
         return None
     classes = weight_classes(w)
     if classes is None:

@@ -1230,6 +1230,19 @@ def require_one_cell_per_record(md, model: str, instead: str) -> None:
 POPULATION_TOTAL_MODELS = ("poisson-gamma", "latent-class")
 
 
+def kept_weights(md) -> np.ndarray | None:
+    """The weights of the records ``md`` keeps, as floats; None without weights.
+
+    Records that ``missing="drop"`` left out are removed.
+    """
+    weights = getattr(md, "weights", None)
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=float)
+    dropped = getattr(md, "dropped", None)
+    return w if dropped is None else w[~np.asarray(dropped, dtype=bool)]
+
+
 def require_population_beyond_sample(md, model: str, *, instead: str | None = None) -> None:
     """Refuse weights that leave no population beyond the sample, before any fit.
 
@@ -1257,13 +1270,9 @@ def require_population_beyond_sample(md, model: str, *, instead: str | None = No
     InputError
         The weights' sum and the record count, and the fixes.
     """
-    weights = getattr(md, "weights", None)
-    if model not in POPULATION_TOTAL_MODELS or weights is None:
+    w = kept_weights(md)
+    if model not in POPULATION_TOTAL_MODELS or w is None:
         return
-    w = np.asarray(weights, dtype=float)
-    dropped = getattr(md, "dropped", None)
-    if dropped is not None:
-        w = w[~np.asarray(dropped, dtype=bool)]
     n = int(w.size)
     total = float(w.sum())
     if n == 0 or total > n * (1.0 + 1e-9):
