@@ -46,7 +46,6 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import inspect
-import logging
 import math
 import warnings
 from collections import OrderedDict
@@ -71,6 +70,7 @@ from sdcbayes.inference.diagnostics import (
     compute_diagnostics,
 )
 from sdcbayes.inference.posterior import get_group, stamp
+from sdcbayes.models.base import quiet_logs
 from sdcbayes.provenance import seed_or_drawn
 from sdcbayes.provenance import stamp as provenance_stamp
 
@@ -671,28 +671,15 @@ def _quiet_pymc_logs(progressbar):
     """PyMC's INFO chatter off while fitting without a progress bar.
 
     ``pymc.sample`` and ``pymc.fit`` log "Initializing NUTS using jitter+adapt_diag...",
-    "Sequential sampling (...)" and the like at INFO on the ``pymc`` loggers whatever
-    ``progressbar`` says; a quiet fit should print nothing. The loggers are raised to
-    WARNING for the duration (warnings still show) and restored afterwards; with a
-    progress bar they are left alone.
+    "Sequential sampling (...)" and the like at INFO whatever ``progressbar`` says; a
+    quiet fit should print nothing (:func:`sdcbayes.models.base.quiet_logs`: raised to
+    WARNING, warnings still show). With a progress bar they are left alone.
     """
     if progressbar:
         yield
         return
-    # "pymc" and every pymc.* logger given a level of its own (the others inherit it).
-    loggers = [logging.getLogger("pymc")] + [
-        lg for name, lg in list(logging.root.manager.loggerDict.items())
-        if name.startswith("pymc.") and isinstance(lg, logging.Logger) and lg.level
-    ]
-    saved = [(lg, lg.level) for lg in loggers]
-    try:
-        for lg in loggers:
-            if lg.getEffectiveLevel() < logging.WARNING:  # never lower a user's level
-                lg.setLevel(logging.WARNING)
+    with quiet_logs():
         yield
-    finally:
-        for lg, level in saved:
-            lg.setLevel(level)
 
 
 #: Largest deterministic (elements per draw) whose R-hat and ESS a fit computes.

@@ -16,7 +16,9 @@ import copy
 import difflib
 import inspect
 import json
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -644,3 +646,31 @@ class SuperpopulationModel:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(priors={self.priors})"
+
+
+@contextmanager
+def quiet_logs(names: Iterable[str] = ("pymc",), level: int = logging.WARNING) -> Iterator[None]:
+    """Raise the ``names`` loggers (and their children with a level of their own) to ``level``.
+
+    ``pymc.sample`` and the predictive samplers log "Initializing NUTS using
+    jitter+adapt_diag...", "Sampling: [y]" and the like at INFO whatever their caller
+    wants shown. A level is only ever raised (a user's higher level stays), and every
+    level is restored on exit. The one home of this for the fits
+    (:func:`sdcbayes.inference.fitting.fit`), the models' predictive checks and the
+    ``decide`` command.
+    """
+    names = tuple(names)
+    loggers = [logging.getLogger(name) for name in names] + [
+        lg for name, lg in list(logging.root.manager.loggerDict.items())
+        if name.startswith(tuple(f"{n}." for n in names)) and isinstance(lg, logging.Logger)
+        and lg.level
+    ]
+    saved = [(lg, lg.level) for lg in loggers]
+    try:
+        for lg in loggers:
+            if lg.getEffectiveLevel() < level:  # never lower a user's level
+                lg.setLevel(level)
+        yield
+    finally:
+        for lg, old in saved:
+            lg.setLevel(old)

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,6 +35,7 @@ from sdcbayes.models.base import (
     merge_priors,
     predictive_stamps,
     prior_to_rv,
+    quiet_logs,
 )
 
 __all__ = ["BetaBinomialDomainModel", "PredictiveCheck"]
@@ -115,19 +114,6 @@ class PredictiveCheck:
         frame = pd.DataFrame.from_dict(rows, orient="index")
         frame.index.name = "statistic"
         return frame
-
-
-@contextmanager
-def _quiet_sampling_log():
-    """PyMC's INFO line "Sampling: [y]" off for one predictive call (warnings still show)."""
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    if logger.getEffectiveLevel() < logging.WARNING:  # never lower a user's level
-        logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _stamp_group(idata, group: str, stamps: dict[str, Any]) -> None:
@@ -629,7 +615,7 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         samples = check_whole("samples", samples, 1)
         seed = checked_seed(random_seed)
         model = self.build()
-        with _quiet_sampling_log():
+        with quiet_logs():
             idata = pm.sample_prior_predictive(draws=samples, model=model, random_seed=seed)
         stamps = predictive_stamps(self, seed, "prior")
         for group in ("prior", "prior_predictive"):
@@ -665,7 +651,7 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         check_posterior_of(self, idata, "posterior_predictive")
         seed = checked_seed(random_seed)
         model = self.build()
-        with _quiet_sampling_log():
+        with quiet_logs():
             pp = pm.sample_posterior_predictive(
                 idata, model=model, var_names=["y"], random_seed=seed, progressbar=False
             )

@@ -36,11 +36,11 @@ from sdcbayes.models.base import (
     merge_priors,
     predictive_stamps,
     prior_to_rv,
+    quiet_logs,
 )
 from sdcbayes.models.beta_binomial import (
     PredictiveCheck,
     _group,
-    _quiet_sampling_log,
     _stamp_group,
     data_fingerprint,
 )
@@ -556,7 +556,7 @@ class NegativeBinomialModel(SuperpopulationModel):
         samples = check_whole("samples", samples, 1)
         seed = checked_seed(random_seed)
         rng = np.random.default_rng(seed)
-        with _quiet_sampling_log():
+        with quiet_logs():
             idata = pm.sample_prior_predictive(draws=samples, model=self.build(),
                                                random_seed=rng)
         # the graph holds sigma only: p given sigma is drawn as in a fit (cell_p)
@@ -610,7 +610,7 @@ class NegativeBinomialModel(SuperpopulationModel):
         stats = self._population_statistics(_group(idata, "posterior")["p"], rng, max_draws)
         pp = None
         if self.sigma is None:
-            with _quiet_sampling_log():
+            with quiet_logs():
                 pp = pm.sample_posterior_predictive(
                     idata,
                     model=self.build(),

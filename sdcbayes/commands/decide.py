@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import logging
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -535,13 +534,16 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target
 
     from sdcbayes.inference.fitting import fit
     from sdcbayes.inference.posterior import fit_diagnostics, get_group
+    from sdcbayes.models.base import quiet_logs
     from sdcbayes.models.beta_binomial import BetaBinomialDomainModel
 
     model = BetaBinomialDomainModel(y, n, N, domain_names=None if names is None else list(names))
     if not quiet:  # our own progress line, as `assess` and `compare` print theirs
         click.echo(f"fitting beta-binomial (nuts: {chains} chains x {draws} draws after "
                    f"{tune} tuning steps) ...", err=True)
-    with warnings.catch_warnings(), _pymc_logs_off():
+    # PyMC's and ArviZ's log lines off (their convergence advice included, at WARNING):
+    # the command prints its own progress line and reports the diagnostics itself
+    with warnings.catch_warnings(), quiet_logs(("pymc", "arviz", "pytensor"), logging.ERROR):
         # Diagnostic warnings are reported from the stamped diagnostics below, one line each.
         warnings.simplefilter("ignore")
         idata = fit(model, draws=draws, chains=chains, tune=tune, random_seed=seed,
@@ -557,30 +559,6 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target
     for msg in diag.get("problems") or []:
         click.echo(f"sdcbayes: warning: {cli_wording(' '.join(str(msg).split()))}", err=True)
     return a, b, diag
-
-
-@contextmanager
-def _pymc_logs_off():
-    """PyMC's and ArviZ's log lines off while the posterior is fitted, whatever --quiet says.
-
-    ``pymc.sample`` logs "Initializing NUTS using jitter+adapt_diag...", "Sequential
-    sampling (2 chains in 1 job)" and its own convergence advice on stderr; the command
-    prints its own progress line instead and reports the diagnostics itself, one line
-    each, with the fix as an option (as `assess` and `compare` do). The loggers' levels
-    are restored afterwards.
-    """
-    loggers = [logging.getLogger(name) for name in ("pymc", "arviz", "pytensor")] + [
-        lg for name, lg in list(logging.root.manager.loggerDict.items())
-        if name.startswith(("pymc.", "arviz.")) and isinstance(lg, logging.Logger)
-        and lg.level]
-    saved = [(lg, lg.level) for lg in loggers]
-    try:
-        for lg in loggers:
-            lg.setLevel(logging.ERROR)
-        yield
-    finally:
-        for lg, level in saved:
-            lg.setLevel(level)
 
 
 def _decisions_frame(result, domain_col: str | None):
