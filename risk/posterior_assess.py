@@ -1288,6 +1288,13 @@ def assess_posterior(
         from sdcbayes.models.negbin import NegativeBinomialModel
 
         spec = NegativeBinomialModel.from_microdata(md, priors=priors)
+    below = _negbin_cells_below_count(md) if model == "negbin" else None
+    if below is not None:
+        import warnings
+
+        from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+        warnings.warn(below[1], SdcbayesWarning, stacklevel=2)
     idata = fit(
         spec,
         method=method,
@@ -1301,7 +1308,7 @@ def assess_posterior(
     if model == "poisson-gamma":
         ds = spec.data_summary()
         n_fit, N_fit = float(ds["n"]), float(ds["N"])
-    return assess_from_posterior(
+    result = assess_from_posterior(
         md,
         idata,
         model,
@@ -1316,6 +1323,30 @@ def assess_posterior(
         # samplers, target_accept, laplace
         settings=_idata_provenance(idata).get("settings"),
     )
+    if below is not None:
+        result.summary["n_cells_weights_below_count"] = below[0]
+        result.summary["warnings"] = [*result.summary.get("warnings", []), below[1]]
+    return result
+
+
+def _negbin_cells_below_count(md) -> tuple[int, str] | None:
+    """The count and warning for negbin cells whose weights sum below their records.
+
+    The negative-binomial model takes each cell's population from its weight sum
+    (:class:`sdcbayes.models.negbin.NegativeBinomialModel`, ``p_hat = min(f_k / Fhat_k,
+    1)``); a cell whose weights sum below f_k (weights below 1 allowed) is taken as fully
+    sampled, as the closed form takes it (:func:`risk.assess.assess_closed_form`). None
+    when no cell is.
+    """
+    cells = md.cells
+    n_below = int(np.count_nonzero(np.asarray(cells.Fk_hat, dtype=float)
+                                   < np.asarray(cells.fk, dtype=float)))
+    if n_below == 0:
+        return None
+    return n_below, (
+        f"{n_below} key combination(s) have weights summing below their sample count "
+        "(weights below 1 were allowed); the negative-binomial model takes them as fully "
+        "sampled (p = 1), which gives them the largest risk their count allows, 1/f_k")
 
 
 def _weight_classes_below_count(md, N: float | None) -> str | None:

@@ -142,3 +142,20 @@ def test_weights_below_one_take_the_cell_as_fully_sampled():
     ok = assess_closed_form(Microdata(frame.assign(w=[1.0, 1, 5, 5, 8]), keys=["a"],
                                       weight="w"))
     assert "warnings" not in ok.summary
+
+
+@pytest.mark.filterwarnings("ignore::sdcbayes.inference.diagnostics.ConvergenceWarning")
+def test_negbin_warns_of_weights_below_count_like_the_closed_form():
+    # the same file: cell a=1's weights sum to 1 < f = 2, taken as fully sampled
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    frame = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3], "w": [0.5, 0.5, 5.0, 7.0, 8.0, 4.0]})
+    md = Microdata(frame, keys=["a"], weight="w", allow_weights_below_one=True)
+    with pytest.warns(SdcbayesWarning, match="1 key combination.*below their sample count"):
+        res = assess_posterior(md, model="negbin", draws=200, chains=1, tune=200,
+                               random_seed=1)
+    assert res.summary["n_cells_weights_below_count"] == 1
+    assert any("negative-binomial" in w and "1/f_k" in w for w in res.summary["warnings"])
+    # p_hat = 1 - 1e-9 on the logit scale: the records' risk is 1/f to ~1e-8
+    np.testing.assert_allclose(res.records["risk"].iloc[:2], 0.5, atol=1e-6)
