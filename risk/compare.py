@@ -583,6 +583,9 @@ class ComparisonResult:
     pairs : list of str
         Loss-pair labels, reference first.
     settings, provenance : dict
+        What the run used: ``fit_method`` (the PyMC models' fitting method, None without
+        one), ``methods`` (each model's), draws, chains, tune, seed, losses, c, ...;
+        the provenance stamp holds the same with the model specifications.
     """
 
     table: pd.DataFrame
@@ -1470,7 +1473,13 @@ def compare_models(
     table = pd.DataFrame(rows)
     table = table[order + [c_ for c_ in table.columns if c_ not in order]]
     settings = {
-        "method": method, "draws": draws, "chains": chains,
+        # --fit-method applies to the PyMC models only (the closed form uses its plug-in,
+        # latent-class its Gibbs sampler): what the PyMC models used (None without one),
+        # and what each model used
+        "fit_method": (method if any(s.model not in ("closed-form", "latent-class")
+                                     for s in specs) else None),
+        "methods": {str(r["name"]): r["method"] for r in rows},
+        "draws": draws, "chains": chains,
         # as given: None = each model's own (COMPARE_TUNE_DEFAULTS); rows say what each used
         "tune": tune, "tune_defaults": dict(COMPARE_TUNE_DEFAULTS),
         "random_seed": random_seed, "target_accept": target_accept_used,

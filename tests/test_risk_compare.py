@@ -91,6 +91,16 @@ def test_one_row_per_spec_with_intervals_containing_the_means(result, sample):
     assert '"sigma": 5' in t.loc[1, "priors"] and '"sigma": 2.5' in t.loc[0, "priors"]
 
 
+def test_settings_say_what_each_model_used(result):
+    # the Python API's stamp, not only the CLI's summary: method="map" is the PyMC
+    # models' method, the closed form used its plug-in
+    for settings in (result.settings, result.provenance["settings"]):
+        assert "method" not in settings
+        assert settings["fit_method"] == "map"
+        assert settings["methods"] == {"pg": "map", "pg-wide": "map", "nb": "map",
+                                       "closed": "plug-in"}
+
+
 def test_loo_filled_only_within_a_likelihood_family(result):
     from sdcbayes.inference import loo
 

@@ -397,7 +397,7 @@ def command(
     summary["provenance"] = {**result.provenance, "input": file_fingerprint(data)}
     if isinstance(summary["provenance"].get("settings"), dict):
         summary["provenance"]["settings"] = _method_settings(
-            summary["provenance"]["settings"], summary["comparison"])
+            summary["provenance"]["settings"])
     if na_codes is not None and summary["provenance"]["input"] is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
     if rule_files:
@@ -457,23 +457,13 @@ def _typed_summary(s: dict[str, Any]) -> dict[str, Any]:
     if "comparison" in s:
         out["comparison"] = rows
     if isinstance(s.get("settings"), dict):
-        out["settings"] = _method_settings(s["settings"], rows)
+        out["settings"] = _method_settings(s["settings"])
     return out
 
 
-def _method_settings(settings: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """``settings`` with ``methods`` (what each model used) and ``fit_method``.
-
-    ``--fit-method`` applies to the models fitted by PyMC (poisson-gamma, negbin) only:
-    the closed form uses the plug-in, latent-class its Gibbs sampler. ``fit_method`` is
-    the method those models used, null when the run had none; ``method``, which read as
-    if every model had used it, is left out.
-    """
-    out = {k: v for k, v in settings.items() if k != "method"}
-    methods = {str(r.get("name")): r.get("method") for r in rows}
-    pymc = [r for r in rows if r.get("model") not in ("closed-form", "latent-class")]
-    out["fit_method"] = settings.get("method") if pymc else None
-    out["methods"] = methods
+def _method_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with ``tune`` as an int where the table made it a float."""
+    out = dict(settings)
     if isinstance(out.get("tune"), float) and out["tune"].is_integer():
         out["tune"] = int(out["tune"])
     return out
