@@ -1125,6 +1125,7 @@ def compare_models(
     truth: Mapping[str, float] | None = None,
     plug_in_draws: int = 400,
     progressbar: bool = False,
+    cores: int | None = None,
 ) -> ComparisonResult:
     r"""Fit several models/priors to ``md`` and compare risks, LOO and decisions.
 
@@ -1188,6 +1189,10 @@ def compare_models(
     progressbar : bool
         Show each fit's sampling progress on stderr, as ``sdcbayes compare`` does;
         False (the default): the fits print nothing.
+    cores : int, optional
+        Chains run at once: latent-class threads (default all CPUs up to ``chains``;
+        its draws do not depend on it), the PyMC models' worker processes (default 1;
+        their NUTS draws depend on it, see :func:`sdcbayes.inference.fit`). Stamped.
 
     Returns
     -------
@@ -1218,6 +1223,9 @@ def compare_models(
             continue  # each model's own default
         if not isinstance(value, int | np.integer) or value < low:
             raise InputError(f"{what} must be an integer >= {low}; got {value!r}")
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int | np.integer)
+                              or cores < 1):
+        raise InputError(f"cores must be None or an integer >= 1; got {cores!r}")
     if max_draws is not None and (not isinstance(max_draws, int | np.integer) or max_draws < 1):
         raise InputError(f"max_draws must be a positive integer or None; got {max_draws!r}")
     if (isinstance(target_accept, bool) or not isinstance(target_accept, int | float | np.number)
@@ -1296,6 +1304,7 @@ def compare_models(
                     priors=s.priors or None, n_classes=int(opts["n_classes"]),
                     structural_zeros=opts["structural_zeros"],
                     overdispersion=opts["overdispersion"], progressbar=progressbar,
+                    **({"cores": int(cores)} if cores is not None else {}),
                     **({"profile_mass": opts["profile_mass"]}
                        if opts["profile_mass"] is not None else {}),
                     **({"init": opts["init"]} if opts["init"] != "em" else {}),
@@ -1325,14 +1334,15 @@ def compare_models(
                 tune_used = tune_for(s.model, tune)
                 idata = fit(model, method=method, draws=draws, chains=chains, tune=tune_used,
                             random_seed=random_seed, target_accept=target_accept,
-                            progressbar=progressbar)
+                            progressbar=progressbar, cores=cores)
                 fit_seconds = time.perf_counter() - t0
                 a = assess_from_posterior(
                     md, idata, s.model, threshold=threshold, random_seed=random_seed,
                     n=n_fit, N=N_fit, priors=model.priors,
                     settings={"method": method, "draws": draws, "chains": chains,
                               "tune": tune_used,
-                              "random_seed": random_seed, "target_accept": target_accept_used},
+                              "random_seed": random_seed, "target_accept": target_accept_used,
+                              "cores": 1 if cores is None else int(cores)},
                 )
                 idatas[s.name] = idata
                 groups_of[s.name] = posterior_groups(md, idata, s.model, n=n_fit, N=N_fit)
@@ -1483,6 +1493,7 @@ def compare_models(
         # as given: None = each model's own (COMPARE_TUNE_DEFAULTS); rows say what each used
         "tune": tune, "tune_defaults": dict(COMPARE_TUNE_DEFAULTS),
         "random_seed": random_seed, "target_accept": target_accept_used,
+        "cores": None if cores is None else int(cores),
         "target_risk": target_risk, "c": c,
         "threshold": threshold, "max_draws": max_draws, "plug_in_draws": plug_in_draws,
         "disclosure_loss": l1.spec, "suppression_loss": l0.spec,

@@ -45,6 +45,15 @@ NA_VALUES_HELP = (
 #: ``--quiet`` of every command (warnings go to stderr whatever it says).
 QUIET_HELP = "Print nothing on success but warnings (on stderr)."
 
+#: --cores of assess and compare.
+CORES_HELP = (
+    "Posterior models: chains run at once. latent-class: threads, default all CPUs up to "
+    "--chains (the draws do not depend on it); NUTS: worker processes, default 1 (each "
+    "compiles the model again). NUTS draws depend on it: with more than 1 core PyMC's own "
+    "sampler runs the chains, so --seed repeats a run only with the same --cores (stamped "
+    "in summary.json's settings)."
+)
+
 
 def parse_na_values(text: str | None, option: str = "--na-values") -> list[str] | None:
     """``"-9,99,."`` -> ``["-9", "99", "."]`` (as texts: read_microdata matches numbers too).

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    CORES_HELP,
     EXIT_INPUT,
     NA_VALUES_HELP,
     QUIET_HELP,
@@ -249,11 +250,7 @@ def cli() -> None:
 )
 @click.option(
     "--cores", type=int, default=None,
-    help="Posterior models: chains run at once. latent-class: threads, default all CPUs "
-    "up to --chains (the draws do not depend on it); NUTS: worker processes, default 1 "
-    "(each compiles the model again). NUTS draws depend on it: with more than 1 core "
-    "PyMC's own sampler runs the chains, so --seed repeats a run only with the same "
-    "--cores (stamped in summary.json's settings).",
+    help=CORES_HELP,
 )
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="Random seed (posterior models), a whole number >= 0; without it one is "

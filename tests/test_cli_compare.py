@@ -234,6 +234,22 @@ def test_target_accept_option_reaches_compare_models(capsys, csv_file, tmp_path,
     assert len(calls) == 3
 
 
+def test_cores_option_reaches_compare_models(capsys, csv_file, tmp_path, recorded_compare):
+    # compare_models handing it to each fit: tests/test_risk_compare.py
+    calls, _ = recorded_compare
+    base = ["compare", str(csv_file), "--keys", KEYS, "--weight", "weight",
+            "--models", "c=closed-form", "--seed", "1", "-q"]
+    for extra, expected in ((["--cores", "2"], 2), ([], None)):
+        out = tmp_path / f"o{len(calls)}"
+        proc = run_in_process(capsys, *base, *extra, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        assert calls[-1]["cores"] == expected
+        s = json.loads((out / "summary.json").read_text())
+        assert s["settings"]["cores"] == expected
+    proc = run_in_process(capsys, *base, "--cores", "0", "--out", str(tmp_path / "bad"))
+    assert proc.returncode == 2 and "--cores" in proc.stderr
+
+
 @pytest.mark.parametrize("value", ["1", "0.5", "0.3", "high"])
 def test_target_accept_out_of_range_is_one_line(capsys, csv_file, tmp_path, value):
     proc = run_in_process(capsys, "compare", str(csv_file), "--keys", KEYS, "--weight",

@@ -726,3 +726,44 @@ def test_a_fits_warnings_carry_its_name():
     assert [(w.category, str(w.message)) for w in caught] == [
         (ConvergenceWarning, "pg-wide: parameter beta has bulk ESS 30 < 200"),
         (RuntimeWarning, "something of numpy's")]
+
+
+# --------------------------------------------------------------------------- cores
+class _Stop(Exception):
+    pass
+
+
+def test_cores_reach_every_fit_and_are_stamped(md, monkeypatch):
+    import sdcbayes.inference as inference
+    import sdcbayes.risk.posterior_assess as pa
+
+    seen: dict[str, object] = {}
+    real_fit = inference.fit
+
+    def recording_fit(*args, **kwargs):
+        seen["fit"] = kwargs.get("cores")
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(inference, "fit", recording_fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = compare_models(md, [{"name": "pg", "model": "poisson-gamma"}], method="map",
+                             draws=20, chains=1, random_seed=1, cores=2)
+    assert seen["fit"] == 2
+    assert res.settings["cores"] == 2 and res.provenance["settings"]["cores"] == 2
+    assert res.assessments["pg"].provenance["settings"]["cores"] == 2
+
+    def stop(*args, **kwargs):  # the latent-class fit: its options, then no work
+        seen["latent-class"] = kwargs.get("cores")
+        raise _Stop
+
+    monkeypatch.setattr(pa, "assess_posterior", stop)
+    with pytest.raises(_Stop):
+        compare_models(md, [{"name": "lc", "model": "latent-class"}], cores=2)
+    assert seen["latent-class"] == 2
+
+
+@pytest.mark.parametrize("cores", [0, -1, 1.5, True, "2"])
+def test_bad_cores_are_refused_before_any_fit(md, cores):
+    with pytest.raises(InputError, match="cores must be None or an integer >= 1"):
+        compare_models(md, [{"name": "pg", "model": "poisson-gamma"}], cores=cores)

@@ -28,6 +28,7 @@ import click
 from click.core import ParameterSource
 
 from sdcbayes._cliutils import (
+    CORES_HELP,
     NA_VALUES_HELP,
     QUIET_HELP,
     SingleValueCommand,
@@ -136,6 +137,7 @@ DEFAULT_MODELS = (
     help="Posterior models (NUTS): target acceptance rate of the sampler; raise it towards "
     "0.99 when divergent transitions are reported (smaller, slower steps).",
 )
+@click.option("--cores", type=click.IntRange(min=1), default=None, help=CORES_HELP)
 @click.option(
     "--disclosure-loss",
     default="reidentifications",
@@ -211,6 +213,7 @@ def command(
     max_levels: int | None = None,
     target_accept: float = 0.9,
     na_values: str | None = None,
+    cores: int | None = None,
 ) -> None:
     """Fit several models or priors to one file and compare risk, fit and decisions.
 
@@ -364,6 +367,7 @@ def command(
             method=fit_method, target_accept=target_accept, disclosure_loss=l1,
             suppression_loss=l0, alternatives=list(alternatives), target_risk=target_risk,
             threshold=threshold, max_draws=max_draws, truth=truth, progressbar=not quiet_fit,
+            cores=cores,
         )
     from sdcbayes.cli import cli_wording
     from sdcbayes.inference.diagnostics import SdcbayesWarning
