@@ -225,14 +225,25 @@ def mixture_negbin_quantile(q: float, r, rho) -> np.ndarray:
 def summarise_draws(x, quantiles: Sequence[float] = DEFAULT_QUANTILES, axis=0):
     """Mean and quantiles of ``x`` over the draw ``axis`` (plain arrays).
 
+    Parameters
+    ----------
+    x : array_like
+    quantiles : sequence of float
+        At least two different probabilities in (0, 1), in any order (an
+        :class:`~sdcbayes.exceptions.InputError` otherwise, as everywhere in this
+        module).
+    axis : int
+
     Returns
     -------
     mean : numpy.ndarray
     qs : numpy.ndarray
-        Quantiles stacked on a new leading axis (``len(quantiles)``).
+        Quantiles in ascending order, stacked on a new leading axis
+        (``len(quantiles)``).
     """
+    qs = _check_quantiles(quantiles)
     x = np.asarray(x, dtype=float)
-    return x.mean(axis=axis), np.quantile(x, list(quantiles), axis=axis)
+    return x.mean(axis=axis), np.quantile(x, list(qs), axis=axis)
 
 
 def weighted_median(values, weights, axis: int = -1) -> np.ndarray:
@@ -402,9 +413,43 @@ class GroupEvaluation:
 
 
 def _check_quantiles(quantiles) -> tuple:
-    qs = tuple(float(q) for q in np.atleast_1d(quantiles))
-    if not qs or any(not 0 < q < 1 for q in qs):
+    """The quantiles as a sorted tuple of at least two different probabilities in (0, 1).
+
+    Every public function that takes ``quantiles`` checks them here, before any work.
+    The first and last (after sorting) bound the intervals, so one quantile, or a
+    scalar such as ``0.9`` (a user of ``prob=0.9`` elsewhere would pass it), would give
+    intervals of zero width without a word: they are refused. Any order is accepted
+    and sorted, so ``(0.95, 0.05)`` cannot reverse an interval.
+
+    Raises
+    ------
+    InputError
+        A scalar, text, a nested sequence, fewer than two different values, or a
+        value outside (0, 1).
+    """
+    example = "e.g. (0.05, 0.95) for a 90% interval"
+    shown = repr(quantiles) if isinstance(quantiles, (str, bytes)) else str(quantiles)
+    if isinstance(quantiles, (str, bytes)) or np.ndim(quantiles) == 0:
+        raise InputError(
+            f"quantiles is a sequence of probabilities, {example}; got {shown}"
+        )
+    try:
+        values = np.asarray(quantiles, dtype=float)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or values.ndim != 1:
+        raise InputError(
+            f"quantiles is a flat sequence of probabilities, {example}; got {shown}"
+        )
+    qs = tuple(float(q) for q in values)
+    if any(not 0 < q < 1 for q in qs):
         raise InputError(f"quantiles must lie strictly between 0 and 1; got {list(qs)}")
+    if len(set(qs)) != len(qs) or len(qs) < 2:
+        # the first and last bound every interval: one value gives intervals of width 0
+        raise InputError(
+            "quantiles must be at least two different probabilities (the lowest and "
+            f"highest bound the intervals), {example}; got {list(qs)}"
+        )
     return tuple(sorted(qs))
 
 
@@ -426,7 +471,8 @@ def evaluate_groups(
     groups : ConditionalGroups
         From :func:`poisson_gamma_groups` or :func:`negbin_groups`.
     quantiles : sequence of float
-        Quantiles reported per group (the first and last bound the interval).
+        Quantiles reported per group: at least two different probabilities in (0, 1),
+        in any order; sorted, the first and last bound the interval.
     threshold : float, optional
         Also count, per draw, records whose risk given theta_s exceeds it.
     predictive : {"auto", "exact", "normal"}
@@ -646,6 +692,8 @@ def summary_table(
     Columns ``quantity``, ``mean`` (the Rao-Blackwellised mean where a
     ``<name>_conditional_mean`` variable exists), one column per quantile (``q0.05``
     …), ``lo``, ``hi`` (first and last quantile) and ``truth`` when given.
+    ``quantiles``: at least two different probabilities in (0, 1), as in
+    :func:`evaluate_groups`.
     """
     qs = _check_quantiles(quantiles)
     rows = []

@@ -70,7 +70,9 @@ from sdcbayes.risk.posterior import (
 )
 
 __all__ = [
+    "DEFAULT_MODEL",
     "POSTERIOR_MODELS",
+    "SAMPLER_DEFAULTS",
     "PosteriorAssessment",
     "assess_from_posterior",
     "assess_posterior",
@@ -80,12 +82,48 @@ __all__ = [
     "latent_class_pi",
     "mokken_posterior",
     "posterior_groups",
+    "sampler_settings",
 ]
 
 #: Models ``assess_posterior`` can fit.
 POSTERIOR_MODELS = ("poisson-gamma", "negbin", "latent-class")
+#: The model ``assess_posterior`` fits when ``model`` is not given: the one ``sdcbayes
+#: assess`` fits and the README recommends (its accuracy is validated there).
+DEFAULT_MODEL = "latent-class"
 #: How each model is fitted when ``method`` is not given.
 DEFAULT_METHODS = {"poisson-gamma": "nuts", "negbin": "nuts", "latent-class": "gibbs"}
+#: Sampler settings of ``assess_posterior`` and ``sdcbayes assess`` when ``draws``/
+#: ``chains``/``tune`` are not given. The Gibbs chains of the latent-class model drift for
+#: 1000-3000 sweeps from their EM starts (benchmarks/README.md, "How long the Gibbs chains
+#: take to settle"; on the demo tau1 131 -> 138 from 1000 to 2000 sweeps, true 147), hence
+#: 2000 burn-in sweeps, which keep the no-argument demo run under a minute on 2 cores; the
+#: NUTS models (poisson-gamma, negbin, any ``method``) 1000/4/1000.
+SAMPLER_DEFAULTS: dict[str, dict[str, int]] = {
+    "latent-class": {"draws": 500, "chains": 4, "tune": 2000},
+    "nuts": {"draws": 1000, "chains": 4, "tune": 1000},
+}
+
+
+def sampler_settings(model: str, draws: int | None = None, chains: int | None = None,
+                     tune: int | None = None) -> dict[str, int]:
+    """``draws``, ``chains``, ``tune`` of ``model``: each as given, else its default.
+
+    Parameters
+    ----------
+    model : {"poisson-gamma", "negbin", "latent-class"}
+    draws, chains, tune : int, optional
+        None takes :data:`SAMPLER_DEFAULTS` of the model (latent-class: 500 draws,
+        4 chains, 2000 burn-in sweeps; poisson-gamma, negbin: 1000, 4, 1000).
+
+    Returns
+    -------
+    dict
+        ``{"draws": ..., "chains": ..., "tune": ...}``.
+    """
+    defaults = SAMPLER_DEFAULTS["latent-class" if model == "latent-class" else "nuts"]
+    given = {"draws": draws, "chains": chains, "tune": tune}
+    return {k: defaults[k] if v is None else v for k, v in given.items()}
+
 
 #: Negative-binomial size standing for a Poisson excess in :func:`latent_class_groups`:
 #: NegBin(R, R/(R + m)) has mean m and variance m(1 + m/R), its pmf differs from the
@@ -904,9 +942,11 @@ def assess_from_posterior(
         r_hat and ESS of the conditional means of tau1, tau2 and ER (class labels
         are not identified).
     quantiles : sequence of float
-        Quantiles of the intervals; the first and last bound ``risk_lo``/``risk_hi``
-        and every ``*_interval`` (default the 90% interval). Inner quantiles add
-        ``risk_q<q>`` columns.
+        Quantiles of the intervals: at least two different probabilities in (0, 1),
+        in any order (sorted); the lowest and highest bound ``risk_lo``/``risk_hi``
+        and every ``*_interval`` (default ``(0.05, 0.95)``, the 90% interval; a
+        scalar such as ``0.9`` is refused, it would give intervals of width 0). Inner
+        quantiles add ``risk_q<q>`` columns.
     threshold : float, optional
         Also report records above this risk (posterior mean and per draw).
     predictive : {"auto", "exact", "normal"}
@@ -929,12 +969,14 @@ def assess_from_posterior(
     Raises
     ------
     InputError
-        Before any work: an unknown ``predictive`` or ``model``, a negative seed, or a
-        posterior whose stamps say it is another model, a Poisson-gamma fit to
-        subpopulations, or a fit to another cell table (:func:`check_posterior_fits`).
+        Before any work: an unknown ``predictive`` or ``model``, a negative seed,
+        ``quantiles`` that are not two or more probabilities, or a posterior whose
+        stamps say it is another model, a Poisson-gamma fit to subpopulations, or a fit
+        to another cell table (:func:`check_posterior_fits`).
     """
     check_microdata(md, "assess_from_posterior")
     threshold = check_threshold(threshold)
+    _check_quantiles(quantiles)
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
     _check_predictive(model, predictive)
@@ -1137,10 +1179,10 @@ def assess_from_posterior(
 
 def assess_posterior(
     md,
-    model: str = "poisson-gamma",
-    draws: int = 1000,
-    chains: int = 4,
-    tune: int = 1000,
+    model: str = DEFAULT_MODEL,
+    draws: int | None = None,
+    chains: int | None = None,
+    tune: int | None = None,
     random_seed=None,
     method: str | None = None,
     threshold: float | None = None,
@@ -1155,12 +1197,19 @@ def assess_posterior(
 ) -> PosteriorAssessment:
     r"""Fit ``model`` to ``md`` and return its posterior risk assessment.
 
+    With no options it fits what ``sdcbayes assess`` fits: the latent-class model
+    (the recommended one, README "Model catalogue"), 4 Gibbs chains × 500 draws after 2000
+    burn-in sweeps, with the cross-validated overdispersion. That model needs complete
+    keys: build ``md`` with ``missing="category"`` or ``"drop"`` when keys have missing
+    values.
+
     Parameters
     ----------
     md : sdcbayes.Microdata
-    model : {"poisson-gamma", "negbin", "latent-class"}
-        ``"poisson-gamma"``: :class:`sdcbayes.models.poisson_gamma.PoissonGammaModel`
-        (pooled) on the counts of counts, population size ``N`` (default: weight sum
+    model : {"latent-class", "poisson-gamma", "negbin"}
+        Default ``"latent-class"``. ``"poisson-gamma"``:
+        :class:`sdcbayes.models.poisson_gamma.PoissonGammaModel` (pooled) on the
+        counts of counts, population size ``N`` (default: weight sum
         or ``n / sampling_fraction``). ``"negbin"``:
         :class:`sdcbayes.models.negbin.NegativeBinomialModel` with the within-cell
         spread of the weights learnt (needs weights; takes no ``N``). ``"latent-class"``:
@@ -1172,9 +1221,14 @@ def assess_posterior(
         Passed to :func:`sdcbayes.inference.fit` (``method`` "nuts" (default),
         "nutpie", "advi" or "map"); for the latent-class model to
         :meth:`LatentClassModel.sample` (``method`` "gibbs", the default and only
-        one). ``random_seed`` also seeds the predictive simulation; without one a seed
-        is drawn from the operating system and stamped in the settings, so that any
-        run can be repeated.
+        one). ``draws``, ``chains``, ``tune`` left at None take the model's own
+        (:data:`SAMPLER_DEFAULTS`, as ``sdcbayes assess``): latent-class 500 draws,
+        4 chains, 2000 burn-in sweeps (its chains drift for 1000-3000 sweeps from
+        their EM starts, benchmarks/README.md); poisson-gamma and negbin 1000 draws,
+        4 chains, 1000 tuning steps. The values used are stamped in
+        ``provenance["settings"]``. ``random_seed`` also seeds the predictive
+        simulation; without one a seed is drawn from the operating system and stamped
+        in the settings, so that any run can be repeated.
     threshold, quantiles, predictive
         See :func:`assess_from_posterior`.
     priors : dict, optional
@@ -1239,6 +1293,16 @@ def assess_posterior(
     _check_quantiles(quantiles)  # used after the fit: a bad one would waste it
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+    # None: the model's own, as `sdcbayes assess` runs it (stamped in the settings)
+    used = sampler_settings(model, draws, chains, tune)
+    draws, chains, tune = used["draws"], used["chains"], used["tune"]
+    from sdcbayes.microdata import require_one_cell_per_record
+
+    # the models refuse wildcard cells too, but here before any work (the default model,
+    # latent-class, is the one a wildcard file most often meets)
+    require_one_cell_per_record(
+        md, model, instead="the closed form (sdcbayes.risk.assess.assess_closed_form) for "
+        "sdcMicro's wildcard matching")
     _check_predictive(model, predictive)
     _check_seed(random_seed)
     if method is None:

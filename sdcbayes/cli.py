@@ -403,11 +403,12 @@ def assess(
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise InputError(f"--threshold must lie strictly between 0 and 1; got {threshold}")
     if model != "closed-form":
-        # per-model defaults: Gibbs sweeps are cheap and start at EM fits; NUTS needs warm-up
-        defaults = SAMPLER_DEFAULTS["latent-class" if model == "latent-class" else "nuts"]
-        draws = defaults["draws"] if draws is None else draws
-        chains = defaults["chains"] if chains is None else chains
-        tune = defaults["tune"] if tune is None else tune
+        # per-model defaults, the Python API's (Gibbs sweeps are cheap and start at EM
+        # fits; NUTS needs warm-up)
+        from sdcbayes.risk.posterior_assess import sampler_settings
+
+        used = sampler_settings(model, draws, chains, tune)
+        draws, chains, tune = used["draws"], used["chains"], used["tune"]
         checks = (("--draws", draws, 1), ("--chains", chains, 1), ("--tune", tune, 0),
                   ("--cores", 1 if cores is None else cores, 1))
         for name, value, low in checks:
@@ -1025,16 +1026,6 @@ def default_ppc(n_records: int, chains: int) -> int:
     stays a small share of the fit's.
     """
     return max(1, min(PPC_PER_CHAIN, int(PPC_RECORD_BUDGET / (max(n_records, 1) * chains))))
-
-#: Sampler settings of ``assess`` when --draws/--chains/--tune are not given. The
-#: latent-class defaults keep the no-argument demo run under a minute on 2 cores.
-SAMPLER_DEFAULTS: dict[str, dict[str, int]] = {
-    # 2000 sweeps: the chains' occupied classes and learnt profile mass drift for 1000-3000
-    # sweeps from their EM starts (benchmarks/README.md, "How long the Gibbs chains take to
-    # settle"; on the demo tau1 131 -> 138 against a true 147)
-    "latent-class": {"draws": 500, "chains": 4, "tune": 2000},
-    "nuts": {"draws": 1000, "chains": 4, "tune": 1000},
-}
 
 
 def population_is_sample(md, model: str) -> bool:

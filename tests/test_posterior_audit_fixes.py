@@ -333,12 +333,14 @@ def test_predictive_typo_and_bad_seed_are_refused_before_fitting(monkeypatch):
     monkeypatch.setattr(inference, "fit", no_fit)
     md = _md_of(3, 80, 25.0)
     with pytest.raises(InputError, match=r"predictive must be one of .*'exakt'"):
-        assess_posterior(md, draws=10, tune=10, chains=1, random_seed=1, predictive="exakt")
+        assess_posterior(md, model="poisson-gamma", draws=10, tune=10, chains=1,
+                         random_seed=1, predictive="exakt")
     with pytest.raises(InputError, match=r"predictive='normal'.*negbin"):
         assess_posterior(md, model="negbin", draws=10, tune=10, chains=1, random_seed=1,
                          predictive="normal")
     with pytest.raises(InputError, match=r"random_seed must be None .* got -1"):
-        assess_posterior(md, draws=10, tune=10, chains=1, random_seed=-1)
+        assess_posterior(md, model="poisson-gamma", draws=10, tune=10, chains=1,
+                         random_seed=-1)
     idata = _fake_posterior(alpha=(0.5, 1.0), beta=(0.01, 0.02))
     with pytest.raises(InputError, match=r"random_seed must be None .* got -1"):
         assess_from_posterior(md, idata, "poisson-gamma", random_seed=-1)

@@ -461,7 +461,7 @@ def test_tune_defaults_per_model(lc_result, md, monkeypatch):
     latent-class row gets the burn-in ``sdcbayes assess`` gives it, not NUTS's 500.
     """
     import sdcbayes.risk.compare as rc
-    from sdcbayes.cli import SAMPLER_DEFAULTS
+    from sdcbayes.risk.posterior_assess import SAMPLER_DEFAULTS
 
     assert rc.COMPARE_TUNE_DEFAULTS["latent-class"] == SAMPLER_DEFAULTS["latent-class"]["tune"]
     assert rc.COMPARE_TUNE_DEFAULTS["nuts"] == 500
