@@ -90,6 +90,11 @@ which tends to :math:`e^{-(1-\pi)\lambda_k}` as :math:`\kappa\to\infty`.
 :math:`E(1/F_k \mid f_k)` is exact in both families
 (:func:`expected_inverse_frequency`): a confluent hypergeometric function (Poisson)
 and the negative-binomial inverse moment of seed ``004_…`` eq. (1)/(6) (negbin).
+Under unequal sampling weights the rate is the cell's own, :math:`\pi_k` in place of
+:math:`\pi` throughout (:math:`\lambda_k = \mu_k/\pi_k`), estimated by
+:math:`f_k/\hat F_k` from the cell's weight sum as in
+:mod:`sdcbayes.risk.loglinear` ("Unequal sampling weights");
+:meth:`LoglinearModel.from_microdata` records it for :func:`posterior_risk`.
 
 May import NumPy, SciPy, pandas, ArviZ and PyMC/PyTensor (inside :meth:`build`);
 not ``sdcbayes.inference``, nor ``sdcbayes.risk`` at import time (the exact
@@ -145,6 +150,74 @@ _SCALE_DISTS = ("HalfNormal", "HalfCauchy")
 # --------------------------------------------------------------------------------------
 
 
+def _float_array(x, name: str, what: str) -> np.ndarray:
+    """``x`` as a float array, or an InputError naming ``name`` (text, None, objects)."""
+    if isinstance(x, (str, bytes)):
+        raise InputError(f"{name} must be {what}, got {x!r:.60}")
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be {what}, got {x!r:.60}") from exc
+
+
+def _check_pi(sampling_fraction) -> np.ndarray:
+    r""":math:`\pi` in (0, 1], a number or one per cell (NaN fails every comparison)."""
+    pi = _float_array(sampling_fraction, "sampling_fraction", "a number in (0, 1], e.g. n/N")
+    if not np.all((pi > 0) & (pi <= 1)):
+        bad = pi[~((pi > 0) & (pi <= 1))].ravel()[0]
+        raise InputError(
+            f"sampling_fraction must be in (0, 1], got {bad:g}; pass n/N (e.g. 0.05, not a "
+            "percentage)."
+        )
+    return pi
+
+
+def _check_lam(lam) -> np.ndarray:
+    r""":math:`\lambda \ge 0`, not NaN; ``+inf`` (an overflowed draw) has a limit and is kept."""
+    lam = _float_array(lam, "lam", "numbers (population means lambda_k = mu_k / pi)")
+    if not np.all(lam >= 0):
+        bad = lam[~(lam >= 0)].ravel()[0]
+        raise InputError(
+            f"lam (population means lambda_k = mu_k / pi) must be >= 0 and not NaN, got "
+            f"{bad:g}; pass exp(log_mu) / pi, not log-means."
+        )
+    return lam
+
+
+def _check_f(f, minimum: int) -> np.ndarray:
+    """Sample frequencies: finite whole numbers >= ``minimum``."""
+    f = _float_array(f, "f", "sample frequencies (whole numbers)")
+    bad = ~(np.isfinite(f) & (f >= minimum) & (f == np.round(f)))
+    if np.any(bad):
+        raise InputError(
+            f"f must be whole numbers >= {minimum} (sample frequencies of observed cells), "
+            f"got {f[bad].ravel()[0]:g}."
+        )
+    return f
+
+
+def _check_kappa(kappa) -> np.ndarray:
+    r""":math:`\kappa > 0`, not NaN (``np.inf`` is the Poisson model)."""
+    kappa = _float_array(kappa, "kappa", "positive numbers (negative-binomial size)")
+    if not np.all(kappa > 0):
+        bad = kappa[~(kappa > 0)].ravel()[0]
+        raise InputError(
+            f"kappa (negative-binomial size) must be > 0 and not NaN, got {bad:g}; kappa = 0 "
+            "is no distribution, np.inf (or kappa=None) is the Poisson model."
+        )
+    return kappa
+
+
+def _broadcast_shape(**arrays) -> tuple:
+    """The common shape of the arguments, or an InputError naming their shapes."""
+    try:
+        return np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
+        raise InputError(f"the shapes of the arguments do not broadcast: {shapes}; pass "
+                         "arrays of the same shape (e.g. (draws, cells)) or scalars.") from None
+
+
 def prob_population_unique(lam, sampling_fraction, kappa=None, f=1):
     r""":math:`P(F_k - f_k = 0 \mid f_k)`, i.e. P(F = 1 | f = 1) for f = 1.
 
@@ -155,21 +228,33 @@ def prob_population_unique(lam, sampling_fraction, kappa=None, f=1):
     Parameters
     ----------
     lam : array_like
-        :math:`\lambda_k = \mu_k/\pi` (population means), > 0.
-    sampling_fraction : float
-        :math:`\pi` in (0, 1].
+        :math:`\lambda_k = \mu_k/\pi_k` (population means), >= 0 (``inf``, an overflowed
+        draw, gives the limit).
+    sampling_fraction : float or array_like
+        :math:`\pi` in (0, 1]; one number, or one per cell (unequal weights), broadcast
+        with ``lam``.
     kappa : array_like, optional
-        Gamma-mixing size; ``None`` for the Poisson model, as is ``np.inf`` (and any
+        Gamma-mixing size, > 0; ``None`` for the Poisson model, as is ``np.inf`` (and any
         kappa beyond ``1e8 (1 + lam)``, where the two agree to 1e-8). Broadcasts with
         ``lam`` (e.g. shape (draws, 1) against (draws, cells)).
     f : array_like of int, default 1
-        Sample frequencies.
+        Sample frequencies, whole numbers >= 0.
+
+    Raises
+    ------
+    InputError
+        pi outside (0, 1] (a percentage: pi = 1.5 gave 2.72), a negative or NaN lambda
+        (lambda = -5 gave 90), kappa <= 0 or NaN, f not a whole number >= 0, or shapes
+        that do not broadcast; all before any work.
     """
-    lam = np.asarray(lam, dtype=float)
-    pi = float(sampling_fraction)
+    lam = _check_lam(lam)
+    pi = _check_pi(sampling_fraction)
+    f = _check_f(f, 0)
     if kappa is None:
+        _broadcast_shape(lam=lam, sampling_fraction=pi, f=f)
         return np.exp(-(1.0 - pi) * lam)
-    kappa = np.asarray(kappa, dtype=float)
+    kappa = _check_kappa(kappa)
+    _broadcast_shape(lam=lam, sampling_fraction=pi, kappa=kappa, f=f)
     with np.errstate(divide="ignore", invalid="ignore"):
         # log of r/(r + 1 - pi) = -log1p((1 - pi)/r), r = kappa/lam + pi
         r = kappa / lam + pi
@@ -238,11 +323,11 @@ def expected_inverse_frequency(f, lam, sampling_fraction, kappa=None):
     Parameters
     ----------
     f : array_like
-        Sample frequencies, >= 1.
+        Sample frequencies, whole numbers >= 1.
     lam : array_like
-        :math:`\lambda_k = \mu_k/\pi` (population means), >= 0; broadcasts with ``f``.
-    sampling_fraction : float
-        :math:`\pi` in (0, 1].
+        :math:`\lambda_k = \mu_k/\pi_k` (population means), >= 0; broadcasts with ``f``.
+    sampling_fraction : float or array_like
+        :math:`\pi` in (0, 1]; one number, or one per cell (unequal weights).
     kappa : array_like, optional
         Gamma-mixing size (> 0) of the negbin family; ``None`` for the Poisson model, as
         is ``np.inf`` (and any kappa beyond ``1e8 (1 + lam)``, where the two agree to 1e-8).
@@ -250,15 +335,23 @@ def expected_inverse_frequency(f, lam, sampling_fraction, kappa=None):
     Returns
     -------
     numpy.ndarray
-        :math:`E(1/F \mid f)`, the broadcast shape of ``f`` and ``lam`` (and ``kappa``).
+        :math:`E(1/F \mid f)`, the broadcast shape of the arguments.
+
+    Raises
+    ------
+    InputError
+        f not a whole number >= 1 (f = 0 gave inf), pi outside (0, 1] (a percentage:
+        pi = 5 gave 5.0), a negative or NaN lambda, kappa <= 0 or NaN (kappa = 0 gave a
+        number), or shapes that do not broadcast; all before any work.
     """
-    f = np.asarray(f, dtype=float)
-    lam = np.asarray(lam, dtype=float)
-    pi = float(sampling_fraction)
+    f = _check_f(f, 1)
+    lam = _check_lam(lam)
+    pi = _check_pi(sampling_fraction)
     if kappa is None:
+        _broadcast_shape(f=f, lam=lam, sampling_fraction=pi)
         # hyp1f1 directly: models.latent_class.expected_inverse_frequency_f takes the excess
         # mean and its own overdispersion parameters, not (lambda, pi, kappa)
-        f, lam = np.broadcast_arrays(f, lam)
+        f, lam, pi = np.broadcast_arrays(f, lam, pi)
         m = (1.0 - pi) * lam
         out = np.array(special.hyp1f1(1.0, f + 1.0, -m) / f, dtype=float)  # 0-d too
         one = f == 1
@@ -269,11 +362,13 @@ def expected_inverse_frequency(f, lam, sampling_fraction, kappa=None):
                 e1 = -np.expm1(-m1) / m1
             out[one] = np.where(m1 > 1e-12, e1, 1.0 - m1 / 2.0)
         return out
+    kappa = _check_kappa(kappa)
+    _broadcast_shape(f=f, lam=lam, sampling_fraction=pi, kappa=kappa)
     # the exact inverse moment lives with the closed forms in risk/ (not imported at
     # module import: the models layer does not depend on the risk layer)
     from sdcbayes.risk.individual import negbin_inverse_moment
 
-    f, lam, kappa = np.broadcast_arrays(f, lam, np.asarray(kappa, dtype=float))
+    f, lam, kappa, pi = np.broadcast_arrays(f, lam, kappa, pi)
     pois = _poisson_limit(lam, kappa)
     if not pois.any():
         rho = _excess_success_prob(lam, pi, kappa)
@@ -281,7 +376,7 @@ def expected_inverse_frequency(f, lam, sampling_fraction, kappa=None):
     out = np.asarray(expected_inverse_frequency(f, lam, pi), dtype=float).copy()
     nb = ~pois
     if nb.any():
-        rho = _excess_success_prob(lam[nb], pi, kappa[nb])
+        rho = _excess_success_prob(lam[nb], pi[nb], kappa[nb])
         out[nb] = negbin_inverse_moment(f[nb], kappa[nb] + f[nb], rho)
     return out
 
@@ -293,13 +388,37 @@ def simulate_excess(lam, sampling_fraction, rng, kappa=None, f=1):
     :math:`\mathrm{NegBin}(\kappa + f, r/(r + 1 - \pi))` failures, the gamma-Poisson
     mixture of the module docstring; ``kappa = np.inf`` (or beyond ``1e8 (1 + lam)``)
     draws the Poisson limit.
+
+    Parameters
+    ----------
+    lam : array_like
+        Population means, >= 0 (finite for the Poisson model).
+    sampling_fraction : float or array_like
+        pi in (0, 1]; one number, or one per cell, broadcast with ``lam``.
+    rng : numpy.random.Generator
+    kappa : array_like, optional
+        Negbin size, > 0 (``np.inf``: Poisson); broadcast with ``lam``.
+    f : array_like of int, default 1
+        Sample frequencies, whole numbers >= 0.
+
+    Raises
+    ------
+    InputError
+        As :func:`prob_population_unique`, and an infinite lambda (Poisson).
     """
-    lam = np.asarray(lam, dtype=float)
-    pi = float(sampling_fraction)
+    lam = _check_lam(lam)
+    pi = _check_pi(sampling_fraction)
+    f = _check_f(f, 0)
     if kappa is None:
+        _broadcast_shape(lam=lam, sampling_fraction=pi, f=f)
+        if not np.all(np.isfinite(lam)):
+            # (negbin keeps a finite excess at lam = inf: Lambda | f has rate >= pi)
+            raise InputError("lam must be finite to draw a Poisson excess F - f; an infinite "
+                             "mean (an overflowed exp(log_mu)) has no draws.")
         return rng.poisson((1.0 - pi) * lam)
-    kappa = np.broadcast_to(np.asarray(kappa, dtype=float), lam.shape)
-    f = np.broadcast_to(np.asarray(f, dtype=float), lam.shape)
+    kappa = _check_kappa(kappa)
+    shape = _broadcast_shape(lam=lam, sampling_fraction=pi, kappa=kappa, f=f)
+    lam, pi, kappa, f = (np.broadcast_to(a, shape) for a in (lam, pi, kappa, f))
     pois = _poisson_limit(lam, kappa)
     if pois.any():  # kappa = inf or far beyond lam: the Poisson limit (_POISSON_KAPPA)
         kappa = np.where(pois, 1.0, kappa)  # placeholder size; those draws are replaced
@@ -466,8 +585,8 @@ class LoglinearModel(SuperpopulationModel):
     r"""Poisson / negative-binomial log-linear model over the full cell space.
 
     See the module docstring for the model, the priors, the constraints and the
-    likelihood. Build it from distinct observed cells (``codes``, ``counts``) or with
-    :meth:`from_frame`.
+    likelihood. Build it from distinct observed cells (``codes``, ``counts``), with
+    :meth:`from_frame` (records), or with :meth:`from_microdata`.
 
     Parameters
     ----------
@@ -536,6 +655,8 @@ class LoglinearModel(SuperpopulationModel):
         self.importance_seed = importance_seed
         self._layout()
         self._cells = None
+        # pi for posterior_risk: set by from_microdata (a number, or one per cell)
+        self.sampling_fraction = None
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -564,6 +685,65 @@ class LoglinearModel(SuperpopulationModel):
                                                return_counts=True)
         model = cls(cells, counts, [len(v) for v in lvls], keys=keys, levels=lvls, **kwargs)
         model.record_cell = record_cell.reshape(-1)
+        return model
+
+    @classmethod
+    def from_microdata(cls, md, **kwargs) -> LoglinearModel:
+        r"""Build the model on the records of a :class:`sdcbayes.Microdata`, via :meth:`from_frame`.
+
+        The keys are ``md.keys`` and each key's levels ``md.levels`` (all declared levels
+        of categorical keys: the Microdata's cell space), as text. Missing key values
+        follow ``md.missing``: ``"category"`` makes them a level ``"<missing>"`` of their
+        own, ``"drop"`` leaves those records out, and ``"wildcard"`` (a record matching
+        every level, no cell of the cross-classification) is refused when a key is
+        missing. ``model.record_cell`` is the cell of each record ``md`` keeps.
+
+        ``model.sampling_fraction``, which :func:`posterior_risk` uses by default, is
+        ``md.sampling_fraction``, else n / sum of the weights when they are equal, else
+        (unequal weights) one rate per observed cell, :math:`\min(1, f_k/\hat F_k)`
+        with :math:`\hat F_k` the cell's weight sum -- the Benedetti-Franconi plug-in,
+        as :func:`sdcbayes.risk.loglinear.fit_loglinear` uses (its module docstring,
+        "Unequal sampling weights"); None without either.
+
+        Parameters
+        ----------
+        md : sdcbayes.Microdata
+        **kwargs
+            ``family``, ``interactions``, ``priors``, ``max_exact_cells``,
+            ``n_importance``, ``importance_seed`` (see the class).
+
+        Raises
+        ------
+        InputError
+            Missing key values under ``missing="wildcard"``; anything the class refuses.
+        """
+        from sdcbayes.microdata import require_one_cell_per_record
+
+        if "levels" in kwargs:
+            raise InputError("from_microdata takes the levels from the Microdata (md.levels); "
+                             "use from_frame(frame, keys, levels=...) for other levels")
+        require_one_cell_per_record(
+            md, "log-linear",
+            instead="sdcbayes.risk.assess.assess_closed_form for sdcMicro's wildcard matching")
+        keys = list(md.keys)
+        kept = ~np.asarray(md.dropped)
+        frame = md.frame.loc[kept, keys]
+        missing = frame.isna()
+        levels = {k: [str(v) for v in md.levels[k]] + (["<missing>"] if missing[k].any() else [])
+                  for k in keys}
+        # missing="category": a level of its own ("drop" has removed those records)
+        frame = frame.astype(object).where(~missing, "<missing>")
+        model = cls.from_frame(frame, keys, levels=levels, **kwargs)
+        model.sampling_fraction = None
+        if getattr(md, "sampling_fraction", None) is not None:
+            model.sampling_fraction = float(md.sampling_fraction)
+        elif getattr(md, "weights", None) is not None:
+            w = np.asarray(md.weights, dtype=float)[kept]
+            if np.all(w == w[0]):
+                model.sampling_fraction = float(w.size / w.sum())
+            else:
+                F_hat = np.bincount(model.record_cell, weights=w, minlength=model.counts.size)
+                model.sampling_fraction = np.minimum(1.0, model.counts / F_hat)
         return model
 
     def _check_priors(self):
@@ -1171,53 +1351,89 @@ def _safe(name: str) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def posterior_risk(model: LoglinearModel, log_mu, sampling_fraction: float, kappa=None,
+def posterior_risk(model: LoglinearModel, log_mu, sampling_fraction=None, kappa=None,
                    rng=None, prob: float = 0.9) -> dict[str, Any]:
     r"""Posterior tau1, tau2, expected re-identifications and per-cell P(F = 1 | f = 1).
 
-    Per draw s: :math:`\lambda_k = \mu_k/\pi`; the conditional expectations
+    Per draw s: :math:`\lambda_k = \mu_k/\pi_k`; the conditional expectations
     :math:`\sum_{SU} P(F=1 \mid f=1)` (tau1), :math:`\sum_{SU} E(1/F \mid f=1)` (tau2),
     :math:`\sum_k f_k E(1/F_k \mid f_k)` (re-identifications) -- their posterior means
     are the point estimates (Rao-Blackwellised) -- and one posterior-predictive draw
     of F | parameters (:func:`simulate_excess`) for the central ``prob`` intervals.
     ``theta`` is Skinner & Elliot's (2002)
     :math:`\theta = \sum_k I(f_k=1)/\sum_k F_k I(f_k=1)` with :math:`F_k - f_k` replaced
-    by its posterior mean over the sample uniques, :math:`(1-\pi)E(\Lambda_k \mid f_k=1)`:
-    :math:`(1-\pi)\lambda_k` (Poisson) or
-    :math:`(1-\pi)(\kappa+1)\lambda_k/(\kappa+\pi\lambda_k)`, the mean of
-    :math:`\mathrm{Gamma}(\kappa+1, \text{rate } \kappa/\lambda_k+\pi)` (negbin, module
+    by its posterior mean over the sample uniques, :math:`(1-\pi_k)E(\Lambda_k \mid f_k=1)`:
+    :math:`(1-\pi_k)\lambda_k` (Poisson) or
+    :math:`(1-\pi_k)(\kappa+1)\lambda_k/(\kappa+\pi_k\lambda_k)`, the mean of
+    :math:`\mathrm{Gamma}(\kappa+1, \text{rate } \kappa/\lambda_k+\pi_k)` (negbin, module
     docstring).
 
     Parameters
     ----------
     model : LoglinearModel
     log_mu : array (S, n_cells)
-        Draws of the log mean of every observed cell.
-    sampling_fraction : float
-    kappa : array (S,), optional
-        Negbin size per draw.
+        Draws of the log mean of every observed cell (row order of ``model.codes``).
+    sampling_fraction : float or array (n_cells,), optional
+        :math:`\pi` in (0, 1]: one number (n/N), or one per observed cell under unequal
+        weights (:math:`f_k/\hat F_k`, as :func:`sdcbayes.risk.loglinear.fit_loglinear`
+        uses). Default: ``model.sampling_fraction``, which
+        :meth:`LoglinearModel.from_microdata` sets.
+    kappa : array (S,) or float, optional
+        Negbin size per draw, > 0.
     rng : numpy.random.Generator or int, optional
         Source (or seed) of the posterior-predictive draws of F behind the intervals.
     prob : float
         Mass of the central intervals (default 0.9: the 5 % and 95 % quantiles).
+
+    Raises
+    ------
+    InputError
+        No sampling fraction, or one outside (0, 1] or of the wrong length; ``log_mu``
+        not (S, n_cells) or with NaN; ``kappa`` not > 0 or not one per draw; ``prob``
+        outside (0, 1); all before any work.
     """
+    if sampling_fraction is None:
+        sampling_fraction = getattr(model, "sampling_fraction", None)
+        if sampling_fraction is None:
+            raise InputError("sampling_fraction is missing; pass n/N (e.g. 0.05), or build "
+                             "the model with LoglinearModel.from_microdata, which records it.")
+    n_cells = model.codes.shape[0]
+    pi = _check_pi(sampling_fraction)
+    if pi.ndim > 1 or (pi.ndim == 1 and pi.size != n_cells):
+        raise InputError(f"sampling_fraction must be one number or one per observed cell "
+                         f"({n_cells}); got shape {pi.shape}.")
+    log_mu = _float_array(log_mu, "log_mu", "numbers (draws of the log cell means)")
+    if log_mu.ndim != 2 or log_mu.shape[1] != n_cells or log_mu.shape[0] < 1:
+        raise InputError(f"log_mu must have shape (draws, {n_cells}), one column per observed "
+                         f"cell of the model; got shape {log_mu.shape}.")
+    if np.isnan(log_mu).any():
+        raise InputError("log_mu has NaN values; pass finite draws of the log cell means.")
+    S = log_mu.shape[0]
+    kap = None
+    if kappa is not None:
+        kap = _check_kappa(kappa)
+        if kap.ndim > 1 or (kap.ndim == 1 and kap.size != S):
+            raise InputError(f"kappa must be one number or one per draw ({S}); got shape "
+                             f"{kap.shape}.")
+        kap = np.broadcast_to(kap, (S,))[:, None]
+    if not 0 < float(prob) < 1:
+        raise InputError(f"prob must be in (0, 1) (the mass of the intervals), got {prob!r}.")
     rng = np.random.default_rng(rng)
-    pi = float(sampling_fraction)
     f = model.counts
     su = f == 1
-    lam = np.exp(log_mu) / pi
-    kap = None if kappa is None else np.asarray(kappa, dtype=float)[:, None]
-    lam_su = lam[:, su]
-    p1 = prob_population_unique(lam_su, pi, kap)
-    r1 = expected_inverse_frequency(np.ones(lam_su.shape), lam_su, pi,
-                                    None if kap is None else np.broadcast_to(kap, lam_su.shape))
     many = ~su
+    pi_su, pi_m = (pi[su], pi[many]) if pi.ndim else (pi, pi)
+    lam = np.exp(log_mu) / pi
+    lam_su = lam[:, su]
+    p1 = prob_population_unique(lam_su, pi_su, kap)
+    r1 = expected_inverse_frequency(np.ones(lam_su.shape), lam_su, pi_su,
+                                    None if kap is None else np.broadcast_to(kap, lam_su.shape))
     er = r1.sum(axis=1)
     if many.any():
         lam_m = lam[:, many]
         km = None if kap is None else np.broadcast_to(kap, lam_m.shape)
-        er = er + (expected_inverse_frequency(np.broadcast_to(f[many], lam_m.shape), lam_m, pi,
-                                              km) * f[many]).sum(axis=1)
+        er = er + (expected_inverse_frequency(np.broadcast_to(f[many], lam_m.shape), lam_m,
+                                              pi_m, km) * f[many]).sum(axis=1)
     x = simulate_excess(lam, pi, rng, kap if kap is None else np.broadcast_to(kap, lam.shape),
                         np.broadcast_to(f, lam.shape))
     tau1_pp = (x[:, su] == 0).sum(axis=1).astype(float)
@@ -1231,9 +1447,9 @@ def posterior_risk(model: LoglinearModel, log_mu, sampling_fraction: float, kapp
     # lambda when mu = pi lambda < 1 (a sample unique in a sparse cell points to a larger
     # Lambda), the more so the smaller kappa
     if kap is None:
-        excess_mean = ((1 - pi) * lam_su).mean(axis=0)
+        excess_mean = ((1 - pi_su) * lam_su).mean(axis=0)
     else:
-        excess_mean = ((1 - pi) * (kap + 1.0) * lam_su / (kap + pi * lam_su)).mean(axis=0)
+        excess_mean = ((1 - pi_su) * (kap + 1.0) * lam_su / (kap + pi_su * lam_su)).mean(axis=0)
     n1 = int(su.sum())
     return {
         "tau1": float(p1.sum(axis=1).mean()), "tau2": float(r1.sum(axis=1).mean()),

@@ -70,7 +70,8 @@ def dis_estimate(n1, n2, sampling_fraction):
     ----------
     n1, n2 : array_like
         Numbers of sample CELLS of size 1 and 2 (unique cells = unique records;
-        n2 counts each pair once, so it is half the number of records in pairs).
+        n2 counts each pair once, so it is half the number of records in pairs);
+        whole numbers >= 0.
     sampling_fraction : array_like
         pi in (0, 1].
 
@@ -82,8 +83,9 @@ def dis_estimate(n1, n2, sampling_fraction):
     Raises
     ------
     InputError
-        If n1 or n2 is negative, NaN or infinite, or pi is outside (0, 1]; if an
-        argument is not numeric; if the shapes of n1, n2 and pi do not broadcast.
+        If n1 or n2 is negative, NaN, infinite or not a whole number, or pi is outside
+        (0, 1]; if an argument is not numeric; if the shapes of n1, n2 and pi do not
+        broadcast.
 
     See Also
     --------
@@ -99,6 +101,17 @@ def dis_estimate(n1, n2, sampling_fraction):
     # NaN fails every comparison, so test for the valid range, not the invalid one
     if not (np.all(np.isfinite(n1) & (n1 >= 0)) and np.all(np.isfinite(n2) & (n2 >= 0))):
         raise InputError("n1 and n2 are counts of cells and must be finite and >= 0.")
+    # counts of cells are whole numbers; a fractional one is an expected count or a
+    # per-record average passed by mistake, and the estimator's unbiasedness argument
+    # (module docstring) is about the observed counts
+    for name, arr in (("n1", n1), ("n2", n2)):
+        frac = arr != np.round(arr)
+        if np.any(frac):
+            raise InputError(
+                f"{name} is a count of sample cells and must be a whole number, got "
+                f"{arr[frac].ravel()[0]:g}; pass the numbers of cells with f_k = 1 and "
+                "f_k = 2 (dis_from_frequencies counts them from the f_k)."
+            )
     n1, n2, pi = _broadcast(n1=n1, n2=n2, sampling_fraction=pi)
     num = pi * n1
     den = num + 2.0 * (1.0 - pi) * n2

@@ -51,6 +51,33 @@ Levels that do not occur in the sample have zero one-way margins and hence zero
 fitted means under both models, so the cell space is the cross-classification of
 the *sample* levels; this changes neither MLE on the observed cells.
 
+Unequal sampling weights. Under unequal-probability sampling the sampling fraction
+varies with the cell, :math:`f_k \sim \mathrm{Po}(\pi_k\lambda_k)`, and the population
+means are :math:`\lambda_k = \mu_k/\pi_k` with
+:math:`F_k - f_k \mid f_k \sim \mathrm{Po}(\lambda_k(1 - \pi_k))`: the Poisson model
+above (Skinner & Holmes 1998; Skinner & Shlomo 2008) with the rate of cell k, i.e.
+:math:`\log\mu_k = \log\pi_k + \log\lambda_k`, an offset. When the weights vary,
+:func:`fit_loglinear` estimates each observed cell's rate by the inverse of its mean
+weight, :math:`\hat\pi_k = f_k/\hat F_k` with
+:math:`\hat F_k = \sum_{i \in k} w_i` (the plug-in of the Benedetti-Franconi estimator,
+capped at 1 as there), and divides the fitted sample means by it. The fitted
+:math:`\hat\mu_k` are those of the unweighted fit: when the design variables that
+drive the weights (the strata) are among the keys, the offset
+:math:`\log\pi_k` is a function of a key and is absorbed by that key's main effect, so
+the fit is unchanged; otherwise the per-cell rate is a plug-in approximation. A
+single rate :math:`n/\sum_i w_i` for every cell is wrong there: in a sample drawn at
+20 % in one stratum and 1 % in the other it overstated tau1 by 46 % and understated
+tau2 by 25 % (tests/test_loglinear_audit_w.py). Every output of :class:`LoglinearFit`
+concerns observed cells; the overall rate :math:`n/\sum_i w_i` is kept as
+``LoglinearFit.sampling_fraction`` (the rate an unobserved cell would get). Equal
+weights (or a ``sampling_fraction``) give one rate for every cell, as before.
+
+Missing key values. In a DataFrame or an array they are a level of their own. A
+:class:`~sdcbayes.microdata.Microdata` is read under its own policy: ``"category"``
+(a level of its own), ``"drop"`` (the records are left out); under ``"wildcard"``
+(the default) a record with a missing key matches every level of that key, which is
+no cell of the cross-classification, so :func:`fit_loglinear` refuses it.
+
 Imports NumPy, SciPy and pandas only (never PyMC or ArviZ). The array functions
 :func:`poisson_prob_unique` and :func:`poisson_inverse_moment` broadcast, so they
 also serve ``(chain, draw, cell)`` arrays of :math:`\lambda`.
@@ -382,7 +409,9 @@ class LoglinearFit:
     interactions : str
         ``"main"`` or ``"two-way"``.
     sampling_fraction : float
-        pi used to turn sample means into population means, lambda = mu / pi.
+        The overall pi: the one given, or n / sum of the weights. It turns sample
+        means into population means, lambda = mu / pi, unless ``cell_sampling_fraction``
+        is set.
     keys : list of str
     levels : list of pandas.Index
         The sample levels of each key (the cell space is their cross-classification).
@@ -400,6 +429,10 @@ class LoglinearFit:
         IPF sweeps (0 for the closed-form main-effects fit).
     max_margin_error : float
         Largest two-way margin discrepancy at convergence (0 for main effects).
+    cell_sampling_fraction : ndarray of float, shape (n_cells,), or None
+        Per-cell rates :math:`\hat\pi_k = \min(1, f_k/\hat F_k)`, :math:`\hat F_k` the
+        cell's weight sum, when the weights vary (module docstring, "Unequal sampling
+        weights"); None when one rate applies to every cell.
     """
 
     interactions: str
@@ -413,24 +446,32 @@ class LoglinearFit:
     K: int
     n_iter: int = 0
     max_margin_error: float = 0.0
+    cell_sampling_fraction: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
+    def pi(self):
+        r"""The rate of each observed cell: ``cell_sampling_fraction``, else the scalar pi."""
+        if self.cell_sampling_fraction is not None:
+            return self.cell_sampling_fraction
+        return self.sampling_fraction
+
+    @property
     def lam(self) -> np.ndarray:
-        r"""Population means :math:`\hat\lambda_k = \hat\mu_k / \pi` of the observed cells."""
-        return self.mu / self.sampling_fraction
+        r"""Population means :math:`\hat\lambda_k = \hat\mu_k / \pi_k` of the observed cells."""
+        return self.mu / self.pi
 
     def prob_population_unique(self) -> np.ndarray:
-        r"""P(F_k = 1 | f_k) per cell: :math:`e^{-\hat\lambda_k(1-\pi)}` if f_k = 1, else 0."""
+        r"""P(F_k = 1 | f_k) per cell: :math:`e^{-\hat\lambda_k(1-\pi_k)}` if f_k = 1, else 0."""
         if "pu" not in self._cache:
-            p = poisson_prob_unique(self.lam, self.sampling_fraction)
+            p = poisson_prob_unique(self.lam, self.pi)
             self._cache["pu"] = np.where(self.fk == 1, p, 0.0)
         return self._cache["pu"]
 
     def expected_inverse_frequency(self) -> np.ndarray:
         """E(1/F_k | f_k) per cell (:func:`poisson_inverse_moment`)."""
         if "r" not in self._cache:
-            self._cache["r"] = poisson_inverse_moment(self.fk, self.lam, self.sampling_fraction)
+            self._cache["r"] = poisson_inverse_moment(self.fk, self.lam, self.pi)
         return self._cache["r"]
 
     def record_risk(self) -> np.ndarray:
@@ -439,7 +480,7 @@ class LoglinearFit:
 
     @property
     def tau1(self) -> float:
-        r"""Plug-in :math:`\hat\tau_1 = \sum_{k: f_k = 1} e^{-\hat\lambda_k(1-\pi)}`.
+        r"""Plug-in :math:`\hat\tau_1 = \sum_{k: f_k = 1} e^{-\hat\lambda_k(1-\pi_k)}`.
 
         Skinner & Shlomo (2008), section 2.
         """
@@ -459,7 +500,7 @@ class LoglinearFit:
         return float(np.dot(self.fk, self.expected_inverse_frequency()))
 
     def cell_table(self) -> pd.DataFrame:
-        """One row per observed cell: key labels, fk, mu, lambda, P(F=1|f), E(1/F|f)."""
+        """One row per observed cell: key labels, fk, mu, pi, lambda, P(F=1|f), E(1/F|f)."""
         data = {
             k: lev.take(self.cell_codes[:, j])
             for j, (k, lev) in enumerate(zip(self.keys, self.levels, strict=True))
@@ -467,6 +508,7 @@ class LoglinearFit:
         data.update(
             fk=self.fk,
             mu=self.mu,
+            pi=np.broadcast_to(self.pi, self.fk.shape),
             lam=self.lam,
             prob_population_unique=self.prob_population_unique(),
             risk=self.expected_inverse_frequency(),
@@ -474,18 +516,62 @@ class LoglinearFit:
         return pd.DataFrame(data)
 
 
-def _codes_from(data, keys) -> tuple[np.ndarray, list, list, float | None]:
-    """Per-key integer codes (n, p), key names, level indexes, and a default pi."""
-    default_pi = None
-    if hasattr(data, "cells") and hasattr(data, "frame") and hasattr(data, "keys"):
-        md = data  # a sdcbayes.Microdata (duck-typed: no import of the data layer needed)
-        keep = ~np.asarray(md.dropped) if hasattr(md, "dropped") else slice(None)
+def _is_microdata(data) -> bool:
+    # duck-typed: no import of the data layer needed
+    return hasattr(data, "cells") and hasattr(data, "frame") and hasattr(data, "keys")
+
+
+def _record_weights(weights, data, n: int) -> np.ndarray:
+    """Per-record weights from a column name or an array: finite and > 0, one per record."""
+    if isinstance(weights, str):
+        if not isinstance(data, pd.DataFrame) or weights not in data.columns:
+            raise InputError(
+                f"weights={weights!r} is not a column of the data; pass a column name of "
+                "the DataFrame or one weight per record."
+            )
+        weights = data[weights]
+    try:
+        w = np.asarray(weights, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InputError("weights must be numbers, one per record (or a column name).") from exc
+    if w.size != n:
+        raise InputError(f"weights must hold one value per record ({n}); got {w.size}.")
+    if not np.all(np.isfinite(w) & (w > 0)):
+        raise InputError(
+            "weights must be finite and > 0 (a record's weight is the number of population "
+            "units it stands for); impute or drop the records with bad weights."
+        )
+    return w
+
+
+def _codes_from(data, keys):
+    """Per-key integer codes (n, p), key names, level indexes, a default pi, record weights.
+
+    The weights (of the records kept) are returned only when they vary; equal weights
+    give the default pi n / sum(w), as before.
+    """
+    default_pi, w = None, None
+    if _is_microdata(data):
+        md = data
+        keep = ~np.asarray(md.dropped) if hasattr(md, "dropped") else np.ones(len(md.frame), bool)
         frame = md.frame.loc[keep, list(md.keys)]
         keys = list(md.keys)
+        if getattr(md, "missing", None) == "wildcard":
+            n_miss = int(frame.isna().any(axis=1).sum())
+            if n_miss:
+                # a wildcard record matches every level of its missing key: no cell of the
+                # cross-classification (Microdata counts it in several cells, the
+                # log-linear fit would make NaN a level: two different f_k)
+                raise InputError(
+                    f"{n_miss} records have a missing key value, which the Microdata's "
+                    "missing='wildcard' policy matches to every level; the log-linear model "
+                    "needs each record in one cell: build the Microdata with "
+                    "missing='category' (missing is a level of its own) or missing='drop'."
+                )
         if getattr(md, "sampling_fraction", None) is not None:
             default_pi = float(md.sampling_fraction)
         elif getattr(md, "weights", None) is not None:
-            w = np.asarray(md.weights)[keep]
+            w = np.asarray(md.weights, dtype=float)[keep]
             default_pi = float(w.size / w.sum())
         data = frame
     if isinstance(data, pd.DataFrame):
@@ -503,21 +589,24 @@ def _codes_from(data, keys) -> tuple[np.ndarray, list, list, float | None]:
             cols.append(c.astype(np.int64))
             levels.append(pd.Index(lev))
         codes = np.column_stack(cols) if cols else np.empty((len(data), 0), np.int64)
-        return codes, keys, levels, default_pi
-    codes = np.asarray(data)
-    if codes.ndim != 2 or not np.issubdtype(codes.dtype, np.integer) or np.any(codes < 0):
-        raise InputError(
-            "data must be a Microdata, a DataFrame with keys=, or an (n_records, n_keys) "
-            "array of non-negative integer codes."
-        )
-    # Re-code each column densely so that the cell space holds the observed levels only.
-    cols, levels = [], []
-    for j in range(codes.shape[1]):
-        lev, c = np.unique(codes[:, j], return_inverse=True)
-        cols.append(c.astype(np.int64))
-        levels.append(pd.Index(lev))
-    keys = list(keys) if keys is not None else [f"key{j}" for j in range(codes.shape[1])]
-    return np.column_stack(cols), keys, levels, None
+    else:
+        codes = np.asarray(data)
+        if codes.ndim != 2 or not np.issubdtype(codes.dtype, np.integer) or np.any(codes < 0):
+            raise InputError(
+                "data must be a Microdata, a DataFrame with keys=, or an (n_records, n_keys) "
+                "array of non-negative integer codes."
+            )
+        # Re-code each column densely so that the cell space holds the observed levels only.
+        cols, levels = [], []
+        for j in range(codes.shape[1]):
+            lev, c = np.unique(codes[:, j], return_inverse=True)
+            cols.append(c.astype(np.int64))
+            levels.append(pd.Index(lev))
+        keys = list(keys) if keys is not None else [f"key{j}" for j in range(codes.shape[1])]
+        codes = np.column_stack(cols) if cols else np.empty((codes.shape[0], 0), np.int64)
+    if w is not None and np.all(w == w[0]):
+        w = None  # one rate for every cell, exactly n / sum(w) as before
+    return codes, keys, levels, default_pi, w
 
 
 def fit_loglinear(
@@ -528,6 +617,7 @@ def fit_loglinear(
     max_cells: int = DEFAULT_MAX_CELLS,
     tol: float = 1e-6,
     max_iter: int = 2000,
+    weights=None,
 ) -> LoglinearFit:
     r"""Fit a Poisson log-linear model to the sample cell counts and return plug-ins.
 
@@ -535,22 +625,39 @@ def fit_loglinear(
     2008). The fit is over the full cross-classification of the sample levels of the
     keys, zero cells included.
 
+    Unequal weights (module docstring, "Unequal sampling weights"): when the weights of
+    a Microdata (or ``weights=``) vary, each observed cell gets its own rate
+    :math:`\hat\pi_k = \min(1, f_k/\hat F_k)`, :math:`\hat F_k` the cell's weight sum,
+    and :math:`\hat\lambda_k = \hat\mu_k/\hat\pi_k`,
+    :math:`F_k - f_k \mid f_k \sim \mathrm{Po}(\hat\lambda_k(1 - \hat\pi_k))`; the
+    fitted :math:`\hat\mu_k` are unchanged (with the strata among the keys the offset
+    :math:`\log\pi_k` is absorbed by their main effect). Equal weights give one rate,
+    n / sum of the weights, for every cell.
+
     Parameters
     ----------
     data : Microdata, pandas.DataFrame or ndarray of int, shape (n_records, p)
-        The sample. A :class:`~sdcbayes.microdata.Microdata` supplies its keys and
-        its sampling fraction (``sampling_fraction``, else n / sum of weights).
-        Missing key values are a level of their own.
+        The sample. A :class:`~sdcbayes.microdata.Microdata` supplies its keys, its
+        sampling fraction or its weights, and its missing-key policy (``"category"``:
+        a level of its own; ``"drop"``: records left out; ``"wildcard"`` with missing
+        key values is refused). In a DataFrame or an array, missing key values are a
+        level of their own.
     keys : sequence of str, optional
         Key columns (DataFrame input), or names of the code columns (array input).
     interactions : {"main", "two-way"}, default "main"
-        Main effects only (closed form), or all two-way interactions (IPF).
+        Main effects only (closed form), or all two-way interactions (IPF; needs at
+        least two keys).
     sampling_fraction : float, optional
-        pi = n / N in (0, 1]. Required unless ``data`` is a Microdata that carries it.
+        One pi = n / N in (0, 1] for every cell. Required unless ``data`` is a
+        Microdata that carries a sampling fraction or weights, or ``weights`` is given;
+        when given it overrides the weights.
     max_cells : int, default 5e7
         Largest two-way support IPF may allocate (two-way model only).
     tol, max_iter
         IPF convergence settings (:func:`ipf_two_way`).
+    weights : str or array_like, optional
+        DataFrame or array input: the sampling weights, a column name or one value per
+        record (finite, > 0). A Microdata carries its own.
 
     Returns
     -------
@@ -561,22 +668,61 @@ def fit_loglinear(
     Raises
     ------
     InputError
-        Unknown model, no sampling fraction, or a two-way table larger than
+        Unknown model; the two-way model with one key; no sampling fraction; a
+        sampling fraction that is not one number in (0, 1]; bad weights; a Microdata
+        with missing keys under ``missing="wildcard"``; or a two-way table larger than
         ``max_cells``.
     """
     if interactions not in INTERACTIONS:
         raise InputError(
             f"interactions={interactions!r} is not a model; use one of {list(INTERACTIONS)}."
         )
-    codes, keys, levels, default_pi = _codes_from(data, keys)
-    pi = sampling_fraction if sampling_fraction is not None else default_pi
-    if pi is None:
-        raise InputError(
-            "sampling_fraction is missing; pass sampling_fraction=n/N (e.g. 0.05)."
-        )
-    pi = float(_check_fraction(pi))
+    if sampling_fraction is not None:
+        # one number: a per-record or per-cell vector is the job of the weights
+        if isinstance(sampling_fraction, (str, bytes, bool, np.bool_)) or np.ndim(
+                sampling_fraction) != 0:
+            raise InputError(
+                f"sampling_fraction must be one number in (0, 1], got {sampling_fraction!r:.60}; "
+                "for unequal sampling weights pass weights=<column or array> (or a Microdata "
+                "with a weight column) instead."
+            )
+        try:
+            sampling_fraction = float(sampling_fraction)
+        except (TypeError, ValueError) as exc:
+            raise InputError("sampling_fraction must be a number in (0, 1], e.g. 0.05.") from exc
+        _check_fraction(sampling_fraction)
+    if weights is not None and _is_microdata(data):
+        raise InputError("a Microdata carries its own weights; do not pass weights= with it.")
+    codes, keys, levels, default_pi, w = _codes_from(data, keys)
     if codes.shape[0] == 0 or codes.shape[1] == 0:
         raise InputError("the sample has no records or no keys; pass a non-empty sample.")
+    if interactions == "two-way" and codes.shape[1] < 2:
+        # with one key "two-way" would be the main-effects fit under another name
+        raise InputError(
+            "interactions='two-way' needs at least two keys (with one key the model is the "
+            "main-effects one); use interactions='main'."
+        )
+    if weights is not None:
+        w = _record_weights(weights, data, codes.shape[0])
+        default_pi = float(w.size / w.sum())
+        if np.all(w == w[0]):
+            w = None
+    if sampling_fraction is not None:
+        pi, w = sampling_fraction, None  # an explicit rate overrides the weights
+    else:
+        pi = default_pi
+    if pi is None:
+        raise InputError(
+            "sampling_fraction is missing; pass sampling_fraction=n/N (e.g. 0.05), or "
+            "weights=, or a Microdata with a weight column or a sampling fraction."
+        )
+    if pi > 1 and (weights is not None or _is_microdata(data)) and sampling_fraction is None:
+        raise InputError(
+            f"the weights sum to less than the number of records (n / sum(w) = {pi:.3g} > 1), "
+            "so they are no population counts; pass weights >= 1 on average or "
+            "sampling_fraction=n/N."
+        )
+    pi = float(_check_fraction(pi))
     n_levels = [len(lev) for lev in levels]
     K = math.prod(n_levels)
 
@@ -584,13 +730,20 @@ def fit_loglinear(
     mu = _independence_means(codes, n_levels, cell_codes)
     fk = np.bincount(record_cell, minlength=cell_codes.shape[0]).astype(np.int64)
     n_iter, err = 0, 0.0
-    if interactions == "two-way" and codes.shape[1] >= 2:
+    if interactions == "two-way":
         support, fitted, n_iter, err = ipf_two_way(
             codes, n_levels, tol=tol, max_iter=max_iter, max_cells=max_cells
         )
         # Every observed cell lies on the support (its margins are positive).
         pos = np.searchsorted(_flat(support, n_levels), _flat(cell_codes, n_levels))
         mu = fitted[pos]
+    cell_pi = None
+    if w is not None:
+        # Benedetti-Franconi plug-in: the cell's inclusion rate is the inverse of its
+        # mean weight, f_k / F_hat_k, capped at 1 (a cell cannot hold fewer units than
+        # its sample)
+        F_hat = np.bincount(record_cell, weights=w, minlength=cell_codes.shape[0])
+        cell_pi = np.minimum(1.0, fk / F_hat)
     return LoglinearFit(
         interactions=interactions,
         sampling_fraction=pi,
@@ -603,4 +756,5 @@ def fit_loglinear(
         K=K,
         n_iter=n_iter,
         max_margin_error=err,
+        cell_sampling_fraction=cell_pi,
     )

@@ -63,3 +63,11 @@ def test_docstrings_say_per_cell_and_point_to_suda():
     for fn in (dis.dis_estimate, dis_from_frequencies):
         assert "sdcbayes.risk.suda.dis_estimate" in fn.__doc__
         assert "RECORDS in pairs" in fn.__doc__
+
+
+@pytest.mark.parametrize(("n1", "n2"), [(2.5, 1), (2, 1.5), ([3, 2.5], 1)])
+def test_dis_estimate_refuses_fractional_counts(n1, n2):
+    # dis_estimate(2.5, 1.5, 0.1) returned a number, unlike dis_from_frequencies
+    with pytest.raises(InputError, match="whole number"):
+        dis_estimate(n1, n2, 0.1)
+    assert dis_estimate(3.0, 1.0, 0.1) == pytest.approx(0.3 / (0.3 + 1.8))  # whole floats
