@@ -51,7 +51,7 @@ from scipy.spatial import cKDTree
 
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError
-from sdcbayes.microdata import _group
+from sdcbayes.microdata import _group, as_pandas_frame
 from sdcbayes.protection.base import check_row_order
 from sdcbayes.provenance import json_safe
 
@@ -356,6 +356,8 @@ def linkage_risk(
     Parameters
     ----------
     original, protected : pandas.DataFrame or array_like
+        A polars DataFrame or a pyarrow Table (anything with a ``to_pandas()``
+        method) is converted first, as :class:`~sdcbayes.microdata.Microdata` does.
         The original file and the protected file made from it, record ``i`` of
         ``protected`` from record ``i`` of ``original`` (same number of rows):
         records are paired by position. Two frames with identical indexes, or
@@ -386,6 +388,8 @@ def linkage_risk(
     """
     if isinstance(variables, str):
         variables = [variables]  # one name, not a sequence of one-letter names
+    # tables with named columns, not arrays: else `variables` would be ignored
+    original, protected = as_pandas_frame(original), as_pandas_frame(protected)
     if variables is None and isinstance(original, pd.DataFrame):
         variables = list(original.columns)
     x_orig, names = _as_matrix(original, variables, "original")

@@ -99,6 +99,8 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import as_pandas_frame
+from sdcbayes.provenance import stamp
 
 __all__ = [
     "SCORE_METHODS",
@@ -814,6 +816,12 @@ class SudaResult:
         Distinct full-key combinations.
     msus : MsuSearch
         The MSUs themselves (``msus.as_frame(keys)``: one row per MSU).
+    provenance : dict
+        :func:`sdcbayes.provenance.stamp` of the run, as the risk results carry:
+        ``sdcbayes_version``, ``model`` (``"suda"``), ``settings`` (``max_size``
+        as given and as used, ``dis_fraction``, ``missing``, ``score_method``),
+        ``data`` (``n_records``, ``keys``, the input's type), library versions and
+        the command. Empty for a result built by hand.
     """
 
     keys: list[str]
@@ -831,6 +839,7 @@ class SudaResult:
     q: float
     n_distinct: int
     msus: MsuSearch = field(repr=False)
+    provenance: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def n_records(self) -> int:
@@ -914,7 +923,9 @@ def suda(
     ----------
     frame_or_codes : pandas.DataFrame or array_like
         The microdata (``keys`` name the key columns), or a 2-D array of key
-        values (records x keys; ``keys`` are then optional column names).
+        values (records x keys; ``keys`` are then optional column names). A
+        polars DataFrame or a pyarrow Table (anything with a ``to_pandas()``
+        method) is converted first, as :class:`~sdcbayes.microdata.Microdata` does.
     keys : list of str, optional
         Key variables (required for a DataFrame).
     max_size : int, optional
@@ -950,6 +961,9 @@ def suda(
             f"{', '.join(map(repr, SCORE_METHODS))}."
         )
     pi = _check_fraction(dis_fraction)
+    input_type = type(frame_or_codes).__name__
+    # a polars/pyarrow table is a frame with named columns, not an array of key values
+    frame_or_codes = as_pandas_frame(frame_or_codes)
     codes, names = _code_input(frame_or_codes, keys, missing)
     n_keys = len(names)
     m = _check_max_size(max_size, n_keys)
@@ -989,4 +1003,11 @@ def suda(
         q=dis_q_exponent(n_keys),
         n_distinct=found.n_distinct,
         msus=found,
+        provenance=stamp(
+            "suda",
+            data_summary={"n_records": int(codes.shape[0]), "keys": names,
+                          "input_type": input_type},
+            settings={"max_size": max_size, "max_size_used": m, "dis_fraction": pi,
+                      "missing": _missing_values(missing), "score_method": score_method},
+        ),
     )

@@ -43,9 +43,11 @@ __all__ = [
     "READABLE_EXTENSIONS",
     "CellTable",
     "Microdata",
+    "as_pandas_frame",
     "read_microdata",
     "require_one_cell_per_record",
     "require_population_beyond_sample",
+    "require_unique_index",
     "resolve_columns",
 ]
 
@@ -357,6 +359,60 @@ def _first_position(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+def _row_ref(index: pd.Index, position: int) -> str:
+    """Name the record at ``position`` in a message, e.g. ``row 3 (index label 1003)``.
+
+    ``record 3`` for the default index ``0..n-1``, else the row and its label: the
+    position alone would send a user who looks the record up with ``frame.loc[3]``
+    to another record whenever the labels are not the positions.
+    """
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        return f"record {position}"
+    return f"row {position} (index label {_label_text(index[position])})"
+
+
+def _label_text(label: Any) -> str:
+    # NumPy scalars as Python ones: 1003, not np.int64(1003)
+    if isinstance(label, np.generic):
+        label = label.item()
+    elif isinstance(label, tuple):  # a MultiIndex label
+        label = tuple(v.item() if isinstance(v, np.generic) else v for v in label)
+    return repr(label)
+
+
+def as_pandas_frame(data: Any) -> Any:
+    """``data`` as a pandas DataFrame when it is a polars DataFrame or a pyarrow Table.
+
+    Anything that is not a pandas DataFrame but has a ``to_pandas()`` method is
+    converted (one copy; the caller's object is untouched); everything else is
+    returned as it is, for the caller's own type check.
+    """
+    if not isinstance(data, pd.DataFrame) and callable(getattr(data, "to_pandas", None)):
+        return data.to_pandas()
+    return data
+
+
+def require_unique_index(frame: pd.DataFrame, what: str = "frame") -> None:
+    """Raise :class:`DataError` when ``frame``'s index repeats a label.
+
+    Results indexed like the frame (``records`` of an assessment) are matched to
+    it by label (``frame.join(records)``, ``records.loc[label]``); a repeated
+    label (e.g. after ``pandas.concat`` without ``ignore_index=True``) would
+    match each of its records to all of them, adding rows and changing sums.
+    """
+    index = frame.index
+    if index.is_unique:
+        return
+    dup = index[index.duplicated(keep="first")].unique()
+    shown = ", ".join(_label_text(x) for x in dup[:5]) + (", ..." if len(dup) > 5 else "")
+    raise DataError(
+        f"the {what}'s index repeats {len(dup)} label(s) ({shown}); results are indexed "
+        f"like the {what} and joined to it by label, so each label must be unique: pass "
+        f"{what}.reset_index(drop=True), or set a unique id column as the index "
+        f"({what}.set_index('id'))"
+    )
+
+
 def _quote_list(names) -> str:
     return ", ".join(repr(str(x)) for x in names)
 
@@ -487,7 +543,8 @@ class Microdata:
     frame : pandas.DataFrame
         The sample, one row per record. A polars DataFrame or a pyarrow Table (anything
         with a ``to_pandas()`` method) is converted first; :attr:`frame` is then the
-        converted copy.
+        converted copy. Its index labels must be unique: per-record results are indexed
+        like the frame and joined to it by label.
     keys : str or sequence of str
         Key (quasi-identifying) variables. Categorical columns keep their declared
         categories (unobserved ones count in K); other columns are coded by their
@@ -596,8 +653,8 @@ class Microdata:
     InputError
         Bad options (unknown policy, alpha outside [0, 1], ...).
     DataError
-        Unusable data: missing columns, no rows, a key with too many levels,
-        bad weights, missing household ids or strata.
+        Unusable data: missing columns, no rows, a repeated index label, a key with
+        too many levels, bad weights, missing household ids or strata.
 
     Examples
     --------
@@ -625,9 +682,7 @@ class Microdata:
         max_levels: int = DEFAULT_MAX_LEVELS,
     ) -> None:
         # ---- options (cheap checks first, nothing touches the data yet) ----
-        if not isinstance(frame, pd.DataFrame) and callable(getattr(frame, "to_pandas", None)):
-            # polars and pyarrow tables: one conversion, the caller's object is untouched
-            frame = frame.to_pandas()
+        frame = as_pandas_frame(frame)  # polars and pyarrow tables: one conversion
         if not isinstance(frame, pd.DataFrame):
             raise InputError(
                 f"frame must be a pandas DataFrame (or a polars DataFrame or pyarrow Table), "
@@ -709,6 +764,7 @@ class Microdata:
         n = len(frame)
         if n == 0:
             raise DataError("the data have no rows; pass a table with at least one record")
+        require_unique_index(frame)  # records are indexed like the frame and joined by label
 
         self.frame = frame
         self.keys = keys
@@ -872,12 +928,12 @@ class Microdata:
                 comma = ", and a comma, as thousands or decimal mark, is not read as one"
                 raise DataError(
                     f"weight column {col!r} is not numeric (dtype {s.dtype}): "
-                    f"{int(bad.sum())} values are not numbers (first at record {i}: {v!r})"
+                    f"{int(bad.sum())} values are not numbers (first at "
+                    f"{_row_ref(frame.index, i)}: {v!r})"
                     + (comma if "," in v else "") + others
                     + "; make every value a number or drop those records (in Python, e.g. "
                     "pandas.to_numeric)"
                 )
-        # A private float64 copy: never a view a caller could write through to the frame.
         # A private float64 copy: never a view a caller could write through to the frame.
         if converted is not None:
             w = converted
@@ -889,21 +945,24 @@ class Microdata:
         if bad.any():
             raise DataError(
                 f"weight column {col!r} has {int(bad.sum())} missing or non-finite values "
-                f"(first at record {_first_position(bad)}); impute them or drop those records"
+                f"(first at {_row_ref(frame.index, _first_position(bad))}); impute them or "
+                "drop those records"
             )
         bad = wk <= 0
         if bad.any():
             i = _first_position(bad)
             raise DataError(
                 f"weight column {col!r} has {int(bad.sum())} zero or negative values (first at "
-                f"record {i}: {w[i]:g}); survey weights must be positive, fix or drop those records"
+                f"{_row_ref(frame.index, i)}: {w[i]:g}); survey weights must be positive, fix or "
+                "drop those records"
             )
         bad = wk < 1
         if bad.any() and not self.allow_weights_below_one:
             i = int(np.argmin(wk))
             raise DataError(
                 f"weight column {col!r} has {int(bad.sum())} values below 1 (smallest {w[i]:g} at "
-                f"record {i}), so Fk_hat < fk would be possible; use inverse inclusion "
+                f"{_row_ref(frame.index, i)}), so Fk_hat < fk would be possible; use inverse "
+                "inclusion "
                 "probabilities (>= 1) or pass allow_weights_below_one=True"
             )
         return w
@@ -918,8 +977,9 @@ class Microdata:
         if isna.any():
             what = "ids" if role == "household" else "values"
             raise DataError(
-                f"{role} column {col!r} has {int(isna.sum())} missing {what} (first at record "
-                f"{_first_position(isna)}); give every record a {role} value or leave {role}=None"
+                f"{role} column {col!r} has {int(isna.sum())} missing {what} (first at "
+                f"{_row_ref(frame.index, _first_position(isna))}); give every record a {role} "
+                f"value or leave {role}=None"
             )
         try:
             codes, uniques = pd.factorize(s, sort=True)

@@ -3,14 +3,18 @@
 Every protection function of :mod:`sdcbayes.protection` takes a pandas
 DataFrame, the names of the columns it acts on and (where it is random) a seed,
 and returns a :class:`ProtectionResult` holding a *new* frame, a log of what
-changed and a summary. The input frame is never modified.
+changed, a summary and a provenance stamp. The input frame is never modified.
 
-This module may import NumPy and pandas only.
+This module may import NumPy and pandas only (and the standard-library-only
+:mod:`sdcbayes.provenance`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.provenance import json_safe, seed_or_drawn, stamp
 
 __all__ = ["ProtectionResult"]
 
@@ -41,12 +46,22 @@ class ProtectionResult:
         columns.
     summary : dict
         Parameters used and totals (for example suppressions per variable),
-        JSON-serialisable where possible.
+        JSON-serialisable where possible. Random methods add ``seed``: the
+        integer seed used (drawn from the operating system when ``seed=None``
+        was passed), so that passing it back repeats the run exactly; None when
+        a NumPy Generator was passed (its state is the caller's to keep).
+    provenance : dict
+        :func:`sdcbayes.provenance.stamp` of the call, as the risk results carry:
+        ``sdcbayes_version``, ``model`` (the function's name), ``settings`` (every
+        argument but the frame, defaults included, with the seed used), ``data``
+        (``n_records``, ``n_columns`` and the ``variables`` acted on), library
+        versions and the command. Empty for a result built by hand.
     """
 
     frame: pd.DataFrame
     log: pd.DataFrame
     summary: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __iter__(self):
         # Lets callers write ``frame, log = result`` as well.
@@ -57,10 +72,14 @@ class ProtectionResult:
 def check_frame(frame: Any, what: str = "frame") -> pd.DataFrame:
     """Raise :class:`InputError` unless ``frame`` is a pandas DataFrame."""
     if not isinstance(frame, pd.DataFrame):
-        raise InputError(
-            f"{what} must be a pandas DataFrame, got {type(frame).__name__}; "
-            "pass the microdata as a DataFrame (pandas.read_csv, sdcbayes.read_microdata)"
+        # the result is a pandas copy of the input: a polars/pyarrow table is converted by
+        # the caller, who then knows the protected frame is pandas
+        how = (
+            f"convert it first with {what}.to_pandas()"
+            if callable(getattr(frame, "to_pandas", None))
+            else "pass the microdata as a DataFrame (pandas.read_csv, sdcbayes.read_microdata)"
         )
+        raise InputError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}; {how}")
     return frame
 
 
@@ -125,6 +144,66 @@ def rng_from(seed: Any) -> np.random.Generator:
         raise InputError(
             f"seed={seed!r} is not usable ({exc}); pass an integer, None or a numpy Generator"
         ) from None
+
+
+def seeded_rng(seed: Any) -> tuple[np.random.Generator, Any]:
+    """A NumPy Generator for ``seed`` and the seed to record in a result's summary.
+
+    ``seed=None`` draws an integer seed from the operating system
+    (:func:`sdcbayes.provenance.seed_or_drawn`, as ``fit`` does) and uses it, so an
+    unseeded run can be repeated by passing the recorded seed back:
+    ``numpy.random.default_rng(s)`` gives the same stream for the same ``s``. A
+    given integer (or sequence of integers) is recorded as it is, a SeedSequence
+    by its entropy when that alone rebuilds it; a Generator records None (its
+    state is the caller's to keep).
+    """
+    if seed is None:
+        seed = seed_or_drawn(None)
+    rng = rng_from(seed)  # refuses an unusable seed before anything is recorded
+    if isinstance(seed, np.random.Generator):
+        return rng, None
+    if isinstance(seed, np.random.SeedSequence):
+        # default_rng(entropy) builds SeedSequence(entropy): the same stream only for a
+        # root sequence with the default pool
+        plain = seed.spawn_key == () and seed.pool_size == 4
+        return rng, json_safe(seed.entropy) if plain else None
+    return rng, json_safe(seed)
+
+
+def stamped(function: Callable[..., ProtectionResult]) -> Callable[..., ProtectionResult]:
+    """Decorate a protection function: its result gets a provenance stamp.
+
+    The stamp (:func:`sdcbayes.provenance.stamp`) holds the function's name as
+    ``model``; as ``settings`` every argument but the frame, defaults included,
+    with ``seed`` replaced by the seed the function recorded in its summary
+    (``summary["seed"]``, drawn when None was passed); as ``data`` the frame's
+    numbers of records and columns and the variables acted on (the ``columns``,
+    ``keys`` or ``column`` argument). One wrapper for every method, so the stamps
+    cannot drift apart; the signature and docstring are the function's own.
+    """
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> ProtectionResult:
+        result = function(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        frame = arguments.pop("frame")
+        if "seed" in arguments:
+            arguments["seed"] = result.summary.get("seed")
+        acted = next(
+            (arguments[a] for a in ("columns", "keys", "column") if a in arguments), None
+        )
+        data = {
+            "n_records": len(frame),
+            "n_columns": frame.shape[1],
+            "variables": [acted] if isinstance(acted, str) else acted,
+        }
+        provenance = stamp(function.__name__, data_summary=data, settings=arguments)
+        return dataclasses.replace(result, provenance=provenance)
+
+    return wrapper
 
 
 def codes_of(series: pd.Series) -> tuple[np.ndarray, pd.Index]:

@@ -50,7 +50,13 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.protection.base import ProtectionResult, check_columns, check_frame, code_strata
+from sdcbayes.protection.base import (
+    ProtectionResult,
+    check_columns,
+    check_frame,
+    code_strata,
+    stamped,
+)
 
 __all__ = ["mdav_groups", "mdav", "sorted_groups", "sorted_microaggregation"]
 
@@ -158,6 +164,7 @@ def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
     return group
 
 
+@stamped
 def mdav(
     frame: pd.DataFrame,
     columns: Sequence[str] | str,
@@ -282,6 +289,7 @@ def sorted_groups(values: np.ndarray, k: int) -> np.ndarray:
     return np.minimum(rank // k, n // k - 1)
 
 
+@stamped
 def sorted_microaggregation(
     frame: pd.DataFrame,
     columns: Sequence[str] | str,

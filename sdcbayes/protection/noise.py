@@ -22,12 +22,19 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.protection.base import ProtectionResult, check_columns, check_frame, rng_from
+from sdcbayes.protection.base import (
+    ProtectionResult,
+    check_columns,
+    check_frame,
+    seeded_rng,
+    stamped,
+)
 from sdcbayes.protection.microaggregation import _numeric_matrix
 
 __all__ = ["add_noise"]
 
 
+@stamped
 def add_noise(
     frame: pd.DataFrame,
     columns: Sequence[str] | str,
@@ -49,13 +56,16 @@ def add_noise(
         ``"correlated"``: noise covariance α Σ.
     method : {"additive", "correlated"}
     seed : int, Generator or None
+        None draws a seed from the operating system; the seed used is recorded
+        as ``summary["seed"]`` (passing it back repeats the run exactly).
 
     Returns
     -------
     ProtectionResult
         ``log``: one row per variable: ``variable``, ``sd_original``,
         ``noise_sd`` (nominal), ``mean_abs_change``. ``summary``: ``method``,
-        ``level``, ``noise_covariance`` (nested list).
+        ``level``, ``noise_covariance`` (nested list), ``seed``. ``provenance``:
+        the call's stamp.
     """
     frame = check_frame(frame)
     columns = check_columns(frame, columns, "columns")
@@ -72,7 +82,7 @@ def add_noise(
     x = _numeric_matrix(frame, columns, "noise addition")
     if x.shape[0] < 2:
         raise InputError("noise addition needs at least 2 records to estimate the variances")
-    rng = rng_from(seed)
+    rng, seed_used = seeded_rng(seed)
     cov = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
     sd = np.sqrt(np.diag(cov))
     if method == "additive":
@@ -101,5 +111,6 @@ def add_noise(
         "columns": columns,
         "level": float(level),
         "noise_covariance": noise_cov.tolist(),
+        "seed": seed_used,
     }
     return ProtectionResult(out, log, summary)

@@ -46,6 +46,8 @@ from sdcbayes.protection.base import (
     codes_of,
     pack_rows,
     rng_from,
+    seeded_rng,
+    stamped,
 )
 
 __all__ = [
@@ -271,6 +273,7 @@ def _check_pd_alpha(pd_min: Any, alpha: Any) -> None:
         )
 
 
+@stamped
 def invariant_pram(
     frame: pd.DataFrame,
     columns: Sequence[str] | str,
@@ -310,6 +313,8 @@ def invariant_pram(
         column's levels: categories, or sorted values); used instead of the
         invariant one, and in every stratum.
     seed : int, Generator or None
+        None draws a seed from the operating system; the seed used is recorded
+        as ``summary["seed"]`` (passing it back repeats the run exactly).
     max_levels : int, default 1000
         Most levels one column may have (the default of
         :class:`~sdcbayes.microdata.Microdata` for a key). PRAM works with dense
@@ -324,7 +329,7 @@ def invariant_pram(
         ``original``, ``released``). ``summary``: ``changed`` (per variable),
         ``matrices`` (variable -> {stratum -> L x L float array, rows and
         columns ordered like ``levels``}), ``levels`` (variable -> list of
-        level labels), parameters.
+        level labels), ``seed``, parameters. ``provenance``: the call's stamp.
 
     Raises
     ------
@@ -349,7 +354,7 @@ def invariant_pram(
         raise InputError(f"matrices given for {unknown}, which are not among columns {columns}")
     _check_pd_alpha(pd_min, alpha)
     max_levels = _check_max_levels(max_levels)
-    rng = rng_from(seed)
+    rng, seed_used = seeded_rng(seed)
     coded = {}
     for col in columns:  # every column checked before any randomisation
         codes, levels = codes_of(frame[col])
@@ -430,6 +435,7 @@ def invariant_pram(
         "total_changed": int(sum(changed.values())),
         "matrices": used,
         "levels": level_lists,
+        "seed": seed_used,
     }
     return ProtectionResult(out, log, summary)
 
@@ -644,6 +650,7 @@ def _mixes(g: int, counts: list[int]) -> list[np.ndarray]:
     return out
 
 
+@stamped
 def nayak_zhang_pram(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -685,6 +692,8 @@ def nayak_zhang_pram(
     group_size : int, optional
         Override the minimum group size k.
     seed : int, Generator or None
+        None draws a seed from the operating system; the seed used is recorded
+        as ``summary["seed"]`` (passing it back repeats the run exactly).
 
     Returns
     -------
@@ -695,7 +704,8 @@ def nayak_zhang_pram(
         ``summary``: ``xi``, ``theta``, ``group_size``, ``n_groups``,
         ``n_cells_randomised``, ``n_records_randomised``, ``n_moved``,
         ``max_cm_probability`` (exact, over the groups formed, a = 1, 2),
-        ``n_records_missing_key_kept`` (records with a missing key value, not randomised).
+        ``n_records_missing_key_kept`` (records with a missing key value, not randomised),
+        ``seed``. ``provenance``: the call's stamp.
 
     Raises
     ------
@@ -718,7 +728,7 @@ def nayak_zhang_pram(
             "group); leave it unset for the minimum that meets xi"
         )
     k = nayak_zhang_min_group_size(xi, theta) if group_size is None else int(group_size)
-    rng = rng_from(seed)
+    rng, seed_used = seeded_rng(seed)
 
     cols, rad = [], []
     for key in keys:
@@ -744,7 +754,7 @@ def nayak_zhang_pram(
         return ProtectionResult(
             frame.copy(deep=True),
             _nz_empty_log(keys),
-            _nz_summary(xi, theta, k, 0, 0, 0, 0, np.nan, n_kept),
+            _nz_summary(xi, theta, k, 0, 0, 0, 0, np.nan, n_kept, seed_used),
         )
     if n_small < k:
         raise InputError(
@@ -810,7 +820,8 @@ def nayak_zhang_pram(
         pr = nayak_zhang_cm_probability(mix, theta, (1, 2))
         worst = max(worst, float(np.nanmax(pr)) if np.isfinite(pr).any() else 0.0)
     summary = _nz_summary(
-        xi, theta, k, n_groups, n_small, int(sel.size), int(moved.size), worst, n_kept
+        xi, theta, k, n_groups, n_small, int(sel.size), int(moved.size), worst, n_kept,
+        seed_used,
     )
     return ProtectionResult(out, log, summary)
 
@@ -824,7 +835,7 @@ def _nz_empty_log(keys: list[str]) -> pd.DataFrame:
 
 
 def _nz_summary(xi, theta, k, n_groups, n_cells, n_records, n_moved, worst,
-                n_kept: int = 0) -> dict[str, Any]:
+                n_kept: int = 0, seed: Any = None) -> dict[str, Any]:
     return {
         "method": "nayak_zhang_pram",
         "xi": float(xi),
@@ -836,6 +847,7 @@ def _nz_summary(xi, theta, k, n_groups, n_cells, n_records, n_moved, worst,
         "n_moved": int(n_moved),
         "max_cm_probability": float(worst),
         "n_records_missing_key_kept": int(n_kept),
+        "seed": seed,
     }
 
 

@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.protection.base import ProtectionResult, check_columns, check_frame, same_cells
+from sdcbayes.protection.base import (
+    ProtectionResult,
+    check_columns,
+    check_frame,
+    same_cells,
+    stamped,
+)
 
 __all__ = ["merge_levels", "band", "top_code", "bottom_code"]
 
@@ -29,6 +35,7 @@ def _one_column(frame: pd.DataFrame, column: Any) -> str:
     return cols[0]
 
 
+@stamped
 def merge_levels(
     frame: pd.DataFrame, column: str, mapping: Mapping[Any, Any]
 ) -> ProtectionResult:
@@ -156,6 +163,7 @@ def _replaced(s: pd.Series, mapping: dict[Any, Any]) -> pd.Series:
     return pd.Series(values, index=s.index, name=s.name, dtype=object)
 
 
+@stamped
 def band(
     frame: pd.DataFrame,
     column: str,
@@ -308,6 +316,7 @@ def _finite_number(value: Any) -> bool:
     )
 
 
+@stamped
 def top_code(
     frame: pd.DataFrame, column: str, threshold: float, *, replacement: float | None = None
 ) -> ProtectionResult:
@@ -341,6 +350,7 @@ def top_code(
     return _threshold_code(frame, column, threshold, replacement, top=True)
 
 
+@stamped
 def bottom_code(
     frame: pd.DataFrame, column: str, threshold: float, *, replacement: float | None = None
 ) -> ProtectionResult:

@@ -111,6 +111,7 @@ from sdcbayes.protection.base import (
     code_strata,
     codes_of,
     pack_rows,
+    stamped,
     with_missing,
 )
 
@@ -478,6 +479,7 @@ def _sequential(
             codes[recs[done], cols[done]] = -1
 
 
+@stamped
 def local_suppression(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
