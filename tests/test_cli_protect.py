@@ -79,8 +79,11 @@ def test_unseeded_run_stamps_a_seed_that_repeats_it(data, tmp_path):
               "--noise", "income"]
     first = run_cli(*common, "--out", str(tmp_path / "a"))
     assert first.returncode == 0, first.stderr
-    seed = json.loads((tmp_path / "a" / "summary.json").read_text())["seed"]
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    seed = summary["seed"]
     assert isinstance(seed, int)
+    # the steps draw from the run's stream: no step reads as unseeded ("seed": null)
+    assert all("seed" not in s["result"] for s in summary["steps"]), summary["steps"]
     again = run_cli(*common, "--seed", str(seed), "--out", str(tmp_path / "b"))
     assert again.returncode == 0, again.stderr
     a, b = (pd.read_csv(tmp_path / x / "protected.csv") for x in "ab")

@@ -364,8 +364,11 @@ def command(
         res = _run_step(step, current, rng)
         current = res.frame
         logs.append(_tag_log(res.log, i, step["step"]))
+        # the steps draw from the run's one stream (its seed is the summary's): a step's
+        # own "seed" (None for a Generator) would read as an unseeded step
+        result = {k: v for k, v in res.summary.items() if k != "seed"}
         step_summaries.append({"step": i, "name": step["step"], "parameters": _params(step),
-                               "result": _jsonable(res.summary)})
+                               "result": _jsonable(result)})
         touched += [c for c in _columns_of(step) if c not in touched]
         if step["step"] in _NUMERIC_STEPS:
             numeric += [c for c in _columns_of(step) if c not in numeric]
