@@ -71,7 +71,7 @@ from sdcbayes.inference.diagnostics import (
 )
 from sdcbayes.inference.posterior import get_group, stamp
 from sdcbayes.models.base import quiet_logs
-from sdcbayes.provenance import seed_or_drawn
+from sdcbayes.provenance import check_seed_spelling, seed_or_drawn
 from sdcbayes.provenance import stamp as provenance_stamp
 
 __all__ = ["COMPILED_CACHE_SIZE", "METHODS", "compiled_model", "fit"]
@@ -705,10 +705,6 @@ def _diagnosed_variables(pm_model, post) -> list[str]:
     return free + small
 
 
-#: Spellings of the seed that mean fit's ``random_seed`` (see :func:`_check_options`).
-_SEED_SPELLINGS = frozenset({"seed", "rng", "random_state", "seeds"})
-_SEED_NAME = "random_seed"
-
 #: Options of :func:`pymc.sample` that :func:`fit` sets itself (passing them twice
 #: would be a TypeError inside PyMC).
 _SET_BY_FIT = frozenset({"nuts_sampler", "compute_convergence_checks", "idata_kwargs", "model",
@@ -775,16 +771,8 @@ def _check_options(*, tune, target_accept, random_seed, advi_iterations, rhat_th
         raise InputError("; ".join(problems))
     if not sampler_kwargs:
         return
-    # The seed's other spellings in sdcbayes (protection and datasets take seed=,
-    # array helpers rng=): name random_seed, not the nearest sampler option ('seed'
-    # reads like 'shared'); 'rng' is even a NUTS option, which fit sets from random_seed.
-    seedlike = [k for k in sampler_kwargs if k in _SEED_SPELLINGS]
-    if seedlike:
-        hints = ", ".join(f"{k!r} (did you mean {_SEED_NAME!r}?)" for k in seedlike)
-        raise InputError(
-            f"unknown option(s) {hints}: the seed of fit, assess_posterior and compare_models "
-            f"is {_SEED_NAME}=, e.g. {_SEED_NAME}=1 (None draws one and stamps it)"
-        )
+    # 'rng' is even a NUTS option, which fit sets from random_seed
+    check_seed_spelling(sampler_kwargs)
     accepted = _sampler_options()
     unknown = sorted(set(sampler_kwargs) - accepted)
     if unknown:

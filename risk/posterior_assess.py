@@ -45,7 +45,7 @@ import pandas as pd
 import xarray as xr
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.provenance import seed_or_drawn, stamp
+from sdcbayes.provenance import check_seed_spelling, seed_or_drawn, stamp
 from sdcbayes.risk import mokken
 from sdcbayes.risk.assess import (
     Assessment,
@@ -1467,6 +1467,7 @@ def _assess_latent_class(
             f"the latent-class model is fitted by its Gibbs sampler; got method={method!r}: "
             "pass method='gibbs' or leave it unset"
         )
+    check_seed_spelling(sample_kwargs)
     unknown = sorted(set(sample_kwargs) - set(_LATENT_CLASS_SAMPLE_OPTIONS))
     if unknown:
         raise InputError(

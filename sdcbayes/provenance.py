@@ -87,6 +87,29 @@ def seed_or_drawn(random_seed):
     return int(np.random.SeedSequence().generate_state(1)[0])
 
 
+#: Spellings of the seed (protection and datasets take ``seed=``, array helpers ``rng=``)
+#: that mean ``random_seed`` in fit, assess_posterior and compare_models.
+SEED_SPELLINGS = frozenset({"seed", "rng", "random_state", "seeds"})
+
+
+def check_seed_spelling(options) -> None:
+    """Raise :class:`InputError` naming ``random_seed`` for a seed passed as ``seed=``, ...
+
+    The options a fitting function passes on (``**kwargs``) are checked against
+    :data:`SEED_SPELLINGS` before its own unknown-option message, which would suggest
+    the nearest option name ('seed' reads like 'shared').
+    """
+    from sdcbayes.exceptions import InputError
+
+    seedlike = [k for k in options if k in SEED_SPELLINGS]
+    if seedlike:
+        hints = ", ".join(f"{k!r} (did you mean 'random_seed'?)" for k in seedlike)
+        raise InputError(
+            f"unknown option(s) {hints}: the seed of fit, assess_posterior and compare_models "
+            "is random_seed=, e.g. random_seed=1 (None draws one and stamps it)"
+        )
+
+
 def command_line() -> str:
     """The command that is running, as typed (best effort)."""
     import shlex

@@ -182,6 +182,11 @@ def test_fit_and_assess_posterior_point_seed_spellings_to_random_seed(spelling):
     with pytest.raises(InputError) as err:
         assess_posterior(md, model="poisson-gamma", **{spelling: 1})
     assert hint in str(err.value), str(err.value)
+    # the default model's Gibbs sampler takes the same hint (not its option list)
+    md_lc = Microdata(_frame(), keys=KEYS, weight="w", missing="category")
+    with pytest.raises(InputError) as err:
+        assess_posterior(md_lc, **{spelling: 1})
+    assert hint in str(err.value), str(err.value)
 
 
 RANDOM_METHODS = [
