@@ -192,7 +192,10 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
 
 def collect(population: str, fraction: float, replicates: int, start: int, kinds,
             population_scale: bool = False) -> pd.DataFrame:
-    (name, pop, levels), = list(populations_with_codebook(population))
+    found = list(populations_with_codebook(population))
+    if not found:  # its data are absent: populations_with_codebook printed why
+        return pd.DataFrame()
+    (name, pop, levels), = found
     keys, frame = list(pop.keys), pop.frame
     N = len(frame)
     strata = pd.factorize(frame[pop.strata], sort=True)[0].astype(np.int64)
@@ -256,11 +259,14 @@ def main(argv=None) -> int:
         bad = [k for k in kinds if k not in KINDS]
         if bad:
             ap.error(f"unknown kind(s) {bad}; choose from {list(KINDS)}")
+        if "," in args.population:
+            ap.error(f"--population takes one population; got {args.population!r}")
         if args.population_scale and set(kinds) - {"srs", "stratified"}:
             ap.error("--population-scale runs the harness's own samples: kinds srs, stratified")
         rows = collect(args.population, args.fraction, args.replicates, args.start, kinds,
                        args.population_scale)
         if rows.empty:
+            print("no sample could run", file=sys.stderr)
             return 1
         if args.csv:
             rows.to_csv(args.csv, index=False, float_format="%.6g")

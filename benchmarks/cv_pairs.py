@@ -205,7 +205,6 @@ def main(argv=None) -> int:
     if args.index:
         d = index_rows(args.populations, args.kinds.split(","), fractions, args.replicates,
                        args.seed, args.partitions)
-        table = summarise_index(d)
     else:
         rows = []
         for label, r, model, N, _ in samples(args.populations, fractions, "srs",
@@ -213,7 +212,10 @@ def main(argv=None) -> int:
             rows += model_world_rows(label, r, model, N, args.kappa0, args.draws, args.seed)
             print(label, r, flush=True)
         d = pd.DataFrame(rows)
-        table = summarise_z(d)
+    if d.empty:  # no population's data could be loaded (each skip printed above)
+        print("no design could run", file=sys.stderr)
+        return 1
+    table = summarise_index(d) if args.index else summarise_z(d)
     if args.csv:
         d.to_csv(args.csv, index=False)
     print(table.round(2).to_string(index=False))

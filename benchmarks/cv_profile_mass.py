@@ -126,7 +126,12 @@ def main(argv=None) -> int:
                          "interpolated in log mass between it and the one before")
     args = ap.parse_args(argv)
     masses = [float(m) for m in args.masses.split(",")]
-    name, pop, levels = next(populations_with_codebook(args.population))
+    if "," in args.population:
+        ap.error(f"--population takes one population; got {args.population!r}")
+    found = list(populations_with_codebook(args.population))
+    if not found:  # its data are absent: populations_with_codebook printed why
+        return 1
+    (name, pop, levels), = found
     frame, keys, N = pop.frame, list(pop.keys), len(pop.frame)
     pop_cell, pop_counts = _population_cells(frame, keys)
     rows = []

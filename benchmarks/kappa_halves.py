@@ -27,6 +27,9 @@ Usage::
     python benchmarks/kappa_halves.py --summarise halves.csv
     python benchmarks/kappa_halves.py --evaluate records.npz --halves-csv halves.csv
         [--per-sample rows.csv]
+
+A bare file name (``--halves-csv kappa_halves.csv.gz``) that is not in the working
+directory is read from ``benchmarks/results/``, where the stored results are.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from kappa_rules import (  # noqa: E402
     rule_weights,
     sample_parser,
     sample_row,
+    stored,
 )
 
 #: log kappa given to the Poisson point (kappa = inf), the grid's top.
@@ -163,7 +167,7 @@ def main(argv=None) -> int:
     if args.evaluate is not None:
         if not args.evaluate or not args.halves_csv:
             ap.error("--evaluate needs the records and --halves-csv the half reads")
-        per = pd.concat([pd.read_csv(p) for p in args.halves_csv], ignore_index=True)
+        per = pd.concat([pd.read_csv(p) for p in stored(args.halves_csv)], ignore_index=True)
         rows = score(load(args.evaluate), per)
         if args.per_sample:
             rows.to_csv(args.per_sample, index=False, float_format="%.6g")
@@ -173,7 +177,7 @@ def main(argv=None) -> int:
                          "z1_sd", "z2_sd", "consistent"]].round(3).to_string(index=False))
         return 0
     if args.summarise is not None:
-        per = pd.concat([pd.read_csv(p) for p in args.summarise], ignore_index=True)
+        per = pd.concat([pd.read_csv(p) for p in stored(args.summarise)], ignore_index=True)
     else:
         if args.halves < 2:
             ap.error(f"--halves must be at least 2 (an sd needs two); got {args.halves}")

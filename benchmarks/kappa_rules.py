@@ -38,6 +38,8 @@ Usage::
         [--rules default,half-cauchy:2,...] [--csv rules.csv] [--per-sample samples.csv]
         [--kappa-csv kappa.csv]
     python benchmarks/kappa_rules.py --evaluate samples.csv.gz   # re-score a stored table
+    python benchmarks/kappa_rules.py --evaluate kappa_rules_50.csv.gz   # a bare name not in
+        # the working directory is read from benchmarks/results/ (:func:`stored`)
     python benchmarks/kappa_rules.py --populations adult9 --reread adult.npz
         [--cv-predictive gibbs] --per-sample gibbs.csv   # kappa read by other parts
     python benchmarks/kappa_rules.py --populations adult9 --fractions 0.01 --reread adult.npz
@@ -70,6 +72,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -93,6 +96,9 @@ from sdcbayes.validation import Design, _draw, _population_cells, truth_of_sampl
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from latent_class_accuracy import confirmed_rules, populations_with_codebook  # noqa: E402
+
+#: The stored results of benchmarks/README.md (``--evaluate kappa_rules_50.csv.gz``).
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 #: Sampler settings of ``benchmarks/latent_class_accuracy.py`` (its defaults).
 DRAWS, TUNE, CHAINS, EM_RESTARTS = 150, 100, 2, 3
@@ -510,9 +516,28 @@ def evaluate(data: dict, rules, per: pd.DataFrame | None = None) -> pd.DataFrame
     return summ.reset_index()
 
 
+def stored(paths) -> list[str]:
+    """``paths`` with each bare file name that is not in the working directory but is in
+    ``benchmarks/results/`` (:data:`RESULTS_DIR`) replaced by the stored file.
+
+    benchmarks/README.md names stored results by file name; this lets those commands run
+    from the repository root (or anywhere). A name with a folder, or one that exists
+    where it is given, is left alone, so a user's own file always wins.
+    """
+    out = []
+    for p in paths:
+        path = Path(p)
+        if (not path.exists() and path.name == str(p)
+                and (RESULTS_DIR / path.name).is_file()):
+            p = str(RESULTS_DIR / path.name)
+        out.append(p)
+    return out
+
+
 def load(paths) -> dict:
-    """Concatenate stored runs (every sample has one partition per ratio)."""
-    parts = [dict(np.load(p, allow_pickle=False)) for p in paths]
+    """Concatenate stored runs (every sample has one partition per ratio); a bare name
+    not found here is looked up in ``benchmarks/results/`` (:func:`stored`)."""
+    parts = [dict(np.load(p, allow_pickle=False)) for p in stored(paths)]
     out = {}
     for k in parts[0]:
         out[k] = np.concatenate([p[k] for p in parts])
@@ -580,7 +605,8 @@ def main(argv=None) -> int:
         if stored_table:
             # stored per-sample tables (--per-sample): re-score them, no npz needed
             data = {}
-            per = pd.concat([pd.read_csv(p) for p in args.evaluate], ignore_index=True)
+            per = pd.concat([pd.read_csv(p) for p in stored(args.evaluate)],
+                            ignore_index=True)
             if rules:
                 per = per[per.rule.isin(rules)]
         else:

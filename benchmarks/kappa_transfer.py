@@ -29,6 +29,9 @@ Usage::
         [--features log_fraction,unique_share] [--cap 100] [--min-truth 10] [--within-file]
         [--csv evaluation.csv]
 
+A bare file name (``--train kappa_transfer_train_15.csv.gz``) that is not in the working
+directory is read from ``benchmarks/results/``, where the stored results are.
+
 ``--within-file`` fits each evaluation design's prior on the training designs of its own
 file only: a kappa calibrated on other key sets of the same population (what an office
 with a census at hand could do), rather than learnt across populations.
@@ -48,6 +51,7 @@ from sdcbayes.models.latent_class import KAPPA_GRID, kappa_prior
 from sdcbayes.validation import _draw, _population_cells
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+from kappa_rules import stored  # noqa: E402
 from latent_class_accuracy import populations_with_codebook  # noqa: E402
 
 #: Features of a design that a sample carries (:func:`design_features`).
@@ -106,7 +110,11 @@ def sample_features_of(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         if kind != "srs":
             raise SystemExit(f"{r.design}: features can be redrawn for SRS designs only")
         if name not in cache:
-            (_, pop, levels), = populations_with_codebook(name)
+            found = list(populations_with_codebook(name))
+            if not found:  # populations_with_codebook printed why (the data are absent)
+                raise SystemExit(f"{r.design}: this file has no sample features and they "
+                                 "cannot be redrawn without the population")
+            (_, pop, levels), = found
             cache[name] = (pop.N, _population_cells(pop.frame, list(pop.keys))[0],
                            float(sum(np.log(len(v)) for v in levels.values())), len(pop.keys))
         N, cell, log_space, J = cache[name]
@@ -124,7 +132,7 @@ def read_oracle(paths) -> pd.DataFrame:
     """Per-replicate rows of ``overdispersion_oracle.py --csv`` files, with ``curve``
     (posterior tau1 over the grid, rebuilt from the stored relative errors) and the
     sample's features (redrawn where the file lacks them)."""
-    parts = [pd.read_csv(p) for p in paths]
+    parts = [pd.read_csv(p) for p in stored(paths)]
     parts = [p if "f1" in p else p.join(sample_features_of(p)) for p in parts]
     rows = pd.concat(parts, ignore_index=True)
     rows = rows[rows.truth > 0].copy()  # a zero truth carries no relative error curve
