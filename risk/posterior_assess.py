@@ -825,8 +825,9 @@ def _diagnostics(idata) -> dict[str, Any]:
         diag = fit_diagnostics(idata)
     except InputError:
         return out
-    for k in keys:
-        v = diag.get(k)
+    # the fit's own stamp as it stands (where each is worst, the warnings it issued as
+    # `problems`), with the four values always present
+    for k, v in {**out, **diag}.items():
         # JSON has no NaN: MAP/ADVI posteriors have no chain diagnostics
         out[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
     return out

@@ -472,3 +472,25 @@ def test_predictive_check_defaults_fit_sparse_files():
     assert list(table.index) == [0, 1, 2, 3]
     with pytest.raises(InputError, match="pooled tail"):
         predictive_check(m, idata, counts=(0, 1, 2, 3, 4, 5))
+
+
+def test_nuts_fit_warnings_are_stored_in_the_summary_diagnostics():
+    # the warnings a poisson-gamma fit prints were stored nowhere (only four numbers)
+    import warnings
+
+    from sdcbayes.inference.diagnostics import ConvergenceWarning
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    md = _md_of(3, 200, 20.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = assess_posterior(md, model="poisson-gamma", draws=30, tune=30, chains=2,
+                               random_seed=1)
+    printed = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    diag = res.summary["diagnostics"]
+    assert printed, "30 draws should not pass the ESS checks"
+    assert diag["problems"] == printed
+    assert diag["chains"] == 2 and diag["draws"] == 30
+    worst = diag["min_ess_bulk_at"]
+    assert worst in diag["diagnosed_on"]
+    assert any(worst in p for p in printed)
