@@ -115,7 +115,7 @@ def _loglik_and_weights(idata, var_name: str | None):
 
 
 def loo(idata, var_name: str | None = None) -> WeightedLoo:
-    """PSIS-LOO through :func:`arviz.loo`, one PSIS per distinct entry, weighted by cells.
+    """Compute PSIS-LOO through :func:`arviz.loo`, one PSIS per distinct entry, weighted by cells.
 
     Parameters
     ----------
@@ -123,6 +123,14 @@ def loo(idata, var_name: str | None = None) -> WeightedLoo:
         A posterior from :func:`sdcbayes.inference.fit` (with ``log_likelihood``).
     var_name : str, optional
         The log-likelihood variable, when there are several.
+
+    Returns
+    -------
+    WeightedLoo
+        ``elpd_loo = sum_j m_j elpd_j``, its standard error ``sqrt(n Var_m(elpd_j))``
+        and ``p_loo = sum_j m_j (lppd_j - elpd_j)`` (Vehtari, Gelman and Gabry 2017,
+        weighted by the cell counts ``m_j`` as in the module docstring), with the
+        per-entry values and Pareto k.
 
     Raises
     ------

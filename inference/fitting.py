@@ -425,7 +425,7 @@ def _progress_bar(step, *, chains: int, draws: int, tune: int, progressbar):
 
 def _fit_nutpie_cached(comp: _Compiled, *, draws, chains, tune, random_seed, target_accept,
                        progressbar):
-    """nutpie's NUTS on a compiled model; the nutpie (numba) compilation is kept too.
+    """Run nutpie's NUTS on a compiled model; the nutpie (numba) compilation is kept too.
 
     nutpie compiles its own copy of the graph (slow: numba), once per model structure;
     later fits swap the data in with ``with_data``. Its posterior (which also holds

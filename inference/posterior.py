@@ -97,12 +97,24 @@ def group_names(idata) -> list[str]:
 
 
 def has_group(idata, name: str) -> bool:
-    """Whether the container has group ``name``.
+    """Whether the posterior container has group ``name``.
 
     Parameters
     ----------
     idata : arviz.InferenceData or xarray.DataTree
+        A posterior container (e.g. from :func:`sdcbayes.inference.fit`).
     name : str
+        The group, e.g. ``"posterior"``, ``"log_likelihood"``, ``"posterior_predictive"``.
+
+    Returns
+    -------
+    bool
+        True when the group is present.
+
+    Raises
+    ------
+    InputError
+        When ``idata`` is no posterior container (a result object, a Dataset, a path).
     """
     return name in group_names(idata)
 
@@ -119,6 +131,11 @@ def get_group(idata, name: str) -> xr.Dataset:
         A posterior container (e.g. from :func:`sdcbayes.inference.fit`).
     name : str
         The group, e.g. ``"posterior"``, ``"log_likelihood"``, ``"constant_data"``.
+
+    Returns
+    -------
+    xarray.Dataset
+        The group's variables with their ``(chain, draw, ...)`` dims and attributes.
 
     Raises
     ------
@@ -189,7 +206,27 @@ def stamp(idata, **fields: Any) -> None:
 
 
 def provenance(idata) -> dict[str, Any]:
-    """The provenance stamps of a posterior, JSON fields decoded."""
+    """Return the provenance stamps of a posterior, JSON fields decoded.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+        A posterior container stamped by :func:`sdcbayes.inference.fit` (or
+        :func:`load_posterior`).
+
+    Returns
+    -------
+    dict
+        The attrs of the ``posterior`` group (``sdcbayes_version``, ``model``,
+        ``model_options``, ``priors``, ``data_summary``, ``settings``,
+        ``diagnostics``, ...), structured fields decoded from JSON. Empty stamps give
+        the plain attrs of a posterior built by hand.
+
+    Raises
+    ------
+    InputError
+        When ``idata`` is no posterior container or has no ``posterior`` group.
+    """
     return decode_stamps(get_group(idata, "posterior").attrs)
 
 
@@ -368,11 +405,25 @@ def load_posterior(path):
 
 
 def fit_diagnostics(idata) -> dict[str, Any]:
-    """The diagnostics dict stamped by ``fit``.
+    """Return the diagnostics dict stamped by ``fit``.
 
-    Keys ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences`` (NaN
-    for MAP/Laplace/ADVI, where they do not apply), where each is worst, and
-    ``problems`` (the warnings issued).
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+        A posterior fitted by :func:`sdcbayes.inference.fit` (or loaded with
+        :func:`load_posterior`).
+
+    Returns
+    -------
+    dict
+        Keys ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences`` (NaN
+        for MAP/Laplace/ADVI, where they do not apply), where each is worst, and
+        ``problems`` (the warnings issued).
+
+    Raises
+    ------
+    InputError
+        When the posterior carries no ``diagnostics`` stamp (not fitted by ``fit``).
     """
     diag = provenance(idata).get("diagnostics")
     if not isinstance(diag, dict):

@@ -151,6 +151,13 @@ def posterior_predictive(model, idata, random_seed: int | None = None, **simulat
     **simulate_kwargs
         Options of ``model.simulate`` (``max_count``); unknown names are refused.
 
+    Returns
+    -------
+    arviz.InferenceData
+        The same ``idata`` object, modified in place: its ``posterior_predictive``
+        group (e.g. ``m`` with dims ``chain, draw, [domain,] count``) holds one
+        replicate per posterior draw and carries the stamps above.
+
     Raises
     ------
     InputError
@@ -183,7 +190,7 @@ def predictive_check(
     prob: float = 0.9,
     var: str = "m",
 ) -> pd.DataFrame:
-    """Table of observed vs predicted ``m_j`` (sample uniques at j = 1, doubles at 2, …).
+    """Tabulate observed vs predicted ``m_j`` (sample uniques at j = 1, doubles at 2, …).
 
     Parameters
     ----------
@@ -192,16 +199,32 @@ def predictive_check(
     idata : arviz.InferenceData
         With a ``prior_predictive`` or ``posterior_predictive`` group (from
         :func:`prior_predictive` / :func:`posterior_predictive`).
-    kind : {"posterior", "prior"}
+    kind : {"posterior", "prior"}, default "posterior"
+        Which predictive group to compare with the observed summaries.
     counts : sequence of int, optional
         The j of the rows. Default 0, 1, ..., 5, cut below the replicates' pooled tail
         (``max_count``, by default one more than the largest observed count: a sparse
         file whose largest cell holds 3 records gets 0..3).
-    prob
-        See :func:`sdcbayes.models.ppc.predictive_table`.
-    var : str
+    prob : float, default 0.9
+        Mass of the central predictive interval, in (0, 1): 0.9 gives the 5 % and
+        95 % quantiles (:func:`sdcbayes.models.ppc.predictive_table`).
+    var : str, default "m"
         The replicated variable of the predictive group and of ``model.observed()``
         (``"m"``, the counts of counts).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per j (and domain), indexed by ``count`` (and ``domain``): columns
+        ``observed``, ``mean`` (predictive mean), ``lower`` and ``upper`` (the central
+        ``prob`` interval), ``p_value`` (``P(m_rep >= m_obs)``; near 0 or 1 flags
+        misfit) and ``inside`` (whether the observed value lies in the interval).
+
+    Raises
+    ------
+    InputError
+        An unknown ``kind``, bad ``counts`` or ``prob``, a missing predictive group or
+        variable, or counts that reach the replicates' pooled tail.
     """
     if kind not in ("posterior", "prior"):
         raise InputError(f"kind must be 'posterior' or 'prior'; got {kind!r}")

@@ -9,6 +9,21 @@ tables), never one node per record.
 import importlib
 import importlib.util
 
+# The public surface is the model submodules (the model ones define their own ``__all__``; the
+# classes are ``poisson_gamma.PoissonGammaModel``, ``negbin.NegativeBinomialModel``,
+# ``beta_binomial.BetaBinomialDomainModel``, ``latent_class.LatentClassModel`` and
+# ``loglinear.LoglinearModel``, on ``base.SuperpopulationModel``). The package imports
+# none of them itself, so ``from sdcbayes.models import *`` imports all of them (PyMC).
+__all__ = [
+    "base",
+    "beta_binomial",
+    "latent_class",
+    "loglinear",
+    "negbin",
+    "poisson_gamma",
+    "ppc",
+]
+
 
 def __getattr__(name: str):
     # submodules on first use (``sdcbayes.models.latent_class`` after ``import sdcbayes``);

@@ -33,6 +33,17 @@ from sdcbayes.risk.individual import (
 )
 from sdcbayes.risk.measures import benchmark_rule, household_risk
 
+# the declared public surface (the posterior route, decisions and the CLI import these)
+__all__ = [
+    "Assessment",
+    "SummaryRepr",
+    "assess_closed_form",
+    "cells_to_records",
+    "check_microdata",
+    "check_threshold",
+    "record_index",
+]
+
 
 def check_microdata(md, caller: str) -> None:
     """Raise :class:`InputError` unless ``md`` is a :class:`sdcbayes.Microdata` or quacks like one.
@@ -41,6 +52,24 @@ def check_microdata(md, caller: str) -> None:
     AttributeError on ``.cells``. Duck types (anything with ``cells`` and ``record_cell``)
     pass, so tests and callers may hand over light stand-ins; the attributes are looked
     up on the type or the instance dict so that the lazy cell table is not built here.
+
+    Parameters
+    ----------
+    md : object
+        What the caller was given in place of a :class:`sdcbayes.Microdata`.
+    caller : str
+        Name of the calling function, quoted in the error message.
+
+    Returns
+    -------
+    None
+        Returns only when ``md`` is acceptable.
+
+    Raises
+    ------
+    InputError
+        For a data frame (pandas, or anything with ``to_pandas``) or an object
+        without ``cells`` and ``record_cell``.
     """
     if isinstance(md, Microdata):
         return
@@ -58,13 +87,28 @@ def check_microdata(md, caller: str) -> None:
 
 
 def check_threshold(threshold) -> float | None:
-    """The risk threshold as a float strictly between 0 and 1, or None.
+    """Check a risk threshold: a float strictly between 0 and 1, or None.
 
     A per-record risk is a probability, so only (0, 1) makes a useful cut: 0 flags every
     record, and at 1 or above none is ever flagged (the count is 0 whatever the data), which
     is how a percentage typed as a number (threshold=5 for 5%) would go unnoticed. The
     bounds and wording are those of ``sdcbayes assess --threshold`` and
     :func:`sdcbayes.risk.compare.compare_models`.
+
+    Parameters
+    ----------
+    threshold : float or None
+        The cut as given by the user.
+
+    Returns
+    -------
+    float or None
+        ``threshold`` as a float, or None when none was given.
+
+    Raises
+    ------
+    InputError
+        For a non-number (a bool or text included) or a value outside (0, 1).
     """
     if threshold is None:
         return None
@@ -84,9 +128,21 @@ def check_threshold(threshold) -> float | None:
 
 
 def record_index(md, n: int) -> pd.Index:
-    """The index of ``md``'s input frame, so ``frame.join(result.records)`` lines up.
+    """Return the index of ``md``'s input frame, so ``frame.join(result.records)`` lines up.
 
     Falls back to 0..n-1 when ``md`` keeps no frame of ``n`` rows (duck-typed stand-ins).
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+        The microdata (or a stand-in with a ``frame`` attribute).
+    n : int
+        Number of records the index must have.
+
+    Returns
+    -------
+    pandas.Index
+        A copy of ``md.frame.index``, or ``RangeIndex(n)``.
     """
     index = getattr(getattr(md, "frame", None), "index", None)
     if isinstance(index, pd.Index) and len(index) == n:
@@ -95,7 +151,20 @@ def record_index(md, n: int) -> pd.Index:
 
 
 def cells_to_records(cell_values: np.ndarray, record_cell: np.ndarray) -> np.ndarray:
-    """Map a per-cell array to records; records outside every cell (-1) get NaN."""
+    """Map a per-cell array to records; records outside every cell (-1) get NaN.
+
+    Parameters
+    ----------
+    cell_values : array_like, shape ``(cell,)``
+        One value per cell.
+    record_cell : ndarray of int, shape ``(record,)``
+        Each record's cell (``Microdata.record_cell``); -1 for dropped records.
+
+    Returns
+    -------
+    ndarray of float, shape ``(record,)``
+        The value of each record's cell, NaN for dropped records.
+    """
     padded = np.append(np.asarray(cell_values, dtype=float), np.nan)
     # index -1 picks the NaN pad: dropped records have record_cell == -1
     return padded[record_cell]
@@ -232,13 +301,13 @@ class Assessment(SummaryRepr):
 
 
 def assess_closed_form(md, method: str = "exact", threshold: float | None = None) -> Assessment:
-    """Closed-form (Benedetti-Franconi) risk assessment of ``md``.
+    """Assess ``md`` with the closed-form (Benedetti-Franconi) individual risk.
 
     Parameters
     ----------
     md : sdcbayes.Microdata
         Validated microdata with keys (and optionally weights and households).
-    method : {"exact", "approx", ...}
+    method : {"exact", "approx", ...}, default "exact"
         One of :data:`sdcbayes.risk.individual.RISK_METHODS`, passed to
         :func:`sdcbayes.risk.individual.benedetti_franconi_risk` (checked first,
         before the cell table is built). ``"exact"`` (default) evaluates
@@ -257,6 +326,14 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         under the negative binomial) and τ2 = Σ_{f_k=1} r_k, the benchmark rule
         and household risk 1 − Π(1 − r_i).
 
+    Raises
+    ------
+    InputError
+        Before any work: ``md`` is no :class:`sdcbayes.Microdata`, an unknown
+        ``method``, or a ``threshold`` outside (0, 1).
+
+    Notes
+    -----
     Records dropped for a missing key (``Microdata(missing="drop")``) have no risk
     (NaN) and are left out everywhere: ``n_records`` counts the kept records (and
     ``n_records_input`` all of them), the rate is ER / ``n_records``, and a

@@ -1138,6 +1138,7 @@ def compare_models(
     Parameters
     ----------
     md : sdcbayes.Microdata
+        Validated microdata with complete keys (``missing="category"`` or ``"drop"``).
     specs : sequence
         Model specifications (:func:`validate_specs`): e.g.
         ``[{"name": "pg-default", "model": "poisson-gamma"},
@@ -1145,8 +1146,19 @@ def compare_models(
         {"name": "negbin", "model": "negbin"},
         {"name": "lc", "model": "latent-class", "options": {"n_classes": 10}},
         {"name": "closed", "model": "closed-form"}]``.
-    draws, chains, tune, random_seed, method
-        Passed to :func:`sdcbayes.inference.fit` for every PyMC model (the same seed
+    draws : int, default 500
+        Posterior draws per chain of every posterior model.
+    chains : int, default 2
+        Chains of every posterior model.
+    tune : int, optional
+        Tuning steps (burn-in sweeps for the latent-class model); see below.
+    random_seed : int, optional
+        Seed (an integer >= 0) shared by every fit; see below.
+    method : str, default "nuts"
+        Fitting method of the PyMC models ("nuts", "nutpie", "advi" or "map").
+
+        ``draws``, ``chains``, ``tune``, ``random_seed`` and ``method`` are
+        passed to :func:`sdcbayes.inference.fit` for every PyMC model (the same seed
         for all, so prior effects are not confounded with seed noise; without one, a
         seed is drawn from the operating system, used for all and stamped). A latent-class
         specification is fitted by its Gibbs sampler whatever ``method`` says
@@ -1158,19 +1170,19 @@ def compare_models(
         their EM starts (``benchmarks/README.md``, "How long the Gibbs chains take to
         settle"); a number applies to every model. Each row's ``tune`` column says what
         it used.
-    target_accept : float
+    target_accept : float, default 0.9
         NUTS target acceptance rate, strictly between 0 and 1, for every posterior
         model (methods ``"nuts"`` and ``"nutpie"``; ignored by ADVI and MAP): raise it
         towards 0.99 when divergent transitions are reported.
     disclosure_loss, suppression_loss : str or Loss
         The reference loss pair of the cell decisions (module docstring); default
         ``reidentifications`` (:math:`f_k/F_k`) and ``y`` (:math:`f_k`).
-    alternatives : sequence or str
+    alternatives : sequence or str, default ()
         Further pairs ``"DISCLOSURE/SUPPRESSION"`` (or tuples): frontiers and
         suppression at the target per model, and the sensitivity of each model's
         decisions (:func:`sdcbayes.risk.decisions.decide_from_risks`). One string is
         one pair.
-    target_risk : float
+    target_risk : float, default 0.2
         Target disclosure share D* in [0, 1] (seed 003, Section 4); a number, not a bool.
     threshold : float, optional
         Also count records whose risk exceeds it (column ``n_above_threshold``);
@@ -1178,15 +1190,15 @@ def compare_models(
     c : float, optional
         Fixed trade-off factor of the rule ``publish iff R1 < c R0`` for every
         model, a number >= 0; default: each model's own ``c`` meeting ``target_risk``.
-    max_draws : int, optional
+    max_draws : int, optional, default 100
         Posterior draws used when a loss must be enumerated over the predictive of F.
     truth : mapping, optional
         Known ``tau1``, ``tau2``, ``expected_reidentifications`` (simulated data):
         added as ``*_true`` columns. Other keys, and values that are not finite
         numbers >= 0, are refused.
-    plug_in_draws : int
+    plug_in_draws : int, default 400
         Replicates of the plug-in used for the closed-form row's predictive intervals.
-    progressbar : bool
+    progressbar : bool, default False
         Show each fit's sampling progress on stderr, as ``sdcbayes compare`` does;
         False (the default): the fits print nothing.
     cores : int, optional

@@ -1047,19 +1047,26 @@ def decide(
         :func:`sdcbayes.risk.beta_binomial.fit_beta_binomial` from ``(y, n)``
         (``fit_method``).
     disclosure_loss, suppression_loss : str or Loss
-        The reference pair (:func:`sdcbayes.risk.losses.parse_loss` specs).
-    alternatives : sequence or str
+        The reference pair (:func:`sdcbayes.risk.losses.parse_loss` specs); default
+        ``"uniques-equal:S=10"`` and ``"y"``.
+    alternatives : sequence or str, default ()
         Alternative pairs, each ``"DISCLOSURE/SUPPRESSION"`` or a
         ``(disclosure, suppression)`` tuple (:func:`parse_alternative`); a lone
         string is one pair.
-    target_risk, c, weights
-        See :func:`decide_from_risks`.
+    target_risk : float, default 0.2
+        Target disclosure share :math:`D^*` in [0, 1] (:func:`decide_from_risks`).
+    c : float, optional
+        Trade-off factor of the rule. None: the ``c`` that meets ``target_risk``
+        (:func:`threshold_for_target`, via :func:`decide_from_risks`).
     domain_names : array_like, optional
         Domain labels. Default: the index of pandas Series ``y``, ``n``, ``N``
         (which must then share one index: Series are paired by position, so
         unequal indexes are refused) unless it is ``0..m-1``; else ``0..m-1``.
-    fit_method : str
-        ``"ml"`` or ``"moments"``, when ``alpha`` and ``beta`` are not given.
+    weights : array_like, optional
+        Multiplicity or probability of each domain, shape ``(domain,)``; scales its
+        contribution to every total (:func:`decide_from_risks`).
+    fit_method : {"ml", "moments"}, default "ml"
+        How ``alpha`` and ``beta`` are estimated when they are not given.
     max_draws : int, optional
         Use at most this many draws (evenly spaced) for the risks; the
         hyperparameter summary still uses all of them.

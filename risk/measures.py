@@ -192,16 +192,19 @@ def benchmark_rule(record_risk, *, threshold: float = 0.1, n_mad: float = 2.0) -
     Parameters
     ----------
     record_risk : array_like, shape ``(record,)``
-    threshold : float
+        Individual risk of each record, in [0, 1] (NaN for records without one).
+    threshold : float, default 0.1
         The floor, strictly between 0 and 1 (a risk, not a percentage: at 1 or
         above nothing could ever be flagged). Checked by
         :func:`sdcbayes.risk.assess.check_threshold`, as ``assess --threshold``.
-    n_mad : float
+    n_mad : float, default 2.0
         How many MADs above the median, a finite number >= 0.
 
     Returns
     -------
     ndarray of bool, shape ``(record,)``
+        True for each record the rule flags (risk above both cuts); False for the
+        others and for records whose risk is NaN.
     """
     # assess imports this module, so its check is imported here, not at the top.
     from sdcbayes.risk.assess import check_threshold
@@ -281,6 +284,7 @@ def household_risk(record_risk, household_codes) -> np.ndarray:
     Parameters
     ----------
     record_risk : array_like, shape ``(record,)``
+        Individual risk of each record, in [0, 1] (NaN for records without one).
     household_codes : array_like, shape ``(record,)``
         Any hashable household ids (integer codes take a fast path). Paired with
         ``record_risk`` by position; two pandas Series must share one index.

@@ -416,7 +416,7 @@ def fit_poisson_gamma(
     Parameters
     ----------
     counts_of_counts : mapping or pandas.Series or array_like
-        j -> m_j for j >= 1 (e.g. ``CellTable.counts_of_counts``), or a 1-d
+        The counts of counts j -> m_j for j >= 1 (e.g. ``CellTable.counts_of_counts``), or a 1-d
         array/list/tuple with ``m[j-1] = m_j``.
     n, N : float
         Sample and population sizes (n <= N).
@@ -588,7 +588,9 @@ def prob_population_unique(alpha, beta, n, N):
 def expected_inverse_frequency(f, alpha, beta, n, N):
     """E(1/F_k | f_k) = ρ^r/f · ₂F₁(r, f; f + 1; 1 - ρ), r = α + f (ARCHITECTURE.md).
 
-    Evaluated by :func:`sdcbayes.risk.individual.negbin_inverse_moment`.
+    Evaluated by :func:`sdcbayes.risk.individual.negbin_inverse_moment` (seed
+    ``004_…`` eqs. (1) and (6), with the Poisson-gamma size r = α + f and
+    ρ = (1 + nβ)/(1 + Nβ)).
 
     Parameters
     ----------
@@ -598,6 +600,12 @@ def expected_inverse_frequency(f, alpha, beta, n, N):
         Hyperparameters, broadcast against ``f`` (e.g. ``(chain, draw, 1)``).
     n, N : float
         Sample and population sizes.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        E(1/F_k | f_k), the expected inverse population frequency of a cell with
+        sample frequency ``f``, broadcast over the inputs (a float for scalar inputs).
     """
     alpha = _positive(alpha, "alpha")
     rho = np.asarray(sampling_rho(beta, n, N))
@@ -622,6 +630,12 @@ def expected_population_uniques(alpha, beta, N, K=None):
     K : float, optional
         Size of the cell space. Without it the seed's form N (1 + Nβ)^-(1+α) is
         used, which assumes αβ = 1/K; with it the general K α Nβ (1 + Nβ)^-(1+α).
+
+    Returns
+    -------
+    numpy.ndarray or float
+        μ, the expected number of population uniques, broadcast over the inputs
+        (a float for scalar inputs).
     """
     alpha = _positive(alpha, "alpha")
     beta = _positive(beta, "beta")

@@ -1207,6 +1207,7 @@ def assess_posterior(
     Parameters
     ----------
     md : sdcbayes.Microdata
+        Validated microdata with keys (and weights, or a sampling fraction).
     model : {"latent-class", "poisson-gamma", "negbin"}
         Default ``"latent-class"``. ``"poisson-gamma"``:
         :class:`sdcbayes.models.poisson_gamma.PoissonGammaModel` (pooled) on the
@@ -1218,20 +1219,29 @@ def assess_posterior(
         (:meth:`~sdcbayes.models.latent_class.LatentClassModel.from_microdata`),
         fitted by its Gibbs sampler with :math:`\pi_k` stored for every observed
         cell; population size ``N`` as for the Poisson-gamma model.
-    draws, chains, tune, random_seed, method
-        Passed to :func:`sdcbayes.inference.fit` (``method`` "nuts" (default),
-        "nutpie", "advi" or "map"); for the latent-class model to
-        :meth:`LatentClassModel.sample` (``method`` "gibbs", the default and only
-        one). ``draws``, ``chains``, ``tune`` left at None take the model's own
-        (:data:`SAMPLER_DEFAULTS`, as ``sdcbayes assess``): latent-class 500 draws,
-        4 chains, 2000 burn-in sweeps (its chains drift for 1000-3000 sweeps from
-        their EM starts, benchmarks/README.md); poisson-gamma and negbin 1000 draws,
-        4 chains, 1000 tuning steps. The values used are stamped in
-        ``provenance["settings"]``. ``random_seed`` also seeds the predictive
-        simulation; without one a seed is drawn from the operating system and stamped
-        in the settings, so that any run can be repeated.
-    threshold, quantiles, predictive
-        See :func:`assess_from_posterior`.
+    draws, chains, tune : int, optional
+        Posterior draws per chain, chains, and tuning steps (burn-in sweeps for the
+        latent-class model), passed to :func:`sdcbayes.inference.fit`, or for the
+        latent-class model to :meth:`LatentClassModel.sample`. Left at None they take
+        the model's own (:data:`SAMPLER_DEFAULTS`, as ``sdcbayes assess``):
+        latent-class 500 draws, 4 chains, 2000 burn-in sweeps (its chains drift for
+        1000-3000 sweeps from their EM starts, benchmarks/README.md); poisson-gamma
+        and negbin 1000 draws, 4 chains, 1000 tuning steps. The values used are
+        stamped in ``provenance["settings"]``.
+    random_seed : int, optional
+        Seed (an integer >= 0) of the sampler and of the predictive simulation;
+        without one a seed is drawn from the operating system and stamped in the
+        settings, so that any run can be repeated.
+    method : str, optional
+        Sampling method: for :func:`sdcbayes.inference.fit` "nuts" (the default),
+        "nutpie", "advi" or "map"; for the latent-class model "gibbs" (the default
+        and only one).
+    threshold : float, optional
+        Also report records above this risk, strictly between 0 and 1
+        (:func:`assess_from_posterior`).
+    quantiles : sequence of float, default (0.05, 0.95)
+        Quantiles of the intervals, at least two different probabilities in (0, 1)
+        (:func:`assess_from_posterior`).
     priors : dict, optional
         Prior overrides for the model.
     N : float, optional
@@ -1241,7 +1251,11 @@ def assess_posterior(
         cell's population from its weights. Give it when the weights do not sum to
         the population (e.g. weights normalised to sum to n, which would make N = n,
         no population beyond the sample).
-    n_classes : int
+    predictive : {"auto", "exact", "normal"}, default "auto"
+        How the F_k-randomness enters the predictive of tau2 and ER: ``"exact"``
+        simulates every F_k once per draw, ``"normal"`` a normal approximation per
+        draw, ``"auto"`` chooses (:func:`sdcbayes.risk.posterior.evaluate_groups`).
+    n_classes : int, default 30
         Latent-class model: truncation level H of the stick-breaking prior.
     structural_zeros : None, "auto" or list of rules
         Latent-class model: impossible key combinations (see

@@ -51,7 +51,14 @@ DEMO_SAMPLE_SEED = 1998
 
 
 def demo_keys() -> list[str]:
-    """The recommended key variables of the demo sample (a new list)."""
+    """Return the recommended key variables of the demo sample.
+
+    Returns
+    -------
+    list of str
+        A new list (safe to modify) holding :data:`DEMO_KEYS`, the key columns of
+        :func:`load_demo`'s sample that ``sdcbayes assess`` uses by default.
+    """
     return list(DEMO_KEYS)
 
 

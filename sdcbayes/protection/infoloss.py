@@ -62,7 +62,7 @@ def il1(
     *,
     average: bool = True,
 ) -> float:
-    """IL1 of numeric variables (seed 001, section 5.1; Yancey et al. 2002).
+    """Compute IL1 of numeric variables (seed 001, section 5.1; Yancey et al. 2002).
 
     IL1 = 1/(n p) Σ_i Σ_j |x_ij − z_ij| / (√2 S_j) with S_j the sample standard
     deviation (ddof = 1) of the original variable. Pairs where either value is
@@ -84,6 +84,11 @@ def il1(
         Numeric variables.
     average : bool, default True
         Divide by n p (IL1); False returns the sum (sdcMicro's IL1s).
+
+    Returns
+    -------
+    float
+        IL1 (``average=True``) or the plain sum IL1s; 0 when nothing changed.
 
     Raises
     ------
@@ -153,7 +158,27 @@ def ci_overlap(lo1: Any, hi1: Any, lo2: Any, hi2: Any) -> np.ndarray:
     """Confidence-interval overlap J (Karr et al. 2006; seed 001, section 5.2).
 
     J = ½ (o/(hi1 − lo1) + o/(hi2 − lo2)), o = max(0, min(hi1, hi2) − max(lo1, lo2)).
-    Broadcasts over arrays.
+    Broadcasts over arrays. A zero-width interval (a point) counts as fully covered
+    (ratio 1) when it lies inside the other interval, else 0.
+
+    Parameters
+    ----------
+    lo1, hi1 : float or array_like
+        Bounds of the first interval(s), e.g. from the original file.
+    lo2, hi2 : float or array_like
+        Bounds of the second interval(s), e.g. from the protected file; broadcast
+        against ``lo1`` and ``hi1``.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        J in [0, 1], broadcast over the inputs: 1 for identical intervals, 0 for
+        disjoint ones (a 0-d array for scalar inputs).
+
+    Raises
+    ------
+    InputError
+        When an interval has ``hi < lo``.
     """
     lo1, hi1, lo2, hi2 = (np.asarray(v, dtype=np.float64) for v in (lo1, hi1, lo2, hi2))
     if ((hi1 < lo1) | (hi2 < lo2)).any():
@@ -216,11 +241,16 @@ def _float_column(frame: pd.DataFrame, name: str, role: str) -> np.ndarray:
 
 
 def mean_ci(column: str, weight: str | None = None, level: float = 0.95) -> Statistic:
-    """A statistic for :func:`benchmark`: the (weighted) mean of ``column`` with a normal CI.
+    """Build a statistic for :func:`benchmark`: the (weighted) mean of ``column`` with a normal CI.
 
-    Unweighted: x̄ ± z s/√n. Weighted: the ratio estimator Σ w x / Σ w with the
-    linearised standard error √(n/(n − 1) Σ w² (x − x̄_w)²) / Σ w. Records with
-    a missing value (suppressed) are left out.
+    Normal-approximation interval estimate ± z se, z the standard normal quantile
+    at (1 + level)/2. Unweighted: x̄ ± z s/√n (s with ddof = 1). Weighted: the
+    ratio (Hájek) estimator x̄_w = Σ w x / Σ w with the Taylor-linearised
+    (delta-method) standard error √(n/(n − 1) Σ w² (x − x̄_w)²) / Σ w, the
+    with-replacement variance of the linearised values w_i (x_i − x̄_w) / Σ w
+    (e.g. Wolter 2007, *Introduction to Variance Estimation*, ch. 6; no finite
+    population correction). With unit weights the two coincide. Records with a
+    missing value (suppressed) are left out.
 
     Parameters
     ----------
@@ -293,10 +323,39 @@ def mean_ci(column: str, weight: str | None = None, level: float = 0.95) -> Stat
 def proportion_ci(
     column: str, value: Any, weight: str | None = None, level: float = 0.95
 ) -> Statistic:
-    """A statistic for :func:`benchmark`: the share of records with ``column == value``.
+    """Build a statistic for :func:`benchmark`: the share of records with ``column == value``.
 
-    The mean of the indicator with :func:`mean_ci`'s interval (and its checks
-    of ``weight`` and ``level``); records with the value missing are left out.
+    The mean of the indicator I(column == value) with :func:`mean_ci`'s interval
+    (and its checks of ``weight`` and ``level``); records with the value missing
+    are left out. Unweighted this is the Wald (normal-approximation) interval
+    p̂ ± z √(p̂ (1 − p̂) / (n − 1)) (the n − 1 from the ddof = 1 standard deviation
+    of the indicator); weighted, :func:`mean_ci`'s linearised interval of the
+    weighted share.
+
+    Parameters
+    ----------
+    column : str
+        Categorical (or any) column compared with ``value``.
+    value : object
+        The category whose share is estimated (compared with ``==``).
+    weight : str, optional
+        Column of survey weights, as for :func:`mean_ci`.
+    level : float, default 0.95
+        Confidence level, strictly between 0 and 1.
+
+    Returns
+    -------
+    callable
+        Takes a frame, returns a one-row DataFrame (``estimate``, ``lo``, ``hi``)
+        indexed by ``"share(column==value)"``. Its attribute ``columns`` names the
+        columns it reads, which :func:`benchmark` checks before running any statistic.
+
+    Raises
+    ------
+    InputError
+        At once: ``level`` outside (0, 1), a name that is not a single column label.
+        When run: as for :func:`mean_ci` (absent columns, bad weights, fewer than 2
+        records with an observed value).
     """
     _check_name(column, "column")
     inner_name = "__indicator__"
@@ -319,12 +378,36 @@ def proportion_ci(
 
 
 def ols_ci(y: str, x: Sequence[str], level: float = 0.95) -> Statistic:
-    """A statistic for :func:`benchmark`: OLS coefficients of ``y`` on ``x`` (with intercept).
+    """Build a statistic for :func:`benchmark`: OLS coefficients of ``y`` on ``x`` (with intercept).
 
-    Classical standard errors σ̂² (X'X)^{-1}, t quantiles with n − p degrees of
-    freedom; complete cases only (seed 001, Figure 3 compares regression
-    coefficients and their intervals before and after protection). ``level``
-    must lie strictly between 0 and 1.
+    The classical (homoscedastic) OLS interval β̂_j ± t_{n−p} √(σ̂² [(X'X)^{-1}]_jj)
+    with σ̂² = RSS / (n − p), the t quantile at (1 + level)/2 with n − p degrees of
+    freedom, p the number of coefficients; complete cases only (seed 001, Figure 3
+    compares regression coefficients and their intervals before and after
+    protection).
+
+    Parameters
+    ----------
+    y : str
+        Numeric response column.
+    x : str or sequence of str
+        Numeric regressor column(s); an intercept is added.
+    level : float, default 0.95
+        Confidence level, strictly between 0 and 1.
+
+    Returns
+    -------
+    callable
+        Takes a frame, returns a DataFrame with one row per coefficient
+        (``"y~(Intercept)"``, ``"y~x1"``, ...) and columns ``estimate``, ``lo``,
+        ``hi``. Its attribute ``columns`` names the columns it reads, which
+        :func:`benchmark` checks before running any statistic.
+
+    Raises
+    ------
+    InputError
+        At once: ``level`` outside (0, 1), a name that is not a single column label.
+        When run: absent columns, or no more complete records than coefficients.
     """
     from scipy import stats  # imported here: keeps `import sdcbayes` cheap
 
@@ -364,6 +447,7 @@ def benchmark(
     Parameters
     ----------
     original, protected : pandas.DataFrame
+        The file before and after protection; each statistic is computed on both.
     statistics : mapping name -> callable, or sequence of callables
         Each callable takes a frame and returns a DataFrame indexed by parameter
         with columns ``estimate``, ``lo``, ``hi`` (see :func:`mean_ci`,

@@ -52,9 +52,11 @@ def add_noise(
     columns : str or sequence of str
         Numeric variables without missing values (boolean columns are refused).
     level : float, default 0.1
-        α >= 0. ``"additive"``: noise standard deviation α σ_j per variable.
-        ``"correlated"``: noise covariance α Σ.
-    method : {"additive", "correlated"}
+        The noise level α >= 0. ``"additive"``: noise standard deviation α σ_j
+        per variable. ``"correlated"``: noise covariance α Σ.
+    method : {"additive", "correlated"}, default "additive"
+        Independent noise per variable, or noise with the covariance structure of
+        the original variables (seed 001, section 4.2.2).
     seed : int, Generator or None
         None draws a seed from the operating system; the seed used is recorded
         as ``summary["seed"]`` (passing it back repeats the run exactly).

@@ -464,6 +464,18 @@ def nayak_zhang_phi(theta: float | np.ndarray, count: float | np.ndarray = 1) ->
     Seed 002, "Solution of θ and k": with T = T_j the original count of the
     target's cell, P(CM | S_j = 1, X_B = c_j, T) <= φ(θ), because the number of
     units moving into the cell, N, has P(N = 1)/P(N = 0) >= E N = θ.
+
+    Parameters
+    ----------
+    theta : float or array_like
+        Expected number of units leaving each cell, θ in [0, T].
+    count : float or array_like, default 1
+        Original count T of the target's cell; broadcast against ``theta``.
+
+    Returns
+    -------
+    numpy.ndarray
+        φ_T(θ), broadcast over the inputs (a 0-d array for scalars).
     """
     theta = np.asarray(theta, dtype=np.float64)
     t = np.asarray(count, dtype=np.float64)
@@ -518,6 +530,24 @@ def nayak_zhang_matrix(counts: Sequence[float] | np.ndarray, theta: float) -> np
     Row-stochastic: ``P[i, i] = 1 − θ/T_i``, ``P[i, j] = θ/((k − 1) T_i)`` for
     j ≠ i, with k the number of cells of the group; the seed prints the
     transpose (its p_ji is the probability of moving from c_i to c_j).
+
+    Parameters
+    ----------
+    counts : array_like
+        Original counts T_i of the k >= 2 cells of the group.
+    theta : float
+        Expected number of units leaving each cell, 0 <= θ <= min T_i.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape ``(k, k)``
+        The row-stochastic transition matrix, ``P[i, j]`` = P(a unit of cell i is
+        released in cell j).
+
+    Raises
+    ------
+    InputError
+        Fewer than 2 cells, or θ outside [0, min T_i].
     """
     t = np.asarray(counts, dtype=np.float64)
     k = t.size
@@ -531,7 +561,7 @@ def nayak_zhang_matrix(counts: Sequence[float] | np.ndarray, theta: float) -> np
 
 
 def _binom_pmf_head(n: np.ndarray, p: np.ndarray, upto: int) -> np.ndarray:
-    """pmf of Bin(n, p) at 0..upto (broadcast over n, p), last axis the value."""
+    """The pmf of Bin(n, p) at 0..upto (broadcast over n, p), last axis the value."""
     from scipy import stats  # imported here: keeps `import sdcbayes` cheap
 
     x = np.arange(upto + 1)
@@ -616,7 +646,31 @@ def nayak_zhang_min_group_size(
     P(CM | S_j = 2) <= P(CM | S_j = 1) for every target cell, whatever the mix
     of singleton and doubleton cells in the group and for every group size
     k..2k − 1 (groups of at least k cells, the remainder joins the last group).
-    Both probabilities are computed exactly (:func:`nayak_zhang_cm_probability`).
+    Both probabilities are computed exactly (:func:`nayak_zhang_cm_probability`)
+    and must also stay at or below ξ.
+
+    Parameters
+    ----------
+    xi : float
+        Bound on the correct-match probability, 1/3 <= ξ < 1.
+    theta : float, optional
+        The θ of the matrices; default :func:`nayak_zhang_theta` of ``xi`` and ``counts``.
+    counts : sequence of int, default (1, 2)
+        Cell counts T that are randomised (singletons and doubletons).
+    k_max : int, default 500
+        Largest group size tried.
+
+    Returns
+    -------
+    int
+        The smallest group size k >= 2 meeting the criterion for every group of
+        k..2k − 1 cells.
+
+    Raises
+    ------
+    InputError
+        A ``xi`` outside [1/3, 1) (when ``theta`` is derived), or no group size up to
+        ``k_max`` meets the bound.
     """
     if theta is None:
         theta = nayak_zhang_theta(xi, counts)
@@ -685,6 +739,7 @@ def nayak_zhang_pram(
     frame : pandas.DataFrame
         Not modified.
     keys : str or sequence of str
+        Key variables; their cross-classification defines the cells.
     xi : float, default 1/3
         Bound on P(CM | S_j = a, X_B = c_j), ξ >= 1/3.
     theta : float, optional
@@ -857,6 +912,24 @@ def correct_match_probability(frame: pd.DataFrame, keys: Sequence[str] | str) ->
     The intruder knows the target's key values and picks at random among the
     f_i records that share them (missing values are a level of their own).
     Seed 002's example: John (a unique) 1, Susan (one of two) 0.5.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The released (unperturbed) file. Not modified.
+    keys : str or sequence of str
+        Key variables the intruder knows.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape ``(record,)``
+        1/f_i for each record, in row order, f_i the number of records sharing
+        its key combination.
+
+    Raises
+    ------
+    InputError
+        A ``frame`` that is not a DataFrame, or unknown ``keys``.
     """
     frame = check_frame(frame)
     keys = check_columns(frame, keys, "keys")

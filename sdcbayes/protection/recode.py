@@ -56,6 +56,7 @@ def merge_levels(
     frame : pandas.DataFrame
         Not modified.
     column : str
+        The categorical (or any) variable whose levels are merged.
     mapping : mapping
         Old level -> new level, e.g. ``{"20s": "20-39", "30s": "20-39"}``.
 
@@ -190,6 +191,8 @@ def band(
         One label per band (default: pandas interval labels as strings,
         e.g. ``"[20, 30)"``).
     right : bool, default False
+        Close the bands on the right, ``(b_{i−1}, b_i]`` (the first one closed on
+        both sides), instead of on the left.
 
     Returns
     -------
@@ -356,6 +359,31 @@ def bottom_code(
 ) -> ProtectionResult:
     """Bottom coding: values below ``threshold`` become ``replacement`` (default the threshold).
 
-    Parameters, ``log``, ``summary`` and errors as for :func:`top_code`.
+    The mirror of :func:`top_code` (seed 001, section 4.1.1).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Not modified.
+    column : str
+        Numeric variable (boolean columns are refused). Missing values stay missing.
+    threshold : float
+        Finite number.
+    replacement : float, optional
+        Finite number given to the coded values (default: the threshold). An
+        integer column stays integer unless the replacement has a fraction (then
+        float). Missing (NaN) is not accepted: blank values with local suppression.
+
+    Returns
+    -------
+    ProtectionResult
+        ``log``: one row per changed value (``record``, ``variable``, ``original``,
+        ``recoded``); ``summary["n_changed"]``.
+
+    Raises
+    ------
+    InputError
+        A non-numeric or boolean column, a threshold or replacement that is not a
+        finite number (checked before any work).
     """
     return _threshold_code(frame, column, threshold, replacement, top=False)
