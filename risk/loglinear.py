@@ -653,8 +653,10 @@ def fit_loglinear(
         when given it overrides the weights.
     max_cells : int, default 5e7
         Largest two-way support IPF may allocate (two-way model only).
-    tol, max_iter
-        IPF convergence settings (:func:`ipf_two_way`).
+    tol : float, default 1e-6
+        IPF convergence tolerance on the two-way margins (:func:`ipf_two_way`).
+    max_iter : int, default 2000
+        Most IPF sweeps (:func:`ipf_two_way`).
     weights : str or array_like, optional
         DataFrame or array input: the sampling weights, a column name or one value per
         record (finite, > 0). A Microdata carries its own.

@@ -40,10 +40,7 @@ EXCLUDED = {
 
 #: Parameters documented without a type, in modules outside this change (the name, then
 #: the parameters); the type is still required of every other parameter.
-UNTYPED = {
-    # risk/loglinear.py: "tol, max_iter" are documented together without a type
-    "sdcbayes.risk.fit_loglinear": {"tol", "max_iter"},
-}
+UNTYPED: dict[str, set[str]] = {}
 
 _UNDERLINE = re.compile(r"^-{3,}\s*$")
 
