@@ -41,22 +41,53 @@ LARGE_FILE_ROWS = 1_000_000
 LARGE_FILE_BYTES = 50 * 2**20
 
 
-def read_data(path: Path, *, quiet: bool, na_values: list[str] | None = None):
+def read_data(path: Path, *, quiet: bool, na_values: list[str] | None = None,
+              columns: list[str] | None = None):
     """Read a data file, with a status line on stderr for large files.
 
     ``read_microdata`` reads the file (``na_values``: the codes of ``--na-values``,
-    missing in every column); the status costs one ``stat`` and ``len(frame)``,
-    nothing per record.
+    missing in every column; ``columns``: only these, in this order, all by default);
+    the status costs one ``stat`` and ``len(frame)``, nothing per record.
     """
     from sdcbayes.microdata import read_microdata
 
     size = path.stat().st_size if path.is_file() else 0
     if not quiet and size > LARGE_FILE_BYTES:
         click.echo(f"reading {path} ({size / 2**20:,.0f} MB) ...", err=True)
-    frame = read_microdata(path, na_values=na_values)
+    frame = read_microdata(path, na_values=na_values, columns=columns)
     if not quiet and len(frame) > LARGE_FILE_ROWS:
         click.echo(f"read {path} ({len(frame):,} rows); building the cell table ...", err=True)
     return frame
+
+
+def read_variables(path: Path, keys: list[str], *, quiet: bool,
+                   na_values: list[str] | None = None, **single: str | None):
+    """Read only the columns that ``--keys`` and the single-column options name.
+
+    The names (column names or variable labels, :func:`resolve_variables`) are
+    resolved against the file's header first (``sdcbayes.microdata._read_header``:
+    the CSV header line, the Parquet schema, pyreadstat's metadata), so a misspelt
+    name is reported, with the file's columns, before any record is read; then only
+    the named columns are read. A survey file of hundreds of columns otherwise costs
+    memory and time for every one of them (10^6 records, 38 columns of which 6
+    named: a peak of 1,320 MB reading the CSV whole, 692 MB reading the 6; Parquet
+    876 MB and 319 MB; audit U, F3). Each column is read as the whole file's read
+    gives it (value labels, missing values, ``--na-values``: all per column).
+
+    Returns
+    -------
+    (frame, keys, single)
+        The frame of the named columns (in the file's order), and the names resolved
+        to column names, as :func:`resolve_variables` returns them.
+    """
+    from sdcbayes.microdata import _read_header
+
+    header = _read_header(path)
+    key_list, resolved = resolve_variables(header, path.name, keys, **single)
+    wanted = {*key_list, *(c for c in resolved.values() if c is not None)}
+    needed = [c for c in header.columns if c in wanted]
+    frame = read_data(path, quiet=quiet, na_values=na_values, columns=needed)
+    return frame, key_list, resolved
 
 
 def resolve_variables(
@@ -709,6 +740,7 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
                **roles: str | None):
     """The frame a command works on: DATA read and its variables resolved, or the demo.
 
+    Of DATA only the columns of ``keys`` and ``roles`` are read (:func:`read_variables`).
     Returns ``(frame, keys, roles, truth, source)``: ``roles`` maps each of the given
     role options (weight, household, strata) to a column; ``truth`` holds the demo's
     true tau1, tau2 and expected re-identifications (None for a user's file, and for
@@ -736,8 +768,9 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
             "--keys is required with a data file: name the key variables, e.g. "
             "--keys age,sex,region"
         )
-    frame = read_data(data, quiet=quiet, na_values=na_values)
-    key_list, resolved = resolve_variables(frame, data.name, key_list, **roles)
+    # only the columns the options name (a wide file costs memory for each one read)
+    frame, key_list, resolved = read_variables(data, key_list, quiet=quiet,
+                                               na_values=na_values, **roles)
     return frame, key_list, resolved, None, str(data)
 
 

@@ -143,10 +143,11 @@ def command(
         )
     missing = _parse_missing(missing_codes)
     na_codes = parse_na_values(na_values)
-    from sdcbayes.cli import read_data, resolve_variables
+    from sdcbayes.cli import read_variables
 
-    frame = read_data(data, quiet=quiet or as_json, na_values=na_codes)
-    key_list, _ = resolve_variables(frame, data.name, key_list)  # names or variable labels
+    # the keys' columns only (names or variable labels), checked against the header first
+    frame, key_list, _ = read_variables(data, key_list, quiet=quiet or as_json,
+                                        na_values=na_codes)
     dup = sorted({k for k in key_list if key_list.count(k) > 1})
     if dup:  # a label and its column name, or two labels of one column
         raise InputError(f"--keys names the column(s) {dup} twice (by name and by label); "
