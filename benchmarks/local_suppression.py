@@ -15,6 +15,8 @@ semantics and prints the number of suppressions (total and per variable):
 - the demo sample (:func:`sdcbayes.load_demo`, its six recommended keys), k = 3;
 - with ``--census``: 1e5 records of :func:`sdcbayes.datasets.simulate_population`
   with 9 keys (2 to 151 levels; about half the records violate 3-anonymity), k = 3.
+  Sequential: 7.0 s on 2 shared cores (58 s before its distance-1 tables; same
+  suppressions, 56,012); the greedy about 1 s.
 
 sdcMicro's printed counts: testdata2 k = 2: 97, with strata 109
 (tests/testthat/test_localSuppression.R). Peer time: sdcMicro's ``localSuppression``
@@ -97,7 +99,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--census", action="store_true",
-                    help="also 1e5 simulated census records with 9 keys (slow: about a minute)")
+                    help="also 1e5 simulated census records with 9 keys (about 10 s)")
     args = ap.parse_args()
     print(f"{'case':>26} {'n':>7} {'k':>2} {'method':>10} {'time_s':>8} {'max_viol':>9} "
           f"{'suppr':>7}  per variable")

@@ -80,14 +80,24 @@ can drop records that others match as wildcards, so it may suppress in records
 that are k-anonymous in the full file. Here frequencies and neighbours are
 always those of the full file (within the stratum).
 
-Its cost: distances are computed between distinct key patterns (one BLAS
-product for a block of queued records against all patterns, then kept current
-as patterns empty or appear), so a pass costs about (distinct violating
-patterns) x (distinct patterns) x (keys + levels), plus a small step per
-violating record. Measured on 2 CPU cores: sdcMicro's testdata (4,580 records,
-7 keys) 0.05 s; 1e4 synthetic records with 5 keys 0.5 to 0.8 s; 1e5 simulated
-census records with 9 keys (2 to 151 levels) of which half violate 3-anonymity
-38 s (the greedy 0.8 s).
+Its cost: a pass compares distinct key patterns, not records, and the patterns
+present change by one pattern emptying or appearing per record. A record with a
+pattern at Hamming distance 1 (most records) finds those neighbours by lookups in
+sorted tables of packed key tuples (``_DistanceOneTables``), built per block of
+queued records and kept current on each event: about (distinct missingness
+masks) x (keys) per record, plus (present patterns) x (keys + 1) per block to
+fill the tables. A record without one, and the records of a missingness mask that
+few queued records share (tables would cost more than they save), are compared
+with every present pattern, (patterns) x (keys) each; so with missing values
+spread over many keys (many distinct masks) a pass approaches (violating records)
+x (patterns) again. Key sets whose packed tuples overflow int64 fall back to
+one-hot distance products (quadratic as well). Measured on 2 shared CPU cores:
+sdcMicro's testdata (4,580 records, 7 keys) 0.05 s; 1e4 synthetic records with 5
+keys 0.4 to 0.5 s; 1e5 simulated census records with 9 keys (2 to 151 levels) of
+which half violate 3-anonymity 7 s (the greedy 1 s; before the tables 58 s);
+simulated census files with 7 keys: 1e6 records (49,000 violating) 4.3 to 4.9 s
+CPU (before 46 s), 1e7 records 38 s (before: over 300 s); 3e4 of the census
+records with 5 % of key values missing 5 s (no tables pay there).
 
 This module may import NumPy and pandas only.
 """
@@ -216,6 +226,19 @@ def default_importance(frame: pd.DataFrame, keys: Sequence[str] | str) -> dict[s
     Rank 1 goes to the key with the fewest distinct observed values (suppressed
     last), rank ``len(keys)`` to the key with the most (suppressed first); ties
     keep the order of ``keys``.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The microdata.
+    keys : str or sequence of str
+        The key columns to rank.
+
+    Returns
+    -------
+    dict of str to int
+        Each key's rank, 1 = most important; the ``importance`` argument of
+        :func:`local_suppression`.
     """
     frame = check_frame(frame)
     keys = check_columns(frame, keys, "keys")
@@ -322,8 +345,23 @@ def _greedy(
 # --------------------------------------------------------------------------- sequential
 
 
-#: Cells of the block distance matrix (query patterns x patterns) computed at once in the
-#: sequential method: bounds its memory (float32: 4 bytes each) and its BLAS call size.
+#: Lookup keys (distinct queued patterns x missingness masks x keys) held by one block of
+#: the sequential method's distance-1 tables: bounds their memory (a few int64 arrays of
+#: twice this length while they are built, about 100 MB).
+_SEQUENTIAL_BLOCK_KEYS = 1_000_000
+
+#: The distance-1 tables pack a blanked key tuple and its table number into one int64;
+#: when (number of tables) x (product of the radices) reaches this, the pass falls back
+#: to the one-hot distance products (:func:`_sequential_pass_products`).
+_SEQUENTIAL_KEY_LIMIT = 2**62
+
+#: Cost of keeping one key of a distance-1 table current relative to comparing one key
+#: of one pattern in a scan (measured, order of magnitude): decides which queued
+#: patterns get tables (:func:`_sequential_pass`).
+_SEQUENTIAL_TABLE_BREAK_EVEN = 150
+
+#: Cells of the block distance matrix (query patterns x patterns) computed at once by the
+#: fallback: bounds its memory (float32: 4 bytes each) and its BLAS call size.
 _SEQUENTIAL_BLOCK_CELLS = 4_000_000
 
 
@@ -344,13 +382,155 @@ def _pattern_features(pats: np.ndarray, offsets: np.ndarray, n_features: int,
     return out
 
 
+def _scan_nearest(
+    cols: np.ndarray, cnt: np.ndarray, n_cur: int, q: int, key_order: np.ndarray
+) -> int:
+    """Blanked key of a record of pattern ``q``, by its distance to every present pattern.
+
+    The rule of :func:`_sequential_pass` by per-key comparison (``cols`` holds the
+    patterns column by column, ``cols[j, u]``). -1 when every present pattern matches.
+    """
+    qp = cols[:, q]
+    d = np.zeros(n_cur, dtype=np.int16)
+    for j in np.flatnonzero(qp >= 0):
+        c = cols[j, :n_cur]
+        d += (c != qp[j]) & (c >= 0)
+    d[cnt[:n_cur] == 0] = 0  # absent patterns never count
+    pos = d > 0
+    if not pos.any():
+        return -1
+    nb = cols[:, np.flatnonzero(d == d[pos].min())]
+    differs = ((nb >= 0) & (nb != qp[:, None]) & (qp >= 0)[:, None]).any(axis=1)
+    return int(key_order[np.argmax(differs[key_order])])
+
+
+class _DistanceOneTables:
+    """Present patterns at Hamming distance 1 from each query pattern of a block.
+
+    For a query pattern q with missing keys Mq and an observed key j, a present
+    pattern u is at distance exactly 1 from q, differing on j, when u_j is observed,
+    u_j != q_j, and u agrees with q on every other key observed in both. Grouped by
+    u's missing keys R outside Mq and j (R = M minus Mq and j for a missingness
+    mask M that some present pattern has), these u are
+
+    - the patterns with u_j observed whose values with Mq and j blanked equal q's
+      with Mq, R and j blanked (table N(Mq, j)),
+    - minus those among them with u_j = q_j: the patterns whose values with Mq
+      blanked equal q's with Mq and R blanked (table X(Mq)).
+
+    So q has such a neighbour at j if ``N - X > 0`` for some M. A blanked tuple is
+    packed by mixed radix (a missing value is digit 0, level c is digit c + 1) and
+    the table number is prepended, one int64 per key. The tables hold the keys the
+    block's queries look up (sorted) and, for each, the number of present patterns
+    with it; a pattern that appears or empties adds or removes its keys. A
+    pattern has (p + 1) keys per missingness mask of the queries (their
+    "classes"), so the tables are worth it only for classes with many queries.
+    """
+
+    def __init__(self, qpats: np.ndarray, masks: np.ndarray, weights: np.ndarray,
+                 radix_product: int) -> None:
+        p = qpats.shape[1]
+        self.weights, self.radix_product = weights, radix_product
+        qmask = qpats < 0
+        classes, qcls = _unique_rows(qmask)
+        self.classes_int = classes.astype(np.int64)
+        n_c = classes.shape[0]
+        # table numbers: N(class c, key j) is c * (p + 1) + j, X(class c) is c * (p + 1) + p
+        first_table = np.arange(n_c, dtype=np.int64) * (p + 1)
+        self.n_table_r = (first_table[:, None] + np.arange(p)) * radix_product
+        self.x_table_r = (first_table + p) * radix_product
+        self.n_valid = ~classes
+        cq = self._digits(qpats)
+        base = cq.sum(axis=1)[:, None] - cq @ masks.T.astype(np.int64)  # q, M blanked
+        in_m = masks[None, :, :]
+        cj = cq[:, None, :]
+        table = first_table[qcls][:, None, None]
+        keys_n = (table + np.arange(p)) * radix_product + (
+            base[:, :, None] - np.where(in_m, 0, cj))
+        keys_x = (table + p) * radix_product + (base[:, :, None] + np.where(in_m, cj, 0))
+        valid = np.broadcast_to(~qmask[:, None, :], keys_n.shape)
+        n_valid = int(np.count_nonzero(valid))
+        shape = keys_n.shape
+        keys = np.concatenate([keys_n[valid], keys_x[valid]])
+        del keys_n, keys_x, base
+        self.keys, inv = np.unique(keys, return_inverse=True)
+        del keys
+        inv = inv.reshape(-1).astype(np.int32)  # at most 2 x _SEQUENTIAL_BLOCK_KEYS
+        # keys of unobserved query keys point to a slot that stays 0
+        self.look_n = np.full(shape, self.keys.size, dtype=np.int32)
+        self.look_n[valid] = inv[:n_valid]
+        self.look_x = np.full(shape, self.keys.size, dtype=np.int32)
+        self.look_x[valid] = inv[n_valid:]
+        self.count = np.zeros(self.keys.size + 1, dtype=np.int64)
+        self.last = self.keys.size - 1
+
+    def _digits(self, pats: np.ndarray) -> np.ndarray:
+        return (pats.astype(np.int64) + 1) * self.weights
+
+    def add_all(self, pats: np.ndarray) -> None:
+        """Add the keys of present patterns ``pats`` (rows), in chunks."""
+        n_c, p = self.n_table_r.shape
+        chunk = max(1, _SEQUENTIAL_BLOCK_KEYS // (n_c * (p + 1)))
+        for s in range(0, pats.shape[0], chunk):
+            part = pats[s:s + chunk]
+            c = self._digits(part)
+            base = c.sum(axis=1)[:, None] - c @ self.classes_int.T  # u, class blanked
+            valid = (part >= 0)[:, None, :] & self.n_valid
+            keys_n = self.n_table_r + (base[:, :, None] - c[:, None, :])
+            keys_x = self.x_table_r + base
+            keys = np.concatenate([keys_n[valid], keys_x.reshape(-1)])
+            at = np.minimum(np.searchsorted(self.keys, keys), self.last)
+            at = at[self.keys[at] == keys]
+            self.count += np.bincount(at, minlength=self.count.size)
+
+    def update(self, pats: np.ndarray, signs: np.ndarray) -> None:
+        """Add (sign 1) or remove (-1) the keys of a few patterns (rows).
+
+        One call per record: the pattern it leaves and the one it joins may share keys.
+        """
+        c = (pats.astype(np.int64) + 1) * self.weights
+        base = c.sum(axis=1)[:, None] - c @ self.classes_int.T  # each class blanked
+        valid = self.n_valid & (pats >= 0)[:, None, :]
+        keys = np.concatenate([
+            (self.n_table_r + (base[:, :, None] - c[:, None, :]))[valid],
+            (self.x_table_r + base).reshape(-1),
+        ])
+        sign = np.concatenate([np.repeat(signs, valid.sum(axis=(1, 2))),
+                               np.repeat(signs, base.shape[1])])
+        at = np.minimum(np.searchsorted(self.keys, keys), self.last)
+        found = self.keys[at] == keys
+        np.add.at(self.count, at[found], sign[found])
+
+    def keys_at_distance_one(self, row: int) -> np.ndarray:
+        """Per key: whether a present pattern at distance 1 from query ``row`` differs on it."""
+        return ((self.count[self.look_n[row]] - self.count[self.look_x[row]]) > 0).any(axis=0)
+
+
+def _unique_rows(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a boolean matrix and the row number of each.
+
+    ``np.unique(axis=0)``, by bit codes when they fit in int64 (much faster).
+    """
+    n, p = mask.shape
+    if p > 62:
+        rows, inv = np.unique(mask, axis=0, return_inverse=True)
+        return rows, inv.reshape(-1)
+    codes, inv = np.unique(mask @ (np.int64(1) << np.arange(p, dtype=np.int64)),
+                           return_inverse=True)
+    return (codes[:, None] >> np.arange(p)) & 1 == 1, inv.reshape(-1)
+
+
+#: Signs of the table updates of one record (pattern left emptied, pattern joined new).
+_EVENT_SIGNS = {(True, True): np.array([-1, 1]), (True, False): np.array([-1]),
+                (False, True): np.array([1])}
+
+
 def _sequential_pass(
     pats: np.ndarray,
     counts: np.ndarray,
     queue: np.ndarray,
     key_order: np.ndarray,
-    offsets: np.ndarray,
-    n_features: int,
+    radices: Sequence[int],
 ) -> np.ndarray:
     """One pass of sdcMicro's record-by-record suppression within one stratum.
 
@@ -364,9 +544,125 @@ def _sequential_pass(
     record that by its turn matches every pattern (nothing left to blank against).
 
     Patterns, not records, are compared: the choice depends only on which patterns
-    exist. The distances of a block of queued records to all patterns are one BLAS
-    product; within the block a pattern that empties is masked and a pattern that
-    appears gets its column, so every record sees exactly the current patterns.
+    exist, and a pass changes that by one pattern emptying or appearing at a time.
+    Most records have a pattern at distance 1. For the records whose missingness
+    mask many queued records share, those are found by lookups in sorted tables
+    (:class:`_DistanceOneTables`, kept current on each event), so such a record
+    costs about (missingness masks) x (keys). The others, and records with no
+    pattern at distance 1, are compared with every present pattern
+    (:func:`_scan_nearest`).
+    """
+    n_pats, p = pats.shape
+    n_queue = queue.size
+    radix = [int(r) for r in radices]
+    radix_product = int(np.prod(radix, dtype=object))
+    n_classes = _unique_rows(pats[np.unique(queue)] < 0)[0].shape[0]
+    if radix_product * n_classes * (p + 1) >= _SEQUENTIAL_KEY_LIMIT:
+        levels = np.asarray(radix, dtype=np.int64) - 1
+        offsets = np.concatenate([[0], np.cumsum(levels)[:-1]]).astype(np.int64)
+        return _sequential_pass_products(pats, counts, queue, key_order, offsets,
+                                         p + int(levels.sum()))
+    weights = np.cumprod([1] + radix[:-1]).astype(np.int64)
+    cap = n_pats + n_queue  # each record adds at most one new pattern
+    all_pats = np.empty((cap, p), dtype=pats.dtype)
+    all_pats[:n_pats] = pats
+    cols = np.empty((p, cap), dtype=pats.dtype)  # the same, by key: contiguous scans
+    cols[:, :n_pats] = pats.T
+    cnt = np.zeros(cap, dtype=np.int64)
+    cnt[:n_pats] = counts
+    index = {all_pats[u].tobytes(): u for u in range(n_pats)}
+    n_cur = n_pats
+    chosen = np.empty(n_queue, dtype=np.int64)
+    eye = np.eye(p, dtype=bool)
+    start = 0
+    while start < n_queue:
+        present = np.flatnonzero(cnt[:n_cur] > 0)
+        present_masks = _unique_rows(all_pats[present] < 0)[0]
+        stop = n_queue
+        while True:
+            uq, qinv = np.unique(queue[start:stop], return_inverse=True)
+            qinv = qinv.reshape(-1)
+            qmask = all_pats[uq] < 0
+            # the masks of the patterns this block's records can create: their own, one
+            # key more
+            created = (qmask[:, None, :] | eye)[~qmask]
+            masks = _unique_rows(np.concatenate([present_masks, created]))[0]
+            # Tables for a mask class pay when its records' scans would cost more than
+            # building its queries' keys and keeping its keys of every present pattern
+            # current.
+            classes, q_cls = _unique_rows(qmask)
+            n_rec = np.bincount(q_cls[qinv], minlength=classes.shape[0])
+            n_q = np.bincount(q_cls, minlength=classes.shape[0])
+            n_obs = p - classes.sum(axis=1)
+            scan_cost = n_rec * n_obs * present.size
+            table_cost = _SEQUENTIAL_TABLE_BREAK_EVEN * (
+                (p + 1) * (present.size + 2 * (stop - start)) + n_q * masks.shape[0] * n_obs)
+            tabled = np.flatnonzero((scan_cost >= table_cost)[q_cls])
+            if tabled.size * masks.shape[0] * p <= _SEQUENTIAL_BLOCK_KEYS or (
+                    stop - start == 1):
+                break
+            stop = start + (stop - start) // 2
+        row = np.full(uq.size, -1, dtype=np.int64)
+        tables = None
+        if tabled.size:
+            row[tabled] = np.arange(tabled.size)
+            tables = _DistanceOneTables(all_pats[uq[tabled]], masks, weights, radix_product)
+            tables.add_all(all_pats[present])
+        for t in range(start, stop):
+            qi = qinv[t - start]
+            q = uq[qi]
+            col = -1
+            if row[qi] >= 0:
+                at_one = tables.keys_at_distance_one(row[qi])
+                if at_one.any():
+                    col = int(key_order[np.argmax(at_one[key_order])])
+            if col < 0:
+                col = _scan_nearest(cols, cnt, n_cur, q, key_order)
+                if col < 0:
+                    # earlier blanks of the pass made every pattern match this record: it
+                    # needs no blank (sdcMicro stops here: "the length of the index vector
+                    # is 0")
+                    chosen[t] = -1
+                    continue
+            chosen[t] = col
+            # the record leaves its pattern ...
+            cnt[q] -= 1
+            # ... for the same pattern with the key blanked (new, or back, or larger)
+            new = all_pats[q].copy()
+            new[col] = -1
+            key = new.tobytes()
+            u = index.get(key)
+            if u is None:
+                u = n_cur
+                n_cur += 1
+                index[key] = u
+                all_pats[u] = new
+                cols[:, u] = new
+            cnt[u] += 1
+            if tables is not None:
+                gone, came = bool(cnt[q] == 0), bool(cnt[u] == 1)
+                if gone or came:
+                    changed = [v for v, e in ((q, gone), (u, came)) if e]
+                    tables.update(all_pats[changed], _EVENT_SIGNS[gone, came])
+        start = stop
+    return chosen
+
+
+def _sequential_pass_products(
+    pats: np.ndarray,
+    counts: np.ndarray,
+    queue: np.ndarray,
+    key_order: np.ndarray,
+    offsets: np.ndarray,
+    n_features: int,
+) -> np.ndarray:
+    """:func:`_sequential_pass` by one-hot distance products (same arguments and result).
+
+    The fallback for key sets whose packed tuples would overflow int64. The
+    distances of a block of queued records to all patterns are one BLAS product;
+    within the block a pattern that empties is masked and a pattern that appears
+    gets its column, so every record sees exactly the current patterns. Each
+    record scans its row: quadratic in the violating records.
     """
     n_pats, p = pats.shape
     n_queue = queue.size
@@ -446,11 +742,8 @@ def _sequential(
     neighbour, so each is searched on its own. ``priority[j]`` orders the keys:
     lower values are suppressed first. Returns (codes, number of passes).
     """
-    n_keys = codes.shape[1]
     key_order = np.argsort(priority, kind="stable")  # least important first
     levels = np.asarray(radices, dtype=np.int64) - 1
-    offsets = np.concatenate([[0], np.cumsum(levels)[:-1]]).astype(np.int64)
-    n_features = n_keys + int(levels.sum())
     small = np.int16 if int(levels.max(initial=0)) < np.iinfo(np.int16).max else np.int64
     passes = 0
     while True:
@@ -472,8 +765,7 @@ def _sequential(
             local = np.full(rows.shape[0], -1, dtype=np.int64)
             local[in_s] = np.arange(in_s.size)
             cols = _sequential_pass(
-                rows[in_s].astype(small), counts[in_s], local[cell[recs]], key_order,
-                offsets, n_features,
+                rows[in_s].astype(small), counts[in_s], local[cell[recs]], key_order, radices
             )
             done = cols >= 0
             codes[recs[done], cols[done]] = -1
