@@ -382,6 +382,29 @@ def _pattern_features(pats: np.ndarray, offsets: np.ndarray, n_features: int,
     return out
 
 
+def _move_to_blanked(all_pats: np.ndarray, cnt: np.ndarray, index: dict, q: int, col: int,
+                     n_cur: int) -> tuple[int, int, bool]:
+    """Move one record from pattern ``q`` to the same pattern with key ``col`` blanked.
+
+    The blanked pattern may be new (appended at ``n_cur``, recorded in ``index``), or
+    one present or emptied earlier. Returns its number, the new ``n_cur`` and whether
+    it is new (the caller then adds its own representation of it).
+    """
+    cnt[q] -= 1
+    new = all_pats[q].copy()
+    new[col] = -1
+    key = new.tobytes()
+    u = index.get(key)
+    created = u is None
+    if created:
+        u = n_cur
+        n_cur += 1
+        index[key] = u
+        all_pats[u] = new
+    cnt[u] += 1
+    return u, n_cur, created
+
+
 def _scan_nearest(
     cols: np.ndarray, cnt: np.ndarray, n_cur: int, q: int, key_order: np.ndarray
 ) -> int:
@@ -625,20 +648,9 @@ def _sequential_pass(
                     chosen[t] = -1
                     continue
             chosen[t] = col
-            # the record leaves its pattern ...
-            cnt[q] -= 1
-            # ... for the same pattern with the key blanked (new, or back, or larger)
-            new = all_pats[q].copy()
-            new[col] = -1
-            key = new.tobytes()
-            u = index.get(key)
-            if u is None:
-                u = n_cur
-                n_cur += 1
-                index[key] = u
-                all_pats[u] = new
-                cols[:, u] = new
-            cnt[u] += 1
+            u, n_cur, is_new = _move_to_blanked(all_pats, cnt, index, q, col, n_cur)
+            if is_new:
+                cols[:, u] = all_pats[u]
             if tables is not None:
                 gone, came = bool(cnt[q] == 0), bool(cnt[u] == 1)
                 if gone or came:
@@ -703,22 +715,11 @@ def _sequential_pass_products(
             differs = ((nb >= 0) & (nb != qp) & (qp >= 0)).any(axis=0)
             col = int(key_order[np.argmax(differs[key_order])])
             chosen[start + t] = col
-            # the record leaves its pattern ...
-            cnt[q] -= 1
+            u, n_cur, created = _move_to_blanked(all_pats, cnt, index, q, col, n_cur)
             if cnt[q] == 0:
                 dist[:, q] = far
-            # ... for the same pattern with the key blanked (new, or back, or larger)
-            new = qp.copy()
-            new[col] = -1
-            key = new.tobytes()
-            u = index.get(key)
-            if u is None:
-                u = n_cur
-                n_cur += 1
-                index[key] = u
-                all_pats[u] = new
-                feats[u] = _pattern_features(new[None, :], offsets, n_features, 1.0)[0]
-            cnt[u] += 1
+            if created:
+                feats[u] = _pattern_features(all_pats[u][None, :], offsets, n_features, 1.0)[0]
             if cnt[u] == 1 and u < width:
                 dist[:, u] = qf @ feats[u]
     return chosen
