@@ -9,6 +9,7 @@ consulted, so stamping never imports PyMC.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import platform
 import sys
 from importlib import metadata
@@ -67,13 +68,20 @@ def json_safe(obj: Any) -> Any:
 
 def package_versions(names: tuple[str, ...] = _STACK) -> dict[str, str]:
     """Installed versions of the numerical stack (``"not installed"`` when absent)."""
+    return dict(_package_versions(tuple(names)))
+
+
+@functools.lru_cache(maxsize=8)
+def _package_versions(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    # read once per process: each metadata lookup scans the installed distributions
+    # (about 4 ms a stamp), and every protection step and result is stamped
     out = {"python": platform.python_version(), "sdcbayes": __version__}
     for name in names:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
-    return out
+    return tuple(out.items())
 
 
 def seed_or_drawn(random_seed):
