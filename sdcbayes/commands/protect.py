@@ -1029,7 +1029,7 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     res = assess_closed_form(md)
     s = res.summary
     fk = res.records["fk"].to_numpy(dtype=float)
-    return {
+    out = {
         "n_records": s["n_records"],
         "n_cells": s["n_cells"],
         "n_sample_uniques": s["n_sample_uniques"],
@@ -1041,10 +1041,14 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
         # record counts every record: README "Missing key values"), seed 001 sec. 3.2
         "k_anonymity_violations": int(np.count_nonzero(fk < k)),
         "n_missing_key_records": int(md.n_missing_key_records),
-    } | ({} if suppression is None else {
-        "k_anonymity_violations_suppression": int(np.count_nonzero(
+    }
+    # the per-record tables (codes, cells, risks: ~140 B/record) are let go before the
+    # suppression's own counting, which would otherwise peak on top of them
+    del md, res, fk
+    if suppression is not None:
+        out["k_anonymity_violations_suppression"] = int(np.count_nonzero(
             wildcard_frequencies(frame, suppression["keys"], suppression.get("strata")) < k))
-    })
+    return out
 
 
 def _weight_warnings(steps: list[dict[str, Any]], weight: str | None) -> list[str]:
@@ -1886,7 +1890,9 @@ def _arrow_safe(frame):
     """Object columns that mix types (e.g. numbers recoded to text) become text."""
     import pandas as pd
 
-    out = frame.copy()
+    # shallow: columns are only replaced below (never written in place), so the
+    # unchanged ones need no copy of their own
+    out = frame.copy(deep=False)
     for c in out.columns:
         s = out[c]
         if s.dtype == object:

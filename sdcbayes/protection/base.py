@@ -37,7 +37,10 @@ class ProtectionResult:
     ----------
     frame : pandas.DataFrame
         The protected data: a new frame, same rows and columns as the input, in
-        input order. The input frame is left untouched.
+        input order. The input frame is left untouched. Under pandas'
+        copy-on-write (always on from pandas 3) the columns the method did not
+        change are shared with the input rather than copied; editing either
+        frame in place copies the column first (:func:`output_frame`).
     log : pandas.DataFrame
         What changed. Methods that change single values (suppression, PRAM,
         recoding of categories) log one row per changed value or per mapped
@@ -67,6 +70,28 @@ class ProtectionResult:
         # Lets callers write ``frame, log = result`` as well.
         yield self.frame
         yield self.log
+
+
+def _copy_on_write() -> bool:
+    """Whether pandas' copy-on-write is on (always from pandas 3; an option in 2.x)."""
+    if int(pd.__version__.split(".", 1)[0]) >= 3:
+        return True
+    return pd.options.mode.copy_on_write is True
+
+
+def output_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A new frame for a method's result, on which it then sets the columns it changes.
+
+    Under pandas' copy-on-write (always on from pandas 3) the columns are shared
+    with ``frame`` (a shallow copy): setting a column replaces it in the new frame
+    only, and any later in-place write to a shared column, by the method or by the
+    caller, copies it first, so ``frame`` is never modified. Without copy-on-write
+    (pandas 2.x default) a shared column could be written through by a caller who
+    edits the result in place, so every column is copied, as before. Sharing keeps
+    a chain of steps (``protect``) from holding one whole copy of the data per step:
+    only the changed columns are new.
+    """
+    return frame.copy(deep=not _copy_on_write())
 
 
 def check_frame(frame: Any, what: str = "frame") -> pd.DataFrame:

@@ -55,6 +55,7 @@ from sdcbayes.protection.base import (
     check_columns,
     check_frame,
     code_strata,
+    output_frame,
     stamped,
 )
 
@@ -231,7 +232,7 @@ def mdav(
         values = (
             pd.DataFrame(x, columns=range(x.shape[1])).groupby(group).median().to_numpy()
         )
-    out = frame.copy(deep=True)
+    out = output_frame(frame)  # unchanged columns shared under copy-on-write
     for j, col in enumerate(columns):
         out[col] = values[group, j]
     order = np.argsort(group, kind="stable")
@@ -372,7 +373,7 @@ def sorted_microaggregation(
             f"{small.size} strata have fewer than k={k} records (e.g. {labels[small[0]]!r}: "
             f"{int(sizes[small[0]])}); lower k or merge strata"
         )
-    out = frame.copy(deep=True)
+    out = output_frame(frame)  # unchanged columns shared under copy-on-write
     n_groups: dict[str, int] = {}
     group_of: dict[str, np.ndarray] = {}
     parts = []

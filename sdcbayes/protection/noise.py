@@ -26,6 +26,7 @@ from sdcbayes.protection.base import (
     ProtectionResult,
     check_columns,
     check_frame,
+    output_frame,
     seeded_rng,
     stamped,
 )
@@ -97,7 +98,7 @@ def add_noise(
         root = vecs * np.sqrt(np.clip(vals, 0.0, None))
         eps = rng.standard_normal(x.shape) @ root.T
     z = x + eps
-    out = frame.copy(deep=True)
+    out = output_frame(frame)  # unchanged columns shared under copy-on-write
     for j, col in enumerate(columns):
         out[col] = z[:, j]
     log = pd.DataFrame(

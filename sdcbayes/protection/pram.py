@@ -44,6 +44,7 @@ from sdcbayes.protection.base import (
     check_frame,
     code_strata,
     codes_of,
+    output_frame,
     pack_rows,
     rng_from,
     seeded_rng,
@@ -375,7 +376,7 @@ def invariant_pram(
         np.argsort(stratum, kind="stable"),
         np.cumsum(np.bincount(stratum, minlength=len(stratum_names)))[:-1],
     )
-    out = frame.copy(deep=True)
+    out = output_frame(frame)
     logs, changed, used, level_lists = [], {}, {}, {}
     for col in columns:
         codes, levels = coded[col]
@@ -807,7 +808,7 @@ def nayak_zhang_pram(
     n = len(frame)
     if n_small == 0:
         return ProtectionResult(
-            frame.copy(deep=True),
+            output_frame(frame),
             _nz_empty_log(keys),
             _nz_summary(xi, theta, k, 0, 0, 0, 0, np.nan, n_kept, seed_used),
         )
@@ -842,7 +843,7 @@ def nayak_zhang_pram(
     source = np.arange(n)
     moved = np.flatnonzero(new_cell != cell)
     source[moved] = rep[new_cell[moved]]
-    out = frame.copy(deep=True)
+    out = output_frame(frame)
     for key in keys:
         vals = frame[key].iloc[source]
         vals.index = frame.index

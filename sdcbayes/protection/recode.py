@@ -21,6 +21,7 @@ from sdcbayes.protection.base import (
     ProtectionResult,
     check_columns,
     check_frame,
+    output_frame,
     same_cells,
     stamped,
 )
@@ -109,7 +110,7 @@ def merge_levels(
         )
     else:
         recoded = _replaced(s, dict(mapping))
-    out = frame.copy(deep=True)
+    out = output_frame(frame)
     out[col] = recoded
     counts = s.value_counts(dropna=True)
     log = pd.DataFrame(
@@ -242,7 +243,7 @@ def band(
         idx = np.searchsorted(b, v, side="right") - 1
         idx = np.where(v == b[-1], n_bands - 1, idx)
     idx = np.where(obs, idx, -1).astype(np.int64)
-    out = frame.copy(deep=True)
+    out = output_frame(frame)
     out[col] = pd.Categorical.from_codes(idx, categories=labels, ordered=True)
     log = pd.DataFrame(
         {
@@ -285,7 +286,7 @@ def _threshold_code(
     rep = threshold if replacement is None else replacement
     v = s.to_numpy(dtype=np.float64, na_value=np.nan)
     hit = (v > threshold) if top else (v < threshold)
-    out = frame.copy(deep=True)
+    out = output_frame(frame)
     new = s.copy()
     if hit.any():
         if pd.api.types.is_integer_dtype(s.dtype) and float(rep) != int(rep):

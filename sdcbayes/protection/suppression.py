@@ -120,6 +120,7 @@ from sdcbayes.protection.base import (
     check_frame,
     code_strata,
     codes_of,
+    output_frame,
     pack_rows,
     stamped,
     with_missing,
@@ -930,7 +931,7 @@ def local_suppression(
             passes += p
 
     new = (codes < 0) & ~missing_before
-    out = frame.copy(deep=True)
+    out = output_frame(frame)
     rec_parts, var_parts, orig_parts = [], [], []
     for j, key in enumerate(keys):
         mask = new[:, j]
@@ -939,7 +940,8 @@ def local_suppression(
             idx = np.flatnonzero(mask)
             rec_parts.append(idx)
             var_parts.append(np.full(idx.size, key, dtype=object))
-            orig_parts.append(frame[key].to_numpy(dtype=object)[idx])
+            # only the suppressed values as objects, not the whole column
+            orig_parts.append(frame[key].iloc[idx].to_numpy(dtype=object))
     if rec_parts:
         log = pd.DataFrame(
             {
