@@ -670,9 +670,13 @@ def check_predictive_uniques(row, *, tail: float = PPC_UNIQUES_TAIL) -> str | No
     ----------
     row : mapping
         The check's row for cells seen once: ``observed``, ``mean``, ``interval``
-        (lower, upper) and ``p_value`` (share of replicates with at least as many).
+        (lower, upper), ``p_value`` (share of replicates with at least as many) and
+        ``p_lower`` (share with at most as many; read as ``1 - p_value`` where absent,
+        e.g. in an older summary).
     tail : float
-        Warn where ``p_value`` < tail or > 1 - tail.
+        Warn where ``p_value`` < tail (more uniques than the replicates) or ``p_lower``
+        < tail (fewer). Both tails count the ties, so a sample with no uniques where the
+        replicates hold 0 or 1 is not flagged.
 
     Returns
     -------
@@ -687,7 +691,8 @@ def check_predictive_uniques(row, *, tail: float = PPC_UNIQUES_TAIL) -> str | No
                "with predictive draws")
         warn_at_caller(msg, PredictiveCheckWarning)
         return msg
-    if tail <= p <= 1.0 - tail:
+    p_lower = float(row.get("p_lower", 1.0 - p))
+    if p >= tail and p_lower >= tail:
         return None
     lo, hi = row["interval"]
     more = "more" if p < tail else "fewer"

@@ -217,8 +217,8 @@ def predictive_check(
     pandas.DataFrame
         One row per j (and domain), indexed by ``count`` (and ``domain``): columns
         ``observed``, ``mean`` (predictive mean), ``lower`` and ``upper`` (the central
-        ``prob`` interval), ``p_value`` (``P(m_rep >= m_obs)``; near 0 or 1 flags
-        misfit) and ``inside`` (whether the observed value lies in the interval).
+        ``prob`` interval), ``p_value`` (``P(m_rep >= m_obs)``; near 0: more than
+        the model predicts), ``p_lower`` (``P(m_rep <= m_obs)``; near 0: fewer) and ``inside`` (whether the observed value lies in the interval).
 
     Raises
     ------

@@ -106,8 +106,12 @@ def predictive_table(
     Returns
     -------
     pandas.DataFrame
-        One row per j (and domain): observed, predictive mean, interval bounds, and
-        the predictive p-value ``P(m_rep >= m_obs)`` (near 0 or 1 flags misfit).
+        One row per j (and domain): observed, predictive mean, interval bounds, the
+        predictive p-value ``p_value`` = ``P(m_rep >= m_obs)`` (near 0: the sample
+        holds more than the model predicts) and its lower-tail twin ``p_lower`` =
+        ``P(m_rep <= m_obs)`` (near 0: it holds fewer). Both count the ties, so a small
+        discrete count that the replicates often equal (m_obs = 0 where they hold 0 or
+        1) is in neither tail; ``1 - p_value`` alone would flag it.
     """
     if not 0 < prob < 1:
         raise InputError(f"prob must lie in (0, 1); got {prob}: pass e.g. prob=0.9")
@@ -128,6 +132,7 @@ def predictive_table(
             "lower": sim.quantile(lo_q, dim=sample_dims).drop_vars("quantile"),
             "upper": sim.quantile(hi_q, dim=sample_dims).drop_vars("quantile"),
             "p_value": (sim >= obs).mean(sample_dims),
+            "p_lower": (sim <= obs).mean(sample_dims),
         }
     )
     frame = table.to_dataframe()

@@ -1578,7 +1578,8 @@ def _assess_latent_class(
         table = predictive_check(spec, idata, counts=range(1, PPC_COUNTS + 1))
         result.summary["predictive_check"] = [
             {"count": int(j), "observed": int(r.observed), "mean": float(r["mean"]),
-             "interval": [float(r.lower), float(r.upper)], "p_value": float(r.p_value)}
+             "interval": [float(r.lower), float(r.upper)], "p_value": float(r.p_value),
+             "p_lower": float(r.p_lower)}
             for j, r in table.iterrows()]
         from sdcbayes.inference.diagnostics import check_predictive_uniques
 

@@ -349,6 +349,31 @@ def test_check_predictive_uniques_warns_only_in_the_tails():
     assert "1,676 cells seen once" in msg and "524 [482, 564]" in msg
     with pytest.warns(PredictiveCheckWarning, match="fewer than"):
         assert "fewer" in check_predictive_uniques(row | {"p_value": 0.995})
+    with pytest.warns(PredictiveCheckWarning, match="fewer than"):
+        assert "fewer" in check_predictive_uniques(row | {"p_value": 1.0, "p_lower": 0.004})
+
+
+def test_predictive_check_counts_ties_in_both_tails():
+    """No sample uniques where the replicates hold 0 or 1 (audit Z2 F1): P(rep >= 0) is 1
+    by definition, yet 0 is the replicates' most common value, so no misfit warning."""
+    import warnings
+
+    import xarray as xr
+
+    from sdcbayes.inference.diagnostics import check_predictive_uniques
+    from sdcbayes.models.ppc import predictive_table
+
+    sim = xr.DataArray(np.array([[0, 0, 1, 0, 0, 1, 0, 0, 0, 0]] * 2)[..., None],
+                       dims=("chain", "draw", "count"), coords={"count": [1]})
+    obs = xr.DataArray(np.array([0]), dims="count", coords={"count": [1]})
+    r = predictive_table(obs, sim, counts=[1]).loc[1]
+    assert r.p_value == 1.0 and r.p_lower == pytest.approx(0.8)
+    row = {"count": 1, "observed": 0, "mean": float(r["mean"]),
+           "interval": [float(r.lower), float(r.upper)], "p_value": float(r.p_value),
+           "p_lower": float(r.p_lower)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_predictive_uniques(row) is None
 
 
 def test_a_model_that_misses_the_uniques_says_so(tmp_path):
