@@ -383,6 +383,29 @@ def _augmented_cells(chr_: np.ndarray, phi: Sequence[np.ndarray], sz, rng):
     return cells, alloc
 
 
+#: Tests only: when True, :meth:`LatentClassModel._gibbs_chain` checks after every
+#: sweep's moves (with ``split_merge``, where every record's label is kept) that the
+#: class sizes and level counts it carries are those of the records' and augmented
+#: records' labels (:func:`_check_class_counts`). Off in use: it costs a recount per sweep.
+_CHECK_COUNTS = False
+
+
+def _check_class_counts(m_h, c, ref_m, ref_c) -> None:
+    """Raise RuntimeError where the sampler's counts differ from the labels' recount.
+
+    ``m_h`` (class sizes) and ``c`` (every key's (L_j, H) level counts) against
+    ``ref_m``, ``ref_c`` recounted from the labels (see :data:`_CHECK_COUNTS`). The
+    counts are whole numbers held in floats, so they must be equal exactly.
+    """
+    if not np.array_equal(m_h, ref_m):
+        raise RuntimeError(f"class sizes {np.asarray(m_h).tolist()} differ from the labels' "
+                           f"{np.asarray(ref_m).tolist()}")
+    for j, (x, y) in enumerate(zip(c, ref_c, strict=True)):
+        if not np.array_equal(x, y):
+            raise RuntimeError(f"key {j}'s level counts by class differ from the labels' "
+                               f"(largest difference {float(np.abs(x - y).max()):g})")
+
+
 def _split_merge(alloc: np.ndarray, codes: np.ndarray, conc: Sequence[np.ndarray],
                  alpha: float, rng, n_moves: int = 1,
                  learnt: Mapping[int, np.ndarray] | None = None,
@@ -626,10 +649,19 @@ def expected_inverse_frequency(lam, kappa=None, sample_mean=None) -> np.ndarray:
     if kappa is None:
         return pois
     lam_a, finite, k, b, log_ratio = _nb_base(lam_a, sample_mean, kappa)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    y = lam_a / b
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         nb = b / (k * lam_a) * -np.expm1(k * log_ratio)
-    # k lam / b -> 0: the series 1 - lam (k + 1) / (2 b) avoids 0/0
-    nb = np.where(k * lam_a / b > 1e-8, nb, 1.0 - lam_a * (k + 1.0) / (2.0 * b))
+        # k lam / b small: the closed form's k lam can reach 0 (0/0); the same value as
+        # log1p(y)/y * expm1(x)/x, x = k log(b/(b + lam)), each factor in [0, 1] and
+        # exact for any small y or x (and 1 at 0), so also where kappa is tiny but
+        # lam/b is not (the series below would leave [0, 1] there: -49 at kappa 1e-10)
+        x = k * log_ratio
+        small = np.where(y > 0, -log_ratio / y, 1.0) * np.where(x < 0, np.expm1(x) / x, 1.0)
+    # lam/b and k lam/b both small: the series 1 - lam (k + 1) / (2 b), whose neglected
+    # terms are O((1 + k)^2 (lam/b)^2) < 1e-15 there
+    small = np.where(y <= 1e-8, 1.0 - lam_a * (k + 1.0) / (2.0 * b), small)
+    nb = np.where(k * y > 1e-8, nb, small)
     return np.where(finite, nb, pois)
 
 
@@ -2402,7 +2434,11 @@ class LatentClassModel(SuperpopulationModel):
                 m_h = m_h[perm]
                 c = [cj[:, perm] for cj in c]
                 if split_merge:
+                    # every record the split-merge moves see takes the new labels, the
+                    # augmented ones too: m_h and c already count them in the new labels
                     alloc = alloc[:, perm]
+                    if aug is not None:
+                        aug = (aug[0], aug[1][:, perm])
             n_sm = 0
             if split_merge:
                 # merge and split classes with V and the profiles integrated out; V, alpha
@@ -2420,10 +2456,16 @@ class LatentClassModel(SuperpopulationModel):
                     n_sm = _split_merge(both, np.vstack([codes, aug[0]]), conc_now, alpha,
                                         rng, split_merge, sm_learnt, c)
                     if n_sm:
-                        alloc = both[:K]
+                        alloc, aug = both[:K], (aug[0], both[K:])
                         m_h = both.sum(axis=0)
                         c = [cj + x for cj, x in zip(level_counts(alloc),
-                                                     aug_counts(both[K:]), strict=True)]
+                                                     aug_counts(aug[1]), strict=True)]
+                if _CHECK_COUNTS:  # tests: the counts are those of every record's label
+                    ref_m, ref_c = alloc.sum(axis=0), level_counts(alloc)
+                    if aug is not None:
+                        ref_m = ref_m + aug[1].sum(axis=0)
+                        ref_c = [x + y for x, y in zip(ref_c, aug_counts(aug[1]), strict=True)]
+                    _check_class_counts(m_h, c, ref_m, ref_c)
             # 3. stick-breaking fractions and DP concentration (Ishwaran & James 2001)
             tail = np.cumsum(m_h[::-1])[::-1]
             V, log1mV = _stick_fractions(rng, 1.0 + m_h[:-1], alpha + tail[1:])
@@ -2565,6 +2607,11 @@ class LatentClassModel(SuperpopulationModel):
             (:func:`overdispersion_cv`, module docstring "Overdispersion"). A number:
             that :math:`\kappa`. A mapping with ``grid`` and ``weights`` (e.g. the
             output of :func:`overdispersion_cv` with ``n_splits > 1``): that posterior.
+            A census (``N`` equal to the sample size and no weight class above 1, so
+            every :math:`F_k = f_k` and :math:`\kappa` does not enter the risk) is not
+            cross-validated with ``"cv"`` (which needs :data:`CV_MIN_RECORDS` records):
+            ``kappa`` is stored as inf (Poisson, also for ``ppc``'s replicates) and
+            ``attrs["overdispersion"]`` has ``method`` ``"census"``.
         kappa_prior : tuple or str, optional
             With ``overdispersion="cv"``: the prior of :math:`\kappa` the
             cross-validation's likelihood reweights (:func:`kappa_prior`; a tuple such as
@@ -2774,10 +2821,18 @@ class LatentClassModel(SuperpopulationModel):
                 kappa_grid = (g, wts / wts.sum())
                 od_summary = {k: v for k, v in overdispersion.items()
                               if k not in ("grid", "weights")}
+            elif isinstance(overdispersion, str) and overdispersion != "cv":
+                raise InputError(f"overdispersion must be None, 'cv' or a positive number; "
+                                 f"got {overdispersion!r}")
+            elif isinstance(overdispersion, str) and N is not None \
+                    and np.all(self.excess_rates(float(N)) <= 0.0):
+                # a census (every lambda_k = 0, so F_k = f_k): kappa does not enter the
+                # risk, and files too small to cut into parts need no refusal
+                kappa_grid = (np.array([np.inf]), np.array([1.0]))
+                od_summary = {"method": "census", "kappa": None,
+                              "note": "N equals the sample size (every F_k = f_k): kappa "
+                                      "does not enter the risk; not cross-validated"}
             elif isinstance(overdispersion, str):
-                if overdispersion != "cv":
-                    raise InputError(f"overdispersion must be None, 'cv' or a positive number; "
-                                     f"got {overdispersion!r}")
                 od = overdispersion_cv(self, random_seed=np.random.default_rng(cv_seed),
                                        em_restarts=max(1, int(em_restarts) - 1),
                                        n_splits=CV_SPLITS, ratios=CV_RATIOS,
@@ -3561,7 +3616,11 @@ def overdispersion_cv(model: LatentClassModel, *, random_seed=None, em_restarts:
         cell_of_record = np.repeat(np.arange(K), rows_f)
     n = cell_of_record.size
     if n < CV_MIN_RECORDS:
-        raise InputError(f"overdispersion='cv' needs at least {CV_MIN_RECORDS} records; got {n}")
+        raise InputError(
+            f"overdispersion='cv' needs at least {CV_MIN_RECORDS} records to cut the sample "
+            f"into parts; got {n}. Use overdispersion=None (Poisson cells) or a fixed kappa "
+            f"(overdispersion=<positive number>); for a census, pass N equal to the sample "
+            f"size to LatentClassModel.sample, which then needs no cross-validation")
     # a ratio is used when its parts hold CV_MIN_PART records and it does not extrapolate
     # further than the population does (N/n); ratio 2 (halves) is the fallback
     use = [int(r) for r in ratios if n // int(r) >= CV_MIN_PART
@@ -4335,28 +4394,40 @@ def expected_sample_uniques(pi, f, n: float, kappa) -> float:
 
 
 def uniques_kappa(pi, f, n: float, grid=KAPPA_GRID) -> float:
-    """The kappa at which :func:`expected_sample_uniques` meets the sample's uniques.
+    r"""The kappa at which :func:`expected_sample_uniques` meets the sample's uniques.
 
     An in-sample read of the cells' overdispersion around the mixture (an experiment of
-    the harness, ``sdcbayes.validation.latent_class_method(uniques_kappa_note=True)``): the
-    expectation rises with kappa, so the root is found on the log scale between the grid's
-    points (inf where even Poisson cells predict fewer uniques than the sample has, the
-    grid's smallest where its smallest kappa predicts more).
+    the harness, ``sdcbayes.validation.latent_class_method(uniques_kappa_note=True)``).
+    The expectation need not be monotone in kappa: a cell of :math:`n\pi_k > 2` is less
+    often seen once as it nears the Poisson end, so on dense cells :math:`E(m_1)` can
+    peak inside the grid and the equation have two or more roots. The grid (increasing,
+    its last point may be inf) is scanned for the first sign change of
+    :math:`E(m_1) - m_1`, and the root is bisected on the log scale between those two
+    points (towards 1e8 between the largest finite kappa and inf): where there are
+    several roots, the one of **smallest kappa** (the most overdispersed reading) that
+    the grid brackets is returned (a grid point where the difference is 0 is itself a
+    root). Without a sign change, the grid point whose expectation comes nearest the
+    sample's (inf where even Poisson cells predict fewer uniques than the sample has,
+    the grid's smallest where its smallest kappa predicts more, when the expectation
+    rises).
     """
     f = np.asarray(f, dtype=float)
+    grid = np.asarray(grid, dtype=float)
     m1 = float((f == 1).sum())
-    e = np.array([expected_sample_uniques(pi, f, n, k) for k in grid])
-    if m1 >= e[-1]:
-        return float(grid[-1])
-    if m1 <= e[0]:
-        return float(grid[0])
-    i = int(np.searchsorted(e, m1))  # e[i-1] < m1 <= e[i]
-    lo, hi = np.log(grid[i - 1]), np.log(grid[i]) if np.isfinite(grid[i]) else None
-    if hi is None:  # between the largest finite kappa and Poisson: bisect towards 1e8
-        hi = np.log(1e8)
+    d = np.array([expected_sample_uniques(pi, f, n, k) for k in grid]) - m1
+    for i in range(d.size):
+        if d[i] == 0.0:
+            return float(grid[i])
+        if i + 1 < d.size and np.sign(d[i]) * np.sign(d[i + 1]) < 0:
+            break
+    else:  # no root on the grid: the nearest expectation
+        return float(grid[int(np.argmin(np.abs(d)))])
+    lo = np.log(grid[i])
+    hi = np.log(grid[i + 1]) if np.isfinite(grid[i + 1]) else np.log(1e8)
+    s_lo = np.sign(d[i])
     for _ in range(40):
         mid = 0.5 * (lo + hi)
-        if expected_sample_uniques(pi, f, n, np.exp(mid)) < m1:
+        if np.sign(expected_sample_uniques(pi, f, n, np.exp(mid)) - m1) == s_lo:
             lo = mid
         else:
             hi = mid
