@@ -71,6 +71,7 @@ from sdcbayes.risk.posterior import (
 
 __all__ = [
     "DEFAULT_MODEL",
+    "EXACT_NOTE",
     "POSTERIOR_MODELS",
     "SAMPLER_DEFAULTS",
     "PosteriorAssessment",
@@ -81,6 +82,7 @@ __all__ = [
     "latent_class_groups",
     "latent_class_pi",
     "mokken_posterior",
+    "population_is_sample",
     "posterior_groups",
     "sampler_settings",
 ]
@@ -537,8 +539,10 @@ def latent_class_groups(md, posterior, *, n=None, N=None, draw_index=None) -> Co
 
     with :math:`\lambda_{sk} = (N - n)\pi_{sk}`, or the fit's own excess means
     ``lam`` when it carries a weight-class design variable (as
-    :func:`assess_from_posterior` uses them). Arrays are (draws, cells), never
-    (draws, records). This is the form in which
+    :func:`assess_from_posterior` uses them), or, for such a fit whose stratum is one
+    of the keys, :math:`n\pi_{sk}(\bar w_{h(k)} - 1)` with each cell's own stratum's
+    mean weight (:func:`_stratum_key_rates`, as :func:`assess_from_posterior`). Arrays
+    are (draws, cells), never (draws, records). This is the form in which
     :func:`sdcbayes.risk.compare.compare_models` averages losses over the predictive
     of F; the assessment itself uses :func:`evaluate_poisson_cells` (closed forms).
 
@@ -581,6 +585,12 @@ def latent_class_groups(md, posterior, *, n=None, N=None, draw_index=None) -> Co
         kap = None if kap is None else kap[idx]
     if np.any(pi < 0) or not np.all(np.isfinite(pi)):
         raise InputError("pi draws must be finite and >= 0; check the posterior")
+    if lam is not None:
+        rates = _stratum_key_rates(md, N)
+        if rates is not None:
+            # the stratum is a key: each cell's own stratum rate, as assess_from_posterior
+            # (weights below 1 cannot shrink F below f, as in evaluate_poisson_cells)
+            lam = n * pi * (np.maximum(rates.cell_weight, 1.0) - 1.0)[None, :]
     if lam is None:
         lam = (N - n) * pi
     elif np.any(~(lam >= 0)) or not np.all(np.isfinite(lam)):
@@ -802,6 +812,149 @@ def evaluate_poisson_cells(
     )
 
 
+@dataclass(frozen=True)
+class _StratumRates:
+    r"""The per-stratum extrapolation of a latent-class fit whose stratum is a key.
+
+    ``cell_weight`` (C,): the mean weight :math:`\bar w_h` of each cell's stratum,
+    scaled as the fit scaled the weights (to sum to N); ``by_stratum``: those means
+    by stratum label; ``varies_within``: some stratum's weights are unequal.
+    """
+
+    cell_weight: np.ndarray
+    by_stratum: dict[str, float]
+    varies_within: bool
+
+
+def _stratum_key_rates(md, N: float) -> _StratumRates | None:
+    r"""Each cell's stratum rate when the stratum is one of the keys; None otherwise.
+
+    With unequal weights the latent-class model carries the records' weight class g as
+    a design variable and extrapolates class by class, :math:`\lambda_k = n\sum_g
+    \pi_{kg}(\bar w_g - 1)` (:mod:`sdcbayes.models.latent_class`, "Unequal weights").
+    The mixture smooths the joint of the keys and g, so it puts some mass
+    :math:`\pi_{kg}` of every class on every key cell. When the stratum is a key
+    (``md.strata in md.keys``, which :class:`~sdcbayes.Microdata` allows: each cell
+    then lies in one stratum), the population of a cell of stratum h lies in h alone:
+    :math:`\pi_{kg} = 0` for the classes of the other strata, and under sampling at
+    rate :math:`n_h / \hat N_h` within h the excess is Poisson-thinned at that rate,
+
+    .. math::
+
+        \lambda_k = n\pi_k(\bar w_{h(k)} - 1),\qquad \bar w_h = \hat N_h / n_h,
+
+    the model's own formula with the stratum as the only class of the cell (the
+    ``cell_weight`` form of :func:`evaluate_poisson_cells`). A stratum taken in full
+    (weights 1) then has no excess: its records' risk is exactly 1/f_k, where the
+    class-by-class excess put the other strata's population into its cells (audit Z3,
+    finding 1: mean risk 0.78 instead of 1 for such a stratum's sample uniques). Within
+    a stratum the weights' spread is averaged: :math:`\bar w_h` is its Horvitz-Thompson
+    ratio. None when there is no stratum, it is not a key, or there are no weights.
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+    N : float
+        The population size of the assessment; the weights are scaled to sum to it, as
+        :meth:`~sdcbayes.models.latent_class.LatentClassModel.sample` scales them.
+    """
+    strata = getattr(md, "strata", None)
+    stratum_index = getattr(md, "stratum_index", None)
+    weights = getattr(md, "weights", None)
+    if strata is None or strata not in list(md.keys) or stratum_index is None \
+            or weights is None:
+        return None
+    record_cell = np.asarray(md.record_cell)
+    kept = record_cell >= 0
+    st = np.asarray(stratum_index, dtype=np.int64)[kept]
+    w = np.asarray(weights, dtype=float)[kept]
+    rc = record_cell[kept]
+    H = len(md.strata_levels)
+    n_h = np.bincount(st, minlength=H).astype(float)
+    W_h = np.bincount(st, weights=w, minlength=H)
+    scale = float(N) / float(w.sum())
+    wbar = scale * W_h / np.maximum(n_h, 1.0)
+    cell_stratum = np.full(md.cells.n_cells, -1, dtype=np.int64)
+    cell_stratum[rc] = st
+    if np.any(cell_stratum[rc] != st) or np.any(cell_stratum < 0):
+        return None  # not one stratum per cell: the stratum does not fix the cell
+    lo = np.full(H, np.inf)
+    hi = np.full(H, -np.inf)
+    np.minimum.at(lo, st, w)
+    np.maximum.at(hi, st, w)
+    seen = n_h > 0
+    varies = bool(np.any(hi[seen] - lo[seen] > 1e-9 * hi[seen]))
+    labels = md.strata_levels
+    return _StratumRates(
+        cell_weight=wbar[cell_stratum],
+        by_stratum={str(labels[h]): float(wbar[h]) for h in np.flatnonzero(seen)},
+        varies_within=varies,
+    )
+
+
+def _stratum_rates_note(md, rates: _StratumRates) -> str:
+    """The summary's note on the per-stratum extrapolation (:func:`_stratum_key_rates`)."""
+    note = (f"the stratum {md.strata!r} is one of the keys, so each key combination's "
+            "population lies in its own stratum: the population beyond the sample was "
+            "extrapolated at each stratum's own rate (excess n pi_k (mean weight of the "
+            "stratum - 1)), not class by class over the weight classes of every stratum, "
+            "which would put other strata's population into its cells (a stratum taken in "
+            "full, weights 1, then has risk exactly 1/f_k)")
+    if rates.varies_within:
+        note += ("; the weights vary within strata, and each stratum's mean weight stands "
+                 "for them all")
+    return note
+
+
+#: The note that replaces the convergence warnings when the sample is the population
+#: (``diagnostics["note"]`` of :func:`assess_posterior`; ``sdcbayes assess`` too).
+EXACT_NOTE = ("the sample is the whole population (every weight 1, a sampling fraction of 1, "
+              "or N equal to the number of records): every key combination's population "
+              "count is its sample count, so the results are exact and the sampler's "
+              "convergence checks (R-hat, ESS) do not apply to them")
+
+
+def population_is_sample(md, model: str, N: float | None = None) -> bool:
+    """Whether a model of one population total is told that the sample is the population.
+
+    Weights all 1 (or a sampling fraction of 1), or ``N`` equal to the number of records
+    with equal weights (or none), give N = n: every key combination's population count
+    is its sample count, so the Poisson-gamma and latent-class results are exact whatever
+    the draws (:func:`sdcbayes.microdata.require_population_beyond_sample` refuses other
+    weights summing to n). Unequal weights with ``N`` = n are not exact: the latent-class
+    model scales them to sum to N and extrapolates class by class.
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+    model : str
+        Only :data:`sdcbayes.microdata.POPULATION_TOTAL_MODELS` can be exact (negbin takes
+        each cell's population from its weights).
+    N : float, optional
+        The population size given to :func:`assess_posterior`; default the weights' sum.
+    """
+    from sdcbayes.microdata import POPULATION_TOTAL_MODELS, kept_weights
+
+    if model not in POPULATION_TOTAL_MODELS:
+        return False
+    w = kept_weights(md)
+    n = int(getattr(md, "n_records", 0) or 0)
+    if n == 0:
+        return False
+    if w is not None and w.size and w.max() - w.min() > 1e-9 * w.max():
+        return False  # unequal weights are extrapolated (or refused when they sum to n)
+    if N is None:
+        if w is None:
+            return False  # no population size at all: refused before any fit
+        total = float(w.sum())
+    else:
+        try:
+            total = float(N)
+        except (TypeError, ValueError):
+            return False  # refused later, with its own message
+    return bool(abs(total - n) <= 1e-9 * n)
+
+
 def _population_size(md) -> float:
     if getattr(md, "weights", None) is not None:
         return float(np.sum(md.cells.Fk_hat))
@@ -1012,7 +1165,14 @@ def assess_from_posterior(
     if model == "latent-class":
         kappa = _flat_draws(post["kappa"]) if "kappa" in post else None
         exc = _latent_class_excess(posterior, post, N)  # weight classes: the fit's own lam
-        ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, excess=exc, **common)
+        # a stratum that is a key: the cells' own stratum rates, not the class-by-class lam
+        rates = None if exc is None else _stratum_key_rates(md, N)
+        if rates is not None:
+            ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa,
+                                        cell_weight=rates.cell_weight, **common)
+        else:
+            ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, excess=exc,
+                                        **common)
     else:
         ev = evaluate_groups(groups, predictive=predictive, **common)
     qs = list(ev.quantiles)
@@ -1164,6 +1324,10 @@ def assess_from_posterior(
         # file-level functionals, as LatentClassModel's posterior_tau_summary does
         summary["diagnostics"] = _functional_diagnostics(file_draws)
         summary["population_size"] = float(N)
+        if rates is not None:  # the population extrapolated stratum by stratum: say so
+            summary["extrapolation"] = {"by": "stratum", "strata": md.strata,
+                                        "mean_weight_by_stratum": rates.by_stratum}
+            summary["notes"] = [*summary.get("notes", []), _stratum_rates_note(md, rates)]
     else:
         summary["diagnostics"] = _diagnostics(posterior)
 
@@ -1194,6 +1358,7 @@ def assess_posterior(
     predictive: str = "auto",
     n_classes: int = 30,
     structural_zeros=None,
+    sigma: float | None = None,
     **fit_kwargs,
 ) -> PosteriorAssessment:
     r"""Fit ``model`` to ``md`` and return its posterior risk assessment.
@@ -1261,6 +1426,12 @@ def assess_posterior(
         Latent-class model: impossible key combinations (see
         :class:`sdcbayes.models.latent_class.StructuralZeros`); ``"auto"`` takes the
         ``"implication"`` candidates detected on the sample, unconfirmed.
+    sigma : float, optional
+        Negbin model only: fix the logit-scale spread of the cells' inclusion
+        probabilities (``NegativeBinomialModel.from_microdata(md, sigma=...)``; 0 gives
+        the closed form) instead of learning it from the weights' spread within cells,
+        which weights constant within every cell cannot teach. Refused for the other
+        models.
     **fit_kwargs
         Further options of :func:`sdcbayes.inference.fit`; for the latent-class model
         ``thin``, ``init``, ``em_restarts``, ``overdispersion`` of
@@ -1292,7 +1463,8 @@ def assess_posterior(
         these three are options measured and not made defaults,
         :meth:`LatentClassModel.sample`) and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
-        warning when r_hat/ESS of tau1, tau2, ER fail; ``progressbar`` is ignored).
+        warning when r_hat/ESS of tau1, tau2, ER fail, except where the sample is the
+        population, see Notes; ``progressbar`` is ignored).
 
     Returns
     -------
@@ -1301,6 +1473,21 @@ def assess_posterior(
         ``tau1(_interval)``, ``tau2(_interval)``, ``n_above_benchmark(_interval)``,
         ``household_expected_reidentifications(_interval)`` with households, and
         ``diagnostics``; ``idata`` the posterior. ``records`` is indexed like ``md.frame``.
+        The latent-class model with unequal weights and a stratum that is one of the
+        keys (``Microdata(..., strata=s)`` with ``s`` in ``keys``) extrapolates each
+        cell at its own stratum's rate (:func:`_stratum_key_rates`), says so in
+        ``summary["notes"]`` and gives the strata's mean weights in
+        ``summary["extrapolation"]``.
+
+    Notes
+    -----
+    When the sample is the whole population (:func:`population_is_sample`: every weight
+    1, a sampling fraction of 1, or ``N`` equal to the number of records with equal
+    weights) the Poisson-gamma and latent-class results are exact: the convergence
+    warnings (:class:`~sdcbayes.inference.diagnostics.ConvergenceWarning`) are left out
+    and their texts removed from ``diagnostics["problems"]``, ``strict`` raises nothing,
+    and ``diagnostics["note"]`` is :data:`EXACT_NOTE`. Other warnings (truncation, the
+    predictive check) are issued as always.
     """
     # checked before any fitting: a typo must not cost a sampler run
     check_microdata(md, "assess_posterior")
@@ -1328,6 +1515,11 @@ def assess_posterior(
             "N sets the population size of the poisson-gamma and latent-class models; the "
             "negbin model takes each cell's population from its weights: leave N out"
         )
+    if sigma is not None and model != "negbin":
+        raise InputError(
+            f"sigma fixes the within-cell spread of the negbin model; the {model} model has "
+            "none: leave sigma out, or pass model='negbin'"
+        )
     if N is None:
         # weights summing to n or less: no population to extrapolate to (refused here,
         # not after a sampler run that ends in a cryptic n < N error)
@@ -1335,14 +1527,86 @@ def assess_posterior(
 
         require_population_beyond_sample(md, model)
     random_seed = seed_or_drawn(random_seed)  # stamped: the settings repeat the run
+    run = dict(draws=draws, chains=chains, tune=tune, random_seed=random_seed, method=method,
+               threshold=threshold, quantiles=quantiles, priors=priors, N=N,
+               predictive=predictive, n_classes=n_classes, structural_zeros=structural_zeros,
+               sigma=sigma)
+    if not population_is_sample(md, model, N):
+        return _fit_and_assess(md, model, **run, **fit_kwargs)
+    # The sample is the population (N = n): every cell's population is its sample count,
+    # so the results are exact whatever the draws, and R-hat/ESS (of parameters that do
+    # not enter them) say nothing about them: no convergence warnings, no strict failure,
+    # a note instead (README, "Population size and weights"), as `sdcbayes assess` does.
+    if fit_kwargs.get("strict") is True:
+        fit_kwargs["strict"] = False
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _fit_and_assess(md, model, **run, **fit_kwargs)
+    _exact_diagnostics(result, _replay_warnings(caught))
+    return result
+
+
+def _replay_warnings(caught) -> set[str]:
+    """Issue again the recorded warnings, except the convergence ones; return those texts.
+
+    Each distinct warning once, at its own source line (the outer filters apply now).
+    The texts are whitespace-normalised, as ``diagnostics["problems"]`` are compared.
+    """
+    import warnings
+
+    from sdcbayes.inference.diagnostics import ConvergenceWarning
+
+    left_out: set[str] = set()
+    seen: set[tuple] = set()
+    for w in caught:
+        text = str(w.message)
+        if issubclass(w.category, ConvergenceWarning):
+            left_out.add(" ".join(text.split()))
+            continue
+        key = (w.category, text, w.filename, w.lineno)
+        if key in seen:
+            continue
+        seen.add(key)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return left_out
+
+
+def _exact_diagnostics(result: PosteriorAssessment, left_out: set[str]) -> None:
+    """Drop the left-out convergence problems and add :data:`EXACT_NOTE` (summary and stamp)."""
+    def clean(diag):
+        problems = diag.get("problems")
+        if isinstance(problems, list):
+            diag["problems"] = [p for p in problems if not isinstance(p, str)
+                                or " ".join(p.split()) not in left_out]
+        diag["note"] = EXACT_NOTE
+        return diag
+
+    diag = result.summary.get("diagnostics")
+    if isinstance(diag, dict):
+        clean(diag)
+    if result.idata is not None:
+        # the posterior's own stamp (posterior.nc) as the summary has it
+        from sdcbayes.inference.posterior import stamp as stamp_posterior
+
+        stamped = _idata_provenance(result.idata).get("diagnostics")
+        if isinstance(stamped, dict):
+            stamp_posterior(result.idata, diagnostics=clean(dict(stamped)))
+
+
+def _fit_and_assess(
+    md, model, *, draws, chains, tune, random_seed, method, threshold, quantiles, priors, N,
+    predictive, n_classes, structural_zeros, sigma, **fit_kwargs,
+) -> PosteriorAssessment:
+    """Fit ``model`` and assess it: :func:`assess_posterior` after its checks."""
+    from sdcbayes.exceptions import warn_at_caller
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+
     if model == "latent-class":
         below = _weight_classes_below_count(md, N)
         if below is not None:
-            import warnings
-
-            from sdcbayes.inference.diagnostics import SdcbayesWarning
-
-            warnings.warn(below, SdcbayesWarning, stacklevel=2)
+            warn_at_caller(below, SdcbayesWarning)
         result = _assess_latent_class(
             md, draws=draws, chains=chains, tune=tune, random_seed=random_seed,
             method=method, threshold=threshold, quantiles=quantiles, priors=priors, N=N,
@@ -1366,14 +1630,11 @@ def assess_posterior(
     else:
         from sdcbayes.models.negbin import NegativeBinomialModel
 
-        spec = NegativeBinomialModel.from_microdata(md, priors=priors)
+        # sigma None: learnt from the weights' spread within cells; a number fixes it
+        spec = NegativeBinomialModel.from_microdata(md, sigma=sigma, priors=priors)
     below = _negbin_cells_below_count(md) if model == "negbin" else None
     if below is not None:
-        import warnings
-
-        from sdcbayes.inference.diagnostics import SdcbayesWarning
-
-        warnings.warn(below[1], SdcbayesWarning, stacklevel=2)
+        warn_at_caller(below[1], SdcbayesWarning)
     idata = fit(
         spec,
         method=method,
