@@ -775,6 +775,8 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
 
 
 def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None:
+    from sdcbayes.report import percent
+
     truth = s.get("truth")
 
     def with_truth(name: str) -> str:
@@ -804,7 +806,8 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         ("key combinations (cells)", f"{s['n_cells']:,}"),
         ("sample uniques", f"{s['n_sample_uniques']:,}"),
         ("expected re-identifications", with_truth("expected_reidentifications")),
-        ("  rate", f"{100 * s['expected_reidentification_rate']:.2f}%"),
+        # report.html's format: 3 significant digits, never "0.00%" for a small rate
+        ("  rate", percent(s["expected_reidentification_rate"])),
         ("tau1 (sample uniques unique in population)", with_truth("tau1")),
         ("tau2 (expected correct matches of uniques)", with_truth("tau2")),
         ("records above benchmark (r>0.1, >median+2MAD)", count("n_above_benchmark")),
@@ -860,9 +863,14 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     diag = s.get("diagnostics")
     if diag:
         def num(key, fmt, missing):
-            # None where a diagnostic cannot be computed (r_hat of one chain)
+            # None where a diagnostic cannot be computed or does not apply
             v = diag.get(key)
             return missing if v is None else format(v, fmt)
+
+        # why r_hat is missing: exact results (constant draws; diagnostics.note) or one
+        # chain; a count of chains the summary does not give is not guessed
+        why_no_r_hat = ("n/a (exact results)" if diag.get("note")
+                        else "n/a (one chain)" if diag.get("chains") == 1 else "n/a")
 
         fit = ((s.get("provenance") or {}).get("settings") or {}).get("method")
         if fit in ("map", "advi"):
@@ -872,7 +880,7 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
             rows.append(
                 (
                     "diagnostics",
-                    f"max r_hat {num('max_r_hat', '.3f', 'n/a (one chain)')}, "
+                    f"max r_hat {num('max_r_hat', '.3f', why_no_r_hat)}, "
                     f"min ESS {num('min_ess_bulk', '.0f', 'n/a')} bulk, "
                     f"{num('min_ess_tail', '.0f', 'n/a')} tail, "
                     f"divergences {num('divergences', '', 'n/a (Gibbs)')}",
@@ -882,7 +890,8 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
             # the truncated Dirichlet process: all H classes occupied = the truncation binds
             rows.append(("latent classes occupied",
                          f"{diag['classes_used_mean']:.1f} of {diag['classes_truncation']} on "
-                         f"average (all in {diag['share_draws_all_classes_used']:.0%} of draws)"))
+                         f"average (all in {percent(diag['share_draws_all_classes_used'])} "
+                         "of draws)"))
     echo_table(rows)
     extra = ", posterior.nc" if posterior and "diagnostics" in s else ""
     click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")

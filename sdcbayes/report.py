@@ -133,7 +133,8 @@ def fmt(value: Any, digits: int = 4) -> str:
     value : Any
         Integers print plainly with thousands separators, floats to ``digits``
         significant digits; ``None``, NaN and empty containers as "–", infinities as
-        "∞"; a pair of numbers as an interval ``[lo, hi]``; other lists as
+        "∞"; a pair of numbers as an interval ``[lo, hi]``, both bounds in one
+        format (:func:`_interval_text`); other lists as
         comma-separated items; mappings as ``key: value`` pairs (a prior, a mapping
         with ``dist``, as ``Dist(a=1, b=2)``); :class:`Html` unchanged.
     digits : int, optional
@@ -171,13 +172,37 @@ def fmt(value: Any, digits: int = 4) -> str:
         value = value.tolist()
     if isinstance(value, (list, tuple, set, frozenset)):
         if _is_interval(value):
-            lo, hi = value
-            return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+            return _interval_text(value[0], value[1], digits)
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
         return ", ".join(_nested(v, digits) for v in items) if items else MISSING
     if isinstance(value, np.generic):  # other numpy scalars (str_, datetime64, ...)
         return esc(value.item())
     return esc(value)
+
+
+def _decimals(text: str) -> int:
+    """Digits after the decimal point of a fixed-point number's text ("212.0" -> 1)."""
+    return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+def _interval_text(lo: Any, hi: Any, digits: int = 4) -> str:
+    """An interval ``[lo, hi]`` whose two bounds share one format.
+
+    :func:`fmt` of each bound alone would mix precisions ("[212.0, 226]" for 212 and
+    225.996): here both bounds take the decimals of the more precise one, or both
+    scientific notation when either needs it. Two whole numbers stay as :func:`fmt`
+    writes them; a missing or infinite bound as "–" or "∞".
+    """
+    finite = [float(v) for v in (lo, hi)
+              if _is_number(v) and not _is_missing(v) and math.isfinite(float(v))]
+    if len(finite) < 2 or all(isinstance(v, (int, np.integer)) for v in (lo, hi)):
+        return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+    if any(v != 0 and (abs(v) >= 1e9 or abs(v) < 1e-3) for v in finite):
+        a, b = ("0" if v == 0 else f"{v:.{digits - 1}e}" for v in finite)
+    else:
+        d = max(_decimals(fmt(v, digits)) for v in finite)
+        a, b = (f"{v:,.{d}f}" for v in finite)
+    return f"[{a}, {b}]"
 
 
 def percent(share: Any, digits: int = 3) -> str:
@@ -286,9 +311,11 @@ def dict_table(d: Mapping[str, Any], header: Sequence[str] = ("quantity", "value
                  header=header)
 
 
-# Keys of a summary (at any depth) whose lists are warnings for the top of the page.
+# Keys of a summary (at any depth) whose lists are warnings for the top of the page;
+# notes (a list, or one string such as diagnostics.note on exact results) go in a box
+# under them.
 _WARNING_KEYS = ("problems", "warnings")
-_NOTE_KEYS = ("notes",)
+_NOTE_KEYS = ("notes", "note")
 
 
 def _collect(summary: Any, keys: Sequence[str]) -> list[str]:
@@ -617,6 +644,11 @@ _MODEL_TEXT = {
 }
 
 
+#: The two kinds of interval of a posterior assessment (risk/posterior_assess.py):
+#: predictive (parameters and the unknown F_k) and over the parameters alone.
+PREDICTIVE = "posterior predictive"
+PARAMETERS_ONLY = "parameters' posterior"
+
 # The quantities of the file-level table, defined here because the page travels alone.
 _FILE_LEVEL_DEFINITIONS_HEAD = (
     "<p class='note'>Notation: k runs over the key combinations (cells); f<sub>k</sub> and "
@@ -684,8 +716,22 @@ def _file_level_definitions(summary: Mapping[str, Any], intervals: bool = True) 
     return (
         _FILE_LEVEL_DEFINITIONS_HEAD
         + f"<dt>{esc(_interval_name(summary))}</dt>"
-        f"<dd>{what}: parameter uncertainty and the randomness of the unknown F<sub>k</sub> "
-        "(posterior models only; the closed form gives point estimates).</dd>"
+        f"<dd>{what} for τ1, τ2 and the expected re-identifications (column “interval "
+        f"of”: {PREDICTIVE}): parameter uncertainty and the randomness of the unknown "
+        "F<sub>k</sub>. The rows of the benchmark rule, the risk threshold and the "
+        f"households are over the {PARAMETERS_ONLY} only: per posterior draw a count or a "
+        "sum over the records' risks r<sub>i</sub>(θ), without the randomness of "
+        "F<sub>k</sub>, so narrower than a predictive interval (posterior models only; the "
+        "closed form gives point estimates).</dd>"
+        "<dt>estimate</dt>"
+        "<dd>The posterior mean; for τ1, τ2 and the expected re-identifications the mean "
+        "over the posterior of their expectation given the parameters (Rao-Blackwellised). "
+        "A mean is no quantile, so an estimate can lie outside its own interval: with "
+        "skewed draws, or for a count whose predictive interval holds whole numbers only "
+        "(τ1 = 0.00001 with the interval [0, 0]: a sample unique almost surely not unique "
+        "in the population). "
+        "The same holds for the risks of records.csv and of the cells below against their "
+        "risk_lo and risk_hi.</dd>"
         "</dl>"
     )
 
@@ -734,10 +780,42 @@ _CELL_COLUMNS = {
 }
 
 
+#: Cell columns whose _lo/_hi are quantiles over the parameters' posterior of a
+#: conditional given the parameters (not predictive); F_lo/F_hi are predictive.
+_PARAMETER_ONLY_COLUMNS = ("risk", "p_unique")
+
+#: File-level rows whose interval is over the parameters' posterior only: a count or
+#: sum over the records' risks r_i(θ) per draw (risk/posterior_assess.py).
+_PARAMETER_ONLY_ROWS = frozenset(
+    {"n_above_benchmark", "n_above_threshold", "household_expected_reidentifications"})
+
+
 def _cell_columns_note(columns: Sequence[str], interval: str = "interval") -> str:
+    """The riskiest-cells table's columns explained, each interval with its kind.
+
+    ``risk_lo``/``risk_hi`` and ``p_unique_lo``/``p_unique_hi`` are quantiles over the
+    parameters' posterior of the cell's conditional risk given the parameters;
+    ``F_lo``/``F_hi`` are quantiles of the posterior predictive of F_k.
+    """
     items = [f"{esc(c)}: {_CELL_COLUMNS[c]}" for c in columns if c in _CELL_COLUMNS]
-    if any(str(c).endswith(("_lo", "_hi")) for c in columns):
-        items.append(f"columns ending in _lo and _hi: the bounds of the {esc(interval)}")
+    names = [str(c) for c in columns]
+    bounded = [c[:-3] for c in names if c.endswith("_lo") and f"{c[:-3]}_hi" in names]
+    given = [b for b in bounded if b in _PARAMETER_ONLY_COLUMNS]
+    if given:
+        items.append(
+            ", ".join(f"{esc(b)}_lo, {esc(b)}_hi" for b in given)
+            + f": the bounds of the {esc(interval)} over the {PARAMETERS_ONLY} only (the "
+            "quantiles over θ of the cell's E(1/F<sub>k</sub> | f<sub>k</sub>, θ) and "
+            "P(F<sub>k</sub> = 1 | f<sub>k</sub> = 1, θ), without the randomness of "
+            "F<sub>k</sub>); risk and p_unique are posterior means and can lie outside "
+            "them when the draws are skewed")
+    if "F" in bounded:
+        items.append(f"F_lo, F_hi: the bounds of the {esc(interval)} of the {PREDICTIVE} "
+                     "distribution of F<sub>k</sub>")
+    other = [c for c in names if c.endswith(("_lo", "_hi"))
+             and c[:-3] not in (*given, *(["F"] if "F" in bounded else []))]
+    if other:
+        items.append(f"{esc(', '.join(other))}: the bounds of the {esc(interval)}")
     return "<p class='note'>Columns: " + "; ".join(items) + ".</p>" if items else ""
 
 
@@ -748,6 +826,26 @@ def _cv_parts_text(ratios) -> str:
         return "part"
     words = [names.get(r, f"1/{r}") if isinstance(r, int) else str(r) for r in ratios]
     return " or ".join(words)
+
+
+#: Fields of ``summary["overdispersion"]`` holding kappa values, where JSON's null
+#: stands for kappa = ∞ (Poisson cells); elsewhere null means "does not apply".
+_KAPPA_FIELDS = ("kappa_median", "kappa_interval", "cv_kappa_median_by_ratio")
+
+
+def _kappa_infinite(od: Mapping[str, Any]) -> dict[str, Any]:
+    """``od`` with the null kappas read as ∞, every other null left missing ("–")."""
+
+    def inf(v: Any) -> Any:
+        if v is None:
+            return math.inf
+        if isinstance(v, Mapping):
+            return {k: inf(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [inf(x) for x in v]
+        return v
+
+    return {k: inf(v) if k in _KAPPA_FIELDS else v for k, v in od.items()}
 
 
 def _model_section(summary: Mapping[str, Any]) -> str:
@@ -770,9 +868,9 @@ def _model_section(summary: Mapping[str, Any]) -> str:
             "<p>Cell overdispersion (gamma mixing of each cell's rate around the mixture, "
             "kappa learnt by cross-validation of the sample uniques inside the sample, a "
             f"mixture fitted to {_cv_parts_text(od.get('cv_ratios'))} of the records "
-            "predicting which of its uniques the rest leaves unique; none = Poisson "
-            "cells):</p>"
-            + dict_table({k: ("none (inf)" if v is None else v) for k, v in od.items()})
+            "predicting which of its uniques the rest leaves unique; kappa ∞ = no "
+            "overdispersion, Poisson cells; – = does not apply):</p>"
+            + dict_table(_kappa_infinite(od))
         )
     ppc = summary.get("predictive_check")
     if ppc:
@@ -922,14 +1020,17 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
         row = [label, summary[key]]
         lo_hi = summary.get(f"{key}_interval")
         row.append(lo_hi if lo_hi is not None else "")
+        # the interval's kind: a row over r_i(θ) per draw has no F_k randomness in it
+        row.append("" if lo_hi is None else PARAMETERS_ONLY if key in _PARAMETER_ONLY_ROWS
+                   else PREDICTIVE)
         row.append(truth.get(key, "") if truth else "")
         if key in _PERCENT_FIELDS:  # a rate: in percent, as the console shows it
             row = [row[0], *(_percent_cell(v) for v in row[1:])]
         rows.append(row)
-    header = ["quantity", "estimate", interval, "truth"]
+    header = ["quantity", "estimate", interval, "interval of", "truth"]
     # drop columns that are empty for this run (no intervals for closed forms, no truth
     # outside the demo)
-    keep = [0, 1] + [i for i in (2, 3) if any(r[i] != "" for r in rows)]
+    keep = [0, 1] + [i for i in (2, 3, 4) if any(r[i] != "" for r in rows)]
     header = [header[i] for i in keep]
     rows = [[r[i] for i in keep] for r in rows]
     caveat = benchmark_caveat(summary, command_line=command_line)
@@ -1013,6 +1114,36 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
 
 
 # --------------------------------------------------------------------------- decide
+#: How the suppression at the target is read off the frontier (risk/decisions.py,
+#: suppression_at_target): the decide summary and report say it next to the number.
+INTERPOLATED = "interpolated on the frontier"
+
+
+def _realised_rows(s: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The shares the published decisions realise (``summary["totals"]``), as rows."""
+    totals = s.get("totals") or {}
+    if not totals:
+        return []
+    return [
+        ("disclosure share these decisions publish",
+         _percent_cell(totals.get("disclosure_share"))),
+        ("nonpublication share these decisions suppress",
+         _percent_cell(totals.get("nonpublication_share"))),
+    ]
+
+
+def _realised_text(s: Mapping[str, Any]) -> str:
+    """What the decisions realise, from ``summary["totals"]``.
+
+    E.g. ``suppress 3.86% of the nonpublication loss and publish 17.4% of the
+    disclosure loss``.
+    """
+    totals = s.get("totals") or {}
+    return (f"suppress {percent(totals.get('nonpublication_share'))} of the nonpublication "
+            f"loss and publish {percent(totals.get('disclosure_share'))} of the disclosure "
+            "loss")
+
+
 def decision_report(result, summary: Mapping[str, Any], domain_col: str | None = None,
                     top: int = 30) -> str:
     """The ``report.html`` of ``sdcbayes decide`` (Zaslavsky & Horton 1998, seed 003).
@@ -1038,11 +1169,12 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
         ("nonpublication loss L0 (suppress)", (s.get("suppression_loss") or {}).get("spec", "")),
         ("hyperparameters from", h.get("source", "")),
         ("domains", s.get("n_domains")),
-        ("target disclosure share", s.get("target_risk")),
+        ("target disclosure share", _percent_cell(s.get("target_risk"))),
         ("trade-off c (publish if R1 < c·R0)", s.get("c") if s.get("c") is not None else "∞"),
         ("c chosen by", s.get("c_source")),
         ("domains published", s.get("n_published")),
         ("domains suppressed", s.get("n_suppressed")),
+        *_realised_rows(s),
     ]
     hyper_rows = [(name, *hp(name)) for name in ("alpha", "beta", "mean", "concentration")
                   if name in h]
@@ -1074,7 +1206,7 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
     ]
     diag = s.get("diagnostics")
     if diag:
-        drows = [(k, diag.get(k)) for k in
+        drows = [(_DIAGNOSTIC_LABELS.get(k, k), diag.get(k)) for k in
                  ("chains", "draws", "max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences")]
         # its problems go to the warning box at the top of the page (render)
         sections.append(("Sampling diagnostics", table(drows, header=("diagnostic", "value"))))
@@ -1090,13 +1222,16 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
     series["random suppression"] = (
         rb["disclosure_share"].to_numpy(), rb["nonpublication_share"].to_numpy()
     )
-    sens_rows = [("random suppression", 1.0 - float(s.get("target_risk", 0)), "", "")]
+    # shares in percent, as the text above the table and the console give them
+    sens_rows = [("random suppression", _percent_cell(1.0 - float(s.get("target_risk", 0))),
+                  "", "")]
     for row in result.sensitivity.itertuples(index=False):
         sens_rows.insert(
             len(sens_rows) - 1,
             (row.pair + (" (reference)" if row.role == "reference" else ""),
-             row.suppression_at_target, row.suppression_at_target_min,
-             row.suppression_at_target_max),
+             *(_percent_cell(v) for v in (row.suppression_at_target,
+                                          row.suppression_at_target_min,
+                                          row.suppression_at_target_max))),
         )
     sections.append(
         (
@@ -1115,7 +1250,11 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
             "1 (seed 003, Figure 1). Alternative rankings are evaluated with the reference "
             "losses; the straight line is random suppression.</p>"
             + f"<p>Suppression needed to bring disclosure risk down to "
-            f"{percent(float(s.get('target_risk', 0)))} of its full-publication value:</p>"
+            f"{percent(float(s.get('target_risk', 0)))} of its full-publication value, "
+            f"{INTERPOLATED} (publishing the marginal domain with a probability"
+            + (f"; the decisions above, whole domains, {_realised_text(s)}"
+               if s.get("totals") else "")
+            + "):</p>"
             + table(sens_rows, header=("ranking", "suppressed share", "min over ties",
                                        "max over ties")),
         )
@@ -1260,9 +1399,15 @@ def suda_report(result, summary: Mapping[str, Any]) -> str:
         if positive.size
         else "<p class='note'>No record has a special unique on these keys.</p>"
     )
+    dis = np.asarray(result.dis_scores, dtype=float)
+    finite = dis[np.isfinite(dis)]
+    top_dis = float(finite.max()) if finite.size else 0.0
+    # a probability: the axis starts at 0 and zooms to the data as the risk plot does
+    # (NumPy's own range for all-zero scores would be -0.5 .. 0.5)
+    upper = min(1.0, max(0.05, np.ceil(top_dis * 20) / 20))
     plots += svg_histogram(
-        np.asarray(result.dis_scores, dtype=float),
-        bins=40,
+        dis,
+        bins=np.linspace(0, upper, 41),
         title="DIS-SUDA scores (all records)",
         xlabel="DIS-SUDA score (estimated probability of a correct match)",
         log_y=True,
@@ -1386,18 +1531,18 @@ def protection_report(summary: Mapping[str, Any]) -> str:
         (
             "Steps applied, in order",
             table(step_rows, header=("#", "method", "parameters"))
-            + f"<p>Protected file: <code>{esc(s.get('protected_file', ''))}</code>"
-            + (f" — {esc(s['note'])}" if s.get("note") else "")
-            + "</p>",
+            # a note on the file (e.g. Parquet for SAS input) is in the box at the top
+            + f"<p>Protected file: <code>{esc(s.get('protected_file', ''))}</code></p>",
         ),
         (
             "Disclosure risk before and after",
             table(rows, header=("quantity", "original", "protected"))
             + "<p class='note'>Closed-form individual risk r = E(1/F | f) with the plug-in "
             "p = f/F̂ (Benedetti-Franconi; seed 004, eq. 1–3), as sdcMicro computes it; "
-            "missing key values (e.g. after local suppression) match any value; the original "
-            "column counts the values missing in the input, the protected one also those the "
-            "steps blanked. "
+            "missing key values (e.g. after local suppression) match any value: in the "
+            "original column the values missing in the input, in the protected one also those "
+            "the steps blanked; “records with a missing key value” counts records, so a "
+            "record missing two values counts once. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
             f"{esc(s.get('weight') or 'none (every record its own population)')}.</p>"
             + _k_anonymity_note(s)
@@ -1453,7 +1598,7 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     truth = s.get("truth") or {}
 
     def iv(mean, lo, hi):
-        return f"{fmt(mean)} [{fmt(lo)}, {fmt(hi)}]"
+        return f"{fmt(mean)} {_interval_text(lo, hi)}"
 
     # each row's own level (its assessment's quantiles): one heading when they agree,
     # a level per row when they do not, never a level no row has
@@ -1485,8 +1630,9 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
         return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
     diag_rows = [
-        (r.name, num(r.max_r_hat), num(r.min_ess_bulk), num(r.min_ess_tail), num(r.divergences),
-         num(r.fit_seconds))
+        # divergences: a count (the table's float column would show 0 as 0.0)
+        (r.name, num(r.max_r_hat), num(r.min_ess_bulk), num(r.min_ess_tail),
+         _whole(num(r.divergences)), num(r.fit_seconds))
         for r in t.itertuples(index=False)
     ]
     dec_rows = [

@@ -87,7 +87,8 @@ def test_report_has_no_python_reprs(flagged, check_html):
     # nested settings read as text
     assert "4: 0.53, 8: 0.61" in shown
     assert "<td>4, 8</td>" in shown  # two ratios, not an interval
-    assert "[1.26, 1,000]" in shown  # an interval stays an interval
+    # an interval stays an interval, its two bounds in one format (audit Z2, F9)
+    assert "[1.26, 1,000.00]" in shown
     assert "Gamma(alpha=0.25, beta=0.25)" in shown
     assert "n_classes: 30, store: all" in shown
 
@@ -223,7 +224,7 @@ def test_lines_and_tables_escape_text(check_html):
 @pytest.mark.parametrize(
     ("value", "text"),
     [(3, "3"), (12345, "12,345"), (97176.24, "97,176.2"), (0.02525, "0.02525"),
-     (1e-5, "1.000e-05"), (None, "–"), (True, "yes"), ((0.1, 0.25), "[0.1, 0.25]"),
+     (1e-5, "1.000e-05"), (None, "–"), (True, "yes"), ((0.1, 0.25), "[0.10, 0.25]"),
      # never a Python repr: missing values, infinities, containers, numpy types
      (float("nan"), "–"), (np.float64("nan"), "–"), (np.inf, "∞"), (-np.inf, "−∞"),
      (np.int64(7), "7"), (np.bool_(False), "no"), ([], "–"),

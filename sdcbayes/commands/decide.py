@@ -611,7 +611,7 @@ def _frontier_frame(fr, domain_col: str | None):
 
 
 def _print_summary(s: dict[str, Any], out: Path) -> None:
-    from sdcbayes.report import percent
+    from sdcbayes.report import INTERPOLATED, percent
 
     h = s["hyperparameters"]
 
@@ -634,12 +634,19 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         ("beta", hp("beta")),
         ("trade-off c", f"{s['c']:.4g} ({s['c_source']})" if s["c"] is not None else "inf"),
         ("published / suppressed", f"{s['n_published']:,} / {s['n_suppressed']:,}"),
-        (
-            f"suppression needed for {percent(s['target_risk'])} risk",
-            f"{percent(sat['reference'])}  (random suppression "
-            f"{percent(sat['random_suppression'])})",
-        ),
     ]
+    totals = s.get("totals") or {}
+    if totals:
+        # what the decisions above realise: whole domains, so not the target exactly
+        rows.append(("  these decisions",
+                     f"publish {percent(totals['disclosure_share'])} of the disclosure loss, "
+                     f"suppress {percent(totals['nonpublication_share'])} of the "
+                     "nonpublication loss"))
+    rows.append((
+        f"suppression needed for {percent(s['target_risk'])} risk",
+        f"{percent(sat['reference'])}  ({INTERPOLATED}; random suppression "
+        f"{percent(sat['random_suppression'])})",
+    ))
     for pair, v in sat["alternatives"].items():
         rows.append((f"  ranking by {pair}", percent(v)))
     echo_table(rows)
