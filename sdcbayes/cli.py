@@ -579,7 +579,6 @@ def assess(
         result = _fit_posterior(
             md, model, draws=draws, chains=chains, tune=tune, seed=seed,
             fit_method=fit_method, threshold=threshold, strict=strict, quiet=quiet or as_json,
-            exact=population_is_sample(md, model),
             model_options=(
                 {"n_classes": classes,
                  "structural_zeros": rules if rules is not None else _zeros(structural_zeros),
@@ -1070,38 +1069,14 @@ def default_ppc(n_records: int, chains: int) -> int:
     return max(1, min(PPC_PER_CHAIN, int(PPC_RECORD_BUDGET / (max(n_records, 1) * chains))))
 
 
-def population_is_sample(md, model: str) -> bool:
-    """Whether a model of one population total is told that the sample is the population.
-
-    Weights all 1 (or ``--sampling-fraction 1``) give N = n: every key combination's
-    population count is its sample count, so the posterior models' results are exact
-    (``require_population_beyond_sample`` has refused other weights summing to n).
-    """
-    import numpy as np
-
-    from sdcbayes.microdata import POPULATION_TOTAL_MODELS
-
-    if model not in POPULATION_TOTAL_MODELS or md.weights is None:
-        return False
-    w = np.asarray(md.weights, dtype=float)[~np.asarray(md.dropped, dtype=bool)]
-    return bool(w.size) and float(w.sum()) <= w.size * (1.0 + 1e-9)
-
-
-#: The note that replaces the convergence warnings when the sample is the population.
-EXACT_NOTE = ("the sample is the whole population (every weight 1, or --sampling-fraction "
-              "1): every key combination's population count is its sample count, so the "
-              "results are exact and the sampler's convergence checks (R-hat, ESS) do not "
-              "apply to them")
-
-
 def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshold, strict, quiet,
-                   target_accept=0.9, model_options=None, cores=None, exact=False):
+                   target_accept=0.9, model_options=None, cores=None):
     """Fit a posterior model; convergence warnings become one-line messages on stderr.
 
-    Progress bars (PyMC's, on stderr) unless ``quiet``. ``exact``: the sample is the
-    population (:func:`population_is_sample`), so the results do not depend on the
-    draws: the convergence checks are left out (no warnings, no ``--strict`` failure;
-    the summary's diagnostics carry no such problems) and a note says why.
+    Progress bars (PyMC's, on stderr) unless ``quiet``. Where the sample is the
+    population, :func:`~sdcbayes.risk.posterior_assess.assess_posterior` leaves the
+    convergence checks out (no warnings, no ``--strict`` failure) and sets
+    ``diagnostics.note``, which is echoed here.
     """
     import logging
     import warnings
@@ -1132,29 +1107,18 @@ def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshol
         warnings.simplefilter("always")
         result = assess_posterior(
             md, model=model, draws=draws, chains=chains, tune=tune, random_seed=seed,
-            method=fit_method, threshold=threshold, strict=strict and not exact,
+            method=fit_method, threshold=threshold, strict=strict,
             progressbar=not quiet, **extra, **(model_options or {}),
         )
-    from sdcbayes.inference.diagnostics import ConvergenceWarning, SdcbayesWarning
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
 
-    left_out: set[str] = set()
     for w in caught:
         if issubclass(w.category, SdcbayesWarning):
-            raw = " ".join(str(w.message).split())
-            if exact and issubclass(w.category, ConvergenceWarning):
-                left_out.add(raw)
-                continue
-            click.echo("sdcbayes: warning: " + cli_wording(raw), err=True)
-    if exact:
-        diag = result.summary.get("diagnostics")
-        if isinstance(diag, dict) and isinstance(diag.get("problems"), list):
-            # the summary of the result (summary.json, report.html) as the console has it
-            diag["problems"] = [p for p in diag["problems"]
-                                if not isinstance(p, str) or " ".join(p.split()) not in left_out]
-        if isinstance(diag, dict):
-            diag["note"] = EXACT_NOTE
-        if not quiet:
-            click.echo(f"sdcbayes: note: {EXACT_NOTE}", err=True)
+            click.echo("sdcbayes: warning: " + cli_wording(" ".join(str(w.message).split())),
+                       err=True)
+    note = (result.summary.get("diagnostics") or {}).get("note")
+    if note and not quiet:  # the sample is the population: results exact, checks left out
+        click.echo(f"sdcbayes: note: {cli_wording(note)}", err=True)
     return result
 
 
