@@ -542,9 +542,11 @@ def assess(
             )
     if model == "latent-class" and overdispersion == "cv":
         from sdcbayes.models.latent_class import CV_MIN_RECORDS
+        from sdcbayes.risk.posterior_assess import population_is_sample
 
-        if md.n_records < CV_MIN_RECORDS:
-            # the cross-validation splits the sample into parts (checked before "fitting ...")
+        # the cross-validation splits the sample into parts (checked before "fitting ..."),
+        # except in a census, where kappa does not enter the risk and is not cross-validated
+        if md.n_records < CV_MIN_RECORDS and not population_is_sample(md, model):
             raise InputError(
                 f"--overdispersion cv needs at least {CV_MIN_RECORDS} records to split the "
                 f"sample into parts; got {md.n_records}: use --overdispersion none (Poisson "

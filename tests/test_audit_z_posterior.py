@@ -237,3 +237,23 @@ def test_sigma_is_refused_for_other_models(census, model):
     md = sdcbayes.Microdata(census.assign(w=20.0), keys=["a", "b", "c"], weight="w")
     with pytest.raises(InputError, match="sigma fixes the within-cell spread of the negbin"):
         assess_posterior(md, model=model, sigma=0.5, draws=5, tune=5, chains=2)
+
+
+def test_cli_census_of_three_records_needs_no_cross_validation(tmp_path):
+    """A census of 3 records (under the cross-validation's 4) is exact, not refused."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sdcbayes.cli import cli
+
+    data = tmp_path / "three.csv"
+    pd.DataFrame({"age": [30, 30, 41], "sex": ["m", "m", "f"]}).to_csv(data, index=False)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["assess", str(data), "--keys", "age,sex",
+                                   "--sampling-fraction", "1", "--draws", "20", "--tune", "20",
+                                   "--chains", "2", "--seed", "1", "--quiet", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["tau1"] == 1.0 and s["expected_reidentifications"] == 2.0
+    assert s["diagnostics"]["note"] == EXACT_NOTE
