@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 EXE = shutil.which("sdcbayes") or str(Path(sys.executable).with_name("sdcbayes"))
@@ -33,6 +34,40 @@ def run_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
     rc = main(list(args))
     cap = capsys.readouterr()
     return subprocess.CompletedProcess(args, rc, cap.out, cap.err)
+
+
+#: Warning categories a fresh interpreter does not print (Python's default filters, no -W
+#: option; a DeprecationWarning only where ``__main__`` triggers it, which a library never is).
+HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+def run_main(capsys, *args: str) -> subprocess.CompletedProcess:
+    """:func:`run_in_process`, with Python's warnings on stderr as the script shows them.
+
+    For tests that once ran the script in a subprocess and read its stderr: under pytest a
+    warning raised during the run (pandas reading a file, NumPy in a fit) is recorded for
+    pytest's summary instead of being printed, so a check such as "one stderr line" would
+    no longer see it. Here the warnings a fresh interpreter prints follow the run's stderr,
+    formatted as Python prints them (``warnings.formatwarning``); pytest's filters still
+    apply, so a warning that the configuration turns into an error still fails the test.
+    Pass ``capfd`` to also get what a library writes to file descriptor 2 directly.
+
+    Not emulated (keep such tests in a subprocess): log records. Under pytest the root
+    logger has handlers, so PyMC adds no handler of its own and Python's last-resort
+    handler stays idle; PyMC's "Initializing NUTS ..." and other libraries' log lines never
+    reach stderr here.
+    """
+    from sdcbayes.cli import main
+
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        rc = main(list(args))
+    cap = capsys.readouterr()
+    shown = "".join(
+        warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+        for w in caught if not issubclass(w.category, HIDDEN_WARNINGS)
+    )
+    return subprocess.CompletedProcess(args, rc, cap.out, cap.err + shown)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:

@@ -1,4 +1,13 @@
-"""The command line, run as a user runs it: a subprocess of the installed console script."""
+"""The command line, run as a user runs it.
+
+The demo run, the help, a rerun and one refusal go through the installed console script
+(a subprocess); the fits and the other refusals call its entry point,
+``sdcbayes.cli.main``, in this process (``clitools.run_main``: the same code without an
+interpreter start-up and PyMC's import per run, Python's warnings on stderr as the script
+prints them; ``capfd`` also catches what a library writes to file descriptor 2). No test
+here that runs in this process reads a fit's log lines from stderr: those need a
+subprocess (see ``clitools.run_main``).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +18,20 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from clitools import assert_one_line_error, run_cli, run_in_process
+from clitools import assert_one_line_error, run_cli, run_in_process, run_main
+
+#: The demo run's chains. "short": the checks below read what the run prints and writes,
+#: not how well it converged, and 50 draws keep the default predictive check (50 replicates
+#: per chain, 4 chains); "default": the README's run with no option at all (500 draws after
+#: 2,000 sweeps, about a minute), in the slow tier.
+DEMO_CHAINS = {"short": ["--draws", "50", "--tune", "50"], "default": []}
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
+@pytest.fixture(scope="module",
+                params=["short", pytest.param("default", marks=pytest.mark.slow)])
+def demo_run(request, tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "out"
-    proc = run_cli("assess", "--out", str(out))
+    proc = run_cli("assess", *DEMO_CHAINS[request.param], "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return proc, out
 
@@ -105,10 +121,10 @@ def test_rerun_replaces_previous_output(demo_run, tmp_path):
     assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name or ".old-" in p.name]
 
 
-def test_json_flag_prints_summary(tmp_path):
+def test_json_flag_prints_summary(tmp_path, capsys):
     # a short chain: this checks the flag, not the fit
-    proc = run_cli("assess", "--out", str(tmp_path / "o"), "--json", "--draws", "30",
-                   "--tune", "10", "--chains", "2", "--seed", "1")
+    proc = run_main(capsys, "assess", "--out", str(tmp_path / "o"), "--json",
+                    "--draws", "30", "--tune", "10", "--chains", "2", "--seed", "1")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["model"] == "latent-class"
 
@@ -131,11 +147,11 @@ def small_csv(tmp_path):
     return path, frame
 
 
-def test_file_run_matches_python_api(small_csv, tmp_path):
+def test_file_run_matches_python_api(small_csv, tmp_path, capsys):
     path, frame = small_csv
     out = tmp_path / "res"
-    proc = run_cli(
-        "assess", str(path), "--keys", "age,sex,region", "--weight", "w",
+    proc = run_main(
+        capsys, "assess", str(path), "--keys", "age,sex,region", "--weight", "w",
         "--household", "hid", "--model", "closed-form", "--out", str(out), "-q",
     )
     assert proc.returncode == 0, proc.stderr
@@ -152,10 +168,11 @@ def test_file_run_matches_python_api(small_csv, tmp_path):
     )
 
 
-def test_closed_form_without_weights_warns_that_the_file_is_the_population(small_csv, tmp_path):
+def test_closed_form_without_weights_warns_that_the_file_is_the_population(small_csv, tmp_path,
+                                                                            capfd):
     path, _ = small_csv
-    bare = run_cli("assess", str(path), "--keys", "age,sex,region", "--model", "closed-form",
-                   "--out", str(tmp_path / "bare"), "-q")
+    bare = run_main(capfd, "assess", str(path), "--keys", "age,sex,region", "--model",
+                    "closed-form", "--out", str(tmp_path / "bare"), "-q")
     assert bare.returncode == 0, bare.stderr
     lines = [ln for ln in bare.stderr.splitlines() if ln.startswith("sdcbayes: warning:")]
     assert len(lines) == 1 and "whole population" in lines[0], bare.stderr
@@ -164,8 +181,9 @@ def test_closed_form_without_weights_warns_that_the_file_is_the_population(small
     assert summary["warnings"] == [lines[0].removeprefix("sdcbayes: warning: ")]
     risk = pd.read_csv(tmp_path / "bare" / "records.csv")
     assert (risk.loc[risk.fk == 1, "risk"] == 1).all()  # what the warning says
-    weighted = run_cli("assess", str(path), "--keys", "age,sex,region", "--weight", "w",
-                       "--model", "closed-form", "--out", str(tmp_path / "w"), "-q")
+    weighted = run_main(capfd, "assess", str(path), "--keys", "age,sex,region",
+                        "--weight", "w", "--model", "closed-form",
+                        "--out", str(tmp_path / "w"), "-q")
     assert weighted.returncode == 0 and "warning" not in weighted.stderr, weighted.stderr
     assert "warnings" not in json.loads((tmp_path / "w" / "summary.json").read_text())
 
@@ -232,11 +250,11 @@ def test_models_of_the_cell_space_refuse_wildcard_cells_in_one_line(model, tmp_p
     assert "fitting" not in proc.stderr and not out.exists()
 
 
-def test_strata_give_the_risk_per_stratum(small_csv, tmp_path):
+def test_strata_give_the_risk_per_stratum(small_csv, tmp_path, capsys):
     path, frame = small_csv
     out = tmp_path / "st"
-    proc = run_cli("assess", str(path), "--keys", "age,sex", "--weight", "w", "--strata",
-                   "region", "--model", "closed-form", "--out", str(out), "-q")
+    proc = run_main(capsys, "assess", str(path), "--keys", "age,sex", "--weight", "w",
+                    "--strata", "region", "--model", "closed-form", "--out", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     rec = pd.read_csv(out / "records.csv")
@@ -249,8 +267,8 @@ def test_strata_give_the_risk_per_stratum(small_csv, tmp_path):
         assert r["expected_reidentifications"] == pytest.approx(rec.loc[here, "risk"].sum())
     assert sum(r["expected_reidentifications"] for r in rows) == pytest.approx(
         summary["expected_reidentifications"])
-    plain = run_cli("assess", str(path), "--keys", "age,sex", "--weight", "w", "--model",
-                    "closed-form", "--out", str(tmp_path / "plain"), "-q")
+    plain = run_main(capsys, "assess", str(path), "--keys", "age,sex", "--weight", "w",
+                     "--model", "closed-form", "--out", str(tmp_path / "plain"), "-q")
     assert plain.returncode == 0
     assert "by_stratum" not in json.loads((tmp_path / "plain" / "summary.json").read_text())
 
@@ -278,23 +296,25 @@ def test_strata_give_the_risk_per_stratum(small_csv, tmp_path):
         "bad-cores",
     ],
 )
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(small_csv, tmp_path, make_args, fragments):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(small_csv, tmp_path, make_args, fragments,
+                                                         capfd):
     path, _ = small_csv
     out = tmp_path / "out"
-    proc = run_cli(*make_args(path, tmp_path), "--out", str(out))
+    proc = run_main(capfd, *make_args(path, tmp_path), "--out", str(out))
     assert_one_line_error(proc, *fragments)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
 
 
-def test_bad_weights_are_reported_before_any_output(small_csv, tmp_path):
+def test_bad_weights_are_reported_before_any_output(small_csv, tmp_path, capfd):
     path, frame = small_csv
     bad = frame.copy()
     bad.loc[5, "w"] = -3.0
     bad_path = tmp_path / "bad.csv"
     bad.to_csv(bad_path, index=False)
     out = tmp_path / "out"
-    proc = run_cli("assess", str(bad_path), "--keys", "age,sex", "--weight", "w", "--out", str(out))
+    proc = run_main(capfd, "assess", str(bad_path), "--keys", "age,sex", "--weight", "w",
+                    "--out", str(out))
     assert_one_line_error(proc, "w")
     assert not out.exists()
 
@@ -316,10 +336,10 @@ def test_help_explains_options():
         assert opt in proc.stdout
 
 
-def test_posterior_model_writes_intervals_diagnostics_and_posterior(tmp_path):
+def test_posterior_model_writes_intervals_diagnostics_and_posterior(tmp_path, capsys):
     out = tmp_path / "pg"
-    proc = run_cli(
-        "assess", "--model", "poisson-gamma", "--draws", "150", "--tune", "150",
+    proc = run_main(
+        capsys, "assess", "--model", "poisson-gamma", "--draws", "150", "--tune", "150",
         "--chains", "2", "--seed", "3", "--out", str(out), "-q",
     )
     assert proc.returncode == 0, proc.stderr
@@ -347,19 +367,20 @@ def test_default_ppc_bounds_the_replicated_records():
     assert default_ppc(10**8, 4) == 1  # at least one replicate per chain
 
 
-def test_posterior_options_validated_before_fitting(tmp_path):
+def test_posterior_options_validated_before_fitting(tmp_path, capfd):
     out = tmp_path / "x"
-    proc = run_cli("assess", "--model", "poisson-gamma", "--draws", "0", "--out", str(out))
+    proc = run_main(capfd, "assess", "--model", "poisson-gamma", "--draws", "0",
+                    "--out", str(out))
     assert_one_line_error(proc, "--draws")
-    proc = run_cli("assess", "--ppc", "-1", "--out", str(out))
+    proc = run_main(capfd, "assess", "--ppc", "-1", "--out", str(out))
     assert_one_line_error(proc, "--ppc", "0: no predictive check")
     assert not out.exists()
 
 
-def test_latent_class_model_runs_from_the_cli(tmp_path):
+def test_latent_class_model_runs_from_the_cli(tmp_path, capsys):
     out = tmp_path / "lc"
-    proc = run_cli(
-        "assess", "--model", "latent-class", "--draws", "40", "--tune", "40",
+    proc = run_main(
+        capsys, "assess", "--model", "latent-class", "--draws", "40", "--tune", "40",
         "--chains", "2", "--seed", "2", "--out", str(out), "--json",
     )
     assert proc.returncode == 0, proc.stderr
@@ -377,13 +398,14 @@ def test_latent_class_model_runs_from_the_cli(tmp_path):
     assert summary["provenance"]["priors"]["phi"] == PHI_PRIOR_DEFAULT
 
 
-def test_chains_on_threads_change_nothing_and_the_posterior_file_is_optional(tmp_path):
+def test_chains_on_threads_change_nothing_and_the_posterior_file_is_optional(tmp_path, capsys):
     # --cores 1 runs the chains one after another, --cores 2 on two threads: the same draws
     runs = {}
     for cores in ("1", "2"):
         out = tmp_path / f"c{cores}"
-        proc = run_cli("assess", "--draws", "30", "--tune", "20", "--chains", "2", "--seed",
-                       "4", "--cores", cores, "--no-posterior", "--out", str(out))
+        proc = run_main(capsys, "assess", "--draws", "30", "--tune", "20", "--chains", "2",
+                        "--seed", "4", "--cores", cores, "--no-posterior",
+                        "--out", str(out))
         assert proc.returncode == 0, proc.stderr
         assert "written:" in proc.stdout and "posterior.nc" not in proc.stdout
         assert sorted(p.name for p in out.iterdir()) == ["records.csv", "report.html",
@@ -398,12 +420,12 @@ def test_chains_on_threads_change_nothing_and_the_posterior_file_is_optional(tmp
     assert "cores" not in runs["2"]["provenance"]["settings"]
 
 
-def test_profile_prior_inverse_restores_one_over_l_on_every_key(tmp_path):
+def test_profile_prior_inverse_restores_one_over_l_on_every_key(tmp_path, capfd):
     runs = {}
     for prior in ("learn", "inverse"):
         out = tmp_path / prior
-        proc = run_cli(
-            "assess", "--draws", "30", "--tune", "30", "--chains", "1", "--seed", "2",
+        proc = run_main(
+            capfd, "assess", "--draws", "30", "--tune", "30", "--chains", "1", "--seed", "2",
             "--overdispersion", "none", "--profile-prior", prior, "--out", str(out), "--json",
         )
         assert proc.returncode == 0, proc.stderr
@@ -413,33 +435,35 @@ def test_profile_prior_inverse_restores_one_over_l_on_every_key(tmp_path):
     # 1/L on the country's many levels lets small classes claim their members' rare
     # countries, so fewer sample uniques are population-unique than with the learnt mass
     assert runs["inverse"]["tau1"] < runs["learn"]["tau1"]
-    proc = run_cli("assess", "--profile-prior", "uniform", "--out", str(tmp_path / "x"))
+    proc = run_main(capfd, "assess", "--profile-prior", "uniform",
+                    "--out", str(tmp_path / "x"))
     assert_one_line_error(proc, "--profile-prior")
 
 
-def test_fit_method_must_suit_the_model(tmp_path):
-    proc = run_cli("assess", "--model", "latent-class", "--fit-method", "nuts",
-                   "--out", str(tmp_path / "x"))
+def test_fit_method_must_suit_the_model(tmp_path, capfd):
+    proc = run_main(capfd, "assess", "--model", "latent-class", "--fit-method", "nuts",
+                    "--out", str(tmp_path / "x"))
     assert_one_line_error(proc, "gibbs")
-    proc = run_cli("assess", "--model", "poisson-gamma", "--fit-method", "gibbs",
-                   "--out", str(tmp_path / "x"))
+    proc = run_main(capfd, "assess", "--model", "poisson-gamma", "--fit-method", "gibbs",
+                    "--out", str(tmp_path / "x"))
     assert_one_line_error(proc, "nuts")
 
 
-def test_cluster_correction_needs_households_and_reports_its_factors(small_csv, tmp_path):
+def test_cluster_correction_needs_households_and_reports_its_factors(small_csv, tmp_path, capfd):
     path, _ = small_csv
     # without a household column (or with another model) there is nothing to correct:
     # one line, exit 2, before any work
     for extra in ([], ["--household", "hid", "--model", "closed-form"]):
-        proc = run_cli("assess", str(path), "--keys", "age,sex,region", "--weight", "w",
-                       "--cluster-correction", "cv", *extra, "--out", str(tmp_path / "x"))
+        proc = run_main(capfd, "assess", str(path), "--keys", "age,sex,region",
+                        "--weight", "w", "--cluster-correction", "cv", *extra,
+                        "--out", str(tmp_path / "x"))
         assert_one_line_error(proc, "--household")
         assert not (tmp_path / "x").exists()
     out = tmp_path / "cc"
-    proc = run_cli("assess", str(path), "--keys", "age,sex,region", "--weight", "w",
-                   "--household", "hid", "--cluster-correction", "cv", "--draws", "20",
-                   "--tune", "20", "--chains", "1", "--seed", "1", "--classes", "5",
-                   "--overdispersion", "none", "--out", str(out))
+    proc = run_main(capfd, "assess", str(path), "--keys", "age,sex,region", "--weight", "w",
+                    "--household", "hid", "--cluster-correction", "cv", "--draws", "20",
+                    "--tune", "20", "--chains", "1", "--seed", "1", "--classes", "5",
+                    "--overdispersion", "none", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "household mates' rate factor (sizes 2/3/4+)" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
@@ -447,17 +471,17 @@ def test_cluster_correction_needs_households_and_reports_its_factors(small_csv, 
     assert summary["provenance"]["settings"]["cluster_correction"] == "cv"
 
 
-def test_chain_start_bootstrap_is_stamped_and_needs_the_latent_class_model(tmp_path):
-    proc = run_cli("assess", "--model", "closed-form", "--chain-start", "bootstrap",
-                   "--out", str(tmp_path / "x"))
+def test_chain_start_bootstrap_is_stamped_and_needs_the_latent_class_model(tmp_path, capfd):
+    proc = run_main(capfd, "assess", "--model", "closed-form", "--chain-start",
+                    "bootstrap", "--out", str(tmp_path / "x"))
     assert_one_line_error(proc, "--chain-start", "latent-class")
     assert not (tmp_path / "x").exists()
     runs = {}
     for start in ("em", "bootstrap"):
         out = tmp_path / start
-        proc = run_cli("assess", "--draws", "20", "--tune", "10", "--chains", "3", "--seed",
-                       "4", "--overdispersion", "none", "--chain-start", start,
-                       "--out", str(out), "--json")
+        proc = run_main(capfd, "assess", "--draws", "20", "--tune", "10", "--chains", "3",
+                        "--seed", "4", "--overdispersion", "none", "--chain-start", start,
+                        "--out", str(out), "--json")
         assert proc.returncode == 0, proc.stderr
         runs[start] = json.loads(proc.stdout)
     settings = runs["bootstrap"]["provenance"]["settings"]
@@ -466,7 +490,7 @@ def test_chain_start_bootstrap_is_stamped_and_needs_the_latent_class_model(tmp_p
     assert runs["bootstrap"]["tau1"] != runs["em"]["tau1"]
 
 
-def test_kappa_prior_option_reweights_the_cross_validation(tmp_path):
+def test_kappa_prior_option_reweights_the_cross_validation(tmp_path, capfd):
     # a bad prior, or a prior with nothing to reweight: one line, exit 2, nothing written
     for extra, word in ((["--kappa-prior", "log-normal:0"], "log-normal"),
                         (["--kappa-prior", "gamma:2"], "half-cauchy"),
@@ -474,15 +498,15 @@ def test_kappa_prior_option_reweights_the_cross_validation(tmp_path):
                          "--overdispersion cv"),
                         (["--kappa-prior", "log-uniform", "--model", "closed-form"],
                          "--model latent-class")):
-        proc = run_cli("assess", *extra, "--out", str(tmp_path / "x"))
+        proc = run_main(capfd, "assess", *extra, "--out", str(tmp_path / "x"))
         assert_one_line_error(proc, word)
         assert not (tmp_path / "x").exists()
     # a tight prior far below the default's median pulls kappa there (strong clumping)
     runs = {}
     for name, extra in (("default", []), ("tight", ["--kappa-prior", "log-normal:-3:0.2"])):
         out = tmp_path / name
-        proc = run_cli("assess", "--draws", "30", "--tune", "30", "--chains", "1", "--seed", "3",
-                       *extra, "--out", str(out), "--json")
+        proc = run_main(capfd, "assess", "--draws", "30", "--tune", "30", "--chains", "1",
+                        "--seed", "3", *extra, "--out", str(out), "--json")
         assert proc.returncode == 0, proc.stderr
         runs[name] = json.loads(proc.stdout)
     od = runs["tight"]["overdispersion"]

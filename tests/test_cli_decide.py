@@ -1,4 +1,10 @@
-"""`sdcbayes decide`, run as a user runs it: a subprocess of the installed console script.
+"""`sdcbayes decide`, run as a user runs it.
+
+A missing file, the ML route (its provenance stamps the command line, ``sys.argv``) and a
+posterior fit's progress in a log go through the installed console script (a subprocess);
+the other runs call its entry point, ``sdcbayes.cli.main``, in this process
+(``clitools.run_main`` and ``run_in_process``: the same code without an interpreter
+start-up and PyMC's import per run).
 
 Reference numbers: seed 003 (Zaslavsky & Horton 1998), Table 2, through the CLI
 with the seed's fixed hyperparameters alpha = 1, beta = 10; everything else is
@@ -12,7 +18,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from clitools import assert_one_line_error, run_cli, run_in_process
+from clitools import assert_one_line_error, run_cli, run_in_process, run_main
 from scipy import stats
 
 
@@ -54,10 +60,10 @@ def table2_csv(tmp_path_factory):
     return path
 
 
-def test_table2_order_and_cumulative_columns_through_cli(table2_csv, tmp_path):
+def test_table2_order_and_cumulative_columns_through_cli(table2_csv, tmp_path, capsys):
     out = tmp_path / "t2"
-    proc = run_cli(
-        "decide", str(table2_csv), "--y", "y", "--n", "n", "--N", "N", "--domain", "dom",
+    proc = run_main(
+        capsys, "decide", str(table2_csv), "--y", "y", "--n", "n", "--N", "N", "--domain", "dom",
         "--weight", "w", "--alpha", "1", "--beta", "10", "--out", str(out), "-q",
     )
     assert proc.returncode == 0, proc.stderr
@@ -157,11 +163,11 @@ def test_ml_route_matches_python_api(domains, tmp_path):
     assert "Jensen" in html and "<script" not in html
 
 
-def test_posterior_smoke(domains, tmp_path):
+def test_posterior_smoke(domains, tmp_path, capsys):
     path, frame = domains
     out = tmp_path / "post"
-    proc = run_cli(
-        "decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop",
+    proc = run_main(
+        capsys, "decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop",
         "--draws", "20", "--tune", "20", "--chains", "1", "--max-draws", "8", "--seed", "5",
         "--out", str(out), "-q",
     )
@@ -182,16 +188,16 @@ def test_posterior_smoke(domains, tmp_path):
     np.testing.assert_array_equal(dec["R0"], frame["cnt"])  # L0 = y
 
 
-def test_unseeded_posterior_stamps_a_seed_that_repeats_it(domains, tmp_path):
+def test_unseeded_posterior_stamps_a_seed_that_repeats_it(domains, tmp_path, capsys):
     path, _ = domains
     common = ["decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop", "--draws", "10",
               "--tune", "10", "--chains", "1", "-q"]
-    first = run_cli(*common, "--out", str(tmp_path / "a"))
+    first = run_main(capsys, *common, "--out", str(tmp_path / "a"))
     assert first.returncode == 0, first.stderr
     s1 = json.loads((tmp_path / "a" / "summary.json").read_text())
     seed = s1["settings"]["seed"]
     assert isinstance(seed, int)
-    again = run_cli(*common, "--seed", str(seed), "--out", str(tmp_path / "b"))
+    again = run_main(capsys, *common, "--seed", str(seed), "--out", str(tmp_path / "b"))
     assert again.returncode == 0, again.stderr
     s2 = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert s2["settings"]["seed"] == seed

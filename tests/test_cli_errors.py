@@ -1,4 +1,12 @@
-"""Every failure mode of ``sdcbayes assess``, run as a user runs it (subprocess).
+"""Every failure mode of ``sdcbayes assess``, as a user meets it.
+
+The cases that stop before any fitting call the console script's entry point,
+``sdcbayes.cli.main``, in this process (the ``run`` fixture, ``clitools.run_main``): the
+same code as the script without an interpreter start-up per case, with ``capfd`` the
+stdout and stderr a terminal would show (what a reader library writes to file descriptor
+2, and Python's warnings, included). Two run the installed script in a subprocess: an
+--out that is a file, and the strict fit, whose one stderr line also says that PyMC's log
+lines stay off (log records never reach stderr under pytest, ``clitools.run_main``).
 
 Each case checks: exit status 2, exactly one stderr line starting with
 ``sdcbayes: error:``, the offending column or value named, the fix named in
@@ -11,13 +19,14 @@ output folder) are not repeated here.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyreadstat
 import pytest
-from clitools import run_cli
+from clitools import run_cli, run_main
 from test_cli_wording import _library_keywords, assert_no_python
 
 #: A library keyword in snake_case, even without ``=`` ("raise target_accept"): the
@@ -55,6 +64,12 @@ def check_error(proc, out: Path, *fragments: str, guard: bool = True) -> str:
     assert not out.exists()
     assert not [p for p in out.parent.iterdir() if ".partial-" in p.name]
     return line
+
+
+@pytest.fixture()
+def run(capfd):
+    """``run(*args)``: ``sdcbayes ARGS`` in this process, as a CompletedProcess."""
+    return lambda *args: run_main(capfd, *args)
 
 
 @pytest.fixture(scope="module")
@@ -98,20 +113,41 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-def test_file_problems(files, tmp_path):
+def test_file_problems(files, tmp_path, run):
     out = tmp_path / "out"
-    proc = run_cli("assess", str(tmp_path / "survey.sav"), "--keys", "age", "--out", str(out))
+    proc = run("assess", str(tmp_path / "survey.sav"), "--keys", "age", "--out", str(out))
     check_error(proc, out, "survey.sav", "file not found", "check the path")
-    proc = run_cli("assess", str(files["xlsx"]), "--keys", "age", "--out", str(out))
+    proc = run("assess", str(files["xlsx"]), "--keys", "age", "--out", str(out))
     line = check_error(proc, out, "survey.xlsx", "'.xlsx'", "save the data as one of")
     assert ".sav" in line and ".dta" in line and ".sas7bdat" in line and ".parquet" in line
     for key in ("corrupt_sav", "corrupt_parquet"):
-        proc = run_cli("assess", str(files[key]), "--keys", "age", "--out", str(out))
+        proc = run("assess", str(files[key]), "--keys", "age", "--out", str(out))
         # the guard on these two lines: test_corrupt_file_message_names_no_python_reader
         check_error(proc, out, files[key].name, "could not read",
                     "check that the file is complete", guard=False)
-    proc = run_cli("assess", str(files["empty"]), "--keys", "age", "--out", str(out))
+    proc = run("assess", str(files["empty"]), "--keys", "age", "--out", str(out))
     check_error(proc, out, "no rows", "at least one record")
+
+
+def test_in_process_cases_see_the_warnings_a_subprocess_prints(files, tmp_path, run,
+                                                               monkeypatch):
+    # the in-process cases keep the subprocess's check: a warning while the file is read
+    # (pandas' DtypeWarning, say) printed on stderr before the error line is a second line
+    import sdcbayes.microdata as microdata
+
+    read = microdata.read_microdata
+
+    def noisy(*args, **kwargs):
+        warnings.warn("Columns (3) have mixed types", pd.errors.DtypeWarning, stacklevel=2)
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(microdata, "read_microdata", noisy)
+    out = tmp_path / "out"
+    proc = run("assess", str(files["zero"]), "--keys", "age,sex", "--weight", "w",
+               "--out", str(out))
+    assert "DtypeWarning: Columns (3) have mixed types" in proc.stderr, proc.stderr
+    with pytest.raises(AssertionError):
+        check_error(proc, out, "'w'", "zero or negative")
 
 
 def test_corrupt_file_message_names_no_python_reader(files, tmp_path, capsys):
@@ -125,35 +161,35 @@ def test_corrupt_file_message_names_no_python_reader(files, tmp_path, capsys):
         assert_speaks_options(line)
 
 
-def test_key_problems(files, tmp_path):
+def test_key_problems(files, tmp_path, run):
     out = tmp_path / "out"
     # a continuous variable as a key: names it, its level count, and the recode fix
-    proc = run_cli("assess", str(files["good"]), "--keys", "age,income", "--out", str(out))
+    proc = run("assess", str(files["good"]), "--keys", "age,income", "--out", str(out))
     check_error(proc, out, "'income'", "1500 distinct values", "recode", "--max-levels")
     # a misspelt key: the close match is suggested
-    proc = run_cli("assess", str(files["good"]), "--keys", "age,sexx", "--out", str(out))
+    proc = run("assess", str(files["good"]), "--keys", "age,sexx", "--out", str(out))
     check_error(proc, out, "'sexx'", "did you mean 'sex'", "check the spelling")
     # an unknown --missing policy lists the valid ones
-    proc = run_cli("assess", str(files["good"]), "--keys", "age", "--missing", "impute",
-                   "--out", str(out))
+    proc = run("assess", str(files["good"]), "--keys", "age", "--missing", "impute",
+               "--out", str(out))
     check_error(proc, out, "--missing", "'impute'", "wildcard", "category", "drop")
 
 
-def test_weight_and_household_problems(files, tmp_path):
+def test_weight_and_household_problems(files, tmp_path, run):
     out = tmp_path / "out"
     args = ("--keys", "age,sex", "--weight", "w", "--out", str(out))
-    proc = run_cli("assess", str(files["nonfinite"]), *args)
+    proc = run("assess", str(files["nonfinite"]), *args)
     check_error(proc, out, "'w'", "2 missing or non-finite", "record 3", "impute")
-    proc = run_cli("assess", str(files["zero"]), *args)
+    proc = run("assess", str(files["zero"]), *args)
     check_error(proc, out, "'w'", "zero or negative", "record 4", "positive")
-    proc = run_cli("assess", str(files["below_one"]), *args)
+    proc = run("assess", str(files["below_one"]), *args)
     check_error(proc, out, "'w'", "below 1", "0.5", "record 9", "--allow-weights-below-one")
-    proc = run_cli("assess", str(files["no_hid"]), "--keys", "age", "--household", "hid",
-                   "--out", str(out))
+    proc = run("assess", str(files["no_hid"]), "--keys", "age", "--household", "hid",
+               "--out", str(out))
     check_error(proc, out, "'hid'", "1 missing ids", "record 11", "--household")
     # the flag named in the message does accept such weights
-    ok = run_cli("assess", str(files["below_one"]), *args[:-1], str(tmp_path / "ok"),
-                 "--allow-weights-below-one", "--model", "closed-form", "-q")
+    ok = run("assess", str(files["below_one"]), *args[:-1], str(tmp_path / "ok"),
+             "--allow-weights-below-one", "--model", "closed-form", "-q")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout == "" and (tmp_path / "ok" / "summary.json").exists()
 
@@ -165,16 +201,16 @@ def test_out_pointing_at_a_file(files, tmp_path):
     assert target.read_text() == "not a folder"
 
 
-def test_out_under_a_file(files, tmp_path):
+def test_out_under_a_file(files, tmp_path, run):
     # --out afile/sub: the folder can never be made there; refused before any work
     target = files["afile"]
-    proc = run_cli("assess", str(files["good"]), "--keys", "age", "--model", "closed-form",
-                   "--out", str(target / "sub"))
+    proc = run("assess", str(files["good"]), "--keys", "age", "--model", "closed-form",
+               "--out", str(target / "sub"))
     check_error(proc, tmp_path / "never", str(target.name), "is a file", "folder")
     assert target.read_text() == "not a folder"
 
 
-def test_variable_labels_accepted_and_unknown_label_suggested(tmp_path):
+def test_variable_labels_accepted_and_unknown_label_suggested(tmp_path, run):
     frame = pd.DataFrame(
         {"v1": [1.0, 2.0, 1.0, 3.0], "v2": [1.0, 1.0, 2.0, 2.0], "wt": [10.0, 20, 30, 40]}
     )
@@ -182,19 +218,19 @@ def test_variable_labels_accepted_and_unknown_label_suggested(tmp_path):
     pyreadstat.write_sav(frame, str(path), column_labels=["Age group", "Sex", "Final weight"],
                          variable_value_labels={"v2": {1: "male", 2: "female"}})
     by_label = tmp_path / "by_label"
-    proc = run_cli("assess", str(path), "--keys", "age GROUP,Sex", "--weight", "final weight",
-                   "--model", "closed-form", "--out", str(by_label), "-q")
+    proc = run("assess", str(path), "--keys", "age GROUP,Sex", "--weight", "final weight",
+               "--model", "closed-form", "--out", str(by_label), "-q")
     assert proc.returncode == 0, proc.stderr
     by_name = tmp_path / "by_name"
-    proc = run_cli("assess", str(path), "--keys", "v1,v2", "--weight", "wt", "--model",
-                   "closed-form", "--out", str(by_name), "-q")
+    proc = run("assess", str(path), "--keys", "v1,v2", "--weight", "wt", "--model",
+               "closed-form", "--out", str(by_name), "-q")
     assert proc.returncode == 0, proc.stderr
     a = pd.read_csv(by_label / "records.csv")
     b = pd.read_csv(by_name / "records.csv")
     pd.testing.assert_frame_equal(a, b)
     assert np.isclose(a["risk"].sum(), b["risk"].sum())
     out = tmp_path / "out"
-    proc = run_cli("assess", str(path), "--keys", "Age grup", "--out", str(out))
+    proc = run("assess", str(path), "--keys", "Age grup", "--out", str(out))
     check_error(proc, out, "'Age grup'", "did you mean 'Age group' (label of 'v1')",
                 "check the spelling")
 
@@ -314,33 +350,33 @@ def test_check_error_rejects_python_spelling(tmp_path, message):
     assert check_error(fixed, tmp_path / "never", "'w'").endswith("raise --max-levels")
 
 
-def test_posterior_model_on_a_file_needs_the_population_size(files, tmp_path):
+def test_posterior_model_on_a_file_needs_the_population_size(files, tmp_path, run):
     """The default model estimates F_k: without weights or n/N it stops before any fitting."""
     out = tmp_path / "out"
-    proc = run_cli("assess", str(files["good"]), "--keys", "age,sex", "--out", str(out))
+    proc = run("assess", str(files["good"]), "--keys", "age,sex", "--out", str(out))
     check_error(proc, out, "--model latent-class", "population size", "--weight",
                 "--sampling-fraction", "--model closed-form")
     assert "fitting" not in proc.stderr
-    proc = run_cli("assess", str(files["good"]), "--keys", "age,sex", "--model",
-                   "poisson-gamma", "--out", str(out))
+    proc = run("assess", str(files["good"]), "--keys", "age,sex", "--model",
+               "poisson-gamma", "--out", str(out))
     check_error(proc, out, "--model poisson-gamma", "population size")
 
 
-def test_cross_validation_needs_four_records(tmp_path):
+def test_cross_validation_needs_four_records(tmp_path, run):
     """Too few records to split for the cross-validated kappa: one line naming the fix,
     before "fitting ..." (the library's message named a Python keyword, after it)."""
     data = tmp_path / "three.csv"
     pd.DataFrame({"age": [30, 30, 41], "sex": ["m", "m", "f"]}).to_csv(data, index=False)
     out = tmp_path / "out"
-    proc = run_cli("assess", str(data), "--keys", "age,sex", "--sampling-fraction", "0.1",
-                   "--out", str(out))
+    proc = run("assess", str(data), "--keys", "age,sex", "--sampling-fraction", "0.1",
+               "--out", str(out))
     check_error(proc, out, "--overdispersion cv", "at least 4 records", "got 3",
                 "--overdispersion none")
     assert "fitting" not in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("weights", [[10, 20, 10, 4], [10, 20, 10, 4, 7]])
-def test_negbin_without_a_within_cell_spread(tmp_path, weights):
+def test_negbin_without_a_within_cell_spread(tmp_path, weights, run):
     """negbin learns sigma from the weights' spread within cells: without one (constant
     weights in every cell; no cell of two records) one line before "fitting ...", naming
     the option that fits instead (the library's fix, sigma=<value>, has no option here)."""
@@ -352,8 +388,8 @@ def test_negbin_without_a_within_cell_spread(tmp_path, weights):
     data = tmp_path / "nb.csv"
     frame.to_csv(data, index=False)
     out = tmp_path / "out"
-    proc = run_cli("assess", str(data), "--keys", "age,sex", "--weight", "w", "--model",
-                   "negbin", "--out", str(out))
+    proc = run("assess", str(data), "--keys", "age,sex", "--weight", "w", "--model",
+               "negbin", "--out", str(out))
     line = check_error(proc, out, "--model negbin", "within", "--model closed-form")
     assert "sigma=" not in line
     assert "fitting" not in proc.stdout + proc.stderr

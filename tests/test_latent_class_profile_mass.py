@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from clitools import assert_one_line_error, run_cli, run_in_process
+from clitools import assert_one_line_error, run_in_process, run_main
 
 import sdcbayes.models.latent_class as lcm
 from sdcbayes.exceptions import InputError
@@ -235,8 +235,9 @@ def _cli_demo(rule, tmp_path, capsys):
     assert_one_line_error(proc, f"--profile-prior {rule}", "--overdispersion cv")
     assert not (tmp_path / "x").exists()
     out = tmp_path / rule
-    proc = run_cli("assess", "--profile-prior", rule, "--draws", "20", "--tune", "10",
-                   "--chains", "2", "--seed", "1", "--no-posterior", "--out", str(out))
+    proc = run_main(capsys, "assess", "--profile-prior", rule, "--draws", "20",
+                    "--tune", "10", "--chains", "2", "--seed", "1", "--no-posterior",
+                    "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return proc, out
 
