@@ -388,7 +388,8 @@ def test_prior_and_posterior_predictive_counts_of_counts(big_model, laplace_fit)
     assert sims.dims == ("chain", "draw", "count")
     assert np.all(sims.sum("count") == K_BIG)  # every replicate has K cells
     table = predictive_check(big_model, prior, kind="prior", counts=(1, 2))
-    assert list(table.columns) == ["observed", "mean", "lower", "upper", "p_value", "inside"]
+    assert list(table.columns) == ["observed", "mean", "lower", "upper", "p_value", "p_lower",
+                                   "inside"]
 
     idata = posterior_predictive(big_model, laplace_fit, random_seed=2)
     table = predictive_check(big_model, idata, counts=(0, 1, 2, 3, 4, 5))
@@ -401,6 +402,7 @@ def test_prior_and_posterior_predictive_counts_of_counts(big_model, laplace_fit)
     sims = get_group(idata, "posterior_predictive")["m"].sel(count=list(table.index))
     assert np.all(np.abs(table["mean"] - expected) < 3 * sims.std(("chain", "draw")).values)
     assert table["p_value"].between(0.001, 0.999).all(), table
+    assert table["p_lower"].between(0.001, 0.999).all(), table
     # The posterior predictive is much tighter than the prior predictive.
     width = (table["upper"] - table["lower"]).loc[1]
     assert width < 0.2 * float(get_group(prior, "prior_predictive")["m"].sel(count=1).std())
@@ -421,6 +423,7 @@ def test_predictive_check_flags_a_misspecified_model():
     table = predictive_check(model, idata, counts=(1, 2, 4))
     assert not table["inside"].any()
     assert table.loc[1, "p_value"] == 1.0 and table.loc[1, "mean"] > 2 * table.loc[1, "observed"]
+    assert table.loc[1, "p_lower"] == 0.0  # the fewer-uniques tail flags it
 
 
 def test_subpopulation_fit_and_weighted_loo():
