@@ -63,9 +63,22 @@ _CHUNK_ELEMENTS = 1_000_000
 _OFFSET_STREAM = 0x4E42
 
 
-def _logit(p):
-    p = np.clip(p, EPS, 1.0 - EPS)
-    return np.log(p) - np.log1p(-p)
+#: ``w - 1`` at ``1/w = 1 - EPS``: below it ``logit(1/w)`` is held at ``logit(1 - EPS)``
+#: (weights of 1 or below, p = 1).
+_W_MINUS_ONE_FLOOR = EPS / (1.0 - EPS)
+
+
+def _logit_inverse(w):
+    r"""``logit(1/w) = -log(w - 1)`` for weights (inverse inclusion probabilities) ``w``.
+
+    :math:`\operatorname{logit}(1/w) = \log\frac{1/w}{1 - 1/w} = -\log(w - 1)`, exact
+    for every ``w > 1``: ``w - 1`` is exact near 1 (Sterbenz's lemma) and rounds by a
+    relative 1e-16 beyond. ``1/w`` is not clipped at ``EPS`` first, which read weights
+    above 1e9 that vary within a cell as constant (audit Z3 finding 5); only as
+    ``w -> 1`` is the value held at ``logit(1 - EPS)``.
+    """
+    w = np.asarray(w, dtype=float)
+    return -np.log(np.maximum(w - 1.0, _W_MINUS_ONE_FLOOR))
 
 
 def offset_generator(seed: int) -> np.random.Generator:
@@ -133,7 +146,7 @@ def within_cell_spread(weights, record_cell) -> tuple[float, int]:
         raise DataError(
             "sampling weights must be positive and finite; fix or drop the offending records"
         )
-    x = _logit(1.0 / w)
+    x = _logit_inverse(w)
     count = np.bincount(cell)
     total = np.bincount(cell, weights=x, minlength=count.size)
     mean = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
@@ -287,6 +300,9 @@ class NegativeBinomialModel(SuperpopulationModel):
         self.cell_names = cell_names
         # Plug-in of seed 004 eq. 4, capped at 1 (weights below one would give p_hat > 1).
         self.p_hat = np.minimum(self.fk / self.Fk_hat, 1.0)
+        # its logit m_k = logit(f_k / Fhat_k) = -log(Fhat_k / f_k - 1), exact however
+        # small p_hat is (a clip at EPS made every cell of mean weight above 1e9 alike)
+        self.logit_p_hat = _logit_inverse(self.Fk_hat / self.fk)
 
         if sigma is not None:
             # sigma=True would read as 1.0: a switch is no spread
@@ -377,7 +393,7 @@ class NegativeBinomialModel(SuperpopulationModel):
             # pm.Data would store integers as int32.
             pm.Data("fk", self.fk.astype(np.float64), dims="cell")
             pm.Data("Fk_hat", self.Fk_hat, dims="cell")
-            pm.Data("logit_p_hat", _logit(self.p_hat), dims="cell")
+            pm.Data("logit_p_hat", self.logit_p_hat, dims="cell")
             # No per-cell node: given sigma, p_k is drawn exactly after sampling.
             if self.sigma is None:
                 sigma = prior_to_rv(pm, "sigma", self.priors["sigma"])
@@ -425,7 +441,7 @@ class NegativeBinomialModel(SuperpopulationModel):
         numpy.ndarray of float64, shape ``sigma.shape + (n_cells,)``
         """
         sigma = np.asarray(sigma, dtype=float)
-        m = _logit(self.p_hat)
+        m = self.logit_p_hat
         scale = 1.0 / np.sqrt(self.fk.astype(float))
         flat = sigma.reshape(-1)
         p = np.empty((flat.size, self.fk.size))

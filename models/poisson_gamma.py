@@ -260,6 +260,7 @@ class PoissonGammaModel(SuperpopulationModel):
 
     # ------------------------------------------------------------------ data
     def _set_data(self, counts_of_counts, K, N, n) -> None:
+        K_exact = self._exact_integers(K)
         if self.subpopulations:
             if isinstance(counts_of_counts, pd.DataFrame):
                 rows = {
@@ -286,17 +287,17 @@ class PoissonGammaModel(SuperpopulationModel):
             K, N = self._numbers(K, "K"), self._numbers(N, "N")
             n = None if n is None else self._numbers(n, "n")
 
-        if np.any(np.asarray(K, dtype=float) >= 2.0**53):
-            raise InputError(
-                f"K = {K} cells is beyond exact float arithmetic (2**53); coarsen the key or "
-                "pass the number of cells that can actually occur"
-            )
+        # K as float64, whatever its size: it enters the model only through
+        # alpha beta = 1/K and m_0 = K - #observed cells (seed 000 eq. 10), where a
+        # relative error of 1e-16 is immaterial, so a cell space beyond 2**53 (or int64:
+        # 15 keys of 20 levels give 3.3e19) is no reason to refuse (audit Z3 finding 2)
         n_cells = np.array([sum(t.values()) for t in tables], dtype=np.int64)
         n_obs = np.array([sum(j * m for j, m in t.items()) for t in tables], dtype=np.int64)
         if not np.all(np.isfinite(K)) or np.any(K != np.round(K)) or np.any(K < n_cells):
             raise InputError(
-                f"K = {K.tolist()} must be an integer at least the number of observed cells "
-                f"{n_cells.tolist()}: pass the size of the cell space (product of key levels)"
+                f"K = {K.tolist()} must be a finite integer at least the number of observed "
+                f"cells {n_cells.tolist()}: pass the size of the cell space (product of key "
+                "levels)"
             )
         if n is not None and np.any(n != n_obs):
             raise InputError(
@@ -313,10 +314,18 @@ class PoissonGammaModel(SuperpopulationModel):
                 f"population size N = {N.tolist()} is below the sample size {n_obs.tolist()}: "
                 "pass the population size (e.g. the sum of the weights)"
             )
-        m0 = (K - n_cells).astype(np.int64)
+        # the exact integers where K came as ints (the data summary, m_0); else K's floats
+        if K_exact is not None and len(K_exact) == 1 < K.size:  # one K for all
+            K_exact = K_exact * K.size
+        K_int = (K_exact if K_exact is not None and len(K_exact) == K.size
+                 else [int(k) for k in K])
+        # m_0 exact in int64 while K fits (the usual case), float64 beyond: it is only a
+        # weight of the likelihood (data_values casts m to float64 anyway)
+        small = max(K_int) < 2**63
+        m0 = (np.array(K_int, dtype=np.int64) - n_cells) if small else (K - n_cells)
         js = sorted(set().union(*[set(t) for t in tables]))
         j_grid = np.array(([0] if np.any(m0 > 0) else []) + js, dtype=np.int64)
-        m = np.zeros((len(tables), j_grid.size), dtype=np.int64)
+        m = np.zeros((len(tables), j_grid.size), dtype=np.int64 if small else np.float64)
         col = {j: i for i, j in enumerate(j_grid)}
         for r, t in enumerate(tables):
             for j, v in t.items():
@@ -325,7 +334,8 @@ class PoissonGammaModel(SuperpopulationModel):
                 m[r, 0] = m0[r]
         self.count_values = j_grid
         self._m = m
-        self._K = K.astype(np.int64)
+        self._K = K.astype(float)  # exact below 2**53, within 1e-16 beyond
+        self._K_int = K_int
         self._N = N.astype(float)
         self._n = n_obs
         self._n_cells = n_cells
@@ -336,12 +346,32 @@ class PoissonGammaModel(SuperpopulationModel):
             )
 
     @staticmethod
+    def _exact_integers(value) -> list[int] | None:
+        """Python ints given as ``value`` (one or a sequence), exact beyond 2**53; else None."""
+        raw = value.to_numpy() if isinstance(value, pd.Series) else value
+        items = [raw] if np.ndim(raw) == 0 else list(np.asarray(raw, dtype=object).ravel())
+        if all(isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+               for v in items):
+            return [int(v) for v in items]
+        return None
+
+    @staticmethod
     def _numbers(value, what: str) -> np.ndarray:
         """``value`` as a float array, or an InputError naming ``what`` (not NumPy's ValueError)."""
         if isinstance(value, Mapping):
             raise InputError(f"{what} per subpopulation must be a number or an array in row order")
         raw = value.to_numpy() if isinstance(value, pd.Series) else value
         arr = np.asarray(raw)
+        if arr.dtype.kind == "O" and arr.size and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in arr.ravel()):
+            # Python ints beyond int64 (a cell space of 15 keys of 20 levels is 3.3e19)
+            # make an object array; they are numbers, taken as float64
+            try:
+                arr = arr.astype(float)
+            except OverflowError:
+                raise InputError(
+                    f"{what} = {value!r} is beyond float64 (about 1.8e308); coarsen the keys"
+                ) from None
         # bools and text are no sizes: np.asarray(True, float) would read as 1
         if arr.dtype.kind not in "iuf":
             raise InputError(
@@ -496,7 +526,7 @@ class PoissonGammaModel(SuperpopulationModel):
             return {
                 "n": int(self._n[r]),
                 "N": float(self._N[r]),
-                "K": int(self._K[r]),
+                "K": self._K_int[r],
                 "n_cells": int(self._n_cells[r]),
                 "n_sample_uniques": m1,
                 "max_count": int(self.count_values[self._m[r] > 0].max()),
@@ -551,8 +581,10 @@ class PoissonGammaModel(SuperpopulationModel):
 
         All float64. ``pm.Data`` casts integer arrays to int32 without a word, and
         ``m_0 = K - #observed cells`` exceeds 2**31 for keys of 2**31 cells or more
-        (Adult with 9 keys: K = 2.7e9), which wrapped to a negative weight; float64 is
-        exact up to 2**53, the bound on K checked in the constructor.
+        (Adult with 9 keys: K = 2.7e9), which wrapped to a negative weight. float64 is
+        exact up to 2**53 and within a relative 1e-16 beyond, ample for ``K`` and
+        ``m_0``, which enter only as ``alpha beta = 1/K`` and the weight of the empty
+        cells.
         """
         sub = self.domains is not None
         if sub:
@@ -681,6 +713,14 @@ class PoissonGammaModel(SuperpopulationModel):
             ``max_count`` is not a whole number >= 1 (2.5 would mix the categories
             ``j = 2`` and ``f >= 2``; 0 leaves only the tail).
         """
+        if max(self._K_int) >= 2**63:
+            # numpy's multinomial counts its trials in int64
+            raise InputError(
+                f"replicate counts of counts cannot be drawn for a cell space of K = "
+                f"{max(self._K_int):.3g} cells (at most 2**63 - 1, NumPy's multinomial counts "
+                "in int64); the fit and the risk do not need them: coarsen the keys or pass "
+                "the number of cells that can actually occur to check the model's predictions"
+            )
         if max_count is None:
             max_count = int(self.count_values.max()) + 1
         max_count = check_whole("max_count", max_count, 1,

@@ -61,7 +61,10 @@ profiles chosen by the cross-validation,
 :func:`sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread between the
 learnt and that one, :func:`sdcbayes.models.latent_class.profile_mass_span`; ``init``
 ``"em"``, or ``"bootstrap"``: chains started at EM fits of bootstrap resamples of the
-records, :meth:`sdcbayes.models.latent_class.LatentClassModel.sample`). Its losses
+records, :meth:`sdcbayes.models.latent_class.LatentClassModel.sample`), and with
+the posterior predictive check of the sample's cells seen once to five times that
+``assess`` runs (``ppc``; its misfit warning is re-issued with the specification's
+name, its table is in :meth:`ComparisonResult.summary`). Its losses
 are averaged over the per-cell conditional
 :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in the limit) of
 :func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
@@ -602,7 +605,12 @@ class ComparisonResult:
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready summary: the table as records, decisions per model, changes."""
+        """JSON-ready summary: the table as records, decisions per model, changes.
+
+        ``predictive_checks``: per latent-class specification fitted with ``ppc``, its
+        posterior predictive check of the cells seen 1 to 5 times (the rows of
+        ``sdcbayes assess``'s ``predictive_check``); empty without one.
+        """
         rows = self.table.replace({np.nan: None}).to_dict(orient="records")
         per_model = {}
         for name, res in self.decision_results.items():
@@ -622,6 +630,13 @@ class ComparisonResult:
                 "n_changed_cells": int(self.changed_cells.size),
                 "changed_cells": self.changed_cells.tolist(),
                 "suppression_at_target": self.suppression.to_dict(orient="records"),
+                # the latent-class fits' posterior predictive checks (as `sdcbayes assess`
+                # reports them), by specification; the misfit warning is also issued
+                "predictive_checks": {
+                    name: a.summary["predictive_check"]
+                    for name, a in self.assessments.items()
+                    if a.summary.get("predictive_check")
+                },
                 "settings": self.settings,
             }
         )
@@ -1126,6 +1141,7 @@ def compare_models(
     plug_in_draws: int = 400,
     progressbar: bool = False,
     cores: int | None = None,
+    ppc: int | None = None,
 ) -> ComparisonResult:
     r"""Fit several models/priors to ``md`` and compare risks, LOO and decisions.
 
@@ -1205,6 +1221,15 @@ def compare_models(
         Chains run at once: latent-class threads (default all CPUs up to ``chains``;
         its draws do not depend on it), the PyMC models' worker processes (default 1;
         their NUTS draws depend on it, see :func:`sdcbayes.inference.fit`). Stamped.
+    ppc : int, optional
+        Posterior predictive replicates per chain of every latent-class fit: the check
+        of the sample's cells seen once to five times that ``sdcbayes assess`` runs on
+        its default model (:func:`sdcbayes.risk.posterior_assess.assess_posterior`,
+        ``ppc``), whose misfit warning is re-issued with the model's name. None (the
+        default): ``sdcbayes assess``'s own number,
+        :func:`sdcbayes.risk.posterior_assess.default_ppc` of the records and chains; 0:
+        no check. At most ``draws`` are used. The tables are in :meth:`ComparisonResult.summary`
+        (``predictive_checks``).
 
     Returns
     -------
@@ -1238,6 +1263,10 @@ def compare_models(
     if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int | np.integer)
                               or cores < 1):
         raise InputError(f"cores must be None or an integer >= 1; got {cores!r}")
+    if ppc is not None and (isinstance(ppc, bool) or not isinstance(ppc, int | np.integer)
+                            or ppc < 0):
+        raise InputError(f"ppc must be None or an integer >= 0 (0: no predictive check); "
+                         f"got {ppc!r}")
     if max_draws is not None and (not isinstance(max_draws, int | np.integer) or max_draws < 1):
         raise InputError(f"max_draws must be a positive integer or None; got {max_draws!r}")
     if (isinstance(target_accept, bool) or not isinstance(target_accept, int | float | np.number)
@@ -1275,6 +1304,13 @@ def compare_models(
     check_model_data(md, specs)
     # one seed for every model (prior effects not confounded with seed noise), stamped
     random_seed = seed_or_drawn(random_seed)
+    if ppc is None and any(s.model == "latent-class" for s in specs):
+        # the predictive check `sdcbayes assess` runs on the same fit (audit Z2 F2: without
+        # it compare stayed silent where assess warned of a misfit); its shared default
+        from sdcbayes.risk.posterior_assess import default_ppc
+
+        ppc = default_ppc(md.n_records, chains)
+    ppc_used = min(int(ppc), draws) if ppc else 0
 
     # ---- fits and assessments
     from sdcbayes.risk.posterior_assess import (
@@ -1320,6 +1356,7 @@ def compare_models(
                     **({"profile_mass": opts["profile_mass"]}
                        if opts["profile_mass"] is not None else {}),
                     **({"init": opts["init"]} if opts["init"] != "em" else {}),
+                    **({"ppc": ppc_used} if ppc_used else {}),
                 )
                 fit_seconds = time.perf_counter() - t0
                 N_file = float(a.summary["population_size"])
@@ -1506,6 +1543,8 @@ def compare_models(
         "tune": tune, "tune_defaults": dict(COMPARE_TUNE_DEFAULTS),
         "random_seed": random_seed, "target_accept": target_accept_used,
         "cores": None if cores is None else int(cores),
+        # the latent-class fits' predictive replicates per chain (0: no check)
+        "ppc": ppc_used if any(s.model == "latent-class" for s in specs) else None,
         "target_risk": target_risk, "c": c,
         "threshold": threshold, "max_draws": max_draws, "plug_in_draws": plug_in_draws,
         "disclosure_loss": l1.spec, "suppression_loss": l0.spec,

@@ -570,6 +570,8 @@ def assess(
     for note in notes:  # on stderr, like the fits' warnings, also under --quiet and --json
         click.echo(f"sdcbayes: warning: {note}", err=True)
     if model == "latent-class" and ppc is None:
+        from sdcbayes.risk.posterior_assess import default_ppc
+
         ppc = default_ppc(md.n_records, chains)
     if model == "closed-form":
         from sdcbayes.risk.assess import assess_closed_form
@@ -1052,23 +1054,6 @@ def check_structural_zero_rules(rules: list[dict[str, Any]], md, where: str,
     # the model's own check (e.g. too many disjoint rectangles), still before any fit
     StructuralZeros(out, keys, [levels[k] for k in keys])
     return out
-
-
-#: ``assess --ppc`` when not given: replicates per chain, and the most records the
-#: replicates of all chains may hold together (a replicate of 10^6 records takes about
-#: 1.3 s on this machine, against 266 s for the whole fit).
-PPC_PER_CHAIN = 50
-PPC_RECORD_BUDGET = 2e7
-
-
-def default_ppc(n_records: int, chains: int) -> int:
-    """Predictive replicates per chain of ``assess`` when ``--ppc`` is not given.
-
-    :data:`PPC_PER_CHAIN`, fewer where the replicates would hold more than
-    :data:`PPC_RECORD_BUDGET` records: a replicate costs O(records), so the check's time
-    stays a small share of the fit's.
-    """
-    return max(1, min(PPC_PER_CHAIN, int(PPC_RECORD_BUDGET / (max(n_records, 1) * chains))))
 
 
 def _fit_posterior(md, model, *, draws, chains, tune, seed, fit_method, threshold, strict, quiet,

@@ -588,6 +588,22 @@ class Microdata:
         to K for each key that has missing values).
         ``"drop"``: records with any missing key are excluded; their
         ``record_cell`` is -1 and their number is reported as ``n_dropped``.
+        The persons they stand for are still in the population, so with weights
+        (a weight column or ``sampling_fraction``) the kept records are taken to
+        stand for them too, missingness being at random within strata: the kept
+        weights are multiplied by Σ w (all records) / Σ w (kept records) within
+        each stratum (over the whole file without ``strata``), the weighting-class
+        non-response adjustment (Kalton & Flores-Cervantes 2003, "Weighting
+        methods", J. Official Statistics 19(2), 81-97, section 2, cell weighting).
+        The weight sum, the population size N of the posterior models, then stays
+        the file's Σ w, and Fhat_k (the adjusted weights summed over the cell, so
+        the closed form's p̂_k = f_k / Fhat_k) estimates the cell's count in the
+        whole population. :meth:`summary` gives both sums (``sum_weights_input``,
+        ``sum_weights_kept``). A dropped record whose weight is missing or not
+        positive counts in neither; a stratum every record of which is dropped
+        has no record left to stand for it (``strata_without_records``). Without
+        weights nothing is rescaled (Fhat_k = f_k: the kept records are the
+        population). An ``N`` given to a model is the population size as it is.
     alpha : float, default 1.0
         Weight in [0, 1] of a wildcard match (sdcMicro's ``alpha``); only used
         with ``missing="wildcard"``. ``alpha < 1`` makes ``fk`` fractional.
@@ -620,7 +636,12 @@ class Microdata:
     n_levels : dict of str to int
         Number of levels per key, as used in K (missing counted under "category").
     weights : numpy.ndarray or None
-        float64 weights per input record (from ``weight`` or ``sampling_fraction``).
+        float64 weights per input record (from ``weight`` or ``sampling_fraction``);
+        under ``missing="drop"`` the kept records' weights are the adjusted ones (see
+        ``missing``), the dropped records' as given.
+    sum_weights_input, sum_weights_kept : float or None
+        Under ``missing="drop"`` with dropped records and weights: the weight sums of
+        all input records and of the kept ones, before the adjustment; else None.
     household_index : numpy.ndarray or None
         int64 household codes per input record (sorted order of the ids).
     household_levels : pandas.Index or None
@@ -805,6 +826,13 @@ class Microdata:
         self.weights = self._validate_weights(frame, kept)
         self.household_index, self.household_levels = self._code_id(frame, household, "household")
         self.stratum_index, self.strata_levels = self._code_id(frame, strata, "strata")
+        self.sum_weights_input: float | None = None
+        self.sum_weights_kept: float | None = None
+        self._strata_without_records: list[str] = []
+        self._n_dropped_unweighted = 0
+        self._weights_given: np.ndarray | None = None
+        if self.n_dropped and self.weights is not None:
+            self._reweight_for_dropped()
 
         # ---- keys: code as integers (-1 = missing), count levels ----
         codes: dict[str, np.ndarray] = {}
@@ -966,6 +994,38 @@ class Microdata:
                 "probabilities (>= 1) or pass allow_weights_below_one=True"
             )
         return w
+
+    def _reweight_for_dropped(self) -> None:
+        """Let the kept records stand for the dropped ones (``missing="drop"``).
+
+        Weighting-class non-response adjustment (Kalton & Flores-Cervantes 2003,
+        section 2, cell weighting), the strata as classes: every kept weight of stratum
+        s is multiplied by Σ_{i∈s} w_i / Σ_{i∈s, kept} w_i, so each stratum keeps its
+        weight total and N = Σ w is the file's, not the kept records'. Dropped weights were not
+        validated: those missing or not positive stand for no one and are left out.
+        """
+        w = self.weights
+        kept = ~self.dropped
+        usable = self.dropped & np.isfinite(w) & (w > 0)
+        if self.stratum_index is None:
+            st, n_st = np.zeros(self.n_input, dtype=np.int64), 1
+        else:
+            st, n_st = self.stratum_index, len(self.strata_levels)
+        w_kept = np.bincount(st[kept], weights=w[kept], minlength=n_st)
+        w_drop = np.bincount(st[usable], weights=w[usable], minlength=n_st)
+        present = w_kept > 0  # kept weights are positive: strata with a kept record
+        factor = np.ones(n_st)
+        factor[present] = (w_kept[present] + w_drop[present]) / w_kept[present]
+        adjusted = w.copy()
+        adjusted[kept] = w[kept] * factor[st[kept]]
+        self._weights_given = w  # require_population_beyond_sample judges the file's own
+        self.weights = adjusted
+        self.sum_weights_input = float(w_kept.sum() + w_drop.sum())
+        self.sum_weights_kept = float(w_kept.sum())
+        self._n_dropped_unweighted = int(self.n_dropped - usable.sum())
+        if self.stratum_index is not None:
+            lost = np.flatnonzero(~present & (w_drop > 0))
+            self._strata_without_records = [str(v) for v in self.strata_levels.take(lost)]
 
     def _code_id(
         self, frame: pd.DataFrame, col: str | None, role: str
@@ -1208,6 +1268,17 @@ class Microdata:
             "alpha": self.alpha,
             "n_missing_key_records": int(self.n_missing_key_records),
             "n_dropped": int(self.n_dropped),
+        }
+        if self.sum_weights_input is not None:
+            # missing="drop": the kept weights were rescaled to stand for the dropped
+            # records too; the sums before that, so a reader sees what was done
+            out["sum_weights_input"] = self.sum_weights_input
+            out["sum_weights_kept"] = self.sum_weights_kept
+            if self._n_dropped_unweighted:
+                out["n_dropped_unweighted"] = self._n_dropped_unweighted
+            if self._strata_without_records:
+                out["strata_without_records"] = self._strata_without_records
+        out |= {
             "household": self.household,
             "n_households": None if self.household_levels is None else len(self.household_levels),
             "strata": self.strata,
@@ -1318,7 +1389,8 @@ def require_population_beyond_sample(md, model: str, *, instead: str | None = No
     ----------
     md : Microdata
         Its kept records' weights are read (nothing without weights: a sampling
-        fraction gives N = n / fraction >= n).
+        fraction gives N = n / fraction >= n); under ``missing="drop"``, the weights
+        given to every input record (the kept ones are scaled to their total).
     model : str
         The model; only :data:`POPULATION_TOTAL_MODELS` are checked.
     instead : str, optional
@@ -1333,6 +1405,13 @@ def require_population_beyond_sample(md, model: str, *, instead: str | None = No
     w = kept_weights(md)
     if model not in POPULATION_TOTAL_MODELS or w is None:
         return
+    given = getattr(md, "_weights_given", None)
+    if given is not None:
+        # missing="drop" scaled the kept weights to the file's total (Microdata, missing):
+        # whether the weights leave a population beyond the records is the whole file's
+        # question. Weights all 1 there: a census whose dropped persons are the population
+        # beyond the kept records; normalised weights: N = the file's n, refused as below.
+        w = given[np.isfinite(given) & (given > 0)]
     n = int(w.size)
     total = float(w.sum())
     if n == 0 or total > n * (1.0 + 1e-9):

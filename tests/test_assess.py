@@ -105,8 +105,11 @@ def test_dropped_records_keep_their_row_with_missing_risk():
     assert res.records["fk"].isna().tolist() == [i == 2 for i in range(8)]
     assert np.isnan(res.records.loc[2, "risk"])
     assert res.summary["n_records"] == 7
-    # the other records' risks are those of the 7-record file
-    md7 = Microdata(frame.drop(index=2), keys=["Key1", "Key2", "Key3", "Key4"], weight="w")
+    # the other records' risks are those of the 7-record file whose weights stand for the
+    # dropped record too (scaled to the file's weight total; audit Z2 F3)
+    kept = frame.drop(index=2)
+    kept = kept.assign(w=kept["w"] * frame["w"].sum() / kept["w"].sum())
+    md7 = Microdata(kept, keys=["Key1", "Key2", "Key3", "Key4"], weight="w")
     np.testing.assert_allclose(
         res.records["risk"].drop(index=2), assess_closed_form(md7).records["risk"], rtol=1e-12
     )

@@ -360,7 +360,7 @@ def test_posterior_model_writes_intervals_diagnostics_and_posterior(tmp_path, ca
 
 
 def test_default_ppc_bounds_the_replicated_records():
-    from sdcbayes.cli import PPC_PER_CHAIN, PPC_RECORD_BUDGET, default_ppc
+    from sdcbayes.risk.posterior_assess import PPC_PER_CHAIN, PPC_RECORD_BUDGET, default_ppc
 
     assert default_ppc(3908, 4) == PPC_PER_CHAIN == 50  # the demo
     assert default_ppc(10**6, 4) == 5 and 5 * 4 * 10**6 <= PPC_RECORD_BUDGET

@@ -256,8 +256,13 @@ def test_counts_add_up_and_cells_carry_the_record_keys(fc, missing):
     np.testing.assert_array_equal(cells.f_exact[rc[kept]], size)
     if missing != "wildcard" or not md.missing_key.any():
         np.testing.assert_array_equal(cells.fk, cells.f_exact)
-        np.testing.assert_allclose(cells.Fk_hat[rc[kept]], wsum, rtol=1e-12)
-        assert cells.Fk_hat.sum() == pytest.approx(sub["w"].sum(), rel=1e-12)
+        # under drop the kept records stand for the dropped ones too (audit Z2 F3): their
+        # weights are scaled to the file's total
+        scale = frame["w"].sum() / sub["w"].sum() if missing == "drop" else 1.0
+        np.testing.assert_allclose(cells.Fk_hat[rc[kept]], wsum * scale, rtol=1e-12)
+        assert cells.Fk_hat.sum() == pytest.approx(sub["w"].sum() * scale, rel=1e-12)
+        if missing == "drop":
+            assert cells.Fk_hat.sum() == pytest.approx(frame["w"].sum(), rel=1e-12)
     # record table: input order, one row per record
     rt = md.record_table()
     np.testing.assert_array_equal(rt["record"], np.arange(len(frame)))
@@ -345,7 +350,12 @@ def test_missing_drop_reports_and_excludes():
     rt = md.record_table()
     assert rt["fk"].iloc[0] == 2 and rt["fk"].isna().tolist() == [False, False, True, True]
     s = md.summary()
-    assert s["n_dropped"] == 2 and s["n_records"] == 2 and s["sum_weights"] == 5.0
+    assert s["n_dropped"] == 2 and s["n_records"] == 2
+    # the kept records stand for the dropped ones (audit Z2 F3): the population is the
+    # file's weight sum, the kept weights scaled by 14 / 5
+    assert s["sum_weights"] == pytest.approx(14.0, rel=1e-12)
+    assert s["sum_weights_input"] == 14.0 and s["sum_weights_kept"] == 5.0
+    np.testing.assert_allclose(md.cells.Fk_hat, [14.0], rtol=1e-12)
     assert s["n_missing_key_records"] == 2
 
 
