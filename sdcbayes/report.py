@@ -874,24 +874,35 @@ def _model_section(summary: Mapping[str, Any]) -> str:
         )
     ppc = summary.get("predictive_check")
     if ppc:
-        parts.append(
-            "<p>Posterior predictive check: replicate samples drawn from the fitted model "
-            "(with its cells' overdispersion), against the sample's number of key "
-            "combinations seen once, twice, ... (p: the share of replicates with at least as "
-            "many; near 0 or 1 the model does not reproduce the sample there, except that "
-            "p near 1 for cells seen three times or more also comes where the model holds, "
-            "as its cross-validated overdispersion errs towards clumping: benchmarks/README.md, "
-            "'The predictive check in the model's own world'):</p>"
-            + table([(r["count"], r["observed"], f"{r['mean']:.1f}",
-                      f"[{r['interval'][0]:.0f}, {r['interval'][1]:.0f}]", f"{r['p_value']:.3f}")
-                     for r in ppc],
-                    header=("seen (times)", "observed", "predicted mean", "90% interval",
-                            "p")))
+        parts.append(predictive_check_section(ppc))
     diag = summary.get("diagnostics")
     if diag:
         parts.append("<p>Sampling diagnostics (warnings, if any, are at the top of the "
                      "report):</p>" + diagnostics_table(diag))
     return "".join(parts)
+
+
+def predictive_check_section(ppc: Sequence[Mapping[str, Any]]) -> str:
+    """The latent-class fit's posterior predictive check (``summary["predictive_check"]``).
+
+    One row per j (cells seen j times): observed, predicted mean, 90% interval and the
+    two tails, ``p_value`` = P(m_rep >= m_obs) and ``p_lower`` = P(m_rep <= m_obs)
+    (:func:`sdcbayes.models.ppc.predictive_table`; older summaries lack ``p_lower``).
+    """
+    lower = all("p_lower" in r for r in ppc)
+    rows = [(r["count"], r["observed"], f"{r['mean']:.1f}",
+             f"[{r['interval'][0]:.0f}, {r['interval'][1]:.0f}]", f"{r['p_value']:.3f}")
+            + ((f"{r['p_lower']:.3f}",) if lower else ()) for r in ppc]
+    header = ("seen (times)", "observed", "predicted mean", "90% interval",
+              "p (at least as many)") + (("p (at most as many)",) if lower else ())
+    return ("<p>Posterior predictive check: replicate samples drawn from the fitted model "
+            "(with its cells' overdispersion), against the sample's number of key "
+            "combinations seen once, twice, ... (p: the share of replicates with at least, "
+            "or at most, as many; near 0 the model does not reproduce the sample there, "
+            "except that p (at most as many) near 0 for cells seen three times or more "
+            "also comes where the model holds, as its cross-validated overdispersion errs towards "
+            "clumping: benchmarks/README.md, 'The predictive check in the model's own "
+            "world'):</p>" + table(rows, header=header))
 
 
 _DIAGNOSTIC_LABELS = {
@@ -950,6 +961,11 @@ _DATA_LABELS = {
     "alpha": "alpha (weight of a wildcard match)",
     "n_missing_key_records": "records with a missing key value",
     "n_dropped": "records dropped",
+    "sum_weights_input": "sum of the weights of all input records",
+    "sum_weights_kept": "sum of the kept records' weights, before their adjustment for the "
+                        "dropped records",
+    "n_dropped_unweighted": "dropped records without a usable weight",
+    "strata_without_records": "strata whose every record was dropped",
     "household": "household column",
     "n_households": "households",
     "strata": "stratum column",
@@ -1712,6 +1728,9 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
                 "pair, both losses normalised to run from 0 to 1 (seed 003, Figure 1).</p>",
             )
         )
+    for name, ppc in (s.get("predictive_checks") or {}).items():
+        # each latent-class fit's check, as the assess report shows it (misfit: warned)
+        sections.append((f"Predictive check of {name}", predictive_check_section(ppc)))
     d = result.decisions
     changed = d[d["changed"]]
     pub_cols = [c for c in d.columns if str(c).startswith("publish_")]

@@ -341,3 +341,41 @@ def test_protect_note_says_the_missing_row_counts_records():
     assert "the original column counts the values missing in the input" not in text
     assert ("“records with a missing key value” counts records, so a record missing two "
             "values counts once") in text
+
+
+def test_compare_report_shows_each_latent_class_fits_predictive_check():
+    """compare's summary carries the latent-class fits' predictive checks (audit Z2 F2);
+    its report shows them as assess's does, with both tails."""
+    from sdcbayes.risk.compare import compare_models
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.integers(0, 10, 200), "b": rng.integers(0, 6, 200),
+                          "w": 25.0})
+    md = Microdata(frame, keys=["a", "b"], weight="w")
+    result = compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
+                            plug_in_draws=20)
+    s = result.summary()
+    rows = [{"count": 1, "observed": 7, "mean": 9.5, "interval": [5.0, 14.0],
+             "p_value": 0.81, "p_lower": 0.27}]
+    page = comparison_report(result, {**s, "predictive_checks": {"lc": rows}})
+    section = page.split("Predictive check of lc")[1]
+    cells = [html_module.unescape(c) for c in re.findall(
+        r"<td[^>]*>(.*?)</td>", section.split("</tr>")[1])]
+    assert cells == ["1", "7", "9.5", "[5, 14]", "0.810", "0.270"], cells
+    assert "p (at most as many)" in section
+    assert "Predictive check of" not in comparison_report(result, s)  # none fitted
+
+
+def test_dropped_records_weight_sums_are_labelled():
+    """missing='drop' rescales the kept weights (audit Z2 F3): the data table names both
+    sums before the adjustment in words, not as raw field names."""
+    from sdcbayes.risk.assess import assess_closed_form
+
+    frame = pd.DataFrame({"a": ["x", "y", None, "x", "z"], "b": [1, 2, 1, 1, 2],
+                          "w": [10.0, 20.0, 30.0, 10.0, 40.0]})
+    md = Microdata(frame, keys=["a", "b"], weight="w", missing="drop")
+    res = assess_closed_form(md)
+    text = _text(assessment_report(res, md, res.summary))
+    assert "sum of the weights of all input records" in text
+    assert "before their adjustment for the dropped records" in text
+    assert "sum weights input" not in text
