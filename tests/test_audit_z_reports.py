@@ -269,7 +269,9 @@ def test_console_shares_use_the_percent_helper(capsys, tmp_path):
     assert rate.split()[-1] == percent(4e-5) == "0.004%"
 
 
-def test_compare_report_shows_divergences_as_a_count():
+@pytest.fixture(scope="module")
+def cf_comparison():
+    """A closed-form comparison on 200 records (its table and summary are read only)."""
     from sdcbayes.risk.compare import compare_models
 
     rng = np.random.default_rng(2)
@@ -278,6 +280,11 @@ def test_compare_report_shows_divergences_as_a_count():
     md = Microdata(frame, keys=["a", "b"], weight="w")
     result = compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
                             plug_in_draws=20)
+    return result
+
+
+def test_compare_report_shows_divergences_as_a_count(cf_comparison):
+    result = cf_comparison
     # a NUTS model's row: the table's float column holds its divergences as 0.0
     table = result.table.assign(divergences=0.0, max_r_hat=1.002)
     page = comparison_report(dataclasses.replace(result, table=table), result.summary())
@@ -318,15 +325,8 @@ def test_an_intervals_bounds_share_one_format(interval, text):
     assert fmt(interval) == text
 
 
-def test_compare_report_intervals_share_one_format():
-    from sdcbayes.risk.compare import compare_models
-
-    rng = np.random.default_rng(2)
-    frame = pd.DataFrame({"a": rng.integers(0, 10, 200), "b": rng.integers(0, 6, 200),
-                          "w": 25.0})
-    md = Microdata(frame, keys=["a", "b"], weight="w")
-    result = compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
-                            plug_in_draws=20)
+def test_compare_report_intervals_share_one_format(cf_comparison):
+    result = cf_comparison
     table = result.table.assign(tau1=218.3, tau1_lo=212.0, tau1_hi=225.996)
     page = comparison_report(dataclasses.replace(result, table=table), result.summary())
     risk = page.split("Risk: ")[1]
@@ -343,17 +343,10 @@ def test_protect_note_says_the_missing_row_counts_records():
             "values counts once") in text
 
 
-def test_compare_report_shows_each_latent_class_fits_predictive_check():
+def test_compare_report_shows_each_latent_class_fits_predictive_check(cf_comparison):
     """compare's summary carries the latent-class fits' predictive checks (audit Z2 F2);
     its report shows them as assess's does, with both tails."""
-    from sdcbayes.risk.compare import compare_models
-
-    rng = np.random.default_rng(2)
-    frame = pd.DataFrame({"a": rng.integers(0, 10, 200), "b": rng.integers(0, 6, 200),
-                          "w": 25.0})
-    md = Microdata(frame, keys=["a", "b"], weight="w")
-    result = compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
-                            plug_in_draws=20)
+    result = cf_comparison
     s = result.summary()
     rows = [{"count": 1, "observed": 7, "mean": 9.5, "interval": [5.0, 14.0],
              "p_value": 0.81, "p_lower": 0.27}]
