@@ -861,17 +861,21 @@ def _draws(*arrays):
     return [a.reshape(-1) for a in arrays]
 
 
-def _domain_draws(alpha, beta, m: int):
+def _domain_draws(alpha, beta, m: int, per_domain: bool | None = None):
     r"""Posterior draws of ``(alpha, beta)`` as ``(draw,)`` (shared) or ``(draw, m)`` arrays.
 
     Each array on its own: an ``xarray.DataArray`` with a ``domain`` dim is read
     per domain (that dim moved last, the others flattened to draws), one without
-    it as shared draws; a NumPy array of 2 or more dims whose last axis has ``m``
-    values is per domain, ``(..., domain)``, as the covariate beta-binomial model
-    gives (seed 003, Section 2: :math:`\alpha_d, \beta_d`); otherwise (a scalar, a
-    1-D array of any length, ``(chain, draw)``) its values are shared draws. So a
-    1-D array of ``m`` draws stays shared; a ``(chain, draw)`` array with ``m``
-    draws per chain reads as per domain: pass it flat, or as a DataArray.
+    it as shared draws, whatever ``per_domain`` says. A NumPy array (``per_domain``
+    None): 3 or more dims with ``m`` values on the last axis is per domain,
+    ``(..., domain)``, as the covariate beta-binomial model gives (seed 003,
+    Section 2: :math:`\alpha_d, \beta_d`); a scalar, a 1-D array of any length or
+    a 2-D array whose last axis does not have ``m`` values is shared draws. A 2-D
+    array with ``m > 1`` values on its last axis is ambiguous, ``(chain, draw)`` or
+    ``(draw, domain)``, and refused unless ``per_domain`` says which: True reads
+    every NumPy array with ``m`` values last as ``(..., domain)`` (a 1-D array of
+    another length stays shared; other shapes are refused), False every one as
+    shared draws.
 
     Returns
     -------
@@ -884,9 +888,13 @@ def _domain_draws(alpha, beta, m: int):
     Raises
     ------
     InputError
-        Draw counts that differ (other than a single, fixed value), or a DataArray
-        whose domain dim does not have ``m`` values.
+        Draw counts that differ (other than a single, fixed value), a DataArray
+        whose domain dim does not have ``m`` values, the ambiguous 2-D array above,
+        or (``per_domain=True``) an array whose last axis does not have ``m`` values.
     """
+    if per_domain not in (None, True, False):
+        raise InputError(f"per_domain must be None, True or False; got {per_domain!r}")
+
     def one(x, name):
         if hasattr(x, "dims") and hasattr(x, "transpose"):  # xarray: dims say it
             if "domain" in x.dims:
@@ -897,7 +905,28 @@ def _domain_draws(alpha, beta, m: int):
                 return v.reshape(-1, m), True
             return np.asarray(x.values, dtype=float), False
         v = np.asarray(x, dtype=float)
-        if v.ndim >= 2 and v.shape[-1] == m:
+        if per_domain is False or v.ndim == 0:
+            return v, False
+        if per_domain:
+            if v.shape[-1] == m:
+                return v.reshape(-1, m), True
+            if v.ndim >= 2:
+                raise InputError(
+                    f"per_domain=True needs the domain axis last, shape (..., {m}); {name} "
+                    f"has shape {v.shape}. Pass per_domain=False for draws shared by every "
+                    "domain")
+            return v, False  # a 1-D array of shared draws next to per-domain ones
+        if v.ndim == 2 and v.shape[-1] == m and m > 1:
+            # (chain, draw) with m draws per chain and (draw, domain) look alike: guessing
+            # would average each domain over the wrong draws without a word (audit Z5, F2)
+            raise InputError(
+                f"{name} has shape {v.shape} and there are {m} domains: is it (chain, draw), "
+                "draws shared by every domain, or (draw, domain), each domain's own draws? "
+                "Say which: per_domain=False (or pass the draws flat, e.g. "
+                f"{name}.ravel()) for shared draws; per_domain=True (or a (chain, draw, "
+                "domain) array, or an xarray.DataArray with a 'domain' dim) for per-domain "
+                "draws")
+        if v.ndim >= 3 and v.shape[-1] == m:
             return v.reshape(-1, m), True
         return v, False
 
@@ -978,7 +1007,9 @@ def _betabin_loss_over_draws(loss, y, n, N, alpha, beta):
     Each pair is summed over its own window of the support of
     :math:`Y - y \sim \mathrm{BetaBin}(N - n, \alpha + y, \beta + n - y)`, so a cell
     with a large population never lengthens the others' sums, and the built-in losses
-    cost the same for ``N = 10^9`` as for ``N = 10^3``. ``alpha, beta`` are ``(d, 1)``
+    cost a bounded amount whatever ``N`` (a window past 1e5 values is summed at its ends
+    and by quadrature between them); a user loss costs about ``N`` times the spread of
+    the class share. ``alpha, beta`` are ``(d, 1)``
     (shared draws) or ``(d, u)`` (decide's per-domain draws); memory is bounded by
     :data:`_SUPPORT_BLOCK_ELEMENTS`. Returns shape ``(d, u)``.
     """
@@ -1019,11 +1050,13 @@ def decide(
     weights=None,
     fit_method: str = "ml",
     max_draws: int | None = None,
+    per_domain: bool | None = None,
 ) -> DecisionResult:
     r"""Publish/suppress decisions for the domains of a beta-binomial model.
 
     Seed 003, Sections 2-4. Risks :math:`R_{1i}, R_{0i}` are sums (to a relative
-    2e-13 for the built-in losses) over
+    2e-13 for the built-in losses; about 1e-10 where a window passes 1e5 values, see
+    Notes) over
     :math:`Y_i - y_i \mid y_i \sim \mathrm{BetaBin}(N_i - n_i, \alpha + y_i,
     \beta + n_i - y_i)` (:func:`sdcbayes.risk.beta_binomial.expected_loss`),
     averaged over draws of :math:`(\alpha, \beta)` when arrays are given; then
@@ -1040,10 +1073,11 @@ def decide(
         :math:`\alpha_d, \beta_d`): the domain axis last, ``(..., domain)`` (2 or
         more dims), or an ``xarray.DataArray`` with a ``domain`` dim; each domain
         is then averaged over its own draws. A 1-D array is always shared draws,
-        even with one value per domain; a ``(chain, draw)`` array whose draw
-        count equals the number of domains reads as per domain (pass it flat, or
-        as a DataArray). Draw counts that disagree are refused (a scalar is one
-        draw, repeated). Both None: the maximum-likelihood estimate of
+        even with one value per domain. A 2-D NumPy array whose last axis has one
+        value per domain (``(draw, domain)``, or ``(chain, draw)`` with as many
+        draws as domains) is refused unless ``per_domain`` says which it is.
+        Draw counts that disagree are refused (a scalar is one draw,
+        repeated). Both None: the maximum-likelihood estimate of
         :func:`sdcbayes.risk.beta_binomial.fit_beta_binomial` from ``(y, n)``
         (``fit_method``).
     disclosure_loss, suppression_loss : str or Loss
@@ -1070,6 +1104,13 @@ def decide(
     max_draws : int, optional
         Use at most this many draws (evenly spaced) for the risks; the
         hyperparameter summary still uses all of them.
+    per_domain : bool, optional
+        How NumPy arrays of draws are read: True, the domain axis last,
+        ``(..., domain)`` (a 1-D array of another length, shared draws beside them);
+        False, draws shared by every domain, any shape. None (the
+        default) reads 3 or more dims with ``m`` values last as per domain, any
+        other shape as shared, and refuses the ambiguous 2-D ``(S, m)`` (``m > 1``).
+        A DataArray is read by its dims either way.
 
     Returns
     -------
@@ -1081,12 +1122,19 @@ def decide(
     Notes
     -----
     Each (draw, distinct ``(y, n, N)``) is summed over its own window of the support
-    (:func:`sdcbayes.risk.beta_binomial._expected_loss_flat`): for the built-in
-    losses a few thousand pmf terms (a closed form for ``Y``) whatever ``N`` is, so
-    a domain of 10^9 costs about what one of 10^3 does (30 domains, 1000 draws: about
-    1.5 s on a shared 2-core machine, ``benchmarks/decide_large_domains.py``); a user
-    loss is summed over the window holding all but 1e-20 of the predictive mass
-    (about ``N - n`` times the spread of the class share). Memory is bounded by
+    (:func:`sdcbayes.risk.beta_binomial._expected_loss_flat`). The built-in losses
+    cost a bounded amount whatever ``N`` is: a closed form for ``Y``; ``uniques-equal``
+    with a small ``S`` (a few thousand pmf terms for ``S = 10``) and ``threshold`` with
+    a small ``Ymin`` are summed term by term; a window longer than 1e5 values (the
+    polynomially decaying ``uniques-gamma``, ``uniques-equal`` with a large ``S``,
+    ``uniques-proportions`` with a tiny share, ``threshold`` with a large ``Ymin``,
+    on a large domain) is summed exactly at its ends and by quadrature in between
+    (:func:`sdcbayes.risk.beta_binomial._long_window_sum`, about 8,000 terms). So a
+    domain of 10^9 costs about what one of 10^5 does (30 domains, 1000 draws: about
+    1.5 s on a shared 2-core machine, ``benchmarks/decide_large_domains.py``). A user
+    loss is summed term by term over the window holding all but 1e-20 of the
+    predictive mass (about ``N - n`` times the spread of the class share): its cost
+    grows with ``N``. Memory is bounded by
     chunking the draws and blocking the windows. For big files pass ``max_draws``:
     the Monte Carlo error of a posterior-mean risk falls as ``1/sqrt(max_draws)``.
     """
@@ -1137,7 +1185,7 @@ def decide(
         raise InputError("give both alpha and beta (or neither, to estimate them from the domains)")
     else:
         try:
-            a_all, b_all, per_domain = _domain_draws(alpha, beta, m)
+            a_all, b_all, by_domain = _domain_draws(alpha, beta, m, per_domain)
         except InputError:  # a ValueError too: its own message names the shapes
             raise
         except (TypeError, ValueError):
@@ -1166,7 +1214,7 @@ def decide(
             "mean": _hyper_summary(a_all / (a_all + b_all)),
             "concentration": _hyper_summary(a_all + b_all),
         }
-        if per_domain:  # then the summaries above pool every domain's values
+        if by_domain:  # then the summaries above pool every domain's values
             hyper["per_domain"] = True
         # xarray draws carry their fit's stamp (seed, priors): kept, not dropped (F9)
         posterior = {name: dict(x.attrs) for name, x in (("alpha", alpha), ("beta", beta))

@@ -339,7 +339,7 @@ def parse_loss(spec: str | Loss) -> Loss:
     InputError
         On an unknown name (the message lists the valid ones and says when the name
         is a model-comparison loss such as ``reidentifications``), a number in place
-        of a name, an unknown, missing or non-numeric parameter.
+        of a name, an unknown, missing, repeated or non-numeric parameter.
     """
     if isinstance(spec, Loss):
         return spec
@@ -354,6 +354,11 @@ def parse_loss(spec: str | Loss) -> Loss:
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, value = item.partition("=")
         key = key.strip()
+        if eq and key in params:  # the last value would win without a word
+            raise InputError(
+                f"loss {name!r}: parameter {key} is given twice in {spec!r}; give each "
+                f"parameter once, e.g. {name}:{','.join(p + '=10' for p in required)}"
+            )
         if not eq or key not in required:
             raise InputError(
                 f"loss {name!r}: bad parameter {item!r}; "

@@ -130,7 +130,7 @@ def test_decide_per_domain_draws_average_each_domain_over_its_own():
     B = np.full((S, 3), 2.0)
     expect = _brute_R1(y, n, N, A, B, parse_loss("uniques-equal:S=10"))
     np.testing.assert_allclose(expect, [0, 0.644, 0.899], atol=1e-3)  # the audit's numbers
-    res = decide(y, n, N, alpha=A, beta=B, c=1.0)
+    res = decide(y, n, N, alpha=A, beta=B, c=1.0, per_domain=True)
     np.testing.assert_allclose(res.table["R1"].to_numpy(), expect, rtol=1e-10, atol=1e-15)
     assert res.hyperparameters["n_draws"] == S and res.hyperparameters["per_domain"]
     # (chain, draw, domain), a shared scalar beta, and a DataArray with a domain dim
@@ -160,7 +160,7 @@ def test_decide_refuses_inconsistent_draw_shapes():
 
     y, n, N = np.array([0, 1, 4]), np.array([5, 5, 5]), np.array([20, 20, 20])
     with pytest.raises(InputError, match="same number of draws"):
-        decide(y, n, N, alpha=np.ones((200, 3)), beta=np.ones(7))
+        decide(y, n, N, alpha=np.ones((200, 3)), beta=np.ones(7), per_domain=True)
     with pytest.raises(InputError, match="4 domains"):
         decide(y, n, N, alpha=xr.DataArray(np.ones((2, 4)), dims=("draw", "domain")),
                beta=1.0)
