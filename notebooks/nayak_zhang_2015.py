@@ -115,9 +115,11 @@ print(pd.DataFrame(nayak_zhang_matrix(T, theta_show).T, index=[f"to c{i}" for i 
 # `P(CM | S_j = 1) <= phi(theta)`; solve `phi_T(theta) <= xi` for the counts
 # `T = 1, 2` that are randomised. Doubletons need `phi_2(theta) <= xi`, and
 # `phi_2(1) = 1/3`: with `theta <= 1` the method is "limited to xi >= 1/3".
-# Then `k` is the smallest group size with `P(CM | S_j = 2) <= P(CM | S_j = 1)`
-# for every make-up of the group. `theta` is checked against a brute-force grid
-# search for the smallest value meeting the bound.
+# Then `k` is the smallest group size for which the exact `P(CM | S_j = 1)` and
+# `P(CM | S_j = 2)` are at most `xi` for every make-up of groups of `k..2k-1` cells
+# (the seed solves `k` from `P(CM | S_j = 2) <= P(CM | S_j = 1)`, a sufficient
+# condition only). `theta` is checked against a brute-force grid search for the
+# smallest value meeting the bound.
 
 # %%
 grid = np.linspace(0.0, 1.0, 100_001)
@@ -148,8 +150,9 @@ else:
 # With `xi = 1/3`: `theta = 1`, `k = 3`; the example's five small cells form one
 # group (the remainder joins the last group), exactly the seed's 5 x 5 matrix.
 # At `theta = 1` every singleton leaves its cell for sure (`p_ii = 0`), so only
-# Susan and Rachel can be matched. With `xi = 1/2`: `theta = 0.618`, `k = 3`,
-# again one group of five, and singletons may stay.
+# Susan and Rachel can be matched. With `xi = 1/2`: `theta = 0.618` (minimum group
+# size 2; here the five cells are kept as the seed's one group of five), and
+# singletons may stay.
 #
 # `nayak_zhang_cm_probability` gives `P(CM | S_j = a)` in closed form (sums of
 # binomials). We check it by enumerating all `5^6 = 15 625` destinations of the

@@ -338,7 +338,7 @@ def test_protect_names_mdav_k_and_nayak_zhang_xi(capsys, tmp_path):
     assert "k=" not in proc.stderr
     proc = run_in_process(capsys, "protect", str(path), "--keys", KEYS, "--nayak-zhang-xi",
                           "0.5", "--out", str(tmp_path / "o"))
-    assert_one_line_error(proc, "for --nayak-zhang-xi 0.5 is 3", "raise --nayak-zhang-xi",
+    assert_one_line_error(proc, "for --nayak-zhang-xi 0.5 is 2", "raise --nayak-zhang-xi",
                           '"group_size" in a "nayak_zhang" step of a --recipe')
     assert "pass a smaller group_size" not in proc.stderr
 

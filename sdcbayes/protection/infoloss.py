@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdcbayes.exceptions import InputError
+from sdcbayes.exceptions import InputError, warn_at_caller
 from sdcbayes.protection.base import check_columns, check_frame, check_row_order
 
 __all__ = [
@@ -173,7 +173,8 @@ def ci_overlap(lo1: Any, hi1: Any, lo2: Any, hi2: Any) -> np.ndarray:
     -------
     numpy.ndarray of float
         J in [0, 1], broadcast over the inputs: 1 for identical intervals, 0 for
-        disjoint ones (a 0-d array for scalar inputs).
+        disjoint ones (a 0-d array for scalar inputs); NaN where a bound is NaN
+        (an interval that could not be computed is not disjoint from the other).
 
     Raises
     ------
@@ -188,7 +189,8 @@ def ci_overlap(lo1: Any, hi1: Any, lo2: Any, hi2: Any) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         r1 = np.where(hi1 > lo1, o / (hi1 - lo1), (lo1 >= lo2) & (lo1 <= hi2))
         r2 = np.where(hi2 > lo2, o / (hi2 - lo2), (lo2 >= lo1) & (lo2 <= hi1))
-    return 0.5 * (r1 + r2)
+    known = ~(np.isnan(lo1) | np.isnan(hi1) | np.isnan(lo2) | np.isnan(hi2))
+    return np.where(known, 0.5 * (r1 + r2), np.nan)
 
 
 Statistic = Callable[[pd.DataFrame], pd.DataFrame]
@@ -380,11 +382,20 @@ def proportion_ci(
 def ols_ci(y: str, x: Sequence[str], level: float = 0.95) -> Statistic:
     """Build a statistic for :func:`benchmark`: OLS coefficients of ``y`` on ``x`` (with intercept).
 
-    The classical (homoscedastic) OLS interval β̂_j ± t_{n−p} √(σ̂² [(X'X)^{-1}]_jj)
-    with σ̂² = RSS / (n − p), the t quantile at (1 + level)/2 with n − p degrees of
-    freedom, p the number of coefficients; complete cases only (seed 001, Figure 3
+    The classical (homoscedastic) OLS interval β̂_j ± t_{n−r} √(σ̂² [(X'X)^{-1}]_jj)
+    with σ̂² = RSS / (n − r), the t quantile at (1 + level)/2 with n − r degrees of
+    freedom, r the rank of the design (the number of coefficients p when the
+    regressors are not collinear); complete cases only (seed 001, Figure 3
     compares regression coefficients and their intervals before and after
     protection).
+
+    A rank-deficient design (a regressor that protection made constant, or
+    exactly collinear regressors such as x2 = 2·x1) does not identify every
+    coefficient: any split of the identified combination fits equally well.
+    Those coefficients get NaN estimate and interval, with a warning naming them;
+    the identified ones keep their unique estimate and use (X'X)^+ and n − r
+    degrees of freedom (the standard least-squares theory of estimable
+    functions, e.g. Searle, Linear Models, 1971, ch. 5).
 
     Parameters
     ----------
@@ -400,8 +411,15 @@ def ols_ci(y: str, x: Sequence[str], level: float = 0.95) -> Statistic:
     callable
         Takes a frame, returns a DataFrame with one row per coefficient
         (``"y~(Intercept)"``, ``"y~x1"``, ...) and columns ``estimate``, ``lo``,
-        ``hi``. Its attribute ``columns`` names the columns it reads, which
-        :func:`benchmark` checks before running any statistic.
+        ``hi`` (NaN for a coefficient the frame does not identify). Its attribute
+        ``columns`` names the columns it reads, which :func:`benchmark` checks
+        before running any statistic.
+
+    Warns
+    -----
+    UserWarning
+        When run on a frame whose design is rank-deficient, naming the
+        coefficients returned as NaN.
 
     Raises
     ------
@@ -423,18 +441,49 @@ def ols_ci(y: str, x: Sequence[str], level: float = 0.95) -> Statistic:
         yy = data[y].to_numpy()
         xx = np.column_stack([np.ones(len(data)), data[xs].to_numpy()])
         n, p = xx.shape
+        names = [f"{y}~(Intercept)"] + [f"{y}~{c}" for c in xs]
         if n <= p:
             raise InputError(f"only {n} complete records for {p} coefficients; use fewer x")
+        rank, aliased = _aliased(xx)
         beta, *_ = np.linalg.lstsq(xx, yy, rcond=None)
         resid = yy - xx @ beta
-        sigma2 = resid @ resid / (n - p)
+        sigma2 = resid @ resid / (n - rank)
+        # (X'X)^+ gives the right variance for the identified coefficients (estimable
+        # functions); the others get NaN below.
         se = np.sqrt(np.diag(sigma2 * np.linalg.pinv(xx.T @ xx)))
-        t = stats.t.ppf(0.5 + level / 2.0, n - p)
-        names = [f"{y}~(Intercept)"] + [f"{y}~{c}" for c in xs]
-        return _frame(names, beta, beta - t * se, beta + t * se)
+        t = stats.t.ppf(0.5 + level / 2.0, n - rank)
+        lo, hi = beta - t * se, beta + t * se
+        if aliased.any():
+            lost = [names[j] for j in np.flatnonzero(aliased)]
+            warn_at_caller(
+                f"ols_ci({y!r}): the regressors are collinear or constant in this frame (rank "
+                f"{rank} of {p} coefficients), so {lost} cannot be estimated: NaN returned. "
+                "Drop one of the collinear regressors to estimate the others"
+            )
+            beta, lo, hi = (np.where(aliased, np.nan, v) for v in (beta, lo, hi))
+        return _frame(names, beta, lo, hi)
 
     stat.columns = (y, *xs)  # type: ignore[attr-defined]
     return stat
+
+
+def _aliased(xx: np.ndarray) -> tuple[int, np.ndarray]:
+    """Rank of the design and which coefficients it does not identify.
+
+    Coefficient j is identified (estimable) iff the unit vector e_j lies in the
+    row space of X, i.e. iff the null space of X has no component along j.
+    Rank and null space from the SVD with NumPy's ``matrix_rank`` tolerance
+    σ_max · max(n, p) · ε (Golub & Van Loan, Matrix Computations, 5.5.8), on the
+    columns scaled to unit length so that a regressor's units do not matter.
+    """
+    norms = np.linalg.norm(xx, axis=0)
+    scaled = xx / np.where(norms > 0, norms, 1.0)
+    _, sv, vt = np.linalg.svd(scaled, full_matrices=True)
+    tol = sv.max() * max(xx.shape) * np.finfo(np.float64).eps if sv.size else 0.0
+    rank = int((sv > tol).sum())
+    null = vt[rank:]  # rows spanning the null space (of the scaled design: same zero pattern)
+    aliased = (np.abs(null) > 1e-8).any(axis=0) if null.size else np.zeros(xx.shape[1], bool)
+    return rank, aliased
 
 
 def benchmark(
@@ -460,8 +509,12 @@ def benchmark(
     pandas.DataFrame
         One row per (statistic, parameter): ``estimate_original``,
         ``lo_original``, ``hi_original``, the same for ``protected``,
-        ``relative_difference`` = (protected − original)/|original| and
-        ``ci_overlap`` (:func:`ci_overlap`).
+        ``relative_difference`` = (protected − original)/|original|,
+        ``ci_overlap`` (:func:`ci_overlap`) and ``comparable``: False where an
+        estimate or interval is missing (NaN) on either side, e.g. a regression
+        coefficient that protection made unidentifiable (:func:`ols_ci`) or a
+        parameter only one file has; ``relative_difference`` and ``ci_overlap``
+        are then NaN rather than a spurious 0.
 
     Raises
     ------
@@ -509,4 +562,7 @@ def benchmark(
     out["ci_overlap"] = ci_overlap(
         out["lo_original"], out["hi_original"], out["lo_protected"], out["hi_protected"]
     )
+    sides = [f"{c}_{w}" for c in ("estimate", "lo", "hi") for w in ("original", "protected")]
+    out["comparable"] = out[sides].notna().all(axis=1)
+    out.loc[~out["comparable"], ["relative_difference", "ci_overlap"]] = np.nan
     return out

@@ -638,17 +638,28 @@ def nayak_zhang_cm_probability(
 
 
 def nayak_zhang_min_group_size(
-    xi: float, theta: float | None = None, *, counts: Sequence[int] = (1, 2), k_max: int = 500
+    xi: float, theta: float | None = None, *, counts: Sequence[int] = (1, 2), k_max: int = 50
 ) -> int:
-    """Smallest group size k that meets the seed's criterion for every group make-up.
+    """Smallest group size k that meets the seed's guarantee for every group make-up.
 
-    Seed 002, "Solution of θ and k": with θ from :func:`nayak_zhang_theta`,
-    P(CM | S_j = 1) <= φ(θ) <= ξ; k is the smallest group size such that
-    P(CM | S_j = 2) <= P(CM | S_j = 1) for every target cell, whatever the mix
-    of singleton and doubleton cells in the group and for every group size
-    k..2k − 1 (groups of at least k cells, the remainder joins the last group).
-    Both probabilities are computed exactly (:func:`nayak_zhang_cm_probability`)
-    and must also stay at or below ξ.
+    Seed 002, "Solution of θ and k": the goal is P(CM | S_j = a, X_B = c_j, T) <= ξ
+    for every a > 0 and every cell j. For a >= 3 it holds by itself
+    (P(CM | S_j = a) <= 1/a <= 1/3 <= ξ), so k is the smallest group size for
+    which the exact P(CM | S_j = 1) and P(CM | S_j = 2)
+    (:func:`nayak_zhang_cm_probability`) are at most ξ in every cell, whatever the
+    mix of singleton and doubleton cells, for every group size k..2k − 1 (groups
+    of at least k cells, the remainder joins the last group). A make-up in which
+    S_j = 1 or 2 cannot occur fails as well: for 0 < θ < 1 that never happens; at
+    θ = 1 (ξ = 1/3) it is a group of two singleton cells, which swap their records
+    for certain. So k = 3 for every ξ below 1/2 (ξ = 1/3 included), k = 2 from 1/2 on.
+
+    The seed reaches the goal through the chain
+    P(CM | S_j = 2) <= P(CM | S_j = 1) <= φ(θ) <= ξ and solves k from its first
+    link. That chain is a sufficient condition only, needed when P(CM | S_j = 2)
+    is not computed; here it is computed exactly, so the link is not required.
+    Requiring it made k jump just above ξ = 1/3 (θ near 1, where both
+    probabilities of a singleton cell are tiny and P2 slightly exceeds P1):
+    ξ = 0.34 gave k = 50, ξ = 0.3335 found no k, though k = 3 meets the goal.
 
     Parameters
     ----------
@@ -658,39 +669,58 @@ def nayak_zhang_min_group_size(
         The θ of the matrices; default :func:`nayak_zhang_theta` of ``xi`` and ``counts``.
     counts : sequence of int, default (1, 2)
         Cell counts T that are randomised (singletons and doubletons).
-    k_max : int, default 500
-        Largest group size tried.
+    k_max : int, default 50
+        Largest group size tried. Each group size is checked once (groups of up
+        to 2 k_max − 1 cells), which bounds the cost of the search.
 
     Returns
     -------
     int
-        The smallest group size k >= 2 meeting the criterion for every group of
+        The smallest group size k >= 2 meeting the goal for every group of
         k..2k − 1 cells.
 
     Raises
     ------
     InputError
-        A ``xi`` outside [1/3, 1) (when ``theta`` is derived), or no group size up to
-        ``k_max`` meets the bound.
+        A ``xi`` outside [1/3, 1) (when ``theta`` is derived), a ``k_max`` below 2,
+        or no group size up to ``k_max`` meets the bound.
     """
+    if (
+        isinstance(k_max, (bool, np.bool_))
+        or not isinstance(k_max, (int, np.integer))
+        or k_max < 2
+    ):
+        raise InputError(f"k_max={k_max!r} must be an integer >= 2 (the largest group size tried)")
     if theta is None:
         theta = nayak_zhang_theta(xi, counts)
     counts = [int(c) for c in counts]
+    passed: dict[int, bool] = {}
 
-    def ok(g: int) -> bool:
-        for mix in _mixes(g, counts):
-            pr = nayak_zhang_cm_probability(mix, theta, (1, 2))
-            p1 = np.nan_to_num(pr[0], nan=0.0)
-            p2 = np.nan_to_num(pr[1], nan=0.0)
-            if (p2 > p1 + 1e-12).any() or (np.maximum(p1, p2) > xi + 1e-12).any():
-                return False
-        return True
+    def ok(h: int) -> bool:
+        """Whether P(CM | S_j = a) <= ξ, a = 1, 2, in every cell of every h-cell group."""
+        if h not in passed:
+            passed[h] = True
+            for mix in _mixes(h, counts):
+                pr = nayak_zhang_cm_probability(mix, theta, (1, 2))
+                # NaN (P(S_j = a) = 0) fails too: for 0 < θ < 1 it cannot occur; at
+                # θ = 1 a group of two singletons swaps its records for certain (undone
+                # by swapping back), and any θ just below 1 gives it P(CM | S_j = 2) = 1/2.
+                if not (pr <= xi + 1e-12).all():
+                    passed[h] = False
+                    break
+        return passed[h]
 
-    for g in range(2, k_max + 1):
-        if all(ok(h) for h in range(g, 2 * g)):
+    g = 2
+    while g <= k_max:
+        bad = next((h for h in range(g, 2 * g) if not ok(h)), None)
+        if bad is None:
             return g
+        # every g' <= bad would again contain the failing size: go past it
+        g = bad + 1
     raise InputError(
-        f"no group size up to {k_max} meets the bound xi={xi} with theta={theta}; raise xi"
+        f"no group size up to k_max={k_max} meets the bound xi={xi} with theta={theta} for "
+        "every mix of singleton and doubleton cells; pass group_size= to nayak_zhang_pram "
+        "(its summary reports the exact max_cm_probability of the groups formed), or raise xi"
     )
 
 
