@@ -683,8 +683,12 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
 
             opts = LATENT_CLASS_OPTIONS | s.options
             n_rec = int(md.cells.n_records)
-            if opts["overdispersion"] == "cv" and n_rec < CV_MIN_RECORDS:
-                # the cross-validation splits the sample (overdispersion_cv), after "fitting"
+            from sdcbayes.risk.posterior_assess import population_is_sample
+
+            if opts["overdispersion"] == "cv" and n_rec < CV_MIN_RECORDS \
+                    and not population_is_sample(md, s.model):
+                # the cross-validation splits the sample (overdispersion_cv), after "fitting";
+                # a census needs none (kappa does not enter its exact risks)
                 problems.append(
                     f"{s.name!r} (latent-class): the cross-validated overdispersion needs at "
                     f"least {CV_MIN_RECORDS} records to split the sample into parts; got "

@@ -1823,7 +1823,8 @@ def _assess_latent_class(
         # the checked, sorted quantiles, as every other interval (not the raw argument:
         # quantiles=(0.95, 0.05) would reverse the interval)
         qs = _check_quantiles(quantiles)
-        lo, hi = np.quantile(kap, [qs[0], qs[-1]])
+        with np.errstate(invalid="ignore"):  # inf - inf between two Poisson draws: NaN
+            lo, hi = np.quantile(kap, [qs[0], qs[-1]])
 
         def fin(x):
             # JSON has no inf: None stands for "no overdispersion" (Poisson cells)

@@ -379,3 +379,17 @@ def test_drop_population_check_reads_the_files_weights():
     census = Microdata(f.assign(w=1.0), keys=["a", "b"], weight="w", missing="drop")
     require_population_beyond_sample(census, "latent-class")
     np.testing.assert_allclose(census.weights[~census.dropped], 8 / 5, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # kappa all inf: no NaN warning
+def test_compare_takes_a_census_of_three_records():
+    """Under 4 records the cross-validated kappa cannot be fitted, but a census needs none:
+    compare assesses it exactly, as assess does, instead of refusing it."""
+    from sdcbayes.risk.compare import compare_models
+
+    frame = pd.DataFrame({"age": [30, 30, 41], "sex": ["m", "m", "f"], "w": 1.0})
+    md = Microdata(frame, keys=["age", "sex"], weight="w")
+    res = compare_models(md, [{"name": "lc", "model": "latent-class"}], draws=20, tune=20,
+                         chains=2, random_seed=1)
+    row = res.table.set_index("name").loc["lc"] if "name" in res.table else res.table.iloc[0]
+    assert row["tau1"] == 1.0 and row["er"] == 2.0
