@@ -35,8 +35,8 @@ OUTPUT_FILES = frozenset({
 NA_VALUES_HELP = (
     "Comma-separated codes that mean 'missing' in every column of the file, e.g. "
     "--na-values -9,99,. (sdcbayes.microdata.read_microdata's na_values): a CSV field "
-    "whose text is one of "
-    "them; in SPSS, Stata, SAS and Parquet files a number equal to one (-9 matches -9.0), "
+    "whose text is one of them (in a numeric CSV column also a number equal to one: -9 "
+    "matches -9.0); in SPSS, Stata, SAS and Parquet files a number equal to one (-9 matches -9.0), "
     "a text, or a value label or labelled code listed. Without it only empty fields, an "
     "unquoted NA, a lone '.' in a numeric CSV column and SPSS/Stata declared missing values "
     "are missing."

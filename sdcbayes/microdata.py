@@ -954,6 +954,15 @@ class Microdata:
                     others = "; they are " + ", ".join(repr(x) for x in shown[:5]) + (
                         ", ..." if len(shown) > 5 else "")
                 comma = ", and a comma, as thousands or decimal mark, is not read as one"
+                if "," in v:
+                    # a semicolon CSV read "12,5" as 12.5 unless the column also holds a
+                    # "." ("2.500": a thousands separator; audit Z6 F2): name that value
+                    point = present & ~bad & np.array(["." in str(x) for x in vals])
+                    if point.any():
+                        comma = (f", and the column also holds {str(vals[point][0])!r}: one "
+                                 "column cannot use both ',' and '.' as the decimal mark, "
+                                 "and thousands separators are not read; save the numbers "
+                                 "with one decimal mark and no thousands separator")
                 raise DataError(
                     f"weight column {col!r} is not numeric (dtype {s.dtype}): "
                     f"{int(bad.sum())} values are not numbers (first at "
@@ -971,10 +980,15 @@ class Microdata:
         wk = np.where(kept, w, 1.0)  # dropped records are not checked
         bad = ~np.isfinite(wk)
         if bad.any():
+            where = _row_ref(frame.index, _first_position(bad))
+            if where.startswith("record "):  # a data row of a CSV is record + 2 (header)
+                where += ", counting from 0"
+            listed = frame.attrs.get("na_values")
+            why = (f"; na_values (--na-values) {', '.join(map(str, listed))} apply to the "
+                   "weight too: a weight equal to one of them is missing" if listed else "")
             raise DataError(
                 f"weight column {col!r} has {int(bad.sum())} missing or non-finite values "
-                f"(first at {_row_ref(frame.index, _first_position(bad))}); impute them or "
-                "drop those records"
+                f"(first at {where}{why}); impute them or drop those records"
             )
         bad = wk <= 0
         if bad.any():
@@ -1567,7 +1581,9 @@ def _csv_numbers(text, decimal_comma: bool):
     ``0x10``, which the cast to int64 would take), then to int64 when every
     number is whole; pandas' parser is the fall-back for what they refuse. A
     column is integer only when its texts are integer literals (``5.`` and
-    ``1e3`` keep it float). With ``decimal_comma`` a comma is the decimal mark.
+    ``1e3`` keep it float). With ``decimal_comma`` a comma is the decimal mark,
+    and a column holding both a comma and a point (``12,5`` and ``2.500``, a
+    thousands separator) is no numbers (None).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1580,6 +1596,11 @@ def _csv_numbers(text, decimal_comma: bool):
         return None
     tries = [text]
     if decimal_comma and pc.any(pc.match_substring(text, ",")).as_py():
+        if pc.any(pc.match_substring(text, ".")).as_py():
+            # "12,5" next to "2.500": one column cannot have two decimal marks, and the
+            # "." is then a thousands separator, which is not read (audit Z6 F2). Text:
+            # a key keeps its codes, a weight is refused naming the value.
+            return None
         tries.append(pc.replace_substring(text, ",", "."))
     for t in tries:
         try:
@@ -1610,29 +1631,41 @@ def _csv_numbers(text, decimal_comma: bool):
 
 
 #: Texts that may give the number of another text: a sign ``+``, a leading zero
-#: (``012``, ``-07``), ``-0``, and 16 digits or more (beyond 2**53 two integers can
-#: share a float64). Integer texts without any of these are canonical, so distinct
-#: ones give distinct numbers.
-_NONCANONICAL = r"^(?:[+-]?0[0-9]|\+|-0$|-?[0-9]{16})"
+#: (``012``, ``-07``, ``05.1``), a negative zero (``-0``, ``-0.0``), 16 digits or more
+#: (beyond 2**53 two integers, and beyond 15 significant digits two decimals, can
+#: share a float64), a decimal part of two digits or more ending in zero (``5.10``
+#: is 5.1), a decimal mark first or last (``.5``, ``5.``), and any other character
+#: (``1e3``). Texts without any of these are canonical, so distinct ones give
+#: distinct numbers, except a one-digit ``.0`` (``6.0``, as pandas writes a whole
+#: float) next to an integer text (``6``): :func:`_same_identity` checks that pair.
+_NONCANONICAL = (r"^(?:[+-]?0[0-9]|\+|-0(?:[.,]0*)?$|-?[0-9.,]{16})"
+                 r"|[.,][0-9]+0$|[.,]$|^-?[.,]|[^-0-9.,]")
 
 
 def _same_identity(text, num) -> bool:
-    """Whether no two different integer texts (``012``, ``12``) give one number."""
+    """Whether no two different texts give one number (``012``/``12``, ``5.1``/``5.10``).
+
+    Such texts are different codes (also ``6`` and ``6.0``). ``text`` holds the
+    texts as the file has them (a decimal comma included: :func:`_csv_numbers`
+    keeps a column that mixes both marks as text).
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    # The common case at a fraction of the cost: one regex pass instead of hashing every
+    # The common case at a fraction of the cost: regex passes instead of hashing every
     # text and every number (count_distinct took 40% of a 10^6-record CSV read, audit U
-    # F4). Texts that are not integers ("1.5", "1.50") may share a number: not checked.
+    # F4). Audit Z6 F1: decimal texts ("05.1", "05.10") are checked too.
     if not pc.any(pc.match_substring_regex(text, _NONCANONICAL)).as_py():
-        return True
-    if pc.count_distinct(text).as_py() == pc.count_distinct(num).as_py():
-        return True  # the common case: one number per text, no regex needed
-    if not pa.types.is_integer(num.type):  # "12" and "12.0" may share a number: fine
-        ints = pc.match_substring_regex(text, _INTEGER_TEXT)
-        text, num = pc.filter(text, ints), pc.filter(num, ints)
-        return pc.count_distinct(text).as_py() == pc.count_distinct(num).as_py()
-    return False
+        # (substring tests, ~8x faster than a regex pass)
+        whole = pc.or_(pc.ends_with(text, ".0"), pc.ends_with(text, ",0"))
+        if not pc.any(whole).as_py():
+            return True
+        mark = pc.or_(pc.match_substring(text, "."), pc.match_substring(text, ","))
+        if pc.all(mark).as_py():
+            return True  # "6.0" without any integer text "6": canonical as well
+    if pa.types.is_floating(num.type):
+        num = pc.add(num, 0.0)  # -0.0 + 0.0 is 0.0: arrow's hashing tells the zeros apart
+    return pc.count_distinct(text).as_py() == pc.count_distinct(num).as_py()
 
 
 def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> pd.Series:
@@ -1647,9 +1680,13 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> p
     is a level. A lone ``"."`` is missing in a column whose other values are all
     numbers (a SAS/Stata missing number). The column becomes numeric (int64, or
     float64 with missing values or decimals) when every other value parses as a
-    number and no two different integer texts give the same number: ``"012"``
-    and ``"12"`` are different codes and keep the column text; zero-padded codes
-    alone (``"01"`` … ``"12"``) convert.
+    number and no two different texts give the same number: ``"012"`` and
+    ``"12"``, ``"05.1"`` and ``"05.10"``, ``"6"`` and ``"6.0"`` are different
+    codes and keep the column text; zero-padded codes alone (``"01"`` … ``"12"``)
+    convert. In a numeric column a number equal to a listed number in
+    ``declared`` is missing too (``"-9.0"`` for ``-9``), as
+    :func:`_apply_na_values` has it for the other formats. Integers beyond 2**53
+    with missing values give a nullable ``Int64`` column (float64 would merge them).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1663,8 +1700,15 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> p
         return pc.is_in(text, value_set=pa.array(sorted(values), type=pa.large_string()))
 
     na = pc.equal(text, "")
+    numbers = []
     if declared:
         na = pc.or_(na, among(declared))
+        for code in declared:  # the listed codes that are numbers, for a numeric column
+            try:
+                if "_" not in code:  # float("1_0") is 10.0; no CSV field is read so
+                    numbers.append(float(code.replace(",", ".") if decimal_comma else code))
+            except ValueError:
+                continue
     padded = pc.not_equal(text, raw)
     if pc.any(padded).as_py():
         na = pc.or_(na, pc.and_(padded, among(defaults)))
@@ -1681,10 +1725,26 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> p
         if not _same_identity(kept, num):
             break
         arr = num.to_numpy(zero_copy_only=False)
+        present = None
+        if numbers:  # "-9.0" (pandas' float column) is the listed -9 too (audit Z6 F3)
+            hit = np.isin(arr, numbers)
+            if hit.any():
+                present = ~np.asarray(gap.to_numpy(zero_copy_only=False), dtype=bool)
+                present[np.flatnonzero(present)[hit]] = False
+                arr, some = arr[~hit], True
         if not some and arr.dtype.kind in "iu":
             return pd.Series(arr, index=index, name=name)
+        if present is None:
+            present = ~np.asarray(gap.to_numpy(zero_copy_only=False), dtype=bool)
+        if arr.dtype.kind in "iu" and arr.size and (
+                arr.max() > 2**53 or arr.min() < -(2**53)):
+            # float64 would merge distinct integers (ids of 17 digits): nullable Int64,
+            # as pyarrow reads such a Parquet column (audit Z6 F4)
+            values = np.zeros(len(text), dtype=np.int64)
+            values[present] = arr
+            return pd.Series(pd.arrays.IntegerArray(values, ~present), index=index, name=name)
         full = np.full(len(text), np.nan)
-        full[~np.asarray(gap.to_numpy(zero_copy_only=False), dtype=bool)] = arr
+        full[present] = arr
         return pd.Series(full, index=index, name=name)
     out = pc.if_else(na, pa.scalar(None, pa.large_string()), text).to_pandas()
     if out.dtype == object:  # pandas < 3: object column, None -> NaN as read_csv has it
@@ -1874,6 +1934,7 @@ def _read_header(path) -> pd.DataFrame:
         elif ext in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
+            _parquet_names(p)  # a repeated name refused
             schema = pq.read_schema(p)
             # pandas' stored index columns (a named or non-range index) come back as the
             # frame's index, not as columns
@@ -1921,7 +1982,9 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         More values that mean "missing" in this file (``"."``, ``"-9"``,
         ``"NULL"``; one code alone, or a number such as -9, which is taken as
         its text ``"-9"``), in every format. In CSV/TSV files, fields whose
-        stripped text is listed (on top of :data:`CSV_NA_VALUES`). In the other formats,
+        stripped text is listed (on top of :data:`CSV_NA_VALUES`), and in a
+        column read as numbers also a number equal to a listed number (``-9.0``,
+        as pandas writes -9 in a float column). In the other formats,
         after reading: a number equal to a listed number (``"-9"`` matches -9
         and -9.0), a text whose stripped text is listed, and, in a column with
         value labels, a category whose name or whose code in the file is listed
@@ -1957,11 +2020,15 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
       value as ``NA`` and the text ``NA`` (Namibia) as ``"NA"``. ``None``,
       ``NULL``, ``n/a`` are levels unless listed in ``na_values``.
     - Numbers: a column becomes numeric (int64, or float64 when it has missing
-      values or decimals) when all its other values are numbers and no two
-      different integer texts give one number. ``"012"`` and ``"12"`` are two
-      codes, so such a column stays text; zero-padded codes alone (``"01"`` …
-      ``"12"``) become numbers. In a semicolon-separated ``.csv`` a comma is
-      the decimal mark (``10,5`` = 10.5), the European spreadsheet convention.
+      values or decimals; nullable ``Int64`` for integers beyond 2**53 with
+      missing values) when all its other values are numbers and no two
+      different texts give one number. ``"012"`` and ``"12"``, ``"05.1"`` and
+      ``"05.10"``, ``"6"`` and ``"6.0"`` are two codes each, so such a column
+      stays text; zero-padded codes alone (``"01"`` … ``"12"``) become numbers.
+      In a semicolon-separated ``.csv`` a comma is the decimal mark (``10,5`` =
+      10.5), the European spreadsheet convention; thousands separators are not
+      read, and a column holding both a comma and a point (``12,5`` and
+      ``2.500``) stays text.
     - The file must be UTF-8 (an initial byte-order mark is fine).
 
     In every format, text values (and category names, value labels included)
@@ -1994,10 +2061,9 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
                 _check_columns(columns, _csv_header(p, sep), p)
             frame = _read_csv(p, sep, columns, na_values)
         elif ext in (".parquet", ".pq"):
+            names = _parquet_names(p)
             if columns is not None:
-                import pyarrow.parquet as pq
-
-                _check_columns(columns, pq.read_schema(p).names, p)
+                _check_columns(columns, names, p)
             frame = _strip_text(pd.read_parquet(p, engine="pyarrow", columns=columns))
         else:
             frame = _strip_text(_read_readstat(p, ext, columns))
@@ -2017,7 +2083,23 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     labels = frame.attrs.get("column_labels")
     if labels is not None:  # only the columns kept (pandas carries attrs through frame[...])
         frame.attrs["column_labels"] = {c: lab for c, lab in labels.items() if c in frame.columns}
+    if na_values:  # so that Microdata can say why a weight is missing (audit Z6 F7)
+        frame.attrs["na_values"] = list(na_values)
     return frame
+
+
+def _parquet_names(p: Path) -> list[str]:
+    """The column names of a Parquet file, a repeated one refused as in a CSV header."""
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(p).names
+    dup = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+    if dup:  # pyarrow's own error names FieldRef internals (audit Z6 F6)
+        raise DataError(
+            f"column name(s) {_quote_list(dup)} occur more than once in '{p.name}'; rename "
+            "the duplicates"
+        )
+    return names
 
 
 def _na_value_list(na_values) -> list:
