@@ -305,7 +305,9 @@ def dis_suda_scores(
     dis : float
         File-level DIS (:func:`dis_estimate`).
     n_keys : int
-        ``ATT``, the number of key variables (sets ``Q``).
+        ``ATT``, the number of key variables (sets ``Q``). From 28 keys on ``Q <= 0``
+        and the scores no longer rise with ``s_i``: warned
+        (:class:`~sdcbayes.inference.diagnostics.SdcbayesWarning`).
 
     Returns
     -------
@@ -314,6 +316,17 @@ def dis_suda_scores(
     """
     s = np.asarray(scores, dtype=float)
     q = dis_q_exponent(n_keys)
+    if q <= 0:
+        # Q = 1 + (8 - ATT)/20 reaches 0 at 28 keys: beyond, s^Q falls as s rises, so
+        # a higher SUDA score would get a lower DIS-SUDA (the method's, as sdcMicro's)
+        from sdcbayes.exceptions import warn_at_caller
+        from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+        warn_at_caller(
+            f"DIS-SUDA's exponent Q = 1 + (8 - {int(n_keys)} keys)/20 = {q:g} is not "
+            "positive (28 keys or more), so its scores fall as the SUDA score rises: the "
+            "method is not meant for so many keys; read the SUDA scores, or use fewer keys",
+            SdcbayesWarning)
     out = np.zeros_like(s)
     pos = s > 0
     if not pos.any() or dis <= 0:

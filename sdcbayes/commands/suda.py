@@ -136,10 +136,10 @@ def command(
         raise InputError(
             f"--max-size must be between 1 and the number of keys ({len(key_list)}); got {max_size}"
         )
-    if not (math.isfinite(dis_fraction) and 0.0 < dis_fraction < 1.0):
+    if not (math.isfinite(dis_fraction) and 0.0 < dis_fraction <= 1.0):
         raise InputError(
-            f"--dis-fraction must lie strictly between 0 and 1 (sample size / population "
-            f"size); got {dis_fraction}"
+            f"--dis-fraction must lie in (0, 1] (sample size / population size; 1: the file "
+            f"is the population); got {dis_fraction}"
         )
     missing = _parse_missing(missing_codes)
     na_codes = parse_na_values(na_values)
@@ -155,21 +155,33 @@ def command(
     if len(frame) == 0:
         raise InputError(f"{data.name} has no records")
 
+    import warnings
+
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
     from sdcbayes.provenance import stamp
     from sdcbayes.risk.suda import suda
 
-    result = suda(
-        frame,
-        key_list,
-        max_size=max_size,
-        dis_fraction=dis_fraction,
-        missing=missing,
-        score_method=score_method,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = suda(
+            frame,
+            key_list,
+            max_size=max_size,
+            dis_fraction=dis_fraction,
+            missing=missing,
+            score_method=score_method,
+        )
+    notes = []
+    for w in caught:  # the library's caveats as one line each, and in summary.json
+        if issubclass(w.category, SdcbayesWarning):
+            notes.append(" ".join(str(w.message).split()))
+            click.echo(f"sdcbayes: warning: {notes[-1]}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     records = result.records_frame()
     summary: dict[str, Any] = {"command": "suda", "data": str(data),
                                "output_files": out_files,  # previous_outputs reads it
-                               **result.summary()}
+                               **result.summary(), **({"warnings": notes} if notes else {})}
     summary["missing_codes"] = missing
     # the rule its counts follow: U and P differ from assess's default (wildcard) on a file
     # with missing key values, so say which rule these are
