@@ -210,3 +210,20 @@ def test_k_is_monotone_in_xi():
     xis = np.linspace(1 / 3, 0.99, 40)
     ks = [nayak_zhang_min_group_size(float(x)) for x in xis]
     assert ks == [3 if x < 0.5 else 2 for x in xis]
+
+
+def test_rank_check_never_builds_an_n_by_n_matrix(monkeypatch):
+    """The identification check takes the thin SVD: a full one is (n, n), 80 GB at 1e5."""
+    import sdcbayes.protection.infoloss as il
+
+    real = np.linalg.svd
+
+    def thin_only(a, full_matrices=True, **kw):
+        assert not full_matrices, "full SVD of an (n, p) design"
+        return real(a, full_matrices=full_matrices, **kw)
+
+    monkeypatch.setattr(il.np.linalg, "svd", thin_only)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 2))
+    rank, aliased = il._aliased(np.column_stack([np.ones(500), x, 2 * x[:, 0]]))
+    assert rank == 3 and aliased.tolist() == [False, True, False, True]

@@ -478,7 +478,9 @@ def _aliased(xx: np.ndarray) -> tuple[int, np.ndarray]:
     """
     norms = np.linalg.norm(xx, axis=0)
     scaled = xx / np.where(norms > 0, norms, 1.0)
-    _, sv, vt = np.linalg.svd(scaled, full_matrices=True)
+    # n > p is checked by the caller, so the thin SVD's vt is (p, p): the whole row
+    # space and null space, without an (n, n) U (80 GB at 10^5 records)
+    sv, vt = np.linalg.svd(scaled, full_matrices=False)[1:]
     tol = sv.max() * max(xx.shape) * np.finfo(np.float64).eps if sv.size else 0.0
     rank = int((sv > tol).sum())
     null = vt[rank:]  # rows spanning the null space (of the scaled design: same zero pattern)
