@@ -2090,10 +2090,13 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
 
 def _parquet_names(p: Path) -> list[str]:
     """The column names of a Parquet file, a repeated one refused as in a CSV header."""
+    from collections import Counter
+
     import pyarrow.parquet as pq
 
     names = pq.read_schema(p).names
-    dup = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+    seen = Counter(names)  # one pass: a wide file's names.count per name was quadratic
+    dup = [n for n, c in seen.items() if c > 1]
     if dup:  # pyarrow's own error names FieldRef internals (audit Z6 F6)
         raise DataError(
             f"column name(s) {_quote_list(dup)} occur more than once in '{p.name}'; rename "
