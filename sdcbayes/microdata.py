@@ -1544,8 +1544,8 @@ def _csv_separator(path: Path) -> str:
 
     Spreadsheets in many European locales save "CSV" with semicolons (the comma being
     the decimal mark); read with commas such a file is one column whose name holds the
-    whole header. Where the header has no comma, the most frequent of ``;``, tab and
-    ``|`` in it is taken.
+    whole header. Where the header has no comma outside quoted names, the most frequent
+    of ``;``, tab and ``|`` there is taken.
     """
     import gzip
 
@@ -1555,6 +1555,10 @@ def _csv_separator(path: Path) -> str:
             header = fh.readline()
     except OSError:
         return ","  # the reader below reports what is wrong with the file
+    import re
+
+    # a quoted name may hold any separator ("inc, net";"k"): count those outside quotes
+    header = re.sub(r'"(?:[^"]|"")*"', "", header)
     if "," in header:
         return ","
     counts = {c: header.count(c) for c in (";", "\t", "|")}

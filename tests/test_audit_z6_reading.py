@@ -172,3 +172,14 @@ def test_weight_made_missing_by_na_values_says_so(tmp_path):
     with pytest.raises(DataError) as err:  # no na_values: no word of them
         Microdata(frame, keys=["region"], weight="w")
     assert "na_values" not in str(err.value)
+
+
+def test_semicolon_file_with_a_comma_in_a_quoted_name(tmp_path):
+    """A quoted header name holding a comma does not make a ';' file comma-separated."""
+    from sdcbayes.microdata import read_microdata
+
+    path = tmp_path / "semi.csv"
+    path.write_text('"inc, net";k;w\n1;a;10\n2;b;20\n', encoding="utf-8")
+    frame = read_microdata(path)
+    assert list(frame.columns) == ["inc, net", "k", "w"]
+    assert frame["w"].tolist() == [10, 20]
