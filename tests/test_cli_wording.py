@@ -481,7 +481,7 @@ FAILURES = {
     "suda-max-size": ("suda", lambda f, t: [f["good"], "--keys", "age,sex", "--max-size",
                                             "3"]),
     "suda-fraction": ("suda", lambda f, t: [f["good"], "--keys", "age", "--dis-fraction",
-                                            "1"]),
+                                            "0"]),
     "suda-unknown-key": ("suda", lambda f, t: [f["good"], "--keys", "age,sexx"]),
     # decide
     "decide-unknown-column": ("decide", lambda f, t: [f["domains"], "--y", "cnt", "--n", "ss",
