@@ -1070,13 +1070,15 @@ class LoglinearModel(SuperpopulationModel):
         :math:`\log\kappa`) given the scales, with the exact Hessian
         (:meth:`_derivatives`), then updates each block scale to the maximiser of
         :math:`E[\log p(B_{jl} \mid s)] + \log p(\log s)` under the current Gaussian
-        approximation -- the stationarity condition of the Laplace-approximated
-        marginal posterior of :math:`\log s` (type-II MAP; MacKay 1992, eq. 4.9;
-        Tipping 2001), written with the number of well-determined parameters
-        :math:`\gamma = d - \mathrm{tr}\,\Sigma_{jl}/s^2` so that it converges faster than
-        EM; the density of :math:`\log s` includes the Jacobian, as PyMC's MAP does. The log posterior
-        of the effects given the scales is concave (Poisson: log-linear in the
-        natural parameter), so Newton with step halving converges.
+        approximation -- MacKay's fixed-point form of the stationarity condition of
+        the Laplace-approximated marginal posterior of :math:`\log s`, which holds the
+        likelihood's curvature fixed (type-II MAP; MacKay 1992, eq. 4.9; Tipping
+        2001; the full Laplace marginal's maximum can lie a few percent away),
+        written with the number of well-determined parameters
+        :math:`\gamma = d - \mathrm{tr}\,\Sigma_{jl}/s^2` so that it converges faster
+        than EM; the density of :math:`\log s` includes the Jacobian, as PyMC's MAP
+        does. The log posterior of the effects given the scales is concave (Poisson:
+        log-linear in the natural parameter), so Newton with step halving converges.
 
         Parameters
         ----------
@@ -1098,6 +1100,17 @@ class LoglinearModel(SuperpopulationModel):
 
         The Laplace draws use the Hessian of the last iteration when converged (the
         final Newton step and scale change are below the tolerances).
+
+        Notes
+        -----
+        An approximation that leans towards less risk on sparse tables: the draws are a
+        Gaussian centred at the mode with the block scales fixed at their type-II MAP
+        values, while the posterior of a small cell's log mean is skewed to the left
+        and the scales are uncertain. On a 4 x 4 x 3 table of 400 records with 9 sample
+        uniques, tau1 was 0.29 against NUTS's 0.59 at a sampling fraction of 0.05, and
+        1.69 against 2.25 at 0.2 (tau2 1.29 against 1.72, 3.62 against 4.13; a
+        read-only audit's measurement, not a test). The PyMC graph (:meth:`build`,
+        NUTS) samples the posterior itself.
         """
         # before any work: max_iter = 0 would return no fit at all, and a scale <= 0
         # has no logarithm
