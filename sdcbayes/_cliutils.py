@@ -38,8 +38,8 @@ NA_VALUES_HELP = (
     "whose text is one of them (in a numeric CSV column also a number equal to one: -9 "
     "matches -9.0); in SPSS, Stata, SAS and Parquet files a number equal to one (-9 matches -9.0), "
     "a text, or a value label or labelled code listed. Without it only empty fields, an "
-    "unquoted NA, #N/A, NaN or nan, a lone '.' in a numeric CSV column and SPSS/Stata declared missing values "
-    "are missing."
+    "unquoted NA, #N/A, NaN or nan, a lone '.' in a numeric CSV column and SPSS/Stata "
+    "declared missing values are missing."
 )
 
 #: ``--quiet`` of every command (warnings go to stderr whatever it says).
