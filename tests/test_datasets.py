@@ -383,3 +383,46 @@ def test_benchmark_file_layout():
     assert d["weight"].between(50, 150).all()
     assert (d.groupby("household_id")["weight"].nunique() == 1).all()
     assert 2.8 < d.groupby("household_id").size().mean() < 3.3
+
+
+# --- audit AA2, finding 4: the square-root allocation hits round(f N) exactly -----------
+
+
+def test_sqrt_allocation_sums_to_the_total_and_hands_a_held_strata_surplus_on():
+    from sdcbayes.datasets.sampling import sqrt_allocation
+
+    # the audit's cases: per-stratum rounding gave 31 (not 30) and 472 (not 500)
+    assert sqrt_allocation([10, 40, 250], 30).tolist() == [4, 7, 19]
+    assert sqrt_allocation([5, 995], 500).tolist() == [5, 495]  # 5 taken whole, rest on
+    assert sqrt_allocation([3, 3, 3], 2).tolist() == [1, 1, 1]  # one unit per stratum at least
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        sizes = rng.integers(1, 400, size=rng.integers(2, 13)) ** rng.integers(1, 3)
+        total = int(rng.integers(1, sizes.sum() + 1))
+        take = sqrt_allocation(sizes, total)
+        assert take.sum() == min(max(total, sizes.size), sizes.sum())
+        assert (take >= 1).all() and (take <= sizes).all()
+        # the real-valued clip(lam sqrt(N_h), 1, N_h) that sums to the total, by
+        # bisection: the integers are its largest-remainder rounding, within one unit
+        lo, hi = 0.0, float(sizes.max())
+        for _ in range(200):
+            lam = (lo + hi) / 2
+            if np.clip(lam * np.sqrt(sizes), 1, sizes).sum() < take.sum():
+                lo = lam
+            else:
+                hi = lam
+        quota = np.clip(hi * np.sqrt(sizes), 1, sizes)
+        assert np.all(np.abs(take - quota) < 1 + 1e-6)
+        # the harness's stratum-by-stratum rounding, kept for its stored results
+        legacy = np.clip(np.rint(total * np.sqrt(sizes) / np.sqrt(sizes).sum()), 1, sizes)
+        np.testing.assert_array_equal(sqrt_allocation(sizes, total, exact=False), legacy)
+
+
+def test_stratified_draw_sample_takes_round_f_n_exactly():
+    for sizes, f in (([10, 40, 250], 0.1), ([5, 995], 0.5)):
+        labels = np.repeat([f"S{i}" for i in range(len(sizes))], sizes)
+        pop = pd.DataFrame({"region": labels, "k": np.arange(labels.size) % 7})
+        s = draw_sample(pop, ["k"], f, design="stratified", strata="region", seed=1)
+        assert len(s.sample) == round(f * labels.size)  # 30 and 500, were 31 and 472
+        by = s.sample.groupby("region")["weight"].sum()
+        np.testing.assert_allclose(by.to_numpy(), sizes)  # weights still N_h / n_h
