@@ -186,8 +186,9 @@ class PosteriorAssessment(Assessment):
         ``expected_reidentifications``, ``tau1``, ``tau2`` (and their
         ``*_conditional_mean``, ``*_conditional_var`` given the hyperparameters),
         ``n_above_benchmark``, ``n_above_threshold``,
-        ``household_expected_reidentifications`` (given the hyperparameters; dim
-        ``thinned_draw`` when the draws were thinned for it).
+        ``household_expected_reidentifications`` (given the hyperparameters, on the
+        same draws as the others; a dim ``thinned_draw`` only where a direct caller of
+        the evaluators opted into ``max_household_draws``).
     mokken : xarray.Dataset or None
         Draws of the Mokken et al. measures (Poisson-gamma only, when requested).
     """
@@ -645,7 +646,7 @@ def evaluate_poisson_cells(
     random_seed=None,
     household_pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     n_households: int = 0,
-    max_household_draws: int | None = 500,
+    max_household_draws: int | None = None,
     kappa=None,
     cell_weight=None,
     excess=None,
@@ -1239,7 +1240,7 @@ def assess_from_posterior(
             continue
         if ev.draws[key].size == chain * draw:
             fd[name] = (("chain", "draw"), ev.draws[key].reshape(chain, draw))
-        else:  # household risk on evenly thinned draws
+        else:  # household risk on draws thinned by an opted-in max_household_draws
             fd[name] = (("thinned_draw",), ev.draws[key])
     for key, name in (("er", "expected_reidentifications"), ("tau1", "tau1"), ("tau2", "tau2")):
         fd[f"{name}_conditional_mean"] = (
