@@ -487,7 +487,7 @@ def assess(
         rules_file, "--structural-zeros", none="--structural-zeros none"))
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json,
-        sampling_fraction=sampling_fraction, na_values=na_codes,
+        sampling_fraction=sampling_fraction, na_values=na_codes, household_truth=True,
     )
     weight, household, strata = roles["weight"], roles["household"], roles["strata"]
     if cluster_correction != "none" and (model != "latent-class" or household is None):
@@ -740,7 +740,7 @@ def check_applicable(*, model: str, fit_method: str | None, method: str, missing
 
 def load_input(data: Path | None, keys: str | None, *, quiet: bool,
                sampling_fraction: float | None = None, na_values: list[str] | None = None,
-               **roles: str | None):
+               household_truth: bool = False, **roles: str | None):
     """The frame a command works on: DATA read and its variables resolved, or the demo.
 
     Of DATA only the columns of ``keys`` and ``roles`` are read (:func:`read_variables`).
@@ -750,6 +750,9 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
     the demo on other keys than its own: the truth is that of the demo's keys). The
     demo's weight stands in for ``--weight`` unless ``sampling_fraction`` is given.
     ``na_values``: the codes of ``--na-values`` (:func:`read_data`).
+    ``household_truth``: also the demo's true household expected re-identifications
+    (``assess``, which reports them), when its household column is the one used;
+    ``compare`` reports no household risk, and its ``truth`` takes only the three.
     """
     key_list = split_names(keys)
     if data is None:
@@ -764,6 +767,11 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
             "tau2": demo.truth.tau2,
             "expected_reidentifications": demo.truth.expected_reidentifications,
         } if key_list is None or set(key_list) == set(demo.keys) else None
+        her = demo.truth.household_expected_reidentifications
+        if (truth is not None and household_truth and her is not None
+                and resolved.get("household") == demo.household):
+            # the truth of the demo's own households (another column has none)
+            truth["household_expected_reidentifications"] = her
         source = "embedded demo sample (sdcbayes.datasets.load_demo)"
         return demo.sample, key_list or list(demo.keys), resolved, truth, source
     if not key_list:
@@ -782,11 +790,11 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
 
     truth = s.get("truth")
 
-    def with_truth(name: str) -> str:
+    def with_truth(name: str, interval_of: str = "") -> str:
         v = f"{s[name]:.2f}"
         interval = s.get(f"{name}_interval")
         if interval is not None:
-            v += f"  [{interval[0]:.2f}, {interval[1]:.2f}]"
+            v += f"  [{interval[0]:.2f}, {interval[1]:.2f}]{interval_of}"
         if truth is not None and name in truth:
             v += f"   (true {truth[name]:.2f})"
         return v
@@ -823,8 +831,10 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     if "n_above_threshold" in s:
         rows.append((f"records with risk > {s['risk_threshold']}", count("n_above_threshold")))
     if "household_expected_reidentifications" in s:
+        # its interval is over the parameters only (the household risk given θ per draw,
+        # no F_k randomness), unlike the predictive intervals above; report.html says so too
         rows.append(("household expected re-identifications",
-                     with_truth("household_expected_reidentifications")))
+                     with_truth("household_expected_reidentifications", " over θ only")))
     od = s.get("overdispersion")
     if od:
         def k(x):

@@ -60,7 +60,10 @@ DEFAULT_MODELS = (
               "--weight and --household).")
 @click.option("--weight", help="Sampling-weight column (needed by latent-class, poisson-gamma "
               "and negbin; --sampling-fraction will do for latent-class and poisson-gamma).")
-@click.option("--household", help="Household id column (adds household risk to the fits).")
+@click.option("--household", help="Household id column: recorded in the data summary "
+              "(household, n_households); compare reports no household risk (use `sdcbayes "
+              "assess --household`). The latent-class cross-validation then keeps households "
+              "whole, as in assess.")
 @click.option("--sampling-fraction", type=float, help="Sampling fraction n/N when no --weight.")
 @click.option(
     "--missing",
