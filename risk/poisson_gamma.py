@@ -3,10 +3,10 @@
 Imports NumPy and SciPy only (never PyMC or ArviZ). The functions broadcast, so the
 same call serves point estimates and ``(chain, draw)`` arrays of (alpha, beta).
 
-Model (seed ``000_…`` section 2.3, eq. 10; ARCHITECTURE.md "Poisson-gamma cell
-frequencies"): cell probabilities π_k ~ Gamma(shape α, scale β), F_k | π_k ~
-Poisson(N π_k) and, under Bernoulli sampling at rate n/N, f_k | π_k ~ Poisson(n π_k).
-Marginally f_k ~ NegBin(α, 1/(1 + nβ)):
+Model (Bethlehem, Keller & Pannekoek 1990; seed ``000_…`` section 2.3, whose eq. 10
+is μ; ARCHITECTURE.md "Poisson-gamma cell frequencies"): cell probabilities
+π_k ~ Gamma(shape α, scale β), F_k | π_k ~ Poisson(N π_k) and, under Bernoulli
+sampling at rate n/N, f_k | π_k ~ Poisson(n π_k). Marginally f_k ~ NegBin(α, 1/(1 + nβ)):
 
 .. math::
 
@@ -15,8 +15,10 @@ Marginally f_k ~ NegBin(α, 1/(1 + nβ)):
                \\Big(\\frac{n\\beta}{1 + n\\beta}\\Big)^{j},
 
 so the likelihood depends on the sample only through the counts of counts m_j.
-Given (α, β): π_k | f_k ~ Gamma(α + f_k, rate 1/β + n) and
-F_k - f_k | f_k ~ NegBin(α + f_k, ρ), ρ = (1 + nβ)/(1 + Nβ).
+Given (α, β): π_k | f_k ~ Gamma(α + f_k, rate 1/β + n) (gamma-Poisson conjugacy) and
+F_k - f_k | f_k ~ NegBin(α + f_k, ρ), ρ = (1 + nβ)/(1 + Nβ), since F_k - f_k | π_k ~
+Poisson((N - n) π_k) (Bethlehem, Keller & Pannekoek 1990; seed ``000_…`` does not print
+these conditionals).
 """
 
 from __future__ import annotations
@@ -117,11 +119,12 @@ def _counts_arrays(m, m0) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- #
-# likelihood (seed 000 eq. 10; Bethlehem, Keller, Pannekoek 1990)
+# likelihood (seed 000 section 2.3 (model); eq. 10 is μ; Bethlehem, Keller,
+# Pannekoek 1990)
 # --------------------------------------------------------------------------- #
 
-# Stirling series of log Γ(x): B_2k / (2k (2k-1)), k = 1..7; at x >= 10 the next
-# term is below 3e-17.
+# Stirling series of log Γ(x) (Abramowitz & Stegun 6.1.40): B_2k / (2k (2k-1)),
+# k = 1..7; at x >= 10 the next term is below 3e-17.
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
 
 
@@ -168,7 +171,8 @@ def _log_rising(x, j):
 
     ``gammaln(x + j) - gammaln(x)`` subtracts two numbers of size x log x: the
     absolute error is about 1e-16 x log x, 1.4 at x = 1e12 with j = 1. With
-    Stirling's series log Γ(x) = (x - 1/2) log x - x + log(2π)/2 + ω(x),
+    Stirling's series (Abramowitz & Stegun 6.1.40)
+    log Γ(x) = (x - 1/2) log x - x + log(2π)/2 + ω(x),
 
         log Γ(x + j) - log Γ(x) = (x - 1/2) log1p(j/x) + j log(x + j) - j
                                   + ω(x + j) - ω(x),
@@ -285,7 +289,12 @@ def negbin_counts_of_counts_loglik(m, alpha, beta, n, m0=0):
 
 
 def _score(alpha, beta, n, j, mj):
-    # Analytic gradient of the log-likelihood in (α, β).
+    """Gradient of :func:`negbin_counts_of_counts_loglik` in (α, β).
+
+    With K = Σ_j m_j (m_0 included) and S = Σ_j j m_j, differentiating ℓ term by
+    term gives ∂ℓ/∂α = Σ_j m_j [ψ(α + j) - ψ(α)] - K log(1 + nβ) and
+    ∂ℓ/∂β = S/β - (αK + S) n / (1 + nβ).
+    """
     K, S = mj.sum(), (j * mj).sum()
     d_alpha = np.sum(mj * _digamma_diff(alpha, j)) - K * np.log1p(
         n * beta
@@ -295,6 +304,11 @@ def _score(alpha, beta, n, j, mj):
 
 
 def _hessian(alpha, beta, n, j, mj):
+    """Hessian of :func:`negbin_counts_of_counts_loglik` in (α, β) (:func:`_score`'s derivative).
+
+    ∂²ℓ/∂α² = Σ_j m_j [ψ'(α + j) - ψ'(α)], ∂²ℓ/∂α∂β = -K n / (1 + nβ) and
+    ∂²ℓ/∂β² = -S/β² + (αK + S) n² / (1 + nβ)², with K and S as in :func:`_score`.
+    """
     K, S = mj.sum(), (j * mj).sum()
     h_aa = np.sum(mj * _trigamma_diff(alpha, j))
     h_ab = -K * n / (1.0 + n * beta)
@@ -407,7 +421,8 @@ def fit_poisson_gamma(
     f̄ and s² the mean and variance of f_k over all K cells (empty ones included),
     E f = αnβ and Var f = αnβ(1 + nβ) give nβ̂ = s²/f̄ - 1 and α̂ = f̄/(nβ̂).
 
-    Maximum likelihood: the β-score vanishes at nβ = f̄/α for every α, so ℓ is
+    Maximum likelihood: the β-score vanishes at nβ = f̄/α for every α (setting
+    ∂ℓ/∂β of :func:`_score` to 0 gives S(1 + nβ) = (αK + S)nβ, S = K f̄), so ℓ is
     maximised over log α alone on the profile β = f̄/(nα). With
     ``constraint="alpha_beta_1_over_K"`` (seed ``000_…``: α = 1/(Kβ), so that the
     cell probabilities average 1/K) the curve is β = 1/(Kα) instead; the two
@@ -520,7 +535,8 @@ def fit_poisson_gamma(
         info = -H
         cov = np.linalg.inv(info) if np.all(np.linalg.eigvalsh(info) > 0) else None
     else:
-        # Along β = 1/(Kα): d²ℓ/dα² = H_aa + 2 H_ab β' + H_bb β'² + ℓ_β β''.
+        # Along β = 1/(Kα): d²ℓ/dα² = H_aa + 2 H_ab β' + H_bb β'² + ℓ_β β'' (chain
+        # rule, β' = -β/α, β'' = 2β/α²); cov of (α, β) by the delta method.
         db = -beta / alpha
         d2b = 2.0 * beta / alpha**2
         _, l_b = _score(alpha, beta, n, j, mj)
@@ -547,12 +563,17 @@ def fit_poisson_gamma(
 
 
 # --------------------------------------------------------------------------- #
-# conditionals given (alpha, beta) (ARCHITECTURE.md; seed 000 eq. 10)
+# conditionals given (alpha, beta) (Bethlehem, Keller & Pannekoek 1990;
+# ARCHITECTURE.md; the model of seed 000 section 2.3, which does not print them)
 # --------------------------------------------------------------------------- #
 
 
 def sampling_rho(beta, n, N):
-    """ρ = (1 + nβ)/(1 + Nβ): F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (ARCHITECTURE.md)."""
+    """ρ = (1 + nβ)/(1 + Nβ): F_k - f_k | f_k ~ NegBin(α + f_k, ρ).
+
+    Bethlehem, Keller & Pannekoek (1990); ARCHITECTURE.md "Poisson-gamma cell
+    frequencies" (derivation in the module docstring).
+    """
     beta = _positive(beta, "beta")
     n, N = _sizes(n, N)
     # exp(log1p - log1p) keeps ρ accurate when nβ and Nβ are tiny.
@@ -563,7 +584,7 @@ def prob_population_unique(alpha, beta, n, N):
     """P(F_k = 1 | f_k = 1) = ρ^(α+1), ρ = (1 + nβ)/(1 + Nβ) (ARCHITECTURE.md).
 
     The NegBin(α + 1, ρ) probability of no further population units in a sample
-    unique's cell.
+    unique's cell (the conditional of Bethlehem, Keller & Pannekoek 1990, at 0).
 
     Parameters
     ----------
@@ -588,8 +609,10 @@ def prob_population_unique(alpha, beta, n, N):
 def expected_inverse_frequency(f, alpha, beta, n, N):
     """E(1/F_k | f_k) = ρ^r/f · ₂F₁(r, f; f + 1; 1 - ρ), r = α + f (ARCHITECTURE.md).
 
-    Evaluated by :func:`sdcbayes.risk.individual.negbin_inverse_moment` (seed
-    ``004_…`` eqs. (1) and (6), with the Poisson-gamma size r = α + f and
+    The inverse moment of the Bethlehem, Keller & Pannekoek (1990) conditional
+    F_k - f_k | f_k ~ NegBin(r, ρ). Evaluated by
+    :func:`sdcbayes.risk.individual.negbin_inverse_moment` (seed ``004_…`` eqs. (1)
+    and (6), there with r = f; here the Poisson-gamma size r = α + f and
     ρ = (1 + nβ)/(1 + Nβ)).
 
     Parameters
@@ -644,12 +667,38 @@ def expected_population_uniques(alpha, beta, N, K=None):
     return _out(scale * np.exp(-(1.0 + alpha) * np.log1p(N * beta)))
 
 
-def fraction_population_uniques(alpha, beta, N):
-    """f_u = μ/N = (1 + Nβ)^-(1+α) (seed ``000_…`` eq. 10)."""
+def fraction_population_uniques(alpha, beta, N, K=None):
+    r"""Fraction of population uniques f_u = μ/N (seed ``000_…`` eq. 10 divided by N).
+
+    .. math::
+
+        f_u = K \alpha\beta (1 + N\beta)^{-(1+\alpha)}
+            = (1 + N\beta)^{-(1+\alpha)} \quad (\alpha\beta = 1/K).
+
+    Parameters
+    ----------
+    alpha, beta : array_like
+        Hyperparameters.
+    N : float
+        Population size.
+    K : float, optional
+        Size of the cell space. Without it the seed's form
+        :math:`(1 + N\beta)^{-(1+\alpha)}` is used, which holds only under the seed's
+        tie :math:`\alpha\beta = 1/K` (a fit with ``constraint="alpha_beta_1_over_K"``);
+        for (α, β) estimated freely, such as posterior draws of the untied model, give
+        K (α = 0.7, β = 2e-4, N = 60 000, K = 5 000: 0.008941 with K, 0.012773 without),
+        as :attr:`PoissonGammaFit.fraction_population_uniques` does.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        f_u, broadcast over the inputs (a float for scalar inputs).
+    """
     alpha = _positive(alpha, "alpha")
     beta = _positive(beta, "beta")
     _, N = _sizes(1.0, N)
-    return _out(np.exp(-(1.0 + alpha) * np.log1p(N * beta)))
+    scale = 1.0 if K is None else _positive(K, "K") * alpha * beta
+    return _out(scale * np.exp(-(1.0 + alpha) * np.log1p(N * beta)))
 
 
 def tau_estimates(m1, alpha, beta, n, N):
@@ -683,6 +732,8 @@ def tau_estimates(m1, alpha, beta, n, N):
 
 def population_given_sample_pmf(f, alpha, beta, n, N, max_F):
     """P(F_k = h | f_k), h = 0..max_F; F_k - f_k | f_k ~ NegBin(α + f_k, ρ) (ARCHITECTURE.md).
+
+    The conditional of Bethlehem, Keller & Pannekoek (1990), tabulated.
 
     Parameters
     ----------

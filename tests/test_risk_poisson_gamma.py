@@ -336,6 +336,33 @@ def test_expected_population_uniques_forms_agree():
     assert fraction_population_uniques(alpha, beta, N) == pytest.approx(mu_seed / N, rel=1e-15)
 
 
+def test_fraction_population_uniques_with_K_for_untied_hyperparameters():
+    # Untied (α, β): Kαβ = 0.7, so the seed's K-less form (1 + Nβ)^-(1+α), which
+    # assumes αβ = 1/K, is off by that factor. With K, f_u = μ/N must follow seed 000
+    # eq. 10 as printed: μ = k α Nβ (1 + Nβ)^-(1+α) = k Pr(Y = 1).
+    alpha, beta, N, K = 0.7, 2e-4, 60_000.0, 5_000.0
+    mu_eq10 = K * alpha * N * beta * (1.0 + N * beta) ** -(1.0 + alpha)
+    assert mu_eq10 == pytest.approx(K * stats.nbinom.pmf(1, alpha, 1 / (1 + N * beta)), rel=1e-12)
+    got = fraction_population_uniques(alpha, beta, N, K=K)
+    assert got == pytest.approx(mu_eq10 / N, rel=1e-13)
+    assert got == pytest.approx(0.008941169769793526, rel=1e-12)
+    assert got == pytest.approx(expected_population_uniques(alpha, beta, N, K=K) / N, rel=1e-15)
+    fit = PoissonGammaFit(alpha=alpha, beta=beta, n=800.0, N=N, K=K, method="ml",
+                          constraint=None, loglik=0.0, converged=True)
+    assert got == pytest.approx(fit.fraction_population_uniques, rel=1e-15)
+    # the K-less form is unchanged: it assumes the tie αβ = 1/K and so gives
+    # 0.012773 = 0.008941 / 0.7 here, which is not μ/N for these hyperparameters
+    kless = fraction_population_uniques(alpha, beta, N)
+    assert kless == pytest.approx((1.0 + N * beta) ** -(1.0 + alpha), rel=1e-14)
+    assert kless == pytest.approx(0.01277309967113361, rel=1e-12)
+    assert got == pytest.approx(K * alpha * beta * kless, rel=1e-14)
+    # broadcasts over draws and refuses a non-positive K
+    draws = fraction_population_uniques(np.array([alpha, 2.0]), beta, N, K=K)
+    assert draws.shape == (2,) and draws[0] == pytest.approx(got, rel=1e-15)
+    with pytest.raises(InputError, match="K"):
+        fraction_population_uniques(alpha, beta, N, K=0.0)
+
+
 def test_fit_summary_properties(ml_fit):
     d = ml_fit.to_dict()
     assert d["method"] == "ml" and d["converged"] is True
