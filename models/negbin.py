@@ -4,10 +4,11 @@ May import: NumPy, SciPy, pandas, xarray, PyMC, PyTensor, ``sdcbayes`` (data lay
 exceptions) and ``sdcbayes.models``. Must not import ``sdcbayes.inference`` or
 ``sdcbayes.risk``.
 
-Benedetti & Franconi (1998), as written by Polettini (seed 004, eq. 2): with an improper
-:math:`1/\pi_k` prior and cell inclusion probability :math:`p_k`,
-:math:`F_k - f_k \mid f_k \sim \mathrm{NegBin}(f_k, p_k)` (failures before the
-:math:`f_k`-th success), and the individual risk is
+Benedetti & Franconi (1998), as written by Polettini (seed 004): with an improper
+:math:`1/\pi_k` prior and cell inclusion probability :math:`p_k` (the superpopulation
+model, eq. 2), :math:`F_k - f_k \mid f_k \sim \mathrm{NegBin}(f_k, p_k)` (failures
+before the :math:`f_k`-th success; the unnumbered statement and display after eq. 2),
+and the individual risk is
 :math:`r_k = E(1/F_k \mid f_k) = p_k^{f_k}/f_k \, {}_2F_1(f_k, f_k; f_k + 1; 1 - p_k)`
 (seed 004, eq. 6). The usual plug-in is :math:`\hat p_k = f_k / \hat F_k`,
 :math:`\hat F_k = \sum_{i \in k} w_i` (seed 004, eq. 4). This module makes :math:`p_k`
@@ -174,7 +175,7 @@ class NegativeBinomialModel(SuperpopulationModel):
         \operatorname{logit} p_k \mid \sigma, \text{data} \sim
             \mathrm{Normal}\!\left(m_k,\ \sigma / \sqrt{f_k}\right),
         \qquad
-        F_k - f_k \mid f_k, p_k \sim \mathrm{NegBin}(f_k, p_k) \ \text{(seed 004, eq. 2)},
+        F_k - f_k \mid f_k, p_k \sim \mathrm{NegBin}(f_k, p_k) \ \text{(seed 004, after eq. 2)},
 
     and, when :math:`\sigma` is learnt, the pooled within-cell sum of squares of
     :math:`x_i = \operatorname{logit}(1/w_i)` is the observed variable,
@@ -199,8 +200,9 @@ class NegativeBinomialModel(SuperpopulationModel):
     closed form uses, rather than on :math:`\bar x_k`, so that the model contains the
     closed form exactly) with the standard error of a mean of :math:`f_k` measurements;
     and the within-cell scatter (sufficient statistic :math:`S`, exact chi-square
-    likelihood) makes :math:`\sigma` learnable. Sample uniques, the records that matter
-    most, get the full spread :math:`\sigma` learnt from the larger cells. Where weights
+    likelihood: the pooled within-group sum of squares of one-way analysis of variance,
+    by Cochran's theorem) makes :math:`\sigma` learnable. Sample uniques, the records
+    that matter most, get the full spread :math:`\sigma` learnt from the larger cells. Where weights
     are constant within cells (e.g. stratified simple random sampling with cells inside
     strata) :math:`p_k` is known and :math:`\sigma = 0`; the model then *is* the closed
     form, and learning :math:`\sigma` is refused with that explanation.

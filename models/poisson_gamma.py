@@ -37,8 +37,10 @@ _OMEGA_SPREAD: PriorSpec = {"dist": "HalfNormal", "sigma": 0.5}
 def negbin_count_logpmf(value, alpha, nbeta, log_factorial=None):
     """Log NegBin(value; alpha, p = 1/(1 + n beta)) as a PyTensor expression.
 
-    Seed ``000_…`` eq. 10 (sample version): with ``pi_k ~ Gamma(alpha, scale beta)``
-    and ``f_k | pi_k ~ Poisson(n pi_k)``,
+    The Poisson-gamma model of seed ``000_…`` section 2.3 (Bethlehem, Keller &
+    Pannekoek 1990; the seed prints only the population version, F ~ NegBin, and its
+    eq. 10 is μ), for the sample: with ``pi_k ~ Gamma(alpha, scale beta)`` and
+    ``f_k | pi_k ~ Poisson(n pi_k)``,
 
     .. math::
 
@@ -113,7 +115,7 @@ def _as_counts(obj: Any, what: str) -> dict[int, int]:
 class PoissonGammaModel(SuperpopulationModel):
     """Poisson-gamma superpopulation model fitted to sample counts of counts.
 
-    Model (seed ``000_…`` eq. 10, Bethlehem-Keller-Pannekoek): each of the K cells
+    Model (Bethlehem-Keller-Pannekoek; seed ``000_…`` section 2.3): each of the K cells
     of the key has a probability ``pi_k ~ Gamma(shape alpha, scale beta)``; the
     population frequency is ``F_k | pi_k ~ Poisson(N pi_k)`` and, under Bernoulli
     sampling at rate n/N, the sample frequency is ``f_k | pi_k ~ Poisson(n pi_k)``.
@@ -288,7 +290,7 @@ class PoissonGammaModel(SuperpopulationModel):
             n = None if n is None else self._numbers(n, "n")
 
         # K as float64, whatever its size: it enters the model only through
-        # alpha beta = 1/K and m_0 = K - #observed cells (seed 000 eq. 10), where a
+        # alpha beta = 1/K (seed 000 section 2.3) and m_0 = K - #observed cells, where a
         # relative error of 1e-16 is immaterial, so a cell space beyond 2**53 (or int64:
         # 15 keys of 20 levels give 3.3e19) is no reason to refuse (audit Z3 finding 2)
         n_cells = np.array([sum(t.values()) for t in tables], dtype=np.int64)
@@ -577,7 +579,8 @@ class PoissonGammaModel(SuperpopulationModel):
         """Values of the model's ``pm.Data`` containers, by name (used by :meth:`build`).
 
         ``m`` (cells per count), ``n``, ``N``, ``K``, the observed counts ``j`` and
-        ``log j!`` (seed ``000_…`` eq. 10, precomputed: it holds no parameter).
+        ``log j!`` (of the log-pmf in :func:`negbin_count_logpmf`, precomputed: it
+        holds no parameter).
 
         All float64. ``pm.Data`` casts integer arrays to int32 without a word, and
         ``m_0 = K - #observed cells`` exceeds 2**31 for keys of 2**31 cells or more

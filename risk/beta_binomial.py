@@ -124,6 +124,9 @@ def _betabin_logpmf_core(k, m, a, b):
     #   A: log C(m, k) + R(a, k) + R(b, m-k) - R(a+b, m)               ~ m
     #   B: R(m-k+1, k) - log k! + R(a, k) + R(b, a) - R(b+m-k, a+k)    ~ k + a
     #   C: B with (k, a) and (m-k, b) swapped                          ~ m - k + b
+    # (each regroups C(m, k) B(k+a, m-k+b) / B(a, b) = m! Γ(k+a) Γ(m-k+b) Γ(a+b) /
+    # (k! (m-k)! Γ(a) Γ(b) Γ(a+b+m)) into ratios Γ(x + j)/Γ(x); B uses
+    # m!/(m-k)! = Γ(m-k+1+k)/Γ(m-k+1) and Γ(a+b)/Γ(b), Γ(b+m-k)/Γ(b+m-k+a+k))
     # A suits a + b large against m (the binomial limit), B and C a large population m
     # with a (or b) small, where A's log C(m, k) and R(a+b, m) are ~m log m each.
     def plain(k, m, a, b):
@@ -316,7 +319,10 @@ def _mass_window(m, a, b, tail):
     :math:`\theta_1` is the Beta upper ``tail/4`` quantile (``betainccinv``; ``/4``
     leaves room for its rounding) and ``h`` the Bernstein bound
     :math:`P(X - m\theta_1 \ge s) \le \exp(-s^2 / (2(v + s/3)))`, :math:`v =
-    m\theta_1(1 - \theta_1)`, solved for ``tail/2``:
+    m\theta_1(1 - \theta_1)` (Bernstein's inequality for a sum of independent
+    terms at most 1 above their mean; Boucheron, Lugosi & Massart 2013,
+    *Concentration Inequalities*, Theorem 2.10 and Corollary 2.11), solved for
+    ``tail/2``:
     :math:`s = \Lambda/3 + \sqrt{\Lambda^2/9 + 2 v \Lambda}`, :math:`\Lambda =
     \log(2/\mathrm{tail})`. The lower end mirrors it. Rigorous, and the width is
     about :math:`m` times the spread of the Beta plus the binomial's, so a domain
@@ -667,10 +673,17 @@ def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
     :math:`\mathrm{Var}\,y_i = n_i p q\,(1 + (n_i - 1)\rho)` with
     :math:`T = \sum n_i`, :math:`A = T - \sum n_i^2/T` and
     :math:`B = \sum n_i(n_i-1)(1 - 2n_i/T) + (\sum n_i^2/T^2) \sum n_i(n_i-1)`
-    (reduces to the textbook :math:`n(D-1)(1 + (n-1)\rho)` for equal sizes).
+    (reduces to the textbook :math:`n(D-1)(1 + (n-1)\rho)` for equal sizes). The
+    variance is the beta-binomial one (Skellam 1948, *J. R. Stat. Soc. B* 10,
+    257-261); the expectation follows from
+    :math:`E(y_i - n_i\hat p)^2 = (1 - 2n_i/T)\,\mathrm{Var}\,y_i
+    + (n_i/T)^2 \sum_j \mathrm{Var}\,y_j` (domains independent).
 
     ``method="ml"``: maximises the exact marginal log-likelihood over
-    ``(logit mean, log concentration)`` with the analytic (digamma) gradient,
+    ``(logit mean, log concentration)`` with the analytic (digamma) gradient
+    :math:`\partial\ell/\partial\alpha = \sum_i [\psi(\alpha + y_i) - \psi(\alpha)
+    - \psi(\alpha + \beta + n_i) + \psi(\alpha + \beta)]` (likewise in
+    :math:`\beta` with :math:`n_i - y_i`; the log-pmf differentiated term by term),
     starting from the moment estimate.
 
     Parameters

@@ -40,7 +40,10 @@ Between rows the frontier is the straight segment obtained by publishing the
 next cell with probability ``u`` (a randomised rule), so the piecewise-linear
 curve is attainable in expectation. Because the order is the greedy order of
 the fractional knapsack "minimise suppressed ``wR0`` subject to published
-``wR1 <= D``", this curve is the lowest attainable by any rule (seed 003,
+``wR1 <= D``" (equivalently, maximise published ``wR0``: values ``wR0``, weights
+``wR1``, taken in descending ``R0/R1``, a greedy order optimal for the fractional
+problem; Dantzig 1957, "Discrete-variable extremum problems", *Operations
+Research* 5, 266-288), this curve is the lowest attainable by any rule (seed 003,
 Section 4: "the lowest that can be attained with any nondisclosure rule").
 
 *Suppression at a target* :math:`D^*`: the nonpublication share at the point
@@ -1302,9 +1305,12 @@ def negbin_expected_loss(loss, f, n, N, size, prob, tail: float = 1e-12):
 
     :math:`F - f \mid f \sim \mathrm{NegBin}(r, \rho)`.
 
-    The cell-level predictive of ARCHITECTURE.md: Poisson-gamma (seed 000, eq. 10-17;
+    The cell-level predictive of ARCHITECTURE.md: Poisson-gamma (the conditional of
+    Bethlehem, Keller & Pannekoek 1990, ARCHITECTURE.md "Poisson-gamma cell
+    frequencies", for the model of seed 000 section 2.3, eq. 10-12;
     ``r = alpha + f``, ``rho = (1 + n beta)/(1 + N beta)``) or Benedetti-Franconi
-    (seed 004, eq. 1; ``r = f``, ``rho = p_k``). ``X = F - f`` counts failures
+    (seed 004, the negative-binomial display after eq. 2; ``r = f``, ``rho = p_k``).
+    ``X = F - f`` counts failures
     before the ``r``-th success, :math:`P(X = x) = \binom{x + r - 1}{x}\rho^r(1-\rho)^x`
     (``scipy.stats.nbinom``); seed 003, Section 2, the display defining
     :math:`R_{di}`, with this predictive.

@@ -13,8 +13,9 @@ counting failures before the r-th success (success probability rho):
            = \\rho \\int_0^1 y^{f-1} (\\rho + (1-\\rho) y)^{r-f-1}\\,dy .
 
 With r = f it is the Benedetti-Franconi risk (seed ``004_…`` eq. 1, 3, 5, 6); with
-r = alpha + f it is the Bethlehem-Keller-Pannekoek E(1/F_k | f_k) (seed ``000_…``,
-ARCHITECTURE.md "Poisson-gamma cell frequencies"). ``scipy.special.hyp2f1`` returns
+r = alpha + f it is the Poisson-gamma E(1/F_k | f_k) (Bethlehem, Keller & Pannekoek
+1990; ARCHITECTURE.md "Poisson-gamma cell frequencies"; seed ``000_…`` section 2.3
+uses the model but does not print this conditional). ``scipy.special.hyp2f1`` returns
 inf/NaN for r = f >= 100 and rho <= 0.05, so it is not used here; see
 :func:`negbin_inverse_moment` for the stable evaluation.
 """
@@ -149,8 +150,9 @@ def _route_f1(s: np.ndarray, rho: np.ndarray) -> np.ndarray:
 
 
 def _route_series(f: np.ndarray, s: np.ndarray, rho: np.ndarray) -> np.ndarray:
-    # rho >= 1/2: E = rho/f * 2F1(1, 1 - s; f + 1; q) (Euler transformation of
-    # seed 004 eq. 6); |term ratio| <= q <= 1/2 when |1 - s| <= f + 1.
+    # rho >= 1/2: E = rho/f * 2F1(1, 1 - s; f + 1; q) (Euler transformation,
+    # Abramowitz & Stegun 15.3.3, of seed 004 eq. 6 with real r);
+    # |term ratio| <= q <= 1/2 when |1 - s| <= f + 1.
     q = 1.0 - rho
     b = 1.0 - s
     c = f + 1.0
@@ -165,9 +167,11 @@ def _route_series(f: np.ndarray, s: np.ndarray, rho: np.ndarray) -> np.ndarray:
 
 
 def _route_recurrence(f: np.ndarray, s: np.ndarray, rho: np.ndarray) -> np.ndarray:
-    # Integration by parts gives I_{k+1} = (1 - k rho I_k) / (q (k + s)), started
-    # from the f = 1 closed form. An error in I_k is multiplied by
-    # rho k / (q (k + s)) < 1 for rho < 1/2 and s >= 0, so the recursion is stable.
+    # q I_{k+1} = J_k - rho I_k with J_k = int_0^1 y^(k-1) (rho + q y)^s dy (write
+    # q y = (rho + q y) - rho), and by parts J_k = (1 - s q I_{k+1}) / k; so
+    # I_{k+1} = (1 - k rho I_k) / (q (k + s)) (s = 0 included), started from f = 1.
+    # An error in I_k is multiplied by rho k / (q (k + s)) < 1 for rho < 1/2 and
+    # s >= 0, so the recursion is stable.
     q = 1.0 - rho
     e1 = _route_f1(s, rho)
     out = e1.copy()
@@ -202,7 +206,8 @@ def _route_laguerre(f: np.ndarray, s: np.ndarray, rho: np.ndarray) -> np.ndarray
 def _route_composite(f: np.ndarray, s: np.ndarray, rho: np.ndarray) -> np.ndarray:
     # Remaining corner (r well below f, or r < 1): not used by the
     # Benedetti-Franconi (r = f) or Poisson-gamma (r = f + alpha) risks. With
-    # t = exp(-v) in E = int_0^1 t^(f-1) (rho / (1 - q t))^r dt (seed 004 eq. 3):
+    # t = exp(-v) in E = int_0^1 t^(f-1) (rho / (1 - q t))^r dt (seed 004 eq. 5 with
+    # real r; the same substitution links eq. 5 and eq. 3):
     #   E = int_0^inf exp(-f v) (rho / (1 - q exp(-v)))^r dv,
     # a decreasing integrand <= exp(-f v) with a power-law knee at v ~ rho and an
     # exponential scale 1/f; geometrically graded Gauss-Legendre panels resolve both.
@@ -261,13 +266,17 @@ def negbin_inverse_moment(f, r, rho):
                = \\rho \\int_0^1 y^{f-1} (\\rho + (1-\\rho) y)^{r-f-1}\\,dy .
 
     The first form is seed ``004_…`` eq. (1); the hypergeometric form is eq. (6)
-    (there with r = f); the integral follows from E(1/F) = ∫_0^1 t^{F-1} dt and the
-    negative-binomial probability generating function, then y = 1 - t and Euler's
-    transformation (for r = f it is ARCHITECTURE.md's p ∫ (1-t)^{f-1}/(1-(1-p)t) dt).
+    (there with r = f). The integral follows from E(1/F) = ∫_0^1 t^{F-1} dt and the
+    negative-binomial probability generating function,
+    E(1/F) = ∫_0^1 t^{f-1} (ρ / (1 - (1-ρ) t))^r dt (seed eq. 5 with real r), then
+    t = y / (ρ + (1-ρ) y); equivalently Pfaff's transformation (Abramowitz & Stegun
+    15.3.4) of the ₂F₁ form and Euler's integral (15.3.1). For r = f, y = 1 - t gives
+    ARCHITECTURE.md's p ∫ (1-t)^{f-1}/(1-(1-p)t) dt.
 
     Evaluation (relative error about 1e-14, checked against mpmath): rho = 1 gives
-    1/f; f = 1 the closed form rho (1 - rho^(r-1)) / ((1-rho)(r-1)); rho >= 1/2 the
-    Gauss series of 2F1(1, f+1-r; f+1; 1-rho), which converges at least like 2^-n;
+    1/f; f = 1 the closed form rho (1 - rho^(r-1)) / ((1-rho)(r-1)) (the integral
+    done); rho >= 1/2 the Gauss series of 2F1(1, f+1-r; f+1; 1-rho) (Euler's
+    transformation, Abramowitz & Stegun 15.3.3), which converges at least like 2^-n;
     rho < 1/2 and f <= 40 a forward recurrence in f obtained by integrating by
     parts; larger f a 32-node Gauss-Laguerre rule after the substitution
     y = exp(-u / lambda) that turns the integrand into exp(-u) times a slowly varying
@@ -470,7 +479,7 @@ def benedetti_franconi_risk(
     """Benedetti-Franconi individual risk r_k = E(1/F_k | f_k) (seed ``004_…`` eq. 1-6).
 
     Under π_k ∝ 1/π_k, F_k | π_k ~ Poisson(N π_k), f_k | F_k ~ Bin(F_k, p_k) (seed
-    ``004_…`` eq. 2), F_k - f_k | f_k ~ NegBin(f_k, p_k) and
+    ``004_…`` eq. 2), F_k - f_k | f_k ~ NegBin(f_k, p_k) (the display after eq. 2) and
 
     .. math::
 
@@ -521,8 +530,11 @@ def benedetti_franconi_risk(
     Notes
     -----
     IHSN guide Table 1 (seed ``001_…``, sdcMicro's ``francdat``) is reproduced by
-    every method, since all its cells have f <= 2 where "exact" and "approx"
-    coincide; ``"measure_risk"`` (p - 0.0001) does not reproduce it.
+    ``"exact"`` and ``"approx"`` only: all its cells have f <= 2, where the two
+    coincide. ``"measure_risk"`` (p - 0.0001) is off in the third decimal (0.0111
+    against 0.0117 for one record). ``"polettini9"`` and ``"polettini10"`` are large-f
+    approximations and understate these small cells: 0.104 and 0.087 against 0.177
+    for f = 1, F̂ = 17, and column sums 0.704 and 0.604 against 0.966.
     """
     if method not in RISK_METHODS:
         raise InputError(

@@ -181,7 +181,9 @@ def poisson_inverse_moment(f, lam, sampling_fraction):
 
     which for f = 1 is :math:`(1 - e^{-m})/m`, the summand of Skinner & Shlomo's
     (2008, section 2) tau2 estimator. (Write 1/F = ∫ t^{F-1} dt and use the Poisson
-    generating function; Kummer's transformation gives the 1F1 form.)
+    generating function; the integral is e^{-m} 1F1(f; f+1; m)/f by the integral
+    representation of 1F1 (Abramowitz & Stegun 13.2.1), and Kummer's transformation
+    1F1(a; b; z) = e^z 1F1(b-a; b; -z) (13.1.27) gives the form above.)
     ``scipy.special.hyp1f1`` agrees with brute-force summation of the Poisson series
     to 1e-10 for f up to 1000 and m up to 1e5; f = 1 uses ``-expm1(-m)/m`` so that
     m -> 0 gives 1.

@@ -371,7 +371,10 @@ def weighted_k_anonymity_violations(Fk_hat, k: int) -> np.ndarray:
     r"""Flag records whose estimated population frequency ``\hat F_k`` is below k.
 
     The population-level version of seed 001, Section 3.2, on the weight sums
-    ``Fk_hat`` (sdcMicro's ``Fk`` column).
+    ``Fk_hat`` (sdcMicro's ``Fk`` column): the seed's rule f_k >= k with the sample
+    frequency replaced by the design-based (Horvitz-Thompson) estimate
+    ``Fk_hat = sum_i w_i`` of the population frequency (seed 004, eq. 4). This
+    variant is the package's own; the seed states the rule for f_k only.
     """
     k = _k(k)
     F = _as_numbers(Fk_hat, "Fk_hat", "one weight sum per record or cell").astype(float)

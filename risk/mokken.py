@@ -307,7 +307,10 @@ def disclosure_risk_hypergeometric(f_a: Any, f_u: Any, n: Any, N: Any) -> Any:
 
 
 def _stirling_tail(x: np.ndarray) -> np.ndarray:
-    """``lgamma(x) - [(x - 1/2) ln x - x + ln(2 pi)/2]`` for ``x >= 10`` (error < 1e-13)."""
+    """``lgamma(x) - [(x - 1/2) ln x - x + ln(2 pi)/2]`` for ``x >= 10`` (error < 1e-13).
+
+    The first five terms of Stirling's series (Abramowitz & Stegun 6.1.40).
+    """
     z = 1.0 / (x * x)
     return (1 / 12 - z * (1 / 360 - z * (1 / 1260 - z * (1 / 1680 - z / 1188)))) / x
 
@@ -321,7 +324,9 @@ def _log_hypergeometric_zero(
     so the plain ``gammaln`` sum loses up to ~10 digits for tiny risks. For
     ``x1 >= 10`` the Stirling forms of ``lgamma(x1 + u) - lgamma(x1)`` and
     ``lgamma(x2 + u) - lgamma(x2)`` (``x2 = x1 + n``) are subtracted
-    analytically, leaving only ``log1p`` of small quantities.
+    analytically, leaving only ``log1p`` of small quantities: with
+    lgamma(x) = (x - 1/2) ln x - x + ln(2 pi)/2 + tail(x) (:func:`_stirling_tail`)
+    for the four terms, the x ln x parts regroup exactly into the three ``log1p``.
     """
     plain = (
         special.gammaln(N - u + 1.0)
@@ -549,8 +554,10 @@ def maximal_subpopulation_risk(
     the printed equation is illegible in the seed, this is its text).
 
     With ``method="binomial"`` (needs ``N``) the per-subpopulation form
-    ``1 - prod_j (1 - a_j f_uj / N_j)^{f_j N_j}`` is used; its logarithm is
-    concave in the allocation, so the maximum again sits at a vertex and
+    ``1 - prod_j (1 - a_j f_uj / N_j)^{f_j N_j}`` is used; ``ln(1 - R) =
+    sum_j f_j N_j ln(1 - a_j f_uj / N_j)`` is concave in the allocation, so its
+    minimum (the risk's maximum) over the simplex ``sum_j a_j = a`` sits at a
+    vertex and
     ``R_max = max_j [1 - (1 - a f_uj/N_j)^{f_j N_j}]``.
 
     Parameters
@@ -751,8 +758,9 @@ def expected_union_size_unequal(N: Any, a: Any, *, axis: int = -1) -> Any:
     .. math:: E a_m = N - N \prod_{l=1}^m (1 - a_l/N) .
 
     The paper cites Johnson & Kotz (1977) for the unequal case without printing
-    it; this is the expectation that follows from its assumptions, and equals
-    eq. (21) when all ``a_l = a``.
+    it; this is the expectation that follows from its assumptions (linearity of
+    expectation over the N elements, each covered with probability
+    ``1 - prod_l (1 - a_l/N)``), and equals eq. (21) when all ``a_l = a``.
 
     Parameters
     ----------

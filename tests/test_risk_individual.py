@@ -298,6 +298,16 @@ def test_ihsn_table1_not_from_measure_risk_offset():
     assert np.max(np.abs(risk - IHSN_TABLE1_RISK)) > 5e-4  # record 5: 0.0111 vs 0.0117
 
 
+@pytest.mark.parametrize("method", ["polettini9", "polettini10"])
+def test_ihsn_table1_not_from_the_large_f_approximations(method):
+    # the docstring's Notes (audit AA5 F3): only exact and approx reproduce Table 1; the
+    # large-f approximations (9) and (10) of seed 004 understate the f = 1 cells
+    fk, Fk = _francdat_fk_Fk()
+    risk = benedetti_franconi_risk(fk, plugin_inclusion_probability(fk, Fk), method=method)
+    assert risk[3] < 0.6 * IHSN_TABLE1_RISK[3]  # f = 1, Fhat = 17: 0.104 / 0.087 vs 0.1771
+    assert risk.sum() < 0.75  # 0.704 / 0.604 against the printed 0.966
+
+
 # --------------------------------------------------------------------------- #
 # validation
 # --------------------------------------------------------------------------- #

@@ -464,7 +464,13 @@ def nayak_zhang_phi(theta: float | np.ndarray, count: float | np.ndarray = 1) ->
 
     Seed 002, "Solution of θ and k": with T = T_j the original count of the
     target's cell, P(CM | S_j = 1, X_B = c_j, T) <= φ(θ), because the number of
-    units moving into the cell, N, has P(N = 1)/P(N = 0) >= E N = θ.
+    units moving into the cell, N, has P(N = 1)/P(N = 0) >= E N = θ. (The seed
+    states the bound only; derivation: N is a sum of independent Bernoulli(p_i) with
+    Σ p_i = θ, so P(N = 1)/P(N = 0) = Σ p_i/(1 − p_i) >= θ; with s = 1 − θ/T and
+    the T − 1 other units of the cell staying independently with probability s,
+    Bayes' rule as in :func:`nayak_zhang_cm_probability` gives
+    P(CM | S_j = 1) = s/(T s + (1 − s) P(N = 1)/P(N = 0)) <= s/(T s + (1 − s) θ),
+    which is φ(θ).)
 
     Parameters
     ----------
@@ -582,7 +588,11 @@ def nayak_zhang_cm_probability(
         P(CM | S_j = a) = s P(Z = a − 1) / (a [s P(Z = a − 1) + (1 − s) P(Z = a)]),
 
     s = 1 − θ/T_j. Z is a sum of binomials: Bin(T_j − 1, s) and, for the cells
-    of each count T, Bin(T·m_T, θ/((k − 1)T)). Evaluated exactly.
+    of each count T, Bin(T·m_T, θ/((k − 1)T)). Evaluated exactly. (Bayes' rule
+    over whether B stays: P(B stays, S_j = a) = s P(Z = a − 1) and
+    P(B moves, S_j = a) = (1 − s) P(Z = a); given that B stays, the random pick
+    among the a records is B with probability 1/a. The seed bounds this
+    probability but does not print it.)
 
     Parameters
     ----------
