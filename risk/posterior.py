@@ -753,7 +753,9 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
         total += risk.sum(axis=1)
         er[s0 : s0 + rows.shape[0]] = (size * n_same) @ risk
     mean = total / max(S, 1)
-    mean[solo] = inv1[:, solo_grp[solo]].mean(axis=0)
+    # the record risk's own mean (risk_mean of evaluate_groups), not a draws x households
+    # copy: inv1[:, solo_grp].mean(0) took 357 MB on the memory benchmark (audit AA4)
+    mean[solo] = inv1.mean(axis=0)[solo_grp[solo]]
     # a household without pairs (every member dropped) has no risk to combine: 0
     hh_mean = np.where(of_household >= 0, mean[np.maximum(of_household, 0)] if K else 0.0, 0.0)
     return hh_mean, er
