@@ -805,7 +805,9 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         v = f"{int(x):,}" if float(x).is_integer() else f"{x:,.1f}"
         interval = s.get(f"{name}_interval")
         if interval is not None:
-            v += f"  [{interval[0]:,.0f}, {interval[1]:,.0f}]"
+            # a count of records over their r_i(θ) per draw: over the parameters only,
+            # not predictive (README, "*_interval"), as the household row says too
+            v += f"  [{interval[0]:,.0f}, {interval[1]:,.0f}] over θ only"
         return v
 
     click.echo(f"sdcbayes {s['sdcbayes_version']} — model: {s['model']} [{s.get('method', '')}]")

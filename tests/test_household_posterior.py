@@ -242,6 +242,26 @@ def test_console_marks_the_household_interval_as_over_theta_and_prints_its_truth
         "502.73  [490.27, 515.03] over θ only   (true 502.00)")
 
 
+def test_console_marks_the_benchmark_count_interval_as_over_theta(tmp_path, capsys):
+    from sdcbayes.cli import _print_summary
+
+    s = {
+        "sdcbayes_version": "x", "model": "latent-class", "method": "gibbs", "data": "d",
+        "n_records": 10, "n_cells": 5, "n_sample_uniques": 2,
+        "expected_reidentifications": 1.0, "expected_reidentifications_interval": [0.5, 1.5],
+        "expected_reidentification_rate": 0.1,
+        "tau1": 1.0, "tau1_interval": [0.5, 1.5], "tau2": 1.0, "tau2_interval": [0.5, 1.5],
+        "n_above_benchmark": 383.8, "n_above_benchmark_interval": [369.0, 400.0],
+        "risk_threshold": 0.1, "n_above_threshold": 5.0, "n_above_threshold_interval": [4, 6],
+    }
+    _print_summary(s, tmp_path)
+    lines = capsys.readouterr().out.splitlines()
+    bench = next(x for x in lines if x.lstrip().startswith("records above benchmark"))
+    assert bench.rstrip().endswith("383.8  [369, 400] over θ only")
+    thr = next(x for x in lines if x.lstrip().startswith("records with risk > 0.1"))
+    assert thr.rstrip().endswith("5  [4, 6] over θ only")
+
+
 def test_compare_household_help_says_compare_reports_no_household_risk():
     from sdcbayes.commands.compare import command as compare
 
