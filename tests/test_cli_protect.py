@@ -100,7 +100,7 @@ def test_csv_steps_match_python_api_and_risk_before_after(data, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "before -> after" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == [
-        "log.csv", "protected.csv", "report.html", "summary.json"
+        "log.csv", "pram_matrices.csv", "protected.csv", "report.html", "summary.json"
     ]
     results = python_api_pipeline(frame, 4)
     expected = results[-1].frame
@@ -863,3 +863,170 @@ def test_spss_unlabelled_codes_stay_unlabelled_beside_a_clashing_label(tmp_path,
     raw, meta = pyreadstat.read_sav(str(out / "protected.sav"))
     np.testing.assert_array_equal(raw["a"].to_numpy(), frame["a"].to_numpy())
     assert meta.variable_value_labels["a"] == {1.0: "one", 3.0: "4"}
+
+
+# ---- PRAM's matrices: pram_matrices.csv, not summary.json (audit AA4, finding 3) ------------
+def pram_strata_frame(n: int = 1500, n_levels: int = 40, seed: int = 11) -> pd.DataFrame:
+    """A country-of-birth-like variable of many levels, skewed, within 48 strata."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, n_levels + 1) ** 1.2
+    return pd.DataFrame({
+        "age": rng.choice(["20s", "30s", "40s", "50s"], n),
+        "sex": rng.choice(["m", "f"], n),
+        "region": rng.choice([f"R{i}" for i in range(6)], n),
+        "cob": rng.choice([f"C{i:02d}" for i in range(n_levels)], n, p=p / p.sum()),
+    })
+
+
+def test_pram_matrices_are_a_csv_beside_a_small_summary(tmp_path, capsys):
+    from sdcbayes import protection as P
+
+    frame = pram_strata_frame()
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(tmp_path / "d.csv"), "--keys", "age,sex,cob",
+                          "--pram", "cob", "--strata", "region,age,sex", "--seed", "5",
+                          "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "pram_matrices.csv" in proc.stdout  # the "written:" line names it
+    summary = json.loads((out / "summary.json").read_text())
+    assert "pram_matrices.csv" in summary["output_files"]
+    result = summary["steps"][0]["result"]
+    # 48 strata x 40 x 40 matrices were 76,800 numbers in the summary; now a digest
+    assert "matrices" not in result and result["matrices_file"] == "pram_matrices.csv"
+    assert (out / "summary.json").stat().st_size < 20_000
+
+    # the CSV holds every non-zero entry of the rows the records were drawn from, exactly:
+    # the same matrices as the Python API run on the run's one stream (seed 5)
+    api = P.invariant_pram(frame, ["cob"], pd_min=0.8, strata=["region", "age", "sex"],
+                           seed=np.random.default_rng(5))
+    pd.testing.assert_frame_equal(pd.read_csv(out / "protected.csv"), api.frame)
+    table = pd.read_csv(out / "pram_matrices.csv", keep_default_na=False)
+    assert list(table.columns) == ["step", "variable", "stratum", "from", "to", "probability"]
+    assert set(table["step"]) == {1} and set(table["variable"]) == {"cob"}
+    levels = api.summary["levels"]["cob"]
+    mats = api.summary["matrices"]["cob"]
+    assert set(table["stratum"]) == set(mats) and len(mats) == 48
+    pos = {lev: k for k, lev in enumerate(levels)}
+    diag = []
+    label = frame["region"] + "-" + frame["age"] + "-" + frame["sex"]  # code_strata's labels
+    n_of = frame.groupby([label, frame["cob"]]).size()
+    for (stratum, source), rows in table.groupby(["stratum", "from"]):
+        m = mats[stratum]
+        i = pos[source]
+        got = np.zeros(len(levels))
+        got[[pos[t] for t in rows["to"]]] = rows["probability"].to_numpy()
+        np.testing.assert_array_equal(got, m[i])  # bit for bit: the row, zeros included
+        diag.append((got[i], n_of[(stratum, source)]))
+    # rows of the levels that occur in each stratum, and only those
+    occurring = frame.groupby(["region", "age", "sex"])["cob"].nunique().sum()
+    assert table.groupby(["stratum", "from"]).ngroups == occurring
+    d = np.array(diag)
+    keep = result["keep_probability"]["cob"]
+    assert keep["min"] == d[:, 0].min() and keep["max"] == d[:, 0].max()
+    assert keep["expected_share_kept"] == pytest.approx(
+        (d[:, 0] * d[:, 1]).sum() / len(frame), rel=1e-12)
+    assert keep["n_strata"] == 48
+    assert table.loc[(table["stratum"] == keep["min_stratum"]) & (table["from"] == keep[
+        "min_level"]) & (table["to"] == keep["min_level"]), "probability"].item() == keep["min"]
+
+    # listed in output_files: a later run without PRAM into the folder takes it away
+    again = run_in_process(capsys, "protect", str(tmp_path / "d.csv"), "--keys", "age,sex",
+                           "--recode", "age:20s+30s=young", "--out", str(out), "-q")
+    assert again.returncode == 0, again.stderr
+    assert not (out / "pram_matrices.csv").exists()
+
+
+def test_pram_matrices_csv_of_a_recipe_with_two_pram_steps(data, tmp_path, capsys):
+    d, frame = data
+    recipe = {"seed": 2, "steps": [
+        {"step": "pram", "columns": ["region", "age"], "pd": 0.7},
+        {"step": "pram", "columns": ["region"], "strata": ["sex"]},
+    ]}
+    (tmp_path / "r.json").write_text(json.dumps(recipe))
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(d / "p.csv"), "--keys", ",".join(KEYS),
+                          "--recipe", str(tmp_path / "r.json"), "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out / "pram_matrices.csv")
+    assert table.groupby("step")["variable"].unique().map(sorted).to_dict() == {
+        1: ["age", "region"], 2: ["region"]}
+    assert set(table.loc[table["step"] == 1, "stratum"]) == {"all"}
+    assert set(table.loc[table["step"] == 2, "stratum"]) == {"f", "m"}
+    # each row of a matrix sums to one; integer levels are written as the input has them
+    sums = table.groupby(["step", "variable", "stratum", "from"])["probability"].sum()
+    np.testing.assert_allclose(sums, 1.0, rtol=0, atol=1e-12)
+    assert set(table.loc[table["variable"] == "region", "from"].astype(int)) == set(
+        frame["region"])
+
+
+def test_pram_file_named_by_the_user_in_out_is_refused_before_work(data, tmp_path, capsys):
+    d, _ = data
+    out = tmp_path / "out"
+    first = run_in_process(capsys, "protect", str(d / "p.csv"), "--keys", "age",
+                           "--recode", "age:20s+30s=young", "--out", str(out), "-q")
+    assert first.returncode == 0, first.stderr
+    (out / "pram_matrices.csv").write_text("mine\n")  # the user's, not an output
+    proc = run_in_process(capsys, "protect", str(d / "p.csv"), "--keys", "age",
+                          "--pram", "region", "--out", str(out), "-q")
+    assert proc.returncode == 2 and "pram_matrices.csv" in proc.stderr, proc.stderr
+    assert (out / "pram_matrices.csv").read_text() == "mine\n"
+
+
+# ---- --recode of levels holding "+" (audit AA4, finding 4) ---------------------------------
+@pytest.fixture()
+def plus_levels(tmp_path):
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({
+        "age": rng.choice(["60-69", "70-79", "80+"], 200),
+        "x": rng.choice(["a", "b", "a+b", "c"], 200),
+        "sex": rng.choice(["m", "f"], 200),
+    })
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    return tmp_path / "d.csv", frame
+
+
+def test_recode_names_a_level_holding_a_plus(plus_levels, tmp_path, capsys):
+    path, frame = plus_levels
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(path), "--keys", "age,sex",
+                          "--recode", "age:70-79+80+=70+", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    got = pd.read_csv(out / "protected.csv")
+    want = frame["age"].where(frame["age"] == "60-69", "70+")
+    pd.testing.assert_series_equal(got["age"], want)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"][0]["parameters"]["mapping"] == {"70-79": "70+", "80+": "70+"}
+    # a second recode sees the first one's levels: "70+" is one of them now
+    proc = run_in_process(capsys, "protect", str(path), "--keys", "age,sex",
+                          "--recode", "age:70-79+80+=70+", "--recode", "age:60-69+70+=60+",
+                          "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert set(pd.read_csv(out / "protected.csv")["age"]) == {"60+"}
+    # ordinary levels as before, also beside a level holding "+" ("a+c" reads a, c)
+    proc = run_in_process(capsys, "protect", str(path), "--keys", "x,sex",
+                          "--recode", "x:a+c=ac", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert set(pd.read_csv(out / "protected.csv")["x"]) == {"ac", "b", "a+b"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragments"),
+    [
+        ("x:a+b=y", ["'a+b' splits on '+' into levels in more than one way",
+                     '["a+b"] or ["a", "b"]', "its levels are", "--recipe",
+                     '"mapping": {"a+b": "y"}']),
+        ("age:70-79+80=70+", ["'70-79+80' does not split on '+' into levels",
+                              "its levels are", "80+", "--recipe", '"column": "age"']),
+        ("age:70-79+90s=x", ["level '90s' does not occur in the column"]),
+    ],
+    ids=["ambiguous", "no-split", "unknown-ordinary-level"],
+)
+def test_recode_plus_split_refused_in_one_line_before_work(plus_levels, tmp_path, capsys, spec,
+                                                           fragments):
+    path, _ = plus_levels
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(path), "--keys", "age,sex", "--recode", spec,
+                          "--out", str(out))
+    assert_one_line_error(proc, "--recode of", *fragments)
+    assert not out.exists()

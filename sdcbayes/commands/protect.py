@@ -15,8 +15,9 @@ themselves live in :mod:`sdcbayes.protection`; this module
    (:mod:`sdcbayes.protection.infoloss`: changed and suppressed shares per
    variable, IL1 for numeric variables, seed 001 section 5.1);
 5. writes the protected file in the input's format, ``log.csv`` (the change
-   logs of all steps, one after the other), ``summary.json`` and
-   ``report.html`` atomically.
+   logs of all steps, one after the other), ``summary.json``, ``report.html``
+   and, with a PRAM step, ``pram_matrices.csv`` (its transition matrices, in
+   long form: :func:`_pram_matrices`) atomically.
 
 Order of the steps given as options (the usual workflow of seed 001, Figure 2):
 recode -> local suppression -> invariant PRAM -> Nayak-Zhang PRAM ->
@@ -77,6 +78,7 @@ from sdcbayes._cliutils import (
     nan_to_none,
     parse_na_values,
     split_names,
+    write_csv,
     write_json,
     write_output_folder,
 )
@@ -96,7 +98,10 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "noise": (("columns",), ("level", "method")),
 }
 #: Keys a step may carry that are not parameters: set by the option parser, never by a recipe.
-_INTERNAL = ("_from_text", "_option")
+#: ``_olds``: a --recode's OLD text, split on "+" once the column's levels are known.
+_INTERNAL = ("_from_text", "_option", "_olds")
+#: The file of the PRAM steps' transition matrices (summary.json keeps a digest of them).
+PRAM_MATRICES = "pram_matrices.csv"
 # Steps that change numeric values (IL1 applies); the others change categories.
 _NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "noise")
 #: Default k for counting k-anonymity violations when no suppression step sets one.
@@ -126,7 +131,8 @@ DEFAULT_RISK_K = 3
     multiple=True,
     metavar="COL:OLD1+OLD2=NEW",
     help="Global recoding (repeatable): merge categories OLD1, OLD2, ... of column COL "
-    "into one category NEW, e.g. --recode age:20s+30s=20-39.",
+    "into one category NEW, e.g. --recode age:20s+30s=20-39. A level may hold '+' "
+    "(--recode age:70-79+80+=70+): OLD is split where its pieces are levels of COL.",
 )
 @click.option(
     "--suppress-k",
@@ -262,7 +268,8 @@ DEFAULT_RISK_K = 3
     type=click.Path(path_type=Path),  # a file: refused by check_out_dir, fix named
     default=Path("sdcbayes-protect"),
     show_default=True,
-    help="Output folder: the protected file, log.csv, summary.json, report.html.",
+    help="Output folder: the protected file, log.csv, summary.json, report.html, and "
+    "with PRAM pram_matrices.csv (its transition matrices).",
 )
 @click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
@@ -308,7 +315,8 @@ def command(
     if not key_list:
         raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
     out_files = ["summary.json", _output_name(_extension(data))[0], "log.csv", "report.html"]
-    check_out_dir(out, writes=out_files, inputs={"DATA": data, "--recipe": recipe})
+    out_inputs = {"DATA": data, "--recipe": recipe}
+    check_out_dir(out, writes=out_files, inputs=out_inputs)
     flag_steps = _steps_from_options(
         recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
         mdav_cols, mdav_k, noise_cols, noise_level, strata, suppress_method=suppress_method,
@@ -335,6 +343,9 @@ def command(
             "no protection step given: use --recode, --suppress-k, --pram, --nayak-zhang-xi, "
             "--microaggregate, --noise or --recipe"
         )
+    if any(s.get("step") == "pram" for s in steps):
+        out_files.append(PRAM_MATRICES)  # known once the recipe is read: checked again
+        check_out_dir(out, writes=out_files, inputs=out_inputs)
     ext = _extension(data)
     na_codes = parse_na_values(na_values)
     from sdcbayes.cli import read_data, resolve_variables
@@ -368,13 +379,17 @@ def command(
     rng = np.random.default_rng(seed)
     current = frame
     logs, step_summaries, touched, numeric = [], [], [], []
+    pram_tables = []  # each PRAM step's matrices, long form, for pram_matrices.csv
     for i, step in enumerate(steps, start=1):
         res = _run_step(step, current, rng)
-        current = res.frame
         logs.append(_tag_log(res.log, i, step["step"]))
         # the steps draw from the run's one stream (its seed is the summary's): a step's
         # own "seed" (None for a Generator) would read as an unseeded step
         result = {k: v for k, v in res.summary.items() if k != "seed"}
+        if step["step"] == "pram":  # strata x L x L numbers: a file of their own
+            result, table = _pram_matrices(i, step, current, result)
+            pram_tables.append(table)
+        current = res.frame
         step_summaries.append({"step": i, "name": step["step"], "parameters": _params(step),
                                "result": _jsonable(result)})
         touched += [c for c in _columns_of(step) if c not in touched]
@@ -438,7 +453,9 @@ def command(
                                                  na_values=na_codes),
             "log.csv": lambda p: log.to_csv(p, index=False),  # codes as the input has them
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
-        },
+        }
+        | ({PRAM_MATRICES: lambda p: write_csv(p, _concat_pram_tables(pram_tables))}
+           if pram_tables else {}),
     )
     for msg in warned[len(early):]:  # on stderr also under --quiet and --json, as `assess`
         click.echo(f"sdcbayes: warning: {msg}", err=True)  # does (the early ones are out)
@@ -473,8 +490,10 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
             raise InputError(
                 f"--recode {spec!r} must read COL:OLD1+OLD2=NEW, e.g. --recode age:20s+30s=20-39"
             )
+        # the mapping splits OLD at every "+" for now; once the column's levels are known
+        # (_settle_recode) the split that names levels is taken, as a level may hold "+"
         steps.append({"step": "recode", "column": col, "mapping": {o: new for o in old_list},
-                      "_from_text": True, "_option": "--recode"})
+                      "_from_text": True, "_option": "--recode", "_olds": olds})
     if importance is not None and suppress_k is None:
         raise InputError("--importance ranks keys for local suppression; add --suppress-k K")
     if microaggregate_method is not None and mdav_cols is None:
@@ -900,7 +919,8 @@ def _check_recode_levels(steps: list[dict[str, Any]], frame) -> None:
     run itself, so the same levels come out), so a recipe that recodes levels an
     earlier recode created is checked too. After a step that may drop levels of a
     column (suppression, PRAM, micro-aggregation, noise) that column is left to the
-    check at run time (:func:`_level_lookup`).
+    check at run time (:func:`_level_lookup`). A --recode's OLD text is split on "+"
+    here, against the levels its column has at that step (:func:`_settle_recode`).
     """
     import pandas as pd
 
@@ -928,6 +948,7 @@ def _check_recode_levels(steps: list[dict[str, Any]], frame) -> None:
             if changed.get(col):
                 where += (" (after the earlier --recode)" if step.get("_option")
                           else f" (as step(s) {', '.join(map(str, changed[col]))} leave it)")
+            _settle_recode(step, values, where)
             _level_lookup(values, list(step["mapping"]), where)  # one line, no work done
         try:
             out = _run_step(step, pd.DataFrame({col: values}), None).frame[col]
@@ -937,6 +958,75 @@ def _check_recode_levels(steps: list[dict[str, Any]], frame) -> None:
         distinct[col] = (out if isinstance(out.dtype, pd.CategoricalDtype)
                          else out.dropna().drop_duplicates().reset_index(drop=True))
         changed.setdefault(col, []).append(i)
+
+
+def _settle_recode(step: dict[str, Any], values, where: str) -> None:
+    """Split a --recode's OLD text on "+" where the pieces are levels of the column.
+
+    ``--recode age_group:70-79+80+=70+`` names the levels ``70-79`` and ``80+``: the
+    "+" is a separator only where the text on both sides of it are levels (as text, as
+    :func:`_level_lookup` matches them). The one split whose pieces are all levels is
+    taken and the step's ``mapping`` set to it (so the summary shows it). No such split:
+    the split at every "+" (empty pieces left out, as before) is kept when none of its
+    pieces is part of a level holding "+" except as that level itself
+    (:func:`_level_lookup` then names an unknown level, ``90s``); otherwise
+    (``70-79+80`` beside the level ``80+``) refused, as are several splits (levels
+    ``a``, ``b`` and ``a+b``), with the recipe's mapping form, which names each level
+    on its own. A recipe's steps carry no ``_olds`` and are left as they are.
+
+    Parameters
+    ----------
+    step : dict
+        A validated ``recode`` step; its ``_olds`` (the OLD text) is removed.
+    values : pandas.Series
+        The column's values (or distinct values) as the step will see them.
+    where : str
+        How the step is named in an error (``--recode of 'age_group'``).
+
+    Raises
+    ------
+    InputError
+        When OLD splits into levels in more than one way, or, for a column with a level
+        holding "+", in none.
+    """
+    import pandas as pd
+
+    olds = step.pop("_olds", None)
+    if olds is None:
+        return
+    levels = (list(values.cat.categories) if isinstance(values.dtype, pd.CategoricalDtype)
+              else list(pd.unique(values.dropna())))
+    texts = {_as_text(v) for v in levels}
+    pieces = olds.split("+")
+    # splits[k]: the ways to read pieces[:k] as levels (at most two are kept: enough to
+    # tell one from several), each a list of levels; "+"-joined runs of pieces are tried
+    splits: list[list[list[str]]] = [[[]]] + [[] for _ in pieces]
+    for end in range(1, len(pieces) + 1):
+        for start in range(end):
+            token = "+".join(pieces[start:end])
+            if token in texts:
+                splits[end] += [ways + [token] for ways in splits[start]][:2 - len(splits[end])]
+    found = splits[-1]
+    new = next(iter(step["mapping"].values()))
+    if len(found) == 1:
+        step["mapping"] = dict.fromkeys(found[0], new)
+        return
+    naive = list(step["mapping"])  # split at every "+", empty pieces left out
+    # pieces of the levels holding "+": an unknown piece that is none of them ("90s")
+    # is a plain unknown level, which _level_lookup names (as before)
+    plus_pieces = {p for t in texts if "+" in t for p in t.split("+")}
+    if not found and all(t in texts or t not in plus_pieces for t in naive):
+        return  # as before: "a++b" reads a, b
+    shown = ", ".join(_as_text(v) for v in levels[:20]) + (", ..." if len(levels) > 20 else "")
+    example = json.dumps({"step": "recode", "column": step["column"],
+                          "mapping": dict.fromkeys(found[0] if found else naive, new)})
+    what = (f"{olds!r} splits on '+' into levels in more than one way "
+            f"({' or '.join(json.dumps(f) for f in found)})" if found
+            else f"{olds!r} does not split on '+' into levels of the column")
+    raise InputError(
+        f"{where}: {what}; its levels are {shown}; name the levels one by one in a --recipe "
+        f"step, e.g. {example}"
+    )
 
 
 def _as_text(v) -> str:
@@ -968,6 +1058,7 @@ def _run_step(step: dict[str, Any], frame, rng):
     where = f"recode of {step.get('column')!r}"
     if name == "recode":
         col = step["column"]
+        _settle_recode(step, frame[col], where)  # left to run time by _check_recode_levels
         lookup = _level_lookup(frame[col], list(step["mapping"]), where)
         mapping = {lookup[old]: _new_value(frame[col], new) if step.get("_from_text") else new
                    for old, new in step["mapping"].items()}
@@ -1328,6 +1419,95 @@ def _jsonable(obj, limit: int = 1000):
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
     return str(obj)
+
+
+def _pram_matrices(i: int, step: dict[str, Any], frame, result: dict[str, Any]):
+    """A PRAM step's matrices as a long table, and its summary with a digest in their place.
+
+    ``invariant_pram`` returns one dense L x L matrix per variable and stratum; as JSON
+    they made summary.json grow as strata x L² (115 MB for 216 strata of 151 levels).
+    The table holds, per variable and stratum, the non-zero entries of the rows of the
+    levels that occur in the stratum's input: the rows its records were drawn from (a
+    row of an absent level draws nothing; invariant PRAM's columns of absent levels are
+    zero off the diagonal, Gouweleeuw et al. 1998, seed 001 section 4.1.3, so these are
+    all its non-zero entries among the rows used). The summary keeps per variable the
+    keep probabilities R_ii of those levels: smallest (with its stratum and level),
+    largest, and their mean over the records, the expected share of values kept.
+
+    Parameters
+    ----------
+    i : int
+        The step's position (1-based), the table's ``step``.
+    step : dict
+        The validated ``pram`` step.
+    frame : pandas.DataFrame
+        The step's input (the counts the matrices were built from).
+    result : dict
+        The step's summary, with ``matrices`` (variable -> stratum -> L x L array) and
+        ``levels`` (variable -> labels) as :func:`sdcbayes.protection.invariant_pram`
+        gives them.
+
+    Returns
+    -------
+    (dict, pandas.DataFrame)
+        ``result`` without ``matrices``, with ``keep_probability`` and
+        ``matrices_file``; the table (``step``, ``variable``, ``stratum``, ``from``,
+        ``to``, ``probability``; levels as text, as in ``log.csv``).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from sdcbayes.protection.base import code_strata, codes_of
+
+    matrices = result.pop("matrices") or {}
+    stratum, names = code_strata(frame, step.get("strata"))  # as invariant_pram labels them
+    where = {name: k for k, name in enumerate(names)}
+    parts: dict[str, list] = {c: [] for c in ("variable", "stratum", "from", "to", "probability")}
+    keep: dict[str, Any] = {}
+    for col, by_stratum in matrices.items():
+        codes, levels = codes_of(frame[col])
+        n_lev = len(levels)
+        ok = codes >= 0
+        counts = np.bincount(stratum[ok] * n_lev + codes[ok],
+                             minlength=len(names) * n_lev).reshape(len(names), n_lev)
+        text = np.asarray([_as_text(v) for v in levels], dtype=object)
+        worst, best, kept, n_obs = None, None, 0.0, 0
+        for s_name, m in by_stratum.items():
+            t = counts[where[s_name]]
+            occ = np.flatnonzero(t > 0)
+            if occ.size == 0:
+                continue
+            rows = np.asarray(m)[occ]
+            r, c = np.nonzero(rows)
+            parts["variable"].append(np.full(r.size, col, dtype=object))
+            parts["stratum"].append(np.full(r.size, s_name, dtype=object))
+            parts["from"].append(text[occ[r]])
+            parts["to"].append(text[c])
+            parts["probability"].append(rows[r, c])
+            d = rows[np.arange(occ.size), occ]
+            j = int(np.argmin(d))
+            if worst is None or d[j] < worst[0]:
+                worst = (float(d[j]), s_name, text[occ[j]])
+            best = float(d.max()) if best is None else max(best, float(d.max()))
+            kept += float(d @ t[occ])
+            n_obs += int(t[occ].sum())
+        keep[col] = None if worst is None else {
+            "min": worst[0], "min_stratum": worst[1], "min_level": worst[2], "max": best,
+            "expected_share_kept": kept / n_obs, "n_strata": len(by_stratum),
+        }
+    result["keep_probability"] = keep
+    result["matrices_file"] = PRAM_MATRICES
+    cols = {c: (np.concatenate(v) if v else np.array([], dtype=float if c == "probability"
+                                                       else object))
+            for c, v in parts.items()}
+    return result, pd.DataFrame({"step": np.full(len(cols["to"]), i, dtype=np.int64)} | cols)
+
+
+def _concat_pram_tables(tables):
+    """The PRAM steps' tables as one (``pram_matrices.csv``)."""
+    import pandas as pd
+
+    return pd.concat(tables, ignore_index=True)
 
 
 def _tag_log(log, i: int, name: str):
@@ -2046,4 +2226,5 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             text += f", IL1 {v['il1']:.3g}"
         rows.append((f"  {var}", text))
     echo_table(rows)
-    click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html")
+    extra = "".join(f", {f}" for f in s["output_files"] if f == PRAM_MATRICES)
+    click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html{extra}")
