@@ -8,7 +8,9 @@ A population is partitioned into domains ``i`` (small areas) with known populati
 size ``N_i`` and sample size ``n_i``; a class (for example one occupation) cuts across
 the domains. ``y_i`` records of the sample and ``Y_i`` units of the population of
 domain ``i`` belong to the class. The model is built on the per-domain table
-``(y_i, n_i, N_i)``, never on records.
+``(y_i, n_i, N_i)``, never on records; without covariates its likelihood is evaluated
+once per distinct ``(y_i, n_i)`` pair, weighted by the pair's number of domains
+(:meth:`BetaBinomialDomainModel.build`).
 
 Also defines :class:`PredictiveCheck`, the summary of a prior or posterior predictive
 check that every model of this package returns.
@@ -165,6 +167,38 @@ def _as_count_vector(values, name: str) -> np.ndarray:
     return as_float.astype(np.int64)
 
 
+def _distinct_pairs(y: np.ndarray, n: np.ndarray):
+    """Distinct ``(y_i, n_i)`` pairs, in order of first occurrence, with their multiplicities.
+
+    Returns
+    -------
+    pair_y, pair_n : numpy.ndarray of int64, shape (n_pairs,)
+        The distinct pairs.
+    pair_count : numpy.ndarray of int64, shape (n_pairs,)
+        ``m_u``: how many domains hold pair ``u``.
+    pair_of_domain : numpy.ndarray of int64, shape (n_domains,)
+        The pair of each domain: ``y == pair_y[pair_of_domain]``. First-occurrence
+        order makes this the identity when no pair repeats.
+    """
+    # y_i <= n_i < 2**31 (checked by the constructor): the key n (max y + 1) + y fits in
+    # int64 and decodes back exactly
+    base = int(y.max()) + 1
+    codes, keys = pd.factorize(n * base + y, sort=False)
+    keys = np.asarray(keys, dtype=np.int64)
+    counts = np.bincount(codes, minlength=keys.size).astype(np.int64)
+    return keys % base, keys // base, counts, codes.astype(np.int64)
+
+
+def _weighted_betabinomial_logp(value, n, alpha, beta, weight):
+    """``m_u log BetaBin(y_u; n_u, alpha, beta)``: pair ``u`` stands for ``m_u`` domains.
+
+    PyMC's own BetaBinomial log-density, so each term is the per-domain graph's term.
+    """
+    import pymc as pm
+
+    return weight * pm.logp(pm.BetaBinomial.dist(n=n, alpha=alpha, beta=beta), value)
+
+
 def _domain_frequencies(values: np.ndarray) -> dict[str, int]:
     """Return the counts of counts {j: #domains with y = j} for j = 0, 1, 2."""
     return {f"n_domains_y{j}": int(np.sum(values == j)) for j in (0, 1, 2)}
@@ -188,7 +222,9 @@ class BetaBinomialDomainModel(SuperpopulationModel):
 
     so that the likelihood of the hyperparameters is the marginal
     :math:`\prod_i \mathrm{BetaBin}(y_i; n_i, \alpha, \beta)` (``y`` is the observed
-    variable of the PyMC graph; :math:`\theta_i` is integrated out), and the population
+    variable of the PyMC graph, on the distinct ``(y_i, n_i)`` pairs with their
+    multiplicities when there are no covariates, see :meth:`build`; :math:`\theta_i`
+    is integrated out), and the population
     count follows the seed's posterior predictive (the Polya type I density of section 2)
 
     .. math::
@@ -328,6 +364,18 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             sizes["coefficients"] = len(self.covariate_names)
         self.priors = merge_priors(defaults, priors, label, supports=self.prior_supports,
                                    sizes=sizes)
+        # Without covariates the likelihood depends on the data only through the distinct
+        # (y_i, n_i) pairs and their multiplicities (see build); with covariates every
+        # domain has its own alpha_i, beta_i and keeps its own term.
+        if has_cov:
+            self.pair_y = self.pair_n = self.pair_count = self.pair_of_domain = None
+            self.loglik_weight_var = ""
+        else:
+            self.pair_y, self.pair_n, self.pair_count, self.pair_of_domain = _distinct_pairs(
+                self.y, self.n)
+            # fit() stamps this name; LOO divides each stored m_u log p(y_u | n_u) by m_u
+            # (sdcbayes.inference.compare), as for the Poisson-gamma counts of counts
+            self.loglik_weight_var = "pair_count"
         self._model = None
 
     # ---------------------------------------------------------------- constructors
@@ -515,12 +563,35 @@ class BetaBinomialDomainModel(SuperpopulationModel):
 
     # ---------------------------------------------------------------- the graph
     def build(self):
-        """Return the PyMC model (built once, then cached).
+        r"""Return the PyMC model (built once, then cached).
 
         Graph: hyperparameters -> ``alpha``, ``beta`` (scalars, or dims ``("domain",)``
-        with covariates) -> ``y ~ BetaBinomial(n, alpha, beta)`` observed, dims
-        ``("domain",)`` (seed 003, section 2). ``n`` and ``N`` are stored as data so
-        that the posterior carries everything a population prediction needs.
+        with covariates) -> the observed ``y`` (seed 003, section 2). ``n`` and ``N``
+        (dims ``("domain",)``) are stored as data so that the posterior carries
+        everything a population prediction needs.
+
+        Without covariates ``y`` holds the distinct pairs :math:`(y_u, n_u)` (dims
+        ``("pair",)``, in order of first occurrence) with the number of domains
+        :math:`m_u` that hold each (data ``pair_count``), and its log-density is
+        :math:`m_u \log \mathrm{BetaBin}(y_u; n_u, \alpha, \beta)`. Since
+        :math:`\prod_i \mathrm{BetaBin}(y_i; n_i, \alpha, \beta) = \prod_u
+        \mathrm{BetaBin}(y_u; n_u, \alpha, \beta)^{m_u}`, the posterior is exactly the
+        per-domain model's, at a cost that grows with the distinct pairs (at most
+        about :math:`n_{max}^2/2`), not with the domains: e.g. 1,681 pairs for 10^5
+        domains with :math:`n_i \le 99`, and one chain of 400 NUTS steps in 7 s of CPU
+        against 126 s per domain. ``pair_of_domain`` (dims ``("domain",)``) maps each domain
+        to its pair, so the per-domain values are ``y[pair_of_domain]`` and, for the
+        pointwise log-likelihood (stored as the pair's total :math:`m_u \log p`),
+        ``log_likelihood.y[pair_of_domain] / pair_count[pair_of_domain]``. The fit
+        stamps ``loglik_weight_var = "pair_count"``, so that
+        :func:`sdcbayes.inference.loo` and :func:`sdcbayes.inference.compare` give each
+        domain its own entry: the same PSIS-LOO as on the per-domain log-likelihood
+        (domains with the same pair have identical importance ratios). Not
+        :func:`arviz.loo` directly, which would count each pair once.
+
+        With covariates each domain has its own ``alpha_i``, ``beta_i``: ``y`` is
+        observed per domain, ``y_i ~ BetaBinomial(n_i, alpha_i, beta_i)``, dims
+        ``("domain",)``, and log-likelihood entries are unweighted.
         """
         if self._model is not None:
             return self._model
@@ -529,6 +600,8 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         coords = {"domain": self.domain_names}
         if self.covariates is not None:
             coords["covariate"] = self.covariate_names
+        else:
+            coords["pair"] = np.arange(self.pair_y.size)
         with pm.Model(coords=coords) as model:
             n = pm.Data("n", self.n, dims="domain")
             # float64: pm.Data would store integers as int32, wrapping N_i >= 2**31
@@ -553,7 +626,19 @@ class BetaBinomialDomainModel(SuperpopulationModel):
                 )
                 alpha = pm.Deterministic("alpha", mean * kappa, dims="domain")
                 beta = pm.Deterministic("beta", (1.0 - mean) * kappa, dims="domain")
-            pm.BetaBinomial("y", n=n, alpha=alpha, beta=beta, observed=self.y, dims="domain")
+            if self.covariates is None:
+                # sufficient statistics: one weighted term per distinct (y, n) pair
+                pair_n = pm.Data("pair_n", self.pair_n, dims="pair")
+                # float64, as the Poisson-gamma weights m_j: pm.Data makes integers int32
+                count = pm.Data("pair_count", self.pair_count.astype(np.float64), dims="pair")
+                pm.Data("pair_of_domain", self.pair_of_domain, dims="domain")
+                # int64 as BetaBinomial's own draws: the observed counts stay integers
+                pm.CustomDist("y", pair_n, alpha, beta, count,
+                              logp=_weighted_betabinomial_logp, observed=self.pair_y,
+                              dims="pair", dtype="int64")
+            else:
+                pm.BetaBinomial("y", n=n, alpha=alpha, beta=beta, observed=self.y,
+                                dims="domain")
         self._model = model
         return model
 
@@ -593,6 +678,32 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             **{k: float(v) for k, v in _domain_frequencies(self.y).items()},
         }
 
+    def _per_domain(self, da: xr.DataArray) -> np.ndarray:
+        """``alpha`` or ``beta`` draws as an array (chain, draw, domain)."""
+        if "domain" not in da.dims:
+            da = da.expand_dims(domain=self.domain_names, axis=-1)
+        return np.asarray(da.transpose("chain", "draw", "domain").values, dtype=float)
+
+    def _replicate(self, params: xr.Dataset, rng: np.random.Generator, kind: str):
+        """Replicated domain counts for every draw of ``params``, as an InferenceData.
+
+        ``y_i^rep ~ BetaBin(n_i, alpha, beta)`` drawn as ``theta_i ~ Beta(alpha, beta)``
+        then ``Bin(n_i, theta_i)`` (seed 003, section 2; what PyMC's BetaBinomial draws).
+        Drawn here rather than by PyMC: the graph's ``y`` holds the distinct (y, n)
+        pairs (see :meth:`build`), the check needs every domain. The group
+        ``{kind}_predictive`` holds ``y`` (chain, draw, domain) and ``observed_data``
+        the observed per-domain ``y``, so ArviZ's plots pair them.
+        """
+        import arviz as az
+
+        theta = rng.beta(self._per_domain(params["alpha"]), self._per_domain(params["beta"]))
+        y_rep = rng.binomial(np.broadcast_to(self.n, theta.shape), theta)
+        coords = {"chain": params["chain"].values, "draw": params["draw"].values,
+                  "domain": self.domain_names}
+        rep = xr.Dataset({"y": (("chain", "draw", "domain"), y_rep)}, coords=coords)
+        observed = xr.Dataset({"y": ("domain", self.y)}, coords={"domain": self.domain_names})
+        return az.InferenceData(**{f"{kind}_predictive": rep, "observed_data": observed})
+
     def prior_predictive(self, samples: int = 500, random_seed=None) -> PredictiveCheck:
         """Simulate domain counts ``y_i`` given ``n_i`` from the prior.
 
@@ -608,15 +719,22 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         -------
         PredictiveCheck
             On the total class count and the numbers of domains with ``y_i = 0, 1, 2``,
-            next to the observed values.
+            next to the observed values. Its ``idata`` holds the groups ``prior``
+            (parameters), ``prior_predictive`` (``y``, dims chain, draw, domain) and
+            ``observed_data``.
         """
         import pymc as pm
 
         samples = check_whole("samples", samples, 1)
         seed = checked_seed(random_seed)
+        rng = np.random.default_rng(seed)
         model = self.build()
+        names = [v.name for v in model.free_RVs + model.deterministics]
         with quiet_logs():
-            idata = pm.sample_prior_predictive(draws=samples, model=model, random_seed=seed)
+            prior = pm.sample_prior_predictive(draws=samples, model=model, var_names=names,
+                                               random_seed=int(rng.integers(2**31)))
+        idata = self._replicate(_group(prior, "prior"), rng, "prior")
+        idata.add_groups(prior=_group(prior, "prior"))
         stamps = predictive_stamps(self, seed, "prior")
         for group in ("prior", "prior_predictive"):
             _stamp_group(idata, group, stamps)
@@ -631,14 +749,17 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         Parameters
         ----------
         idata : arviz.InferenceData
-            A posterior of this model (:func:`sdcbayes.inference.fit`).
+            A posterior of this model (:func:`sdcbayes.inference.fit`), or any with
+            ``alpha`` and ``beta`` draws (dims chain, draw[, domain]).
         random_seed : int, optional
             As for :meth:`prior_predictive`.
 
         Returns
         -------
         PredictiveCheck
-            Same statistics as :meth:`prior_predictive`.
+            Same statistics as :meth:`prior_predictive`; its ``idata`` holds
+            ``posterior_predictive`` (``y``, dims chain, draw, domain) and
+            ``observed_data``.
 
         Raises
         ------
@@ -646,15 +767,16 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             The posterior's stamps name another model or another domain table: its
             parameters would replicate data they were not fitted to.
         """
-        import pymc as pm
-
         check_posterior_of(self, idata, "posterior_predictive")
         seed = checked_seed(random_seed)
-        model = self.build()
-        with quiet_logs():
-            pp = pm.sample_posterior_predictive(
-                idata, model=model, var_names=["y"], random_seed=seed, progressbar=False
+        post = _group(idata, "posterior")
+        missing = [v for v in ("alpha", "beta") if v not in post]
+        if missing:
+            raise InputError(
+                f"the posterior has no {missing} draws; pass the object returned by "
+                "sdcbayes.inference.fit for this model"
             )
+        pp = self._replicate(post, np.random.default_rng(seed), "posterior")
         _stamp_group(pp, "posterior_predictive", predictive_stamps(self, seed, "posterior"))
         y_rep = _group(pp, "posterior_predictive")["y"]
         return PredictiveCheck(
@@ -682,13 +804,8 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         check_posterior_of(self, idata, "predict_population")
         post = _group(idata, "posterior")
         rng = np.random.default_rng(random_seed)
-        alpha = post["alpha"]
-        beta = post["beta"]
-        if "domain" not in alpha.dims:
-            alpha = alpha.expand_dims(domain=self.domain_names, axis=-1)
-            beta = beta.expand_dims(domain=self.domain_names, axis=-1)
-        a = alpha.transpose("chain", "draw", "domain").values + self.y
-        b = beta.transpose("chain", "draw", "domain").values + (self.n - self.y)
+        a = self._per_domain(post["alpha"]) + self.y
+        b = self._per_domain(post["beta"]) + (self.n - self.y)
         theta = rng.beta(a, b)
         extra = rng.binomial(np.broadcast_to(self.N - self.n, theta.shape), theta)
         return xr.DataArray(

@@ -271,6 +271,18 @@ def test_help_explains_options(capsys):
         assert opt in proc.stdout
 
 
+def test_help_says_what_grows_with_the_number_of_domains(capsys):
+    # audit AA4 finding 1: "expect tens of seconds, mostly model compilation" held for
+    # small tables only; the fit runs on the distinct (y, n) pairs, the risk step on the
+    # domains times --max-draws
+    proc = run_in_process(capsys, "decide", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "mostly model compilation" not in text
+    assert "distinct (y, n) pairs" in text
+    assert "linearly with the number of distinct (y, n, N) rows times --max-draws" in text
+
+
 def test_help_documents_every_disclosure_loss_form():
     from sdcbayes.cli import cli
     from sdcbayes.risk.losses import LOSS_NAMES

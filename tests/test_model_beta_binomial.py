@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
+import xarray as xr
 from scipy import optimize, stats
-from scipy.special import gammaln
+from scipy.special import expit, gammaln
 
 from sdcbayes.exceptions import DataError, InputError
 from sdcbayes.models.beta_binomial import BetaBinomialDomainModel
@@ -137,6 +138,172 @@ def test_graph_reproduces_seed003_table2_probabilities():
     probs = np.exp(fn({"alpha_log__": np.log(1.0), "beta_log__": np.log(10.0)}))
     for (_, _, printed, decimals), p in zip(table2, probs, strict=True):
         assert abs(p - printed) <= 0.5 * 10.0**-decimals + 1e-12
+
+
+# ----------------------------------------------------------------- sufficient statistics
+# Without covariates the graph's likelihood runs over the distinct (y, n) pairs, each
+# weighted by its number of domains m_u (audit AA4 finding 1: NUTS was linear in domains).
+# The reference below is the per-domain graph the model used to build, written out here.
+
+
+def _repeated_pairs(rng, n_domains=300):
+    """Small n, so that (y, n) pairs repeat many times over the domains."""
+    n = rng.integers(1, 7, n_domains)
+    y = rng.binomial(n, rng.beta(2.0, 6.0, n_domains))
+    return y, n, n * rng.integers(3, 30, n_domains)
+
+
+def _per_domain_reference(y, n, parameterisation="mean-concentration"):
+    """The per-domain graph: one BetaBinomial term per domain, the model's default priors.
+
+    float64 prior constants, as the model's (a Python 2.0 would be a float32 constant).
+    """
+    f = np.float64
+    with pm.Model() as ref:
+        if parameterisation == "alpha-beta":
+            alpha = pm.LogNormal("alpha", f(0.0), f(2.0))
+            beta = pm.LogNormal("beta", f(0.0), f(2.0))
+        else:
+            mean = pm.Beta("mean", f(1.0), f(1.0))
+            kappa = pm.LogNormal("concentration", f(2.0), f(2.0))
+            alpha = pm.Deterministic("alpha", mean * kappa)
+            beta = pm.Deterministic("beta", (1.0 - mean) * kappa)
+        pm.BetaBinomial("y", n=n, alpha=alpha, beta=beta, observed=y)
+    return ref
+
+
+@pytest.mark.parametrize(
+    "parameterisation, point",
+    [
+        ("mean-concentration", {"mean_logodds__": -1.1, "concentration_log__": 2.3}),
+        ("alpha-beta", {"alpha_log__": 0.4, "beta_log__": 1.9}),
+    ],
+)
+def test_pair_graph_logp_equals_per_domain_graph(parameterisation, point):
+    rng = np.random.default_rng(21)
+    y, n, N = _repeated_pairs(rng)
+    model = BetaBinomialDomainModel(y, n, N, parameterisation=parameterisation)
+    pm_model = model.build()
+    assert model.pair_y.size < 30 < y.size  # the pairs repeat: their counts matter
+    ref = _per_domain_reference(y, n, parameterisation)
+    # the whole log posterior (priors and Jacobians included), and the likelihood alone
+    got = float(pm_model.compile_logp()(point))
+    expected = float(ref.compile_logp()(point))
+    assert abs(got - expected) < 1e-9
+    loglik = float(pm_model.compile_logp(vars=pm_model.observed_RVs, jacobian=False)(point))
+    per_domain = float(ref.compile_logp(vars=ref.observed_RVs, jacobian=False)(point))
+    assert abs(loglik - per_domain) < 1e-9
+    # dropping the multiplicities (one term per pair) is a different likelihood
+    if parameterisation == "alpha-beta":
+        a, b = np.exp(point["alpha_log__"]), np.exp(point["beta_log__"])
+    else:
+        mean, kappa = expit(point["mean_logodds__"]), np.exp(point["concentration_log__"])
+        a, b = mean * kappa, (1 - mean) * kappa
+    logp_pairs = stats.betabinom.logpmf(model.pair_y, model.pair_n, a, b)
+    unweighted = logp_pairs.sum()
+    weighted = (model.pair_count * logp_pairs).sum()
+    assert abs(unweighted - per_domain) > 100
+    assert weighted == pytest.approx(per_domain, rel=1e-10)  # scipy vs PyMC formulas
+
+
+def test_pairs_map_back_to_the_domains():
+    y = np.array([1, 0, 1, 2, 0, 1, 5])
+    n = np.array([3, 3, 3, 4, 3, 4, 9])
+    model = BetaBinomialDomainModel(y, n, n * 10)
+    # first-occurrence order; (1, 3) and (0, 3) twice each
+    np.testing.assert_array_equal(model.pair_y, [1, 0, 2, 1, 5])
+    np.testing.assert_array_equal(model.pair_n, [3, 3, 4, 4, 9])
+    np.testing.assert_array_equal(model.pair_count, [2, 2, 1, 1, 1])
+    np.testing.assert_array_equal(model.pair_y[model.pair_of_domain], y)
+    np.testing.assert_array_equal(model.pair_n[model.pair_of_domain], n)
+    pm_model = model.build()
+    assert pm_model.named_vars_to_dims["y"] == ("pair",)
+    assert pm_model["pair_of_domain"].get_value().tolist() == model.pair_of_domain.tolist()
+    assert model.loglik_weight_var == "pair_count"
+    # no repeated pair: the pairs are the domains, in their order
+    distinct = BetaBinomialDomainModel([0, 1, 2], [5, 5, 5], [50, 50, 50])
+    np.testing.assert_array_equal(distinct.pair_of_domain, [0, 1, 2])
+    np.testing.assert_array_equal(distinct.pair_count, [1, 1, 1])
+
+
+def test_covariate_model_keeps_one_term_per_domain():
+    rng = np.random.default_rng(5)
+    y, n, N = _repeated_pairs(rng, 40)
+    model = BetaBinomialDomainModel(y, n, N, covariates=pd.DataFrame({"x": rng.normal(size=40)}))
+    pm_model = model.build()
+    assert pm_model.named_vars_to_dims["y"] == ("domain",)
+    assert "pair" not in pm_model.coords and model.loglik_weight_var == ""
+    np.testing.assert_array_equal(pm_model.rvs_to_values[pm_model["y"]].data, y)
+
+
+@pytest.fixture(scope="module")
+def pair_and_domain_fits():
+    """The same data and seed through the pair graph (the model) and the per-domain graph."""
+    rng = np.random.default_rng(8)
+    y, n, N = _repeated_pairs(rng, 400)
+    model = BetaBinomialDomainModel(y, n, N)
+    new = _fit(model, draws=600, tune=500, seed=4)
+    old = pm.sample(draws=600, tune=500, chains=2, cores=1, random_seed=4, progressbar=False,
+                    model=_per_domain_reference(y, n), compute_convergence_checks=False,
+                    target_accept=0.9)
+    return model, new, old
+
+
+def test_pair_graph_posterior_agrees_with_per_domain_graph(pair_and_domain_fits):
+    # Same posterior, so the means differ by Monte Carlo error only: sd / sqrt(ESS) of each.
+    _, new, old = pair_and_domain_fits
+    for name in ("alpha", "beta", "mean", "concentration"):
+        a, b = new.posterior[name], old.posterior[name]
+        se = np.hypot(float(a.std()) / np.sqrt(float(az.ess(new, var_names=[name])[name])),
+                      float(b.std()) / np.sqrt(float(az.ess(old, var_names=[name])[name])))
+        assert abs(float(a.mean()) - float(b.mean())) < 4 * se, (name, a.mean(), b.mean(), se)
+        # sd estimates from ~ESS draws: relative error about 1/sqrt(2 ESS) each
+        assert float(a.std()) == pytest.approx(float(b.std()), rel=0.2), name
+
+
+def test_loo_on_pairs_equals_arviz_loo_per_domain(pair_and_domain_fits):
+    # Each domain's pointwise log-likelihood is its pair's total / m_u; PSIS per pair,
+    # weighted by m_u (sdcbayes.inference.loo), is arviz.loo on the per-domain entries.
+    from sdcbayes.inference import loo
+    from sdcbayes.inference.posterior import provenance
+
+    model, new, _ = pair_and_domain_fits
+    assert provenance(new)["loglik_weight_var"] == "pair_count"
+    assert new.log_likelihood["y"].dims == ("chain", "draw", "pair")
+    idx = new.constant_data["pair_of_domain"].values
+    per_domain = (new.log_likelihood["y"] / new.constant_data["pair_count"]).isel(pair=idx)
+    expanded = az.InferenceData(
+        posterior=new.posterior,
+        log_likelihood=xr.Dataset({"y": per_domain.rename(pair="domain").drop_vars("domain")}),
+    )
+    # the expanded entries are the per-domain log-densities themselves
+    a = new.posterior["alpha"].values[..., None]
+    b = new.posterior["beta"].values[..., None]
+    np.testing.assert_allclose(per_domain.values, stats.betabinom.logpmf(model.y, model.n, a, b),
+                               rtol=1e-10, atol=1e-12)
+    ref = az.loo(expanded, pointwise=True)
+    got = loo(new)
+    assert got.n_data_points == model.y.size
+    assert got.elpd_loo == pytest.approx(float(ref.elpd_loo), abs=1e-8)
+    assert got.se == pytest.approx(float(ref.se), abs=1e-8)
+    assert got.p_loo == pytest.approx(float(ref.p_loo), abs=1e-8)
+
+
+def test_predictive_checks_replicate_every_domain(pair_and_domain_fits):
+    model, new, _ = pair_and_domain_fits
+    check = model.posterior_predictive(new, random_seed=3)
+    rep = check.idata.posterior_predictive["y"]
+    assert rep.dims == ("chain", "draw", "domain") and rep.sizes["domain"] == model.y.size
+    assert (rep <= xr.DataArray(model.n, dims="domain")).all()
+    np.testing.assert_array_equal(check.idata.observed_data["y"], model.y)
+    table = check.summary()
+    assert table.loc["total_y", "observed"] == model.y.sum()
+    assert table["ppp"].between(0.01, 0.99).all(), table  # the model is true here
+    again = model.posterior_predictive(new, random_seed=3)
+    np.testing.assert_array_equal(again.idata.posterior_predictive["y"], rep)
+    prior = model.prior_predictive(samples=40, random_seed=2)
+    assert prior.idata.prior_predictive["y"].dims == ("chain", "draw", "domain")
+    assert {"mean", "concentration", "alpha", "beta"} <= set(prior.idata.prior.data_vars)
 
 
 # ----------------------------------------------------------------- constructors / errors
