@@ -660,11 +660,8 @@ def expected_population_uniques(alpha, beta, N, K=None):
         μ, the expected number of population uniques, broadcast over the inputs
         (a float for scalar inputs).
     """
-    alpha = _positive(alpha, "alpha")
-    beta = _positive(beta, "beta")
     _, N = _sizes(1.0, N)
-    scale = N if K is None else _positive(K, "K") * alpha * N * beta
-    return _out(scale * np.exp(-(1.0 + alpha) * np.log1p(N * beta)))
+    return _out(N * _uniques_fraction(alpha, beta, N, K))
 
 
 def fraction_population_uniques(alpha, beta, N, K=None):
@@ -694,11 +691,16 @@ def fraction_population_uniques(alpha, beta, N, K=None):
     numpy.ndarray or float
         f_u, broadcast over the inputs (a float for scalar inputs).
     """
+    _, N = _sizes(1.0, N)
+    return _out(_uniques_fraction(alpha, beta, N, K))
+
+
+def _uniques_fraction(alpha, beta, N: np.ndarray, K) -> np.ndarray:
+    """μ/N of seed ``000_…`` eq. 10: K αβ (1 + Nβ)^-(1+α), or its tied form without K."""
     alpha = _positive(alpha, "alpha")
     beta = _positive(beta, "beta")
-    _, N = _sizes(1.0, N)
     scale = 1.0 if K is None else _positive(K, "K") * alpha * beta
-    return _out(scale * np.exp(-(1.0 + alpha) * np.log1p(N * beta)))
+    return scale * np.exp(-(1.0 + alpha) * np.log1p(N * beta))
 
 
 def tau_estimates(m1, alpha, beta, n, N):

@@ -219,22 +219,28 @@ def test_demo_truth_of_assess_has_the_household_er_and_compare_keeps_its_three()
     assert "household_expected_reidentifications" not in truth_o
 
 
-def test_console_marks_the_household_interval_as_over_theta_and_prints_its_truth(tmp_path,
-                                                                                  capsys):
-    from sdcbayes.cli import _print_summary
-
-    s = {
+def _posterior_summary(**extra):
+    """A posterior model's summary.json as _print_summary reads it, plus ``extra``."""
+    return {
         "sdcbayes_version": "x", "model": "latent-class", "method": "gibbs", "data": "d",
         "n_records": 10, "n_cells": 5, "n_sample_uniques": 2,
         "expected_reidentifications": 1.0, "expected_reidentifications_interval": [0.5, 1.5],
         "expected_reidentification_rate": 0.1,
         "tau1": 1.0, "tau1_interval": [0.5, 1.5], "tau2": 1.0, "tau2_interval": [0.5, 1.5],
-        "n_above_benchmark": 3.0, "n_above_benchmark_interval": [2.0, 4.0],
-        "household_expected_reidentifications": 502.73,
-        "household_expected_reidentifications_interval": [490.27, 515.03],
-        "truth": {"tau1": 1.0, "tau2": 1.0, "expected_reidentifications": 1.0,
-                  "household_expected_reidentifications": 502.0},
-    }
+    } | extra
+
+
+def test_console_marks_the_household_interval_as_over_theta_and_prints_its_truth(tmp_path,
+                                                                                  capsys):
+    from sdcbayes.cli import _print_summary
+
+    s = _posterior_summary(
+        n_above_benchmark=3.0, n_above_benchmark_interval=[2.0, 4.0],
+        household_expected_reidentifications=502.73,
+        household_expected_reidentifications_interval=[490.27, 515.03],
+        truth={"tau1": 1.0, "tau2": 1.0, "expected_reidentifications": 1.0,
+               "household_expected_reidentifications": 502.0},
+    )
     _print_summary(s, tmp_path)
     line = next(x for x in capsys.readouterr().out.splitlines()
                 if x.lstrip().startswith("household expected re-identifications"))
@@ -245,15 +251,10 @@ def test_console_marks_the_household_interval_as_over_theta_and_prints_its_truth
 def test_console_marks_the_benchmark_count_interval_as_over_theta(tmp_path, capsys):
     from sdcbayes.cli import _print_summary
 
-    s = {
-        "sdcbayes_version": "x", "model": "latent-class", "method": "gibbs", "data": "d",
-        "n_records": 10, "n_cells": 5, "n_sample_uniques": 2,
-        "expected_reidentifications": 1.0, "expected_reidentifications_interval": [0.5, 1.5],
-        "expected_reidentification_rate": 0.1,
-        "tau1": 1.0, "tau1_interval": [0.5, 1.5], "tau2": 1.0, "tau2_interval": [0.5, 1.5],
-        "n_above_benchmark": 383.8, "n_above_benchmark_interval": [369.0, 400.0],
-        "risk_threshold": 0.1, "n_above_threshold": 5.0, "n_above_threshold_interval": [4, 6],
-    }
+    s = _posterior_summary(
+        n_above_benchmark=383.8, n_above_benchmark_interval=[369.0, 400.0],
+        risk_threshold=0.1, n_above_threshold=5.0, n_above_threshold_interval=[4, 6],
+    )
     _print_summary(s, tmp_path)
     lines = capsys.readouterr().out.splitlines()
     bench = next(x for x in lines if x.lstrip().startswith("records above benchmark"))
