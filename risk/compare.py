@@ -61,10 +61,17 @@ profiles chosen by the cross-validation,
 :func:`sdcbayes.models.latent_class.profile_mass_cv`; ``"span"``: spread between the
 learnt and that one, :func:`sdcbayes.models.latent_class.profile_mass_span`; ``init``
 ``"em"``, or ``"bootstrap"``: chains started at EM fits of bootstrap resamples of the
-records, :meth:`sdcbayes.models.latent_class.LatentClassModel.sample`), and with
+records, :meth:`sdcbayes.models.latent_class.LatentClassModel.sample`; ``kappa_prior``
+None (assess's ``half-cauchy:1``) or a text of
+:func:`sdcbayes.models.latent_class.parse_kappa_prior`; ``cluster_correction`` None or
+``"cv"``, which needs ``md``'s households), and with
 the posterior predictive check of the sample's cells seen once to five times that
 ``assess`` runs (``ppc``; its misfit warning is re-issued with the specification's
-name, its table is in :meth:`ComparisonResult.summary`). Its losses
+name, its table is in :meth:`ComparisonResult.summary`). A stratum of ``md`` that is
+one of the keys makes its extrapolation per stratum
+(:func:`sdcbayes.risk.posterior_assess._stratum_key_rates`), in its risks and in the
+predictive of its losses (:func:`~sdcbayes.risk.posterior_assess.latent_class_groups`),
+as in ``assess``. Its losses
 are averaged over the per-cell conditional
 :math:`F_k - f_k \mid \pi, \kappa \sim \mathrm{NegBin}` (Poisson in the limit) of
 :func:`sdcbayes.risk.posterior_assess.latent_class_groups`.
@@ -157,7 +164,15 @@ LATENT_CLASS_OPTIONS: dict[str, Any] = {
     "structural_zeros": None,
     "profile_mass": None,
     "init": "em",
+    # None: half-cauchy:1, assess's --kappa-prior default; a text of
+    # sdcbayes.models.latent_class.parse_kappa_prior otherwise (needs overdispersion "cv")
+    "kappa_prior": None,
+    # None: assess's --cluster-correction none; "cv" needs the households
+    "cluster_correction": None,
 }
+
+#: ``kappa_prior`` of assess's default (``--kappa-prior half-cauchy:1``): not passed on.
+_DEFAULT_KAPPA_PRIOR = "half-cauchy:1"
 
 #: Tuning steps (NUTS) or burn-in sweeps (Gibbs) per chain when ``compare_models`` is
 #: given ``tune=None``. The Gibbs chains of the latent-class model drift for 1000-3000
@@ -177,7 +192,8 @@ def tune_for(model: str, tune: int | None) -> int:
 #: ``--models`` spelling of the latent-class options (as ``sdcbayes assess`` spells them).
 _CLI_OPTION_NAMES = {"classes": "n_classes", "overdispersion": "overdispersion",
                      "structural-zeros": "structural_zeros", "profile-mass": "profile_mass",
-                     "chain-start": "init"}
+                     "chain-start": "init", "kappa-prior": "kappa_prior",
+                     "cluster-correction": "cluster_correction"}
 
 #: Prior names of the pooled Poisson-gamma model, mirrored here so that a typo is
 #: reported without importing PyMC (models/poisson_gamma.py imports it at module
@@ -270,8 +286,8 @@ class ModelSpec:
         (:func:`sdcbayes.models.base.merge_priors`); empty for the defaults.
     options : dict
         Latent-class only: ``n_classes``, ``overdispersion``, ``structural_zeros``,
-        ``profile_mass``, ``init`` (:data:`LATENT_CLASS_OPTIONS` for the defaults); empty
-        for the defaults.
+        ``profile_mass``, ``init``, ``kappa_prior``, ``cluster_correction``
+        (:data:`LATENT_CLASS_OPTIONS` for the defaults); empty for the defaults.
     """
 
     name: str
@@ -325,7 +341,10 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
     ``MODEL`` is named after the model. Latent-class options are written
     ``OPTION=VALUE`` in the same places: ``classes=10``, ``overdispersion=cv|none|KAPPA``,
     ``structural-zeros=none|auto``, ``profile-mass=none|cv|span`` (``sdcbayes assess``'s
-    ``--profile-prior cv`` and ``span``). Example::
+    ``--profile-prior cv`` and ``span``), ``chain-start=em|bootstrap``,
+    ``kappa-prior=half-cauchy[:A]|log-uniform|log-normal:M:S`` (assess's
+    ``--kappa-prior``; needs ``overdispersion=cv``) and ``cluster-correction=none|cv``
+    (assess's ``--cluster-correction``; needs the households). Example::
 
         pg-default=poisson-gamma,pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2,
         negbin=negbin,lc=latent-class,lc-poisson=latent-class:overdispersion=none,
@@ -457,7 +476,41 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
     if "init" in out and out["init"] not in ("em", "bootstrap"):
         problems.append(f"{name!r}: init (chain-start=) must be 'em' or 'bootstrap'; got "
                         f"{out['init']!r}")
+    if out.get("kappa_prior") is not None:
+        # parsed as assess parses --kappa-prior (one parser, one list of forms)
+        try:
+            kp = _kappa_prior_of(out["kappa_prior"])
+        except InputError as err:
+            problems.append(f"{name!r}: kappa_prior (kappa-prior=): {err}")
+        else:
+            od = out.get("overdispersion", LATENT_CLASS_OPTIONS["overdispersion"])
+            if kp is not None and od != "cv":
+                problems.append(f"{name!r}: kappa-prior= is the prior of the cross-validated "
+                                "overdispersion: it needs overdispersion=cv")
+    if "cluster_correction" in out and out["cluster_correction"] not in (None, "cv"):
+        problems.append(f"{name!r}: cluster_correction (cluster-correction=) must be none or "
+                        f"'cv'; got {out['cluster_correction']!r}")
     return out, problems
+
+
+def _kappa_prior_of(value) -> tuple | None:
+    """The sampler's ``kappa_prior`` for a specification's option, or None for the default.
+
+    ``value`` is a text of :func:`sdcbayes.models.latent_class.parse_kappa_prior`
+    (``half-cauchy[:A]``, ``log-uniform``, ``log-normal:M:S``), the parser of ``sdcbayes
+    assess --kappa-prior``; None, or a text meaning assess's default ``half-cauchy:1``,
+    gives None, so that, as in assess, the default is not passed on. InputError for
+    anything else.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"give the prior as a text such as 'log-uniform' or "
+                         f"'half-cauchy:2'; got {value!r}")
+    from sdcbayes.models.latent_class import parse_kappa_prior  # no PyMC at import
+
+    parsed = parse_kappa_prior(value)
+    return None if parsed == parse_kappa_prior(_DEFAULT_KAPPA_PRIOR) else parsed
 
 
 def validate_specs(specs, *, check_priors: bool = True) -> list[ModelSpec]:
@@ -609,9 +662,15 @@ class ComparisonResult:
 
         ``predictive_checks``: per latent-class specification fitted with ``ppc``, its
         posterior predictive check of the cells seen 1 to 5 times (the rows of
-        ``sdcbayes assess``'s ``predictive_check``); empty without one.
+        ``sdcbayes assess``'s ``predictive_check``); empty without one. ``notes`` (only
+        when there are any): each assessment's notes, ``"<name>: <note>"``, e.g. a
+        latent-class row extrapolated stratum by stratum because the stratum is a key.
         """
         rows = self.table.replace({np.nan: None}).to_dict(orient="records")
+        # each assessment's notes (e.g. the per-stratum extrapolation of a latent-class
+        # fit whose stratum is a key), named by their model, as assess's summary has them
+        notes = [f"{name}: {note}" for name, a in self.assessments.items()
+                 for note in (a.summary.get("notes") or [])]
         per_model = {}
         for name, res in self.decision_results.items():
             s = res.summary()
@@ -639,6 +698,7 @@ class ComparisonResult:
                 },
                 "settings": self.settings,
             }
+            | ({"notes": notes} if notes else {})
         )
 
 
@@ -684,6 +744,16 @@ def check_model_data(md, specs: list[ModelSpec]) -> None:
             opts = LATENT_CLASS_OPTIONS | s.options
             n_rec = int(md.cells.n_records)
             from sdcbayes.risk.posterior_assess import population_is_sample
+
+            if opts["cluster_correction"] == "cv" and getattr(md, "household_index",
+                                                              None) is None:
+                # as assess's --cluster-correction cv needs --household (the sampler would
+                # refuse it only after the other models were fitted)
+                problems.append(
+                    f"{s.name!r} (latent-class): cluster-correction=cv corrects the model for "
+                    "household mates: it needs the household id column (Microdata(household="
+                    "...), sdcbayes compare --household), or leave cluster-correction out")
+                continue
 
             if opts["overdispersion"] == "cv" and n_rec < CV_MIN_RECORDS \
                     and not population_is_sample(md, s.model):
@@ -1078,6 +1148,21 @@ def _population_size(md) -> float:
 # --------------------------------------------------------------------------- the comparison
 
 
+def _carry_warnings(a, summary: Mapping[str, Any]) -> None:
+    """Add ``summary``'s caveats to the assessment ``a``'s summary, as assess has them.
+
+    ``n_cells_weights_below_count`` and the ``warnings`` list (appended, without
+    repeats): the key combinations taken as fully sampled because their weights sum
+    below their sample count (:func:`sdcbayes.risk.assess.assess_closed_form`,
+    :func:`sdcbayes.risk.posterior_assess._negbin_cells_below_count`).
+    """
+    if "n_cells_weights_below_count" in summary:
+        a.summary["n_cells_weights_below_count"] = summary["n_cells_weights_below_count"]
+    extra = list(summary.get("warnings") or [])
+    if extra:
+        a.summary["warnings"] = list(dict.fromkeys([*a.summary.get("warnings", []), *extra]))
+
+
 @contextmanager
 def _warnings_named(name: str):
     """Re-issue the sdcbayes warnings raised inside as ``"<name>: <message>"``.
@@ -1167,9 +1252,13 @@ def compare_models(
         {"name": "lc", "model": "latent-class", "options": {"n_classes": 10}},
         {"name": "closed", "model": "closed-form"}]``.
     draws : int, default 500
-        Posterior draws per chain of every posterior model.
+        Posterior draws per chain of every posterior model (``sdcbayes assess`` and
+        :func:`~sdcbayes.risk.posterior_assess.assess_posterior` draw 1000 for
+        poisson-gamma and negbin, 500 for latent-class).
     chains : int, default 2
-        Chains of every posterior model.
+        Chains of every posterior model (assess runs 4, and the cross-validated kappa
+        of the latent-class model depends on them: pass ``chains=4`` to reproduce an
+        assess run; with equal settings and seed the numbers are identical).
     tune : int, optional
         Tuning steps (burn-in sweeps for the latent-class model); see below.
     random_seed : int, optional
@@ -1245,7 +1334,8 @@ def compare_models(
         ``tau1_hi``, ``tau2``, ``tau2_lo``, ``tau2_hi``, ``er``, ``er_lo``, ``er_hi``
         (means and 90% intervals), ``interval_kind``; ``max_r_hat``,
         ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``tune`` (the tuning steps
-        or burn-in sweeps the row used; None for the closed form), ``fit_seconds``
+        or burn-in sweeps the row used; None for the closed form and for methods
+        ``"map"`` and ``"advi"``, which tune nothing), ``fit_seconds``
         (latent-class: those of tau1, tau2 and ER given the parameters, no
         divergences; its fit time includes the cross-validation of kappa and the
         assessment);
@@ -1317,7 +1407,10 @@ def compare_models(
     ppc_used = min(int(ppc), draws) if ppc else 0
 
     # ---- fits and assessments
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+    from sdcbayes.risk.assess import assess_closed_form
     from sdcbayes.risk.posterior_assess import (
+        _negbin_cells_below_count,
         assess_from_posterior,
         assess_posterior,
         latent_class_groups,
@@ -1326,6 +1419,10 @@ def compare_models(
 
     fk = np.asarray(md.cells.fk, dtype=float)
     n_file = float(md.cells.n_records)
+    # key combinations whose weights sum below their count (weights below 1 allowed): the
+    # closed form and negbin take them as fully sampled, and assess warns of it (the
+    # latent-class fit warns of its weight classes itself, in assess_posterior)
+    below = _negbin_cells_below_count(md)
     assessments: dict[str, Any] = {}
     idatas: dict[str, Any] = {}
     groups_of: dict[str, Any] = {}
@@ -1340,6 +1437,12 @@ def compare_models(
                 a = assess_from_posterior(md, post, "negbin", threshold=threshold,
                                           random_seed=random_seed,
                                           settings={"method": "plug-in p = f/F_hat"})
+                if below is not None:
+                    # assess_closed_form's own caveat (and count), as `assess` prints it
+                    cf = assess_closed_form(md).summary
+                    for msg in cf.get("warnings", []):
+                        warn_at_caller(msg, SdcbayesWarning)
+                    _carry_warnings(a, cf)
                 fit_seconds = math.nan
                 tune_used = None  # nothing is tuned
                 # the plug-in is one "draw": enumerate losses once, not plug_in_draws times
@@ -1361,6 +1464,12 @@ def compare_models(
                        if opts["profile_mass"] is not None else {}),
                     **({"init": opts["init"]} if opts["init"] != "em" else {}),
                     **({"ppc": ppc_used} if ppc_used else {}),
+                    # as assess passes --kappa-prior (only when not its default) and
+                    # --cluster-correction (only cv)
+                    **({"kappa_prior": kp} if (kp := _kappa_prior_of(opts["kappa_prior"]))
+                       is not None else {}),
+                    **({"cluster_correction": "cv"}
+                       if opts["cluster_correction"] == "cv" else {}),
                 )
                 fit_seconds = time.perf_counter() - t0
                 N_file = float(a.summary["population_size"])
@@ -1384,10 +1493,13 @@ def compare_models(
 
                     model = NegativeBinomialModel.from_microdata(md, priors=s.priors or None)
                     n_fit = N_fit = None
-                tune_used = tune_for(s.model, tune)
-                idata = fit(model, method=method, draws=draws, chains=chains, tune=tune_used,
-                            random_seed=random_seed, target_accept=target_accept,
-                            progressbar=progressbar, cores=cores)
+                    if below is not None:  # as assess's negbin fit warns (_fit_and_assess)
+                        warn_at_caller(below[1], SdcbayesWarning)
+                # MAP and ADVI tune nothing: recorded as None, as assess records them
+                tune_used = tune_for(s.model, tune) if method in ("nuts", "nutpie") else None
+                idata = fit(model, method=method, draws=draws, chains=chains,
+                            tune=tune_for(s.model, tune), random_seed=random_seed,
+                            target_accept=target_accept, progressbar=progressbar, cores=cores)
                 fit_seconds = time.perf_counter() - t0
                 a = assess_from_posterior(
                     md, idata, s.model, threshold=threshold, random_seed=random_seed,
@@ -1397,6 +1509,9 @@ def compare_models(
                               "random_seed": random_seed, "target_accept": target_accept_used,
                               "cores": 1 if cores is None else int(cores)},
                 )
+                if s.model == "negbin" and below is not None:
+                    _carry_warnings(a, {"n_cells_weights_below_count": below[0],
+                                        "warnings": [below[1]]})
                 idatas[s.name] = idata
                 groups_of[s.name] = posterior_groups(md, idata, s.model, n=n_fit, N=N_fit)
                 merged_priors = model.priors
@@ -1547,6 +1662,9 @@ def compare_models(
         "tune": tune, "tune_defaults": dict(COMPARE_TUNE_DEFAULTS),
         "random_seed": random_seed, "target_accept": target_accept_used,
         "cores": None if cores is None else int(cores),
+        # the stratum column: the latent-class rows extrapolate stratum by stratum when it
+        # is a key (their notes say so); the other rows pool the strata, as assess does
+        "strata": getattr(md, "strata", None),
         # the latent-class fits' predictive replicates per chain (0: no check)
         "ppc": ppc_used if any(s.model == "latent-class" for s in specs) else None,
         "target_risk": target_risk, "c": c,

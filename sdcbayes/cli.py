@@ -563,10 +563,7 @@ def assess(
                               "and adds nothing to the key")
     if model == "closed-form" and md.weights is None:
         # legitimate for a census or a whole register, but a sample read so is all risk
-        notes.append(
-            "no --weight or --sampling-fraction: the closed form takes the file as the whole "
-            "population (each key combination's population count is its sample count), so "
-            "every sample unique has risk 1; for a sample, give its weights or n/N")
+        notes.append(CLOSED_FORM_NO_WEIGHTS_NOTE)
     for note in notes:  # on stderr, like the fits' warnings, also under --quiet and --json
         click.echo(f"sdcbayes: warning: {note}", err=True)
     if model == "latent-class" and ppc is None:
@@ -646,6 +643,14 @@ def assess(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(summary, out, posterior=idata is not None)
+
+
+#: The warning of a closed-form run on a file without --weight or --sampling-fraction
+#: (assess, and compare's closed-form rows).
+CLOSED_FORM_NO_WEIGHTS_NOTE = (
+    "no --weight or --sampling-fraction: the closed form takes the file as the whole "
+    "population (each key combination's population count is its sample count), so "
+    "every sample unique has risk 1; for a sample, give its weights or n/N")
 
 
 def by_stratum(md, cells: Any) -> list[dict[str, Any]]:

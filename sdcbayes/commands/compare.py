@@ -63,7 +63,14 @@ DEFAULT_MODELS = (
 @click.option("--household", help="Household id column: recorded in the data summary "
               "(household, n_households); compare reports no household risk (use `sdcbayes "
               "assess --household`). The latent-class cross-validation then keeps households "
-              "whole, as in assess.")
+              "whole, as in assess, and a latent-class model may take cluster-correction=cv "
+              "(assess's --cluster-correction cv; see --models).")
+@click.option("--strata", help="Stratum column, as in `sdcbayes assess` (the demo's own, "
+              "region, without DATA). It may be one of --keys: the latent-class models then "
+              "extrapolate each key combination at its own stratum's rate, as assess does "
+              "(summary.json's notes say so); the other models pool the strata. Under "
+              "--missing drop the kept weights stand for the dropped records stratum by "
+              "stratum. Recorded in the data summary and settings.")
 @click.option("--sampling-fraction", type=float, help="Sampling fraction n/N when no --weight.")
 @click.option(
     "--missing",
@@ -92,16 +99,25 @@ DEFAULT_MODELS = (
     default=DEFAULT_MODELS,
     show_default=True,
     help="Comma-separated NAME=MODEL[:PRIOR.FIELD=VALUE] items; MODEL is latent-class "
-    "(the default model of `sdcbayes assess`, fitted by its Gibbs sampler as assess fits "
-    "it), poisson-gamma, negbin or closed-form (the plug-in reference, nothing fitted). "
+    "(the default model of `sdcbayes assess`, fitted by the same Gibbs sampler; its chains, "
+    "draws and burn-in are compare's --chains, --draws and --tune, and compare's default "
+    "--chains is 2 where assess runs 4), poisson-gamma, negbin (same samplers as assess, "
+    "with compare's cheaper defaults: 2 chains x 500 draws after 500 tuning steps, assess "
+    "4 x 1000 after 1000) or closed-form (the plug-in reference, nothing fitted; assess's "
+    "--method exact, not approx). Give --chains, --draws and --tune to match an assess run: "
+    "with equal settings and seed the numbers are identical. "
     "Further PRIOR.FIELD=VALUE items belong to the model before them, e.g. "
     "pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2. Prior names: latent-class "
     "alpha, phi; poisson-gamma alpha, omega; negbin sigma. latent-class also takes "
     "OPTION=VALUE items classes=H (default 30), overdispersion=cv|none|KAPPA (default "
-    "cv), structural-zeros=none|auto|RULES.json (default none; a rules file as for assess's "
-    "--structural-zeros), profile-mass=none|cv|span (default "
-    "none; assess's --profile-prior cv or span), chain-start=em|bootstrap (default em; "
-    "assess's --chain-start), e.g. "
+    "cv; a fixed KAPPA has no assess option), structural-zeros=none|auto|RULES.json "
+    "(default none; a rules file as for assess's --structural-zeros), "
+    "profile-mass=none|cv|span (default none; assess's --profile-prior cv or span; "
+    "assess's --profile-prior inverse is the prior override phi.a=inverse), "
+    "chain-start=em|bootstrap (default em; assess's --chain-start), "
+    "kappa-prior=half-cauchy[:A]|log-uniform|log-normal:M:S (default half-cauchy:1; "
+    "assess's --kappa-prior, needs overdispersion=cv), cluster-correction=none|cv (default "
+    "none; assess's --cluster-correction, needs --household), e.g. "
     "lc-poisson=latent-class:overdispersion=none,classes=10. Without --models, a default "
     "model the file cannot support (negbin without unequal weights; latent-class and "
     "poisson-gamma without --weight or --sampling-fraction) is left out with a note; a named "
@@ -115,13 +131,17 @@ DEFAULT_MODELS = (
     "model (inline --models overrides win).",
 )
 @click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True,
-              help="Posterior draws per chain.")
+              help="Posterior draws per chain, the same for every model (assess's default is "
+              "1000 for poisson-gamma and negbin, 500 for latent-class).")
 @click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Chains (R-hat needs at least 2).")
+              help="Chains of every model (R-hat needs at least 2). Fewer than assess's "
+              "default 4, to keep a comparison of several models cheap; the cross-validated "
+              "kappa of latent-class depends on them: give --chains 4 to match assess.")
 @click.option("--tune", type=click.IntRange(min=0), default=None,
               help="Tuning (warm-up, burn-in) steps per chain, discarded, the same for every "
-              "model [default: 500 for NUTS, 2000 for latent-class, whose chains start at "
-              "EM fits and drift for a thousand sweeps or more].")
+              "model [default: 500 for NUTS (assess: 1000), 2000 for latent-class (as "
+              "assess), whose chains start at EM fits and drift for a thousand sweeps or "
+              "more]. MAP and ADVI tune nothing (their rows record none).")
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="Random seed (the same for every model).")
 @click.option(
@@ -217,6 +237,7 @@ def command(
     target_accept: float = 0.9,
     na_values: str | None = None,
     cores: int | None = None,
+    strata: str | None = None,
 ) -> None:
     """Fit several models or priors to one file and compare risk, fit and decisions.
 
@@ -289,15 +310,17 @@ def command(
     from sdcbayes.microdata import Microdata
 
     frame, key_list, roles, truth, source = load_input(
-        data, keys, weight=weight, household=household, quiet=quiet or as_json,
+        data, keys, weight=weight, household=household, strata=strata,
+        quiet=quiet or as_json,
         sampling_fraction=sampling_fraction,  # the demo's weights give way to it
         na_values=na_codes,
     )
-    weight, household = roles["weight"], roles["household"]
+    # the demo's own stratum (region) without DATA, as `assess` takes it
+    weight, household, strata = roles["weight"], roles["household"], roles["strata"]
     md_options: dict[str, Any] = {"allow_weights_below_one": allow_weights_below_one}
     if max_levels is not None:
         md_options["max_levels"] = max_levels
-    md = Microdata(frame, keys=key_list, weight=weight, household=household,
+    md = Microdata(frame, keys=key_list, weight=weight, household=household, strata=strata,
                    sampling_fraction=sampling_fraction, missing=missing, **md_options)
     _refuse_wildcard_cells(md)  # before anything is printed or fitted
     if rules_of:
@@ -344,6 +367,16 @@ def command(
         check_model_data(md, specs)  # each model's data needs, still before PyMC
         for s in specs:
             _require_population(md, s)
+    input_warnings: list[str] = []
+    if md.weights is None:
+        from sdcbayes.cli import CLOSED_FORM_NO_WEIGHTS_NOTE
+
+        # the caveat `assess --model closed-form` prints on such a file (the posterior
+        # models were refused or left out above), named by its model as the fits' warnings
+        input_warnings = [f"{s.name}: {CLOSED_FORM_NO_WEIGHTS_NOTE}"
+                          for s in specs if s.model == "closed-form"]
+    for msg in input_warnings:  # on stderr also under --quiet and --json, as `assess` does
+        click.echo("sdcbayes: warning: " + msg, err=True)
     quiet_fit = quiet or as_json
     if quiet_fit:
         for name in ("pymc", "arviz", "pytensor"):
@@ -393,8 +426,8 @@ def command(
         "output_files": out_files,  # previous_outputs reads it
         **_typed_summary(result.summary()),
     }
-    if fit_warnings:  # also in report.html's warning box
-        summary["warnings"] = list(dict.fromkeys(fit_warnings))
+    if input_warnings or fit_warnings:  # also in report.html's warning box
+        summary["warnings"] = list(dict.fromkeys([*input_warnings, *fit_warnings]))
     if left_out:
         summary["models_left_out"] = left_out
     if truth is not None:
@@ -405,6 +438,11 @@ def command(
     if isinstance(summary["provenance"].get("settings"), dict):
         summary["provenance"]["settings"] = _method_settings(
             summary["provenance"]["settings"])
+    data_stamp = summary["provenance"].get("data")
+    if missing != "wildcard" and isinstance(data_stamp, dict) and "alpha" in data_stamp:
+        # alpha weighs wildcard matches: under category or drop there are none, so it is
+        # not stamped as if it had been used (as `assess` stamps it)
+        summary["provenance"]["data"] = {**data_stamp, "alpha": None}
     if na_codes is not None and summary["provenance"]["input"] is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
     if rule_files:
