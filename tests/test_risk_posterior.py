@@ -23,6 +23,7 @@ from sdcbayes.risk.posterior import (
     benchmark_counts,
     evaluate_groups,
     mixture_negbin_quantile,
+    negbin_groups,
     negbin_inverse_second_moment,
     poisson_gamma_groups,
     summary_table,
@@ -489,3 +490,41 @@ def test_degenerate_pg_household_risk_leaves_out_dropped_members():
     assert s["household_expected_reidentifications"] == pytest.approx(np.nansum(expect),
                                                                         rel=1e-10)
     np.testing.assert_allclose(got, household_risk(r, hh), rtol=1e-10)
+
+
+# --------------------------------------------------------------------------- #
+# audit AA8: negbin draws of p below NumPy's negative_binomial limit
+# --------------------------------------------------------------------------- #
+
+
+def test_negbin_excess_is_numpys_draw_where_numpy_can_draw():
+    from sdcbayes.risk.posterior import _negbin_excess
+
+    r = np.array([[1.0, 3.0, 40.0], [2.0, 5.0, 1.0]])
+    rho = np.array([[0.01, 0.5, 1e-9], [0.9, 0.2, 1e-14]])
+    np.testing.assert_array_equal(_negbin_excess(np.random.default_rng(7), r, rho),
+                                  np.random.default_rng(7).negative_binomial(r, rho))
+
+
+def test_negbin_excess_beyond_numpys_limit_is_the_gamma_poisson_mixture():
+    from sdcbayes.risk.posterior import _negbin_excess
+
+    rng = np.random.default_rng(3)
+    with pytest.raises(ValueError):  # what the simulation called before
+        np.random.default_rng(3).negative_binomial(np.ones(10), np.full(10, 1e-18))
+    # r = 1: an exponential mixing mean of (1 - rho)/rho = 1e16, sd equal to the mean
+    x = _negbin_excess(rng, np.ones(4000), np.full(4000, 1e-16)).astype(float)
+    assert abs(x.mean() / 1e16 - 1) < 0.06  # 4000 draws: se 1.6%
+    assert abs(np.median(x) / (1e16 * np.log(2)) - 1) < 0.08
+    # far beyond: capped, never negative or wrapped round
+    y = _negbin_excess(rng, np.full(50, 100.0), np.full(50, 1e-300))
+    assert (y > 2**61).all() and (y <= 2**62).all()
+
+
+def test_negbin_groups_with_tiny_p_draws_evaluate_without_error():
+    fk = np.array([1.0, 2.0, 5.0])
+    p = np.array([[0.01, 0.02, 0.1], [1e-19, 0.5, 0.3], [0.2, 0.2, 1e-300]])
+    ev = evaluate_groups(negbin_groups(fk, p), random_seed=1)
+    assert np.isfinite(ev.draws["tau2"]).all() and np.isfinite(ev.draws["er"]).all()
+    # the draw with p = 1e-19 in the unique's cell: F is astronomically large, 1/F ~ 0
+    assert ev.draws["tau2"][1] < 1e-15
