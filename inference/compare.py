@@ -22,10 +22,29 @@ the posterior only), at the cost of the distinct values. Do not call
 as one observation.
 
 Models without a weight stamp (one entry per observation) get unit weights.
+
+The unit that is left out is what the model's likelihood counts, so it differs by
+model family (``n_data_points`` is the number of such units):
+
+* Poisson-gamma (counts of counts): one *cell* of the key's cell space, the
+  ``m_0 = K - #observed cells`` empty cells included (each count j weighted by
+  ``m_j``), so ``n_data_points = K`` (summed over the domains of the hierarchical
+  model), not the records nor the observed cells; ``elpd_loo`` and ``se`` grow with
+  K (``se`` as its square root);
+* beta-binomial: one *domain* (with covariates one entry per domain; without, one
+  entry per distinct ``(y, n)`` pair weighted by its number of domains, the
+  ``pair_count`` of ``models/beta_binomial.py``);
+* negative binomial (``models/negbin.py``): its only observation is the pooled
+  within-cell sum of squares ``within_ss``, so ``n_data_points = 1``. Leaving it out
+  leaves out all the data: ``elpd_loo`` is then a PSIS estimate of the density of
+  ``within_ss`` under the prior predictive, no check of predictions, and no standard
+  error, difference standard error or stacking weight exists (NaN; :func:`loo` and
+  :func:`compare` warn, :class:`LooWarning`).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -36,15 +55,34 @@ import xarray as xr
 from scipy import optimize
 from scipy.special import logsumexp
 
-from sdcbayes.exceptions import InputError
+from sdcbayes.exceptions import InputError, warn_at_caller
+from sdcbayes.inference.diagnostics import SdcbayesWarning
 from sdcbayes.inference.posterior import get_group, provenance
 
-__all__ = ["WeightedLoo", "compare", "loo"]
+__all__ = ["LooWarning", "WeightedLoo", "compare", "loo"]
 
 _SAMPLE_DIMS = ("chain", "draw")
 #: Fewest posterior draws PSIS-LOO is run on: on one draw (a MAP point estimate) there
 #: are no importance ratios to smooth, and ArviZ fails with an IndexError.
 _MIN_DRAWS = 2
+#: Fewest data points (left-out units) for which LOO gives a standard error and can
+#: compare fits: with one, the standard error sqrt(n Var) is undefined (not 0).
+_MIN_DATA_POINTS = 2
+
+
+class LooWarning(SdcbayesWarning):
+    """LOO of fewer than two data points: no standard error, and no comparison of fits."""
+
+
+def _few_points_note(n: float) -> str:
+    """Why LOO of ``n < 2`` data points has no standard error and compares nothing."""
+    return (
+        f"the log-likelihood has {n:g} data point(s) (e.g. the negative-binomial model's "
+        "one within-cell sum of squares, which summarises every record): leaving it out "
+        "leaves out all the data, so elpd_loo only estimates that observation's prior "
+        "predictive density; its standard error, the standard error of a difference and "
+        "the stacking weights are undefined (NaN), and LOO cannot compare such fits"
+    )
 
 
 @dataclass
@@ -55,9 +93,14 @@ class WeightedLoo:
     ----------
     elpd_loo, se, p_loo : float
         Expected log pointwise predictive density, its standard error, and the
-        effective number of parameters, summed over all ``n_data_points`` cells.
+        effective number of parameters, summed over all ``n_data_points`` units.
+        ``se`` is NaN for fewer than 2 units (``note`` says why).
     n_data_points : int
-        Number of observations (cells) ``sum_j m_j``.
+        Number of left-out units ``sum_j m_j``, which depends on the model family
+        (module docstring): for Poisson-gamma the cells of the key's cell space, the
+        empty cells (``m_0``) included, so K, not the records nor the observed cells;
+        for beta-binomial the domains; for the negative-binomial model 1 (its one
+        within-cell sum of squares).
     loo_i, pareto_k, weights : xarray.DataArray
         Per distinct entry: ``elpd_loo`` of one cell, Pareto k, and how many cells
         it stands for (dim ``obs``, a stacked copy of the log-likelihood dims).
@@ -65,6 +108,8 @@ class WeightedLoo:
         Pareto-k threshold (ArviZ's ``min(1 - 1/log10(S), 0.7)``).
     n_bad_k : int
         Cells whose Pareto k exceeds ``good_k``.
+    note : str
+        Empty, or why the estimate compares nothing (fewer than 2 data points).
     """
 
     elpd_loo: float
@@ -76,6 +121,7 @@ class WeightedLoo:
     weights: xr.DataArray
     good_k: float
     n_bad_k: int
+    note: str = ""
 
     @property
     def warning(self) -> bool:
@@ -130,14 +176,31 @@ def loo(idata, var_name: str | None = None) -> WeightedLoo:
         ``elpd_loo = sum_j m_j elpd_j``, its standard error ``sqrt(n Var_m(elpd_j))``
         and ``p_loo = sum_j m_j (lppd_j - elpd_j)`` (Vehtari, Gelman and Gabry 2017,
         weighted by the cell counts ``m_j`` as in the module docstring), with the
-        per-entry values and Pareto k.
+        per-entry values and Pareto k. The left-out unit is the model's: for
+        Poisson-gamma one cell of the key's cell space, empty cells included
+        (``n_data_points = K``, so elpd and se grow with K); for beta-binomial one
+        domain; the negative-binomial model has one observation only
+        (``n_data_points = 1``), and ``se`` is then NaN.
 
     Raises
     ------
     InputError
         Fewer than 2 posterior draws (a MAP point estimate), no
         ``log_likelihood`` group, an unknown ``var_name``.
+
+    Warns
+    -----
+    LooWarning
+        Fewer than 2 data points: ``se`` is NaN, and the estimate cannot compare fits.
     """
+    res = _loo(idata, var_name)
+    if res.note:
+        warn_at_caller(f"LOO: {res.note}", LooWarning)
+    return res
+
+
+def _loo(idata, var_name: str | None = None) -> WeightedLoo:
+    """:func:`loo` without its warning (:func:`compare` warns once for all its fits)."""
     post = get_group(idata, "posterior")
     n_draws = int(post.sizes.get("chain", 1) * post.sizes.get("draw", 1))
     if n_draws < _MIN_DRAWS:
@@ -173,9 +236,11 @@ def loo(idata, var_name: str | None = None) -> WeightedLoo:
     def labelled(a, name):
         return xr.DataArray(a, dims="obs", coords=coords, name=name)
 
+    few = n < _MIN_DATA_POINTS
     return WeightedLoo(
         elpd_loo=elpd,
-        se=float(np.sqrt(n * var)),
+        # sqrt(n Var) of one point is 0 by arithmetic, not a standard error of zero
+        se=float("nan") if few else float(np.sqrt(n * var)),
         p_loo=float((w * (lppd_i - loo_i)).sum()),
         n_data_points=int(round(n)),
         loo_i=labelled(loo_i, "loo_i"),
@@ -183,6 +248,7 @@ def loo(idata, var_name: str | None = None) -> WeightedLoo:
         weights=labelled(w, "weight"),
         good_k=good_k,
         n_bad_k=int(round(w[k > good_k].sum())),
+        note=_few_points_note(n) if few else "",
     )
 
 
@@ -254,7 +320,10 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
         ``elpd_loo``, ``p_loo``, ``elpd_diff`` (to the best), ``weight`` (stacking),
         ``se``, ``dse`` (standard error of the difference, from the paired
         per-cell differences), ``warning`` (any Pareto k > good_k), plus
-        ``n_bad_k``, ``model`` and ``method`` from the provenance stamps.
+        ``n_bad_k``, ``n_data_points`` (the left-out units, :func:`loo`), ``model``
+        and ``method`` from the provenance stamps. With fewer than 2 data points (the
+        negative-binomial model) ``se``, ``dse`` and ``weight`` are NaN: the rows are
+        ordered by ``elpd_loo``, but that one-point estimate cannot compare the fits.
 
     Raises
     ------
@@ -263,10 +332,15 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
         other values of an observed or constant data variable they share (fits of one
         model to two domain tables have unit weights, so the weights alone cannot
         tell them apart).
+
+    Warns
+    -----
+    LooWarning
+        Fewer than 2 data points (once for all the fits).
     """
     if not isinstance(fits, dict) or len(fits) < 1:
         raise InputError("compare needs a dict {name: posterior} with at least one fit")
-    results = {name: loo(idata, var_name) for name, idata in fits.items()}
+    results = {name: _loo(idata, var_name) for name, idata in fits.items()}
     names = list(results)
     ref = results[names[0]]
     for name in names[1:]:
@@ -289,8 +363,15 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
             )
     w = ref.weights.values
     n = w.sum()
+    few = n < _MIN_DATA_POINTS
     L = np.column_stack([results[nm].loo_i.values for nm in names])
-    stack = _stacking_weights(L, w)
+    if few:
+        # one point: the stacking optimum puts all weight on whichever fit has the
+        # larger density there (1 / 0), and sqrt(n Var) of a difference is 0 by arithmetic
+        stack = np.full(len(names), np.nan)
+        warn_at_caller(f"compare: {ref.note}", LooWarning)
+    else:
+        stack = _stacking_weights(L, w)
     order = np.argsort([-results[nm].elpd_loo for nm in names], kind="stable")
     best = names[order[0]]
     rows = []
@@ -299,7 +380,7 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
         r = results[nm]
         d = results[best].loo_i.values - r.loo_i.values
         dmean = (w * d).sum() / n
-        dse = float(np.sqrt(n * (w * (d - dmean) ** 2).sum() / n))
+        dse = math.nan if few else float(np.sqrt(n * (w * (d - dmean) ** 2).sum() / n))
         stamps = provenance(fits[nm])
         settings = stamps.get("settings") or {}
         rows.append(
@@ -314,6 +395,7 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
                 "dse": dse,
                 "warning": r.warning,
                 "n_bad_k": r.n_bad_k,
+                "n_data_points": r.n_data_points,
                 "model": stamps.get("model", ""),
                 "method": settings.get("method", "") if isinstance(settings, dict) else "",
             }

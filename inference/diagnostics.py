@@ -74,12 +74,14 @@ def _worst(ds: xr.Dataset, largest: bool) -> tuple[float, str]:
     """Worst value over all variables and elements, with its ``name[dim=label]``.
 
     ``(nan, "")`` when no element has a finite value (e.g. constant draws, whose R-hat is
-    undefined): a sentinel such as -inf would read as a value, and as a good one.
+    undefined): a sentinel such as -inf would read as a value, and as a good one. With
+    ``largest``, +inf counts as a value, the worst (:func:`_stuck_rhat` sets it where
+    chains sit at different constants).
     """
     best_val, best_name = math.nan, ""
     for name, da in ds.data_vars.items():
         values = np.asarray(da.values, dtype=float)
-        finite = np.isfinite(values)
+        finite = np.isfinite(values) | (largest & (values == np.inf))
         if not finite.any():
             continue  # constants (e.g. data copied into the posterior)
         masked = np.where(finite, values, -np.inf if largest else np.inf)
@@ -93,6 +95,38 @@ def _worst(ds: xr.Dataset, largest: bool) -> tuple[float, str]:
             )
             best_val, best_name = v, f"{name}[{where}]" if where else str(name)
     return best_val, best_name
+
+
+def _stuck_rhat(rhat: xr.Dataset, post: xr.Dataset) -> tuple[xr.Dataset, int]:
+    """R-hat with inf where the chains sit at different constants, and how many such.
+
+    Each chain constant but not all at the same value: the within-chain variance is 0,
+    so R-hat is 0/0 or x/0, nan or inf as the last bits of the variance fall (ArviZ
+    gives the same), and :func:`_worst` would pass over a nan to another parameter's
+    1.00. The chains disagree as much as they can, so R-hat is taken as inf wherever it
+    is not finite while the pooled draws vary and are all finite. Elements whose draws
+    are constant across every chain (data copied into the posterior) keep nan (no
+    warning), and elements with a non-finite draw keep theirs (reported as
+    ``non_finite_draws``). Only the elements with a non-finite R-hat are looked at.
+    """
+    out, n_stuck = {}, 0
+    for name, da in rhat.data_vars.items():
+        r = np.array(da.values, dtype=float)
+        bad = ~np.isfinite(r).reshape(-1)
+        if bad.any():
+            draws = post[name].transpose("chain", "draw", ...).values
+            draws = draws.reshape(draws.shape[0] * draws.shape[1], -1)[:, bad]
+            if np.issubdtype(draws.dtype, np.number) or draws.dtype == bool:
+                draws = draws.astype(float)
+                finite = np.isfinite(draws).all(axis=0)
+                varies = np.zeros(draws.shape[1], dtype=bool)
+                varies[finite] = np.ptp(draws[:, finite], axis=0) > 0
+                flat = r.reshape(-1)
+                flat[bad] = np.where(varies, np.inf, np.nan)
+                r = flat.reshape(r.shape)
+                n_stuck += int(varies.sum())
+        out[name] = da.copy(data=r)
+    return xr.Dataset(out), n_stuck
 
 
 def _non_finite(ds: xr.Dataset) -> tuple[int, str]:
@@ -112,9 +146,11 @@ def _non_finite(ds: xr.Dataset) -> tuple[int, str]:
 # ---------------------------------------------------------------------------------------
 # Rank-normalised R-hat and bulk/tail ESS, vectorised over elements
 #
-# ArviZ 0.23 computes these with a Python loop over every element of every variable
-# (about 6 ms per element and statistic): 30 s for 5000 cells of 4 x 500 draws, and
-# minutes for the negative-binomial model's 10^5 per-cell parameters. The functions below
+# ArviZ 0.23 computes these with a Python loop over every element of every variable:
+# 18.8 s for the three statistics of 5,000 elements of 4 x 500 draws (about 1.3 ms per
+# element and statistic), against 1.8 s vectorised (README, "Convergence diagnostics":
+# OMP_NUM_THREADS=1 python benchmarks/diagnostics.py), so minutes for 10^5 per-cell
+# parameters (the negative-binomial model's, before it sampled sigma alone). The functions below
 # compute the same numbers for a block of elements at once, following ArviZ's
 # conventions step by step (see _rank_diagnostics); tests/test_diagnostics_vectorised.py
 # checks them element by element against az.rhat / az.ess.
@@ -454,7 +490,10 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
     that no element has (R-hat of one chain, of constant or non-finite draws, or of
     fewer than 4 draws) is ``nan``; ``divergences`` is counted whatever the number
     of draws; ``non_finite_draws`` (and ``non_finite_draws_at``, the first variable)
-    appear where draws are nan or infinite.
+    appear where draws are nan or infinite. An element whose chains each sit at a
+    constant, not all the same one, has R-hat inf (undefined: zero within-chain
+    variance) and is counted in ``stuck_chains``; an element constant in every chain
+    keeps nan and is left out.
 
     Parameters
     ----------
@@ -472,8 +511,9 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
         ``chains``, ``draws``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``
         (rank-normalised split R-hat and bulk/tail ESS of Vehtari et al. 2021, worst
         element over the variables), their ``*_at`` (the element, e.g. ``"alpha"`` or
-        ``"mu[domain=a]"``) where defined, ``divergences``, and ``non_finite_draws(_at)`` when
-        any draw is nan or infinite.
+        ``"mu[domain=a]"``) where defined, ``divergences``, ``non_finite_draws(_at)`` when
+        any draw is nan or infinite, and ``stuck_chains`` (the number of elements whose
+        chains sit at different constants; ``max_r_hat`` is then inf) when any.
     """
     post = get_group(idata, "posterior")
     if var_names is not None:
@@ -508,7 +548,10 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
     if rhat is None:
         out["max_r_hat"] = math.nan
     else:
+        rhat, n_stuck = _stuck_rhat(rhat, post)
         out["max_r_hat"], out["max_r_hat_at"] = _worst(rhat, largest=True)
+        if n_stuck:  # the key only when there are any: a healthy fit's stamp is as before
+            out["stuck_chains"] = n_stuck
     out["min_ess_bulk"], out["min_ess_bulk_at"] = _worst(ess_bulk, largest=False)
     out["min_ess_tail"], out["min_ess_tail_at"] = _worst(ess_tail, largest=False)
     out["divergences"] = divergences
@@ -560,7 +603,25 @@ def check_diagnostics(
     else:
         fix = ("the chains disagree; run more tuning steps (tune=2000) and draws, or "
                "tighten its prior")
-    if rhat == rhat and rhat > rhat_threshold:
+    n_stuck = diagnostics.get("stuck_chains", 0) or 0
+    draws = diagnostics.get("draws")
+    if draws is not None and draws < 4:
+        # compute_diagnostics gives nan for every statistic then: without this line a
+        # 3-draw fit would pass silently
+        problems.append(
+            f"only {draws} draws per chain: R-hat and ESS need at least 4 draws per chain, "
+            "so convergence was not diagnosed; rerun with more draws (draws=1000)"
+        )
+    if n_stuck or rhat == math.inf:
+        # stamped JSON turns inf into None, so the count is what survives a reload
+        problems.append(
+            f"parameter {diagnostics.get('max_r_hat_at') or '(unnamed)'} has its chains "
+            "stuck, each at its own constant value (R-hat undefined, taken as inf"
+            + (f"; {n_stuck} elements so" if n_stuck > 1 else "") + "): the sampler did not "
+            "move within a chain; check the model's priors and starting point, and rerun "
+            "with more tuning steps (tune=2000)"
+        )
+    elif rhat == rhat and rhat > rhat_threshold:
         problems.append(
             f"parameter {diagnostics.get('max_r_hat_at') or '(unnamed)'} has R-hat "
             f"{rhat:.3f} > {rhat_threshold}: " + fix

@@ -285,6 +285,57 @@ def _posterior_path(path) -> Path:
     return path / "posterior.nc"
 
 
+def _unstorable(values: np.ndarray) -> str:
+    """Why netCDF cannot store an object array as it is ("" when it can).
+
+    Mirrors xarray's inference of the netCDF type (``backends.common._infer_dtype``):
+    the elements other than missing values (None, nan) must be of one Python type (str
+    and bytes together pass), and that type must be text or a NumPy scalar kind.
+    """
+    import pandas as pd
+
+    flat = values.ravel()
+    present = flat[~pd.isnull(flat)]
+    types = {type(v) for v in present}
+    if not types or types <= {str, bytes}:
+        return ""
+    names = ", ".join(sorted(t.__name__ for t in types))
+    if len(types) > 1:
+        return f"values of mixed types ({names})"
+    if np.asarray(present[0]).dtype == object:
+        return f"Python objects ({names})"
+    return ""
+
+
+def _check_storable(idata) -> None:
+    """Refuse, before anything is written, what netCDF cannot store as it is.
+
+    An object-dtype coordinate or variable (e.g. domain labels from a column of mixed
+    types) must hold one kind of value: xarray infers its netCDF type from the elements
+    and fails on ``[1, "b"]`` with a bare ValueError. Converting the labels to text here
+    would hand ``"1"`` back for ``1`` on :func:`load_posterior`, so the user chooses.
+    """
+    for group in group_names(idata):
+        ds = get_group(idata, group)
+        for name, var in ds.variables.items():
+            if var.dtype != object or var.size == 0:
+                continue
+            why = _unstorable(np.asarray(var.values))
+            if why:
+                if name in ds.coords:
+                    fix = ("give its labels one type, e.g. text (refit with labels such as "
+                           f"[str(d) for d in labels], or assign_coords({name}=...astype(str)) "
+                           "in every group that has it)")
+                else:
+                    fix = "give it values of one type, e.g. text or numbers"
+                raise InputError(
+                    f"cannot save the posterior: "
+                    f"{'coordinate' if name in ds.coords else 'variable'} {str(name)!r} "
+                    f"(group {group!r}) holds {why}, which netCDF cannot store; {fix}, "
+                    "then save again"
+                )
+
+
 def save_posterior(idata, path) -> Path:
     """Write the posterior with its provenance to netCDF.
 
@@ -307,9 +358,10 @@ def save_posterior(idata, path) -> Path:
     Raises
     ------
     InputError
-        ``idata`` is no posterior or lacks the provenance stamps; ``path`` names
-        another format (``.zarr``, ``.json``, ...), an existing folder with a netCDF
-        suffix, or lies under a file.
+        ``idata`` is no posterior or lacks the provenance stamps; a coordinate or
+        variable holds labels of mixed types (e.g. ``[1, "b"]``) or Python objects,
+        which netCDF cannot store; ``path`` names another format (``.zarr``, ``.json``,
+        ...), an existing folder with a netCDF suffix, or lies under a file.
     """
     missing = [k for k in ("sdcbayes_version", "model") if k not in provenance(idata)]
     if missing:
@@ -317,6 +369,7 @@ def save_posterior(idata, path) -> Path:
             f"the posterior lacks the provenance stamps {missing}; fit it with "
             "sdcbayes.inference.fit, or stamp it with sdcbayes.inference.posterior.stamp"
         )
+    _check_storable(idata)
     target = _posterior_path(path)
     if target.is_dir():
         raise InputError(

@@ -10,7 +10,9 @@ r"""Compare priors, models and loss functions on one microdata file (issue 4).
   the closed form has none, and the latent-class model's Gibbs fit stores no
   pointwise log-likelihood. Log predictive densities of different data are not
   comparable, so ``elpd_loo`` is ranked among the fits of one family and left NaN
-  (with a note) for the closed form and the latent-class model;
+  (with a note) for the closed form and the latent-class model, and for the
+  negative-binomial model too: its one observation summarises every record, and
+  leaving it out leaves out all the data, so LOO cannot compare its fits;
 * the file-level risk: :math:`\tau_1 = \sum_k I(f_k = 1, F_k = 1)`,
   :math:`\tau_2 = \sum_{f_k = 1} 1/F_k` and the expected re-identifications
   :math:`\mathrm{ER} = \sum_k f_k E(1/F_k \mid f_k)` (ARCHITECTURE.md, Notation; seed
@@ -1558,10 +1560,26 @@ def compare_models(
     from_name = {r["name"]: r for r in rows}
     if families:
         from sdcbayes.inference import compare as loo_compare
+        from sdcbayes.inference.compare import LooWarning
 
         for model, names in families.items():
-            tab = loo_compare({nm: idatas[nm] for nm in names})
+            with warnings.catch_warnings():
+                # a one-observation likelihood: said in loo_note below, not warned
+                warnings.simplefilter("ignore", LooWarning)
+                tab = loo_compare({nm: idatas[nm] for nm in names})
             loo_tables[model] = tab
+            if (tab["n_data_points"] < 2).any():
+                # LOO of the only observation leaves out all the data: no standard error,
+                # no difference to rank by (inference.compare); unranked, as the Gibbs fits
+                what = ("the within-cell sum of squares, which summarises every record"
+                        if model == "negbin" else "the likelihood's only data point")
+                for nm in names:
+                    from_name[nm]["loo_note"] = (
+                        f"one observation ({what}): LOO leaves out all the data and cannot "
+                        f"compare these fits; not ranked (its one-point LOO: "
+                        f"ComparisonResult.loo[{model!r}])"
+                    )
+                continue
             for nm in names:
                 t = tab.loc[nm]
                 r = from_name[nm]
@@ -1577,8 +1595,6 @@ def compare_models(
                 others = [o for o in names if o != nm]
                 note = (f"ranked against {', '.join(others)} (same likelihood)" if others
                         else "only fit of its likelihood: nothing to rank against")
-                if model == "negbin":
-                    note += "; one observation (within-cell sum of squares)"
                 r["loo_note"] = note
     for s in specs:
         if s.model in _NO_LOO_NOTE:

@@ -141,7 +141,8 @@ def test_full_run_outputs_and_columns(capsys, csv_file, tmp_path, check_html):
                 "max_r_hat", "min_ess_bulk", "divergences", "fit_seconds", "n_published",
                 "n_suppressed", "suppression_at_target", "n_above_threshold"):
         assert col in cmp_.columns, col
-    assert cmp_["loo_rank"].iloc[0] == 0 and np.isfinite(cmp_["elpd_loo"].iloc[0])
+    # negbin: one observation, so its LOO ranks nothing (audit AA7)
+    assert np.isnan(cmp_["loo_rank"].iloc[0]) and "one observation" in cmp_["loo_note"].iloc[0]
     assert np.isnan(cmp_["elpd_loo"].iloc[1]) and np.isnan(cmp_["loo_rank"].iloc[1])
     # inline override wins over the priors file (0.3, not 0.5)
     assert json.loads(cmp_["priors"].iloc[0])["sigma"]["sigma"] == 0.3

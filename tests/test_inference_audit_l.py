@@ -207,12 +207,20 @@ def _chains(values, diverging=None):
 @pytest.mark.filterwarnings("ignore::sdcbayes.inference.diagnostics.ConvergenceWarning")
 def test_chains_that_never_moved_give_nan_r_hat_and_a_problem():
     rng = np.random.default_rng(0)
-    for values in (np.repeat(rng.normal(size=(4, 1)), 200, axis=1), np.full((4, 200), 0.3)):
-        d = compute_diagnostics(_chains(values))
-        assert math.isnan(d["max_r_hat"])  # not the -inf sentinel
-        with pytest.warns(ConvergenceWarning, match="R-hat could not be computed"):
-            problems = check_diagnostics(d)
-        assert any("did not move" in p for p in problems)
+    # every chain at one and the same constant: R-hat undefined, nan
+    d = compute_diagnostics(_chains(np.full((4, 200), 0.3)))
+    assert math.isnan(d["max_r_hat"])  # not the -inf sentinel
+    with pytest.warns(ConvergenceWarning, match="R-hat could not be computed"):
+        problems = check_diagnostics(d)
+    assert any("did not move" in p for p in problems)
+    # each chain at its own constant: the chains disagree as much as they can, so R-hat is
+    # inf, and named (audit AA7 F4: a nan here let another parameter's 1.00 stand as max)
+    d = compute_diagnostics(_chains(np.repeat(rng.normal(size=(4, 1)), 200, axis=1)))
+    assert d["max_r_hat"] == math.inf and d["max_r_hat_at"] == "a"
+    assert d["stuck_chains"] == 1
+    with pytest.warns(ConvergenceWarning, match="parameter a has its chains stuck"):
+        problems = check_diagnostics(d)
+    assert any("did not move" in p for p in problems)
     # one chain: R-hat is undefined by design, not a problem
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -236,11 +244,14 @@ def test_non_finite_draws_are_a_problem():
     assert "non_finite_draws" not in compute_diagnostics(_chains(values[:, :50]))
 
 
+@pytest.mark.filterwarnings("ignore::sdcbayes.inference.diagnostics.ConvergenceWarning")
 def test_divergences_are_counted_in_short_runs():
     d = compute_diagnostics(_chains(np.zeros((2, 3)), diverging=np.ones((2, 3), bool)))
     assert d["divergences"] == 6
     with pytest.warns(ConvergenceWarning, match="6 divergent transitions"):
-        check_diagnostics(d)
+        problems = check_diagnostics(d)
+    # and that 3 draws were too few to diagnose anything (audit AA7 F5)
+    assert any("at least 4 draws per chain" in p for p in problems)
 
 
 # --------------------------------------------------------------------- F11: small items
