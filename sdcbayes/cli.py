@@ -153,7 +153,9 @@ def cli() -> None:
               "one of --keys (region, say: each key combination then lies in one stratum). "
               "The models "
               "pool the strata; the latent-class model takes a stratified design in through "
-              "unequal --weight (weight classes).")
+              "unequal --weight (weight classes). Under --missing drop each stratum's kept "
+              "weights stand for its dropped records; a stratum with no record kept gives "
+              "its weight to all kept records, with a warning.")
 @click.option(
     "--model",
     type=click.Choice(["closed-form", "poisson-gamma", "negbin", "latent-class"]),
@@ -314,7 +316,8 @@ def cli() -> None:
     default="wildcard",
     show_default=True,
     help="Missing key values: wildcard matches every level (sdcMicro), category makes "
-    "'missing' a level of its own, drop leaves those records out (reported).",
+    "'missing' a level of its own, drop leaves those records out (reported; with weights "
+    "the kept records stand for them, within each --strata stratum).",
 )
 @click.option(
     "--alpha",
@@ -414,7 +417,6 @@ def assess(
     estimates).
     """
     from sdcbayes.microdata import (
-        Microdata,
         require_one_cell_per_record,
         require_population_beyond_sample,
     )
@@ -507,7 +509,7 @@ def assess(
     )
     if max_levels is not None:
         md_kwargs["max_levels"] = max_levels
-    md = Microdata(frame, **md_kwargs)
+    md, data_notes = microdata_with_notes(frame, **md_kwargs)
     _ = md.cells  # built here, so that a large file's status line above is followed by the work
     if rules is not None:
         rules = check_structural_zero_rules(
@@ -553,7 +555,7 @@ def assess(
                 "cells) or a larger sample"
             )
 
-    notes: list[str] = list(ignored)
+    notes: list[str] = [*ignored, *data_notes]
     if missing == "wildcard":
         # a key no record has: under the wildcard it matches every level, so the cells are
         # those of the other keys (legitimate, but likely a wrong column or --na-values)
@@ -643,6 +645,30 @@ def assess(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(summary, out, posterior=idata is not None)
+
+
+def microdata_with_notes(frame, **kwargs):
+    """``Microdata(frame, **kwargs)`` and its warnings as one-line command notes.
+
+    A :class:`sdcbayes.microdata.MicrodataWarning` (e.g. a stratum whose records
+    ``--missing drop`` all left out, its weight spread over the kept records) is caught
+    here, so that the command prints it as one ``sdcbayes: warning:`` line in its own
+    words and keeps it in ``summary.json``'s ``warnings``; other warnings pass on.
+    """
+    import warnings
+
+    from sdcbayes.microdata import Microdata, MicrodataWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MicrodataWarning)
+        md = Microdata(frame, **kwargs)
+    notes = []
+    for w in caught:
+        if issubclass(w.category, MicrodataWarning):
+            notes.append(cli_wording(" ".join(str(w.message).split())))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return md, notes
 
 
 #: The warning of a closed-form run on a file without --weight or --sampling-fraction

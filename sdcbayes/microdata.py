@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdcbayes.exceptions import DataError, InputError
+from sdcbayes.exceptions import DataError, InputError, warn_at_caller
 
 __all__ = [
     "DEFAULT_MAX_LEVELS",
@@ -43,6 +43,7 @@ __all__ = [
     "READABLE_EXTENSIONS",
     "CellTable",
     "Microdata",
+    "MicrodataWarning",
     "as_pandas_frame",
     "read_microdata",
     "require_one_cell_per_record",
@@ -64,6 +65,16 @@ MAX_KEYS = 62
 _INT64_MAX = np.iinfo(np.int64).max
 
 
+class MicrodataWarning(UserWarning):
+    """The data were usable, but :class:`Microdata` changed what they stand for.
+
+    Issued, for example, under ``missing="drop"`` when every record of a stratum is
+    dropped and that stratum's weight goes to the other strata's kept records
+    (:class:`Microdata`, ``missing``). The message names the columns, values and
+    counts concerned and how to avoid the change.
+    """
+
+
 # --------------------------------------------------------------------------------------
 # integer coding helpers (vectorised; loops run over keys or missingness patterns only)
 # --------------------------------------------------------------------------------------
@@ -73,7 +84,8 @@ def _code_column(series: pd.Series) -> tuple[np.ndarray, pd.Index, int]:
     """Code one key column as int64 in ``[0, n_levels)``, ``-1`` for missing.
 
     Returns ``(codes, levels, n_declared)``: categoricals keep their declared
-    categories (unobserved ones included, they belong to the cell space);
+    categories (unobserved ones included, they belong to the cell space), other
+    levels keep the column's dtype;
     other columns are factorised in sorted order (insertion order when the
     values cannot be sorted, e.g. mixed types), so cell numbers read naturally.
     """
@@ -91,7 +103,8 @@ def _code_column(series: pd.Series) -> tuple[np.ndarray, pd.Index, int]:
             shifted = (values - lo).astype(np.int64, copy=False)
             present = np.bincount(shifted, minlength=span) > 0
             lookup = np.cumsum(present) - 1
-            levels = pd.Index(np.flatnonzero(present) + lo)
+            # the labels keep the column's dtype (uint8 stays uint8), as factorize's do
+            levels = pd.Index((np.flatnonzero(present) + lo).astype(values.dtype, copy=False))
             return lookup[shifted], levels, len(levels)
     try:
         codes, uniques = pd.factorize(series, sort=True, use_na_sentinel=True)
@@ -548,11 +561,14 @@ class Microdata:
     keys : str or sequence of str
         Key (quasi-identifying) variables. Categorical columns keep their declared
         categories (unobserved ones count in K); other columns are coded by their
-        observed distinct values.
+        observed distinct values, those of every input record (under
+        ``missing="drop"`` a level seen only on dropped records counts in K too: it
+        exists in the population the file samples, as a declared category does).
     weight : str, optional
         Column of survey weights w_i (inverse inclusion probabilities). Then
         Fhat_k = Σ_{i∈k} w_i (seed ``004_``, eq. 4). Must be finite, positive and,
-        unless ``allow_weights_below_one=True``, at least 1.
+        unless ``allow_weights_below_one=True``, at least 1, on every record kept
+        (those of records ``missing="drop"`` leaves out are not checked; see there).
     household : str, optional
         Household (cluster) id column, for household risk; no missing ids allowed.
     strata : str, optional
@@ -599,17 +615,29 @@ class Microdata:
         the file's Σ w, and Fhat_k (the adjusted weights summed over the cell, so
         the closed form's p̂_k = f_k / Fhat_k) estimates the cell's count in the
         whole population. :meth:`summary` gives both sums (``sum_weights_input``,
-        ``sum_weights_kept``). A dropped record whose weight is missing or not
-        positive counts in neither; a stratum every record of which is dropped
-        has no record left to stand for it (``strata_without_records``). Without
-        weights nothing is rescaled (Fhat_k = f_k: the kept records are the
-        population). An ``N`` given to a model is the population size as it is.
+        ``sum_weights_kept``). A dropped record's weight is not validated: it
+        counts where a kept record's would be accepted (a finite number, positive,
+        at least 1 unless ``allow_weights_below_one``); any other (missing, text,
+        zero, 0.5) stands for no one, in neither sum (``n_dropped_unweighted``). A
+        stratum every record of which is dropped has no record left to stand for
+        it: as a weighting class without respondents it is collapsed with the
+        others (ibid.), its weight spread over all kept records in proportion to
+        their adjusted weights, so the sum stays the file's; a
+        :class:`MicrodataWarning` says so, and :meth:`summary` names the strata
+        (``strata_without_records``, ``n_dropped_collapsed``,
+        ``sum_weights_collapsed``). Without weights nothing is rescaled
+        (Fhat_k = f_k: the kept records are the population). With
+        ``sampling_fraction`` the weight sum is N = n_input / f: the kept records
+        weigh 1/f times (records / kept records) of their stratum. An ``N`` given to a model is the
+        population size as it is. Levels seen only on dropped records still count
+        in K (see ``keys``).
     alpha : float, default 1.0
         Weight in [0, 1] of a wildcard match (sdcMicro's ``alpha``); only used
         with ``missing="wildcard"``. ``alpha < 1`` makes ``fk`` fractional.
     K : int, optional
         Size of the cell space. Default: product over keys of the number of
-        levels (declared categories, or observed distinct values). Validated
+        levels (declared categories, or distinct values observed in the input,
+        dropped records included). Validated
         against the number of observed complete cells (the table is then built
         at once).
     sampling_fraction : float, optional
@@ -632,7 +660,8 @@ class Microdata:
     missing : str
     alpha : float
     levels : dict of str to pandas.Index
-        The levels of each key (declared categories or sorted observed values).
+        The levels of each key (declared categories or sorted observed values, with
+        the column's dtype).
     n_levels : dict of str to int
         Number of levels per key, as used in K (missing counted under "category").
     weights : numpy.ndarray or None
@@ -641,7 +670,8 @@ class Microdata:
         ``missing``), the dropped records' as given.
     sum_weights_input, sum_weights_kept : float or None
         Under ``missing="drop"`` with dropped records and weights: the weight sums of
-        all input records and of the kept ones, before the adjustment; else None.
+        all input records (dropped ones with a usable weight, see ``missing``) and of
+        the kept ones, before the adjustment; else None.
     household_index : numpy.ndarray or None
         int64 household codes per input record (sorted order of the ids).
     household_levels : pandas.Index or None
@@ -676,6 +706,12 @@ class Microdata:
     DataError
         Unusable data: missing columns, no rows, a repeated index label, a key with
         too many levels, bad weights, missing household ids or strata.
+
+    Warns
+    -----
+    MicrodataWarning
+        ``missing="drop"`` dropped every record of a stratum, whose weight then goes
+        to the other strata's kept records (see ``missing``).
 
     Examples
     --------
@@ -829,6 +865,8 @@ class Microdata:
         self.sum_weights_input: float | None = None
         self.sum_weights_kept: float | None = None
         self._strata_without_records: list[str] = []
+        self._n_dropped_collapsed = 0
+        self._sum_weights_collapsed = 0.0
         self._n_dropped_unweighted = 0
         self._weights_given: np.ndarray | None = None
         if self.n_dropped and self.weights is not None:
@@ -944,7 +982,9 @@ class Microdata:
             else:
                 converted = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce")
                 converted = converted.to_numpy(dtype=np.float64, na_value=np.nan)
-                bad = present & np.isnan(converted)
+                # a record missing="drop" leaves out is not checked (its text reads as
+                # no weight: it stands for no one, see _reweight_for_dropped)
+                bad = present & np.isnan(converted) & kept
             if bad.any():
                 i = _first_position(bad)
                 v = str(vals[i])
@@ -977,7 +1017,9 @@ class Microdata:
         else:
             w = np.array(s.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64,
                          copy=True)
-        wk = np.where(kept, w, 1.0)  # dropped records are not checked
+        # dropped records are not checked: one without a usable weight stands for no one
+        # (_reweight_for_dropped), one is no error
+        wk = np.where(kept, w, 1.0)
         bad = ~np.isfinite(wk)
         if bad.any():
             where = _row_ref(frame.index, _first_position(bad))
@@ -1015,12 +1057,25 @@ class Microdata:
         Weighting-class non-response adjustment (Kalton & Flores-Cervantes 2003,
         section 2, cell weighting), the strata as classes: every kept weight of stratum
         s is multiplied by Σ_{i∈s} w_i / Σ_{i∈s, kept} w_i, so each stratum keeps its
-        weight total and N = Σ w is the file's, not the kept records'. Dropped weights were not
-        validated: those missing or not positive stand for no one and are left out.
+        weight total and N = Σ w is the file's, not the kept records'.
+
+        A stratum none of whose records is kept is a class without respondents; it is
+        collapsed with the others (ibid., section 2: classes too small are collapsed):
+        its dropped weight L is spread over every kept record by one more factor
+        (T + L) / T, T the kept strata's adjusted total, i.e. in proportion to the
+        adjusted weights, so the kept strata keep their shares and N stays the file's.
+        The strata are named in a :class:`MicrodataWarning` and in :meth:`summary`.
+
+        Dropped weights are not validated (:meth:`_validate_weights`): a dropped weight
+        counts where it would be accepted on a kept record (finite, positive, at least 1
+        unless ``allow_weights_below_one``); any other (text, missing, zero, 0.5) stands
+        for no one and is counted in ``n_dropped_unweighted``.
         """
         w = self.weights
         kept = ~self.dropped
         usable = self.dropped & np.isfinite(w) & (w > 0)
+        if not self.allow_weights_below_one:
+            usable &= w >= 1
         if self.stratum_index is None:
             st, n_st = np.zeros(self.n_input, dtype=np.int64), 1
         else:
@@ -1030,16 +1085,39 @@ class Microdata:
         present = w_kept > 0  # kept weights are positive: strata with a kept record
         factor = np.ones(n_st)
         factor[present] = (w_kept[present] + w_drop[present]) / w_kept[present]
+        lost = np.flatnonzero(~present & (w_drop > 0))
+        lost_weight = float(w_drop[lost].sum())
+        if lost.size:
+            # collapse the empty classes with all the others: one factor on top
+            adjusted_total = float((w_kept + w_drop)[present].sum())
+            factor[present] *= (adjusted_total + lost_weight) / adjusted_total
         adjusted = w.copy()
         adjusted[kept] = w[kept] * factor[st[kept]]
-        self._weights_given = w  # require_population_beyond_sample judges the file's own
+        # require_population_beyond_sample judges the file's own weights, those that count
+        given = w.copy()
+        given[self.dropped & ~usable] = np.nan
+        self._weights_given = given
         self.weights = adjusted
         self.sum_weights_input = float(w_kept.sum() + w_drop.sum())
         self.sum_weights_kept = float(w_kept.sum())
         self._n_dropped_unweighted = int(self.n_dropped - usable.sum())
-        if self.stratum_index is not None:
-            lost = np.flatnonzero(~present & (w_drop > 0))
-            self._strata_without_records = [str(v) for v in self.strata_levels.take(lost)]
+        if lost.size:
+            names = [str(v) for v in self.strata_levels.take(lost)]
+            n_lost = int(np.count_nonzero(usable & np.isin(st, lost)))
+            self._strata_without_records = names
+            self._n_dropped_collapsed = n_lost
+            self._sum_weights_collapsed = lost_weight
+            which = ("stratum " if len(names) == 1 else "strata ") + _quote_list(names)
+            warn_at_caller(
+                f"missing='drop' left out every record of {which} (strata column "
+                f"{self.strata!r}; {n_lost} record{'s' * (n_lost != 1)}, weight "
+                f"{lost_weight:g}): no kept record "
+                "of that stratum stands for them, so their weight goes to the kept records of "
+                "the other strata in proportion to their weights, and N stays the file's "
+                f"{self.sum_weights_input:g}; to keep those records, use missing='wildcard' or "
+                "'category', or impute their keys",
+                MicrodataWarning,
+            )
 
     def _code_id(
         self, frame: pd.DataFrame, col: str | None, role: str
@@ -1291,7 +1369,10 @@ class Microdata:
             if self._n_dropped_unweighted:
                 out["n_dropped_unweighted"] = self._n_dropped_unweighted
             if self._strata_without_records:
+                # their weight was spread over every kept record (_reweight_for_dropped)
                 out["strata_without_records"] = self._strata_without_records
+                out["n_dropped_collapsed"] = self._n_dropped_collapsed
+                out["sum_weights_collapsed"] = self._sum_weights_collapsed
         out |= {
             "household": self.household,
             "n_households": None if self.household_levels is None else len(self.household_levels),

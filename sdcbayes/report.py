@@ -966,6 +966,9 @@ _DATA_LABELS = {
                         "dropped records",
     "n_dropped_unweighted": "dropped records without a usable weight",
     "strata_without_records": "strata whose every record was dropped",
+    "n_dropped_collapsed": "their dropped records, whose weight the kept records of all "
+                           "strata carry",
+    "sum_weights_collapsed": "the weight of those records",
     "household": "household column",
     "n_households": "households",
     "strata": "stratum column",
@@ -1472,10 +1475,10 @@ def _k_anonymity_note(s: Mapping[str, Any]) -> str:
     return (
         "<p class='note'>Records violating k-anonymity: f &lt; k over the whole file, f as "
         "<code>assess</code> counts it under <code>--missing wildcard</code>: sdcMicro's "
-        "freqCalc rule (a record with a missing key value counts the records it matches; "
-        "a complete record counts complete records only), except that a record whose keys "
-        "are all missing counts every record of the file, where freqCalc would count it "
-        "as violating (README, “Missing key values”); the row “as the suppression judges "
+        "freqCalc rule (a missing value matches any value, but with two or more keys a "
+        "complete record does not count the records whose keys are all missing, while a "
+        "record whose keys are all missing counts every record of the file; README, "
+        "“Missing key values”); the row “as the suppression judges "
         "it” counts them as local "
         "suppression does, every missing value matching any value, on its keys "
         f"{esc(', '.join(map(str, risk.get('suppression_keys') or [])))}"

@@ -188,10 +188,15 @@ def test_drop_a_stratum_without_kept_records_is_named():
     f = _drop_frame()
     f.loc[1, "b"] = None
     f.loc[0, "a"] = nan  # s1: every record dropped
-    md = Microdata(f, keys=["a", "b"], weight="w", missing="drop", strata="s")
+    from sdcbayes.microdata import MicrodataWarning
+
+    with pytest.warns(MicrodataWarning, match="stratum 's1'"):
+        md = Microdata(f, keys=["a", "b"], weight="w", missing="drop", strata="s")
     s = md.summary()
     assert s["strata_without_records"] == ["s1"]
-    assert s["sum_weights_input"] == 105.0 and s["sum_weights"] == pytest.approx(45.0)
+    # s1's weight is spread over the kept records (audit AA9): N stays the file's
+    assert s["sum_weights_input"] == 105.0 and s["sum_weights"] == pytest.approx(105.0)
+    assert s["n_dropped_collapsed"] == 3 and s["sum_weights_collapsed"] == 60.0
 
 
 def test_drop_population_of_the_posterior_models():

@@ -306,8 +306,7 @@ def command(
     for a in alternatives:
         parse_loss_pair(a)
 
-    from sdcbayes.cli import load_input
-    from sdcbayes.microdata import Microdata
+    from sdcbayes.cli import load_input, microdata_with_notes
 
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata,
@@ -320,8 +319,9 @@ def command(
     md_options: dict[str, Any] = {"allow_weights_below_one": allow_weights_below_one}
     if max_levels is not None:
         md_options["max_levels"] = max_levels
-    md = Microdata(frame, keys=key_list, weight=weight, household=household, strata=strata,
-                   sampling_fraction=sampling_fraction, missing=missing, **md_options)
+    md, data_notes = microdata_with_notes(
+        frame, keys=key_list, weight=weight, household=household, strata=strata,
+        sampling_fraction=sampling_fraction, missing=missing, **md_options)
     _refuse_wildcard_cells(md)  # before anything is printed or fitted
     if rules_of:
         from sdcbayes.risk.compare import ModelSpec
@@ -367,14 +367,14 @@ def command(
         check_model_data(md, specs)  # each model's data needs, still before PyMC
         for s in specs:
             _require_population(md, s)
-    input_warnings: list[str] = []
+    input_warnings: list[str] = list(data_notes)
     if md.weights is None:
         from sdcbayes.cli import CLOSED_FORM_NO_WEIGHTS_NOTE
 
         # the caveat `assess --model closed-form` prints on such a file (the posterior
         # models were refused or left out above), named by its model as the fits' warnings
-        input_warnings = [f"{s.name}: {CLOSED_FORM_NO_WEIGHTS_NOTE}"
-                          for s in specs if s.model == "closed-form"]
+        input_warnings += [f"{s.name}: {CLOSED_FORM_NO_WEIGHTS_NOTE}"
+                           for s in specs if s.model == "closed-form"]
     for msg in input_warnings:  # on stderr also under --quiet and --json, as `assess` does
         click.echo("sdcbayes: warning: " + msg, err=True)
     quiet_fit = quiet or as_json

@@ -1100,10 +1100,10 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
 
     ``k_anonymity_violations`` counts f_i < k over the whole file on ``keys``, f_i as
     ``assess`` counts it under ``--missing wildcard``: sdcMicro's ``freqCalc`` rule (a
-    record with a missing value counts the records it matches, a complete record
-    complete records only), except that a record whose keys are all missing counts
-    every record of the file (README, "Missing key values"), where freqCalc would
-    count it as violating. With ``suppression`` (a validated suppress step) also
+    missing value matches any value; with two or more keys a complete record does not
+    count the records whose keys are all missing, while a record whose keys are all
+    missing counts every record of the file; README, "Missing key values"), as
+    sdcMicro's own tests expect. With ``suppression`` (a validated suppress step) also
     ``k_anonymity_violations_suppression``: f_i < k as that step judges it
     (:func:`sdcbayes.protection.wildcard_frequencies` on its keys, within its
     strata; every wildcard matches), which is 0 right after the step unless a
@@ -1128,8 +1128,8 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
         "expected_reidentification_rate": s["expected_reidentification_rate"],
         "max_risk": s["max_risk"],
         "n_above_benchmark": s["n_above_benchmark"],
-        # fk with missing values as wildcards (sdcMicro's freqCalc, but an all-missing
-        # record counts every record: README "Missing key values"), seed 001 sec. 3.2
+        # fk with missing values as wildcards (sdcMicro's freqCalc: README "Missing key
+        # values"), seed 001 sec. 3.2
         "k_anonymity_violations": int(np.count_nonzero(fk < k)),
         "n_missing_key_records": int(md.n_missing_key_records),
     }
@@ -1333,9 +1333,10 @@ def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: d
             else ""
         notes.append(
             f"{plain} records violate {k}-anonymity over the whole file as assess counts f "
-            "(sdcMicro's freqCalc rule: a complete record counts complete records only; but "
-            "a record whose keys are all missing counts every record, see README's \"Missing "
-            "key values\""
+            "(sdcMicro's freqCalc rule: a missing value matches any value, but with two or "
+            "more keys a complete record does not count the records whose keys are all "
+            "missing, while a record whose keys are all missing counts every record, see "
+            "README's \"Missing key values\""
             + ("; records of different strata match" if within else "") + f"); "
             f"{by_step} as local suppression (step {supp_i}) judges it, on its keys "
             f"{', '.join(supp['keys'])}{within}, every missing value matching any value"
