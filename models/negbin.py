@@ -14,6 +14,15 @@ and the individual risk is
 :math:`\hat F_k = \sum_{i \in k} w_i` (seed 004, eq. 4). This module makes :math:`p_k`
 uncertain; the risk itself is computed downstream (``sdcbayes.risk``) per draw of
 :math:`p_k`.
+
+What it adds, and what it does not (audit AA10; the class docstring has the details).
+The model keeps the closed form's centre: every draw of :math:`p_k` is centred on the
+plug-in :math:`\hat p_k`, so it inherits the plug-in's bias; nothing propagates the
+uncertainty of :math:`\hat F_k` itself. A spread :math:`\sigma > 0` widens the
+intervals and also raises the mean risk, through the risk's curvature in
+:math:`\operatorname{logit} p_k`. It needs weights that vary within cells, and weights
+near 1 distort the learnt :math:`\sigma` (:func:`near_one_spread` detects them, and the
+assessment warns).
 """
 
 from __future__ import annotations
@@ -46,7 +55,8 @@ from sdcbayes.models.beta_binomial import (
     data_fingerprint,
 )
 
-__all__ = ["NegativeBinomialModel", "offset_generator", "sigma_unlearnable",
+__all__ = ["NEAR_ONE_P", "NEAR_ONE_SIGMA_FACTOR", "NegativeBinomialModel",
+           "near_one_spread", "near_one_warning", "offset_generator", "sigma_unlearnable",
            "within_cell_spread"]
 
 #: Inclusion probabilities are kept inside (EPS, 1 - EPS) before taking logits: a cell
@@ -156,6 +166,116 @@ def within_cell_spread(weights, record_cell) -> tuple[float, int]:
     return ss, df
 
 
+#: Inclusion probability ``1/w`` from which a weight counts as "near 1" (``w <= 1/0.95``,
+#: about 1.053, weights below 1 included) in :func:`near_one_spread`. There
+#: ``logit(1/w) = -log(w - 1)`` runs off to infinity (20.7 at the ``EPS`` cap, against
+#: about -4 for a weight of 50), so one such record among larger weights sets the pooled
+#: spread: on 2000 eusilc records one weight of 1.0 moves sigma-hat from 0.089 to 0.737,
+#: 1.01 to 0.31 (audit AA10, finding 1). A weight of 2 (p = 0.5, logit 0) is not near 1.
+NEAR_ONE_P = 0.95
+
+#: Factor by which leaving the near-1 records out may change sigma-hat before
+#: :func:`near_one_warning` warns. 1.5 in sigma is 2.25 in the pooled variance: the few
+#: records would carry over half the file's within-cell sum of squares. That is far
+#: beyond sigma-hat's own sampling error (relative standard error about
+#: ``1/sqrt(2 nu)``, 0.16 at nu = 20) and changes the risk visibly (sigma 0.09 -> 0.74
+#: raised ER by 18% in the audit's file), while a spread the other records share moves
+#: far less than 1.5-fold when a handful of records is left out.
+NEAR_ONE_SIGMA_FACTOR = 1.5
+
+
+def near_one_spread(weights, record_cell) -> dict[str, Any] | None:
+    r"""Sigma-hat with and without the records whose weight is near 1 (diagnostic).
+
+    Records with :math:`1/w_i \ge` :data:`NEAR_ONE_P` in cells of two or more records
+    (the cells that enter :func:`within_cell_spread`) are the ones whose
+    :math:`x_i = \operatorname{logit}(1/w_i) = -\log(w_i - 1)` is unbounded or capped.
+    The point estimate of the spread is the pooled within-cell standard deviation
+    :math:`\hat\sigma = \sqrt{S / \nu}` (one-way analysis of variance; the chi-square
+    model of the class docstring has :math:`E(S) = \sigma^2 \nu`); it is computed on
+    all records and again with those records left out of their cells (closed form:
+    the same sums of squares on fewer records). Nothing of the model changes: this only
+    tells the assessment whether to warn (:func:`near_one_warning`) and what to stamp.
+
+    Parameters
+    ----------
+    weights : array-like of float, shape (n_records,)
+    record_cell : array-like of int, shape (n_records,)
+        As for :func:`within_cell_spread` (negative entries ignored).
+
+    Returns
+    -------
+    dict or None
+        None when no such record is in a cell of two or more records. Else
+        ``n_records`` (the near-1 records), ``p_min`` (:data:`NEAR_ONE_P`),
+        ``sigma_hat`` and ``sigma_hat_without`` (None where no degree of freedom is
+        left), ``within_ss_without``, ``within_df_without`` and ``changed`` (True when
+        leaving them out changes sigma-hat by more than
+        :data:`NEAR_ONE_SIGMA_FACTOR`, or leaves no spread to learn).
+    """
+    w = np.asarray(weights, dtype=float)
+    cell = np.asarray(record_cell, dtype=np.int64)
+    ss, df = within_cell_spread(w, cell)  # also checks the shapes and the weights
+    kept = cell >= 0
+    count = np.bincount(cell[kept])
+    size = np.zeros(cell.size, dtype=np.int64)
+    size[kept] = count[cell[kept]]
+    # 1/w >= NEAR_ONE_P written as w <= 1/NEAR_ONE_P (no division of every weight)
+    near = kept & (size >= 2) & (w <= 1.0 / NEAR_ONE_P)
+    n_near = int(np.count_nonzero(near))
+    if n_near == 0:
+        return None
+    ss_wo, df_wo = within_cell_spread(w, np.where(near, -1, cell))
+
+    def sd(s, d):
+        return math.sqrt(s / d) if d >= 1 else None
+
+    sigma_all, sigma_wo = sd(ss, df), sd(ss_wo, df_wo)
+    if sigma_unlearnable(ss, df) is not None:
+        changed = False  # the model refuses to learn sigma anyway, with its own reason
+    elif sigma_unlearnable(ss_wo, df_wo) is not None:
+        changed = True  # all the spread there is comes from these records
+    else:
+        ratio = sigma_all / sigma_wo
+        changed = bool(max(ratio, 1.0 / ratio) > NEAR_ONE_SIGMA_FACTOR)
+    return {"n_records": n_near, "p_min": NEAR_ONE_P, "sigma_hat": sigma_all,
+            "sigma_hat_without": sigma_wo, "within_ss_without": float(ss_wo),
+            "within_df_without": int(df_wo), "changed": changed}
+
+
+def near_one_warning(info: Mapping[str, Any] | None) -> str | None:
+    """The warning for :func:`near_one_spread`'s result, or None when there is none to give.
+
+    Names the number of records, both sigma-hat values and the fixes. Worded for Python
+    and the command line alike (``sdcbayes assess`` has no ``--sigma``).
+
+    Parameters
+    ----------
+    info : mapping or None
+        :func:`near_one_spread`'s dict, as stamped in the fit's ``data_summary``
+        (``near_one_weights``).
+    """
+    if not isinstance(info, Mapping) or not info.get("changed"):
+        return None
+    n = int(info["n_records"])
+    p_min = float(info.get("p_min", NEAR_ONE_P))
+    with_them, without = info.get("sigma_hat"), info.get("sigma_hat_without")
+    if without is None or without <= 0:
+        wo_text, example = "no spread is left to learn without them", ""
+    else:
+        wo_text, example = f"{without:.3g} without them", f" (e.g. sigma={without:.2g})"
+    return (
+        f"{n} record(s) in key combinations of two or more records have weights near 1 "
+        f"(inclusion probability 1/w >= {p_min:g}, w <= {1 / p_min:.4g}), where the "
+        f"negative-binomial model's logit(1/w) = -log(w - 1) grows without bound (capped "
+        f"at 20.7): they set its spread sigma, whose estimate (the pooled within-cell SD "
+        f"of logit(1/w)) is {with_them:.3g} with them and {wo_text}, and the learnt sigma "
+        f"raises every cell's risk. Check those weights (a certainty unit has p = 1); in "
+        f"Python, pass sigma=<value>{example} to fix the spread; or use the closed form or "
+        f"the latent-class model (--model closed-form or --model latent-class)"
+    )
+
+
 def _add_draws(idata, group: str, p: xr.DataArray) -> None:
     """Store the cells' ``p`` in ``group`` of ``idata``, creating the group if absent."""
     if group in idata.groups():
@@ -211,6 +331,45 @@ class NegativeBinomialModel(SuperpopulationModel):
     every draw, so the posterior mean of :math:`E(1/F_k \mid f_k, p_k)` tends to the
     plug-in Benedetti-Franconi risk (seed 004, eq. 6 at :math:`\hat p_k`); the error is
     :math:`O(\sigma^2 / f_k)` (second-order delta method).
+
+    What the model adds, and what it does not (audit AA10, findings 2 to 4; measured
+    there, indicative only).
+
+    - It keeps the closed form's centre. At :math:`\sigma = 0`, ER, :math:`\tau_1` and
+      :math:`\tau_2` equal the closed form's to rounding. At the learnt
+      :math:`\sigma \approx 0.089` on 2000 eusilc records they are 0.3 to 0.4% higher
+      (:math:`\tau_2` 6.858 against 6.840). The closed form's bias on real files is
+      therefore inherited, not corrected. The only uncertainty added is the within-cell
+      heterogeneity of the weights, as independent logit noise per cell. Nothing
+      propagates the uncertainty of :math:`\hat F_k` itself.
+    - :math:`\sigma > 0` raises the mean risk as well as widening the intervals. The
+      risk is convex in :math:`\operatorname{logit} p_k` for small :math:`p_k`, so
+      symmetric logit noise raises :math:`E(r_k)` (Jensen). The flat prior on
+      :math:`\operatorname{logit} p_k` shrinks nothing, so the noise already in
+      :math:`m_k` is counted again. On the same file, with :math:`\sigma` fixed,
+      :math:`\tau_2` is 6.84 at :math:`\sigma = 0`, 9.49 at 1 and 20.7 at 2.
+    - Calibration. In a small simulation (12 replicates, a stylised population),
+      the 90% intervals of :math:`\tau_2` covered the truth 10/12 times at
+      :math:`\sigma = 0`. Under an unequal-probability (Poisson) design with true
+      :math:`\sigma` 0.5 or 1 they covered it 0/12 times: the estimate was 14% and 36%
+      too high, because a sample unique's :math:`1/w` overstates its cell's mean
+      inclusion probability under size-biased selection. Under the measurement story
+      above, coverage was 7/12 at :math:`\sigma = 0.5` and 0/12 at :math:`\sigma = 1`.
+      The model is not calibrated for unequal-probability designs.
+    - The joint is not the posterior of the measurement model as stated. The
+      :math:`\sigma` part is exact (the REML marginal of that model). The :math:`p_k`
+      part uses the plug-in centre :math:`m_k` with that model's spread, where the
+      measurement model's own centre is :math:`\bar x_k` (on the audit's file
+      :math:`|\bar x_k - m_k| \le 0.02`).
+    - Weights near 1. :math:`x_i = -\log(w_i - 1)` is unbounded as :math:`w_i \to 1`
+      (held at :math:`\operatorname{logit}(1 - \mathrm{EPS}) = 20.7`), so one
+      certainty unit among larger weights sets :math:`\sigma`. One weight of 1.0
+      among the 2000 records moves :math:`\hat\sigma` from 0.089 to 0.737 and ER up
+      by 18%. :meth:`from_microdata` runs :func:`near_one_spread`, the fit stamps its
+      result (``data_summary["near_one_weights"]``), and the assessment warns when
+      leaving those records out changes :math:`\hat\sigma` by more than
+      :data:`NEAR_ONE_SIGMA_FACTOR`. The model itself is unchanged: fix ``sigma``, or
+      use the closed form or the latent-class model.
 
     Graph and draws. The PyMC graph holds only what the data inform: ``sigma`` (a prior
     from :attr:`priors`, or a constant when fixed) and the observed ``within_ss``; the
@@ -346,6 +505,9 @@ class NegativeBinomialModel(SuperpopulationModel):
         self.sigma = sigma
         self.within_ss = within_ss
         self.within_df = within_df
+        # near_one_spread's diagnostic, set by from_microdata (the cell table alone has
+        # no weights); stamped in data_summary when there is one
+        self.near_one = None
         self._model = None
 
     @classmethod
@@ -353,7 +515,10 @@ class NegativeBinomialModel(SuperpopulationModel):
         """Build the model from a :class:`sdcbayes.Microdata`.
 
         Uses ``md.cells.fk``, ``md.cells.Fk_hat``, ``md.weights`` and ``md.record_cell``
-        (ARCHITECTURE.md, data-layer contract).
+        (ARCHITECTURE.md, data-layer contract). When sigma is learnt, also runs
+        :func:`near_one_spread` on the weights and keeps its result in
+        :attr:`near_one` (stamped by :meth:`data_summary`; the assessment warns from it,
+        :func:`near_one_warning`).
 
         Raises
         ------
@@ -378,7 +543,12 @@ class NegativeBinomialModel(SuperpopulationModel):
         ss, df = (
             (None, None) if sigma is not None else within_cell_spread(md.weights, md.record_cell)
         )
-        return cls(fk, Fk_hat, sigma=sigma, within_ss=ss, within_df=df, priors=priors)
+        model = cls(fk, Fk_hat, sigma=sigma, within_ss=ss, within_df=df, priors=priors)
+        if sigma is None:
+            # weights near 1 can set the learnt spread alone (near_one_spread); the
+            # assessment warns from the stamp (risk.posterior_assess.assess_from_posterior)
+            model.near_one = near_one_spread(md.weights, md.record_cell)
+        return model
 
     # ---------------------------------------------------------------- the graph
     def build(self):
@@ -494,7 +664,10 @@ class NegativeBinomialModel(SuperpopulationModel):
         """JSON-serialisable summary of the cell table and the weights' spread.
 
         Totals and ``data_fingerprint``, a hash of ``fk`` and ``Fk_hat``
-        (:func:`sdcbayes.models.beta_binomial.data_fingerprint`).
+        (:func:`sdcbayes.models.beta_binomial.data_fingerprint`). A model from
+        :meth:`from_microdata` that learns sigma on a file with weights near 1 in cells
+        of two or more records adds ``near_one_weights`` (:func:`near_one_spread`: their
+        number, sigma-hat with and without them); other files' summaries are unchanged.
         """
         return {
             "model": self.name,
@@ -510,7 +683,7 @@ class NegativeBinomialModel(SuperpopulationModel):
             ),
             # the cell table itself: totals cannot tell two tables apart
             "data_fingerprint": data_fingerprint(self.fk, self.Fk_hat),
-        }
+        } | ({"near_one_weights": dict(self.near_one)} if self.near_one else {})
 
     # ---------------------------------------------------------------- checks
     def _population_statistics(self, p: xr.DataArray, rng, max_draws: int) -> xr.Dataset:

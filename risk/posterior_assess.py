@@ -1352,6 +1352,8 @@ def assess_from_posterior(
             summary["notes"] = [*summary.get("notes", []), _stratum_rates_note(md, rates)]
     else:
         summary["diagnostics"] = _diagnostics(posterior)
+    if model == "negbin":
+        _negbin_near_one(summary, prov_fit.get("data_summary"))
 
     return PosteriorAssessment(
         records=records,
@@ -1689,6 +1691,36 @@ def _fit_and_assess(
         result.summary["n_cells_weights_below_count"] = below[0]
         result.summary["warnings"] = [*result.summary.get("warnings", []), below[1]]
     return result
+
+
+def _negbin_near_one(summary: dict[str, Any], fit_summary) -> None:
+    """Carry a negbin fit's near-1 weights diagnostic into ``summary`` and warn of it.
+
+    :meth:`sdcbayes.models.negbin.NegativeBinomialModel.from_microdata` stamps
+    :func:`~sdcbayes.models.negbin.near_one_spread`'s result in the fit's
+    ``data_summary`` (``near_one_weights``: the records with weights near 1 and sigma-hat
+    with and without them); it goes into ``summary["negbin_near_one_weights"]``, and
+    when leaving those records out changes sigma-hat by more than
+    :data:`~sdcbayes.models.negbin.NEAR_ONE_SIGMA_FACTOR` the warning
+    (:func:`~sdcbayes.models.negbin.near_one_warning`) is issued and added to
+    ``summary["warnings"]``, as the weights-below-count caveat is. Read from the stamp,
+    so a saved posterior, ``sdcbayes assess`` and ``compare`` (which assesses each fit
+    here) all warn. Nothing when the stamp has no such entry (other files, a fixed sigma).
+    """
+    info = fit_summary.get("near_one_weights") if isinstance(fit_summary, dict) else None
+    if not isinstance(info, dict):
+        return
+    from sdcbayes.exceptions import warn_at_caller
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+    from sdcbayes.models.negbin import near_one_warning
+
+    summary["negbin_near_one_weights"] = {
+        k: info.get(k) for k in ("n_records", "p_min", "sigma_hat", "sigma_hat_without",
+                                 "changed")}
+    message = near_one_warning(info)
+    if message is not None:
+        warn_at_caller(message, SdcbayesWarning)
+        summary["warnings"] = [*summary.get("warnings", []), message]
 
 
 def _negbin_cells_below_count(md) -> tuple[int, str] | None:

@@ -18,7 +18,11 @@ from scipy.special import expit, hyp2f1, logit
 
 from sdcbayes.exceptions import DataError, InputError
 from sdcbayes.models.negbin import (
+    NEAR_ONE_P,
+    NEAR_ONE_SIGMA_FACTOR,
     NegativeBinomialModel,
+    near_one_spread,
+    near_one_warning,
     sigma_unlearnable,
     within_cell_spread,
 )
@@ -99,6 +103,117 @@ def test_within_cell_spread_matches_groupby():
     g = frame.groupby("cell")["x"]
     assert ss == pytest.approx((g.var(ddof=0) * g.size()).sum(), rel=1e-12)
     assert df == int((g.size() - 1).sum())
+
+
+def audit_like_weights(seed=0):
+    """Weights like the audit's eusilc file (AA10 finding 1): pooled sigma-hat about 0.09.
+
+    450 cells of 3 records (nu = 900) and 100 uniques; logit(1/w) = cell value (around
+    -6.5, weights of several hundred) + Normal(0, 0.089). Returns weights and record_cell.
+    """
+    rng = np.random.default_rng(seed)
+    f = np.r_[np.full(450, 3), np.ones(100, dtype=int)]
+    cell = np.repeat(np.arange(f.size), f)
+    x = rng.normal(-6.5, 1.0, f.size)[cell] + rng.normal(0.0, 0.089, cell.size)
+    return 1.0 / expit(x), cell
+
+
+def _pooled_sd_by_groupby(weights, cell):
+    """sqrt(S / nu) computed independently: pandas variances of logit(1/w) per cell."""
+    frame = pd.DataFrame({"cell": cell, "x": logit(np.minimum(1 / weights, 1 - 1e-9))})
+    g = frame.groupby("cell")["x"]
+    return float(np.sqrt((g.var(ddof=0) * g.size()).sum() / (g.size() - 1).sum()))
+
+
+def test_one_weight_of_one_is_flagged_with_both_sigma_hats():
+    # Audit AA10 finding 1: one record of weight 1.0 among 2000 moved sigma-hat from
+    # 0.089 to 0.737 (logit(1/w) capped at 20.7, some 27 logit units from its cellmates).
+    w, cell = audit_like_weights()
+    assert near_one_spread(w, cell) is None  # no such weight: nothing to stamp or warn
+    before = _pooled_sd_by_groupby(w, cell)
+    assert before == pytest.approx(0.089, abs=0.01)
+    w1 = w.copy()
+    w1[3] = 1.0  # in a cell of 3 records
+    info = near_one_spread(w1, cell)
+    assert info["n_records"] == 1 and info["p_min"] == NEAR_ONE_P == 0.95
+    assert info["changed"] is True
+    # both values by an independent computation: all records, and the record left out
+    # (1e-8: logit(1 - 1e-9) rounds 1 - 1e-9 first, -log(w - 1) at its floor does not)
+    assert info["sigma_hat"] == pytest.approx(_pooled_sd_by_groupby(w1, cell), rel=1e-8)
+    assert info["sigma_hat"] == pytest.approx(0.74, abs=0.02)
+    keep = np.arange(w1.size) != 3
+    assert info["sigma_hat_without"] == pytest.approx(
+        _pooled_sd_by_groupby(w1[keep], cell[keep]), rel=1e-10)
+    assert info["sigma_hat_without"] == pytest.approx(before, rel=0.01)
+    assert info["within_df_without"] == 899
+    msg = near_one_warning(info)
+    assert msg.startswith("1 record(s)")
+    assert f"{info['sigma_hat']:.3g} with them" in msg
+    assert f"{info['sigma_hat_without']:.3g} without them" in msg
+    for fix in ("Check those weights", "sigma=", "--model closed-form", "latent-class"):
+        assert fix in msg
+    # 1.01 (p = 0.99) and a weight below 1 (p capped at 1) are near 1 too
+    for near in (1.01, 0.9):
+        w2 = w.copy()
+        w2[3] = near
+        assert near_one_spread(w2, cell)["changed"] is True
+
+
+def test_near_one_rule_leaves_ordinary_weights_and_shared_spread_alone():
+    w, cell = audit_like_weights()
+    # weight 2 (p = 0.5) is an ordinary weight, and a unique's weight enters no spread
+    w2 = w.copy()
+    w2[3] = 2.0
+    w2[-1] = 1.0  # the last record is a sample unique
+    assert near_one_spread(w2, cell) is None
+    # excluded records (negative cell) are ignored
+    cut = cell.copy()
+    cut[3] = -1
+    w3 = w.copy()
+    w3[3] = 1.0
+    assert near_one_spread(w3, cut) is None
+    # a spread the other records share (sigma about 2): one weight of 1.04 moves
+    # sigma-hat far less than 1.5-fold, so it is stamped but not warned of
+    rng = np.random.default_rng(4)
+    x = rng.normal(-3.0, 1.0, 550)[cell] + rng.normal(0.0, 2.0, cell.size)
+    wide = 1.0 / expit(x)
+    wide[wide <= 1 / NEAR_ONE_P] = 1.2  # no near-1 weight by chance
+    wide[3] = 1.04
+    info = near_one_spread(wide, cell)
+    assert info["n_records"] == 1 and info["changed"] is False
+    assert 1.0 < info["sigma_hat"] / info["sigma_hat_without"] < NEAR_ONE_SIGMA_FACTOR
+    assert near_one_warning(info) is None
+    # the spread there is comes from near-1 weights alone: nothing left without them
+    w4 = np.full(6, 40.0)
+    w4[[0, 3]] = 1.0
+    info = near_one_spread(w4, np.array([0, 0, 0, 1, 1, 1]))
+    assert info["changed"] is True and info["sigma_hat_without"] == 0.0
+    assert "no spread is left to learn without them" in near_one_warning(info)
+
+
+def test_near_one_diagnostic_is_stamped_and_other_files_are_unchanged():
+    w, cell = audit_like_weights()
+    fk = np.bincount(cell)
+    Fk = np.bincount(cell, weights=w)
+    cells = types.SimpleNamespace(fk=fk, Fk_hat=Fk, n_cells=fk.size)
+    md = types.SimpleNamespace(cells=cells, weights=w, record_cell=cell)
+    model = NegativeBinomialModel.from_microdata(md)
+    ss, df = within_cell_spread(w, cell)
+    plain = NegativeBinomialModel(fk, Fk, within_ss=ss, within_df=df)
+    # no weight near 1: the summary (the fit's stamp) is what it was, key for key
+    assert model.near_one is None
+    assert model.data_summary() == plain.data_summary()
+    w1 = w.copy()
+    w1[3] = 1.0
+    md1 = types.SimpleNamespace(cells=types.SimpleNamespace(
+        fk=fk, Fk_hat=np.bincount(cell, weights=w1), n_cells=fk.size),
+        weights=w1, record_cell=cell)
+    stamped = NegativeBinomialModel.from_microdata(md1).data_summary()["near_one_weights"]
+    assert stamped["sigma_hat"] == pytest.approx(0.74, abs=0.02)
+    assert stamped["sigma_hat_without"] == pytest.approx(0.089, abs=0.01)
+    # a fixed sigma learns nothing from the weights: nothing to check
+    fixed = NegativeBinomialModel.from_microdata(md1, sigma=0.1)
+    assert fixed.near_one is None and "near_one_weights" not in fixed.data_summary()
 
 
 def _inputs_of(fn, point):

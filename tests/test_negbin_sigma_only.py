@@ -289,3 +289,84 @@ def test_cli_assess_negbin_gives_the_library_numbers(small_assessment, tmp_path,
     summary = json.loads(proc.stdout)
     for name in ("expected_reidentifications", "tau1", "tau2", "n_above_benchmark"):
         assert summary[name] == pytest.approx(res.summary[name], rel=1e-12), name
+
+
+# ----------------------------------------------------------------- weights near 1 (audit AA10)
+
+
+def audit_like_frame(weight_of_one=True, seed=0):
+    """Like the audit's eusilc file: 450 cells of 3 records and 100 uniques, sigma-hat 0.09.
+
+    logit(1/w) = cell value (around -6.5) + Normal(0, 0.089); with ``weight_of_one`` the
+    fourth record (in a cell of 3) has weight 1.0, which sets sigma-hat to about 0.75.
+    """
+    rng = np.random.default_rng(seed)
+    f = np.r_[np.full(450, 3), np.ones(100, dtype=int)]
+    cell = np.repeat(np.arange(f.size), f)
+    x = rng.normal(-6.5, 1.0, f.size)[cell] + rng.normal(0.0, 0.089, cell.size)
+    w = 1.0 / expit(x)
+    if weight_of_one:
+        w[3] = 1.0
+    return pd.DataFrame({"a": cell // 25, "b": cell % 25, "w": w})
+
+
+NEAR_ONE_TEXT = "have weights near 1"
+
+
+def test_a_weight_of_one_warns_through_assess_with_both_sigma_hats():
+    md = Microdata(audit_like_frame(), ["a", "b"], weight="w", missing="category")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = assess_posterior(md, model="negbin", draws=300, chains=1, tune=300,
+                               random_seed=5)
+    from sdcbayes.inference.diagnostics import SdcbayesWarning
+
+    ours = [w for w in caught if NEAR_ONE_TEXT in str(w.message)]
+    assert len(ours) == 1 and issubclass(ours[0].category, SdcbayesWarning)
+    assert ours[0].filename == __file__  # at the user's call, as the other caveats
+    info = res.summary["negbin_near_one_weights"]
+    assert info["n_records"] == 1 and info["changed"] is True
+    assert info["sigma_hat"] == pytest.approx(0.75, abs=0.03)
+    assert info["sigma_hat_without"] == pytest.approx(0.089, abs=0.01)
+    msg = str(ours[0].message)
+    assert msg in res.summary["warnings"]
+    assert f"{info['sigma_hat']:.3g} with them" in msg
+    assert f"{info['sigma_hat_without']:.3g} without them" in msg
+    # both values stamped in the fit's own provenance (posterior.nc keeps them)
+    stamped = provenance(res.idata)["data_summary"]["near_one_weights"]
+    assert stamped["sigma_hat"] == info["sigma_hat"]
+    assert stamped["sigma_hat_without"] == info["sigma_hat_without"]
+    # the diagnostic changes nothing of the model: the learnt sigma is the inflated one
+    assert float(res.idata.posterior["sigma"].mean()) == pytest.approx(0.75, abs=0.05)
+
+
+def test_a_file_without_weights_near_one_is_silent_and_unstamped(small_assessment):
+    md, res = small_assessment
+    assert "negbin_near_one_weights" not in res.summary
+    assert not any(NEAR_ONE_TEXT in m for m in res.summary.get("warnings", []))
+    assert "near_one_weights" not in provenance(res.idata)["data_summary"]
+    md = Microdata(audit_like_frame(weight_of_one=False), ["a", "b"], weight="w",
+                   missing="category")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = assess_posterior(md, model="negbin", draws=100, chains=1, tune=100,
+                               random_seed=5)
+    assert not any(NEAR_ONE_TEXT in str(w.message) for w in caught)
+    assert "negbin_near_one_weights" not in res.summary
+
+
+def test_cli_assess_negbin_echoes_the_weights_near_one_warning(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "near_one.csv"
+    audit_like_frame().to_csv(path, index=False)
+    proc = run_in_process(capsys, "assess", str(path), "--keys", "a,b", "--weight", "w",
+                          "--model", "negbin", "--draws", "200", "--chains", "1",
+                          "--tune", "200", "--seed", "3", "--missing", "category", "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    info = summary["negbin_near_one_weights"]
+    warned = [line for line in proc.stderr.splitlines() if NEAR_ONE_TEXT in line]
+    assert len(warned) == 1 and warned[0].startswith("sdcbayes: warning: 1 record(s)")
+    assert f"{info['sigma_hat']:.3g} with them" in warned[0]
+    assert "--model closed-form" in warned[0]
+    assert any(NEAR_ONE_TEXT in m for m in summary["warnings"])
