@@ -300,6 +300,18 @@ class Assessment(SummaryRepr):
         return ds
 
 
+
+def weights_below_count_warning(n_below: int, model: str) -> str:
+    """The caveat for key combinations whose weights sum below their sample count.
+
+    ``model`` ("the closed form", "the negative-binomial model") takes such a cell as
+    fully sampled (p = 1): the shared wording of :func:`assess_closed_form`, of the
+    negbin assessment and of ``compare``.
+    """
+    return (f"{n_below} key combination(s) have weights summing below their sample count "
+            f"(weights below 1 were allowed); {model} takes them as fully sampled (p = 1), "
+            "which gives them the largest risk their count allows, 1/f_k")
+
 def assess_closed_form(md, method: str = "exact", threshold: float | None = None) -> Assessment:
     """Assess ``md`` with the closed-form (Benedetti-Franconi) individual risk.
 
@@ -405,10 +417,7 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         summary["n_above_threshold"] = int(np.count_nonzero(r > threshold))
     if below.any():
         summary["n_cells_weights_below_count"] = int(below.sum())
-        summary["warnings"] = [
-            f"{int(below.sum())} key combination(s) have weights summing below their sample "
-            "count (weights below 1 were allowed); the closed form takes them as fully "
-            "sampled (p = 1), which gives them the largest risk their count allows, 1/f_k"]
+        summary["warnings"] = [weights_below_count_warning(int(below.sum()), "the closed form")]
     hh = getattr(md, "household_index", None)
     if hh is not None:
         hh = np.asarray(hh)

@@ -1737,10 +1737,9 @@ def _negbin_cells_below_count(md) -> tuple[int, str] | None:
                                    < np.asarray(cells.fk, dtype=float)))
     if n_below == 0:
         return None
-    return n_below, (
-        f"{n_below} key combination(s) have weights summing below their sample count "
-        "(weights below 1 were allowed); the negative-binomial model takes them as fully "
-        "sampled (p = 1), which gives them the largest risk their count allows, 1/f_k")
+    from sdcbayes.risk.assess import weights_below_count_warning
+
+    return n_below, weights_below_count_warning(n_below, "the negative-binomial model")
 
 
 def _weight_classes_below_count(md, N: float | None) -> str | None:
