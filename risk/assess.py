@@ -301,7 +301,7 @@ class Assessment(SummaryRepr):
 
 
 
-def weights_below_count_warning(n_below: int, model: str) -> str:
+def _weights_below_count_warning(n_below: int, model: str) -> str:
     """The caveat for key combinations whose weights sum below their sample count.
 
     ``model`` ("the closed form", "the negative-binomial model") takes such a cell as
@@ -417,7 +417,7 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         summary["n_above_threshold"] = int(np.count_nonzero(r > threshold))
     if below.any():
         summary["n_cells_weights_below_count"] = int(below.sum())
-        summary["warnings"] = [weights_below_count_warning(int(below.sum()), "the closed form")]
+        summary["warnings"] = [_weights_below_count_warning(int(below.sum()), "the closed form")]
     hh = getattr(md, "household_index", None)
     if hh is not None:
         hh = np.asarray(hh)

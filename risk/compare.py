@@ -1410,7 +1410,7 @@ def compare_models(
 
     # ---- fits and assessments
     from sdcbayes.inference.diagnostics import SdcbayesWarning
-    from sdcbayes.risk.assess import weights_below_count_warning
+    from sdcbayes.risk.assess import _weights_below_count_warning
     from sdcbayes.risk.posterior_assess import (
         _negbin_cells_below_count,
         assess_from_posterior,
@@ -1441,7 +1441,7 @@ def compare_models(
                                           settings={"method": "plug-in p = f/F_hat"})
                 if below is not None:
                     # assess_closed_form's own caveat (and count), as `assess` prints it
-                    msg = weights_below_count_warning(below[0], "the closed form")
+                    msg = _weights_below_count_warning(below[0], "the closed form")
                     warn_at_caller(msg, SdcbayesWarning)
                     _carry_warnings(a, {"n_cells_weights_below_count": below[0],
                                         "warnings": [msg]})

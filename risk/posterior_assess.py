@@ -1737,9 +1737,9 @@ def _negbin_cells_below_count(md) -> tuple[int, str] | None:
                                    < np.asarray(cells.fk, dtype=float)))
     if n_below == 0:
         return None
-    from sdcbayes.risk.assess import weights_below_count_warning
+    from sdcbayes.risk.assess import _weights_below_count_warning
 
-    return n_below, weights_below_count_warning(n_below, "the negative-binomial model")
+    return n_below, _weights_below_count_warning(n_below, "the negative-binomial model")
 
 
 def _weight_classes_below_count(md, N: float | None) -> str | None:
