@@ -87,8 +87,9 @@ def test_summary_sums(ml):
         "log_pi_err": [0.1, 0.3, 0.0, 0.0], "log_pi_sd": [0.5] * 4,
         "log_pi_rmse": [0.6] * 4, "log_pi_cover": [0.9] * 4, "seconds": [1.0] * 4})
     s = ml.summarise(per).set_index("variant")
-    assert s.loc["a", "bias1"] == pytest.approx((0.1 - 0.1) / 2)
-    assert s.loc["a", "bias2"] == pytest.approx((0.0 + 0.1) / 2)
+    # the harness's ratio of means (290 / 300 - 1), not the mean of per-sample ratios (0)
+    assert s.loc["a", "bias1"] == pytest.approx((110 + 180) / (100 + 200) - 1)
+    assert s.loc["a", "bias2"] == pytest.approx((150 + 275) / (150 + 250) - 1)
     assert s.loc["a", "z1"] == pytest.approx((2.0 - 2.0) / 2)
     assert s.loc["a", "err_sd1"] == pytest.approx(np.std([0.1, -0.1], ddof=1))
     assert s.loc["a", "classes"] == 11.0 and s.loc["a", "log_pi_err"] == pytest.approx(0.2)
