@@ -347,6 +347,32 @@ def test_goal_table_reports_the_coverage_p_value():
     assert np.isnan(coverage_p_value(float("nan"), 0))
 
 
+def test_goal_table_holm_adjusts_over_designs_and_quantities():
+    from sdcbayes.validation import goal_table
+
+    res = []
+    covered = {("a", "tau1"): 45, ("a", "tau2"): 35, ("b", "tau1"): 40, ("b", "tau2"): 44}
+    for (d, q), k in covered.items():
+        for r in range(50):
+            inside = r < k
+            res.append(dict(design=d, method="m", replicate=r, quantity=q, truth=10.0,
+                            estimate=10.0, lo=9.0 if inside else 11.0, hi=12.0, time_s=0.0))
+    g = goal_table(summarise(pd.DataFrame(res)), "m").set_index("design")
+    raw = {(d, q): g.at[d, f"{q}_cover_p"] for d, q in covered}
+    # Holm by hand: sort the 4 p-values, scale the j-th smallest by 4 - j, keep monotone
+    order = sorted(raw, key=raw.get)
+    expect, running = {}, 0.0
+    for j, key in enumerate(order):
+        running = max(running, min(1.0, (4 - j) * raw[key]))
+        expect[key] = running
+    for (d, q), v in expect.items():
+        assert g.at[d, f"{q}_cover_p_holm"] == pytest.approx(v, rel=1e-12)
+        assert g.at[d, f"{q}_cover_p_holm"] >= raw[(d, q)]
+    # the smallest is multiplied by the number of tests, 4
+    assert g.at["a", "tau2_cover_p_holm"] == pytest.approx(4 * raw[("a", "tau2")])
+    assert list(g.columns).index("tau1_cover_p_holm") == list(g.columns).index("tau1_cover_p") + 1
+
+
 def test_interval_errors_hand_computed_and_simulated():
     from scipy import stats
 
