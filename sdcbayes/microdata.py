@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -711,7 +712,9 @@ class Microdata:
     -----
     MicrodataWarning
         ``missing="drop"`` dropped every record of a stratum, whose weight then goes
-        to the other strata's kept records (see ``missing``).
+        to the other strata's kept records (see ``missing``). A key column of a CSV
+        file read by :func:`read_microdata` writes one number as two texts (``"3"``
+        and ``"3.0"``, ``"01"`` and ``"1"``), which are kept as two levels.
 
     Examples
     --------
@@ -913,6 +916,8 @@ class Microdata:
                 self.n_levels[k] = 1
         self._codes = codes
         self._missing_cols = miss_cols
+        for note in _numbers_written_two_ways(frame, keys, self.levels):
+            warn_at_caller(note, MicrodataWarning)
 
         if self._K_given is not None:
             # Building the table now is the only way to check K against the cells.
@@ -1048,6 +1053,18 @@ class Microdata:
                 f"{_row_ref(frame.index, i)}), so Fk_hat < fk would be possible; use inverse "
                 "inclusion "
                 "probabilities (>= 1) or pass allow_weights_below_one=True"
+            )
+        # The weight sum is N, and every Fhat_k is part of it: beyond float64's range it
+        # is inf, and the risks 0 (1e308 per record gave tau1 = 2e-308 after a bare NumPy
+        # overflow warning, audit BB4). Dropped records' usable weights count too
+        # (_reweight_for_dropped adds them).
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.sum(np.where(np.isfinite(w) & (w > 0), w, 0.0))
+        if not np.isfinite(total):
+            raise DataError(
+                f"weight column {col!r} sums to more than {np.finfo(np.float64).max:.3g}, "
+                f"the largest number a float holds (largest weight {np.nanmax(wk):g}); no "
+                "population is that large: check that it is the weight column, or rescale it"
             )
         return w
 
@@ -1620,31 +1637,105 @@ def _strip_text(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _csv_separator(path: Path) -> str:
-    """The separator of a .csv file: ``","``, or the one its header line uses instead.
+def _text_encoding_error(p: Path, head: bytes) -> DataError | None:
+    """The error for a text file in UTF-16 or UTF-32, from its first bytes; else None.
+
+    Excel's "Unicode Text" export is UTF-16 with a byte-order mark (``FF FE``), which
+    the UTF-8 reader refuses at byte 0; read as Latin-1 it would be letters separated
+    by NUL bytes, so the way out named is UTF-8 (or pandas with ``encoding='utf-16'``).
+    A header that holds NUL bytes without a mark is UTF-16/32 too: UTF-8 text has none.
+    """
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        name = "UTF-32"
+    elif head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        name = "UTF-16"
+    elif b"\x00" in head:
+        name = "UTF-16 or UTF-32 (it holds NUL bytes)"
+    else:
+        return None
+    enc = "utf-32" if name == "UTF-32" else "utf-16"
+    return DataError(
+        f"could not read '{p.name}': it is {name} text, not UTF-8 (Excel's 'Unicode Text' "
+        "export is UTF-16); save it as UTF-8 (Excel: 'CSV UTF-8'; or convert it: "
+        f"iconv -f {enc.upper()} -t UTF-8 '{p.name}' > utf8.csv), or read it with "
+        "pandas.read_csv(..., "
+        f"encoding='{enc}') and pass the DataFrame to Microdata"
+    )
+
+
+#: Excel's separator line, ``sep=;`` before the header (a spreadsheet reads the file
+#: with that separator whatever the locale's); one character, as Excel writes it.
+_SEP_LINE = re.compile(r"sep=(.)", re.IGNORECASE)
+
+
+def _csv_layout(path: Path, ext: str = ".csv") -> tuple[str, int]:
+    """The separator of a CSV/TSV file and the number of lines before its header.
 
     Spreadsheets in many European locales save "CSV" with semicolons (the comma being
     the decimal mark); read with commas such a file is one column whose name holds the
-    whole header. Where the header has no comma outside quoted names, the most frequent
-    of ``;``, tab and ``|`` there is taken.
+    whole header. So in a ``.csv`` whose header has no comma outside quoted names, the
+    most frequent of ``;``, tab and ``|`` there is taken (a ``.tsv`` is tab-separated).
+    The header is the first line that is not blank (the readers skip blank lines: a
+    detector looking at the first physical line read a semicolon file that opens with a
+    blank line as one column, audit BB4 F3). An Excel separator line ``sep=X`` before
+    it sets the separator to ``X`` and is skipped, as Excel reads it.
+
+    Returns
+    -------
+    (sep, skip)
+        ``skip``: the lines before the header (blank ones and the ``sep=`` line), which
+        both readers are told to skip, so that they read the same header line.
+
+    Raises
+    ------
+    DataError
+        The file is UTF-16 or UTF-32 text (:func:`_text_encoding_error`).
     """
     import gzip
 
+    default = "\t" if ext == ".tsv" else ","
     opener = gzip.open if path.name.lower().endswith(".gz") else open
+    skip, header, given = 0, None, None
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-            header = fh.readline()
-    except OSError:
-        return ","  # the reader below reports what is wrong with the file
-    import re
-
+        with opener(path, "rb") as fh:
+            bad = _text_encoding_error(path, fh.read(4))
+        if bad is not None:
+            raise bad
+        with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for line in fh:
+                text = line.rstrip("\r\n")
+                if not text.strip():  # pandas skips it; so does pyarrow, once told to
+                    skip += 1
+                    continue
+                sep_line = _SEP_LINE.fullmatch(text)
+                if sep_line is not None and given is None and sep_line.group(1) != '"':
+                    given, skip = sep_line.group(1), skip + 1
+                    continue
+                header = text
+                break
+    except (OSError, EOFError):
+        return default, 0  # the reader below reports what is wrong with the file
+    if header is not None and "\x00" in header:
+        raise _text_encoding_error(path, b"\x00")
+    if given is not None:
+        return given, skip
+    if header is None or ext == ".tsv":
+        return default, skip
     # a quoted name may hold any separator ("inc, net";"k"): count those outside quotes
     header = re.sub(r'"(?:[^"]|"")*"', "", header)
     if "," in header:
-        return ","
+        return ",", skip
     counts = {c: header.count(c) for c in (";", "\t", "|")}
     best = max(counts, key=counts.get)
-    return best if counts[best] > 0 else ","
+    return (best if counts[best] > 0 else ","), skip
+
+
+def _csv_separator(path: Path) -> str:
+    """The separator of a .csv file: ``","``, or the one its header line uses instead.
+
+    :func:`_csv_layout`'s separator (``protect`` writes its output with it).
+    """
+    return _csv_layout(path)[0]
 
 
 #: Texts read as missing in CSV/TSV files by :func:`read_microdata`. pandas' own
@@ -1753,7 +1844,66 @@ def _same_identity(text, num) -> bool:
     return pc.count_distinct(text).as_py() == pc.count_distinct(num).as_py()
 
 
-def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> pd.Series:
+def _same_number_groups(texts, decimal_comma: bool) -> list[list[str]]:
+    """The distinct texts among ``texts`` that give one number, in groups of two or more.
+
+    ``[["1", "1.0"], ["01", "2", "2.0"]]``-like (each group shortest text first, the
+    groups by their number), for the warning that such texts are kept as different
+    codes (:func:`_numbers_written_two_ways`). Numbers as pandas reads them
+    (:func:`pandas.to_numeric`; with ``decimal_comma`` ``"1,0"`` is 1.0), the two
+    zeros as one; texts that are no number are in no group. It costs a hash of the
+    distinct texts: called for a column :func:`_same_identity` has found split, and
+    on a key's levels.
+    """
+    t = pd.Series(pd.unique(np.asarray(texts, dtype=object)), dtype=object)
+    t = t[t.map(lambda v: isinstance(v, str) and "_" not in v)]  # float("1_0") is 10
+    if t.empty:
+        return []
+    num = pd.to_numeric(t.str.replace(",", ".", regex=False) if decimal_comma else t,
+                        errors="coerce").astype(float) + 0.0  # -0.0 + 0.0 is 0.0
+    both = pd.DataFrame({"text": t.to_numpy(), "number": num.to_numpy()})
+    both = both[both["number"].notna() & both["number"].duplicated(keep=False)]
+    return [sorted(g, key=lambda x: (len(x), x))
+            for _, g in both.groupby("number", sort=True)["text"]]
+
+
+def _numbers_written_two_ways(frame: pd.DataFrame, keys, levels=None) -> list[str]:
+    """Warnings for the key columns of a CSV file that write one number as two texts.
+
+    :func:`read_microdata` keeps ``"3"`` and ``"3.0"`` (``"01"`` and ``"1"``) as two
+    codes, as documented, so a key holding both has two levels where the file most
+    likely meant one (two exports concatenated: an int column and pandas' float one):
+    more cells and sample uniques, a risk 40% higher on the demo (audit BB4 F1). The
+    CSV reader marks such columns in ``frame.attrs["split_numbers"]``; this names, for
+    each of ``keys`` so marked whose values still hold such texts, an example and the
+    fix. ``levels``: the distinct values of each key, if known (:class:`Microdata`
+    has them); else they are taken from the column. Other frames give no warning.
+    """
+    marked = frame.attrs.get("split_numbers") or {}
+    notes = []
+    for k in keys:
+        if k not in marked or k not in frame.columns:
+            continue
+        values = levels[k] if levels is not None and k in levels else frame[k].dropna()
+        groups = _same_number_groups(values, bool(marked[k].get("decimal_comma")))
+        if not groups:  # rows taken out since the file was read
+            continue
+        g = groups[0]
+        shown = ", ".join(repr(x) for x in g[:-1]) + f" and {g[-1]!r}"
+        more = (f" (and {len(groups) - 1} more number{'s' * (len(groups) > 2)} written in "
+                "two or more ways)" if len(groups) > 1 else "")
+        notes.append(
+            f"key {k!r}: {shown} are different texts of one number{more}; the file's "
+            "reader keeps each text as a code of its own, so they are different levels "
+            "(more key combinations and sample uniques: a higher risk); if they are one "
+            f"code, write every code one way in the file (e.g. recode {g[-1]!r} to "
+            f"{g[0]!r}) and read it again; if they are different codes (NACE 05.1 and "
+            "05.10), nothing needs changing")
+    return notes
+
+
+def _csv_column(text, index, name, defaults, declared, decimal_comma: bool,
+                splits: dict | None = None) -> pd.Series:
     """One CSV column, read as raw text -> stripped text, or numbers when that loses nothing.
 
     ``text`` is the column as the file has it (an arrow array of strings), null
@@ -1772,6 +1922,9 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> p
     ``declared`` is missing too (``"-9.0"`` for ``-9``), as
     :func:`_apply_na_values` has it for the other formats. Integers beyond 2**53
     with missing values give a nullable ``Int64`` column (float64 would merge them).
+    A column kept as text because two of its texts give one number is noted in
+    ``splits`` (``splits[name] = {"decimal_comma": ...}``), for the warning of
+    :func:`_numbers_written_two_ways`.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1808,6 +1961,8 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> p
         if num is None:
             continue
         if not _same_identity(kept, num):
+            if splits is not None:  # the texts stay codes; a key is warned about
+                splits[name] = {"decimal_comma": decimal_comma}
             break
         arr = num.to_numpy(zero_copy_only=False)
         present = None
@@ -1840,6 +1995,15 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool) -> p
 
 def _not_utf8(p: Path, exc: Exception) -> DataError:
     """The error for a text file that is not UTF-8, naming the ways out."""
+    try:  # UTF-16/32 (Excel's "Unicode Text"): Latin-1 would garble it (audit BB4 F4)
+        import gzip
+
+        with (gzip.open if p.name.lower().endswith(".gz") else open)(p, "rb") as fh:
+            utf16 = _text_encoding_error(p, fh.read(4))
+    except (OSError, EOFError):
+        utf16 = None
+    if utf16 is not None:
+        return utf16
     # No silent retry in Latin-1: it decodes any bytes, right or wrong.
     return DataError(
         f"could not read '{p.name}': it is not UTF-8 text ({_one_line(exc)}); save it "
@@ -1855,8 +2019,10 @@ def _csv_open(p: Path):
     return opener(p, "rt", encoding="utf-8-sig", newline="")
 
 
-def _csv_header(p: Path, sep: str) -> list[str]:
+def _csv_header(p: Path, sep: str, skip: int = 0) -> list[str]:
     """The column names of a CSV file, as ``pandas.read_csv`` gives them, checked.
+
+    ``skip``: the lines before the header (:func:`_csv_layout`).
 
     Refused (:class:`DataError`): a file with no header line (empty, or blank lines
     only), and a header that names a column twice (pandas would rename the second
@@ -1865,8 +2031,8 @@ def _csv_header(p: Path, sep: str) -> list[str]:
     from pandas.errors import EmptyDataError
 
     try:
-        names = [str(c) for c in pd.read_csv(p, sep=sep, nrows=0).columns]
-        raw = pd.read_csv(p, sep=sep, nrows=1, header=None, dtype=str,
+        names = [str(c) for c in pd.read_csv(p, sep=sep, nrows=0, skiprows=skip).columns]
+        raw = pd.read_csv(p, sep=sep, nrows=1, header=None, dtype=str, skiprows=skip,
                           keep_default_na=False).iloc[0].tolist()
     except EmptyDataError:
         raise DataError(
@@ -1886,31 +2052,34 @@ def _csv_header(p: Path, sep: str) -> list[str]:
     return names
 
 
-def _ragged_line(p: Path, sep: str, width: int) -> tuple[int, int, str] | None:
+def _ragged_line(p: Path, sep: str, width: int, skip: int = 0) -> tuple[int, int, str] | None:
     """The first line of a CSV file whose field count differs from the header's.
 
     ``(line number, fields, text)`` (the line of the file where the record starts,
-    counting from 1; blank lines are skipped as the reader skips them), or None.
+    counting from 1; blank lines are skipped as the reader skips them, and the
+    ``skip`` lines before the header, :func:`_csv_layout`), or None.
     """
     import csv
 
     try:
         with _csv_open(p) as fh:
+            for _ in range(skip):
+                fh.readline()
             reader = csv.reader(fh, delimiter=sep)
-            start = 1
+            start = skip + 1
             header = True
             for row in reader:
                 if row and not header and len(row) != width:
                     text = sep.join(row)
                     return start, len(row), text if len(text) <= 60 else text[:57] + "..."
                 header = header and not row
-                start = reader.line_num + 1
+                start = skip + reader.line_num + 1
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
     return None
 
 
-def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
+def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0) -> pd.DataFrame:
     """Read a CSV/TSV file, every value keeping its identity (:func:`_csv_column`).
 
     pyarrow's reader takes every column as text, and keeps quoted fields apart
@@ -1920,14 +2089,15 @@ def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     gives them (a blank one ``Unnamed: 2``; a repeated name is refused,
     :func:`_csv_header`).
     A line with more or fewer fields than the header is an error (pandas filled
-    missing fields, and took an extra first field for the row index).
+    missing fields, and took an extra first field for the row index). ``skip``: the
+    lines before the header (:func:`_csv_layout`: blank ones, Excel's ``sep=;``).
     """
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
     declared = {str(v).strip() for v in na_values or ()}
     defaults = set(CSV_NA_VALUES)
-    names = _csv_header(p, sep)
+    names = _csv_header(p, sep, skip)
     # pyarrow reads the header line as a row of its own (f0, f1, ...: positions,
     # so repeated or blank names and blank lines before the header are no matter)
     fields = [f"f{j}" for j in range(len(names))]
@@ -1935,7 +2105,8 @@ def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     try:
         table = pcsv.read_csv(
             p,
-            read_options=pcsv.ReadOptions(autogenerate_column_names=True),
+            # skip_rows counts blank lines too, as _csv_layout does
+            read_options=pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip),
             parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=True),
             convert_options=pcsv.ConvertOptions(
                 column_types={f: pa.large_string() for f in fields},
@@ -1944,7 +2115,7 @@ def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     except pa.ArrowInvalid as exc:
         if "invalid UTF8" in str(exc):  # the header was UTF-8, a later line is not
             raise _not_utf8(p, exc) from exc
-        ragged = _ragged_line(p, sep, len(names)) if "Expected" in str(exc) else None
+        ragged = _ragged_line(p, sep, len(names), skip) if "Expected" in str(exc) else None
         if ragged is not None:
             line, count, text = ragged
             raise DataError(
@@ -1956,10 +2127,14 @@ def _read_csv(p: Path, sep: str, columns, na_values) -> pd.DataFrame:
     table = table.slice(1)
     table = table.rename_columns([names[fields.index(f)] for f in keep])
     index = pd.RangeIndex(table.num_rows)
-    return pd.DataFrame({
-        c: _csv_column(table.column(j), index, c, defaults, declared, sep == ";")
+    splits: dict[str, dict] = {}
+    frame = pd.DataFrame({
+        c: _csv_column(table.column(j), index, c, defaults, declared, sep == ";", splits)
         for j, c in enumerate(table.column_names)
     }, index=index)
+    if splits:  # Microdata warns for the keys among them (_numbers_written_two_ways)
+        frame.attrs["split_numbers"] = splits
+    return frame
 
 
 def _readable_path(path) -> tuple[Path, str]:
@@ -2015,7 +2190,7 @@ def _read_header(path) -> pd.DataFrame:
     labels: dict[str, str] | None = None
     try:
         if ext in (".csv", ".csv.gz", ".tsv"):
-            names = _csv_header(p, "\t" if ext == ".tsv" else _csv_separator(p))
+            names = _csv_header(p, *_csv_layout(p, ext))
         elif ext in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
@@ -2056,7 +2231,9 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     path : str or path-like
         The file. Its ending picks the reader (:data:`READABLE_EXTENSIONS`):
         ``.csv``/``.csv.gz``/``.tsv`` (pandas; a ``.csv`` whose header line has no
-        comma but semicolons, tabs or bars is read with that separator),
+        comma but semicolons, tabs or bars is read with that separator; blank lines
+        before the header are skipped, and so is Excel's separator line ``sep=;``,
+        whose separator is used),
         ``.parquet``/``.pq`` (pyarrow),
         SPSS ``.sav``/``.zsav``/``.por``, Stata ``.dta``, SAS ``.sas7bdat`` and
         SAS transport ``.xpt`` (all via pyreadstat: ``read_sav``, ``read_por``,
@@ -2091,6 +2268,13 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         label where a column name is expected; nothing else reads them
         (:class:`Microdata` works on column names only). CSV and Parquet files
         have no variable labels: the key is then absent.
+        A Parquet column stored as a pandas categorical or an Arrow dictionary (an R
+        factor written by ``arrow``) keeps all its categories, used or not, so they
+        count in K as SPSS and Stata value labels do; drop them with
+        ``frame[k].cat.remove_unused_categories()`` for observed levels only.
+        CSV columns kept as text because two of their texts give one number (below)
+        are listed in ``frame.attrs["split_numbers"]``; :class:`Microdata` warns
+        (:class:`MicrodataWarning`) when one of them is a key.
 
     Notes
     -----
@@ -2110,11 +2294,16 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
       different texts give one number. ``"012"`` and ``"12"``, ``"05.1"`` and
       ``"05.10"``, ``"6"`` and ``"6.0"`` are two codes each, so such a column
       stays text; zero-padded codes alone (``"01"`` … ``"12"``) become numbers.
+      Such a key is warned about when :class:`Microdata` is built on it (two
+      exports concatenated, one writing ``3`` and one ``3.0``, split every code
+      in two and raise the risk).
       In a semicolon-separated ``.csv`` a comma is the decimal mark (``10,5`` =
       10.5), the European spreadsheet convention; thousands separators are not
       read, and a column holding both a comma and a point (``12,5`` and
       ``2.500``) stays text.
-    - The file must be UTF-8 (an initial byte-order mark is fine).
+    - The file must be UTF-8 (an initial byte-order mark is fine). UTF-16 and
+      UTF-32 files (Excel's "Unicode Text") are refused with a message saying so
+      and how to convert them.
 
     In every format, text values (and category names, value labels included)
     are stripped of surrounding blanks, and a text that is then empty is
@@ -2132,7 +2321,8 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         The file does not exist, its ending is not one of the above, or
         ``na_values`` is neither a code nor a list of codes.
     DataError
-        The file could not be parsed, or ``columns`` names columns it lacks.
+        The file could not be parsed (a text file not in UTF-8 included), or
+        ``columns`` names columns it lacks.
     """
     p, ext = _readable_path(path)
     if columns is not None:
@@ -2141,10 +2331,10 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         na_values = _na_value_list(na_values)
     try:
         if ext in (".csv", ".csv.gz", ".tsv"):
-            sep = "\t" if ext == ".tsv" else _csv_separator(p)
+            sep, skip = _csv_layout(p, ext)
             if columns is not None:
-                _check_columns(columns, _csv_header(p, sep), p)
-            frame = _read_csv(p, sep, columns, na_values)
+                _check_columns(columns, _csv_header(p, sep, skip), p)
+            frame = _read_csv(p, sep, columns, na_values, skip)
         elif ext in (".parquet", ".pq"):
             names = _parquet_names(p)
             if columns is not None:
@@ -2165,9 +2355,10 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         frame = frame[columns]
     if na_values and ext not in (".csv", ".csv.gz", ".tsv"):
         frame = _apply_na_values(frame, na_values)
-    labels = frame.attrs.get("column_labels")
-    if labels is not None:  # only the columns kept (pandas carries attrs through frame[...])
-        frame.attrs["column_labels"] = {c: lab for c, lab in labels.items() if c in frame.columns}
+    for attr in ("column_labels", "split_numbers"):
+        kept = frame.attrs.get(attr)
+        if kept is not None:  # only the columns kept (pandas carries attrs through frame[...])
+            frame.attrs[attr] = {c: v for c, v in kept.items() if c in frame.columns}
     if na_values:  # so that Microdata can say why a weight is missing (audit Z6 F7)
         frame.attrs["na_values"] = list(na_values)
     return frame
