@@ -6,7 +6,10 @@ section 4 (methods) and section 5 (information loss); seed ``002_…``
 themselves live in :mod:`sdcbayes.protection`; this module
 
 1. reads the file and the steps (command-line options or a recipe) and checks
-   all of them before any work: step names, parameters, columns, numbers;
+   all of them before any work: step names, parameters, columns, numbers, and
+   the chain: each step against the columns as the steps before it leave them
+   (:func:`_check_step_chain`: a column banded into categories is not
+   micro-aggregated, a key a suppression may blank is no stratum, ...);
 2. measures risk on the original file with the closed-form assessment
    (:func:`sdcbayes.risk.assess.assess_closed_form`, Benedetti-Franconi
    individual risk, seed 004 eq. 1-3);
@@ -358,7 +361,10 @@ def command(
     steps = [_validate_step(i, s, frame, key_list, source=data.name)
              for i, s in enumerate(steps, start=1)]
     _check_recode_levels(steps, frame)  # a recode's unknown level costs no work either
-    risk_k = next((s["k"] for s in reversed(steps) if s["step"] == "suppress"), DEFAULT_RISK_K)
+    # each step against what the steps before it leave: a conflict costs no work either
+    _check_step_chain(steps, frame)
+    risk_k = next((_risk_k_of(s) for s in reversed(steps) if s["step"] == "suppress"),
+                  DEFAULT_RISK_K)
     # k-anonymity also counted as the (last) suppression step judges it: its keys and strata
     supp_i, supp = next(((i, s) for i, s in reversed(list(enumerate(steps, start=1)))
                          if s["step"] == "suppress"), (None, None))
@@ -368,7 +374,7 @@ def command(
     # The "before" assessment doubles as validation of keys and weights.
     before = _risk(frame, key_list, weight, risk_k, suppression=supp, **md_options)
     # a step that will run for long says so before it starts (the input is valid by now)
-    early = _mdav_cost_warnings(steps, len(frame))
+    early = _mdav_cost_warnings(steps, len(frame)) + _weight_warnings(steps, weight)
     for msg in early:  # on stderr also under --quiet and --json, as the others
         click.echo(f"sdcbayes: warning: {msg}", err=True)
 
@@ -381,7 +387,10 @@ def command(
     logs, step_summaries, touched, numeric = [], [], [], []
     pram_tables = []  # each PRAM step's matrices, long form, for pram_matrices.csv
     for i, step in enumerate(steps, start=1):
-        res = _run_step(step, current, rng)
+        try:
+            res = _run_step(step, current, rng)
+        except InputError as e:  # what slipped through the checks: name the step, not the file
+            raise type(e)(f"step {i} ({step['step']}): {e}") from e
         logs.append(_tag_log(res.log, i, step["step"]))
         # the steps draw from the run's one stream (its seed is the summary's): a step's
         # own "seed" (None for a Generator) would read as an unseeded step
@@ -395,9 +404,13 @@ def command(
         touched += [c for c in _columns_of(step) if c not in touched]
         if step["step"] in _NUMERIC_STEPS:
             numeric += [c for c in _columns_of(step) if c not in numeric]
-    after = _risk(current, key_list, weight, risk_k, suppression=supp, **md_options)
+    try:
+        after = _risk(current, key_list, weight, risk_k, suppression=supp, **md_options)
+    except InputError as e:  # the input passed "before": the steps made these values
+        raise type(e)(f"after the steps, the protected file: {e}"
+                      + _weight_blame(steps, weight)) from e
     warned = early + _continuous_key_warnings(steps, key_list) + _suppression_warnings(
-        steps, step_summaries) + _weight_warnings(steps, weight)
+        steps, step_summaries)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k)
     loss = _information_loss(frame, current, touched, numeric)
 
@@ -533,7 +546,7 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
             step["strata"] = strata_list
         steps.append(step)
     if xi is not None:
-        steps.append({"step": "nayak_zhang", "xi": xi})
+        steps.append({"step": "nayak_zhang", "xi": xi, "_option": "--nayak-zhang-xi"})
     if mdav_cols is not None:
         step = {"step": "microaggregate", "columns": split_names(mdav_cols) or [],
                 "k": mdav_k, "_option": "--microaggregate"}
@@ -727,7 +740,8 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             opt = {("suppress", "k"): "--suppress-k", ("pram", "pd"): "--pram-pd",
                    ("nayak_zhang", "xi"): "--nayak-zhang-xi", ("microaggregate", "k"): "--mdav-k",
                    ("noise", "level"): "--noise-level"}.get((name, param))
-            what = f"{param} ({opt})" if opt else param
+            # an option's step names its option; a recipe's names its own field
+            what = f"{param} ({opt})" if opt and from_option else param
             # null is no value: an optional parameter is left out to get its default
             fix = "; leave it out to use the default" if v is None and param in optional else ""
             raise InputError(f"{where}: {what} must be {rng}; got {_shown(v)}{fix}")
@@ -782,14 +796,29 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         number("threshold")
         number("replacement")
     elif name == "suppress":
-        number("k", lo=1, integer=True)
+        if "combs" in s:  # before k: a list of k is checked against the subset sizes
+            c = s["combs"]
+            sizes = c if isinstance(c, list) else [c]
+            n_keys = len(s["keys"])
+            if not sizes or not all(_real(x) and isinstance(x, int) and 1 <= x <= n_keys
+                                    for x in sizes):
+                raise InputError(
+                    f"{where}: combs must be a whole number or a list of them between 1 and "
+                    f"{n_keys} (the number of the step's keys; sizes of key subsets), e.g. "
+                    f"[3, 2]; got {_shown(c)}"
+                )
+        if isinstance(s["k"], list) and not from_option:
+            _check_k_list(s, where)
+        else:
+            number("k", lo=1, integer=True)
         n_records = len(frame)
-        if s["k"] > n_records:
+        ks = s["k"] if isinstance(s["k"], list) else [s["k"]]
+        if max(ks) > n_records:
             # no record could ever share its keys with k - 1 others: every key value would
             # be blanked (the step lowers k only per stratum, for strata below k)
             what = "--suppress-k" if from_option else f"{where}: k"
             raise InputError(
-                f"{what} {s['k']} exceeds the {n_records} records; choose k <= {n_records}"
+                f"{what} {max(ks)} exceeds the {n_records} records; choose k <= {n_records}"
             )
         if "importance" in s:
             imp = s["importance"]
@@ -816,14 +845,6 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                 f"{where}: method must be \"greedy\" (the default) or \"sequential\" "
                 f"(sdcMicro's localSuppression); got {_shown(s['method'])}"
             )
-        if "combs" in s:
-            c = s["combs"]
-            sizes = c if isinstance(c, list) else [c]
-            if not sizes or not all(_real(x) and isinstance(x, int) and x >= 1 for x in sizes):
-                raise InputError(
-                    f"{where}: combs must be a whole number >= 1 or a list of them (sizes of "
-                    f"key subsets), e.g. [3, 2]; got {_shown(c)}"
-                )
     elif name == "pram":
         number("pd", lo=0, hi=1, lo_open=True, default=0.8)
         number("alpha", lo=0, hi=1)
@@ -846,6 +867,325 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         number("level", lo=0, default=0.1)
         choice("method", ("additive", "correlated"))
     return s
+
+
+def _check_k_list(s: dict[str, Any], where: str) -> None:
+    """A recipe suppress step's list of k: one k per entry of ``combs`` (or one k).
+
+    As :func:`sdcbayes.protection.local_suppression` and sdcMicro's
+    ``localSuppression`` take it: with ``combs = [7, 3]`` and ``k = [5, 3]`` every
+    subset of 7 keys is made 5-anonymous, then every subset of 3 keys 3-anonymous.
+    """
+    ks = s["k"]
+    if not ks or not all(_real(x) and float(x).is_integer() and x >= 1 for x in ks):
+        raise InputError(
+            f"{where}: k must be a whole number >= 1 or, with combs, a list of them, one per "
+            f"entry of combs (e.g. \"k\": [5, 3], \"combs\": [4, 2]); got {_shown(ks)}"
+        )
+    combs = s.get("combs")
+    sizes = None if combs is None else combs if isinstance(combs, list) else [combs]
+    if len(ks) > 1 and (sizes is None or len(ks) != len(sizes)):
+        have = ("the step has no combs" if sizes is None
+                else f"combs {_shown(combs)} lists {len(sizes)} subset size(s)")
+        raise InputError(
+            f"{where}: k lists {len(ks)} values but {have}; give one k, or one k per entry "
+            "of combs"
+        )
+    s["k"] = [int(x) for x in ks] if sizes is not None else int(ks[0])
+
+
+def _risk_k_of(step: dict[str, Any]) -> int:
+    """The k with which the risk counts k-anonymity violations after a suppress step.
+
+    The counts are over the step's whole key set, so with ``combs`` and one k per
+    subset size the k of the largest subsets is taken (the largest k among them).
+    """
+    k = step["k"]
+    if not isinstance(k, list):
+        return int(k)
+    combs = step.get("combs")
+    sizes = combs if isinstance(combs, list) else [combs] * len(k)
+    if len(k) == 1:
+        return int(k[0])
+    top = max(sizes)
+    return max(int(kk) for kk, size in zip(k, sizes, strict=True) if size == top)
+
+
+# --------------------------------------------------------------------------- chain check
+class _ColumnState:
+    """What the steps so far leave in one column, as far as known before any work.
+
+    ``values``: the column's distinct values (one missing value among them if it has
+    any), in its dtype, while only deterministic value steps (recode, band,
+    top_code, bottom_code) have run on it; None once a step whose output depends on
+    counts or chance (suppress, PRAM, micro-aggregation, noise) has. The other
+    fields follow from ``values`` when it is known; otherwise they are carried
+    through the steps, None standing for "cannot tell before the run".
+    """
+
+    __slots__ = ("values", "kind", "fraction", "missing", "kind_by", "missing_by", "changed")
+
+    def __init__(self, values=None, kind=None, fraction=None, missing=None, kind_by=None,
+                 missing_by=None, changed=()):
+        self.values = values
+        #: "numeric", "categorical", "boolean", "text" or None (unknown)
+        self.kind = kind
+        #: a fractional value (float), True (surely fractional values), False or None
+        self.fraction = fraction
+        #: whether the column may hold missing (or infinite) values; None: unknown
+        self.missing = missing
+        #: the step (text "step j (name)") that made kind/fraction what it is; None: input
+        self.kind_by = kind_by
+        #: why the column may hold missing values (text); None: the input has them
+        self.missing_by = missing_by
+        #: the earlier steps that changed the column ("step j (name)")
+        self.changed = list(changed)
+
+
+def _distinct_values(series):
+    """A column's distinct values (one missing value among them if any), in its dtype."""
+    import pandas as pd
+
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        n = len(series.cat.categories)
+        codes = list(range(n)) + ([-1] if series.isna().any() else [])
+        return pd.Series(pd.Categorical.from_codes(codes, dtype=series.dtype))
+    return series.drop_duplicates().reset_index(drop=True)
+
+
+def _state_from_values(values, kind_by=None, missing_by=None, changed=()) -> _ColumnState:
+    """The state of a column whose (distinct) values are known."""
+    import numpy as np
+    import pandas as pd
+
+    dtype = values.dtype
+    is_cat = isinstance(dtype, pd.CategoricalDtype)
+    is_bool = not is_cat and pd.api.types.is_bool_dtype(dtype)
+    numeric = not is_cat and not is_bool and pd.api.types.is_numeric_dtype(dtype)
+    kind = ("categorical" if is_cat else "boolean" if is_bool else "numeric" if numeric
+            else "text")
+    missing = bool(values.isna().any())
+    fraction: float | bool = False
+    if numeric:
+        v = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = missing or bool(np.isinf(v).any())
+        if pd.api.types.is_float_dtype(dtype):  # as invariant_pram judges "continuous"
+            v = v[np.isfinite(v)]
+            frac = v[v != np.round(v)]
+            fraction = float(frac[0]) if frac.size else False
+    return _ColumnState(values, kind, fraction, missing, kind_by,
+                        missing_by if missing else None, changed)
+
+
+def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
+    """Refuse, before any work, a step that would fail on what the steps before it leave.
+
+    :func:`_validate_step` checks each step against the input file; this follows
+    every column the steps name through the steps in the order they run
+    (:class:`_ColumnState`) and refuses, with a one-line error naming the step, the
+    column, the earlier step responsible and the fix:
+
+    - ``microaggregate``/``noise`` of a column that is not numeric by then (a
+      ``band``, a ``recode`` to text), or that may hold missing values (in the
+      input; blanked by a ``suppress`` of which it is a key; a ``recode`` to a
+      missing level): MDAV and noise need complete numeric columns;
+    - ``band``, ``top_code``, ``bottom_code`` of a column that is not numeric by then;
+    - ``pram`` of a column that is continuous by then (fractional values in the
+      input or left by ``top_code`` with a fractional replacement; group means of a
+      ``microaggregate``; ``noise``), or that has more levels than its
+      ``max_levels``: PRAM changes categories;
+    - ``strata`` (of ``suppress`` or ``pram``) that may hold missing values, e.g. a
+      key of an earlier ``suppress``: a record with a missing stratum is in none.
+
+    While only deterministic value steps (recode, band, top_code, bottom_code) have
+    changed a column, its distinct values are run through them (the code of the run
+    itself, :func:`_run_step`), so what is refused would fail at run time. After a
+    ``suppress`` its keys *may* hold missing values: whether a given key is blanked
+    depends on the counts, so such a recipe could pass on one file and fail on the
+    next; it is refused whatever this file gives (k = 1 blanks nothing and is let
+    through). Cost: one pass over each named column (its distinct values).
+
+    Raises
+    ------
+    InputError
+        ``"step i (name): ..."`` for the first step that would fail.
+    """
+    import pandas as pd
+
+    states: dict[str, _ColumnState] = {}
+
+    def state(col: str) -> _ColumnState:
+        if col not in states:
+            states[col] = _state_from_values(_distinct_values(frame[col]))
+        return states[col]
+
+    def first_bad_record(col: str) -> int:
+        import numpy as np
+
+        s = frame[col]
+        bad = s.isna().to_numpy()
+        if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+            bad = bad | np.isinf(s.to_numpy(dtype=np.float64, na_value=np.nan))
+        return int(np.flatnonzero(bad)[0]) if bad.any() else -1
+
+    options = any(s.get("_option") for s in steps)
+    for i, step in enumerate(steps, start=1):
+        name = step["step"]
+        where = f"step {i} ({name})"
+        this = f"step {i} ({name})"
+        if name in ("microaggregate", "noise"):
+            method = "micro-aggregation" if name == "microaggregate" else "noise addition"
+            for c in step["columns"]:
+                _check_numeric_complete(where, c, state(c), method, first_bad_record, options,
+                                        name)
+        if name == "pram":
+            for c in step["columns"]:
+                _check_pram_input(where, c, state(c), step.get("max_levels", 1000))
+        for c in step.get("strata") or ():
+            st = state(c)
+            if st.missing:
+                if st.missing_by is None:
+                    raise InputError(
+                        f"{where}: stratum column {c!r} has missing values; fill them (e.g. "
+                        "with a level 'unknown') before working within strata"
+                    )
+                raise InputError(
+                    f"{where}: stratum column {c!r} may have missing values after "
+                    f"{st.missing_by}, and a record with a missing stratum is in no stratum; "
+                    f"stratify before that step (put this step first) or leave {c!r} out of "
+                    "its keys"
+                )
+        # ---- what the step leaves
+        if name in ("recode", "band", "top_code", "bottom_code"):
+            c = step["column"]
+            st = state(c)
+            out = None
+            if st.values is not None:
+                try:  # a copy: a --recode's "+" split is settled on the run's own levels
+                    out = _run_step(dict(step), pd.DataFrame({c: st.values}), None).frame[c]
+                except InputError as e:  # the run would say the same, after the work before
+                    raise InputError(f"{where}: {e}{_as_left(c, st.changed)}") from None
+                except Exception:  # anything else the run itself reports, with the data
+                    st.values = None
+            if out is not None:
+                new = _state_from_values(
+                    out.drop_duplicates().reset_index(drop=True), changed=st.changed + [this])
+                same = (new.kind, bool(new.fraction)) == (st.kind, bool(st.fraction))
+                new.kind_by = st.kind_by if same else this
+                new.missing_by = (st.missing_by if st.missing else
+                                  f"{this} maps levels to missing" if new.missing else None)
+                states[c] = new
+                continue
+            if name != "recode" and st.kind not in (None, "numeric"):
+                raise InputError(
+                    f"{where}: column {c!r} is {st.kind}"
+                    + (f" after {st.kind_by}" if st.kind_by else "")
+                    + f"; {name.replace('_', ' ')} numeric variables only: put this step "
+                    "before that one, or leave the column out of one of them"
+                )
+            if name == "band":
+                states[c] = _ColumnState(None, "categorical", False, st.missing, this,
+                                         st.missing_by, st.changed + [this])
+            elif name == "recode":  # levels unknown: what the mapping makes of them too
+                states[c] = _ColumnState(None, None, None, st.missing or None, this,
+                                         st.missing_by, st.changed + [this])
+            else:
+                rep = step.get("replacement")
+                fractional = rep is not None and not float(rep).is_integer()
+                states[c] = _ColumnState(
+                    None, st.kind, st.fraction or (None if fractional else st.fraction),
+                    st.missing, this if fractional else st.kind_by, st.missing_by,
+                    st.changed + [this])
+        elif name == "suppress":
+            ks = step["k"] if isinstance(step["k"], list) else [step["k"]]
+            blanks = max(ks) > 1  # k = 1: every record is 1-anonymous, nothing blanked
+            for c in step["keys"]:
+                st = state(c)
+                states[c] = _ColumnState(
+                    None, st.kind, st.fraction, True if blanks else st.missing, st.kind_by,
+                    f"{this} blanks key cells" if blanks and not st.missing else st.missing_by,
+                    st.changed + [this])
+        elif name in ("pram", "nayak_zhang"):
+            # values drawn among the column's own levels, dtype kept, missing kept
+            for c in step["columns" if name == "pram" else "keys"]:
+                st = state(c)
+                states[c] = _ColumnState(None, st.kind, st.fraction, st.missing, st.kind_by,
+                                         st.missing_by, st.changed + [this])
+        elif name in ("microaggregate", "noise"):
+            if name == "microaggregate":
+                # group means of whole numbers are fractional but for equal groups; group
+                # medians may stay whole (left to the run)
+                fraction = True if step.get("aggregate", "mean") == "mean" else None
+                how = f"{this} replaces it by group means"
+            else:
+                fraction = True if step["level"] > 0 else None
+                how = f"{this} adds noise to it"
+            for c in step["columns"]:
+                st = state(c)
+                states[c] = _ColumnState(None, "numeric", fraction, False,
+                                         how if fraction else this, None, st.changed + [this])
+
+
+def _as_left(col: str, changed: list[str]) -> str:
+    """`` ('x' as step 1 (band) leaves it)``: the earlier steps behind a column's values."""
+    if not changed:
+        return ""
+    return (f" ({col!r} as {changed[0]} leaves it)" if len(changed) == 1
+            else f" ({col!r} as {', '.join(changed)} leave it)")
+
+
+def _check_numeric_complete(where: str, c: str, st: _ColumnState, method: str,
+                            first_bad_record, options: bool, name: str) -> None:
+    """Micro-aggregation and noise need a complete numeric column (``_numeric_matrix``)."""
+    if st.kind not in (None, "numeric"):
+        if st.kind_by is None:
+            what = ("boolean (True/False); {m} needs numeric measurements: protect a yes/no "
+                    "variable with PRAM or recoding" if st.kind == "boolean" else
+                    "not numeric; {m} needs numeric variables (a categorical variable is "
+                    "protected by recoding or PRAM, not by {m})")
+            raise InputError(f"{where}: column {c!r} is {what.format(m=method)}")
+        raise InputError(
+            f"{where}: column {c!r} is {st.kind} after {st.kind_by}; {method} needs numeric "
+            f"variables: put this step before that one, or leave {c!r} out of one of them"
+        )
+    if not st.missing:
+        return
+    if st.missing_by is None:
+        raise InputError(
+            f"{where}: column {c!r} has missing or infinite values (first at record "
+            f"{first_bad_record(c)}); impute or drop them before {method}"
+        )
+    if "suppress" in st.missing_by:
+        fix = (f"leave {c!r} out of --keys, or give the steps in a --recipe that runs "
+               f"{name} before suppress" if options else
+               f"put this step before that one, or leave {c!r} out of its keys")
+        raise InputError(
+            f"{where}: column {c!r} may have missing values after {st.missing_by}, and "
+            f"{method} needs complete columns; {fix}"
+        )
+    raise InputError(
+        f"{where}: column {c!r} has missing values after {st.missing_by}; {method} needs "
+        f"complete columns: map those levels to values instead, or leave {c!r} out of one "
+        "of the two steps"
+    )
+
+
+def _check_pram_input(where: str, c: str, st: _ColumnState, max_levels: int) -> None:
+    """PRAM changes categories: no continuous column, no more than ``max_levels`` levels."""
+    if st.values is not None:
+        from sdcbayes.protection.base import codes_of
+        from sdcbayes.protection.pram import _check_pram_column
+
+        try:  # the method's own check (and words), on the distinct values
+            _check_pram_column(st.values, c, len(codes_of(st.values)[1]), int(max_levels))
+        except InputError as e:
+            raise InputError(f"{where}: {e}{_as_left(c, st.changed)}") from None
+        return
+    if st.fraction is True or isinstance(st.fraction, float):
+        raise InputError(
+            f"{where}: column {c!r} is continuous after {st.kind_by}; PRAM changes "
+            "categories: PRAM the column before that step, or leave it out of one of them"
+        )
 
 
 def _real(v, infinite: bool = False) -> bool:
@@ -1154,9 +1494,27 @@ def _weight_warnings(steps: list[dict[str, Any]], weight: str | None) -> list[st
            if weight in _columns_of(s)]
     if not hit:
         return []
+    noisy = [f"{i}" for i, s in enumerate(steps, start=1)
+             if s["step"] == "noise" and weight in s["columns"]]
+    # normal noise has no bound: a weight can come out zero or negative (or below 1),
+    # which the "after" assessment refuses only once every step has run
+    risk = (f"; noise (step(s) {', '.join(noisy)}) can make weights zero, negative or "
+            "below 1, which the risk after protection refuses once all steps have run: "
+            "leave the weight column out of the noise step or lower its level"
+            if noisy else "")
     return [f"step(s) {', '.join(hit)} change the weight column {weight!r}: the risk after "
             "protection is computed with the changed weights, so part of its change from "
-            "before comes from the weights, not from the protection of the keys"]
+            "before comes from the weights, not from the protection of the keys" + risk]
+
+
+def _weight_blame(steps: list[dict[str, Any]], weight: str | None) -> str:
+    """The steps that changed the weight column, for an error of the "after" assessment."""
+    hit = [f"{i} ({s['step']})" for i, s in enumerate(steps, start=1)
+           if weight is not None and weight in _columns_of(s)]
+    if not hit:
+        return ""
+    return (f" (the weight column {weight!r} holds what step(s) {', '.join(hit)} made of it, "
+            "not the input's values: leave it out of those steps)")
 
 
 def _integer_columns(frame, source: Path, ext: str) -> set:

@@ -64,8 +64,11 @@ turn matches every record of its stratum is left alone (sdcMicro stops with the
 error "the length of the index vector is 0"). On sdcMicro's
 ``testdata2`` (7 keys, k = 2) this gives sdcMicro's 97 suppressions (109 with
 its age strata) against the greedy's 109 (139); on ``testdata`` (k = 3, 5) 293
-and 500 against 308 and 565, but on the demo sample (k = 3) 791 against 782, so
-neither method always suppresses fewer values.
+and 500 against 308 and 565, but on the demo sample (k = 3) with its six default
+keys (``load_demo().keys``: age_group, sex, marital_status, education,
+country_of_birth, household_size) 791 against 782, so neither method always
+suppresses fewer values (on the keys of the README's protection example, age_group
+(there named age), sex, region and occupation, k = 3: 807 against 806).
 
 Differences from sdcMicro, deliberate: (1) with ``combs`` each key subset ranks
 the importance of its own keys (sdcMicro indexes ``importance`` by the keys'
