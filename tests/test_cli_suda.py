@@ -177,3 +177,26 @@ def test_contributions_say_they_overlap(tmp_path, capsys):
     note = lines[last + 1]
     assert "more than 100%" in note and "not shares of a whole" in note, proc.stdout
     assert "more than 100%" in summary["attribute_contributions_note"]
+
+
+def test_a_key_writing_one_number_two_ways_is_warned_as_in_assess(tmp_path, capsys):
+    """suda builds no Microdata; the split-level warning (audit BB4 F1) is its own line."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+    from clitools import run_in_process
+
+    rng = np.random.default_rng(2)
+    size = rng.integers(1, 4, 80).astype(str).astype(object)
+    size[::3] = [f"{v}.0" for v in size[::3]]
+    path = tmp_path / "mixed.csv"
+    pd.DataFrame({"age": rng.integers(20, 26, 80), "size": size}).to_csv(path, index=False)
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "suda", str(path), "--keys", "age,size", "--out", str(out),
+                          "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "sdcbayes: warning: key 'size': " in proc.stderr
+    assert "different texts of one number" in proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert any("different texts of one number" in w for w in summary["warnings"])

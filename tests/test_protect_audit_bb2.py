@@ -260,3 +260,55 @@ def test_suppression_docstring_counts_name_their_key_set():
     counts = {m: local_suppression(demo.sample, tutorial, 3, method=m).summary[
         "total_suppressions"] for m in ("sequential", "greedy")}
     assert counts == {"sequential": 807, "greedy": 806}
+
+
+# --------------------------------------------------------------- reader follow-ups (BB4)
+def test_protect_prints_a_split_key_warning_once_as_one_line(tmp_path, capsys):
+    """A key writing one number two ways (audit BB4 F1) is a one-line note, said once.
+
+    Before: Microdata's warning escaped as a raw Python warning, once for the risk
+    before and once for the risk after protection.
+    """
+    from clitools import run_main
+
+    rng = np.random.default_rng(3)
+    n = 120
+    size = rng.integers(1, 5, n).astype(str).astype(object)
+    size[::2] = [f"{v}.0" for v in size[::2]]  # half the rows written as floats
+    frame = pd.DataFrame({"age": rng.integers(20, 30, n), "size": size,
+                          "w": rng.uniform(20, 30, n)})
+    path = tmp_path / "mixed.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "out"
+    proc = run_main(capsys, "protect", str(path), "--keys", "age,size", "--weight", "w",
+                    "--suppress-k", "2", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "different texts of one number" in ln]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("sdcbayes: warning: key 'size': ")
+    assert "MicrodataWarning" not in proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert sum("different texts of one number" in w for w in summary["warnings"]) == 1
+
+
+def test_protect_keeps_integers_of_a_file_with_an_excel_sep_line(tmp_path, capsys):
+    """protect reads the input's text again to keep its integers: it skips the sep= line.
+
+    Before: that second read took ``sep=;`` for the header, so the integer column with
+    a blank came back written as ``5,0``.
+    """
+    rows = ["sep=;", "age;region;hours;w"]
+    rng = np.random.default_rng(5)
+    for i in range(60):
+        hours = "" if i == 3 else str(int(rng.integers(1, 9)))
+        rows.append(f"{20 + i % 7};{i % 3};{hours};{25 + i % 5},5")
+    path = tmp_path / "excel.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    proc = run_in_process(capsys, "protect", str(path), "--keys", "age,region",
+                          "--weight", "w", "--suppress-k", "2", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    written = (out / "protected.csv").read_text(encoding="utf-8").splitlines()
+    assert written[0] == "age;region;hours;w"
+    hours = [line.split(";")[2] for line in written[1:]]
+    assert hours[3] == "" and all(h.isdigit() for i, h in enumerate(hours) if i != 3), hours

@@ -372,9 +372,12 @@ def command(
     if max_levels is not None:
         md_options["max_levels"] = max_levels
     # The "before" assessment doubles as validation of keys and weights.
-    before = _risk(frame, key_list, weight, risk_k, suppression=supp, **md_options)
-    # a step that will run for long says so before it starts (the input is valid by now)
-    early = _mdav_cost_warnings(steps, len(frame)) + _weight_warnings(steps, weight)
+    before, input_notes = _risk(frame, key_list, weight, risk_k, suppression=supp,
+                                **md_options)
+    # a step that will run for long says so before it starts (the input is valid by now);
+    # so do the input's own caveats (Microdata's: a key writing one number two ways, ...)
+    early = (input_notes + _mdav_cost_warnings(steps, len(frame))
+             + _weight_warnings(steps, weight))
     for msg in early:  # on stderr also under --quiet and --json, as the others
         click.echo(f"sdcbayes: warning: {msg}", err=True)
 
@@ -405,12 +408,14 @@ def command(
         if step["step"] in _NUMERIC_STEPS:
             numeric += [c for c in _columns_of(step) if c not in numeric]
     try:
-        after = _risk(current, key_list, weight, risk_k, suppression=supp, **md_options)
+        after, after_notes = _risk(current, key_list, weight, risk_k, suppression=supp,
+                                   **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
         raise type(e)(f"after the steps, the protected file: {e}"
                       + _weight_blame(steps, weight)) from e
-    warned = early + _continuous_key_warnings(steps, key_list) + _suppression_warnings(
-        steps, step_summaries)
+    # the protected file's caveats the input did not already have (said once)
+    warned = early + [n for n in after_notes if n not in input_notes] + \
+        _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k)
     loss = _information_loss(frame, current, touched, numeric)
 
@@ -1435,8 +1440,13 @@ def _run_step(step: dict[str, Any], frame, rng):
 
 # --------------------------------------------------------------------------- measures
 def _risk(frame, keys: list[str], weight: str | None, k: int,
-          suppression: dict[str, Any] | None = None, **md_options) -> dict[str, Any]:
+          suppression: dict[str, Any] | None = None,
+          **md_options) -> tuple[dict[str, Any], list[str]]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
+
+    Returns the counts and the file's :class:`sdcbayes.microdata.MicrodataWarning`
+    caveats as one-line notes (:func:`sdcbayes.cli.microdata_with_notes`), which
+    ``protect`` prints as ``assess`` does, not as raw Python warnings.
 
     ``k_anonymity_violations`` counts f_i < k over the whole file on ``keys``, f_i as
     ``assess`` counts it under ``--missing wildcard``: sdcMicro's ``freqCalc`` rule (a
@@ -1452,11 +1462,11 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     """
     import numpy as np
 
-    from sdcbayes.microdata import Microdata
+    from sdcbayes.cli import microdata_with_notes
     from sdcbayes.protection import wildcard_frequencies
     from sdcbayes.risk.assess import assess_closed_form
 
-    md = Microdata(frame, keys, weight=weight, **md_options)
+    md, notes = microdata_with_notes(frame, keys=keys, weight=weight, **md_options)
     res = assess_closed_form(md)
     s = res.summary
     fk = res.records["fk"].to_numpy(dtype=float)
@@ -1479,7 +1489,7 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     if suppression is not None:
         out["k_anonymity_violations_suppression"] = int(np.count_nonzero(
             wildcard_frequencies(frame, suppression["keys"], suppression.get("strata")) < k))
-    return out
+    return out, notes
 
 
 def _weight_warnings(steps: list[dict[str, Any]], weight: str | None) -> list[str]:
@@ -2089,7 +2099,8 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
     if (original is not None and len(original) == len(frame)
             and list(original.columns) == list(frame.columns) and frame.columns.is_unique):
         try:
-            text = pd.read_csv(source, sep=sep, dtype=str, keep_default_na=False)
+            text = pd.read_csv(source, sep=sep, dtype=str, keep_default_na=False,
+                               skiprows=_input_skip(source))
         except Exception:  # the text is a nicety: the parsed values are still right
             text = None
     if text is None or list(text.columns) != list(frame.columns) or len(text) != len(frame):
@@ -2196,6 +2207,17 @@ def _input_separator(source: Path, sep: str) -> str:
     return sep if sep != "," else _csv_separator(source)
 
 
+def _input_skip(source: Path) -> int:
+    """The lines before the input's header (blank ones, Excel's ``sep=;``).
+
+    As read_microdata skips them (:func:`sdcbayes.microdata._csv_layout`), so that the
+    text read again lines up with the parsed records.
+    """
+    from sdcbayes.microdata import _csv_layout
+
+    return _csv_layout(source, ".tsv" if source.name.lower().endswith(".tsv") else ".csv")[1]
+
+
 def _integers_kept(frame, source: Path, sep: str, original=None):
     """Float columns the input wrote as integers, back to nullable ``Int64``.
 
@@ -2225,7 +2247,8 @@ def _integers_kept(frame, source: Path, sep: str, original=None):
             unsure.append(c)  # a float column without blanks was written as 1.0 or 1e3
     if unsure:
         try:
-            text = pd.read_csv(source, sep=sep, usecols=unsure, dtype=str)
+            text = pd.read_csv(source, sep=sep, usecols=unsure, dtype=str,
+                               skiprows=_input_skip(source))
         except Exception:  # the input's text is a nicety here; write those as floats
             text = None
         for c in unsure if text is not None else []:

@@ -143,7 +143,7 @@ def command(
         )
     missing = _parse_missing(missing_codes)
     na_codes = parse_na_values(na_values)
-    from sdcbayes.cli import read_variables
+    from sdcbayes.cli import cli_wording, read_variables
 
     # the keys' columns only (names or variable labels), checked against the header first
     frame, key_list, _ = read_variables(data, key_list, quiet=quiet or as_json,
@@ -171,7 +171,12 @@ def command(
             missing=missing,
             score_method=score_method,
         )
-    notes = []
+    from sdcbayes.microdata import _numbers_written_two_ways
+
+    # a key writing one number two ways (3 / 3.0) splits its level, as in assess
+    notes = [cli_wording(" ".join(n.split())) for n in _numbers_written_two_ways(frame, key_list)]
+    for note in notes:
+        click.echo(f"sdcbayes: warning: {note}", err=True)
     for w in caught:  # the library's caveats as one line each, and in summary.json
         if issubclass(w.category, SdcbayesWarning):
             notes.append(" ".join(str(w.message).split()))
