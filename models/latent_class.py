@@ -167,6 +167,7 @@ from sdcbayes.provenance import stamp as provenance_stamp
 
 __all__ = [
     "LatentClassModel",
+    "MAX_CLASSES",
     "StructuralZeros",
     "cluster_rate_correction",
     "detect_structural_zeros",
@@ -189,6 +190,21 @@ __all__ = [
 
 #: Dim of the mixture components (added to the ARCHITECTURE vocabulary).
 CLASS_DIM = "latent_class"
+
+#: Largest truncation level H (``n_classes``) the model accepts, refused above by
+#: :class:`LatentClassModel`, ``sdcbayes assess --classes`` and ``compare``'s ``classes=``.
+#: The stick-breaking prior truncated at H approximates the full Dirichlet process to
+#: within about :math:`4 n e^{-(H-1)/\alpha}` in L1 distance of the marginal density of n
+#: records (Ishwaran & James 2001, JASA 96, 161-173, Theorem 2): at H = 1000 below
+#: 1e-12 for a billion records and alpha up to 20, an alpha the Gamma(0.25, 0.25) prior
+#: puts below 0.05% probability on and that only some 400 occupied classes of a million
+#: records would call for. More classes cannot change the posterior; they only cost, as
+#: every Gibbs sweep and EM iteration holds (cells x H) arrays (8 bytes x cells x H each:
+#: 20,000 classes on 47 cells took 2 minutes for 60 sweeps, 1e8 classes ran out of
+#: memory). The default is 30; the benchmarks use at most 60 (benchmarks/README.md). Not
+#: tied to the data: the default 30 must fit small samples too, and classes beyond the
+#: records are merely unoccupied (they keep their prior share of the unseen cells).
+MAX_CLASSES = 1000
 
 #: Name of the design variable (the records' weight class) appended to the keys of a
 #: model fitted with unequal ``weights`` (module docstring, "Unequal weights").
@@ -1363,7 +1379,7 @@ class LatentClassModel(SuperpopulationModel):
     levels : sequence of sequences, optional
         Labels of the levels of each key (for rules and output).
     n_classes : int
-        Truncation level H of the stick-breaking prior.
+        Truncation level H of the stick-breaking prior, 2 to :data:`MAX_CLASSES`.
     structural_zeros : list of rules or StructuralZeros, optional
     priors : dict, optional
     class_weights : array_like, optional
@@ -1404,6 +1420,14 @@ class LatentClassModel(SuperpopulationModel):
                 f"n_classes (the truncation level H) must be a whole number >= 2; got "
                 f"{n_classes!r}. One class is the independence model of the keys: fit it with "
                 "sdcbayes.risk.loglinear.fit_loglinear(interactions='main')")
+        if n_classes > MAX_CLASSES:
+            # before any (cells x H) array is allocated (MAX_CLASSES: why this bound)
+            raise InputError(
+                f"n_classes (the truncation level H) must be at most {MAX_CLASSES}; got "
+                f"{n_classes!r}. The Dirichlet process decides how many classes are used, "
+                f"and {MAX_CLASSES} already matches the untruncated process for any plausible "
+                "concentration, while each class costs memory and time on every cell: use the "
+                "default 30, or twice it where the output warns that all classes are occupied")
         # the shared check of the cell table (distinct rows, whole finite counts >= 1,
         # one key name and one label list per column): a wrong table makes the fit
         # wrong, not fail (record-level rows would make every record a sample unique)

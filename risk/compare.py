@@ -95,6 +95,7 @@ typo in a specification costs no PyMC import and no fitting.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -324,10 +325,27 @@ def _parse_option(item: str) -> tuple[str, Any] | None:
     return name, None if value == "none" else value
 
 
-def _parse_override(item: str, spec_name: str) -> tuple[str, str, Any]:
+def _option_list() -> str:
+    """The latent-class options as ``--models`` spells them: ``classes=, overdispersion=, …``."""
+    return ", ".join(f"{o}=" for o in _CLI_OPTION_NAMES)
+
+
+def _unknown_option(lhs: str, spec_name: str) -> str:
+    """The message for ``lhs=VALUE``, not an option, in latent-class spec ``spec_name``."""
+    close = difflib.get_close_matches(lhs, list(_CLI_OPTION_NAMES), n=1)
+    hint = f" (did you mean {close[0]}=?)" if close else ""
+    return (f"model {spec_name!r}: unknown latent-class option {lhs + '='!r}{hint}; the "
+            f"options are {_option_list()} (PRIOR.FIELD=VALUE overrides a prior, e.g. "
+            "alpha.beta=1)")
+
+
+def _parse_override(item: str, spec_name: str, model: str = "") -> tuple[str, str, Any]:
     lhs, eq, rhs = item.partition("=")
     prior, dot, fld = lhs.strip().partition(".")
     if not eq or not dot or not prior or not fld or not rhs.strip():
+        if model == "latent-class" and eq and lhs.strip() and not dot:
+            # OPTION=VALUE with an unknown OPTION (a typo such as clases=5), not a prior
+            raise InputError(_unknown_option(lhs.strip(), spec_name))
         raise InputError(
             f"model {spec_name!r}: bad prior override {item!r}; write PRIOR.FIELD=VALUE, "
             "e.g. alpha.sigma=5 or alpha.dist=HalfNormal"
@@ -383,7 +401,7 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
                     f"--models starts with a prior override {item!r}; put NAME=MODEL first, "
                     "e.g. pg-wide=poisson-gamma:alpha.sigma=5"
                 )
-            prior, fld, value = _parse_override(item, specs[-1]["name"])
+            prior, fld, value = _parse_override(item, specs[-1]["name"], specs[-1]["model"])
             specs[-1]["priors"].setdefault(prior, {})[fld] = value
             continue
         if "=" in item and (":" not in item or item.index("=") < item.index(":")):
@@ -392,6 +410,13 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
             name, rest = "", item
         model, colon, overrides = rest.partition(":")
         name, model = name.strip(), model.strip()
+        if (name and not colon and model not in COMPARE_MODELS and specs
+                and specs[-1]["model"] == "latent-class"):
+            # "lc=latent-class,clases=5": an option typo as much as a new spec's model typo
+            raise InputError(
+                f"--models item {item!r}: as a new model {model!r} is not one of "
+                f"{list(COMPARE_MODELS)}; as an option of {specs[-1]['name']!r}: "
+                + _unknown_option(name, specs[-1]["name"]).partition(": ")[2])
         spec: dict[str, Any] = {"name": name or model, "model": model, "priors": {},
                                 "options": {}}
         if colon:
@@ -399,7 +424,7 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
             if option is not None:
                 spec["options"][option[0]] = option[1]
             else:
-                prior, fld, value = _parse_override(overrides, spec["name"])
+                prior, fld, value = _parse_override(overrides, spec["name"], model)
                 spec["priors"].setdefault(prior, {})[fld] = value
         specs.append(spec)
     return validate_specs(specs, check_priors=False)
@@ -448,11 +473,20 @@ def _option_problems(name: str, model: str, options) -> tuple[dict, list[str]]:
         problems.append(f"{name!r}: unknown option(s) {unknown} for latent-class "
                         f"(valid: {list(LATENT_CLASS_OPTIONS)})")
     if "n_classes" in options:
+        # models/latent_class.py imports PyMC only inside LatentClassModel.build
+        from sdcbayes.models.latent_class import MAX_CLASSES
+
         h = options["n_classes"]
         if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 2:
             problems.append(f"{name!r}: n_classes (classes=) must be an integer >= 2, "
                             f"e.g. 30; got {h!r} (one class is the independence model of "
                             "the keys)")
+        elif h > MAX_CLASSES:
+            # refused before any fit: every class costs memory and time on every cell
+            problems.append(f"{name!r}: n_classes (classes=) must be at most {MAX_CLASSES} "
+                            f"(the truncated Dirichlet process decides how many classes are "
+                            f"used, and {MAX_CLASSES} already matches the untruncated one), "
+                            f"e.g. 30; got {h!r}")
     if "overdispersion" in out:
         od = out["overdispersion"]
         ok = (od is None or od == "cv" or (isinstance(od, int | float | np.number)

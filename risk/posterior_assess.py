@@ -1445,7 +1445,11 @@ def assess_posterior(
         simulates every F_k once per draw, ``"normal"`` a normal approximation per
         draw, ``"auto"`` chooses (:func:`sdcbayes.risk.posterior.evaluate_groups`).
     n_classes : int, default 30
-        Latent-class model: truncation level H of the stick-breaking prior.
+        Latent-class model: truncation level H of the stick-breaking prior, 2 to
+        :data:`sdcbayes.models.latent_class.MAX_CLASSES` (1000). The settings stamped
+        in ``provenance["settings"]`` are the Gibbs sampler's own (``init``,
+        ``em_restarts``, ``thin``, ``N``, ``kappa_prior``, ...) with this call's over
+        them.
     structural_zeros : None, "auto" or list of rules
         Latent-class model: impossible key combinations (see
         :class:`sdcbayes.models.latent_class.StructuralZeros`); ``"auto"`` takes the
@@ -1814,11 +1818,23 @@ def _assess_latent_class(
         md, n_classes=n_classes, structural_zeros=structural_zeros, priors=priors
     )
     N_fit = float(N) if N is not None else _population_size(md)
-    idata = spec.sample(draws=draws, tune=tune, chains=chains, N=N_fit,
-                        random_seed=random_seed, store="all", progressbar=bool(progressbar),
-                        **sample_kwargs)
+    try:
+        idata = spec.sample(draws=draws, tune=tune, chains=chains, N=N_fit,
+                            random_seed=random_seed, store="all", progressbar=bool(progressbar),
+                            **sample_kwargs)
+    except MemoryError as err:
+        # the sweeps hold (cells x classes) arrays: a one-line refusal naming the fix, not a
+        # NumPy traceback (n_classes itself is capped at MAX_CLASSES by the model)
+        raise InputError(
+            f"not enough memory for the latent-class fit ({err}): {spec.codes.shape[0]} "
+            f"observed cells x {spec.H} classes x {int(chains)} chain(s); lower n_classes "
+            "(--classes; default 30), or run fewer chains at once (--cores)") from err
+    # the sampler's own settings (init, em_restarts, thin, N, kappa_prior, label_moves, ...)
+    # with this call's over them where they mean the same thing: the summary and
+    # posterior.nc must say how the chains ran (Audit BB3, finding 2)
+    sampler = _idata_provenance(idata).get("settings") or {}
     # cores changes the run time, not the draws: it is not a setting of the result
-    settings = {
+    settings = {k: v for k, v in sampler.items() if k != "cores"} | {
         "method": method, "draws": draws, "chains": chains, "tune": tune,
         "random_seed": random_seed, "n_classes": int(n_classes), "store": "all",
         "sampling_time_s": float(idata.attrs.get("sampling_time_s", float("nan"))),
@@ -1828,6 +1844,12 @@ def _assess_latent_class(
         "structural_zero_rules": ([] if spec.structural_zeros is None
                                   else spec.structural_zeros.to_list()),
     } | {k: v for k, v in sample_kwargs.items() if k != "cores"}
+    od_set = settings.get("overdispersion")
+    if settings.get("kappa_prior") is None and isinstance(od_set, str) and od_set == "cv":
+        # None is "the default prior": record which one, should the default change
+        from sdcbayes.models.latent_class import KAPPA_PRIOR
+
+        settings["kappa_prior"] = list(KAPPA_PRIOR)
     # the prior the chains ran with (profile_mass="cv" may have fixed the mass): the summary's
     # provenance and the posterior's own stamps (posterior.nc) must both record it
     priors_used = (json.loads(idata.attrs["priors"]) if "profile_mass" in idata.attrs

@@ -175,9 +175,9 @@ def cli() -> None:
 )
 @click.option(
     "--classes", type=int, default=30, show_default=True,
-    help="latent-class: largest number of latent classes (a truncated Dirichlet process "
-    "decides how many are used; the output says how many the draws occupy, and warns where "
-    "all are, i.e. the truncation binds: then compare a run with twice as many).",
+    help="latent-class: largest number of latent classes, 2 to 1000 (a truncated Dirichlet "
+    "process decides how many are used; the output says how many the draws occupy, and warns "
+    "where all are, i.e. the truncation binds: then compare a run with twice as many).",
 )
 @click.option(
     "--structural-zeros",
@@ -460,6 +460,17 @@ def assess(
                 f"--classes must be at least 2 (the largest number of latent classes; one "
                 f"class is the independence model of the keys); got {classes}: leave it out "
                 "for the default 30")
+        if model == "latent-class":
+            from sdcbayes.models.latent_class import MAX_CLASSES
+
+            if classes > MAX_CLASSES:
+                # before any (cells x classes) array: 1e8 classes ran out of memory
+                raise InputError(
+                    f"--classes must be at most {MAX_CLASSES} (the truncated Dirichlet process "
+                    f"decides how many classes are used, and {MAX_CLASSES} already matches the "
+                    f"untruncated one; each class costs memory and time on every cell); got "
+                    f"{classes}: leave it out for the default 30, or double it where the "
+                    "output warns that all classes are occupied")
         if ppc is not None and ppc < 0:
             raise InputError(f"--ppc must be at least 0 (0: no predictive check); got {ppc}")
     kappa_prior_spec = None
