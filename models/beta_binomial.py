@@ -9,8 +9,9 @@ size ``N_i`` and sample size ``n_i``; a class (for example one occupation) cuts 
 the domains. ``y_i`` records of the sample and ``Y_i`` units of the population of
 domain ``i`` belong to the class. The model is built on the per-domain table
 ``(y_i, n_i, N_i)``, never on records; without covariates its likelihood is evaluated
-once per distinct ``(y_i, n_i)`` pair, weighted by the pair's number of domains
-(:meth:`BetaBinomialDomainModel.build`).
+once per distinct ``(y_i, n_i)`` pair, weighted by the pair's number of domains (rows
+with a multiplicity, ``weights``, count that many times;
+:meth:`BetaBinomialDomainModel.build`).
 
 Also defines :class:`PredictiveCheck`, the summary of a prior or posterior predictive
 check that every model of this package returns.
@@ -167,7 +168,7 @@ def _as_count_vector(values, name: str) -> np.ndarray:
     return as_float.astype(np.int64)
 
 
-def _distinct_pairs(y: np.ndarray, n: np.ndarray):
+def _distinct_pairs(y: np.ndarray, n: np.ndarray, weights: np.ndarray | None = None):
     """Distinct ``(y_i, n_i)`` pairs, in order of first occurrence, with their multiplicities.
 
     Returns
@@ -175,7 +176,8 @@ def _distinct_pairs(y: np.ndarray, n: np.ndarray):
     pair_y, pair_n : numpy.ndarray of int64, shape (n_pairs,)
         The distinct pairs.
     pair_count : numpy.ndarray of int64, shape (n_pairs,)
-        ``m_u``: how many domains hold pair ``u``.
+        ``m_u``: how many domains hold pair ``u``; with ``weights`` (the multiplicity
+        of each row) the sum of the weights of the rows holding it.
     pair_of_domain : numpy.ndarray of int64, shape (n_domains,)
         The pair of each domain: ``y == pair_y[pair_of_domain]``. First-occurrence
         order makes this the identity when no pair repeats.
@@ -185,7 +187,7 @@ def _distinct_pairs(y: np.ndarray, n: np.ndarray):
     base = int(y.max()) + 1
     codes, keys = pd.factorize(n * base + y, sort=False)
     keys = np.asarray(keys, dtype=np.int64)
-    counts = np.bincount(codes, minlength=keys.size).astype(np.int64)
+    counts = np.bincount(codes, weights=weights, minlength=keys.size).astype(np.int64)
     return keys % base, keys // base, counts, codes.astype(np.int64)
 
 
@@ -265,6 +267,17 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         parameterisation: ``mean, concentration`` / ``alpha, beta`` /
         ``intercept, coefficients, concentration`` (with covariates).
     parameterisation : {"mean-concentration", "alpha-beta"}
+    weights : array-like of int, shape (n_domains,), optional
+        Multiplicity of each row: the number of identical domains it stands for (a
+        collapsed table). Whole numbers >= 0; not with covariates. A row of weight
+        ``w`` counts ``w`` times in the likelihood: it adds ``w`` to its pair's
+        ``pair_count`` (see :meth:`build`), so the posterior is exactly that of the
+        table with each row repeated ``w`` times, and PSIS-LOO
+        (:func:`sdcbayes.inference.loo`) leaves out one of those ``w`` domains at a
+        time (``n_data_points`` is the sum of the weights; a pair whose rows all
+        have weight 0 has ``pair_count`` 0 and no LOO entry). Everything per domain
+        (``domain`` coordinate, predictive checks, :meth:`predict_population`) keeps
+        one entry per row. Default: 1 each.
 
     Notes
     -----
@@ -303,6 +316,7 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         covariates=None,
         priors: Mapping[str, PriorSpec] | None = None,
         parameterisation: str = "mean-concentration",
+        weights=None,
     ):
         if parameterisation not in PARAMETERISATIONS:
             raise InputError(
@@ -331,9 +345,20 @@ class BetaBinomialDomainModel(SuperpopulationModel):
                 f"sample sizes n_i >= 2**31 (largest {int(self.n.max())}) cannot be held by "
                 "the model's integer data; check the table (n is the number of sampled records)"
             )
+        self.weights = None if weights is None else _as_count_vector(weights, "weights")
+        if self.weights is not None and self.weights.size != self.y.size:
+            raise InputError(
+                f"weights must have one value per domain ({self.y.size}); got "
+                f"{self.weights.size}"
+            )
         if self.n.sum() == 0:
             raise InputError(
                 "every domain has n_i = 0, so there is nothing to fit; pass sampled domains"
+            )
+        if self.weights is not None and np.sum(self.weights * (self.n > 0)) == 0:
+            raise InputError(
+                "every domain with n_i > 0 has weight 0, so there is nothing to fit; give "
+                "sampled domains a positive weight (their multiplicity)"
             )
         n_domains = self.y.size
         if domain_names is None:
@@ -350,6 +375,11 @@ class BetaBinomialDomainModel(SuperpopulationModel):
 
         self.covariates, self.covariate_names = self._validate_covariates(covariates, n_domains)
         has_cov = self.covariates is not None
+        if has_cov and self.weights is not None:
+            raise InputError(
+                "weights (multiplicities) are not supported with covariates, where every "
+                "domain keeps its own likelihood term; repeat each row weight times instead"
+            )
         if has_cov and parameterisation != "mean-concentration":
             raise InputError(
                 "covariates act on the logit of the domain mean, so they need "
@@ -372,7 +402,7 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             self.loglik_weight_var = ""
         else:
             self.pair_y, self.pair_n, self.pair_count, self.pair_of_domain = _distinct_pairs(
-                self.y, self.n)
+                self.y, self.n, self.weights)
             # fit() stamps this name; LOO divides each stored m_u log p(y_u | n_u) by m_u
             # (sdcbayes.inference.compare), as for the Poisson-gamma counts of counts
             self.loglik_weight_var = "pair_count"
@@ -572,7 +602,8 @@ class BetaBinomialDomainModel(SuperpopulationModel):
 
         Without covariates ``y`` holds the distinct pairs :math:`(y_u, n_u)` (dims
         ``("pair",)``, in order of first occurrence) with the number of domains
-        :math:`m_u` that hold each (data ``pair_count``), and its log-density is
+        :math:`m_u` that hold each (data ``pair_count``; with ``weights``, the sum of
+        the multiplicities of the rows that hold it), and its log-density is
         :math:`m_u \log \mathrm{BetaBin}(y_u; n_u, \alpha, \beta)`. Since
         :math:`\prod_i \mathrm{BetaBin}(y_i; n_i, \alpha, \beta) = \prod_u
         \mathrm{BetaBin}(y_u; n_u, \alpha, \beta)^{m_u}`, the posterior is exactly the
@@ -646,9 +677,12 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         """JSON-serialisable summary of the domain table.
 
         Totals, the numbers of domains with ``y_i = 0, 1, 2`` and ``data_fingerprint``, a
-        hash of ``y``, ``n``, ``N`` and the covariates (:func:`data_fingerprint`).
+        hash of ``y``, ``n``, ``N`` and the covariates (:func:`data_fingerprint`). With
+        ``weights`` also ``total_weight``, and the weights enter the hash (a posterior of
+        the weighted table is not taken for the unweighted one's); the counts are the
+        rows' own, unweighted.
         """
-        return {
+        summary = {
             "model": self.name,
             "parameterisation": self.parameterisation,
             "n_domains": int(self.y.size),
@@ -661,8 +695,12 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             # checked on the totals)
             "data_fingerprint": data_fingerprint(
                 self.y, self.n, self.N,
-                np.zeros((0, 0)) if self.covariates is None else self.covariates),
+                np.zeros((0, 0)) if self.covariates is None else self.covariates,
+                *(() if self.weights is None else (self.weights,))),
         }
+        if self.weights is not None:
+            summary["total_weight"] = int(self.weights.sum())
+        return summary
 
     # ---------------------------------------------------------------- checks
     def _check_statistics(self, y_rep: xr.DataArray) -> xr.Dataset:

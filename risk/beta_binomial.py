@@ -647,20 +647,47 @@ FLAT_LOGLIK = 1e-3
 _MIN_CONCENTRATION = 1e-6
 
 
-def _moments(y, n):
-    """Method-of-moments (mean, rho) for unequal domain sizes; see fit_beta_binomial."""
-    T = n.sum()
-    p = y.sum() / T
+def _moments(y, n, w):
+    """Method-of-moments (mean, rho) for unequal domain sizes; see fit_beta_binomial.
+
+    ``w``: multiplicities; every sum over domains is a ``w``-weighted sum over rows,
+    i.e. the sum over the expanded table.
+    """
+    T = np.sum(w * n)
+    p = np.sum(w * y) / T
     q = 1.0 - p
-    S = np.sum((y - n * p) ** 2)
-    s2 = np.sum(n**2)
+    S = np.sum(w * (y - n * p) ** 2)
+    s2 = np.sum(w * n**2)
     A = T - s2 / T
-    B = np.sum(n * (n - 1.0) * (1.0 - 2.0 * n / T)) + s2 / T**2 * np.sum(n * (n - 1.0))
+    B = (np.sum(w * n * (n - 1.0) * (1.0 - 2.0 * n / T))
+         + s2 / T**2 * np.sum(w * n * (n - 1.0)))
     rho = (S / (p * q) - A) / B if (p * q > 0 and B > 0) else 0.0
     return p, rho
 
 
-def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
+def _multiplicities(weights, size: int) -> np.ndarray:
+    """``weights`` as whole numbers >= 0, one per domain (all 1 when None); InputError else."""
+    if weights is None:
+        return np.ones(size)
+    try:
+        w = np.asarray(weights, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise InputError("weights must hold numbers (multiplicities of the domains)") from None
+    if w.size != size:
+        raise InputError(f"weights must have one value per domain ({size}); got {w.size}")
+    bad = ~np.isfinite(w) | (w < 0) | (w != np.round(w))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"weights must be whole numbers >= 0 when (alpha, beta) are estimated: a weight "
+            f"is a multiplicity, the number of domains a row stands for; got {w[i]!r} at "
+            f"0-based position {i}. Give counts of domains, or fix alpha and beta for "
+            "configuration probabilities (seed 003, Table 2)"
+        )
+    return w
+
+
+def fit_beta_binomial(y, n, method: str = "ml", weights=None) -> BetaBinomialFit:
     r"""Estimate :math:`(\alpha, \beta)` from the domain counts.
 
     Uses the marginal model :math:`y_i \sim \mathrm{BetaBin}(n_i, \alpha, \beta)`
@@ -695,41 +722,52 @@ def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
         and are left out.
     method : {"ml", "moments"}, default "ml"
         Maximum likelihood or the method of moments (above).
+    weights : array_like of int, optional
+        Multiplicity :math:`w_i` of each row: the number of domains with these counts
+        (a collapsed table). Whole numbers >= 0; row ``i`` counts :math:`w_i` times in
+        every sum above (the log-likelihood :math:`\sum_i w_i \log
+        \mathrm{BetaBin}(y_i; n_i, \alpha, \beta)`, its digamma gradient and the
+        moment sums), so the fit equals the fit of the expanded table (to the
+        optimiser's rounding). Rows of weight 0 are left out. Default: 1 each.
 
     Returns
     -------
     BetaBinomialFit
         ``alpha``, ``beta``, ``mean``, ``concentration``, ``method``,
-        ``loglik``, ``n_domains``, ``converged``, ``at_bound``.
+        ``loglik``, ``n_domains`` (the sum of the multiplicities of the domains
+        used), ``converged``, ``at_bound``.
 
     Raises
     ------
     InputError
-        Bad counts, an unknown method, fewer than 2 domains with ``n > 0``, or
-        all ``y = 0`` / all ``y = n`` (the mean is then on the boundary).
+        Bad counts, an unknown method, weights that are not whole numbers >= 0 (one
+        per domain), fewer than 2 domains with ``n > 0``, or all ``y = 0`` / all
+        ``y = n`` (the mean is then on the boundary).
     """
     if method not in ("ml", "moments"):
         raise InputError(f"method must be 'ml' or 'moments'; got {method!r}")
     y, n = _counts(y, n)
     y, n = y.ravel(), n.ravel()
-    keep = n > 0  # a domain with no sample carries no information
-    y, n = y[keep], n[keep]
-    if y.size < 2:
+    w = _multiplicities(weights, y.size)
+    keep = (n > 0) & (w > 0)  # a domain with no sample carries no information
+    y, n, w = y[keep], n[keep], w[keep]
+    if w.sum() < 2:
         raise InputError("fit_beta_binomial needs at least 2 domains with a sample (n > 0)")
-    if y.sum() == 0 or y.sum() == n.sum():
+    if y.sum() == 0 or np.all(y == n):
         raise InputError(
             "fit_beta_binomial: every y is 0 (or every y equals n), so the class proportion "
             "is on the boundary; fix the class definition or fix (alpha, beta) by hand"
         )
-    p, rho = _moments(y, n)
+    n_domains = int(w.sum())
+    p, rho = _moments(y, n, w)
     rho_min = 1.0 / (1.0 + _MAX_CONCENTRATION)
     rho_c = float(np.clip(rho, rho_min, 1.0 / (1.0 + _MIN_CONCENTRATION)))
     kappa0 = 1.0 / rho_c - 1.0
     if method == "moments":
         at_bound = rho <= rho_min
         a, b = p * kappa0, (1.0 - p) * kappa0
-        ll = float(beta_binomial_loglik(y, n, a, b))
-        return BetaBinomialFit(a, b, p, kappa0, "moments", ll, int(y.size), not at_bound, at_bound)
+        ll = float(np.sum(w * beta_binomial_logpmf(y, n, a, b)))
+        return BetaBinomialFit(a, b, p, kappa0, "moments", ll, n_domains, not at_bound, at_bound)
 
     lk_lo, lk_hi = np.log(_MIN_CONCENTRATION), np.log(_MAX_CONCENTRATION)
 
@@ -737,12 +775,12 @@ def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
         mu = special.expit(x[0])
         kappa = np.exp(x[1])
         a, b = mu * kappa, (1.0 - mu) * kappa
-        ll = np.sum(beta_binomial_logpmf(y, n, a, b))
+        ll = np.sum(w * beta_binomial_logpmf(y, n, a, b))
         # d ll / d a and d ll / d b (digamma), chained to (logit mu, log kappa); the
         # differences psi(x + j) - psi(x) without cancellation at large kappa
         common = _digamma_diff(a + b, n)
-        ga = np.sum(_digamma_diff(a, y) - common)
-        gb = np.sum(_digamma_diff(b, n - y) - common)
+        ga = np.sum(w * (_digamma_diff(a, y) - common))
+        gb = np.sum(w * (_digamma_diff(b, n - y) - common))
         d0 = (ga - gb) * kappa * mu * (1.0 - mu)
         d1 = (ga * mu + gb * (1.0 - mu)) * kappa
         return -ll, -np.array([d0, d1])
@@ -754,9 +792,9 @@ def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
     mu = float(special.expit(res.x[0]))
     kappa = float(np.exp(res.x[1]))
     # the cap, or a stop short of it on the binomial's flat likelihood
-    binomial = float(np.sum(special.gammaln(n + 1) - special.gammaln(y + 1)
-                            - special.gammaln(n - y + 1) + special.xlogy(y, p)
-                            + special.xlog1py(n - y, -p)))
+    binomial = float(np.sum(w * (special.gammaln(n + 1) - special.gammaln(y + 1)
+                                 - special.gammaln(n - y + 1) + special.xlogy(y, p)
+                                 + special.xlog1py(n - y, -p))))
     at_bound = bool(res.x[1] >= lk_hi - 1e-6 or -res.fun - binomial < FLAT_LOGLIK)
     return BetaBinomialFit(
         mu * kappa,
@@ -765,7 +803,7 @@ def fit_beta_binomial(y, n, method: str = "ml") -> BetaBinomialFit:
         kappa,
         "ml",
         float(-res.fun),
-        int(y.size),
+        n_domains,
         bool(res.success),
         at_bound,
     )

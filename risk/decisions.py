@@ -991,11 +991,45 @@ def _posterior_average(func, cells, draws, budget=None):
 
 
 def _hyper_summary(values):
+    """``{"mean", "interval_90"}`` of one hyperparameter's values.
+
+    The mean and 5%/95% quantiles of its draws, or the value itself with
+    ``interval_90`` None when there is one value.
+    """
     values = np.asarray(values, dtype=float).reshape(-1)
     if values.size == 1:
-        return float(values[0])
+        return {"mean": float(values[0]), "interval_90": None}
     lo, hi = np.quantile(values, [0.05, 0.95])
     return {"mean": float(values.mean()), "interval_90": [float(lo), float(hi)]}
+
+
+def _hyperparameters(source: str, alpha, beta, *, n_draws=None, n_draws_used=None,
+                     at_bound=None, per_domain: bool = False) -> dict[str, Any]:
+    """The one shape of :attr:`DecisionResult.hyperparameters` on every route (audit BB6, F5).
+
+    ``source`` (``"fixed"``, ``"posterior draws"``, ``"ml"``, ``"moments"``);
+    ``alpha``, ``beta``, ``mean`` (``alpha/(alpha+beta)``) and ``concentration``
+    (``alpha+beta``), each ``{"mean", "interval_90"}`` (:func:`_hyper_summary`: the
+    posterior mean and 90% interval over the draws, or the point value with
+    ``interval_90`` None); ``n_draws`` and ``n_draws_used`` (None on the point routes);
+    ``at_bound`` (the ML/moments fit's flag, None elsewhere); and ``per_domain: True``
+    only for per-domain draws (the summaries then pool every domain's values).
+    """
+    a = np.asarray(alpha, dtype=float)
+    b = np.asarray(beta, dtype=float)
+    hyper = {
+        "source": source,
+        "alpha": _hyper_summary(a),
+        "beta": _hyper_summary(b),
+        "mean": _hyper_summary(a / (a + b)),
+        "concentration": _hyper_summary(a + b),
+        "n_draws": n_draws,
+        "n_draws_used": n_draws_used,
+        "at_bound": at_bound,
+    }
+    if per_domain:
+        hyper["per_domain"] = True
+    return hyper
 
 
 # --- the beta-binomial domain model ----------------------------------------------------
@@ -1101,7 +1135,13 @@ def decide(
         unequal indexes are refused) unless it is ``0..m-1``; else ``0..m-1``.
     weights : array_like, optional
         Multiplicity or probability of each domain, shape ``(domain,)``; scales its
-        contribution to every total (:func:`decide_from_risks`).
+        contribution to every total (:func:`decide_from_risks`). When ``alpha`` and
+        ``beta`` are estimated (both None) a weight is a multiplicity, the number of
+        identical domains the row stands for: whole numbers >= 0, and the row counts
+        that many times in the likelihood too (:func:`fit_beta_binomial`'s
+        ``weights``), so a collapsed table gives the fit, risks and decisions of the
+        expanded one. Probabilities (seed 003, Table 2's :math:`P(n, N) P(y \mid n, N)`)
+        go with fixed ``alpha`` and ``beta`` (or draws fitted with the same weights).
     fit_method : {"ml", "moments"}, default "ml"
         How ``alpha`` and ``beta`` are estimated when they are not given.
     max_draws : int, optional
@@ -1118,7 +1158,12 @@ def decide(
     Returns
     -------
     DecisionResult
-        With ``unit="domain"``, the counts in the table, the Jensen check and a
+        With ``unit="domain"``, the counts in the table, the Jensen check, the
+        ``hyperparameters`` summary (one shape on every route: ``source``; ``alpha``,
+        ``beta``, ``mean``, ``concentration`` each ``{"mean", "interval_90"}``: the
+        posterior mean and 90% interval of draws, or a point value and None; ``n_draws``,
+        ``n_draws_used`` (None unless draws were given); ``at_bound`` (None unless
+        estimated); ``per_domain: True`` for per-domain draws only) and a
         provenance stamp (domains and count totals; losses, ``c``, target,
         hyperparameter route, ``max_draws``; the attrs of xarray draws).
 
@@ -1174,16 +1219,15 @@ def decide(
     posterior = {}
 
     if alpha is None and beta is None:
-        fit = fit_beta_binomial(y, n, method=fit_method)
+        # a weight is a multiplicity: the row counts w times in the likelihood, as it
+        # does in every total (audit BB6, F1)
+        fit = fit_beta_binomial(y, n, method=fit_method, weights=weights)
         a_d, b_d = _draws(fit.alpha, fit.beta)
-        hyper = {
-            "source": fit_method,
-            "alpha": fit.alpha,
-            "beta": fit.beta,
-            "mean": fit.mean,
-            "concentration": fit.concentration,
-            "at_bound": fit.at_bound,
-        }
+        n_draws_all = 1
+        hyper = _hyperparameters(fit_method, fit.alpha, fit.beta, at_bound=fit.at_bound)
+        # mean and concentration as the fit has them (not recomputed from alpha, beta)
+        hyper["mean"]["mean"] = fit.mean
+        hyper["concentration"]["mean"] = fit.concentration
     elif alpha is None or beta is None:
         raise InputError("give both alpha and beta (or neither, to estimate them from the domains)")
     else:
@@ -1208,17 +1252,13 @@ def decide(
         a_d, b_d = _thin([a_all, b_all], max_draws)
         # draws along the first axis: per-domain draws are (draw, domain), and each
         # domain is averaged over its own draws (not over every domain's)
-        hyper = {
-            "source": "fixed" if a_d.shape[0] == 1 else "posterior draws",
-            "n_draws": int(a_all.shape[0]),
-            "n_draws_used": int(a_d.shape[0]),
-            "alpha": _hyper_summary(a_all),
-            "beta": _hyper_summary(b_all),
-            "mean": _hyper_summary(a_all / (a_all + b_all)),
-            "concentration": _hyper_summary(a_all + b_all),
-        }
-        if by_domain:  # then the summaries above pool every domain's values
-            hyper["per_domain"] = True
+        n_draws_all = int(a_all.shape[0])
+        sampled = n_draws_all > 1  # one value (a float) is fixed, not a posterior
+        # per_domain: the summaries pool every domain's values
+        hyper = _hyperparameters(
+            "posterior draws" if sampled else "fixed", a_all, b_all,
+            n_draws=n_draws_all if sampled else None,
+            n_draws_used=int(a_d.shape[0]) if sampled else None, per_domain=by_domain)
         # xarray draws carry their fit's stamp (seed, priors): kept, not dropped (F9)
         posterior = {name: dict(x.attrs) for name, x in (("alpha", alpha), ("beta", beta))
                      if getattr(x, "attrs", None)}
@@ -1251,7 +1291,7 @@ def decide(
             **_loss_settings(l1, l0, alts), "target_risk": target_risk, "c": c,
             "weights": weights is not None, "hyperparameters": hyper["source"],
             "fit_method": fit_method if alpha is None else None,
-            "n_draws": hyper.get("n_draws", 1), "max_draws": max_draws,
+            "n_draws": n_draws_all, "max_draws": max_draws,
         },
         posterior=posterior,
     )

@@ -129,6 +129,10 @@ def _positive(name: str, loss: str, value) -> float:
 #: 1e-3 still refuses every real slip (0.5/0.3/0.3 = 1.1, a share left out) and moves the
 #: loss by at most about 0.1% (it scales with the shares), far inside the posterior's spread.
 PROPORTIONS_SUM_TOL = 1e-3 + 1e-12  # + 1e-12: 0.999 in binary sits a hair beyond 1e-3
+#: Elements of the ``(size(Y), shares)`` temporary of ``uniques-proportions`` (8 MiB of
+#: float64): the risk code blocks ``Y`` by its own budget without knowing the number of
+#: shares, so the loss chunks the shares itself and its memory does not grow with them.
+_PROPORTIONS_BLOCK = 1 << 20
 
 
 def uniques_equal_loss(S: float) -> Loss:
@@ -180,8 +184,17 @@ def uniques_proportions_loss(pi) -> Loss:
         )
 
     def f(y, Y, n, N):
-        # Sum over subclasses on a trailing axis: memory is size(Y) * S.
-        return y * np.sum(p * np.exp(-Y[..., None] * p), axis=-1)
+        # Sum over subclasses on a trailing axis, in chunks of shares so that the
+        # (size(Y), chunk) temporary stays near _PROPORTIONS_BLOCK elements whatever
+        # the number of shares (one trailing-axis sum, bit for bit the unchunked
+        # one, while all the shares fit in one chunk).
+        Y = np.asarray(Y, dtype=float)
+        chunk = max(1, _PROPORTIONS_BLOCK // max(1, Y.size))
+        total = np.sum(p[:chunk] * np.exp(-Y[..., None] * p[:chunk]), axis=-1)
+        for start in range(chunk, p.size, chunk):
+            q = p[start:start + chunk]
+            total = total + np.sum(q * np.exp(-Y[..., None] * q), axis=-1)
+        return y * total
 
     return Loss("uniques-proportions", {"pi": tuple(p.tolist())}, f, builtin=True)
 
@@ -195,10 +208,21 @@ def threshold_loss(Ymin: float) -> Loss:
     "L1 = 1 if Y_i < Y_min"; the two disagree at ``Y = Ymin``. This follows the
     loss statement: ``Y = Ymin`` carries no loss (for integer counts,
     ``threshold:Ymin=k`` here is the rule's ``Y_min = k - 1``).
+
+    ``Ymin`` must be positive and finite: at ``Ymin <= 0`` the loss is 0 for every
+    count, a typo that would mean "no disclosure risk anywhere" (audit BB6, F4).
     """
     Ymin = float(Ymin)
     if not math.isfinite(Ymin):
         raise InputError(f"loss 'threshold': Ymin must be a finite number; got {Ymin!r}")
+    if Ymin <= 0:
+        # counts are >= 0, so I(Y < Ymin) would be 0 for every domain: "no disclosure
+        # risk anywhere", all published, every total 0 -- a typo, never a rule
+        raise InputError(
+            f"loss 'threshold': Ymin must be positive (I(Y < Ymin) is 0 for every count "
+            f"Y >= 0 when Ymin <= 0, so no domain would be at risk); got {_fmt(Ymin)}: give "
+            "the population count below which a domain is at risk, e.g. threshold:Ymin=5"
+        )
     return Loss("threshold", {"Ymin": Ymin}, lambda y, Y, n, N: (Y < Ymin).astype(float),
                 builtin=True)
 

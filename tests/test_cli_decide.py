@@ -90,7 +90,8 @@ def test_table2_order_and_cumulative_columns_through_cli(table2_csv, tmp_path, c
         assert_printed(dec.loc[dec["dom"] == f"3/8/{y}", "R1"].item(), printed_r1, f"R1({y})")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["hyperparameters"]["source"] == "fixed"
-    assert summary["hyperparameters"]["alpha"] == 1.0 and summary["hyperparameters"]["beta"] == 10.0
+    assert summary["hyperparameters"]["alpha"] == {"mean": 1.0, "interval_90": None}
+    assert summary["hyperparameters"]["beta"] == {"mean": 10.0, "interval_90": None}
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def test_ml_route_matches_python_api(domains, tmp_path):
     assert summary == printed
     fit = fit_beta_binomial(frame["cnt"], frame["ss"])
     assert summary["hyperparameters"]["source"] == "ml"
-    assert summary["hyperparameters"]["alpha"] == pytest.approx(fit.alpha, rel=1e-12)
+    assert summary["hyperparameters"]["alpha"]["mean"] == pytest.approx(fit.alpha, rel=1e-12)
     sat = summary["suppression_at_target"]
     assert sat["reference"] == pytest.approx(expected.suppression_at_target, rel=1e-12)
     assert sat["random_suppression"] == pytest.approx(0.7)
@@ -322,10 +323,10 @@ def test_ml_on_the_boundary_warns_and_names_the_posterior_route(tmp_path, capsys
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sdcbayes: warning: "), proc.stderr
     s = json.loads((out / "summary.json").read_text())
-    assert s["hyperparameters"]["alpha"] > 1e5  # rho = 1/(alpha + beta + 1) < 1e-5
+    assert s["hyperparameters"]["alpha"]["mean"] > 1e5  # rho = 1/(alpha + beta + 1) < 1e-5
     assert "overdispersion estimated at zero" in lines[0]
     assert "--hyperparameters posterior" in lines[0]  # the fix, as an option of decide
-    assert f"{s['hyperparameters']['alpha']:.4g}" in lines[0]
+    assert f"{s['hyperparameters']['alpha']['mean']:.4g}" in lines[0]
     assert s["warnings"] == [lines[0].removeprefix("sdcbayes: warning: ")]
     from sdcbayes.cli import cli
 

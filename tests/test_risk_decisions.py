@@ -466,7 +466,7 @@ def test_ml_route_when_no_hyperparameters_given():
     again = decide(y, n, N, alpha=fit.alpha, beta=fit.beta)
     np.testing.assert_allclose(res.table["R1"], again.table["R1"], rtol=1e-12)
     assert res.hyperparameters["source"] == "ml"
-    assert res.hyperparameters["alpha"] == pytest.approx(fit.alpha)
+    assert res.hyperparameters["alpha"]["mean"] == pytest.approx(fit.alpha)
 
 
 # --- Jensen check ----------------------------------------------------------------------

@@ -66,6 +66,14 @@ DEFAULT_CHAINS = 2
 DEFAULT_TUNE = 500
 DEFAULT_MAX_DRAWS = 200
 
+#: The nonpublication (suppression) losses; any other built-in loss is a disclosure loss.
+_NONPUBLICATION_NAMES = ("constant", "y", "Y", "n", "N")
+#: Columns decide writes besides the domain column: a --domain column of one of these
+#: names would be overwritten in decisions.csv or frontier.csv (audit BB6, F3).
+_DECISIONS_COLUMNS = ("R1", "R0", "ratio", "publish", "order")
+_FRONTIER_COLUMNS = ("step", "position", "disclosure_share", "nonpublication_share",
+                     "disclosure", "nonpublication")
+
 _DISCLOSURE_EXAMPLES = (
     "uniques-equal:S=10, uniques-gamma:S=10,a=2, uniques-proportions:pi=0.5/0.3/0.2, "
     "threshold:Ymin=5, known-respondents:S=10"
@@ -166,8 +174,10 @@ _DISCLOSURE_EXAMPLES = (
 @click.option(
     "--weight",
     "weight_col",
-    help="Advanced: column with a multiplicity or probability for each row (seed 003, "
-    "Table 2's P(n, N)·P(y | n, N)); scales the row's share of every total.",
+    help="Advanced: column with a multiplicity for each row, the number of identical "
+    "domains it stands for (a whole number; the row counts that many times in the estimate "
+    "of alpha and beta and in every total), or, with --alpha/--beta, a probability (seed "
+    "003, Table 2's P(n, N)·P(y | n, N)) that scales the row's share of every total.",
 )
 @click.option(
     "--draws",
@@ -287,18 +297,26 @@ def command(
         raise InputError(f"--c (the trade-off factor) must be a number >= 0; got {c}")
     l1 = parse_loss(disclosure_loss)
     l0 = parse_loss(suppression_loss)
-    if l0.name not in ("constant", "y", "Y", "n", "N"):
+    if l0.name not in _NONPUBLICATION_NAMES:
         raise InputError(
             f"--suppression-loss {suppression_loss!r} is a disclosure loss; use one of "
             "constant, y, Y, n, N"
         )
-    if l1.name in ("constant", "y", "Y", "n", "N"):
+    if l1.name in _NONPUBLICATION_NAMES:
         raise InputError(
             f"--disclosure-loss {disclosure_loss!r} is a nonpublication loss; use one of "
             f"{_DISCLOSURE_EXAMPLES}"
         )
     for spec in alternatives:
-        parse_alternative(spec)
+        a1, _ = parse_alternative(spec)
+        # as for --disclosure-loss: y/y or Y/constant ranks on a ratio that is no
+        # disclosure risk (y/y is 1 everywhere: input order), never a meant sensitivity
+        if a1.name in _NONPUBLICATION_NAMES:
+            raise InputError(
+                f"--alternative {spec!r}: its disclosure side {a1.spec!r} is a nonpublication "
+                f"loss; put a disclosure loss before the '/', one of {_DISCLOSURE_EXAMPLES} "
+                "(e.g. uniques-equal:S=1/y)"
+            )
     fixed = alpha is not None or beta is not None
     if fixed:
         if alpha is None or beta is None:
@@ -328,6 +346,16 @@ def command(
     y_col, n_col, N_col = resolved["--y"], resolved["--n"], resolved["--N"]
     domain_col = resolved.get("--domain")
     weight_col = resolved.get("--weight")
+    if domain_col in _DECISIONS_COLUMNS + _FRONTIER_COLUMNS:
+        where, taken = (("decisions.csv", _DECISIONS_COLUMNS)
+                        if domain_col in _DECISIONS_COLUMNS else
+                        ("frontier.csv", _FRONTIER_COLUMNS))
+        raise InputError(
+            f"--domain column {domain_col!r} is named like an output column of {where} "
+            f"({', '.join(taken)}), which would overwrite its labels: rename it in "
+            f"{domains.name} (e.g. to '{domain_col}_label'), or leave out --domain "
+            "(domains are then numbered by row)"
+        )
     if len(table) == 0:
         raise InputError(f"{domains.name} has no rows; give one row per domain")
     y = _counts(table, y_col, "--y")
@@ -365,11 +393,33 @@ def command(
             raise InputError(
                 f"--weight column {weight_col!r} must hold finite non-negative numbers"
             )
+        frac = np.flatnonzero(wv != np.round(wv))
+        if route != "fixed" and frac.size:
+            # estimated (alpha, beta): a row counts w times in their likelihood, so w is a
+            # number of domains; probabilities would weigh the data against the prior
+            # (posterior) or the boundary test (ml) arbitrarily (audit BB6, F1)
+            i = int(frac[0])
+            raise InputError(
+                f"--weight column {weight_col!r} holds {wv[i]:g} (row {i}, 0-based): when "
+                "alpha and beta are estimated a weight is a multiplicity, the number of "
+                "domains the row stands for, and must be a whole number; give counts, or "
+                "fix --alpha and --beta to weight configurations by probability (seed 003, "
+                "Table 2)"
+            )
         weights = wv
-    if route == "ml" and (np.count_nonzero(n > 0) < 2 or y.sum() in (0, n.sum())):
+    # the domains the estimate counts: a row of weight w is w domains (weight 0: none)
+    counted = n > 0 if weights is None else (n > 0) & (weights > 0)
+    times = np.ones(len(n)) if weights is None else weights
+    if route == "ml" and (times[counted].sum() < 2 or y[counted].sum() == 0
+                          or np.all(y[counted] == n[counted])):
         raise InputError(
             "--hyperparameters ml needs at least 2 sampled domains and a class that is "
             "neither absent from nor all of the sample; fix --alpha/--beta by hand instead"
+        )
+    if route == "posterior" and weights is not None and not counted.any():
+        raise InputError(
+            f"every sampled domain (n > 0) has --weight 0 in {weight_col!r}, so there is "
+            "nothing to fit; give sampled domains a positive weight (their multiplicity)"
         )
 
     # ---- work ------------------------------------------------------------------------
@@ -393,9 +443,9 @@ def command(
         kwargs |= {"fit_method": "ml"}
     else:
         seed = seed_or_drawn(seed)  # stamped below: --seed with it repeats the run
-        a_draws, b_draws, diagnostics = _posterior_draws(
+        a_draws, b_draws, diagnostics, priors = _posterior_draws(
             y, n, N, names, draws=draws, chains=chains, tune=tune, seed=seed,
-            quiet=quiet or as_json, target_accept=target_accept,
+            quiet=quiet or as_json, target_accept=target_accept, weights=weights,
         )
         kwargs |= {"alpha": a_draws, "beta": b_draws, "max_draws": max_draws}
         settings |= {
@@ -419,10 +469,16 @@ def command(
     }
     hyper = summary["hyperparameters"]
     warned: list[str] = []
-    if route == "ml":
-        hyper["interval_90"] = None  # a point estimate: no interval (use the posterior route)
-        if hyper.get("at_bound"):  # fit_beta_binomial: no spread between the domains
-            warned.append(_ml_degenerate(hyper))
+    if route == "ml" and hyper.get("at_bound"):  # fit_beta_binomial: no spread between
+        warned.append(_ml_degenerate(hyper))     # the domains
+    if summary["totals"]["disclosure_if_all_published"] == 0 and len(y):
+        # not refused: a loss may rightly find no domain at risk (threshold:Ymin=3 on large
+        # domains), but every domain is then published on no evidence of safety worth a word
+        warned.append(
+            f"the disclosure loss {l1.spec} is 0 for every domain (no domain is at risk "
+            "under it), so every domain is published and every share is 0; check the "
+            "loss and its parameters (--disclosure-loss)"
+        )
     if seed_ignored:
         warned.append(seed_ignored)
     # command-level warnings (the posterior's diagnostics keep their own problems list)
@@ -438,6 +494,10 @@ def command(
     # stamp for the Python API and the CLI, so the two cannot drift apart
     provenance = dict(result.provenance)
     provenance["settings"] = {**provenance.get("settings", {}), **settings}
+    if route == "posterior":
+        # the hyperpriors the posterior of alpha, beta came from (audit BB1, F3); ml and
+        # fixed values have none (null, as decide() stamps)
+        provenance["priors"] = priors
     provenance["input"] = file_fingerprint(domains)
     summary["provenance"] = json_safe(provenance)
 
@@ -507,12 +567,12 @@ def _ml_degenerate(hyper: dict[str, Any]) -> str:
     the likelihood keeps rising or stays flat as alpha and beta grow, and the estimate is
     wherever the search stopped.
     """
-    a, b = float(hyper["alpha"]), float(hyper["beta"])
+    a, b = float(hyper["alpha"]["mean"]), float(hyper["beta"]["mean"])
     return (
         "--hyperparameters ml found no spread of the class proportion between domains "
         f"(overdispersion estimated at zero): alpha {a:.4g}, beta {b:.4g} lie on the "
         "boundary where the search stopped, a Beta prior all but fixed at "
-        f"{float(hyper['mean']):.3g} whose uncertainty the decisions ignore; use "
+        f"{float(hyper['mean']['mean']):.3g} whose uncertainty the decisions ignore; use "
         "--hyperparameters posterior (the default) or fix --alpha and --beta"
     )
 
@@ -535,16 +595,26 @@ def _counts(table, column: str, option: str):
     return values.astype(np.int64)
 
 
-def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target_accept=0.9):
-    """Fit the beta-binomial domain model; return flat alpha, beta draws and diagnostics."""
+def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target_accept=0.9,
+                     weights=None):
+    """Fit the beta-binomial domain model; return alpha, beta draws, diagnostics, priors.
+
+    ``weights`` (whole numbers, checked by the caller) are the rows' multiplicities: a
+    row counts that many times in the likelihood (the model's ``pair_count``), as it
+    does in every total of the decisions. ``priors`` is the model's merged prior
+    configuration (JSON-ready), for the provenance stamp.
+    """
     import numpy as np
 
     from sdcbayes.inference.fitting import fit
     from sdcbayes.inference.posterior import fit_diagnostics, get_group
     from sdcbayes.models.base import quiet_logs
     from sdcbayes.models.beta_binomial import BetaBinomialDomainModel
+    from sdcbayes.provenance import json_safe
 
-    model = BetaBinomialDomainModel(y, n, N, domain_names=None if names is None else list(names))
+    model = BetaBinomialDomainModel(
+        y, n, N, domain_names=None if names is None else list(names),
+        weights=None if weights is None else np.round(weights).astype(np.int64))
     if not quiet:  # our own progress line, as `assess` and `compare` print theirs
         click.echo(f"fitting beta-binomial (nuts: {chains} chains x {draws} draws after "
                    f"{tune} tuning steps) ...", err=True)
@@ -565,7 +635,7 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target
     # under --quiet; the fix is named as an option of this command (--tune, --target-accept).
     for msg in diag.get("problems") or []:
         click.echo(f"sdcbayes: warning: {cli_wording(' '.join(str(msg).split()))}", err=True)
-    return a, b, diag
+    return a, b, diag, json_safe(dict(model.priors))
 
 
 def _decisions_frame(result, domain_col: str | None):
@@ -623,11 +693,13 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
     h = s["hyperparameters"]
 
     def hp(name):
-        v = h.get(name)
-        if isinstance(v, dict):
-            lo, hi = v["interval_90"]
-            return f"{v['mean']:.4g}  (90% {lo:.4g}–{hi:.4g})"
-        return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
+        v = h.get(name) or {}
+        est, interval = v.get("mean"), v.get("interval_90")
+        text = f"{est:.4g}" if isinstance(est, (int, float)) else str(est)
+        if interval:
+            lo, hi = interval
+            text += f"  (90% {lo:.4g}–{hi:.4g})"
+        return text
 
     sat = s["suppression_at_target"]
     click.echo(
