@@ -489,8 +489,10 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
     stamp matters: callers skip this function (values are ``nan``). A statistic
     that no element has (R-hat of one chain, of constant or non-finite draws, or of
     fewer than 4 draws) is ``nan``; ``divergences`` is counted whatever the number
-    of draws; ``non_finite_draws`` (and ``non_finite_draws_at``, the first variable)
-    appear where draws are nan or infinite. An element whose chains each sit at a
+    of draws, and is None where ``sample_stats`` has no ``diverging`` (no
+    Hamiltonian sampler ran: it does not apply); ``non_finite_draws`` (and
+    ``non_finite_draws_at``, the first variable) appear where draws are nan or
+    infinite. An element whose chains each sit at a
     constant, not all the same one, has R-hat inf (undefined: zero within-chain
     variance) and is counted in ``stuck_chains``; an element constant in every chain
     keeps nan and is left out.
@@ -511,7 +513,8 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
         ``chains``, ``draws``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``
         (rank-normalised split R-hat and bulk/tail ESS of Vehtari et al. 2021, worst
         element over the variables), their ``*_at`` (the element, e.g. ``"alpha"`` or
-        ``"mu[domain=a]"``) where defined, ``divergences``, ``non_finite_draws(_at)`` when
+        ``"mu[domain=a]"``) where defined, ``divergences`` (None without a ``diverging``
+        statistic), ``non_finite_draws(_at)`` when
         any draw is nan or infinite, and ``stuck_chains`` (the number of elements whose
         chains sit at different constants; ``max_r_hat`` is then inf) when any.
     """
@@ -520,8 +523,10 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
         post = post[var_names]
     n_chains, n_draws = post.sizes["chain"], post.sizes["draw"]
     out: dict[str, Any] = {"chains": int(n_chains), "draws": int(n_draws)}
-    # counted whatever the number of draws: a short run's divergences are still a problem
-    divergences = 0
+    # counted whatever the number of draws: a short run's divergences are still a problem.
+    # None without a sampler's `diverging` statistic (an approximation's independent
+    # draws, a Gibbs sampler): 0 would read as "NUTS ran and found no problem"
+    divergences = None
     if has_group(idata, "sample_stats"):
         stats = get_group(idata, "sample_stats")
         if "diverging" in stats:
@@ -583,7 +588,8 @@ def check_diagnostics(
         latent-class Gibbs sampler, whose chains drift for thousands of sweeps as
         the number of occupied classes and a learnt profile mass settle, and then
         may still disagree, each in its own mode (benchmarks/README.md, "How long
-        the Gibbs chains take to settle").
+        the Gibbs chains take to settle"), and whose default draws a run of fewer
+        than 4 draws per chain is pointed to (500 for the Gibbs sampler, 1000 for NUTS).
 
     Returns
     -------
@@ -607,10 +613,15 @@ def check_diagnostics(
     draws = diagnostics.get("draws")
     if draws is not None and draws < 4:
         # compute_diagnostics gives nan for every statistic then: without this line a
-        # 3-draw fit would pass silently
+        # 3-draw fit would pass silently. The default named is the sampler's own (the
+        # latent-class Gibbs sampler's 500, fit's 1000), worded so that the CLI's
+        # "increase --draws (and --tune)" reads as its option (sdcbayes.cli.cli_wording)
+        default = ("the latent-class default of 500" if sampler == "gibbs"
+                   else "the default of 1000")
         problems.append(
             f"only {draws} draws per chain: R-hat and ESS need at least 4 draws per chain, "
-            "so convergence was not diagnosed; rerun with more draws (draws=1000)"
+            "so convergence was not diagnosed; increase draws (and tune), e.g. to "
+            f"{default} draws per chain"
         )
     if n_stuck or rhat == math.inf:
         # stamped JSON turns inf into None, so the count is what survives a reload

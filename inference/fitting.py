@@ -1058,14 +1058,15 @@ def fit(
         )
     else:
         # Independent draws (an approximation, or exact Monte Carlo when nothing was
-        # sampled): R-hat/ESS/divergences do not apply.
+        # sampled): R-hat/ESS/divergences do not apply (divergences None, as
+        # compute_diagnostics gives without a sampler: 0 would read "NUTS found none")
         diagnostics = {
             "chains": settings["chains"],
             "draws": int(get_group(idata, "posterior").sizes["draw"]),
             "max_r_hat": math.nan,
             "min_ess_bulk": math.nan,
             "min_ess_tail": math.nan,
-            "divergences": 0,
+            "divergences": None,
             "problems": [],
         } | extra
 

@@ -483,5 +483,6 @@ def fit_diagnostics(idata) -> dict[str, Any]:
         raise InputError(
             "the posterior carries no diagnostics stamp; fit it with sdcbayes.inference.fit"
         )
-    return {k: (math.nan if v is None and k.startswith(("max_", "min_")) else v)
+    return {k: (math.nan if v is None and (k.startswith(("max_", "min_"))
+                                         or k == "divergences") else v)
             for k, v in diag.items()}

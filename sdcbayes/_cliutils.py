@@ -7,11 +7,15 @@ leaves a half-written folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
+import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +146,11 @@ def check_out_dir(
     Refused: a folder that is not a previous sdcbayes output (:func:`previous_outputs`)
     and is not empty; a file; a path under an existing file (``--out afile/sub``); a
     location that cannot be written (read-only, no permission, a name too long), found
-    by creating and removing a probe folder where the output's temporary folder will go.
+    by creating and removing a probe folder where the output's temporary folder will go;
+    an existing folder that is read-only (no write permission bit: the user protected
+    it; refused even for root, who could write it), or that this user cannot write, or
+    that holds a file of the user's this user cannot move into the new folder
+    (:func:`write_output_folder` moves those across).
 
     In a previous sdcbayes output, also refused: an input file of this run that lies in
     the folder and that the run would remove (an old output) or replace (a name it
@@ -208,6 +216,50 @@ def _check_out_files(out: Path, writes: frozenset[str], inputs: Mapping[str, Pat
             raise InputError(
                 f"--out {out} holds {name}, which is not an earlier sdcbayes output there and "
                 "which this run would replace; move or rename it, or choose another --out")
+    for entry in sorted(out.iterdir()):
+        if entry.name not in previous and entry.name not in writes:
+            _check_movable(out, entry)
+
+
+def _check_writable_folder(out: Path) -> None:
+    """Refuse an existing ``out`` that is read-only, or that this user cannot write.
+
+    A rerun replaces the folder (:func:`write_output_folder`): it renames the user's
+    files out of it and removes the old outputs, which needs write permission on the
+    folder itself, not only on its parent. Without this check a read-only folder was
+    refused only after the fit, by the first rename, and the results were lost; and
+    root, whom permissions do not stop, silently replaced a folder the user had made
+    read-only. A folder without any write permission bit is taken as protected by
+    its owner whoever runs; otherwise ``os.access`` says whether this user may write.
+    """
+    mode = stat.S_IMODE(out.stat().st_mode)
+    if not mode & 0o222:
+        raise InputError(
+            f"--out {out} is read-only (mode {mode:04o}), so its results are not replaced; "
+            f"make it writable (chmod u+w {out}) or choose another folder")
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(
+            f"--out {out} cannot be written (Permission denied): a rerun replaces its files; "
+            "give yourself write permission on it or choose another folder")
+
+
+def _check_movable(out: Path, entry: Path) -> None:
+    """Refuse a file of the user's in ``out`` that this user could not move across.
+
+    A folder moved to another parent needs write permission on itself (its ``..``
+    entry changes, rename(2)); in a sticky folder only the owner of an entry (or of the
+    folder) may move it. Either would stop the run after the fit.
+    """
+    st = entry.lstat()
+    out_st = out.stat()
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    sticky = bool(out_st.st_mode & stat.S_ISVTX)
+    if (sticky and euid not in (None, 0) and st.st_uid != euid and out_st.st_uid != euid) \
+            or (stat.S_ISDIR(st.st_mode) and not os.access(entry, os.W_OK)):
+        raise InputError(
+            f"--out {out} holds {entry.name}, which a rerun moves into the new folder but "
+            "which cannot be moved (Permission denied); move it out of the folder, or "
+            "choose another --out")
 
 
 def _check_out_dir(out: Path) -> None:
@@ -226,6 +278,7 @@ def _check_out_dir(out: Path) -> None:
                 f"--out {out} exists and holds files that sdcbayes did not write ({shown}); "
                 "choose a new folder or empty it"
             )
+        _check_writable_folder(out)
     # the components still to be made, checked against the file system's name limit
     # (the temporary folder's name is shortened, see write_output_folder)
     limit = _name_max(parent)
@@ -255,16 +308,101 @@ def _output_mode() -> int:
     return 0o777 & ~umask
 
 
+def _keep_access(old: Path, new: Path, names: Iterable[str]) -> None:
+    """Give ``new`` (the replacement of the folder ``old``) ``old``'s access.
+
+    A rerun replaces the folder itself, so without this a folder the user had closed
+    to others (``chmod 2770``, group ``users``: report.html lists the riskiest key
+    combinations) came back as a umask folder readable by everyone, of the user's own
+    group. Copied: the permission bits with setgid and sticky, the group (also of the
+    files written, ``names``, as a setgid folder would have given them), and a POSIX ACL
+    where the file system keeps one. The group only where this user may set it, the ACL
+    only where the platform can: best effort, the mode always. The owner is this
+    user's: only root could give the folder back to another owner.
+    """
+    st = old.stat()
+    with contextlib.suppress(OSError, AttributeError):  # not a member of that group
+        os.chown(new, -1, st.st_gid)  # before the chmod: a chown may clear setgid
+        for name in names:
+            if (new / name).exists() and (new / name).stat().st_gid != st.st_gid:
+                os.chown(new / name, -1, st.st_gid)
+    os.chmod(new, stat.S_IMODE(st.st_mode))
+    for attr in ("system.posix_acl_access", "system.posix_acl_default"):
+        with contextlib.suppress(OSError, AttributeError):  # no ACL, or none supported
+            os.setxattr(new, attr, os.getxattr(old, attr))
+
+
+#: The signals that end a run from outside without a Python exception: a batch
+#: scheduler's SIGTERM, a closed terminal's SIGHUP (SIGINT raises KeyboardInterrupt).
+_TERMINATING = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+_DEFERRED = (*_TERMINATING, signal.SIGINT)
+
+
+class _Terminated(SystemExit):
+    """Raised by the temporary handler of :func:`_terminate_as_exception`."""
+
+
+@contextlib.contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    """While writing, turn SIGTERM and SIGHUP into an exception, so cleanup runs.
+
+    Their default action kills the process at once, which left the hidden
+    ``.OUT.partial-XXXX`` folder (a posterior.nc of up to a GB) behind; as a
+    :class:`SystemExit` with the shell's status (128 + the signal) they unwind through
+    :func:`write_output_folder`'s cleanup. Only a signal at its default action is taken
+    over (a program's own handler, and SIG_IGN under nohup, are left alone), only in the
+    main thread (the only one Python runs handlers in), and the previous handler is put
+    back afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated(128 + signum)
+
+    previous = {}
+    try:
+        for sig in _TERMINATING:
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                previous[sig] = signal.signal(sig, handler)
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back for the few renames that swap the folders.
+
+    An exception between renaming the old folder away and the new one into place would
+    leave no ``out`` at all (the old results under a hidden name); held back, the signal
+    is delivered, and handled, once the swap is complete. Main thread and POSIX only.
+    """
+    if not hasattr(signal, "pthread_sigmask") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def write_output_folder(out: Path, writers: dict[str, Callable[[Path], None]]) -> None:
     """Write every file into a temporary sibling folder, then move it into place.
 
     A previous sdcbayes output in ``out`` is replaced only once the new one is
-    complete, so an interrupted run leaves the old results intact. Files in the old
+    complete, so an interrupted run (Ctrl-C, SIGTERM, SIGHUP: :func:`_terminate_as_exception`)
+    leaves the old results intact and no temporary folder behind. Files in the old
     folder that are not sdcbayes outputs (a user's notes) are carried over into the new
     one; the old run's own outputs (:func:`previous_outputs`) are not, so a stale
-    ``posterior.nc`` never sits beside results it does not belong to. A file of the
-    user's that a writer would replace, and an input of the run that would go, were
-    refused before any work by :func:`check_out_dir`.
+    ``posterior.nc`` never sits beside results it does not belong to. The new folder
+    keeps the old one's permission bits, group and ACL (:func:`_keep_access`). A file of
+    the user's that a writer would replace, an input of the run that would go, and a
+    folder that cannot be written were refused before any work by :func:`check_out_dir`.
 
     Parameters
     ----------
@@ -281,28 +419,45 @@ def write_output_folder(out: Path, writers: dict[str, Callable[[Path], None]]) -
             raise InputError(f"--out {out} exists and holds files that sdcbayes did not "
                              "write; choose a new folder or empty it")
     out.parent.mkdir(parents=True, exist_ok=True)
+    with _terminate_as_exception():
+        _write_and_swap(out, previous, writers)
+
+
+def _write_and_swap(out: Path, previous: frozenset[str] | None,
+                    writers: dict[str, Callable[[Path], None]]) -> None:
+    """:func:`write_output_folder`'s work, with its cleanup on any exception."""
     tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "partial"), dir=out.parent))
     carried: list[str] = []
+    swapped = False
     try:
         for name, write in writers.items():
             write(tmp / name)
-        os.chmod(tmp, _output_mode())
         if out.exists():
             for entry in sorted(out.iterdir()):
                 if entry.name not in (previous or ()) and entry.name not in writers:
                     entry.rename(tmp / entry.name)  # same file system: a rename, no copy
                     carried.append(entry.name)
+            _keep_access(out, tmp, writers)  # after the moves: the mode may not let us write
             old = out.with_name(_tmp_prefix(out.name, f"old-{os.getpid()}"))
-            out.rename(old)
-            try:
-                tmp.rename(out)
-            except BaseException:
-                old.rename(out)  # the old output (user files still in tmp, moved back below)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
+            with _signals_deferred():
+                out.rename(old)
+                try:
+                    tmp.rename(out)
+                except BaseException:
+                    old.rename(out)  # the old output (user files still in tmp, moved back below)
+                    raise
+                swapped = True
+                shutil.rmtree(old, ignore_errors=True)
         else:
-            tmp.rename(out)
+            os.chmod(tmp, _output_mode())
+            with _signals_deferred():
+                tmp.rename(out)
+                swapped = True
     except BaseException:
+        if swapped:  # a signal delivered after the swap: the new output is complete
+            raise
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, 0o700)  # _keep_access may have left it unwritable to us
         for name in carried:  # the user's files go back where they were
             try:
                 (tmp / name).rename(out / name)

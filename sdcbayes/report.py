@@ -205,6 +205,43 @@ def _interval_text(lo: Any, hi: Any, digits: int = 4) -> str:
     return f"[{a}, {b}]"
 
 
+def _estimate_interval_text(value: Any, lo: Any, hi: Any, digits: int = 4) -> str:
+    """An estimate and its interval, ``48.00 [41.93, 54.38]``, all three in one format.
+
+    The estimate takes the interval's decimals (:func:`_interval_text`), so that a mean
+    of 48.0004 beside two-decimal bounds does not read "48", like a whole count; and
+    scientific notation where the interval has it. A whole-number interval (τ1's
+    quantiles of counts, ``[8, 19]``) leaves the estimate as :func:`fmt` writes it, as
+    does a missing or infinite estimate or bound.
+    """
+    interval = _interval_text(lo, hi, digits)
+    if not _is_number(value) or _is_missing(value) or not math.isfinite(float(value)) \
+            or isinstance(value, (bool, np.bool_)):
+        return f"{fmt(value, digits)} {interval}"
+    bounds = interval[1:-1].split(", ")
+    v = float(value)
+    if len(bounds) != 2 or not all(_looks_numeric(b) for b in bounds):
+        return f"{fmt(value, digits)} {interval}"
+    if any("e" in b for b in bounds):
+        text = "0" if v == 0 else f"{v:.{digits - 1}e}"
+    else:
+        d = max(_decimals(b) for b in bounds)
+        if d == 0 and not float(v).is_integer():
+            # whole-number bounds of counts: the mean keeps fmt's decimals
+            return f"{fmt(value, digits)} {interval}"
+        text = f"{v:,.{d}f}"
+    return f"{text} {interval}"
+
+
+def _looks_numeric(text: str) -> bool:
+    """A bound as :func:`_interval_text` writes a finite number ("1,234.5", "3.1e-05")."""
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
 def percent(share: Any, digits: int = 3) -> str:
     """A share (a fraction such as 0.004) as a percentage: ``0.4%``, ``12.5%``, ``0.004%``.
 
@@ -877,8 +914,23 @@ def _model_section(summary: Mapping[str, Any]) -> str:
         parts.append(predictive_check_section(ppc))
     diag = summary.get("diagnostics")
     if diag:
-        parts.append("<p>Sampling diagnostics (warnings, if any, are at the top of the "
-                     "report):</p>" + diagnostics_table(diag))
+        settings = (prov.get("settings") if isinstance(prov, Mapping) else None) or {}
+        method = settings.get("method")
+        if method in APPROXIMATIONS:
+            # fit(method="map", laplace=False) stamps laplace in its settings only
+            laplace = diag.get("laplace", settings.get("laplace"))
+            what = ("The fit is the posterior mode alone (a point estimate, one draw)"
+                    if method == "map" and laplace is False
+                    else "The draws are independent draws from the "
+                         + _APPROXIMATION_TEXT[method])
+            parts.append(f"<p>Diagnostics: n/a (approximation). {esc(what)}, not Markov "
+                         "chains, so R-hat, effective sample sizes and divergent transitions "
+                         "do not apply; “chains” are sets of such draws (warnings, if any, "
+                         "are at the top of the report):</p>"
+                         + diagnostics_table(diag, method=method))
+        else:
+            parts.append("<p>Sampling diagnostics (warnings, if any, are at the top of the "
+                         "report):</p>" + diagnostics_table(diag))
     return "".join(parts)
 
 
@@ -919,14 +971,43 @@ _DIAGNOSTIC_LABELS = {
 }
 
 
-def diagnostics_table(diag: Mapping[str, Any]) -> str:
+#: Fit methods whose draws come from an approximation of the posterior, not a sampler
+#: (``provenance.settings.method``): no chains to compare, no divergent transitions.
+APPROXIMATIONS = ("map", "advi")
+_APPROXIMATION_TEXT = {
+    "map": "Laplace (normal) approximation at the posterior mode",
+    "advi": "ADVI (mean-field variational) approximation of the posterior",
+}
+#: Labels of an approximation's rows: its "chains" are sets of independent draws.
+_APPROXIMATION_LABELS = {
+    "chains": "sets of draws from the approximation (“chains”)",
+    "draws": "draws per set",
+    "laplace": "Laplace approximation (no: the mode alone)",
+    "mode_converged": "mode found (the optimiser converged)",
+}
+#: What the terminal prints for an approximation's diagnostics (sdcbayes.cli).
+NOT_APPLICABLE_APPROXIMATION = "n/a (approximation)"
+
+
+def diagnostics_table(diag: Mapping[str, Any], method: str | None = None) -> str:
     """The sampling diagnostics as a table of numbers, with the quantities they cover.
 
     ``problems``/``warnings`` are left out (they go to the warning box at the top);
     ``<name>_at`` (the parameter where an extreme is reached) joins its number's label,
     and lists of names (``diagnosed_on``) become a note under the table. A value that
     does not apply (e.g. divergences of a Gibbs sampler) shows as "–".
+
+    Parameters
+    ----------
+    diag : mapping
+        summary.json's ``diagnostics``.
+    method : str, optional
+        The fit method (``provenance.settings.method``). For an approximation
+        (:data:`APPROXIMATIONS`) R-hat, ESS and divergences read "n/a (approximation)",
+        as on the terminal, whatever the stamp holds (an older fit stamped divergences
+        0), and chains and draws are labelled as sets of draws from the approximation.
     """
+    approximation = method in APPROXIMATIONS
     rows, lists = [], []
     for k, v in diag.items():
         if k in _WARNING_KEYS or k in _NOTE_KEYS or k.endswith("_at"):
@@ -934,6 +1015,13 @@ def diagnostics_table(diag: Mapping[str, Any]) -> str:
         if isinstance(v, (list, tuple)) and not _is_interval(v):
             lists.append((k, v))
             continue
+        if approximation:
+            if k in ("max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences"):
+                rows.append((_DIAGNOSTIC_LABELS[k], NOT_APPLICABLE_APPROXIMATION))
+                continue
+            if k in _APPROXIMATION_LABELS:
+                rows.append((_APPROXIMATION_LABELS[k], v))
+                continue
         label = _DIAGNOSTIC_LABELS.get(k, k.replace("_", " "))
         at = diag.get(f"{k}_at")
         if at is not None and not _is_missing(v):
@@ -988,14 +1076,41 @@ def _label(value: Any) -> Html:
     return Html(MISSING if _is_missing(value) else esc(value))
 
 
-def _stratum_section(by_stratum: Sequence[Mapping[str, Any]]) -> str:
-    """The per-stratum results (records, sample uniques, expected re-identifications)."""
+#: Most strata report.html lists. A stratum column of PSU or cluster ids has tens of
+#: thousands of levels: listed in full they made report.html grow to megabytes (50,001
+#: strata: 4.9 MB); summary.json keeps them all.
+MAX_STRATA_SHOWN = 50
+
+
+def _stratum_risk(row: Mapping[str, Any]) -> float:
+    """A stratum's expected re-identifications, for ordering (missing: last)."""
+    v = row.get("expected_reidentifications")
+    return float(v) if _is_number(v) and not _is_missing(v) else -math.inf
+
+
+def _stratum_section(by_stratum: Sequence[Mapping[str, Any]],
+                     limit: int = MAX_STRATA_SHOWN) -> str:
+    """The per-stratum results (records, sample uniques, expected re-identifications).
+
+    At most ``limit`` strata, in their own order when all fit and otherwise the
+    ``limit`` with the most expected re-identifications (ties in their own order),
+    with a line saying how many more there are and where they all are.
+    """
     extra = [k for row in by_stratum for k in row if k != "stratum" and k not in _STRATUM_LABELS]
     cols = [*_STRATUM_LABELS, *dict.fromkeys(extra)]
-    rows = [[_label(r.get("stratum")), *(r.get(c) for c in cols)] for r in by_stratum]
+    shown = list(by_stratum)
+    more = ""
+    if len(shown) > limit:
+        # sorted() is stable: strata of equal risk keep their order
+        shown = sorted(shown, key=_stratum_risk, reverse=True)[:limit]
+        more = (f"<p class='note'>The {limit:,} strata with the most expected "
+                f"re-identifications are shown; {len(by_stratum) - limit:,} more are not. "
+                f"summary.json (by_stratum) holds all {len(by_stratum):,}.</p>")
+    rows = [[_label(r.get("stratum")), *(r.get(c) for c in cols)] for r in shown]
     header = ["stratum", *(_STRATUM_LABELS.get(c, c.replace("_", " ")) for c in cols)]
     return (
         table(rows, header=header)
+        + more
         + "<p class='note'>The key combinations span the strata: a record's risk is its "
         "cell's, whatever its stratum; a stratum's expected re-identifications sum its "
         "records' risks. Dropped records count nowhere.</p>"
@@ -1617,7 +1732,7 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     truth = s.get("truth") or {}
 
     def iv(mean, lo, hi):
-        return f"{fmt(mean)} {_interval_text(lo, hi)}"
+        return _estimate_interval_text(mean, lo, hi)
 
     # each row's own level (its assessment's quantiles): one heading when they agree,
     # a level per row when they do not, never a level no row has
@@ -1648,12 +1763,16 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     def num(v):
         return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
-    diag_rows = [
+    def chain_diagnostics(r):
+        if getattr(r, "method", None) in APPROXIMATIONS:
+            # independent draws from an approximation: as the assess report and terminal
+            return (NOT_APPLICABLE_APPROXIMATION,) * 4
         # divergences: a count (the table's float column would show 0 as 0.0)
-        (r.name, num(r.max_r_hat), num(r.min_ess_bulk), num(r.min_ess_tail),
-         _whole(num(r.divergences)), num(r.fit_seconds))
-        for r in t.itertuples(index=False)
-    ]
+        return (num(r.max_r_hat), num(r.min_ess_bulk), num(r.min_ess_tail),
+                _whole(num(r.divergences)))
+
+    diag_rows = [(r.name, *chain_diagnostics(r), num(r.fit_seconds))
+                 for r in t.itertuples(index=False)]
     dec_rows = [
         (r.name, r.n_published, r.n_suppressed, num(r.c), r.suppression_at_target)
         for r in t.itertuples(index=False)
@@ -1697,7 +1816,12 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
         (
             "Sampling diagnostics and fit time",
             table(diag_rows, header=("model", "max r_hat", "min ESS bulk", "min ESS tail",
-                                     "divergences", "fit seconds")),
+                                     "divergences", "fit seconds"))
+            + ("<p class='note'>n/a (approximation): a MAP (Laplace) or ADVI fit draws "
+               "independently from an approximation of the posterior; there are no Markov "
+               "chains to diagnose.</p>"
+               if any(getattr(r, "method", None) in APPROXIMATIONS
+                      for r in t.itertuples(index=False)) else ""),
         ),
         (
             f"Decisions at the target ({result.pairs[0]})",

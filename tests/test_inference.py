@@ -148,7 +148,8 @@ def test_provenance_stamps(nuts_fit, big_model):
 
 def test_laplace_diagnostics_are_not_applicable(laplace_fit):
     diag = fit_diagnostics(laplace_fit)
-    assert np.isnan(diag["max_r_hat"]) and diag["laplace"] is True and diag["divergences"] == 0
+    assert np.isnan(diag["max_r_hat"]) and diag["laplace"] is True
+    assert np.isnan(diag["divergences"])  # no sampler ran: not 0 divergences (audit BB1 F4)
 
 
 # --------------------------------------------------------- statistical checks

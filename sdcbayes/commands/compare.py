@@ -109,7 +109,7 @@ DEFAULT_MODELS = (
     "Further PRIOR.FIELD=VALUE items belong to the model before them, e.g. "
     "pg-wide=poisson-gamma:alpha.sigma=5,omega.sigma=2. Prior names: latent-class "
     "alpha, phi; poisson-gamma alpha, omega; negbin sigma. latent-class also takes "
-    "OPTION=VALUE items classes=H (default 30), overdispersion=cv|none|KAPPA (default "
+    "OPTION=VALUE items classes=H (2 to 1000, default 30), overdispersion=cv|none|KAPPA (default "
     "cv; a fixed KAPPA has no assess option), structural-zeros=none|auto|RULES.json "
     "(default none; a rules file as for assess's --structural-zeros), "
     "profile-mass=none|cv|span (default none; assess's --profile-prior cv or span; "
@@ -475,7 +475,7 @@ def command(
 
 
 #: Fields of comparison rows that count things: ints in summary.json (the DataFrame made
-#: them floats where another row has none).
+#: them floats where another row has none); None (NaN in the table) stays null.
 _INT_FIELDS = ("tune", "loo_rank", "divergences", "n_published", "n_suppressed")
 
 
