@@ -131,9 +131,10 @@ def cli() -> None:
     help="Key variables the intruder knows, comma-separated column names "
     "(e.g. age,sex,region); for SPSS, Stata and SAS files a variable label "
     "(\"Age in years\", any case) may stand for its column. Required with DATA. In "
-    "SPSS and Stata files every declared value label of a key is a level of the cell space "
-    "(K) even where no record has it, so the posterior models' numbers can differ from "
-    "those of a CSV export of the same records (the closed form's do not).",
+    "SPSS and Stata files every declared value label of a key, and in Parquet files every "
+    "category of a categorical (dictionary) column, is a level of the cell space (K) even "
+    "where no record has it, so the posterior models' numbers can differ from those of a "
+    "CSV export of the same records (the closed form's do not).",
 )
 @click.option(
     "--weight",
