@@ -378,17 +378,32 @@ def _signals_deferred() -> Iterator[None]:
 
     An exception between renaming the old folder away and the new one into place would
     leave no ``out`` at all (the old results under a hidden name); held back, the signal
-    is delivered, and handled, once the swap is complete. Main thread and POSIX only.
+    is raised again, and handled, once the swap is complete. Held at the Python level (a
+    handler that only records the signal, then :func:`signal.raise_signal`), not with
+    ``pthread_sigmask``: that blocks the main thread only, and a signal sent to the
+    process is then delivered through another thread (NumPy's BLAS threads), whose C
+    handler still makes Python run the main thread's handler at once. Ignored signals stay
+    ignored; main thread only (the only one Python runs handlers in).
     """
-    if not hasattr(signal, "pthread_sigmask") \
-            or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    pending: list[int] = []
+
+    def hold(signum, frame):
+        pending.append(signum)
+
+    previous = {}
     try:
+        for sig in _DEFERRED:
+            if signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                previous[sig] = signal.signal(sig, hold)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        for sig in dict.fromkeys(pending):  # each once, in the order they came
+            signal.raise_signal(sig)
 
 
 def write_output_folder(out: Path, writers: dict[str, Callable[[Path], None]]) -> None:

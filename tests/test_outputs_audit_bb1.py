@@ -219,9 +219,10 @@ write_output_folder(Path("out"), {"summary.json": first, "records.csv": killed})
 """
 
 
-def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
+def _run_python(code: str, cwd: Path, threads: int = 1) -> subprocess.CompletedProcess:
+    env = os.environ | {v: str(threads) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=env)
 
 
 def test_sigterm_while_writing_leaves_no_partial_folder(tmp_path):
@@ -250,6 +251,8 @@ def test_sigterm_during_a_rerun_keeps_the_old_output(tmp_path):
 _KILLED_IN_SWAP = """
 import os, pathlib, signal
 from pathlib import Path
+import numpy  # its BLAS threads (the caller asks for 4): a signal sent to the process may
+# be delivered through one of them, so blocking it in the main thread alone defers nothing
 from sdcbayes._cliutils import write_output_folder
 
 real = pathlib.Path.rename
@@ -270,7 +273,7 @@ def test_sigterm_in_the_swap_leaves_the_new_output_in_place(tmp_path):
     cliutils.write_output_folder(out, {"summary.json": lambda p: p.write_text(
         json.dumps({"sdcbayes_version": "0", "output_files": [], "run": "old"}))})
     (out / "notes.txt").write_text("mine")
-    proc = _run_python(_KILLED_IN_SWAP, tmp_path)
+    proc = _run_python(_KILLED_IN_SWAP, tmp_path, threads=4)
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
     # held back until the swap was complete: never a missing `out`, no hidden folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
