@@ -874,11 +874,26 @@ def publication_order(R1, R0, weight=None):
         ``loss_suppressed`` (sum of ``weight*R0`` over all later rows: the
         expected nonpublication loss of suppressing them), and both normalised
         to their totals (``risk_share``, ``loss_share``; Figure 1's axes).
+
+    Raises
+    ------
+    InputError
+        If any ``R1``, ``R0`` or ``weight`` is NaN, infinite or negative.
     """
     R1 = np.asarray(R1, dtype=float).ravel()
     R0 = np.asarray(R0, dtype=float).ravel()
     w = np.ones_like(R1) if weight is None else np.asarray(weight, dtype=float).ravel()
     R1, R0, w = np.broadcast_arrays(R1, R0, w)
+    # NaN passed the sign test and, sorted last, turned every risk_share or
+    # loss_share into 0 without an error; inf gave NaN shares.
+    for name, arr in (("R1", R1), ("R0", R0), ("weight", w)):
+        bad = ~np.isfinite(arr)
+        if np.any(bad):
+            raise InputError(
+                f"{name} must be finite; cell {int(np.flatnonzero(bad)[0])} has "
+                f"{float(arr[bad][0])!r} ({int(bad.sum())} non-finite in all). Check the loss "
+                "functions or weights that produced it (a custom Loss returning NaN?)."
+            )
     if np.any(R0 < 0) or np.any(R1 < 0) or np.any(w < 0):
         raise InputError("R1, R0 and weight must be non-negative")
     with np.errstate(divide="ignore", invalid="ignore"):

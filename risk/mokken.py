@@ -21,7 +21,10 @@ What is here, by section of the paper:
 - Section 2.3: the Poisson-gamma model, :func:`poisson_gamma_alpha`
   (``alpha = 1/(k beta)``) and :func:`uniques_fraction` (eq. 10; per
   subpopulation, eq. 11 and 12); mu itself is
-  :func:`sdcbayes.risk.poisson_gamma.expected_population_uniques`.
+  :func:`sdcbayes.risk.poisson_gamma.expected_population_uniques`. The paper
+  ties ``k alpha beta = 1``; :func:`uniques_fraction` and
+  :func:`minimal_subpopulation_size` take ``omega = k alpha beta`` for the
+  untied model (default 1, the tie).
 - Section 3: :func:`subpopulation_risk` (eq. 13),
   :func:`maximal_subpopulation_risk` (eq. 13-15),
   :func:`minimal_subpopulation_size` (eq. 16-17).
@@ -32,8 +35,9 @@ What is here, by section of the paper:
   :func:`total_risk` (eq. 22-23, 26, 27).
 
 Every function broadcasts its array arguments (NumPy rules), so posterior draws
-of ``f_u`` (or of ``alpha``, ``beta``) of any shape, e.g. ``(chain, draw)``, give
-draws of the risk. The element-wise functions also accept
+of ``f_u`` (or of ``alpha``, ``beta`` and, untied, ``omega``) of any shape, e.g.
+``(chain, draw)``, give draws of the risk. Arguments must be finite, and
+population sizes at most 2**53 (:data:`MAX_POPULATION`). The element-wise functions also accept
 :class:`xarray.DataArray` arguments and then return a DataArray aligned and
 broadcast by dimension name. Functions that reduce over subpopulations or keys
 take an ``axis`` (plain arrays only).
@@ -138,19 +142,50 @@ def _check_range(
     low_open: bool = False,
     high_open: bool = False,
 ) -> np.ndarray:
-    """Convert to float and check ``low <= value <= high`` (NaN fails)."""
+    """Convert to float and check ``low <= value <= high`` and finiteness (NaN fails).
+
+    Infinite values are refused even where ``high`` is ``inf``: no argument of
+    the paper's formulas is meaningfully infinite, and ``inf`` turned into
+    plausible-looking wrong numbers (e.g. a hypergeometric risk of 1 at
+    ``N = inf``, where the binomial limit is ``n f_a f_u``).
+    """
     x = _as_float(name, value)
+    infinite = np.isinf(x)  # NaN is reported by the range check below
+    if np.any(infinite):
+        raise InputError(
+            f"{name} must be finite; got {float(x[infinite].flat[0])!r}. Pass a finite {name}."
+        )
     ok_low = x > low if low_open else x >= low
     ok_high = x < high if high_open else x <= high
     bad = ~(ok_low & ok_high)
     if np.any(bad):
         lb = "(" if low_open else "["
         hb = ")" if high_open else "]"
-        first = x[bad].flat[0] if x.ndim else x
+        first = float(x[bad].flat[0])
         raise InputError(
             f"{name} must lie in {lb}{low:g}, {high:g}{hb}; got {first!r}"
             f"{f' (and {int(bad.sum()) - 1} more)' if bad.sum() > 1 else ''}. "
             f"Pass {name} inside that range."
+        )
+    return x
+
+
+#: Largest population size accepted, 2**53 (about 9.0e15): above it float64 no longer
+#: holds every whole number, so ``N - u - n + 1`` and the without-replacement forms lose
+#: their meaning (and from about 1.3e154 the product ``y1 * (y2 + u)`` of
+#: :func:`_log_hypergeometric_zero` overflowed, dropping a term and doubling the
+#: hypergeometric risk). Real populations are many orders of magnitude below it.
+MAX_POPULATION = 2.0**53
+
+
+def _check_population(name: str, value: Any, *, low_open: bool = True) -> np.ndarray:
+    """A population size: finite, > 0 (>= 0 with ``low_open=False``), <= :data:`MAX_POPULATION`."""
+    x = _check_range(name, value, 0.0, low_open=low_open)
+    if np.any(x > MAX_POPULATION):
+        raise InputError(
+            f"{name} is a population size and must be at most 2**53 (about 9.0e15), beyond "
+            f"which floating point no longer holds whole counts; got "
+            f"{float(x[x > MAX_POPULATION].flat[0]):g}. Pass the real population size."
         )
     return x
 
@@ -293,7 +328,7 @@ def disclosure_risk_hypergeometric(f_a: Any, f_u: Any, n: Any, N: Any) -> Any:
     """
     f_a = _check_range("f_a", f_a, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
-    N = _check_range("N", N, 0.0, low_open=True)
+    N = _check_population("N", N)
     n = _check_range("n", n, 0.0)
     f_a, f_u, n, N = _broadcast(f_a=f_a, f_u=f_u, n=n, N=N)
     if np.any(n > N):
@@ -392,7 +427,7 @@ def maximal_sample_fraction(
     gamma = _check_range("gamma", gamma, 0.0, 1.0, low_open=True, high_open=True)
     f_a = _check_range("f_a", f_a, 0.0, 1.0)
     f_u = _check_range("f_u", f_u, 0.0, 1.0)
-    N = _check_range("N", N, 0.0, low_open=True)
+    N = _check_population("N", N)
     gamma, f_a, f_u, N = _broadcast(gamma=gamma, f_a=f_a, f_u=f_u, N=N)
     x = f_a * f_u
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -437,15 +472,18 @@ def poisson_gamma_alpha(beta: Any, k: Any) -> Any:
     return _scalar(1.0 / (k * beta))
 
 
-def _uniques_fraction(N: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+def _uniques_fraction(
+    N: np.ndarray, alpha: np.ndarray, beta: np.ndarray, omega: Any = 1.0
+) -> np.ndarray:
     # exp/log1p form: (1 + N beta)^-(1 + alpha) underflows gracefully for big N.
     # (Kept local rather than calling sdcbayes.risk.poisson_gamma, which requires
     # N >= n >= 1; Mokken's subpopulation search evaluates N in [0, inf).)
-    return np.exp(-(1.0 + alpha) * np.log1p(N * beta))
+    # omega = K alpha beta multiplies; omega = 1 (the tie) leaves the value unchanged.
+    return omega * np.exp(-(1.0 + alpha) * np.log1p(N * beta))
 
 
 @_labelled
-def uniques_fraction(N: Any, alpha: Any, beta: Any) -> Any:
+def uniques_fraction(N: Any, alpha: Any, beta: Any, *, omega: Any = 1.0) -> Any:
     r"""Expected fraction of population uniques, ``f_u = mu/N``, seed 000 eq. (10).
 
     Under the Poisson-gamma model the cell frequencies ``Y_i`` are negative
@@ -454,7 +492,15 @@ def uniques_fraction(N: Any, alpha: Any, beta: Any) -> Any:
     .. math:: \mu = k \Pr(Y = 1) = k \alpha N \beta (1 + N\beta)^{-(1+\alpha)}
                   = N (1 + N\beta)^{-(1+\alpha)}  \quad (\alpha = 1/(k\beta)),
 
-    so ``f_u = (1 + N beta)^-(1 + alpha)``. Per subpopulation ``j`` pass
+    so ``f_u = (1 + N beta)^-(1 + alpha)`` under the paper's tie
+    ``k alpha beta = 1``. Without the tie (the default of
+    :class:`sdcbayes.models.PoissonGammaModel`, whose free parameter is
+    ``omega = k alpha beta``) the first form gives
+
+    .. math:: f_u = \omega (1 + N\beta)^{-(1+\alpha)} ,
+
+    which is what ``omega`` selects; ``omega = 1`` (default) is eq. (10) exactly.
+    Per subpopulation ``j`` pass
     ``N_j, alpha_j, beta_j`` (model 11, eq. 11) or ``N_j, 1/(k beta), beta``
     (common ``beta``, model 12, eq. 12); under model (12) ``f_u`` decreases in
     ``N_j`` (Section 3.1), which is why the smallest subpopulation carries the
@@ -467,18 +513,26 @@ def uniques_fraction(N: Any, alpha: Any, beta: Any) -> Any:
     alpha : array_like
         Shape, > 0 (``1/(k beta)`` in the paper).
     beta : array_like
-        Scale, > 0. Posterior draws of ``(alpha, beta)`` give draws of ``f_u``.
+        Scale, > 0. Posterior draws of ``(alpha, beta)`` give draws of ``f_u``
+        under the tie only; for an untied posterior pass its ``omega`` draws too.
+    omega : array_like, optional
+        ``k alpha beta`` (the mean cell probability times k), > 0; default 1, the
+        paper's tie ``alpha = 1/(k beta)``. Pass the posterior's ``omega`` (or
+        ``k * alpha * beta``) when ``alpha`` and ``beta`` were not tied.
 
     Returns
     -------
     numpy.ndarray or float
-        ``f_u`` in (0, 1], broadcast.
+        ``f_u``, broadcast; in (0, 1] when ``omega <= 1``. With ``omega > 1`` it
+        exceeds 1 for small ``N beta``: the untied model's expected population
+        total is ``omega N``, not ``N``.
     """
-    N = _check_range("N", N, 0.0)
+    N = _check_population("N", N, low_open=False)
     alpha = _check_range("alpha", alpha, 0.0, low_open=True)
     beta = _check_range("beta", beta, 0.0, low_open=True)
-    N, alpha, beta = _broadcast(N=N, alpha=alpha, beta=beta)
-    return _scalar(_uniques_fraction(N, alpha, beta))
+    omega = _check_range("omega", omega, 0.0, low_open=True)
+    N, alpha, beta, omega = _broadcast(N=N, alpha=alpha, beta=beta, omega=omega)
+    return _scalar(_uniques_fraction(N, alpha, beta, omega))
 
 
 # -------------------------------------------------------------- Section 3: subpopulations
@@ -595,7 +649,7 @@ def maximal_subpopulation_risk(
         raise InputError(
             "method='binomial' needs the subpopulation sizes N; pass N or use method='poisson'."
         )
-    N = _check_range("N", N, 0.0, low_open=True)
+    N = _check_population("N", N)
     f, f_u, N = _broadcast(f=f, f_u=f_u, N=N)
     _broadcast(a=a, **{"f, f_u, N without the subpopulation axis": np.min(N, axis=axis)})
     a_b = np.expand_dims(a, axis=axis) if a.ndim else a
@@ -610,33 +664,41 @@ def maximal_subpopulation_risk(
 
 
 def _max_risk_log_gap(
-    N: float, gamma: float, a: float, f: float, alpha: float, beta: float
+    N: float, gamma: float, a: float, f: float, alpha: float, beta: float, omega: float = 1.0
 ) -> float:
     """``log P(no disclosure) - log(1 - gamma)`` for all ``a`` in a subpopulation of size ``N``."""
-    x = a * _uniques_fraction(np.float64(N), alpha, beta) / N
-    return float(f * N * np.log1p(-x) - np.log1p(-gamma))
+    # f_a f_u = a f_u / N <= 1 under the tie; an untied omega > 1 can push it above 1
+    # for N near a, where the risk is 1 (log1p(-1) = -inf, which brentq handles).
+    x = min(a * _uniques_fraction(np.float64(N), alpha, beta, omega) / N, 1.0)
+    with np.errstate(divide="ignore"):
+        return float(f * N * np.log1p(-x) - np.log1p(-gamma))
 
 
-def _minimal_size_binomial(gamma: float, a: float, f: float, alpha: float, beta: float) -> float:
+def _minimal_size_binomial(
+    gamma: float, a: float, f: float, alpha: float, beta: float, omega: float = 1.0
+) -> float:
     if a == 0.0 or f == 0.0:
         return 0.0
     # The risk falls with N (Section 3.1), so the root is unique; below N = a
     # the acquaintances do not fit in the subpopulation.
     low = max(a, 1e-12)
-    if _max_risk_log_gap(low, gamma, a, f, alpha, beta) >= 0.0:
+    if _max_risk_log_gap(low, gamma, a, f, alpha, beta, omega) >= 0.0:
         return 0.0  # every admissible size is safe (the paper's "N_min <= 0")
     high = 2.0 * low
     for _ in range(2000):  # risk ~ a f N^-(1+alpha) -> 0, so doubling terminates
-        if _max_risk_log_gap(high, gamma, a, f, alpha, beta) >= 0.0:
+        if _max_risk_log_gap(high, gamma, a, f, alpha, beta, omega) >= 0.0:
             break
         low, high = high, 2.0 * high
     else:  # pragma: no cover - only for pathological inputs (alpha ~ -1)
         raise InputError(
             f"no subpopulation size brings the risk down to gamma={gamma!r} "
-            f"(a={a!r}, f={f!r}, alpha={alpha!r}, beta={beta!r}); check the parameters."
+            f"(a={a!r}, f={f!r}, alpha={alpha!r}, beta={beta!r}, omega={omega!r}); "
+            "check the parameters."
         )
     return float(
-        optimize.brentq(_max_risk_log_gap, low, high, args=(gamma, a, f, alpha, beta), rtol=1e-13)
+        optimize.brentq(
+            _max_risk_log_gap, low, high, args=(gamma, a, f, alpha, beta, omega), rtol=1e-13
+        )
     )
 
 
@@ -648,6 +710,7 @@ def minimal_subpopulation_size(
     alpha: Any,
     beta: Any,
     *,
+    omega: Any = 1.0,
     method: str = "poisson",
 ) -> Any:
     r"""Minimal subpopulation size ``N_min`` for a maximal risk ``gamma``, seed 000 eq. (16)-(17).
@@ -663,6 +726,17 @@ def minimal_subpopulation_size(
     ``N_min`` increases with ``a f`` (the expected number of acquaintances in
     the sample). A value ``<= 0`` means every subpopulation size is large
     enough (``C >= 1``).
+
+    Eq. (10) and hence eq. (17) assume the tie ``k alpha beta = 1``. Without it
+    (``omega = k alpha beta`` free, the default of
+    :class:`sdcbayes.models.PoissonGammaModel`), ``f_u(N) = omega (1 + N
+    beta)^{-(1+alpha)}`` (:func:`uniques_fraction`), and solving eq. (16) the
+    same way gives eq. (17) with
+
+    .. math:: C = \frac{-\ln(1 - \gamma)}{a f \omega} .
+
+    Ignoring ``omega`` moves ``N_min`` by about a factor
+    ``omega^{1/(1+alpha)}`` (e.g. 8 % too small, i.e. unsafe, at ``omega = 1.1``).
 
     ``method="binomial"`` solves the same condition with the risk of eq. (5)
     instead of eq. (6), ``1 - (1 - a f_u(N)/N)^{f N} = gamma``, which has no
@@ -681,6 +755,10 @@ def minimal_subpopulation_size(
     alpha, beta : array_like
         Poisson-gamma parameters (model 12: ``alpha = 1/(k beta)``), > 0;
         posterior draws give draws of ``N_min``.
+    omega : array_like, optional
+        ``k alpha beta``, > 0; default 1 (the paper's tie). Pass the posterior's
+        ``omega`` draws when ``alpha`` and ``beta`` were not tied, so that
+        ``N_min`` and the posterior's ``f_u`` describe the same model.
     method : {"poisson", "binomial"}
 
     Returns
@@ -694,13 +772,17 @@ def minimal_subpopulation_size(
     f = _check_range("f", f, 0.0, 1.0)
     alpha = _check_range("alpha", alpha, 0.0, low_open=True)
     beta = _check_range("beta", beta, 0.0, low_open=True)
-    gamma, a, f, alpha, beta = _broadcast(gamma=gamma, a=a, f=f, alpha=alpha, beta=beta)
+    omega = _check_range("omega", omega, 0.0, low_open=True)
+    gamma, a, f, alpha, beta, omega = _broadcast(
+        gamma=gamma, a=a, f=f, alpha=alpha, beta=beta, omega=omega
+    )
     if method == "poisson":
         with np.errstate(divide="ignore"):
-            log_c = np.log(-np.log1p(-gamma)) - np.log(a * f)
+            # log(omega) = 0 exactly for the default omega = 1: the tied result is unchanged
+            log_c = np.log(-np.log1p(-gamma)) - np.log(a * f) - np.log(omega)
         # expm1 keeps N_min accurate when C is close to 1 (N_min near 0).
         return _scalar(np.expm1(-log_c / (1.0 + alpha)) / beta)
-    args = (gamma, a, f, alpha, beta)
+    args = (gamma, a, f, alpha, beta, omega)
     # brentq is scalar; the loop runs over parameter draws (thousands at most),
     # never over records or cells.
     flat = zip(*(x.ravel() for x in args), strict=True)
@@ -736,7 +818,7 @@ def expected_union_size(N: Any, a: Any, m: Any) -> Any:
     numpy.ndarray or float
         ``E a_m``, broadcast.
     """
-    N = _check_range("N", N, 0.0, low_open=True)
+    N = _check_population("N", N)
     a = _check_range("a", a, 0.0)
     m = _check_range("m", m, 0.0)
     N, a, m = _broadcast(N=N, a=a, m=m)
@@ -775,7 +857,7 @@ def expected_union_size_unequal(N: Any, a: Any, *, axis: int = -1) -> Any:
     -------
     numpy.ndarray or float
     """
-    N = _check_range("N", N, 0.0, low_open=True)
+    N = _check_population("N", N)
     a = _check_range("a", a, 0.0)
     if N.ndim:  # N is one value per result: it broadcasts against a without its axis
         _broadcast(N=N, **{"a without the investigator axis": np.sum(a, axis=axis)})

@@ -84,7 +84,9 @@ it can have no larger MSU. Cost ``O(sum_{k<=M} C(ATT, k) n_distinct)`` time at
 worst; memory the candidates' uniqueness flags of one level plus, within a
 budget, that level's group lists.
 
-Imports NumPy and pandas only (plus the project's exceptions) -- never PyMC.
+Imports NumPy and pandas only (plus the project's exceptions and the NumPy-only count
+and shape checks of :mod:`sdcbayes.risk.dis` and :mod:`sdcbayes.risk.individual`) --
+never PyMC.
 """
 
 from __future__ import annotations
@@ -101,6 +103,8 @@ import pandas as pd
 from sdcbayes.exceptions import InputError
 from sdcbayes.microdata import as_pandas_frame
 from sdcbayes.provenance import stamp
+from sdcbayes.risk.dis import _counts
+from sdcbayes.risk.individual import _broadcast
 
 __all__ = [
     "SCORE_METHODS",
@@ -244,14 +248,16 @@ def dis_estimate(n_uniques: Any, n_in_pairs: Any, dis_fraction: Any) -> np.ndarr
     .. math:: \mathrm{DIS} = \frac{U\pi}{U\pi + P(1-\pi)}
 
     with ``U`` records unique on all keys, ``P`` records in full-key cells of
-    exactly two records and ``pi`` the sampling fraction. 0 when ``U = 0``.
-    Broadcasts (NumPy rules).
+    exactly two records and ``pi`` the sampling fraction. 0 when ``U = 0``
+    (sdcMicro's convention; :func:`sdcbayes.risk.dis.dis_estimate` gives NaN).
+    Broadcasts (NumPy rules). Its bias and spread with few sample uniques, and a
+    standard error, are in :mod:`sdcbayes.risk.dis`.
 
     Parameters
     ----------
     n_uniques, n_in_pairs : array_like
-        ``U`` and ``P`` (non-negative). ``P`` counts RECORDS in pairs: twice the
-        number of pair cells.
+        ``U`` and ``P``, whole numbers >= 0. ``P`` counts RECORDS in pairs: twice
+        the number of pair cells, so it is even.
     dis_fraction : float
         Sampling fraction ``pi`` in (0, 1].
 
@@ -259,15 +265,31 @@ def dis_estimate(n_uniques: Any, n_in_pairs: Any, dis_fraction: Any) -> np.ndarr
     -------
     float or numpy.ndarray
 
+    Raises
+    ------
+    InputError
+        If ``U`` or ``P`` is NaN, infinite, negative or not a whole number, if
+        ``P`` is odd, if their shapes do not broadcast, or if ``pi`` is outside
+        (0, 1].
+
     See Also
     --------
     sdcbayes.risk.dis.dis_estimate : the same estimate from the number of unique
         cells and of pair CELLS (its second argument is ``P / 2``); NaN, not 0,
-        where both are 0.
+        where ``U = 0``.
     """
+    # the checks of risk.dis: a negative or NaN P used to fall back to U * pi
+    # (dis_estimate(3, -10, 0.1) gave 0.3) and a negative U to 0
     pi = _check_fraction(dis_fraction)
-    u = np.asarray(n_uniques, dtype=float)
-    p = np.asarray(n_in_pairs, dtype=float)
+    u = _counts(n_uniques, "n_uniques (U, records unique on all keys)", minimum=0)
+    p = _counts(n_in_pairs, "n_in_pairs (P, records in cells of two)", minimum=0)
+    if np.any(p % 2 != 0):
+        raise InputError(
+            f"n_in_pairs counts the RECORDS in cells of exactly two, so it is even; got "
+            f"{p[p % 2 != 0].ravel()[0]:g}. Pass twice the number of pair cells (or use "
+            "sdcbayes.risk.dis.dis_estimate, which takes the number of pair cells)."
+        )
+    u, p = _broadcast(n_uniques=u, n_in_pairs=p)
     num = u * pi
     den = num + p * (1.0 - pi)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -314,7 +336,20 @@ def dis_suda_scores(
     numpy.ndarray
         float64, same shape as ``scores``.
     """
+    # what suda() passes is always valid; a caller's slip (dis = 5, a negative or NaN
+    # score, U < 0) gave scores outside [0, 1] or a silent 0 (audit CC1 F2)
     s = np.asarray(scores, dtype=float)
+    bad = ~np.isfinite(s) | (s < 0)
+    if bad.any():
+        raise InputError(
+            f"scores must be SUDA scores, finite and >= 0; got {s[bad].ravel()[0]:g}. Pass "
+            "what suda() reports (SudaResult.scores).")
+    u = float(_counts(n_uniques, "n_uniques (U, records unique on all keys)", minimum=0))
+    dis = float(dis) if isinstance(dis, (int, float, np.number)) else float("nan")
+    if not 0.0 <= dis <= 1.0:  # 0: dis_estimate's value for U = 0 (every d_i is then 0)
+        raise InputError(
+            f"dis must be a probability in [0, 1], the file-level DIS of dis_estimate; got "
+            f"{dis:g}.")
     q = dis_q_exponent(n_keys)
     if q <= 0:
         # Q = 1 + (8 - ATT)/20 reaches 0 at 28 keys: beyond, s^Q falls as s rises, so
@@ -333,7 +368,7 @@ def dis_suda_scores(
         return out
     sq = s[pos] ** q
     adj = np.sum(1.0 / sq)
-    false_odds = n_uniques / dis - n_uniques  # total odds of a false unique match
+    false_odds = u / dis - u  # total odds of a false unique match
     out[pos] = 1.0 / (1.0 + false_odds / (sq * adj))
     return out
 
@@ -725,6 +760,15 @@ def _code_input(
             raise InputError(
                 f"key column(s) {', '.join(map(repr, absent))} not in the data; "
                 f"available columns: {', '.join(map(str, frame.columns))}."
+            )
+        # a repeated column name selects a table, not one key: frame[k].dtype would fail
+        # with an AttributeError (audit CC1 F1)
+        several = [k for k in key_list if isinstance(frame[k], pd.DataFrame)]
+        if several:
+            raise InputError(
+                f"key name(s) {', '.join(map(repr, several))} select more than one column "
+                "of the data (repeated column names); rename the columns so each key "
+                "names one, or drop the copies."
             )
         if len(frame) == 0:
             raise InputError("the data have no records; pass a file with at least one row.")
