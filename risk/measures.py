@@ -97,8 +97,26 @@ def _risk(record_risk, name: str = "record_risk") -> np.ndarray:
     return r
 
 
+def _not_negative(arr: np.ndarray, name: str, what: str) -> np.ndarray:
+    """``arr`` unchanged; InputError when it holds a negative or infinite value.
+
+    A frequency or a weight sum is a finite count >= 0. Fractions pass (the wildcard
+    fk of ``missing="wildcard"`` with ``0 < alpha < 1`` are fractional); NaN means
+    "no count" and passes too.
+    """
+    bad = (arr < 0) | np.isinf(arr)  # NaN compares False
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{name} must hold {what}, finite numbers >= 0, but entry {i} is {arr[i].item()!r}; "
+            "fix the column (NaN marks an entry without a count)"
+        )
+    return arr
+
+
 def _counts(fk, name: str = "fk") -> np.ndarray:
-    return _as_numbers(fk, name, "one sample frequency per record or cell")
+    arr = _as_numbers(fk, name, "one sample frequency per record or cell")
+    return _not_negative(arr, name, "sample frequencies")
 
 
 def _is_bool(x) -> bool:
@@ -348,8 +366,9 @@ def k_anonymity_violations(fk, k: int) -> np.ndarray:
     Parameters
     ----------
     fk : array_like
-        Sample frequency of each record's key combination (or of each cell);
-        NaN (no count) is never a violation.
+        Sample frequency of each record's key combination (or of each cell),
+        finite and >= 0 (fractional counts are fine); NaN (no count) is never a
+        violation.
     k : int
         The k of k-anonymity, a whole number >= 1.
 
@@ -357,6 +376,12 @@ def k_anonymity_violations(fk, k: int) -> np.ndarray:
     -------
     numpy.ndarray of bool
         Same shape as ``fk``: True where ``fk < k``.
+
+    Raises
+    ------
+    InputError
+        On ``k`` not a whole number >= 1, or ``fk`` not numeric, 2-d, negative
+        or infinite.
     """
     k = _k(k)
     return _counts(fk) < k  # NaN (no count) compares False: no violation
@@ -375,9 +400,12 @@ def weighted_k_anonymity_violations(Fk_hat, k: int) -> np.ndarray:
     frequency replaced by the design-based (Horvitz-Thompson) estimate
     ``Fk_hat = sum_i w_i`` of the population frequency (seed 004, eq. 4). This
     variant is the package's own; the seed states the rule for f_k only.
+    ``Fk_hat`` must be finite and >= 0 (an InputError otherwise); NaN (no weight
+    sum) is never a violation.
     """
     k = _k(k)
     F = _as_numbers(Fk_hat, "Fk_hat", "one weight sum per record or cell").astype(float)
+    _not_negative(F, "Fk_hat", "weight sums (estimated population frequencies)")
     return F < k
 
 
@@ -420,9 +448,32 @@ def _group_ldiv(group, value, n_groups: int, c: float):
     return distinct.astype(np.int64), entropy, recursive.astype(np.int64)
 
 
+def _list_like(x) -> bool:
+    return isinstance(x, (list, tuple, set, frozenset, dict, np.ndarray, pd.Series))
+
+
+def _one_value_each(name) -> InputError:
+    return InputError(
+        f"sensitive variable {name!r} holds lists (or other containers) as values; give "
+        "each record one value, a number or a text (e.g. join a list into one string "
+        "first, or pass each element as a variable of its own)"
+    )
+
+
 def _codes(values, n: int, name) -> np.ndarray:
-    v = _per_record(values, n, f"sensitive variable {name!r}", "value", "record_cell")
-    codes, _ = pd.factorize(v, use_na_sentinel=True)  # NaN / None -> -1 (missing)
+    try:
+        v = _per_record(values, n, f"sensitive variable {name!r}", "value", "record_cell")
+    except (InputError, ValueError):
+        # np.asarray turns a list of lists into a table (or fails when they are ragged):
+        # name the list values, not the shape. Looked at only on failure, so valid input
+        # pays nothing.
+        if isinstance(values, (list, tuple)) and any(map(_list_like, values)):
+            raise _one_value_each(name) from None
+        raise
+    try:
+        codes, _ = pd.factorize(v, use_na_sentinel=True)  # NaN / None -> -1 (missing)
+    except TypeError:  # unhashable values, e.g. a Series of lists: no category to count
+        raise _one_value_each(name) from None
     return codes
 
 
@@ -449,13 +500,15 @@ def _sensitive_columns(sensitive) -> dict:
 def _positive_c(c) -> float:
     try:
         value = float(c)
-        bad = _is_bool(c) or not (math.isfinite(value) and value > 0)
+        # float("2") would let text through: c is a number, as k is (see _k)
+        bad = (_is_bool(c) or isinstance(c, (str, bytes))
+               or not (math.isfinite(value) and value > 0))
     except (TypeError, ValueError):
         bad = True
     if bad:
         raise InputError(
             f"the recursive l-diversity constant c must be a finite number > 0 "
-            f"(sdcMicro's l_recurs_c); got {c!r}: pass e.g. c=2"
+            f"(sdcMicro's l_recurs_c), not text; got {c!r}: pass e.g. c=2"
         )
     return value
 
@@ -483,8 +536,9 @@ def l_diversity(
 
     Seed 001, Section 3.2 (Machanavajjhala et al. 2007): a cell (group of records
     sharing the key pattern) is l-diverse if its sensitive variable has at least
-    l "well-represented" values. Definitions match sdcMicro's ``ldiversity``
-    (``src/Measure_Risk.h``), with ``p_v`` the share of value ``v`` in the cell:
+    l "well-represented" values. The three per-variable measures match
+    sdcMicro's ``ldiversity`` (``src/Measure_Risk.h``), with ``p_v`` the share of
+    value ``v`` in the cell:
 
     - distinct: the number of distinct values;
     - entropy: :math:`\exp(-\sum_v p_v \log p_v)`;
@@ -494,6 +548,18 @@ def l_diversity(
       for each variable, the entropy / recursive l within every sub-group of the
       cell fixed by the *other* sensitive variables, minimised over sub-groups
       and variables.
+
+    The two Multi* columns are sdcbayes' reading of the definition sdcMicro
+    intends, not a copy of its output, and need not agree with it: sdcMicro's
+    ``Compute_Multi_LDiversity`` (``src/Measure_Risk.h``, read at commit
+    cf3251017482) hands ``compute_group_ldiversity`` one freshly ``init_var``'d
+    variable, which that function loops over as an array of
+    ``MAX_SENSITIVE_VAR`` (99) variables: it skips the variable itself (its
+    ``Require_Ldiversity`` is FALSE, so the sub-group entropy and recursive l
+    read back are never computed) and reads past it on the stack, with an
+    uninitialised ``Nb_Missing_Value_In_Group``. sdcMicro's
+    ``MultiEntropy_Ldiversity`` and ``MultiRecursive_Ldiversity`` are therefore
+    undefined behaviour, values no definition can match.
 
     Missing values (NaN/None) form one extra category for distinct and entropy
     when the cell also has real values, and are ignored by the recursive
@@ -537,8 +603,9 @@ def l_diversity(
     ------
     InputError
         On non-integer ``record_cell``, a ``sensitive`` that names no variable,
-        lengths that differ, ``c`` not > 0, ``n_cells`` below 0 or below the
-        cells present, or pandas Series with different indexes.
+        sensitive values that are lists or other containers, lengths that differ,
+        ``c`` not a number > 0 (text such as ``"2"`` included), ``n_cells`` below 0
+        or below the cells present, or pandas Series with different indexes.
     """
     cols = _sensitive_columns(sensitive)
     _series_index(record_cell=record_cell,

@@ -2,8 +2,11 @@
 
 Special uniques detection (Elliot et al.): a record scores for every *minimal
 sample unique* (MSU) it has, a smallest set of key variables on which no other
-record shares its values; small MSUs score most (an MSU of size ``k`` among
-``M`` keys scores ``(M - k)!``, seed 001 section 3.5 and ARCHITECTURE.md). DIS-SUDA
+record shares its values; small MSUs score most. With the default ``elliot``
+scores an MSU of size ``k`` among ``ATT`` keys scores ``(ATT - k)!`` when MSUs of
+every size are searched, and ``(ATT - k)(ATT - k - 1)...(ATT - M)`` =
+``(ATT - k)!/(ATT - M - 1)!`` with ``--max-size M`` below ``ATT`` (seed 001 section
+3.5; :func:`sdcbayes.risk.suda.msu_size_weights`). DIS-SUDA
 spreads the data intrusion simulation estimate of the probability that a
 unique match is correct over the records, in proportion to their scores.
 The computation is :func:`sdcbayes.risk.suda.suda`; this module reads the
@@ -90,8 +93,14 @@ CONTRIBUTIONS_NOTE = (
     type=click.Choice(["elliot", "ihsn"]),
     default="elliot",
     show_default=True,
-    help="Weight of an MSU of size k: elliot gives (M - k)! (seed 001, sdcMicro's "
-    "original_scores = TRUE); ihsn is the older IHSN/OECD weighting.",
+    # the seed's product over i = k..M of (ATT - i), as risk/suda.py's msu_size_weights:
+    # "(M - k)!" with M the --max-size is wrong once M < ATT (7 keys, M = 3: 120, 20, 4)
+    help="Weight of an MSU of size k, with ATT the number of keys and M the --max-size: "
+    "elliot (seed 001 section 3.5, sdcMicro's original_scores = TRUE) gives (ATT - k)! "
+    "when all sizes are searched (the default) and, with M below ATT, the product "
+    "(ATT - k)(ATT - k - 1)...(ATT - M) = (ATT - k)!/(ATT - M - 1)! (e.g. 7 keys and "
+    "--max-size 3 score sizes 1, 2, 3 as 120, 20, 4); ihsn is the older IHSN/OECD "
+    "weighting, (2^(ATT - k) - 1) k! (ATT - k)!/ATT!, whatever M.",
 )
 @click.option(
     "--out",
