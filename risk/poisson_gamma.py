@@ -451,8 +451,11 @@ def fit_poisson_gamma(
     InputError
         On bad sizes, K below the number of observed cells, or unknown options.
     ModelError
-        If the counts show no over-dispersion (s² <= f̄): the Poisson-gamma model
-        then degenerates to a Poisson model (β -> 0, α -> ∞).
+        If the counts show no over-dispersion (s² <= f̄): the ML estimate is then the
+        Poisson limit (β -> 0, α -> ∞). Since s² - f̄ = Σ_j j(j-1) m_j / K - f̄², a
+        sample without repeated cells (every cell unique) never shows it, whatever K;
+        the message names the routes that work there (the posterior, the log-linear
+        Poisson plug-in, chosen α, β).
     """
     if method not in _METHODS:
         raise InputError(f"unknown method {method!r}; use one of {_METHODS}.")
@@ -473,9 +476,26 @@ def fit_poisson_gamma(
     mean = S / K
     var = float((mj * (j - mean) ** 2).sum()) / K
     if var <= mean:
+        # var - mean = (sum_j j(j-1) m_j)/K - (S/K)^2: with no repeated cell it is below 0
+        # for every K (audit CC2, finding 4), else it turns positive beyond S^2/pairs
+        pairs = float((mj * j * (j - 1.0)).sum())
+        if pairs == 0:
+            why = "every sample cell is unique, and then no K gives over-dispersion"
+        else:
+            why = (
+                f"it would need K > S^2 / sum_j j(j-1) m_j = {S * S / pairs:.6g}, but K is the "
+                "size of the cell space (the product of the keys' numbers of levels), not a "
+                "setting: pass a larger one only if K understated it"
+            )
         raise ModelError(
-            "the sample counts show no over-dispersion (variance <= mean), so the "
-            "Poisson-gamma model degenerates to Poisson; use a coarser key or a larger K."
+            f"the sample counts show no over-dispersion over the K = {K:.6g} cells (variance "
+            f"{var:.4g} <= mean {mean:.4g}): the ML estimate is the Poisson limit (alpha -> "
+            f"inf, beta -> 0), which this fit cannot return; {why}. Use the posterior, whose "
+            "prior keeps alpha finite: sdcbayes.risk.posterior_assess.assess_posterior(md, "
+            "model='poisson-gamma') or `sdcbayes assess --model poisson-gamma`; or the "
+            "Poisson log-linear plug-in sdcbayes.risk.loglinear.fit_loglinear(md, "
+            "interactions='main'); or pass chosen alpha, beta to prob_population_unique, "
+            "expected_inverse_frequency and tau_estimates."
         )
     slope = mean / n if constraint is None else 1.0 / K  # alpha * beta on the profile
 

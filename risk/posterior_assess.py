@@ -63,6 +63,7 @@ from sdcbayes.risk.posterior import (
     GroupEvaluation,
     _check_quantiles,
     evaluate_groups,
+    mean_over_draws,
     negbin_groups,
     poisson_gamma_groups,
     record_level_draws,
@@ -167,6 +168,7 @@ _FILE_VARS = {
     "n_above_benchmark": "n_above_benchmark",
     "n_above_threshold": "n_above_threshold",
     "household_er": "household_expected_reidentifications",
+    "population_uniques": "population_uniques",
 }
 
 
@@ -188,7 +190,9 @@ class PosteriorAssessment(Assessment):
         ``n_above_benchmark``, ``n_above_threshold``,
         ``household_expected_reidentifications`` (given the hyperparameters, on the
         same draws as the others; a dim ``thinned_draw`` only where a direct caller of
-        the evaluators opted into ``max_household_draws``).
+        the evaluators opted into ``max_household_draws``); Poisson-gamma also
+        ``population_uniques``, the population's uniques given the sample (and its
+        ``_conditional_mean``; :func:`_population_uniques_draws`).
     mokken : xarray.Dataset or None
         Draws of the Mokken et al. measures (Poisson-gamma only, when requested).
     """
@@ -393,10 +397,7 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
                 "posterior risk per cell needs the pooled Poisson-gamma model (one alpha, beta); "
                 "fit structure='pooled' (subpopulation structures are not mapped to cells yet)"
             )
-        if n is None:
-            n = _constant(posterior, "n") or float(md.cells.n_records)
-        if N is None:
-            N = _constant(posterior, "N") or _population_size(md)
+        n, N = _poisson_gamma_sizes(md, posterior, n, N)
         return poisson_gamma_groups(
             fk, _flat_draws(post["alpha"]), _flat_draws(post["beta"]), n, N
         )
@@ -410,6 +411,86 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
     if model == "latent-class":
         return latent_class_groups(md, posterior, n=n, N=N)
     raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
+
+
+def _poisson_gamma_sizes(md, posterior, n=None, N=None) -> tuple[float, float]:
+    """Sample and population size of a Poisson-gamma assessment (see :func:`posterior_groups`)."""
+    if n is None:
+        n = _constant(posterior, "n") or float(md.cells.n_records)
+    if N is None:
+        N = _constant(posterior, "N") or _population_size(md)
+    return float(n), float(N)
+
+
+#: Unseen cells beyond this are counted as the binomial's Poisson limit (NumPy's binomial
+#: takes an int64 number of trials; the probability is then tiny, below about N/m_0).
+_BINOMIAL_MAX_TRIALS = 2.0**62
+
+
+def _population_uniques_draws(alpha, beta, n: float, N: float, K: float, m0: float, tau1,
+                              tau1_mean, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    r"""Population uniques of the Poisson-gamma model given the sample, per posterior draw.
+
+    Given :math:`\theta = (\alpha, \beta)` the cells are independent and
+    :math:`F_k - f_k \mid f_k \sim \mathrm{NegBin}(\alpha + f_k, \rho)`,
+    :math:`\rho = (1 + n\beta)/(1 + N\beta)` (Bethlehem, Keller & Pannekoek 1990; module
+    docstring of :mod:`sdcbayes.risk.poisson_gamma`). A population unique is a sample
+    unique with no further unit, probability :math:`\rho^{\alpha + 1}` (NegBin(α + 1, ρ)
+    at 0), or a cell unseen in the sample holding exactly one unit, probability
+    :math:`q_0 = \alpha\rho^{\alpha}(1 - \rho)` (NegBin(α, ρ) at 1); a cell with
+    :math:`f_k \ge 2` never is. With :math:`m_1` sample uniques and
+    :math:`m_0 = K - \#\text{observed cells}` unseen cells
+
+    .. math::
+
+        E(\#PU \mid \text{sample}, \theta) = m_1 \rho^{\alpha + 1} + m_0 q_0,
+
+    and :math:`\#PU \mid \text{sample}, \theta` is :math:`\tau_1` plus an independent
+    Binomial(:math:`m_0, q_0`) count (checked against simulated superpopulations in
+    ``tests/test_risk_audit_cc2.py``). At n = N, :math:`\rho = 1`: exactly the sample
+    uniques. Mokken et al.'s :math:`\mu(\theta) = K\alpha N\beta(1 +
+    N\beta)^{-(1 + \alpha)}` (seed ``000_…`` eq. 10) is the expectation of the same count
+    before the sample is seen (returned as ``superpopulation``).
+
+    Parameters
+    ----------
+    alpha, beta : numpy.ndarray, shape (S,)
+        Posterior draws.
+    n, N, K, m0 : float
+        Sample size, population size, cells of the key, unseen cells :math:`m_0`.
+    tau1, tau1_mean : numpy.ndarray, shape (S,)
+        Predictive draws of τ1 and their conditional means :math:`m_1\rho^{\alpha+1}`
+        (:func:`sdcbayes.risk.posterior.evaluate_groups`): the sample uniques' part.
+    rng : numpy.random.Generator
+        For the unseen cells' binomial counts.
+
+    Returns
+    -------
+    dict of numpy.ndarray, shape (S,)
+        ``predictive`` (draws of #PU), ``mean`` (E(#PU | sample, θ) per draw) and
+        ``superpopulation`` (μ(θ) per draw).
+    """
+    from sdcbayes.risk.poisson_gamma import expected_population_uniques
+
+    alpha = np.asarray(alpha, dtype=float).reshape(-1)
+    beta = np.asarray(beta, dtype=float).reshape(-1)
+    log1p_N = np.log1p(N * beta)
+    log_rho = np.log1p(n * beta) - log1p_N
+    with np.errstate(divide="ignore"):
+        # 1 - rho = (N - n) beta / (1 + N beta), in logs: no cancellation, and 0 at n = N
+        q0 = np.exp(np.log(alpha) + alpha * log_rho + np.log((N - n) * beta) - log1p_N)
+    q0 = np.minimum(q0, 1.0)
+    if m0 <= 0:
+        unseen = np.zeros_like(q0)
+    elif m0 < _BINOMIAL_MAX_TRIALS:
+        unseen = rng.binomial(np.int64(round(m0)), q0).astype(float)
+    else:
+        unseen = rng.poisson(m0 * q0).astype(float)
+    return {
+        "predictive": np.asarray(tau1, dtype=float) + unseen,
+        "mean": np.asarray(tau1_mean, dtype=float) + m0 * q0,
+        "superpopulation": np.asarray(expected_population_uniques(alpha, beta, N, K=K)),
+    }
 
 
 def latent_class_pi(md, posterior, *, n=None, N=None) -> tuple[np.ndarray, float, float]:
@@ -822,7 +903,7 @@ def evaluate_poisson_cells(
     )
     return GroupEvaluation(
         quantiles=qs,
-        risk_mean=inv1.mean(axis=0),
+        risk_mean=mean_over_draws(inv1),
         risk_q=risk_q,
         p_unique_mean=p1_mean,
         p_unique_q=p1_q,
@@ -1231,6 +1312,20 @@ def assess_from_posterior(
     for i, q in enumerate(qs[1:-1], start=1):
         records[f"risk_q{q:g}"] = cells_to_records(ev.risk_q[i][cg], record_cell)
 
+    # ---- population uniques given the sample (Poisson-gamma)
+    pu = None
+    if model == "poisson-gamma":
+        n_pg, N_pg = _poisson_gamma_sizes(md, posterior, n, N)
+        K_pg = _constant(posterior, "K") or float(md.cells.K)
+        # a stream of its own: the predictive draws above keep theirs
+        pu_rng = np.random.default_rng(np.random.SeedSequence(random_seed).spawn(1)[0])
+        pu = _population_uniques_draws(
+            _flat_draws(post["alpha"]), _flat_draws(post["beta"]), n_pg, N_pg, K_pg,
+            max(K_pg - fk.size, 0.0), ev.draws["tau1"], ev.draws["tau1_mean"], pu_rng,
+        )
+        ev.draws["population_uniques"] = pu["predictive"]
+        ev.draws["population_uniques_mean"] = pu["mean"]
+
     # ---- labelled parts
     chain, draw = post.sizes["chain"], post.sizes["draw"]
     coords = {"chain": post["chain"].values, "draw": post["draw"].values}
@@ -1242,7 +1337,10 @@ def assess_from_posterior(
             fd[name] = (("chain", "draw"), ev.draws[key].reshape(chain, draw))
         else:  # household risk on draws thinned by an opted-in max_household_draws
             fd[name] = (("thinned_draw",), ev.draws[key])
-    for key, name in (("er", "expected_reidentifications"), ("tau1", "tau1"), ("tau2", "tau2")):
+    for key, name in (("er", "expected_reidentifications"), ("tau1", "tau1"), ("tau2", "tau2"),
+                      ("population_uniques", "population_uniques")):
+        if f"{key}_mean" not in ev.draws:
+            continue
         fd[f"{name}_conditional_mean"] = (
             ("chain", "draw"),
             ev.draws[f"{key}_mean"].reshape(chain, draw),
@@ -1335,12 +1433,18 @@ def assess_from_posterior(
         summary["household_expected_reidentifications_interval"] = _interval(
             d["household_er"], qs
         )
-    if model == "poisson-gamma" and "f_u" in post and set(post["f_u"].dims) <= {"chain", "draw"}:
-        for var, name in (("f_u", "population_uniques_fraction"), ("mu", "population_uniques")):
-            if var in post:
-                x = _flat_draws(post[var])
-                summary[name] = float(x.mean())
-                summary[f"{name}_interval"] = _interval(x, qs)
+    if pu is not None:
+        # the population's uniques given the sample (README, "summary.json"): predictive
+        # interval and hyper interval as tau1's; at n = N exactly the sample uniques
+        for name, scale in (("population_uniques", 1.0), ("population_uniques_fraction", N_pg)):
+            summary[name] = float(pu["mean"].mean() / scale)
+            summary[f"{name}_interval"] = _interval(pu["predictive"] / scale, qs)
+            summary[f"{name}_hyper_interval"] = _interval(pu["mean"] / scale, qs)
+        # Mokken et al.'s mu(theta): expected before the sample is seen, so over theta only
+        summary["population_uniques_superpopulation"] = float(pu["superpopulation"].mean())
+        summary["population_uniques_superpopulation_hyper_interval"] = _interval(
+            pu["superpopulation"], qs
+        )
     if model == "latent-class":
         # class labels switch between and within chains: diagnose the identifiable
         # file-level functionals, as LatentClassModel's posterior_tau_summary does
@@ -1499,8 +1603,13 @@ def assess_posterior(
     PosteriorAssessment
         ``summary`` holds ``expected_reidentifications(_interval)``,
         ``tau1(_interval)``, ``tau2(_interval)``, ``n_above_benchmark(_interval)``,
-        ``household_expected_reidentifications(_interval)`` with households, and
-        ``diagnostics``; ``idata`` the posterior. ``records`` is indexed like ``md.frame``.
+        ``household_expected_reidentifications(_interval)`` with households,
+        for the Poisson-gamma model ``population_uniques(_interval, _hyper_interval)``
+        (the population's uniques given the sample, :func:`_population_uniques_draws`;
+        ``population_uniques_fraction`` the same over N) and
+        ``population_uniques_superpopulation(_hyper_interval)`` (Mokken et al.'s μ(θ),
+        not conditional on the sample), and ``diagnostics``; ``idata`` the posterior.
+        ``records`` is indexed like ``md.frame``.
         The latent-class model with unequal weights and a stratum that is one of the
         keys (``Microdata(..., strata=s)`` with ``s`` in ``keys``) extrapolates each
         cell at its own stratum's rate (:func:`_stratum_key_rates`), says so in
@@ -1974,7 +2083,9 @@ def mokken_posterior(
       ``f_a N`` acquaintances each, eq. (19) with :math:`E a_m` of eq. (21);
     * ``N_min`` (when ``a`` is given): minimal subpopulation size for maximal risk
       ``gamma`` with ``a`` acquaintances and sample fraction ``f`` (default n/N),
-      eq. (17) with the draws of :math:`(\alpha, \beta)`.
+      eq. (17) with the draws of :math:`(\alpha, \beta)` and, for the untied model
+      (the default), :math:`\omega = K\alpha\beta`; the tied form holds only when
+      :math:`K\alpha\beta = 1`.
 
     Multiple keys (eq. 22-27): pass draws of ``f_u`` per key to
     :func:`sdcbayes.risk.mokken.total_risk` with the key axis last.
@@ -2014,8 +2125,11 @@ def mokken_posterior(
     out["R_m"] = mokken.multiple_investigator_risk(f_u, n, N, f_a * N, m, method=method)
     if a is not None:
         frac = n / N if f is None else f
+        # the untied model (the default) has a free omega = K alpha beta, which f_u above
+        # includes; eq. (17) must use it too (omega = 1 under the tie; audit CC3 F1)
+        omega = post["omega"] if "omega" in post else 1.0
         out["N_min"] = mokken.minimal_subpopulation_size(
-            gamma, a, frac, post["alpha"], post["beta"]
+            gamma, a, frac, post["alpha"], post["beta"], omega=omega
         )
     out.attrs.update(model="poisson-gamma", f_a=f_a, n=n, N=N, gamma=gamma, method=method)
     return out
