@@ -1715,13 +1715,58 @@ def _whole(v: Any) -> Any:
     return None if _is_missing(v) else v
 
 
+def _comparison_stratum_section(by_stratum: Mapping[str, Sequence[Mapping[str, Any]]],
+                                limit: int = MAX_STRATA_SHOWN) -> str:
+    """Compare's per-stratum results: every model's expected re-identifications side by side.
+
+    ``by_stratum`` is summary.json's: per model name, the list ``sdcbayes assess``
+    writes (:func:`_stratum_section`). Records and sample uniques are the file's, the
+    same under every model. At most ``limit`` strata, in their own order when all fit
+    and otherwise the ``limit`` with the most expected re-identifications under any
+    model (ties in their own order), with a line saying how many more there are and
+    where they all are.
+    """
+    names = list(by_stratum)
+    per_model = [list(by_stratum[n]) for n in names]
+    strata = per_model[0]
+    # one model's i-th row is every model's i-th stratum (sdcbayes.cli.by_stratum keeps
+    # the strata in md.strata_levels' order)
+    risks = [[_stratum_risk(rows[i]) for rows in per_model] for i in range(len(strata))]
+    order = list(range(len(strata)))
+    more = ""
+    if len(order) > limit:
+        order = sorted(order, key=lambda i: max(risks[i]), reverse=True)[:limit]
+        more = (f"<p class='note'>The {limit:,} strata with the most expected "
+                f"re-identifications under any model are shown; {len(strata) - limit:,} "
+                f"more are not. by_stratum.csv (and summary.json's by_stratum) holds all "
+                f"{len(strata):,}.</p>")
+    rows = [[_label(strata[i].get("stratum")), strata[i].get("n_records"),
+             strata[i].get("n_sample_uniques"),
+             *(rows_of[i].get("expected_reidentifications") for rows_of in per_model)]
+            for i in order]
+    header = ["stratum", _STRATUM_LABELS["n_records"], _STRATUM_LABELS["n_sample_uniques"],
+              *names]
+    return (
+        "<p>Records and sample uniques per stratum, then each model's expected "
+        "re-identifications there (one column per model, named as in the comparison).</p>"
+        + table(rows, header=header)
+        + more
+        + "<p class='note'>Per model, a stratum's expected re-identifications sum its "
+        "records' risks (as <code>sdcbayes assess --strata</code> reports them); a model's "
+        "strata add up to its expected re-identifications above. The key combinations span "
+        "the strata: a record's risk is its cell's, whatever its stratum. Dropped records "
+        "count nowhere.</p>"
+    )
+
+
 def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     """The ``report.html`` of ``sdcbayes compare`` (issue 4).
 
     Sections: the model specifications and priors; the comparison table (PSIS-LOO
     within a likelihood family only, tau1, tau2 and expected re-identifications with
     their intervals (each row's level, from its assessment) and the truth when
-    known, diagnostics, fit time); the decisions per
+    known; with a stratum column, each model's expected re-identifications per
+    stratum), diagnostics, fit time; the decisions per
     model at the target (seed 003, Sections 2 and 4); one frontier plot per loss pair
     with one curve per model and random suppression (seed 003, Figure 1); the cells
     whose decision changes between models.
@@ -1802,6 +1847,12 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
             "randomness of F<sub>k</sub> given the plug-in p = f/F̂ alone, with no parameter "
             "uncertainty (column “interval”).</p>",
         ),
+    ]
+    by_stratum = s.get("by_stratum")
+    if isinstance(by_stratum, Mapping) and by_stratum and all(
+            isinstance(v, (list, tuple)) and v for v in by_stratum.values()):
+        sections.append(("Risk by stratum", _comparison_stratum_section(by_stratum)))
+    sections += [
         (
             "Fit: PSIS-LOO within a likelihood family",
             table(loo_rows, header=("model", "likelihood", "elpd_loo", "se", "rank",

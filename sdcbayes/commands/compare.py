@@ -8,6 +8,9 @@ Runs :func:`sdcbayes.risk.compare.compare_models` and writes, atomically,
 * ``decisions.csv``: one row per cell of the key, the publish flag under every
   model and a ``changed`` marker;
 * ``frontiers.csv``: every model's risk-loss frontier under every loss pair;
+* with a stratum column (``--strata``; the demo's ``region``), ``by_stratum.csv``:
+  per model and stratum the records, sample uniques and expected
+  re-identifications, as ``sdcbayes assess`` reports them (:func:`_by_stratum`);
 * ``summary.json`` and ``report.html`` (tables and one frontier plot per loss pair).
 
 Every check (model specification syntax, prior names against each model's
@@ -70,7 +73,9 @@ DEFAULT_MODELS = (
               "extrapolate each key combination at its own stratum's rate, as assess does "
               "(summary.json's notes say so); the other models pool the strata. Under "
               "--missing drop the kept weights stand for the dropped records stratum by "
-              "stratum. Recorded in the data summary and settings.")
+              "stratum. Recorded in the data summary and settings; each model's records, "
+              "sample uniques and expected re-identifications per stratum, as assess's "
+              "by_stratum, go to by_stratum.csv, summary.json and report.html.")
 @click.option("--sampling-fraction", type=float, help="Sampling fraction n/N when no --weight.")
 @click.option(
     "--missing",
@@ -205,7 +210,7 @@ DEFAULT_MODELS = (
     default=Path("sdcbayes-compare"),
     show_default=True,
     help="Output folder: comparison.csv, decisions.csv, frontiers.csv, summary.json, "
-    "report.html.",
+    "report.html, and by_stratum.csv with a stratum column (--strata; the demo's region).",
 )
 @click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
@@ -263,7 +268,9 @@ def command(
     out_files = ["summary.json", "comparison.csv", "decisions.csv", "frontiers.csv",
                  "report.html"]
     models, rule_files = _rules_files(models)
-    check_out_dir(out, writes=out_files, inputs={
+    # by_stratum.csv: only with a stratum column (--strata, or the demo's own region)
+    check_out_dir(out, writes=[*out_files, *(["by_stratum.csv"] if strata is not None
+                                             or data is None else [])], inputs={
         "DATA": data, "--priors-file": priors_file,
         **{"--models' structural-zeros file" + (f" {k}" if k else ""): path
            for k, path in enumerate(rule_files.values())}})
@@ -419,6 +426,9 @@ def command(
 
     from sdcbayes._version import __version__
 
+    strata_rows = _by_stratum(md, result)
+    if strata_rows is not None:
+        out_files = [*out_files, "by_stratum.csv"]
     summary: dict[str, Any] = {
         "command": "compare",
         "sdcbayes_version": __version__,
@@ -426,6 +436,9 @@ def command(
         "output_files": out_files,  # previous_outputs reads it
         **_typed_summary(result.summary()),
     }
+    if strata_rows is not None:
+        # per model, the list `assess --strata` writes (by_stratum.csv: the same, long)
+        summary["by_stratum"] = strata_rows
     if input_warnings or fit_warnings:  # also in report.html's warning box
         summary["warnings"] = list(dict.fromkeys([*input_warnings, *fit_warnings]))
     if left_out:
@@ -458,20 +471,58 @@ def command(
     for col in decisions.columns:
         if str(decisions[col].dtype) == "category":  # pyarrow writes labels, not codes
             decisions[col] = decisions[col].astype(str)
-    write_output_folder(
-        out,
-        {
-            "summary.json": lambda p: write_json(p, summary),
-            "comparison.csv": lambda p: write_csv(p, result.table),
-            "decisions.csv": lambda p: write_csv(p, decisions),
-            "frontiers.csv": lambda p: write_csv(p, result.frontiers),
-            "report.html": lambda p: p.write_text(html, encoding="utf-8"),
-        },
-    )
+    writers = {
+        "summary.json": lambda p: write_json(p, summary),
+        "comparison.csv": lambda p: write_csv(p, result.table),
+        "decisions.csv": lambda p: write_csv(p, decisions),
+        "frontiers.csv": lambda p: write_csv(p, result.frontiers),
+        "report.html": lambda p: p.write_text(html, encoding="utf-8"),
+    }
+    if strata_rows is not None:
+        writers["by_stratum.csv"] = lambda p: write_csv(p, by_stratum_frame(strata_rows))
+    write_output_folder(out, writers)
     if as_json:
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(result, summary, out)
+
+
+#: Columns of by_stratum.csv: the model specification's name, then assess's by_stratum fields.
+BY_STRATUM_COLUMNS = ("name", "stratum", "n_records", "n_sample_uniques",
+                      "expected_reidentifications")
+
+
+def _by_stratum(md, result) -> dict[str, list[dict[str, Any]]] | None:
+    """Each model's per-stratum table, as ``sdcbayes assess --strata`` writes it.
+
+    :func:`sdcbayes.cli.by_stratum` of each specification's assessment cells
+    (``result.assessments[name].cells``, whose ``risk`` is the cell's posterior mean,
+    or plug-in, E(1/F_k | f_k)), so a stratum's expected re-identifications are the
+    sum of its records' risks and the strata of one model add up to its ``er``.
+
+    Returns
+    -------
+    dict of str to list of dict, or None
+        By specification name, in the order of the comparison; None without a
+        stratum column.
+    """
+    if md.strata is None:
+        return None
+    from sdcbayes.cli import by_stratum
+
+    return {s.name: by_stratum(md, result.assessments[s.name].cells) for s in result.specs}
+
+
+def by_stratum_frame(rows: dict[str, list[dict[str, Any]]]):
+    """``by_stratum.csv``: :func:`_by_stratum`'s lists in long form.
+
+    One row per (model, stratum): columns :data:`BY_STRATUM_COLUMNS`, models in the
+    comparison's order and strata in their own.
+    """
+    import pandas as pd
+
+    return pd.DataFrame([{"name": name, **r} for name, rs in rows.items() for r in rs],
+                        columns=list(BY_STRATUM_COLUMNS))
 
 
 #: Fields of comparison rows that count things: ints in summary.json (the DataFrame made
@@ -653,5 +704,6 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
     if plug_in_kind is not None:
         click.echo(f"  {_PLUG_IN_MARK} closed form: 90% interval {plug_in_kind}, not a "
                    "posterior interval")
-    click.echo(f"written: {out}/comparison.csv, decisions.csv, frontiers.csv, summary.json, "
-               "report.html")
+    click.echo(f"written: {out}/comparison.csv, decisions.csv, frontiers.csv, "
+               + ("by_stratum.csv, " if "by_stratum" in s else "")
+               + "summary.json, report.html")
