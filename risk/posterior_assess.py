@@ -2108,7 +2108,8 @@ def mokken_posterior(
     a, f : float, optional
         Acquaintances and sample fraction for ``N_min``.
     method : {"binomial", "poisson"}
-        Eq. (5) or eq. (6) forms.
+        Eq. (5) or eq. (6) forms, for every measure (``N_min`` included: it took the
+        Poisson form whatever was asked until audit CC3's follow-up).
     """
     post = _posterior_dataset(posterior)
     if "f_u" not in post:
@@ -2129,7 +2130,7 @@ def mokken_posterior(
         # includes; eq. (17) must use it too (omega = 1 under the tie; audit CC3 F1)
         omega = post["omega"] if "omega" in post else 1.0
         out["N_min"] = mokken.minimal_subpopulation_size(
-            gamma, a, frac, post["alpha"], post["beta"], omega=omega
+            gamma, a, frac, post["alpha"], post["beta"], omega=omega, method=method
         )
     out.attrs.update(model="poisson-gamma", f_a=f_a, n=n, N=N, gamma=gamma, method=method)
     return out

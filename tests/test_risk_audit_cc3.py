@@ -97,8 +97,7 @@ def test_omega_must_be_positive_and_finite():
 
 
 def test_mokken_posterior_uses_the_untied_omega():
-    # NOTE: fails until risk/posterior_assess.py:mokken_posterior passes
-    # omega=post["omega"] to minimal_subpopulation_size (audit CC3, finding 1).
+    # mokken_posterior passes omega=post["omega"] to minimal_subpopulation_size
     from sdcbayes.risk.posterior_assess import mokken_posterior
 
     for omega in (0.9, 1.1):

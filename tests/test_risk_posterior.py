@@ -195,9 +195,16 @@ def test_degenerate_pg_mokken_equals_point_values(degenerate_pg):
     assert row.loc["R_m[investigators=5]", "mean"] == pytest.approx(
         mokken.multiple_investigator_risk(0.01, n, N_POP, 60.0, 5), rel=1e-12
     )
+    # N_min in the form asked for (binomial, mokken_posterior's default), as R and f_max
     assert row.loc["N_min", "mean"] == pytest.approx(
-        mokken.minimal_subpopulation_size(0.05, 50.0, n / N_POP, ALPHA, BETA), rel=1e-12
-    )
+        mokken.minimal_subpopulation_size(0.05, 50.0, n / N_POP, ALPHA, BETA, method="binomial"),
+        rel=1e-12)
+    poisson = mokken_posterior(post, n=n, N=N_POP, f_a=0.001, gamma=0.05, a=50.0,
+                               method="poisson")
+    assert float(poisson["N_min"].mean()) == pytest.approx(
+        mokken.minimal_subpopulation_size(0.05, 50.0, n / N_POP, ALPHA, BETA), rel=1e-12)
+    assert float(poisson["N_min"].mean()) != pytest.approx(row.loc["N_min", "mean"],
+                                                           rel=1e-9)
 
 
 def test_records_get_their_cells_summaries(degenerate_pg):
