@@ -609,7 +609,8 @@ def evaluate_groups(
         F_q = np.stack([f + mixture_negbin_quantile(q, r[keep], rho[keep]) for q in qs])
 
     hh_mean = record_level_draws(
-        draws, inv1, n_rec, threshold, household_pairs, n_households, max_household_draws
+        draws, inv1, n_rec, threshold, household_pairs, n_households, max_household_draws,
+        risk_mean,
     )
 
     return GroupEvaluation(
@@ -690,7 +691,7 @@ def _simulate_exact(groups, r, rho, rng, draws, qs):
 
 def record_level_draws(
     draws: dict, inv1: np.ndarray, n_rec: np.ndarray, threshold, household_pairs,
-    n_households: int, max_household_draws: int | None = None,
+    n_households: int, max_household_draws: int | None = None, risk_mean=None,
 ):
     r"""Record-level counts per draw from per-group risks (records of a group share its risk).
 
@@ -709,6 +710,8 @@ def record_level_draws(
     :math:`(1 - E[1/F])^m` below :math:`E[(1 - 1/F)^m]`, so it is larger. Two mates in
     one cell of f = 2 with :math:`F - f \sim \mathrm{Po}(1)` give 0.6004 against
     0.5885; on the demo the difference is 0.002 records. See :func:`_household`.
+    ``risk_mean``: the caller's :func:`mean_over_draws` of ``inv1``, which a one-record
+    household takes (computed here when not given).
     """
     S, G = inv1.shape
     b = max(1, CHUNK_ELEMENTS // (4 * max(G, 1)))
@@ -722,7 +725,7 @@ def record_level_draws(
     if household_pairs is None:
         return None
     hh_mean, draws["household_er"] = _household(
-        inv1, household_pairs, n_households, max_household_draws
+        inv1, household_pairs, n_households, max_household_draws, risk_mean
     )
     return hh_mean
 
@@ -763,7 +766,8 @@ def _compositions(hh: np.ndarray, grp: np.ndarray, cnt: np.ndarray, H: int):
             np.concatenate(comp_cnt), np.concatenate(n_same).astype(float))
 
 
-def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None = None):
+def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None = None,
+               risk_mean=None):
     r"""Household risk per draw from (household, group, count) pairs (chunks of draws).
 
     Given draw :math:`\theta_s`, household h has risk :math:`1 - \prod_{i \in h}(1 -
@@ -817,7 +821,9 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
     mean = total / max(S, 1)
     # the record risk's own mean (risk_mean of evaluate_groups), not a draws x households
     # copy: inv1[:, solo_grp].mean(0) took 357 MB on the memory benchmark (audit AA4)
-    mean[solo] = mean_over_draws(inv1)[solo_grp[solo]]
+    if risk_mean is None:
+        risk_mean = mean_over_draws(inv1)
+    mean[solo] = risk_mean[solo_grp[solo]]
     # a household without pairs (every member dropped) has no risk to combine: 0
     hh_mean = np.where(of_household >= 0, mean[np.maximum(of_household, 0)] if K else 0.0, 0.0)
     return hh_mean, er

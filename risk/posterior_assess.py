@@ -898,12 +898,14 @@ def evaluate_poisson_cells(
     draws["er_var"] = np.full(S, np.nan)
 
     n_rec = np.rint(f).astype(np.int64)
+    risk_mean = mean_over_draws(inv1)
     hh_mean = record_level_draws(
-        draws, inv1, n_rec, threshold, household_pairs, n_households, max_household_draws
+        draws, inv1, n_rec, threshold, household_pairs, n_households, max_household_draws,
+        risk_mean,
     )
     return GroupEvaluation(
         quantiles=qs,
-        risk_mean=mean_over_draws(inv1),
+        risk_mean=risk_mean,
         risk_q=risk_q,
         p_unique_mean=p1_mean,
         p_unique_q=p1_q,
