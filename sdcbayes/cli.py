@@ -829,7 +829,7 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
 
 
 def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None:
-    from sdcbayes.report import percent
+    from sdcbayes.report import APPROXIMATIONS, NOT_APPLICABLE_APPROXIMATION, percent
 
     truth = s.get("truth")
 
@@ -931,9 +931,9 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
                         else "n/a (one chain)" if diag.get("chains") == 1 else "n/a")
 
         fit = ((s.get("provenance") or {}).get("settings") or {}).get("method")
-        if fit in ("map", "advi"):
+        if fit in APPROXIMATIONS:
             # an approximation draws independently: no chains to compare, no sampler steps
-            rows.append(("diagnostics", "n/a (approximation)"))
+            rows.append(("diagnostics", NOT_APPLICABLE_APPROXIMATION))
         else:
             rows.append(
                 (

@@ -985,7 +985,7 @@ _APPROXIMATION_LABELS = {
     "laplace": "Laplace approximation (no: the mode alone)",
     "mode_converged": "mode found (the optimiser converged)",
 }
-#: What the terminal prints for an approximation's diagnostics (sdcbayes.cli).
+#: What the terminal (sdcbayes.cli) and the reports print for an approximation's diagnostics.
 NOT_APPLICABLE_APPROXIMATION = "n/a (approximation)"
 
 
