@@ -1037,7 +1037,6 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
     for i, step in enumerate(steps, start=1):
         name = step["step"]
         where = f"step {i} ({name})"
-        this = f"step {i} ({name})"
         if name in ("microaggregate", "noise"):
             method = "micro-aggregation" if name == "microaggregate" else "noise addition"
             for c in step["columns"]:
@@ -1074,11 +1073,11 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
                     st.values = None
             if out is not None:
                 new = _state_from_values(
-                    out.drop_duplicates().reset_index(drop=True), changed=st.changed + [this])
+                    out.drop_duplicates().reset_index(drop=True), changed=st.changed + [where])
                 same = (new.kind, bool(new.fraction)) == (st.kind, bool(st.fraction))
-                new.kind_by = st.kind_by if same else this
+                new.kind_by = st.kind_by if same else where
                 new.missing_by = (st.missing_by if st.missing else
-                                  f"{this} maps levels to missing" if new.missing else None)
+                                  f"{where} maps levels to missing" if new.missing else None)
                 states[c] = new
                 continue
             if name != "recode" and st.kind not in (None, "numeric"):
@@ -1089,18 +1088,18 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
                     "before that one, or leave the column out of one of them"
                 )
             if name == "band":
-                states[c] = _ColumnState(None, "categorical", False, st.missing, this,
-                                         st.missing_by, st.changed + [this])
+                states[c] = _ColumnState(None, "categorical", False, st.missing, where,
+                                         st.missing_by, st.changed + [where])
             elif name == "recode":  # levels unknown: what the mapping makes of them too
-                states[c] = _ColumnState(None, None, None, st.missing or None, this,
-                                         st.missing_by, st.changed + [this])
+                states[c] = _ColumnState(None, None, None, st.missing or None, where,
+                                         st.missing_by, st.changed + [where])
             else:
                 rep = step.get("replacement")
                 fractional = rep is not None and not float(rep).is_integer()
                 states[c] = _ColumnState(
                     None, st.kind, st.fraction or (None if fractional else st.fraction),
-                    st.missing, this if fractional else st.kind_by, st.missing_by,
-                    st.changed + [this])
+                    st.missing, where if fractional else st.kind_by, st.missing_by,
+                    st.changed + [where])
         elif name == "suppress":
             ks = step["k"] if isinstance(step["k"], list) else [step["k"]]
             blanks = max(ks) > 1  # k = 1: every record is 1-anonymous, nothing blanked
@@ -1108,27 +1107,27 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
                 st = state(c)
                 states[c] = _ColumnState(
                     None, st.kind, st.fraction, True if blanks else st.missing, st.kind_by,
-                    f"{this} blanks key cells" if blanks and not st.missing else st.missing_by,
-                    st.changed + [this])
+                    f"{where} blanks key cells" if blanks and not st.missing else st.missing_by,
+                    st.changed + [where])
         elif name in ("pram", "nayak_zhang"):
             # values drawn among the column's own levels, dtype kept, missing kept
             for c in step["columns" if name == "pram" else "keys"]:
                 st = state(c)
                 states[c] = _ColumnState(None, st.kind, st.fraction, st.missing, st.kind_by,
-                                         st.missing_by, st.changed + [this])
+                                         st.missing_by, st.changed + [where])
         elif name in ("microaggregate", "noise"):
             if name == "microaggregate":
                 # group means of whole numbers are fractional but for equal groups; group
                 # medians may stay whole (left to the run)
                 fraction = True if step.get("aggregate", "mean") == "mean" else None
-                how = f"{this} replaces it by group means"
+                how = f"{where} replaces it by group means"
             else:
                 fraction = True if step["level"] > 0 else None
-                how = f"{this} adds noise to it"
+                how = f"{where} adds noise to it"
             for c in step["columns"]:
                 st = state(c)
                 states[c] = _ColumnState(None, "numeric", fraction, False,
-                                         how if fraction else this, None, st.changed + [this])
+                                         how if fraction else where, None, st.changed + [where])
 
 
 def _as_left(col: str, changed: list[str]) -> str:
