@@ -33,7 +33,7 @@ A cell ``k`` of the key plays the role of a domain with ``y = f_k`` and
   number of the cell's sample records an intruder re-identifies by picking at
   random among the :math:`F_k` population units with the same key, so
   :math:`R_{1k} = E[L_1 \mid f_k] = f_k\, E(1/F_k \mid f_k)` -- the cell's
-  contribution to ER (sdcMicro's global risk; seed ``001_…`` Section 3.2). It is
+  contribution to ER (sdcMicro's global risk; seed ``001_…`` Section 3.4). It is
   computed in closed form from each model's posterior-mean individual risk (seed
   004, eq. 6 per posterior draw, averaged over draws) -- no enumeration;
 * suppression loss ``y``: :math:`L_0 = f_k`, the records lost when the cell is

@@ -195,12 +195,13 @@ def mad(x, constant: float = MAD_CONSTANT) -> float:
 def benchmark_rule(record_risk, *, threshold: float = 0.1, n_mad: float = 2.0) -> np.ndarray:
     r"""Flag records whose risk is high and above the main part of the data.
 
-    Seed 001, Section 3.4, "benchmark approach": flag record ``i`` when
+    Seed 001, Section 3.4, "benchmark approach" (its inequality is lost in the
+    seed's text; this is the form of sdcMicro's ``print.sdcMicroObj``,
+    ``R/printFunctions.R``): flag record ``i`` when
 
     .. math:: r_i > 0.1 \quad\text{and}\quad r_i > \mathrm{median}(r) + 2\,\mathrm{MAD}(r),
 
-    with ``MAD`` scaled by 1.4826 (R's ``mad``), both inequalities strict --
-    exactly sdcMicro's ``print.sdcMicroObj`` (``R/printFunctions.R``). Note that
+    with ``MAD`` scaled by 1.4826 (R's ``mad``), both inequalities strict. Note that
     sdcMicro's ``print.measure_risk`` and ``print.indivRisk`` use ``3 * mad``
     instead; pass ``n_mad=3`` to match those.
 

@@ -42,10 +42,14 @@ population sizes at most 2**53 (:data:`MAX_POPULATION`). The element-wise functi
 broadcast by dimension name. Functions that reduce over subpopulations or keys
 take an ``axis`` (plain arrays only).
 
-The printed equations (15), (16) and (20) are illegible in the seed's text; the
-forms used here are reconstructed from the surrounding text (see each function)
-and checked against the paper's Table 1 and the values quoted with Figure 1 in
-``tests/test_risk_mokken.py``.
+The printed equations (7)-(9), (14)-(17), (20), (25) and (27) are missing or
+illegible in the seed's text; the forms used here are reconstructed from the
+surrounding text (see each function): ``f_max = ln(1-gamma)/(N ln(1 - f_a f_u))``
+and its approximations ``-ln(1-gamma)/(N f_a f_u)`` and ``gamma/(N f_a f_u)``
+(7-9); ``ln(1-R) = -a f f_u,max`` (14); ``N_min = (C^(-1/(1+alpha)) - 1)/beta``,
+``C = -ln(1-gamma)/(a f)`` (16-17); ``p_i = f_ai (f_ui - f_u,i-1)`` (25); ``TR ~ 1 - exp(-n sum p_i)`` (27).
+They are checked against the paper's Table 1 and the values quoted with Figure 1
+in ``tests/test_risk_mokken.py``.
 
 Arguments whose shapes do not broadcast raise :class:`InputError` naming them
 and their shapes (the check of :mod:`sdcbayes.risk.individual`), as do
