@@ -1321,7 +1321,12 @@ def compare_models(
         towards 0.99 when divergent transitions are reported.
     disclosure_loss, suppression_loss : str or Loss
         The reference loss pair of the cell decisions (module docstring); default
-        ``reidentifications`` (:math:`f_k/F_k`) and ``y`` (:math:`f_k`).
+        ``reidentifications`` (:math:`f_k/F_k`) and ``y`` (:math:`f_k`), so that the
+        ranking is the individual risk and the target cuts ER. This differs from
+        :func:`sdcbayes.risk.decisions.decide_cells`' default ``uniques-equal:S=10``
+        (seed 003, eq. 2), which ``disclosure_loss="uniques-equal:S=10"`` reproduces
+        here; ``decide_cells(fk, size=fk, prob=np.minimum(fk / Fk_hat, 1.0),
+        disclosure_loss="reidentifications")`` reproduces the closed-form row there.
     alternatives : sequence or str, default ()
         Further pairs ``"DISCLOSURE/SUPPRESSION"`` (or tuples): frontiers and
         suppression at the target per model, and the sensitivity of each model's

@@ -391,21 +391,45 @@ _COUNT_WORDS = {
 }
 
 
-def _check_domain_counts(y, n, N, names, unit: str = "domain") -> None:
+def _check_domain_counts(y, n, N, names, unit: str = "domain", *, scalar=(),
+                         whole_N: bool = True) -> None:
     """Refuse counts breaking ``0 <= y <= n <= N``, naming the domains and their values.
 
     Runs before any risk is computed; ``names`` are the domain labels (None: the
     0-based positions, which are then the default names of the result). ``unit``
     ``"cell"`` words the same checks for :func:`decide_cells` (``fk`` for ``y``).
+    ``scalar``: the labels (``"n"``, ``"N"``) given as one value for every unit, which
+    a message states once instead of once per unit. ``whole_N`` False accepts an ``N``
+    that is not whole (any finite ``N >= n``): :func:`decide_cells` uses ``N`` only as
+    a loss argument, while :func:`decide`'s ``N - n`` is the number of beta-binomial
+    trials and must be whole.
     """
     ylab, ydesc, ndesc, Ndesc = _COUNT_WORDS[unit]
+    fixes = {
+        ylab: "fix those counts",
+        "n": ("pass the sample size, a whole number >= 0 (e.g. round(n) of an estimate), "
+              f"or leave n out (default: sum({ylab}))" if unit == "cell" else "fix those counts"),
+        "N": "fix those counts (N - n is the number of beta-binomial trials: round an "
+             "estimated population size, e.g. np.round(N))",
+    }
     for label, a in ((ylab, y), ("n", n), ("N", N)):
-        bad = ~np.isfinite(a) | (a < 0) | (a != np.round(a))
-        if bad.any():
-            where = _domains(bad, names, lambda i, label=label, a=a: f"{label}={a[i]:g}", unit)
-            raise InputError(
-                f"{label} must hold non-negative whole numbers (counts); {where}: fix those counts"
-            )
+        whole = whole_N or label != "N"
+        bad = ~np.isfinite(a) | (a < 0)
+        if whole:
+            bad |= a != np.round(a)
+        if not bad.any():
+            continue
+        if whole:
+            what = f"{label} must hold non-negative whole numbers (counts)"
+            fix = fixes[label]
+        else:
+            what = f"{label} (the population size) must be a non-negative finite number"
+            fix = ("give the population size (an estimate such as the sum of the survey "
+                   "weights is fine), or leave N out when no loss uses it")
+        if label in scalar:  # one value for every unit: say it once, not once per unit
+            raise InputError(f"{what}; got {label}={a[0]:g}, one value for every {unit}: {fix}")
+        where = _domains(bad, names, lambda i, label=label, a=a: f"{label}={a[i]:g}", unit)
+        raise InputError(f"{what}; {where}: {fix}")
     bad = y > n
     if bad.any():
         raise InputError(
@@ -415,9 +439,12 @@ def _check_domain_counts(y, n, N, names, unit: str = "domain") -> None:
         )
     bad = N < n
     if bad.any():
+        if {"n", "N"} <= set(scalar):
+            where = f"every {unit} (N={N[0]:g}, n={n[0]:g}, one value each for every {unit})"
+        else:
+            where = _domains(bad, names, lambda i: f"N={N[i]:g}, n={n[i]:g}", unit)
         raise InputError(
-            f"{Ndesc} is below {ndesc} in "
-            f"{_domains(bad, names, lambda i: f'N={N[i]:g}, n={n[i]:g}', unit)}; counts must "
+            f"{Ndesc} is below {ndesc} in {where}; counts must "
             f"satisfy 0 <= {ylab} <= n <= N: fix N or n there"
         )
 
@@ -499,22 +526,46 @@ def _probe_loss(loss: Loss) -> bool:
     return moves or (np.all(np.isfinite(v1)) and not np.all(np.isfinite(vinf)))
 
 
-def _parse_losses(disclosure_loss, suppression_loss, alternatives):
+def _parse_losses(disclosure_loss, suppression_loss, alternatives, disclosure_parser=parse_loss):
     """Parse and probe the reference pair and the alternatives, before any work.
 
-    Returns ``(l1, l0, alts, uses_N)``: ``alts`` a list of Loss pairs (a lone string is
-    one alternative, not a sequence of characters), ``uses_N`` the specs of the losses
-    whose value depends on N.
+    ``disclosure_parser`` reads the disclosure sides (:func:`_parse_cell_loss` for the
+    cells, which adds ``reidentifications``). Returns ``(l1, l0, alts, uses_N)``:
+    ``alts`` a list of Loss pairs (a lone string is one alternative, not a sequence of
+    characters), ``uses_N`` the specs of the losses whose value depends on N.
     """
     if isinstance(alternatives, str):  # "uniques-equal:S=1/y" is one pair (audit M, F7)
         alternatives = [alternatives]
-    l1, l0 = parse_loss(disclosure_loss), parse_loss(suppression_loss)
-    alts = [parse_alternative(a) for a in alternatives]
+    l1, l0 = disclosure_parser(disclosure_loss), parse_loss(suppression_loss)
+    alts = [parse_alternative(a, disclosure_parser) for a in alternatives]
     uses_N = []
     for loss in (l1, l0, *(x for pair in alts for x in pair)):
         if _probe_loss(loss) and loss.spec not in uses_N:
             uses_N.append(loss.spec)
     return l1, l0, alts, uses_N
+
+
+def _parse_cell_loss(spec) -> Loss:
+    r""":func:`parse_loss` plus the cell-level ``reidentifications`` (``f/F``).
+
+    The disclosure loss :func:`sdcbayes.risk.compare.compare_models` uses by default
+    (:data:`sdcbayes.risk.compare.REIDENTIFICATION_LOSS`, the same object, so that its
+    closed form :math:`f\,E(1/F \mid f)` is used and the stamps read alike). It is a
+    loss of the cells only: :func:`decide`'s domains keep :func:`parse_loss`.
+    """
+    # imported here: compare imports this module at import time
+    from sdcbayes.risk.compare import parse_comparison_loss
+
+    return parse_comparison_loss(spec)
+
+
+def _is_reidentifications(loss: Loss) -> bool:
+    """Whether ``loss`` is compare's ``f/F`` (by its function: a user loss may share the name)."""
+    if not isinstance(loss, Loss) or loss.name != "reidentifications":
+        return False  # decide()'s losses never import compare
+    from sdcbayes.risk.compare import REIDENTIFICATION_LOSS
+
+    return loss.func is REIDENTIFICATION_LOSS.func
 
 
 def _series_names(index, m: int):
@@ -1323,7 +1374,12 @@ def _stamp(model: str, *, data: dict, settings: dict, posterior: dict | None = N
 
 def _jensen_table(loss, y, EY, n, N, R1):
     """Plug-in ``L1(y, E[Y])`` next to ``R1 = E[L1(y, Y)]`` (seed 003, Section 3)."""
-    plug = np.asarray(loss(y, EY, n, N), dtype=float)
+    if not _is_reidentifications(loss):
+        plug = np.asarray(loss(y, EY, n, N), dtype=float)
+    else:  # f/F at f = 0 is 0 (no sample records), as in R1, also where E[F] = 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plug = np.array(loss(y, EY, n, N), dtype=float)
+        plug[np.broadcast_to(y, plug.shape) == 0] = 0.0
     return pd.DataFrame({"E_Y": EY, "plug_in_R1": plug, "R1": R1, "bias": R1 - plug})
 
 
@@ -1360,6 +1416,9 @@ def negbin_expected_loss(loss, f, n, N, size, prob, tail: float = 1e-12):
     ``B`` the truncation error is at most ``B * tail``).
     This function adds the checks: ``tail`` in ``(0, 1e-3]``, ``size > 0``,
     ``0 < prob <= 1``, arguments that broadcast, and a loss callable as ``(y, Y, n, N)``.
+    ``loss`` may also be ``"reidentifications"`` (:math:`f/F`, compare_models' default
+    disclosure loss): :math:`f\,E(1/F \mid f)` in closed form, and 0 where ``f = 0``
+    (no sample records to re-identify; :math:`f/F` alone would read 0/0 at ``F = 0``).
 
     Arguments broadcast (NumPy rules); returns the broadcast shape.
     """
@@ -1367,7 +1426,7 @@ def negbin_expected_loss(loss, f, n, N, size, prob, tail: float = 1e-12):
     from sdcbayes.risk.compare import expected_loss_enumerated
 
     tail = _check_tail(tail)
-    loss = parse_loss(loss)
+    loss = _parse_cell_loss(loss)
     _probe_loss(loss)  # a wrong signature: InputError now, not TypeError mid-sum
     try:
         f, n, N = (np.asarray(a, dtype=float) for a in (f, n, N))
@@ -1382,6 +1441,16 @@ def negbin_expected_loss(loss, f, n, N, size, prob, tail: float = 1e-12):
             f"scalars); got shapes f {f.shape}, n {n.shape}, N {N.shape}, size {size.shape}, "
             f"prob {prob.shape}"
         ) from None
+    if _is_reidentifications(loss):
+        # f/F is 0 in a cell without sample records (nothing to re-identify), also at
+        # F = 0, where f/F reads 0/0; f > 0: f E(1/F | f) in closed form (seed 004, eq. 6)
+        f, n, N, size, prob = (np.broadcast_to(a, shape) for a in (f, n, N, size, prob))
+        out = np.zeros(shape)
+        some = f > 0
+        if some.any():
+            out[some] = expected_loss_enumerated(loss, f[some], n[some], N[some], size[some],
+                                                 prob[some], tail=tail)
+        return out
     return np.asarray(expected_loss_enumerated(loss, f, n, N, size, prob, tail=tail),
                       dtype=float).reshape(shape)
 
@@ -1464,6 +1533,33 @@ def decide_cells(
     cell; ``0 <= f_k <= n <= N`` is checked). ``n`` defaults to ``sum(fk)``;
     ``N`` to unknown (infinite), which a loss whose value depends on ``N``
     (``N``, or such a user loss) refuses up front: give ``N`` for those.
+    ``N`` enters only as an argument of the losses (the predictive of ``F_k``
+    is ``size, prob``, which carry the population already), so it need not be
+    whole: an estimated population size such as the sum of the survey weights
+    (``N=md.weights.sum()``) is taken as it is. ``fk`` and ``n`` are counts of
+    records and must be whole.
+
+    Losses: every :func:`sdcbayes.risk.losses.parse_loss` spec, plus the disclosure
+    loss ``"reidentifications"``, :math:`L_1 = f_k/F_k` (0 when ``f_k = 0``), whose
+    risk :math:`f_k E(1/F_k \mid f_k)` is the cell's share of the expected
+    re-identifications ER, in closed form (seed 004, eq. 6;
+    :func:`sdcbayes.risk.individual.negbin_inverse_moment`).
+
+    The default disclosure loss differs from
+    :func:`sdcbayes.risk.compare.compare_models`'. Here it is ``"uniques-equal:S=10"``
+    (seed 003, eq. 2: the expected sample uniques disclosed), as in :func:`decide` and
+    ``sdcbayes decide``, and the documented decisions rest on it; compare_models
+    defaults to ``"reidentifications"``, so that its ranking is the individual risk
+    :math:`E(1/F_k \mid f_k)` (its ``R1/R0`` with ``suppression_loss="y"``) and its
+    target cuts ER. The two give different decisions on one file (the demo with the
+    closed form: 463 cells published here, 382 there). compare_models' closed-form row
+    is reproduced by (``fk, Fk_hat = md.cells.fk, md.cells.Fk_hat``)::
+
+        decide_cells(fk, size=fk, prob=np.minimum(fk / Fk_hat, 1.0),
+                     disclosure_loss="reidentifications")
+
+    and this function's default by ``compare_models(md, specs,
+    disclosure_loss="uniques-equal:S=10")``.
 
     Two routes:
 
@@ -1515,8 +1611,13 @@ def decide_cells(
     names = None if cell_names is None else np.asarray(cell_names, dtype=object)
     n_arr = _per_cell(fk.sum() if n is None else n, m, "n")
     N_arr = _per_cell(np.inf if N is None else N, m, "N")
-    # 0 <= fk <= n <= N by cell, as decide() checks its domains (N only when given)
-    _check_domain_counts(fk, n_arr, n_arr if N is None else N_arr, names, unit="cell")
+    # a value given once for every cell is reported once (audit DD5, F5)
+    scalar = {lab for lab, v in (("n", n), ("N", N)) if v is not None and np.size(v) == 1}
+    # 0 <= fk <= n <= N by cell, as decide() checks its domains (N only when given). N
+    # need not be whole here: it enters only as a loss argument (the NegBin predictive
+    # carries the population), so an estimate such as a weight sum is fine (audit DD5, F5)
+    _check_domain_counts(fk, n_arr, n_arr if N is None else N_arr, names, unit="cell",
+                         scalar=scalar, whole_N=False)
     counts = {"fk": fk.astype(np.int64)}
     data = {"n_cells": m, "total_fk": int(fk.sum()), "n": _count_summary(n_arr),
             "N": None if N is None else _count_summary(N_arr)}
@@ -1526,7 +1627,7 @@ def decide_cells(
     if R1 is not None or R0 is not None:
         if R1 is None or R0 is None or size is not None or prob is not None:
             raise InputError("give either (R1, R0) or (size, prob) to decide_cells, not a mix")
-        l1 = parse_loss(disclosure_loss) if isinstance(disclosure_loss, str | Loss) else None
+        l1 = _parse_cell_loss(disclosure_loss) if isinstance(disclosure_loss, str | Loss) else None
         l0 = parse_loss(suppression_loss) if isinstance(suppression_loss, str | Loss) else None
         if alternatives and not isinstance(alternatives, Mapping):
             raise InputError(
@@ -1552,7 +1653,8 @@ def decide_cells(
         )
     if size is None or prob is None:
         raise InputError("decide_cells needs the NegBin predictive (size, prob) or risks (R1, R0)")
-    l1, l0, alts, uses_N = _parse_losses(disclosure_loss, suppression_loss, alternatives)
+    l1, l0, alts, uses_N = _parse_losses(disclosure_loss, suppression_loss, alternatives,
+                                         disclosure_parser=_parse_cell_loss)
     if N is None and uses_N:
         raise InputError(
             f"loss {', '.join(map(repr, uses_N))} depends on N, the population size, and N "

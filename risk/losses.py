@@ -24,6 +24,12 @@ Nonpublication losses ``L_0`` (Sec. 3): ``constant`` (1), ``y``, ``Y``, ``n``, `
 
 Any other loss: :func:`user_loss` wraps a callable with a name.
 
+The cell-level disclosure loss ``reidentifications`` (``f/F``) is defined with the model
+comparison (:data:`sdcbayes.risk.compare.REIDENTIFICATION_LOSS`) and read by
+:func:`sdcbayes.risk.compare.compare_models` and :func:`sdcbayes.risk.decisions.decide_cells`,
+not by :func:`parse_loss`, which the domain decisions (:func:`sdcbayes.risk.decisions.decide`)
+use too: it counts the re-identifications in a key cell.
+
 Imports NumPy only (plus the project's exceptions).
 """
 
@@ -332,9 +338,15 @@ def _unknown_loss_message(name: str, spec: str) -> str:
                 f"NAME:KEY=VALUE, e.g. uniques-equal:S={name} or threshold:Ymin={name}; "
                 f"valid losses are {valid}")
     if name in _comparison_loss_names():
-        return (f"loss {name!r} is a model-comparison loss, the disclosure loss of compare "
-                "(sdcbayes compare, sdcbayes.risk.compare.compare_models; written without "
-                f"parameters), not a decision loss; the decision losses are {valid}")
+        # f/F counts re-identifications in a key cell: the cell-level functions read it
+        # (audit DD5, F5), the domain decisions keep seed 003's losses
+        return (f"loss {name!r} (f/F, expected re-identifications) is a model-comparison "
+                "loss for the cells of a key, written without parameters: "
+                "sdcbayes.risk.compare.compare_models (sdcbayes compare, its default) and "
+                "sdcbayes.risk.decisions.decide_cells (e.g. decide_cells(fk, size=fk, "
+                "prob=fk/Fk_hat, disclosure_loss='reidentifications')) take it; the domain "
+                "decisions (decide, sdcbayes decide) do not; the losses all of them take "
+                f"are {valid}")
     return f"unknown loss {name!r}; valid losses are {valid}"
 
 
@@ -362,7 +374,9 @@ def parse_loss(spec: str | Loss) -> Loss:
     ------
     InputError
         On an unknown name (the message lists the valid ones and says when the name
-        is a model-comparison loss such as ``reidentifications``), a number in place
+        is a model-comparison loss such as ``reidentifications``, which
+        :func:`sdcbayes.risk.compare.parse_comparison_loss` and
+        :func:`sdcbayes.risk.decisions.decide_cells` read), a number in place
         of a name, an unknown, missing, repeated or non-numeric parameter.
     """
     if isinstance(spec, Loss):
