@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdcbayes.exceptions import InputError
-from sdcbayes.microdata import Microdata
+from sdcbayes.exceptions import InputError, warn_at_caller
+from sdcbayes.microdata import Microdata, MicrodataWarning
 from sdcbayes.provenance import stamp
 from sdcbayes.risk.individual import (
     RISK_METHODS,
@@ -33,7 +33,8 @@ from sdcbayes.risk.individual import (
 )
 from sdcbayes.risk.measures import benchmark_rule, household_risk
 
-# the declared public surface (the posterior route, decisions and the CLI import these)
+# the declared public surface (the posterior route, decisions and the CLI import these;
+# the CLI also imports the constant CLOSED_FORM_NO_WEIGHTS_NOTE)
 __all__ = [
     "Assessment",
     "SummaryRepr",
@@ -43,6 +44,18 @@ __all__ = [
     "check_threshold",
     "record_index",
 ]
+
+
+#: The caveat of a closed-form assessment of a file without weights or a sampling
+#: fraction (:func:`assess_closed_form` warns with it and puts it in the summary's
+#: ``warnings``). Spelled for Python; the CLI turns ``weight=`` and ``sampling_fraction=``
+#: into its options (``sdcbayes.cli.cli_wording``).
+CLOSED_FORM_NO_WEIGHTS_NOTE = (
+    "no weight= or sampling_fraction= in the Microdata: the closed form takes the file as "
+    "the whole population (each key combination's population count is its sample count), "
+    "so every sample unique has risk 1; for a sample, give its weights or n/N (for a "
+    "census, sampling_fraction=1 says so)"
+)
 
 
 def check_microdata(md, caller: str) -> None:
@@ -336,13 +349,25 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         file summary: expected re-identifications Σ r_i (sdcMicro's global risk
         ER), the plug-in estimates τ1 = Σ_{f_k=1} p̂_k (P(F_k = 1 | f_k = 1) = p_k
         under the negative binomial) and τ2 = Σ_{f_k=1} r_k, the benchmark rule
-        and household risk 1 − Π(1 − r_i).
+        and household risk 1 − Π(1 − r_i). ``summary["warnings"]`` (absent when
+        there are none) lists the caveats: a file without weights read as the
+        whole population, cells whose weights sum below their sample count.
 
     Raises
     ------
     InputError
         Before any work: ``md`` is no :class:`sdcbayes.Microdata`, an unknown
         ``method``, or a ``threshold`` outside (0, 1).
+
+    Warns
+    -----
+    sdcbayes.microdata.MicrodataWarning
+        When ``md`` has neither weights nor a sampling fraction: every cell's
+        population count is then its sample count (F̂_k = f_k), i.e. the file is
+        read as the whole population and every sample unique has risk 1. The
+        sentence, :data:`CLOSED_FORM_NO_WEIGHTS_NOTE`, is also in
+        ``summary["warnings"]``. For a census, ``Microdata(...,
+        sampling_fraction=1)`` gives the same numbers without the warning.
 
     Notes
     -----
@@ -415,9 +440,18 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     if threshold is not None:
         summary["risk_threshold"] = float(threshold)
         summary["n_above_threshold"] = int(np.count_nonzero(r > threshold))
+    notes: list[str] = []
+    if hasattr(md, "weights") and md.weights is None:
+        # F_k = f_k: legitimate for a census or a register, but a sample read so is all risk
+        # (tenfold on the demo: ER 1004 against 98.68 with its weights); sampling_fraction
+        # sets weights, so a census declared with sampling_fraction=1 is not warned about
+        notes.append(CLOSED_FORM_NO_WEIGHTS_NOTE)
+        warn_at_caller(CLOSED_FORM_NO_WEIGHTS_NOTE, MicrodataWarning)
     if below.any():
         summary["n_cells_weights_below_count"] = int(below.sum())
-        summary["warnings"] = [_weights_below_count_warning(int(below.sum()), "the closed form")]
+        notes.append(_weights_below_count_warning(int(below.sum()), "the closed form"))
+    if notes:
+        summary["warnings"] = notes
     hh = getattr(md, "household_index", None)
     if hh is not None:
         hh = np.asarray(hh)

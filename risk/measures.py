@@ -3,7 +3,9 @@
 Seed ``001_…`` (Templ, Meindl, Kowarik & Chen 2014, IHSN *Introduction to SDC*),
 Sections 3.1-3.4, and ARCHITECTURE.md "Notation"; definitions matched to sdcMicro
 (``measure_risk``, ``ldiversity``, ``print.sdcMicroObj``) where the guide is
-silent. Everything is vectorised over records (``np.bincount``, sorting), so a
+silent. :func:`risky_cells` counts the unsafe cells of every combination of keys
+up to a dimension (sdcMicro's ``riskyCells``, mu-Argus's combinations). Everything
+is vectorised over records (``np.bincount``, sorting), so a
 file of 10^7 records takes well under a second per measure.
 
 Inputs are per-record arrays in input order: ``record_risk`` (``r_i``, e.g.
@@ -47,6 +49,7 @@ __all__ = [
     "mad",
     "n_k_anonymity_violations",
     "n_sample_uniques",
+    "risky_cells",
     "weighted_k_anonymity_violations",
 ]
 
@@ -666,6 +669,329 @@ def l_diversity(
         "sensitive": [str(name) for name in codes],
     }
     return frame
+
+
+# --- unsafe combinations (sdcMicro riskyCells; mu-Argus) -------------------------
+
+#: The most key combinations :func:`risky_cells` tabulates in one call (sum over the
+#: dimensions d of C(p, d)): 15 keys up to all 15 of them are 32,767; beyond this limit
+#: the table is too long to read and the run too long to wait for.
+MAX_COMBINATIONS = 100_000
+
+#: How :func:`risky_cells` treats a missing key value.
+RISKY_CELLS_MISSING = ("category", "drop")
+
+
+def _whole_at_least_one(value, name: str, fix: str) -> int:
+    """``value`` as an int when it is a whole number >= 1 (not a bool, not text)."""
+    v = whole_number(value)  # None for a bool, text or a fraction
+    if v is None or v < 1:
+        raise InputError(f"{name} must be a whole number >= 1; got {value!r}: {fix}")
+    return v
+
+
+def _risky_keys(frame: pd.DataFrame, keys) -> list:
+    if isinstance(keys, str):
+        keys = [keys]
+    try:
+        keys = list(keys)
+    except TypeError:
+        raise InputError(
+            f"keys must be a list of column names, got {type(keys).__name__}: pass e.g. "
+            "keys=['age', 'sex', 'region']"
+        ) from None
+    if not keys:
+        raise InputError("keys is empty; name at least one key column, e.g. keys=['age']")
+    seen: set = set()
+    dup = [k for k in keys if k in seen or seen.add(k)]
+    if dup:
+        raise InputError(
+            f"key(s) {', '.join(repr(k) for k in dict.fromkeys(dup))} given more than once; "
+            "name each key column once"
+        )
+    absent = [k for k in keys if k not in frame.columns]
+    if absent:
+        shown = ", ".join(str(c) for c in frame.columns[:20])
+        more = ", ..." if frame.shape[1] > 20 else ""
+        raise InputError(
+            f"key(s) {', '.join(repr(k) for k in absent)} not in the data (available: "
+            f"{shown}{more}); check the spelling of keys"
+        )
+    if not frame.columns.is_unique:
+        clash = [k for k in keys if int((frame.columns == k).sum()) > 1]
+        if clash:
+            raise InputError(
+                f"column name(s) {', '.join(repr(k) for k in clash)} occur more than once in "
+                "the data; rename the duplicates"
+            )
+    return keys
+
+
+def _risky_levels(levels, keys: list) -> list[int]:
+    if isinstance(levels, Mapping):
+        unknown = [k for k in levels if k not in keys]
+        lacking = [k for k in keys if k not in levels]
+        if unknown or lacking:
+            raise InputError(
+                "levels must give one identification level per key: "
+                + "; ".join(p for p in (
+                    f"not keys: {', '.join(repr(k) for k in unknown)}" if unknown else "",
+                    f"no level for: {', '.join(repr(k) for k in lacking)}" if lacking else "",
+                ) if p)
+                + "; pass e.g. levels={" + ", ".join(f"{k!r}: 1" for k in keys[:2]) + ", ...}"
+            )
+        levels = [levels[k] for k in keys]
+    elif isinstance(levels, (str, bytes)) or not hasattr(levels, "__len__"):
+        raise InputError(
+            f"levels must be a list of whole numbers >= 1, one per key (1 = most "
+            f"identifying), got {levels!r}: pass e.g. levels=[1, 1, 2]"
+        )
+    levels = list(levels)
+    if len(levels) != len(keys):
+        raise InputError(
+            f"levels has {len(levels)} entries but there are {len(keys)} keys; give one "
+            "identification level per key, in the order of keys"
+        )
+    return [_whole_at_least_one(v, f"the identification level of key {k!r}",
+                                "levels are whole numbers, 1 for the most identifying keys")
+            for k, v in zip(keys, levels, strict=True)]
+
+
+def _risky_thresholds(threshold, max_dim, levels, n_keys: int) -> tuple[list[int], int]:
+    """Per-dimension thresholds and the largest dimension (see :func:`risky_cells`)."""
+    fix = ("a cell of at most this many records is unsafe; pass e.g. threshold=3, or one "
+           "per dimension such as threshold=(50, 25, 10, 5)")
+    if isinstance(threshold, np.ndarray) and threshold.ndim == 0:
+        threshold = threshold.item()  # np.array(5): one number, not a sequence
+    scalar = not hasattr(threshold, "__len__") or isinstance(threshold, (str, bytes))
+    values = [threshold] if scalar else list(threshold)
+    if not values:
+        raise InputError(f"threshold is empty; {fix}")
+    ths = [_whole_at_least_one(t, "threshold" if scalar else f"threshold[{i}]", fix)
+           for i, t in enumerate(values)]
+    if levels is not None:
+        if max_dim is not None:
+            raise InputError(
+                "give either max_dim or levels, not both: with identification levels the "
+                "largest combination has as many keys as there are distinct levels"
+            )
+        if len(ths) != 1:
+            raise InputError(
+                f"with identification levels one threshold applies to every table; got "
+                f"{len(ths)} thresholds: pass a single number, e.g. threshold={ths[0]}"
+            )
+        return ths * len(set(levels)), len(set(levels))
+    if max_dim is None:
+        if scalar:
+            raise InputError(
+                "a single threshold needs max_dim, the largest number of keys combined: "
+                "pass e.g. max_dim=3, or one threshold per dimension, e.g. "
+                "threshold=(50, 25, 10)"
+            )
+        max_dim = len(ths)
+    d = _whole_at_least_one(max_dim, "max_dim", f"the combinations have 1 to {n_keys} keys")
+    if d > n_keys:
+        raise InputError(
+            f"max_dim={max_dim!r} is more than the {n_keys} key(s); pass max_dim <= {n_keys}"
+        )
+    if len(ths) == 1:
+        ths = ths * d
+    elif len(ths) != d:
+        raise InputError(
+            f"threshold has {len(ths)} entries but max_dim is {d}; give one threshold per "
+            f"dimension 1..{d}, or a single number for all of them"
+        )
+    return ths, d
+
+
+def risky_cells(
+    frame,
+    keys,
+    threshold,
+    *,
+    max_dim: int | None = None,
+    levels=None,
+    missing: str = "category",
+) -> pd.DataFrame:
+    r"""Unsafe cells in every combination of 1 to ``max_dim`` keys (sdcMicro's ``riskyCells``).
+
+    mu-Argus's first look at a file: for every combination of ``d`` key variables
+    (``d = 1, ..., max_dim``), cross-classify the records and call a cell *unsafe*
+    when its sample frequency is at most the threshold of that dimension
+    (sdcMicro's ``N <= threshold[d]``); count the unsafe cells and the records in
+    them. Low-dimensional combinations with unsafe cells show which keys drive the
+    risk, where the full cross-classification (k-anonymity, sample uniques) only
+    says that there is one. Seed ``001_…`` (Section 3.5) makes the same point for
+    sample uniques: a record unique on all keys may already be unique on a subset
+    of them.
+
+    This is sdcMicro's ``riskyCells`` (``R/riskyCells.R``, read at commit
+    ``ceaaf20b920b``, and its ``tests/testthat/test_riskyCells.R``). Its reference
+    page says it "mimics the approach taken in mu-argus" and refers to the mu-Argus
+    5.1 manual (CBS) for the identification levels; that manual was not available
+    here, so mu-Argus's behaviour is taken as sdcMicro reproduces it. The terms:
+
+    - counts are unweighted sample frequencies of the cells present in the data
+      (a combination of values no record has is no cell);
+    - ``threshold`` is one whole number for every dimension or one per dimension
+      1..``max_dim``, as sdcMicro's ``threshold = c(50, 25, 10, 5)`` with
+      ``maxDim = 4``;
+    - with identification ``levels`` (sdcMicro's ``useIdentificationLevel = TRUE``)
+      one threshold applies to every table and the combinations go up to as many
+      keys as there are distinct levels. sdcMicro's code at that commit forms
+      every combination up to that size: its construction of mu-Argus's tables
+      from the levels (which would leave some combinations out) is commented out,
+      and this function follows the code, so that the numbers agree. The levels
+      are recorded in ``attrs["settings"]``;
+    - rows come in sdcMicro's order: by dimension, the combinations of each
+      dimension in the order of ``itertools.combinations(keys, d)`` (R's
+      ``combn``).
+
+    sdcMicro's result has ``unsafe_cells`` and the key and threshold columns;
+    ``n_cells``, ``unsafe_records`` and ``n_records`` are added here.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The microdata (a polars DataFrame or pyarrow Table is converted). From a
+        :class:`sdcbayes.Microdata` ``md``, pass ``md.frame`` and ``md.keys``.
+    keys : str or list of str
+        The key variables (column names), in the order the combinations take them.
+    threshold : int or sequence of int
+        Whole numbers >= 1: a cell with at most this many records is unsafe. One
+        number applies to every dimension; a sequence gives dimension 1, 2, ...
+        in turn (its length is ``max_dim``). With ``levels``, a single number.
+    max_dim : int, optional
+        The largest number of keys combined, 1 to ``len(keys)``. Default: the
+        number of thresholds when ``threshold`` is a sequence (a single
+        threshold needs ``max_dim``). Not with ``levels``.
+    levels : sequence of int or mapping key -> int, optional
+        Identification level of each key (whole numbers >= 1, 1 = most
+        identifying; sdcMicro's ``level``). The combinations then go up to as many
+        keys as there are distinct levels.
+    missing : {"category", "drop"}, default "category"
+        A missing key value (NaN, None, pandas NA). ``"category"``: one more value
+        of its key, forming cells of its own, as sdcMicro counts (its
+        documentation is silent; its code groups with data.table, which keeps NA
+        as a value). ``"drop"``: a record with a missing value in one of a
+        combination's keys is left out of that combination's table only
+        (``n_records`` says how many were tabulated). A code such as -9 is an
+        ordinary value either way: make it missing first (``frame.replace``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per key combination, with columns ``dimension`` (its number of
+        keys), ``key_1`` ... ``key_<max_dim>`` (its keys, None beyond
+        ``dimension``), ``threshold``, ``n_records`` (records tabulated),
+        ``n_cells`` (cells present), ``unsafe_cells`` (cells with at most
+        ``threshold`` records) and ``unsafe_records`` (records in them). ``attrs``
+        holds ``sdcbayes_version`` and ``settings`` (``keys``, ``threshold`` per
+        dimension, ``max_dim``, ``levels``, ``missing``, ``n_records_input``).
+
+    Raises
+    ------
+    InputError
+        Before any counting: ``frame`` not a data frame; ``keys`` empty, repeated
+        or not columns of ``frame``; a threshold that is not a whole number >= 1
+        (text, a bool, 0, 2.5), or as many thresholds as neither 1 nor
+        ``max_dim``; ``max_dim`` not a whole number in 1..``len(keys)``, or missing
+        with a single threshold; ``levels`` with ``max_dim``, with several
+        thresholds, or not one whole number >= 1 per key; an unknown ``missing``;
+        more than :data:`MAX_COMBINATIONS` combinations.
+
+    Notes
+    -----
+    Each combination is one vectorised group-by (the keys' integer codes packed
+    into one int64 per record, then counted), so the cost is the number of
+    combinations, sum over d of C(p, d), times the records: for p = 15 keys up to
+    d = 4, 1,940 passes over the file.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"sex": list("mmmf"), "age": [20, 20, 30, 30]})
+    >>> risky_cells(df, ["sex", "age"], threshold=(1, 1))[
+    ...     ["key_1", "key_2", "unsafe_cells", "unsafe_records"]]
+      key_1 key_2  unsafe_cells  unsafe_records
+    0   sex  None             1               1
+    1   age  None             0               0
+    2   sex   age             2               2
+    """
+    from itertools import combinations
+
+    from sdcbayes.microdata import _code_column, as_pandas_frame
+
+    frame = as_pandas_frame(frame)
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(
+            f"frame must be a pandas DataFrame (or a polars DataFrame or pyarrow Table), got "
+            f"{type(frame).__name__}; read files with sdcbayes.read_microdata(path)"
+        )
+    keys = _risky_keys(frame, keys)
+    if missing not in RISKY_CELLS_MISSING:
+        raise InputError(
+            f"missing={missing!r} is not a policy for missing key values here; use "
+            f"{' or '.join(repr(m) for m in RISKY_CELLS_MISSING)}"
+        )
+    level_list = None if levels is None else _risky_levels(levels, keys)
+    ths, d_max = _risky_thresholds(threshold, max_dim, level_list, len(keys))
+    n_comb = sum(math.comb(len(keys), d) for d in range(1, d_max + 1))
+    if n_comb > MAX_COMBINATIONS:
+        raise InputError(
+            f"{len(keys)} keys up to {d_max} at a time give {n_comb:,} combinations, more "
+            f"than {MAX_COMBINATIONS:,}; lower max_dim or give fewer keys"
+        )
+
+    # each key coded once: int64 codes in [0, radix), missing as code 0 ("category") or
+    # flagged ("drop"); a combination's cells are then a group-by on packed codes
+    codes, radix, absent = {}, {}, {}
+    for k in keys:
+        c, _, nd = _code_column(frame[k])
+        miss = c < 0
+        if missing == "category":
+            codes[k], radix[k] = c + 1, nd + 1
+        else:
+            codes[k], radix[k] = np.where(miss, 0, c), max(nd, 1)
+        absent[k] = miss if miss.any() else None
+    n = len(frame)
+    rows = []
+    for d in range(1, d_max + 1):
+        t = ths[d - 1]
+        for combo in combinations(keys, d):
+            cols = [codes[k] for k in combo]
+            gaps = [absent[k] for k in combo if absent[k] is not None]
+            if missing == "drop" and gaps:
+                keep = ~np.logical_or.reduce(gaps)
+                cols = [c[keep] for c in cols]
+            n_rec = cols[0].size
+            if n_rec:
+                group, n_groups, _ = _group(cols, [radix[k] for k in combo])
+                size = np.bincount(group, minlength=n_groups)
+            else:  # every record misses one of the keys ("drop"): an empty table
+                size = np.zeros(0, dtype=np.int64)
+            unsafe = size <= t
+            rows.append((d, *combo, *([None] * (d_max - d)), t, n_rec, int(size.size),
+                         int(np.count_nonzero(unsafe)), int(size[unsafe].sum())))
+    columns = ["dimension", *(f"key_{i}" for i in range(1, d_max + 1)), "threshold",
+               "n_records", "n_cells", "unsafe_cells", "unsafe_records"]
+    values = list(zip(*rows, strict=True))  # rows: at least one combination
+    out = pd.DataFrame({
+        # key columns as object, None beyond a row's dimension (a list of tuples would
+        # turn that None into NaN); the counts as int64
+        c: pd.Series(v, dtype=object if c.startswith("key_") else np.int64)
+        for c, v in zip(columns, values, strict=True)
+    })
+    out.attrs["sdcbayes_version"] = __version__
+    out.attrs["settings"] = {
+        "keys": list(keys),
+        "threshold": ths,
+        "max_dim": d_max,
+        "levels": None if level_list is None else dict(zip(keys, level_list, strict=True)),
+        "missing": missing,
+        "n_records_input": n,
+    }
+    return out
 
 
 # --- file summary ----------------------------------------------------------------

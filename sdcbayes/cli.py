@@ -33,6 +33,7 @@ from sdcbayes._cliutils import (
 )
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError, SdcbayesError
+from sdcbayes.risk.assess import CLOSED_FORM_NO_WEIGHTS_NOTE as CLOSED_FORM_NO_WEIGHTS_NOTE_PY
 
 #: Files with more rows than this get a short status on stderr while they are read
 #: and turned into a cell table (unless --quiet or --json).
@@ -575,9 +576,6 @@ def assess(
             if bool(frame[k].isna().all()):
                 notes.append(f"key {k!r} is missing in every record; it matches everything "
                               "and adds nothing to the key")
-    if model == "closed-form" and md.weights is None:
-        # legitimate for a census or a whole register, but a sample read so is all risk
-        notes.append(CLOSED_FORM_NO_WEIGHTS_NOTE)
     for note in notes:  # on stderr, like the fits' warnings, also under --quiet and --json
         click.echo(f"sdcbayes: warning: {note}", err=True)
     if model == "latent-class" and ppc is None:
@@ -585,9 +583,16 @@ def assess(
 
         ppc = default_ppc(md.n_records, chains)
     if model == "closed-form":
+        import re
+        import warnings
+
         from sdcbayes.risk.assess import assess_closed_form
 
-        result = assess_closed_form(md, method=method, threshold=threshold)
+        with warnings.catch_warnings():
+            # its caveat of a file without weights (a MicrodataWarning) is also in
+            # result.summary["warnings"], printed just below: not a raw Python warning too
+            warnings.filterwarnings("ignore", re.escape(CLOSED_FORM_NO_WEIGHTS_NOTE_PY))
+            result = assess_closed_form(md, method=method, threshold=threshold)
         for note in result.summary.get("warnings", []):  # as the fits' warnings
             click.echo(f"sdcbayes: warning: {cli_wording(note)}", err=True)
     else:
@@ -681,14 +686,6 @@ def microdata_with_notes(frame, **kwargs):
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return md, notes
-
-
-#: The warning of a closed-form run on a file without --weight or --sampling-fraction
-#: (assess, and compare's closed-form rows).
-CLOSED_FORM_NO_WEIGHTS_NOTE = (
-    "no --weight or --sampling-fraction: the closed form takes the file as the whole "
-    "population (each key combination's population count is its sample count), so "
-    "every sample unique has risk 1; for a sample, give its weights or n/N")
 
 
 def by_stratum(md, cells: Any) -> list[dict[str, Any]]:
@@ -1186,6 +1183,10 @@ _register_commands()
 #: message that each pattern rewrites through the CLI and fails when a pattern matches
 #: nothing (a library message was reworded) or a table entry has no such test.
 _CLI_WORDING: list[tuple[str, str]] = [
+    # sdcbayes.risk.assess.CLOSED_FORM_NO_WEIGHTS_NOTE: a closed form without weights
+    (r"\bno weight= or sampling_fraction= in the Microdata:",
+     "no --weight or --sampling-fraction:"),
+    (r"\bsampling_fraction=1 says so\b", "--sampling-fraction 1 says so"),
     # sdcbayes.microdata.Microdata: weights, key levels, missing keys, household/strata ids
     (r"\bpass allow_weights_below_one=True\b", "pass --allow-weights-below-one"),
     (r"\bmax_levels=(-?\d+)", r"--max-levels \1"),
@@ -1277,6 +1278,11 @@ def cli_wording(message: str, command: str | None = None) -> str:
     for pattern, replacement in _CLI_WORDING_BY_COMMAND.get(command, []) + _CLI_WORDING:
         message = re.sub(pattern, replacement, message)
     return message
+
+
+#: The warning of a closed-form run on a file without --weight or --sampling-fraction
+#: (assess, and compare's closed-form rows): risk/assess.py's sentence, in CLI spelling.
+CLOSED_FORM_NO_WEIGHTS_NOTE = cli_wording(CLOSED_FORM_NO_WEIGHTS_NOTE_PY)
 
 
 def cli_worded_summary(summary: dict, command: str | None = None) -> dict:

@@ -172,6 +172,8 @@ PANDAS = rule("read it with pandas")
 KEY_ROLE = rule("remove it from keys")
 NEGBIN_WEIGHT = rule("pass weight=<column>")
 POPULATION = rule("give the microdata a weight")
+NO_WEIGHTS = rule("no weight= or sampling_fraction=")
+CENSUS = rule("sampling_fraction=1 says so")
 
 #: id -> (command, args (files, out) -> argv tail, rules proven, fragments of the line)
 CASES = {
@@ -368,8 +370,23 @@ def _assert_outputs_speak_cli(out: Path, fragment: str, command: str) -> None:
     assert not re.search(CLASSES, page)
 
 
+def test_closed_form_no_weights_rules_are_live(files, recorded, tmp_path, capsys):
+    """The closed form's caveat of a file without weights, in assess's options, said once."""
+    proc = run_in_process(capsys, "assess", str(files["good"]), "--keys", "age,sex",
+                          "--model", "closed-form", "--out", str(tmp_path / "o"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    raw = " ".join(recorded)
+    assert re.search(NO_WEIGHTS, raw) and re.search(CENSUS, raw), raw
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("sdcbayes: warning:")]
+    assert len(lines) == 1 and "Warning" not in proc.stderr, proc.stderr
+    assert "no --weight or --sampling-fraction:" in lines[0]
+    assert "--sampling-fraction 1 says so" in lines[0]
+    assert_no_python(lines[0], "assess")
+
+
 def test_every_rule_has_a_live_case():
     proven = {r for _, _, rules, _ in CASES.values() for r in rules}
+    proven |= {NO_WEIGHTS, CENSUS}  # test_closed_form_no_weights_rules_are_live
     proven |= {TUNE, DRAWS, TARGET, STRUCTURE}  # test_diagnostic_rules_are_live_...
     proven.add(CLASSES)  # test_truncation_rule_is_live
     assert proven == set(W), set(W) ^ proven

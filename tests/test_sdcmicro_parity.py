@@ -33,6 +33,11 @@ from sdcbayes.risk.measures import benchmark_rule, l_diversity, n_k_anonymity_vi
 from sdcbayes.risk.suda import suda
 from sdcbayes.validation import shared_data_dir
 
+# sdcMicro runs these without weights (w = NULL) as the file itself, the population: the
+# closed form's warning of a file without weights is expected here
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:no weight= or sampling_fraction=:sdcbayes.microdata.MicrodataWarning")
+
 SDCMICRO_DATA = shared_data_dir() / "sdcmicro"
 
 
