@@ -1577,6 +1577,7 @@ _PROTECT_RISK_LABELS = {
     "expected_reidentification_rate": "expected re-identification rate",
     "max_risk": "largest record risk",
     "n_above_benchmark": "records above the benchmark rule",
+    "n_above_threshold": "records above the risk threshold",
     "n_missing_key_records": "records with a missing key value",
 }
 

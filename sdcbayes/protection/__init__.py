@@ -11,7 +11,8 @@ Modules (NumPy, SciPy and pandas only; never PyMC):
 - :mod:`~sdcbayes.protection.recode`: global recoding (merge levels, bands,
   top/bottom coding), seed 001 section 4.1.1;
 - :mod:`~sdcbayes.protection.suppression`: local suppression to k-anonymity
-  with wildcard semantics, seed 001 sections 3.2 and 4.1.2;
+  with wildcard semantics, seed 001 sections 3.2 and 4.1.2, and above a risk
+  threshold (sdcMicro's ``localSupp``), with linked ("ghost") columns;
 - :mod:`~sdcbayes.protection.pram`: invariant PRAM (seed 001, 4.1.3) and
   Nayak-Zhang PRAM (seed 002);
 - :mod:`~sdcbayes.protection.microaggregation`: MDAV, seed 001 section 4.2.1, and
@@ -55,6 +56,7 @@ from sdcbayes.protection.recode import band, bottom_code, merge_levels, top_code
 from sdcbayes.protection.suppression import (
     default_importance,
     local_suppression,
+    risk_suppression,
     wildcard_frequencies,
 )
 
@@ -87,6 +89,7 @@ __all__ = [
     "nayak_zhang_theta",
     "ols_ci",
     "proportion_ci",
+    "risk_suppression",
     "top_code",
     "wildcard_frequencies",
 ]

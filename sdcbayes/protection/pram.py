@@ -31,7 +31,7 @@ This module may import NumPy, SciPy and pandas only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -310,9 +310,16 @@ def invariant_pram(
     strata : str or sequence of str, optional
         Apply PRAM within each stratum, with the stratum's own counts.
     matrices : dict, optional
-        Column -> user transition matrix (row-stochastic, ordered like the
-        column's levels: categories, or sorted values); used instead of the
-        invariant one, and in every stratum.
+        Column -> user transition matrix, used instead of the invariant one, and
+        in every stratum (mu-Argus's and sdcMicro's ``pram`` with a given
+        matrix). Either an L x L array (row-stochastic, ordered like the
+        column's levels: categories, or sorted values) or a mapping
+        ``{from level: {to level: probability}}`` (levels as values or as text,
+        ``"3"`` for 3; entries not given are 0), the form of ``protect``'s
+        ``pram_matrices.csv``. Every level that occurs needs its row; an unused
+        category without one keeps its value. Such a matrix need not be
+        invariant: ``summary["user_matrices"]`` says per column whether it keeps
+        the expected counts of each stratum (T'R = T', seed 001, 4.1.3).
     seed : int, Generator or None
         None draws a seed from the operating system; the seed used is recorded
         as ``summary["seed"]`` (passing it back repeats the run exactly).
@@ -337,7 +344,8 @@ def invariant_pram(
     InputError
         Before any work: unknown columns, bad ``pd_min``/``alpha``/``max_levels``,
         a continuous column, more than ``max_levels`` levels, or a user matrix
-        that is not row-stochastic or does not match the column's levels.
+        that is not row-stochastic or does not match the column's levels (a level
+        it names that the column lacks, or a level of the column without a row).
     """
     frame = check_frame(frame)
     columns = check_columns(frame, columns, "columns")
@@ -362,7 +370,10 @@ def invariant_pram(
         n_lev = len(levels)
         _check_pram_column(frame[col], col, n_lev, max_levels)
         if col in matrices:
-            m = _check_stochastic(matrices[col], f"matrices[{col!r}]")
+            given = matrices[col]
+            if isinstance(given, Mapping):
+                given = _matrix_from_rows(given, codes, levels, col)
+            m = _check_stochastic(given, f"matrices[{col!r}]")
             if m.shape[0] != n_lev:
                 raise InputError(
                     f"matrices[{col!r}] is {m.shape[0]}x{m.shape[0]} but {col!r} has "
@@ -378,6 +389,7 @@ def invariant_pram(
     )
     out = output_frame(frame)
     logs, changed, used, level_lists = [], {}, {}, {}
+    user: dict[str, Any] = {}
     for col in columns:
         codes, levels = coded[col]
         n_lev = len(levels)
@@ -390,6 +402,12 @@ def invariant_pram(
             c = codes[sel]
             if col in matrices:
                 m = matrices[col]  # one array shared by the strata
+                t = np.bincount(c[c >= 0], minlength=n_lev).astype(float)
+                # how far the matrix moves the stratum's expected counts: 0 if invariant
+                drift = float(np.abs(t @ m - t).max()) if t.size else 0.0
+                worst = user.setdefault(col, {"max_expected_count_change": 0.0})
+                worst["max_expected_count_change"] = max(
+                    worst["max_expected_count_change"], drift)
             else:
                 counts = np.bincount(c[c >= 0], minlength=n_lev).astype(float)
                 m = invariant_transition_matrix(counts, pd_min, alpha, seed=rng)
@@ -438,7 +456,95 @@ def invariant_pram(
         "levels": level_lists,
         "seed": seed_used,
     }
+    if user:
+        # invariant: T'R = T' in every stratum, up to rounding of the probabilities
+        n_obs = {c: max(1, int((coded[c][0] >= 0).sum())) for c in user}
+        summary["user_matrices"] = {
+            c: {"invariant": v["max_expected_count_change"] <= 1e-9 * n_obs[c], **v}
+            for c, v in user.items()
+        }
     return ProtectionResult(out, log, summary)
+
+
+def _level_text(v: Any) -> str:
+    """A level as text, as ``protect`` writes it (whole floats without ".0")."""
+    v = _plain(v)
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _matrix_from_rows(
+    rows: Mapping[Any, Any], codes: np.ndarray, levels: pd.Index, col: str
+) -> np.ndarray:
+    """A ``{from: {to: p}}`` mapping as the L x L matrix of the column's levels.
+
+    Labels match a level by value, or else by text (:func:`_level_text`), so the
+    text levels of a CSV fit a numeric column. A level the column lacks, or one
+    that occurs without a row, is refused; an unused category without a row keeps
+    its value (identity row).
+    """
+    n_lev = len(levels)
+    by_value = {}
+    for i, lev in enumerate(levels):
+        try:
+            by_value.setdefault(_plain(lev), i)
+        except TypeError:  # unhashable level: matched by text only
+            pass
+    by_text: dict[str, int] = {}
+    for i, lev in enumerate(levels):
+        by_text.setdefault(_level_text(lev), i)
+    shown = ", ".join(_level_text(v) for v in list(levels)[:20])
+
+    def index(label: Any) -> int:
+        try:
+            if label in by_value and not isinstance(label, bool):
+                return by_value[label]
+        except TypeError:
+            pass
+        i = by_text.get(_level_text(label))
+        if i is None:
+            raise InputError(
+                f"matrices[{col!r}] names the level {_level_text(label)!r}, which {col!r} "
+                f"does not have; its levels are {shown}"
+            )
+        return i
+
+    m = np.zeros((n_lev, n_lev))
+    seen = np.zeros(n_lev, dtype=bool)
+    for frm, row in rows.items():
+        i = index(frm)
+        if seen[i]:
+            raise InputError(
+                f"matrices[{col!r}] gives two rows for the level {_level_text(levels[i])!r}; "
+                "give one row per level"
+            )
+        seen[i] = True
+        if not isinstance(row, Mapping):
+            raise InputError(
+                f"matrices[{col!r}] row {_level_text(frm)!r} must map released levels to "
+                "probabilities"
+            )
+        for to, p in row.items():
+            j = index(to)
+            try:
+                m[i, j] += float(p)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"matrices[{col!r}] row {_level_text(frm)!r} holds {p!r}; give "
+                    "probabilities"
+                ) from None
+    counts = np.bincount(codes[codes >= 0], minlength=n_lev)
+    lacking = np.flatnonzero(~seen & (counts > 0))
+    if lacking.size:
+        raise InputError(
+            f"matrices[{col!r}] has no row for the level {_level_text(levels[lacking[0]])!r} "
+            f"({counts[lacking[0]]} records) and {lacking.size - 1} more; give a row for "
+            "every level that occurs"
+        )
+    unused = np.flatnonzero(~seen)
+    m[unused, unused] = 1.0  # unused categories: kept as they are (they draw nothing)
+    return m
 
 
 def _plain(v: Any) -> Any:

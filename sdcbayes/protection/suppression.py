@@ -102,7 +102,15 @@ simulated census files with 7 keys: 1e6 records (49,000 violating) 4.3 to 4.9 s
 CPU (before 46 s), 1e7 records 38 s (before: over 300 s); 3e4 of the census
 records with 5 % of key values missing 5 s (no tables pay there).
 
-This module may import NumPy and pandas only.
+Risk-threshold suppression (:func:`risk_suppression`): sdcMicro's ``localSupp``
+and mu-Argus's individual-risk route. Given each record's individual risk r_i
+(computed by the caller: the closed form, or a posterior mean), one key is blanked
+in every record with r_i above a threshold; one key, one pass, no k-anonymity
+target. Linked ("ghost") columns (``linked=``, both functions) follow their key's
+blanks, sdcMicro's ``ghostVars``.
+
+This module may import NumPy and pandas only (and the standard-library-only
+:mod:`sdcbayes.provenance`).
 """
 
 from __future__ import annotations
@@ -128,8 +136,14 @@ from sdcbayes.protection.base import (
     stamped,
     with_missing,
 )
+from sdcbayes.provenance import stamp
 
-__all__ = ["local_suppression", "wildcard_frequencies", "default_importance"]
+__all__ = [
+    "local_suppression",
+    "risk_suppression",
+    "wildcard_frequencies",
+    "default_importance",
+]
 
 
 # --------------------------------------------------------------------------- frequencies
@@ -786,6 +800,7 @@ def local_suppression(
     strata: Sequence[str] | str | None = None,
     combs: Sequence[int] | int | None = None,
     method: str = "greedy",
+    linked: Mapping[str, Sequence[str] | str] | None = None,
 ) -> ProtectionResult:
     """Suppress key values until the file is k-anonymous (seed 001, section 4.1.2).
 
@@ -834,6 +849,19 @@ def local_suppression(
         frequencies are always those of the full file (sdcMicro thins key
         combinations with more than k records to k first; see the module
         docstring).
+    linked : mapping of str to str or sequence of str, optional
+        Linked ("ghost") variables: key -> the columns that depend on it, e.g.
+        ``{"region": ["district"]}``. Every value of the key this step blanks is
+        blanked in its linked columns too, so that a district cannot reveal the
+        region it lies in (sdcMicro's ``ghostVars`` of ``createSdcObj`` and
+        ``addGhostVars``: "all suppressions of the key-variable being also applied
+        on the corresponding 'ghost'-variables"). Linked columns take no part in
+        the frequencies and may be neither keys nor strata. One deliberate
+        difference: sdcMicro copies every missing value of the key after the step,
+        also those missing in the input; here only the step's own blanks are copied,
+        so no value the input released is taken back for a reason the step did not
+        create (the two differ only where a key is missing in the input while its
+        linked column is observed).
 
     Returns
     -------
@@ -845,12 +873,15 @@ def local_suppression(
         ``summary``: ``suppressions`` (dict variable -> count of new missing
         values), ``total_suppressions``, ``missing_before`` (dict),
         ``importance``, ``k``, ``combs``, ``passes``, ``strata_below_k``,
-        ``algorithm`` (``method``).
+        ``algorithm`` (``method``); with ``linked`` also ``linked`` (key -> list
+        of columns) and ``linked_suppressions`` (linked column -> count of new
+        missing values; those values are in ``log`` too, one row each, with
+        ``linked_to`` naming the key).
 
     Raises
     ------
     InputError
-        Unknown columns, bad k, importance, combs or method.
+        Unknown columns, bad k, importance, combs, method or linked.
 
     Examples
     --------
@@ -903,6 +934,7 @@ def local_suppression(
         if not isinstance(kk, (int, np.integer)) or isinstance(kk, bool) or kk < 1:
             raise InputError(f"k={kk!r} must be an integer >= 1 (the k of k-anonymity); e.g. k=3")
 
+    links = _check_linked(frame, keys, strata_l, linked)
     ranks = _importance_ranks(frame, keys, importance)
     codes, levels = _code_keys(frame, keys)
     radices = [len(lev) + 1 for lev in levels]
@@ -934,17 +966,274 @@ def local_suppression(
             passes += p
 
     new = (codes < 0) & ~missing_before
+    out, log, linked_counts = _blanked_output(frame, keys, new, links)
+    if strata_l:
+        names = np.asarray(code_strata(frame, strata_l)[1], dtype=object)
+        log["stratum"] = names[stratum[log["record"].to_numpy()]]
+    per_var = {key: int(new[:, j].sum()) for j, key in enumerate(keys)}
+    summary = {
+        "method": "local_suppression",
+        "keys": keys,
+        "k": [int(x) for x in ks] if combs is not None else int(ks[0]),
+        "combs": comb_sizes if combs is not None else None,
+        "importance": {key: ranks[key] for key in keys},
+        "strata": strata_l,
+        "suppressions": per_var,
+        "total_suppressions": int(new.sum()),
+        "missing_before": {key: int(missing_before[:, j].sum()) for j, key in enumerate(keys)},
+        "passes": passes,
+        "strata_below_k": strata_below,
+        "algorithm": method,
+    }
+    if links:
+        summary["linked"] = links
+        summary["linked_suppressions"] = linked_counts
+    return ProtectionResult(out, log, summary)
+
+
+#: The algorithms of :func:`local_suppression` (its ``method``).
+_METHODS = {"greedy": _greedy, "sequential": _sequential}
+
+
+# --------------------------------------------------------------------------- risk threshold
+
+
+def _record_values(frame: pd.DataFrame, values: Any, what: str) -> np.ndarray:
+    """Per-record numbers in the frame's row order (a Series is aligned by its index)."""
+    if isinstance(values, pd.Series) and not values.index.equals(frame.index):
+        if not (values.index.is_unique and frame.index.is_unique) or len(values) != len(
+            frame
+        ) or values.index.get_indexer(frame.index).min(initial=0) < 0:
+            raise InputError(
+                f"{what} is a Series whose index is not the frame's; pass one value per "
+                "record, indexed like the frame (e.g. assess_closed_form(md).records['risk'] "
+                "for md built on this frame) or as an array in the frame's row order"
+            )
+        values = values.reindex(frame.index)
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be numbers, one per record") from None
+    if arr.shape != (len(frame),):
+        raise InputError(
+            f"{what} has shape {arr.shape} but the frame has {len(frame)} records; pass one "
+            "value per record, in the frame's row order"
+        )
+    return arr
+
+
+def risk_suppression(
+    frame: pd.DataFrame,
+    keys: Sequence[str] | str,
+    risk: Any,
+    threshold: float = 0.15,
+    *,
+    key: str | None = None,
+    linked: Mapping[str, Sequence[str] | str] | None = None,
+) -> ProtectionResult:
+    """Blank one key in every record whose individual risk exceeds ``threshold``.
+
+    sdcMicro's ``localSupp(obj, threshold, keyVar)`` (R/localSupp.R: the records
+    with risk r_i > threshold get the key ``keyVar`` set to missing, one key, one
+    pass) and mu-Argus's individual-risk protection, which suppresses the key
+    values of the records above a risk threshold (Franconi and Polettini,
+    "Individual risk estimation in mu-Argus"; seed 001, sections 3.3 and 4.1.2).
+    The blank is a wildcard (module docstring), so after the step such a record
+    matches every level of the key and its risk can only fall. Nothing is
+    recomputed here: a record still above the threshold afterwards needs another
+    key (call again with the risk of the result, as sdcMicro's example says:
+    "select another keyVar and run localSupp once again").
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The microdata; not modified.
+    keys : str or sequence of str
+        The key variables the risk was measured on; ``key`` is one of them.
+    risk : array-like or pandas.Series
+        Individual risk r_i of every record, e.g. the closed form
+        ``assess_closed_form(Microdata(frame, keys, weight=...)).records["risk"]``
+        (Benedetti-Franconi, seed 004 eq. 1-3, the risk sdcMicro's ``localSupp``
+        reads from its object) or a posterior mean risk. A Series is aligned to
+        the frame by its index, anything else is taken in row order. A NaN risk
+        (a record a model dropped) is never above the threshold.
+    threshold : float, default 0.15
+        Records with risk strictly above it are suppressed (sdcMicro's default
+        0.15); 0 <= threshold < 1.
+    key : str, optional
+        The key to blank (sdcMicro's ``keyVar``, which it requires). Default: the
+        least important key of :func:`default_importance`, the one with the most
+        levels, which :func:`local_suppression` also blanks first.
+    linked : mapping of str to str or sequence of str, optional
+        Linked ("ghost") columns, as in :func:`local_suppression`: the blanks of
+        ``key`` are copied to the columns linked to it (sdcMicro's ``localSupp``
+        transfers them to its ``ghostVars`` too).
+
+    Returns
+    -------
+    ProtectionResult
+        ``frame``: a copy with the key blanked in the records above the
+        threshold. ``log``: one row per blanked value (``record``, ``variable``,
+        ``original``; ``linked_to`` with ``linked``). ``summary``: ``keys``,
+        ``key``, ``threshold``, ``n_above_threshold`` (records with r_i above it),
+        ``already_missing`` (of those, records whose key was missing already),
+        ``suppressions`` (key -> count), ``total_suppressions``, and with
+        ``linked`` ``linked`` and ``linked_suppressions``.
+
+    Raises
+    ------
+    InputError
+        Before any work: unknown columns, a ``key`` that is not among ``keys``, a
+        threshold outside [0, 1), risks that are not one number in [0, 1] (or NaN)
+        per record, bad ``linked``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"sex": list("mmff"), "age": ["20s", "20s", "30s", "40s"]})
+    >>> res = risk_suppression(df, ["sex", "age"], [0.1, 0.1, 0.6, 0.2], 0.15, key="age")
+    >>> res.frame["age"].tolist()
+    ['20s', '20s', nan, nan]
+    """
+    frame = check_frame(frame)
+    keys = check_columns(frame, keys, "keys")
+    if not _is_number(threshold) or not 0 <= float(threshold) < 1:
+        raise InputError(
+            f"threshold {threshold!r} must be a risk in [0, 1): records whose individual "
+            "risk is above it are suppressed (sdcMicro's default 0.15)"
+        )
+    threshold = float(threshold)
+    if key is None:
+        ranks = default_importance(frame, keys)
+        key = max(keys, key=lambda k: ranks[k])  # the least important key
+    elif key not in keys:
+        raise InputError(f"key {key!r} is not among the keys {keys}; choose one of them")
+    links = _check_linked(frame, keys, None, linked)
+    # only the chosen key is blanked: links of the other keys have nothing to follow
+    links = {key: links[key]} if key in links else {}
+    r = _record_values(frame, risk, "risk")
+    bad = np.flatnonzero(~np.isnan(r) & ((r < 0) | (r > 1)))
+    if bad.size:
+        raise InputError(
+            f"risk holds values outside [0, 1] (record {bad[0]}: {r[bad[0]]:g}); pass the "
+            "individual risks r_i, probabilities of re-identification"
+        )
+    above = np.nan_to_num(r, nan=-1.0) > threshold
+    j = keys.index(key)
+    observed = frame[key].notna().to_numpy()
+    new = np.zeros((len(frame), len(keys)), dtype=bool)
+    new[:, j] = above & observed
+    out, log, linked_counts = _blanked_output(frame, keys, new, links)
+    summary = {
+        "method": "risk_suppression",
+        "keys": keys,
+        "key": key,
+        "threshold": threshold,
+        "n_above_threshold": int(above.sum()),
+        "already_missing": int((above & ~observed).sum()),
+        "suppressions": {key: int(new[:, j].sum())},
+        "total_suppressions": int(new.sum()),
+    }
+    if links:
+        summary["linked"] = links
+        summary["linked_suppressions"] = linked_counts
+    # the stamp of @stamped, but with the per-record risks summarised: a list of n
+    # floats has no place in a provenance record
+    provenance = stamp(
+        "risk_suppression",
+        data_summary={"n_records": len(frame), "n_columns": frame.shape[1], "variables": keys},
+        settings={"keys": keys, "threshold": threshold, "key": key, "linked": links or None,
+                  "risk": {"n": int(r.size), "n_missing": int(np.isnan(r).sum()),
+                           "max": float(np.nanmax(r)) if np.isfinite(r).any() else None}},
+    )
+    return ProtectionResult(out, log, summary, provenance)
+
+
+def _is_number(v: Any) -> bool:
+    """A real, finite number (not a boolean)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return False
+    return bool(np.isfinite(v))
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _check_linked(
+    frame: pd.DataFrame, keys: list[str], strata: list[str] | None, linked: Any
+) -> dict[str, list[str]]:
+    """``linked`` as key -> list of linked columns, checked (:class:`InputError`)."""
+    if linked is None:
+        return {}
+    if not isinstance(linked, Mapping):
+        raise InputError(
+            f"linked must map a key to the columns that depend on it, e.g. "
+            f"{{'region': ['district']}}; got {linked!r}"
+        )
+    out: dict[str, list[str]] = {}
+    for key, cols in linked.items():
+        if key not in keys:
+            raise InputError(
+                f"linked names {key!r}, which is not among the keys {keys}; link columns to "
+                "a key the step suppresses"
+            )
+        cols_l = check_columns(frame, cols, f"linked columns of {key!r}")
+        clash = [c for c in cols_l if c in keys or c in (strata or ())]
+        if clash:
+            role = "keys" if clash[0] in keys else "strata"
+            raise InputError(
+                f"linked column {clash[0]!r} (of {key!r}) is also among the {role}; a linked "
+                "column only follows its key's blanks: leave it out of the "
+                f"{role} or out of linked"
+            )
+        out[key] = cols_l
+    return out
+
+
+def _blanked_output(
+    frame: pd.DataFrame, keys: list[str], new: np.ndarray, links: dict[str, list[str]]
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """The protected frame, the log and the linked counts for new blanks ``new``.
+
+    ``new[:, j]`` marks the records whose key ``keys[j]`` the step blanked; each
+    linked column of a key is blanked where the key was and the column is observed.
+    The log has one row per blanked value (``record``, ``variable``, ``original``,
+    and with links ``linked_to``: the key a linked value followed, None for a key),
+    sorted by record and variable.
+    """
     out = output_frame(frame)
-    rec_parts, var_parts, orig_parts = [], [], []
+    masks: dict[str, np.ndarray] = {}
+    origin: dict[str, np.ndarray] = {}  # linked column -> the key each blank followed
     for j, key in enumerate(keys):
-        mask = new[:, j]
-        if mask.any():
-            out[key] = with_missing(frame, key, mask)
-            idx = np.flatnonzero(mask)
-            rec_parts.append(idx)
-            var_parts.append(np.full(idx.size, key, dtype=object))
-            # only the suppressed values as objects, not the whole column
-            orig_parts.append(frame[key].iloc[idx].to_numpy(dtype=object))
+        if new[:, j].any():
+            masks[key] = new[:, j]
+    linked_counts: dict[str, int] = {}
+    for key, cols in links.items():
+        j = keys.index(key)
+        for c in cols:
+            # a value missing already is no new blank; a column linked to two keys
+            # follows both (its blank counted once, for the first key)
+            m = new[:, j] & frame[c].notna().to_numpy()
+            if c in masks:
+                m &= ~masks[c]
+                masks[c] = masks[c] | m
+            else:
+                masks[c] = m
+                origin[c] = np.full(len(frame), None, dtype=object)
+            origin[c][m] = key
+            linked_counts[c] = linked_counts.get(c, 0) + int(m.sum())
+    rec_parts, var_parts, orig_parts, link_parts = [], [], [], []
+    for col, mask in masks.items():
+        if not mask.any():
+            continue
+        out[col] = with_missing(frame, col, mask)
+        idx = np.flatnonzero(mask)
+        rec_parts.append(idx)
+        var_parts.append(np.full(idx.size, col, dtype=object))
+        # only the suppressed values as objects, not the whole column
+        orig_parts.append(frame[col].iloc[idx].to_numpy(dtype=object))
+        link_parts.append(origin[col][idx] if col in origin
+                          else np.full(idx.size, None, dtype=object))
     if rec_parts:
         log = pd.DataFrame(
             {
@@ -961,27 +1250,8 @@ def local_suppression(
                 "original": np.array([], dtype=object),
             }
         )
-    if strata_l:
-        names = np.asarray(code_strata(frame, strata_l)[1], dtype=object)
-        log["stratum"] = names[stratum[log["record"].to_numpy()]]
+    if links:
+        log["linked_to"] = (np.concatenate(link_parts) if link_parts
+                            else np.array([], dtype=object))
     log = log.sort_values(["record", "variable"], kind="stable").reset_index(drop=True)
-    per_var = {key: int(new[:, j].sum()) for j, key in enumerate(keys)}
-    summary = {
-        "method": "local_suppression",
-        "keys": keys,
-        "k": [int(x) for x in ks] if combs is not None else int(ks[0]),
-        "combs": comb_sizes if combs is not None else None,
-        "importance": {key: ranks[key] for key in keys},
-        "strata": strata_l,
-        "suppressions": per_var,
-        "total_suppressions": int(new.sum()),
-        "missing_before": {key: int(missing_before[:, j].sum()) for j, key in enumerate(keys)},
-        "passes": passes,
-        "strata_below_k": strata_below,
-        "algorithm": method,
-    }
-    return ProtectionResult(out, log, summary)
-
-
-#: The algorithms of :func:`local_suppression` (its ``method``).
-_METHODS = {"greedy": _greedy, "sequential": _sequential}
+    return out, log, linked_counts
