@@ -168,6 +168,7 @@ from sdcbayes.provenance import stamp as provenance_stamp
 __all__ = [
     "LatentClassModel",
     "MAX_CLASSES",
+    "PatternSums",
     "StructuralZeros",
     "cluster_rate_correction",
     "detect_structural_zeros",
@@ -178,6 +179,8 @@ __all__ = [
     "parse_kappa_prior",
     "latent_class_loglik",
     "overdispersion_cv",
+    "pattern_sums",
+    "pattern_top_cells",
     "prob_population_unique",
     "profile_mass_loglik",
     "replicate_counts_of_counts",
@@ -876,6 +879,229 @@ def replicate_counts_of_counts(w, phi, n: float, rng, *, kappa=None, structural_
     _, f = simulate_cells(w, phi, n, rng, kappa=kappa, structural_zeros=structural_zeros,
                           design=design)
     return np.bincount(np.minimum(f, max_count), minlength=max_count + 1)[1:].astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# sums over rectangles of key cells (the patterns of a released file)
+# --------------------------------------------------------------------------------------
+
+#: Largest Gram array (draws x H x H elements) :class:`PatternSums` keeps for all draws at
+#: once; above, it is computed again for each chunk of draws asked for (200 MB).
+GRAM_CACHE_ELEMENTS = 25_000_000
+
+
+class PatternSums:
+    r"""Per-draw sums over the key cells of a rectangle, without listing its cells.
+
+    A rectangle (a released record's pattern) is a set of levels :math:`A_j` per key:
+    one level (the released value), a subset (a recoded value) or every level (a
+    suppressed value). Its key cells are :math:`p = \prod_j A_j`. With the mixture's
+    class weights :math:`w_h`, profiles :math:`\phi_{hj}` and each class's excess rate
+    :math:`E_h = \sum_g \phi_{hG}(g)\,e_g` (:meth:`LatentClassModel.excess_rates`
+    :math:`e_g` over the weight classes; :math:`N/n - 1` without them), a cell c has
+    :math:`\pi_c = \sum_h w_h\prod_j\phi_{hj}(c_j)`, :math:`y_c = n\pi_c` and excess mean
+    :math:`\lambda_c = n\sum_h w_h E_h\prod_j\phi_{hj}(c_j)` (what :meth:`LatentClassModel.
+    sample` stores as ``pi`` and ``lam``). With :math:`a_h = w_h\prod_{j\ \mathrm{fixed}}
+    \phi_{hj}(x_j)` (the keys with one level), :math:`c_h = \prod_{j\ \mathrm{free}}
+    \phi_{hj}(A_j)` and the Gram matrix of the free keys
+    :math:`G_{hh'} = \prod_{j\ \mathrm{free}}\sum_{l\in A_j}\phi_{hjl}\phi_{h'jl}`
+    (the package's derivation, :mod:`sdcbayes.risk.released`; the mixture's conditional
+    independence makes every sum over the product set a product of sums):
+
+    .. math::
+
+        \pi_p = \sum_h a_h c_h,\quad \lambda_p = n\sum_h a_h c_h E_h,\quad
+        \sum_{c\in p}\lambda_c y_c = n^2\sum_{hh'} a_h E_h G_{hh'} a_{h'},\quad
+        \sum_{c\in p}\lambda_c^2 = n^2\sum_{hh'} a_h E_h G_{hh'} a_{h'} E_{h'},
+
+    all exact. G depends on the free keys' level sets only, not on the fixed values,
+    so it is computed once per set (cost draws x H^2 x the free keys' levels) and kept
+    while rectangles with the same free keys follow one another.
+
+    Parameters
+    ----------
+    w : array_like, shape (S, H)
+        Class weights per draw.
+    phi : sequence of array_like, shape (S, H, L_j)
+        The profiles of the keys (not of a weight-class design variable, which enters
+        through ``E``).
+    E : array_like, shape (S, H) or (S, 1)
+        The excess rate of each class per draw.
+    n : float
+        Sample size.
+
+    Notes
+    -----
+    Structural zeros are not handled: the mixture is taken untruncated.
+    """
+
+    def __init__(self, w, phi, E, n: float):
+        self.w = np.asarray(w, dtype=float)
+        self.phi = [np.asarray(p, dtype=float) for p in phi]
+        S, H = self.w.shape
+        if any(p.ndim != 3 or p.shape[:2] != (S, H) for p in self.phi):
+            raise InputError(f"phi must hold one (draws, classes, levels) array per key, "
+                             f"with draws and classes {(S, H)} as w")
+        self.E = np.broadcast_to(np.asarray(E, dtype=float), (S, H))
+        self.n = float(n)
+        self.n_levels = [p.shape[2] for p in self.phi]
+        self._gram: dict[tuple, np.ndarray] = {}
+
+    @property
+    def n_draws(self) -> int:
+        """Number of draws S."""
+        return self.w.shape[0]
+
+    def rectangle(self, rect) -> list[np.ndarray | None]:
+        """Normalise a rectangle: per key an array of levels, or None for every level.
+
+        ``rect`` has one entry per key: a level (int >= 0), -1 or None (every level),
+        or a sequence of levels.
+        """
+        if len(rect) != len(self.phi):
+            raise InputError(f"a rectangle needs one entry per key ({len(self.phi)}); got "
+                             f"{len(rect)}")
+        out: list[np.ndarray | None] = []
+        for j, a in enumerate(rect):
+            if a is None or (np.ndim(a) == 0 and int(a) < 0):
+                out.append(None)
+                continue
+            lv = np.unique(np.asarray(a, dtype=np.int64).reshape(-1))
+            if lv.size == 0 or lv[0] < 0 or lv[-1] >= self.n_levels[j]:
+                raise InputError(f"levels of key {j} must lie in 0 .. {self.n_levels[j] - 1}; "
+                                 f"got {np.asarray(a).tolist()}")
+            out.append(None if lv.size == self.n_levels[j] else lv)
+        return out
+
+    @staticmethod
+    def _free(rect) -> list[int]:
+        return [j for j, a in enumerate(rect) if a is None or a.size > 1]
+
+    def _weights(self, rect, sl) -> tuple[np.ndarray, np.ndarray]:
+        """(a, c): a_h = w_h prod over fixed keys, c_h = prod over free keys of phi(A_j)."""
+        a = self.w[sl].copy()
+        c = np.ones_like(a)
+        for j, lv in enumerate(rect):
+            if lv is None:
+                continue
+            if lv.size == 1:
+                a *= self.phi[j][sl, :, lv[0]]
+            else:
+                c *= self.phi[j][sl][:, :, lv].sum(axis=2)
+        return a, c
+
+    def gram(self, rect, sl=slice(None)) -> np.ndarray:
+        """G (draws, H, H) of the rectangle's free keys (ones when none is free)."""
+        free = self._free(rect)
+        spec = tuple((j, None if rect[j] is None else tuple(rect[j].tolist())) for j in free)
+        S, H = self.w.shape
+        if S * H * H <= GRAM_CACHE_ELEMENTS:
+            if spec not in self._gram:
+                self._gram.clear()  # one set at a time: callers group rectangles by it
+                self._gram[spec] = self._gram_of(free, rect, slice(None))
+            return self._gram[spec][sl]
+        return self._gram_of(free, rect, sl)
+
+    def _gram_of(self, free, rect, sl) -> np.ndarray:
+        S, H = self.w[sl].shape
+        G = np.ones((S, H, H))
+        for j in free:
+            p = self.phi[j][sl] if rect[j] is None else self.phi[j][sl][:, :, rect[j]]
+            G *= np.einsum("shl,skl->shk", p, p, optimize=True)
+        return G
+
+    def sums(self, rect, sl=slice(None)) -> dict[str, np.ndarray]:
+        r"""Per-draw sums over the rectangle's cells (class docstring).
+
+        Returns ``pi`` :math:`\pi_p`, ``lam`` :math:`\lambda_p`, ``lam_y``
+        :math:`\sum_c\lambda_c y_c` and ``lam2`` :math:`\sum_c\lambda_c^2`, each of
+        shape (draws,); ``rect`` normalised (:meth:`rectangle`), ``sl`` a slice (or index
+        array) of the draws.
+        """
+        a, c = self._weights(rect, sl)
+        aE = a * self.E[sl]
+        n = self.n
+        out = {"pi": (a * c).sum(axis=1), "lam": n * (aE * c).sum(axis=1)}
+        if self._free(rect):
+            G = self.gram(rect, sl)
+            Ga = np.einsum("shk,sk->sh", G, a)
+            out["lam_y"] = n * n * np.einsum("sh,sh->s", aE, Ga)
+            out["lam2"] = n * n * np.einsum("sh,sh->s", aE, np.einsum("shk,sk->sh", G, aE))
+        else:  # one cell
+            out["lam_y"] = out["lam"] * n * out["pi"]
+            out["lam2"] = out["lam"] ** 2
+        return out
+
+    def cells(self, rect, codes, sl=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        r""":math:`\pi_c` and :math:`\lambda_c` (draws, K) of full cells in the rectangle.
+
+        ``codes`` (K, J) must agree with the rectangle on its fixed keys.
+        """
+        codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(self.phi))
+        a, _ = self._weights(rect, sl)
+        prod = np.ones(a.shape + (codes.shape[0],))
+        for j in self._free(rect):
+            prod *= self.phi[j][sl][:, :, codes[:, j]]
+        pi = np.einsum("sh,shk->sk", a, prod)
+        lam = self.n * np.einsum("sh,shk->sk", a * self.E[sl], prod)
+        return pi, lam
+
+    def top_cells(self, rect, T: int, sl=slice(None)) -> np.ndarray:
+        r"""About the T most probable cells of the rectangle, as codes (K <= T, J).
+
+        Each free key's levels are ranked by the rectangle's conditional mixture,
+        :math:`\sum_h q_h\phi_{hjl}` with :math:`q_h \propto a_h c_h`, averaged over the
+        draws ``sl``; the cells are the product of each free key's top
+        :math:`\lfloor T^{1/|\mathrm{free}|}\rfloor` levels (at least one). A rectangle
+        without free keys is its one cell.
+        """
+        free = self._free(rect)
+        base = np.array([0 if lv is None else int(lv[0]) for lv in rect], dtype=np.int64)
+        if not free or T < 1:
+            return base[None, :] if not free else np.empty((0, len(rect)), np.int64)
+        a, c = self._weights(rect, sl)
+        q = a * c
+        q /= np.maximum(q.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+        m = max(1, int(np.floor(T ** (1.0 / len(free)) + 1e-9)))
+        tops = []
+        for j in free:
+            lv = np.arange(self.n_levels[j]) if rect[j] is None else rect[j]
+            marg = np.einsum("sh,shl->l", q, self.phi[j][sl][:, :, lv])
+            # stable: ties keep the level order, so the choice does not depend on chunks
+            tops.append(lv[np.argsort(-marg, kind="stable")[:m]])
+        grid = np.array(list(itertools.product(*tops)), dtype=np.int64)
+        out = np.tile(base, (grid.shape[0], 1))
+        out[:, free] = grid
+        return out
+
+
+def pattern_sums(w, phi, E, n: float, rectangles) -> dict[str, np.ndarray]:
+    r""":meth:`PatternSums.sums` of several rectangles: arrays (P, draws).
+
+    Parameters
+    ----------
+    w, phi, E, n
+        As :class:`PatternSums`.
+    rectangles : sequence
+        Rectangles (one entry per key: a level, -1/None for every level, or a sequence of
+        levels); rectangles with the same free keys should follow one another (the Gram
+        matrix is kept for one set at a time).
+
+    Returns
+    -------
+    dict
+        ``pi``, ``lam``, ``lam_y``, ``lam2``, each (P, draws).
+    """
+    ps = PatternSums(w, phi, E, n)
+    rows = [ps.sums(ps.rectangle(r)) for r in rectangles]
+    return {k: np.array([r[k] for r in rows]) for k in ("pi", "lam", "lam_y", "lam2")}
+
+
+def pattern_top_cells(w, phi, rectangle, T: int) -> np.ndarray:
+    """:meth:`PatternSums.top_cells` of one rectangle (codes, shape (K <= T, J))."""
+    w = np.asarray(w, dtype=float)
+    ps = PatternSums(w, phi, np.zeros(w.shape), 1.0)
+    return ps.top_cells(ps.rectangle(rectangle), T)
 
 
 def logsumexp(x, axis=-1, keepdims=False):
@@ -2282,7 +2508,8 @@ class LatentClassModel(SuperpopulationModel):
                      kappa_grid: tuple[np.ndarray, np.ndarray] | None = None,
                      progress=None, rate_factor: np.ndarray | None = None,
                      label_moves: bool = False, start_classes: int | None = None,
-                     split_merge: int = 0, ppc_keep: np.ndarray | None = None):
+                     split_merge: int = 0, ppc_keep: np.ndarray | None = None,
+                     store_profiles: bool = False):
         """One chain; returns dict of stored draws.
 
         ``progress``: called with the number of sweeps done, now and then.
@@ -2296,6 +2523,9 @@ class LatentClassModel(SuperpopulationModel):
         ``ppc_keep``: increasing indices of kept draws whose class weights, profiles and
         kappa are stored (``ppc_w``, ``ppc_phi``, ``ppc_kappa``) for the predictive
         check; storing them draws no random numbers, so the chain is unchanged.
+
+        ``store_profiles``: keep every kept draw's class profiles (``phi``, one (n_keep, H,
+        L_j) array per column), which draws no random numbers either.
         """
         H, J = self.H, len(self.keys)
         codes, f = self.codes, self.counts
@@ -2350,6 +2580,8 @@ class LatentClassModel(SuperpopulationModel):
         if split_merge:
             out["split_merge_accepted"] = np.empty(n_keep)
         n_ppc, ppc_next = (0, 0) if ppc_keep is None else (len(ppc_keep), 0)
+        if store_profiles:
+            out["phi"] = [np.empty((n_keep, H, int(L))) for L in self.n_levels]
         if n_ppc:
             out["ppc_w"] = np.empty((n_ppc, H))
             out["ppc_kappa"] = np.full(n_ppc, np.inf)
@@ -2404,6 +2636,9 @@ class LatentClassModel(SuperpopulationModel):
                         kg = span["kappa_high"]
                     kappa = float(rng.choice(kg[0], p=kg[1]))
                     out["kappa"][keep] = kappa
+                if store_profiles:
+                    for j in range(J):
+                        out["phi"][j][keep] = np.exp(log_phi[j])
                 if ppc_next < n_ppc and keep == ppc_keep[ppc_next]:
                     out["ppc_w"][ppc_next] = np.exp(lw)
                     if kappa is not None:
@@ -2541,7 +2776,8 @@ class LatentClassModel(SuperpopulationModel):
     @staticmethod
     def _sample_settings(*, draws, tune, chains, thin, N, random_seed, store, init, em_restarts,
                          overdispersion, kappa_prior, cluster_correction, profile_mass,
-                         label_moves, start_classes, split_merge, ppc) -> dict[str, Any]:
+                         label_moves, start_classes, split_merge, ppc,
+                         store_profiles=False) -> dict[str, Any]:
         """The settings :meth:`sample` stamps: with the model, they repeat the run.
 
         ``cores`` is left out: the draws do not depend on it. A cluster correction's
@@ -2562,6 +2798,7 @@ class LatentClassModel(SuperpopulationModel):
             "profile_mass": profile_mass, "label_moves": bool(label_moves),
             "start_classes": None if start_classes is None else int(start_classes),
             "split_merge": int(split_merge), "ppc": int(ppc),
+            "store_profiles": bool(store_profiles),
         }
 
     def sample(self, draws: int = 500, tune: int = 500, chains: int = 2, *, thin: int = 1,
@@ -2570,7 +2807,7 @@ class LatentClassModel(SuperpopulationModel):
                kappa_prior=None, cluster_correction=None, progressbar: bool = False,
                cores: int | None = None, profile_mass: str | None = None,
                label_moves: bool = False, start_classes: int | None = None,
-               split_merge: int = 0, ppc: int = 0):
+               split_merge: int = 0, ppc: int = 0, store_profiles: bool = False):
         r"""Blocked Gibbs sampler; returns an ``arviz.InferenceData``.
 
         Steps per iteration (Ishwaran & James 2001; Dunson & Xing 2009, section
@@ -2716,6 +2953,16 @@ class LatentClassModel(SuperpopulationModel):
             :func:`sdcbayes.inference.predictive_check`. The replicates draw from a
             random stream of their own: the chains' draws do not change. Default 0
             (none); a replicate costs about as much as a sweep.
+        store_profiles : bool
+            Also store every kept draw's class profiles as ``phi_<key>`` (chain, draw,
+            latent_class, ``level_<key>``; ``<key>`` as :meth:`build` names it, the
+            weight-class design variable too), which the risk of a released file with
+            suppressed values needs (:func:`sdcbayes.risk.released.assess_released`:
+            the probabilities of key combinations the sample never had). Storing them
+            draws no random numbers, so the chains are unchanged; they cost 8 bytes x
+            chains x draws x H x (sum of the levels): 27 MB on the demo's 600 draws.
+            Default False (``posterior.nc`` keeps its size); stamped as
+            ``settings["store_profiles"]``.
 
         Returns
         -------
@@ -2726,7 +2973,7 @@ class LatentClassModel(SuperpopulationModel):
             distinct key rows), ``lam`` = the mean of :math:`F_k - f_k`, with weight
             classes and N given (class by class; without weight classes it is not stored:
             it is (N - n) pi, computed from ``pi`` and ``constant_data`` ``n``, ``N``),
-            ``mass_structural_zero``,
+            ``mass_structural_zero``, with ``store_profiles`` the profiles ``phi_<key>``,
             ``tau1_expected``, ``tau2_expected``; ``posterior_predictive``: ``tau1``,
             ``tau2``; ``sample_stats``: ``loglik``, ``n_classes_used``, ``n_augmented``;
             ``observed_data``: ``fk`` (of the key cells); ``constant_data``: ``n``,
@@ -2760,6 +3007,8 @@ class LatentClassModel(SuperpopulationModel):
         if isinstance(ppc, bool) or not isinstance(ppc, int | np.integer) or ppc < 0:
             raise InputError(f"ppc must be an integer >= 0 (predictive replicates per chain); "
                              f"got {ppc!r}")
+        if not isinstance(store_profiles, bool | np.bool_):
+            raise InputError(f"store_profiles must be True or False; got {store_profiles!r}")
         if start_classes is not None:
             if isinstance(start_classes, bool) or not isinstance(start_classes, int | np.integer) \
                     or not 1 <= start_classes <= self.H:
@@ -2785,7 +3034,7 @@ class LatentClassModel(SuperpopulationModel):
             store=store, init=init, em_restarts=em_restarts, overdispersion=overdispersion,
             kappa_prior=kappa_prior, cluster_correction=cluster_correction,
             profile_mass=profile_mass, label_moves=label_moves, start_classes=start_classes,
-            split_merge=split_merge, ppc=ppc)
+            split_merge=split_merge, ppc=ppc, store_profiles=store_profiles)
         # the chains' seeds are the root's first children, as always; the cross-validations
         # (overdispersion, profile mass, cluster correction) and the predictive check draw
         # from children whose spawn keys do not depend on `chains`, so that one seed gives
@@ -2820,7 +3069,8 @@ class LatentClassModel(SuperpopulationModel):
                 random_seed=random_seed, store=store, init=init, em_restarts=em_restarts,
                 overdispersion=choice["overdispersion"], cluster_correction=cluster_correction,
                 progressbar=progressbar, cores=cores, label_moves=label_moves,
-                start_classes=start_classes, split_merge=split_merge, ppc=ppc)
+                start_classes=start_classes, split_merge=split_merge, ppc=ppc,
+                store_profiles=store_profiles)
             import json
 
             from sdcbayes.inference.posterior import stamp
@@ -2892,6 +3142,7 @@ class LatentClassModel(SuperpopulationModel):
         n_iter = tune + draws * thin
         args = (n_iter, tune, thin, None if N is None else float(N), target, init,
                 int(em_restarts), kappa_grid)
+        store_profiles = bool(store_profiles)
         if threads == 1:
             res = []
             for c, s in enumerate(seeds):
@@ -2901,11 +3152,13 @@ class LatentClassModel(SuperpopulationModel):
                     def report(it, c=c):
                         _progress_line(c, chains, it, n_iter, time.perf_counter() - t0)
                 res.append(self._gibbs_chain(rng, *args, report, rate_factor, label_moves,
-                                             start_classes, split_merge, ppc_keep))
+                                             start_classes, split_merge, ppc_keep,
+                                             store_profiles))
             label = f"chain {chains}/{chains}"
         else:
             res = self._chains_in_threads(seeds, args, rate_factor, threads, progressbar, t0,
-                                          label_moves, start_classes, split_merge, ppc_keep)
+                                          label_moves, start_classes, split_merge, ppc_keep,
+                                          store_profiles)
             label = f"{chains} chains on {threads} threads"
         elapsed = time.perf_counter() - t0
         if progressbar:
@@ -2915,6 +3168,11 @@ class LatentClassModel(SuperpopulationModel):
         # are about 0.5 GB each, which a stack of all keys at once would hold twice
         ppc_states = [(r.pop("ppc_w"), r.pop("ppc_phi"), r.pop("ppc_kappa"))
                       for r in res] if ppc_keep is not None else None
+        # the profiles: one array per column, stacked column by column
+        profiles = ([np.stack([r["phi"][j] for r in res]) for j in range(len(self.keys))]
+                    if store_profiles else None)
+        for r in res:
+            r.pop("phi", None)
         stack = {k: np.stack([r.pop(k) for r in res]) for k in list(res[0])}
         del res
         coords = {CLASS_DIM: np.arange(self.H), "cell": target}
@@ -2927,6 +3185,14 @@ class LatentClassModel(SuperpopulationModel):
             coords["key"] = list(self.keys)
         dims = {"w": [CLASS_DIM], "pi": ["cell"], "lam": ["cell"], "fk": ["cell_all"],
                 "phi_mass": ["key"]}
+        if profiles is not None:
+            # named as build() names them, so that both routes' posteriors read alike
+            for name, levels, arr in zip(_safe_names(self.keys), self.levels, profiles,
+                                         strict=True):
+                post[f"phi_{name}"] = arr
+                dims[f"phi_{name}"] = [CLASS_DIM, f"level_{name}"]
+                coords[f"level_{name}"] = [str(v) for v in levels]
+            del profiles
         groups = {}
         if N is not None:
             if "lam" in stack:  # weight classes only (_gibbs_chain)
@@ -3028,7 +3294,8 @@ class LatentClassModel(SuperpopulationModel):
                            t0: float, label_moves: bool = False,
                            start_classes: int | None = None,
                            split_merge: int = 0,
-                           ppc_keep: np.ndarray | None = None) -> list[dict[str, np.ndarray]]:
+                           ppc_keep: np.ndarray | None = None,
+                           store_profiles: bool = False) -> list[dict[str, np.ndarray]]:
         """Run :meth:`_gibbs_chain` once per seed on ``threads`` threads, in seed order.
 
         Each chain reports its sweep to a slot of its own (the progress line adds them up)
@@ -3050,7 +3317,8 @@ class LatentClassModel(SuperpopulationModel):
                 done[c] = it
 
             out = self._gibbs_chain(np.random.default_rng(seed), *args, report, rate_factor,
-                                    label_moves, start_classes, split_merge, ppc_keep)
+                                    label_moves, start_classes, split_merge, ppc_keep,
+                                    store_profiles)
             done[c] = n_iter
             return out
 

@@ -13,7 +13,8 @@ Modules (see ARCHITECTURE.md): ``individual`` (Benedetti-Franconi / Polettini),
 (household risk, k-anonymity, l-diversity, benchmark rule, unsafe
 combinations of keys: ``risky_cells``), ``suda``,
 ``linkage``, ``loglinear`` and ``dis`` (baselines), ``assess`` (closed-form file
-assessment), ``posterior`` / ``posterior_assess`` (posterior risk).
+assessment), ``posterior`` / ``posterior_assess`` (posterior risk), ``released`` (posterior
+risk of a released file with suppressed key values, from the original's fit).
 
 The most used functions are re-exported here lazily (importing this package
 imports none of its modules until a name is used). ``suda`` is not among them:
@@ -47,6 +48,8 @@ _EXPORTS = {
     "linkage_risk": "linkage",
     "fit_loglinear": "loglinear",
     "assess_closed_form": "assess",
+    "assess_released": "released",
+    "inverse_moment_sum": "posterior",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1595,7 +1595,12 @@ def assess_posterior(
         classes' labels after each allocation; they leave the posterior unchanged),
         ``split_merge`` (split-merge proposals of the classes per sweep, default 0;
         these three are options measured and not made defaults,
-        :meth:`LatentClassModel.sample`) and
+        :meth:`LatentClassModel.sample`), ``store_profiles`` (``True``: the posterior
+        also keeps every draw's class profiles ``phi_<key>``, stamped as
+        ``settings["store_profiles"]``, so that a released file with suppressed values
+        can be assessed later from the same fit,
+        :func:`sdcbayes.risk.released.assess_released`; default off, as it grows
+        ``posterior.nc``) and
         ``strict`` (raise :class:`~sdcbayes.exceptions.ConvergenceError` instead of
         warning when r_hat/ESS of tau1, tau2, ER fail, except where the sample is the
         population, see Notes; ``progressbar`` is ignored).
@@ -1897,7 +1902,8 @@ PPC_COUNTS = 5
 
 _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
                                 "kappa_prior", "cluster_correction", "cores", "profile_mass",
-                                "start_classes", "label_moves", "split_merge", "ppc")
+                                "start_classes", "label_moves", "split_merge", "ppc",
+                                "store_profiles")
 
 
 def _assess_latent_class(
