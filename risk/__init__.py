@@ -10,8 +10,8 @@ fitted posteriors through ``sdcbayes.inference``.
 Modules (see ARCHITECTURE.md): ``individual`` (Benedetti-Franconi / Polettini),
 ``poisson_gamma`` (Bethlehem-Keller-Pannekoek), ``mokken`` (Mokken et al.),
 ``beta_binomial`` and ``losses`` (Zaslavsky-Horton), ``decisions``, ``measures``
-(household risk, k-anonymity, l-diversity, benchmark rule, unsafe
-combinations of keys: ``risky_cells``), ``suda``,
+(household risk, k-anonymity, l-diversity, benchmark rule, global threshold,
+unsafe combinations of keys: ``risky_cells``), ``suda``,
 ``linkage``, ``loglinear`` and ``dis`` (baselines), ``assess`` (closed-form file
 assessment), ``posterior`` / ``posterior_assess`` (posterior risk), ``released`` (posterior
 risk of a released file with suppressed key values, from the original's fit).
@@ -45,6 +45,7 @@ _EXPORTS = {
     "k_anonymity_violations": "measures",
     "l_diversity": "measures",
     "risky_cells": "measures",
+    "global_risk_threshold": "measures",
     "linkage_risk": "linkage",
     "fit_loglinear": "loglinear",
     "assess_closed_form": "assess",

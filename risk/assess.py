@@ -31,7 +31,12 @@ from sdcbayes.risk.individual import (
     benedetti_franconi_risk,
     plugin_inclusion_probability,
 )
-from sdcbayes.risk.measures import benchmark_rule, household_risk
+from sdcbayes.risk.measures import (
+    benchmark_rule,
+    check_max_global_risk,
+    global_risk_threshold,
+    household_risk,
+)
 
 # the declared public surface (the posterior route, decisions and the CLI import these;
 # the CLI also imports the constant CLOSED_FORM_NO_WEIGHTS_NOTE)
@@ -42,6 +47,7 @@ __all__ = [
     "cells_to_records",
     "check_microdata",
     "check_threshold",
+    "global_threshold_summary",
     "record_index",
 ]
 
@@ -283,6 +289,12 @@ class Assessment(SummaryRepr):
             text = num(key)
             if text is not None:
                 rows.append((label, text))
+        if "global_threshold" in s:
+            t = s["global_threshold"]
+            rows.append((f"global threshold (rate < {s.get('max_global_risk')})",
+                         "none needed (rate below the target)"
+                         if not isinstance(t, (int, float)) or math.isnan(t)
+                         else f"{t:.4g} ({s.get('n_above_global_threshold'):,} records above)"))
         rhat = (s.get("diagnostics") or {}).get("max_r_hat")
         if isinstance(rhat, (int, float)):
             rows.append(("max r_hat", f"{rhat:.3f}"))
@@ -313,6 +325,57 @@ class Assessment(SummaryRepr):
         return ds
 
 
+#: What :func:`global_threshold_summary` is computed on, by route (its ``risk`` argument).
+GLOBAL_THRESHOLD_RISK = {
+    "closed-form": "closed-form individual risk",
+    "posterior": "posterior mean record risk",
+}
+
+
+def global_threshold_summary(record_risk, max_global_risk: float, risk: str) -> dict[str, Any]:
+    """The summary entries of sdcMicro's global threshold for a target rate.
+
+    :func:`sdcbayes.risk.measures.global_risk_threshold` on the records' risk, with
+    the records above the threshold and the rate the file would have if each of them
+    kept a risk of the threshold (mu-Argus's assumption behind the rule: a protected
+    record's risk is not measured again here).
+
+    Parameters
+    ----------
+    record_risk : array_like, shape ``(record,)``
+        Each record's risk (NaN for records without one, left out).
+    max_global_risk : float
+        The target rate, strictly between 0 and 1 (sdcMicro's ``max_global_risk``).
+    risk : str
+        Which risk ``record_risk`` is, in words (a value of
+        :data:`GLOBAL_THRESHOLD_RISK`), stored as ``global_threshold_risk``.
+
+    Returns
+    -------
+    dict
+        ``max_global_risk``; ``global_threshold`` (NaN when the rate is below the
+        target already, 0.0 when no risk value of the file is below it, as sdcMicro's);
+        ``n_above_global_threshold`` (records with risk strictly above the threshold,
+        the ones to protect; 0 when none is needed); ``rate_at_global_threshold`` (the
+        rate with each of them at the threshold: below the target); and
+        ``global_threshold_risk`` (``risk``).
+    """
+    rate = check_max_global_risk(max_global_risk)
+    t = global_risk_threshold(record_risk, rate)
+    r = np.asarray(record_risk, dtype=float).reshape(-1)
+    r = r[~np.isnan(r)]
+    if math.isnan(t):
+        n_above, capped = 0, r
+    else:
+        n_above, capped = int(np.count_nonzero(r > t)), np.minimum(r, t)
+    return {
+        "max_global_risk": rate,
+        "global_threshold": t,
+        "n_above_global_threshold": n_above,
+        "rate_at_global_threshold": float(capped.mean()) if r.size else float("nan"),
+        "global_threshold_risk": risk,
+    }
+
 
 def _weights_below_count_warning(n_below: int, model: str) -> str:
     """The caveat for key combinations whose weights sum below their sample count.
@@ -325,7 +388,8 @@ def _weights_below_count_warning(n_below: int, model: str) -> str:
             f"(weights below 1 were allowed); {model} takes them as fully sampled (p = 1), "
             "which gives them the largest risk their count allows, 1/f_k")
 
-def assess_closed_form(md, method: str = "exact", threshold: float | None = None) -> Assessment:
+def assess_closed_form(md, method: str = "exact", threshold: float | None = None, *,
+                       max_global_risk: float | None = None) -> Assessment:
     """Assess ``md`` with the closed-form (Benedetti-Franconi) individual risk.
 
     Parameters
@@ -340,6 +404,12 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         sdcMicro / mu-Argus.
     threshold : float, optional
         Also count records whose risk exceeds this value.
+    max_global_risk : float, optional
+        A target re-identification rate strictly between 0 and 1 (e.g. 0.01, sdcMicro's
+        default): the summary then gives sdcMicro's global threshold for it, the
+        individual risk above which records are to be protected
+        (:func:`sdcbayes.risk.measures.global_risk_threshold`; the entries of
+        :func:`global_threshold_summary`). Default: none computed.
 
     Returns
     -------
@@ -357,7 +427,7 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     ------
     InputError
         Before any work: ``md`` is no :class:`sdcbayes.Microdata`, an unknown
-        ``method``, or a ``threshold`` outside (0, 1).
+        ``method``, or a ``threshold`` or ``max_global_risk`` outside (0, 1).
 
     Warns
     -----
@@ -392,6 +462,8 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
             "\"approx\" reproduces sdcMicro / mu-Argus)"
         )
     threshold = check_threshold(threshold)
+    if max_global_risk is not None:
+        max_global_risk = check_max_global_risk(max_global_risk)
     cells = md.cells
     fk = np.asarray(cells.fk, dtype=float)
     Fk_hat = np.asarray(cells.Fk_hat, dtype=float)
@@ -440,6 +512,9 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     if threshold is not None:
         summary["risk_threshold"] = float(threshold)
         summary["n_above_threshold"] = int(np.count_nonzero(r > threshold))
+    if max_global_risk is not None:
+        summary |= global_threshold_summary(r, max_global_risk,
+                                            GLOBAL_THRESHOLD_RISK["closed-form"])
     notes: list[str] = []
     if hasattr(md, "weights") and md.weights is None:
         # F_k = f_k: legitimate for a census or a register, but a sample read so is all risk
@@ -472,7 +547,9 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     prov = stamp(
         "closed-form",
         data_summary=md.summary(),
-        settings={"method": method, "threshold": threshold},
+        # max_global_risk only when given: the stamp of a run without it is unchanged
+        settings={"method": method, "threshold": threshold}
+        | ({"max_global_risk": max_global_risk} if max_global_risk is not None else {}),
     )
     summary = {"sdcbayes_version": prov["sdcbayes_version"]} | summary
     return Assessment(records=records, cells=cell_frame, summary=summary, provenance=prov)

@@ -39,9 +39,11 @@ from sdcbayes.risk.individual import _series_index
 
 __all__ = [
     "benchmark_rule",
+    "check_max_global_risk",
     "expected_reidentification_rate",
     "expected_reidentifications",
     "file_summary",
+    "global_risk_threshold",
     "household_expected_reidentifications",
     "household_risk",
     "k_anonymity_violations",
@@ -173,6 +175,123 @@ def expected_reidentification_rate(record_risk) -> float:
     r = _risk(record_risk)
     n = _n_known(r)
     return _nansum(r) / n if n else float("nan")
+
+
+def check_max_global_risk(max_global_risk) -> float:
+    """Check a target re-identification rate: a number strictly between 0 and 1.
+
+    The bounds are sdcMicro's (``measure_risk`` stops with "max_global_risk argument
+    must be between 0 and 1!"); the wording is that of ``sdcbayes assess
+    --max-global-risk``.
+
+    Parameters
+    ----------
+    max_global_risk : float
+        The target as given by the user.
+
+    Returns
+    -------
+    float
+        ``max_global_risk`` as a float.
+
+    Raises
+    ------
+    InputError
+        For a non-number (a bool or text included) or a value outside (0, 1).
+    """
+    ok_type = (isinstance(max_global_risk, (int, float, np.integer, np.floating))
+               and not _is_bool(max_global_risk))
+    value = float(max_global_risk) if ok_type else float("nan")
+    if not (math.isfinite(value) and 0.0 < value < 1.0):
+        raise InputError(
+            f"max_global_risk must be a rate strictly between 0 and 1 (the expected "
+            f"re-identifications per record to stay under); got {max_global_risk!r}: pass "
+            "e.g. 0.01 for 1% (sdcMicro's default)"
+        )
+    return value
+
+
+def global_risk_threshold(record_risk, max_global_risk: float = 0.01) -> float:
+    r"""Return the individual-risk threshold that brings the file under a global-risk target.
+
+    sdcMicro's ``measure_risk(..., max_global_risk)`` ``global_threshold``
+    (R/measure_risk.R and its C++ routine ``measure_threshold``, which follow the
+    mu-Argus 4.1 manual, Section 2.3.4.1): records above the threshold ``t`` are to be
+    protected, and a protected record is taken to keep a risk of ``t`` (mu-Argus's
+    assumption behind the rule). The file's re-identification rate (seed 001,
+    Section 3.4: ER / n, :func:`expected_reidentification_rate`) after protection is
+    then
+
+    .. math:: \rho(t) = \frac{1}{n} \sum_i \min(r_i, t),
+
+    and ``t`` is the largest risk value ``r_j`` of the file, below the largest one,
+    with :math:`\rho(r_j) <` ``max_global_risk`` (strict). The candidates are the
+    distinct risk values only, so tied records are all above or all below ``t``.
+
+    Parameters
+    ----------
+    record_risk : array_like, shape ``(record,)``
+        Individual risk of each record, in [0, 1] (e.g. the closed-form risk
+        sdcMicro uses, or a posterior mean record risk); NaN for records without
+        one.
+    max_global_risk : float, default 0.01
+        The target rate (expected re-identifications per record), strictly between
+        0 and 1; sdcMicro's default 0.01.
+
+    Returns
+    -------
+    float
+        The threshold ``t``: protecting the records with ``r_i > t`` (strictly
+        above) meets the target. Two special values, as sdcMicro's:
+
+        - NaN (sdcMicro's ``NA``) when the file meets the target already
+          (:math:`\sum_i r_i < n \cdot` ``max_global_risk``: nothing to protect), and
+          when no record has a risk;
+        - 0.0 when no risk value of the file is low enough, i.e. the smallest
+          risk is at or above ``max_global_risk`` (every record with a risk above
+          0 must be protected); sdcMicro's tests print this 0 for their small files
+          at the default 0.01 (test_calcRisks.R, test_globalRecode.R).
+
+    Raises
+    ------
+    InputError
+        Before any work: ``max_global_risk`` outside (0, 1) or not a number, or
+        ``record_risk`` not a 1-d array of probabilities.
+
+    Notes
+    -----
+    Records whose risk is NaN (dropped for missing keys by
+    ``Microdata(missing="drop")``) are left out, as everywhere in this module: ``n``
+    counts the records that have a risk, as in :func:`expected_reidentification_rate`.
+    sdcMicro has no such records (it drops none); given an NA risk its routine
+    returns NA. Its running sum (one subtraction per record) and the sums here may
+    differ in the last bits, which matters only where :math:`n\rho(t)` equals the
+    target to the last bit.
+
+    Examples
+    --------
+    >>> global_risk_threshold([0.5, 0.2, 0.1, 0.01, 0.01], max_global_risk=0.05)
+    0.01
+    >>> global_risk_threshold([0.02, 0.01, 0.01], max_global_risk=0.1)  # met already
+    nan
+    """
+    rate = check_max_global_risk(max_global_risk)
+    r = _risk(record_risk)
+    r = r[~np.isnan(r)]
+    n = r.size
+    if n == 0:
+        return float("nan")
+    target = rate * n  # sdcMicro compares expected re-identifications, ER < rate * n
+    values, counts = np.unique(r, return_counts=True)  # ascending distinct risks
+    # rho(t) * n at each distinct value t: the records at or below t keep their risk,
+    # the ones above are brought down to t
+    below_sum = np.cumsum(values * counts)
+    n_above = n - np.cumsum(counts)
+    capped = below_sum + values * n_above
+    if capped[-1] < target:  # t = max(r) protects nothing: the file is safe as it is
+        return float("nan")
+    ok = np.flatnonzero(capped[:-1] < target)  # the largest value is never a candidate
+    return float(values[ok[-1]]) if ok.size else 0.0
 
 
 def n_sample_uniques(fk) -> int:

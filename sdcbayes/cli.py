@@ -9,6 +9,7 @@ line on stderr with exit status 2, no traceback.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -350,6 +351,18 @@ def cli() -> None:
     help="Also count records whose risk exceeds this value (e.g. 0.1).",
 )
 @click.option(
+    "--max-global-risk",
+    type=float,
+    default=None,
+    metavar="RATE",
+    help="A target re-identification rate, 0 < RATE < 1 (e.g. 0.01): also give sdcMicro's "
+    "global threshold for it (measure_risk's global_threshold, mu-Argus's individual-risk "
+    "route), the record risk above which records are to be protected (e.g. with sdcbayes "
+    "protect --suppress-risk) so that the rate falls below RATE when each keeps a risk of "
+    "the threshold. On the closed form's individual risk, or the posterior models' "
+    "posterior mean record risk (summary.json's global_threshold_risk).",
+)
+@click.option(
     "--target-accept",
     type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
     default=0.9,
@@ -392,6 +405,7 @@ def assess(
     quiet: bool,
     as_json: bool,
     write_posterior: bool = True,
+    max_global_risk: float | None = None,
     draws: int | None = None,
     chains: int | None = None,
     tune: int | None = None,
@@ -437,6 +451,9 @@ def assess(
         raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise InputError(f"--threshold must lie strictly between 0 and 1; got {threshold}")
+    if max_global_risk is not None and not 0.0 < max_global_risk < 1.0:
+        raise InputError(f"--max-global-risk must lie strictly between 0 and 1 (a rate: 0.01 "
+                         f"for 1%); got {max_global_risk}")
     if model != "closed-form":
         # per-model defaults, the Python API's (Gibbs sweeps are cheap and start at EM
         # fits; NUTS needs warm-up)
@@ -592,7 +609,8 @@ def assess(
             # its caveat of a file without weights (a MicrodataWarning) is also in
             # result.summary["warnings"], printed just below: not a raw Python warning too
             warnings.filterwarnings("ignore", re.escape(CLOSED_FORM_NO_WEIGHTS_NOTE_PY))
-            result = assess_closed_form(md, method=method, threshold=threshold)
+            result = assess_closed_form(md, method=method, threshold=threshold,
+                                        max_global_risk=max_global_risk)
         for note in result.summary.get("warnings", []):  # as the fits' warnings
             click.echo(f"sdcbayes: warning: {cli_wording(note)}", err=True)
     else:
@@ -617,6 +635,12 @@ def assess(
             target_accept=target_accept, cores=cores,
         )
     summary = dict(result.summary)
+    if max_global_risk is not None and "global_threshold" not in summary:
+        # the posterior models: on each record's posterior mean risk (records.csv's risk)
+        from sdcbayes.risk.assess import GLOBAL_THRESHOLD_RISK, global_threshold_summary
+
+        summary |= global_threshold_summary(result.records["risk"].to_numpy(),
+                                            max_global_risk, GLOBAL_THRESHOLD_RISK["posterior"])
     summary["data"] = source
     if md.strata is not None:
         summary["by_stratum"] = by_stratum(md, result.cells)
@@ -872,6 +896,8 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         rows.append(("  note", caveat))
     if "n_above_threshold" in s:
         rows.append((f"records with risk > {s['risk_threshold']}", count("n_above_threshold")))
+    if "global_threshold" in s:
+        rows.append(_global_threshold_row(s, percent))
     if "household_expected_reidentifications" in s:
         # its interval is over the parameters only (the household risk given θ per draw,
         # no F_k randomness), unlike the predictive intervals above; report.html says so too
@@ -950,6 +976,22 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     echo_table(rows)
     extra = ", posterior.nc" if posterior and "diagnostics" in s else ""
     click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")
+
+
+def _global_threshold_row(s: dict[str, Any], percent) -> tuple[str, str]:
+    """The terminal row of ``--max-global-risk``: the threshold and the records above it."""
+    t, n_above = s["global_threshold"], s["n_above_global_threshold"]
+    label = f"global threshold for a rate < {percent(s['max_global_risk'])}"
+    if t is None or math.isnan(t):  # sdcMicro's NA: nothing to protect
+        # the rate of the risks the threshold was computed on (for the posterior models the
+        # mean of the posterior-mean risks, not the predictive mean of ER / n)
+        return label, (f"none needed: the rate, {percent(s['rate_at_global_threshold'])}, "
+                       "is below it already")
+    what = s["global_threshold_risk"]
+    if t == 0:  # no risk value of the file is below the target
+        return label, (f"0: every record's risk is at or above the target; all {n_above:,} "
+                       f"records with a risk above 0 are to be protected ({what})")
+    return label, f"{t:.4g}: protect the {n_above:,} records above it ({what})"
 
 
 def _zeros(option: str):
