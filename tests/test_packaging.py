@@ -3,6 +3,7 @@
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,42 @@ def test_submodules_are_reachable_as_attributes(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_checkout_source_folder_finds_the_layers_beside_it(tmp_path):
+    """Python in a checkout's root after a non-editable install imports the source folder
+    (audit DD1 F6): its search path must then reach models/, inference/, risk/ beside it."""
+    import sdcbayes
+
+    checkout = tmp_path / "checkout"
+    (checkout / "sdcbayes").mkdir(parents=True)
+    for layer in ("models", "inference", "risk"):
+        (checkout / layer).mkdir()
+        (checkout / layer / "__init__.py").write_text("")
+    assert sdcbayes._checkout_layers(str(checkout / "sdcbayes")) == [str(checkout)]
+    # installed: the layers are inside the package folder
+    installed = tmp_path / "site" / "sdcbayes"
+    (installed / "risk").mkdir(parents=True)
+    assert sdcbayes._checkout_layers(str(installed)) == []
+    # a folder named sdcbayes with no layers beside it is left alone
+    (tmp_path / "other" / "sdcbayes").mkdir(parents=True)
+    assert sdcbayes._checkout_layers(str(tmp_path / "other" / "sdcbayes")) == []
+
+
+def test_layers_import_from_the_checkout_root_without_the_installed_mapping(tmp_path):
+    """The checkout's own sdcbayes/ imported first (as from its root after a non-editable
+    install) still reaches sdcbayes.risk, from the checkout's files."""
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys\n"
+        # hide every finder but the path-based ones, so the editable install's mapping
+        # (a meta-path finder) cannot resolve the layers
+        "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+        f"sys.path.insert(0, {str(root)!r})\n"
+        "import sdcbayes.risk.measures as m\n"
+        "print(m.__file__)\n"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(root / "risk" / "measures.py")
