@@ -1639,10 +1639,14 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     as wildcards, seed 001 section 3.2, also as the suppression step judges it),
     information loss per variable (seed 001 section 5.1) and the provenance. After
     PRAM of a key or Nayak-Zhang PRAM a note says that the "after" risk treats the
-    randomised values as true.
+    randomised values as true. Under ``protect --model latent-class`` (summary.json's
+    ``risk.closed_form``) the risk is the model's, with the closed form beside it and a
+    section on the fit (:func:`_protection_report_latent_class`).
     """
     s = summary
     risk = s.get("risk") or {}
+    if risk.get("closed_form") is not None:  # protect --model latent-class
+        return _protection_report_latent_class(s)
     before, after = risk.get("before") or {}, risk.get("after") or {}
     k = risk.get("k")
     rows = []
@@ -1684,6 +1688,13 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             + _randomised_note(s),
         ),
     ]
+    sections += _protection_loss_section(s)
+    return render("Protection: risk before and after", sections, s.get("provenance"), s)
+
+
+def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The "Information loss" section of protect's report (none when nothing changed)."""
+    sections: list[tuple[str, str]] = []
     loss = (s.get("information_loss") or {}).get("per_variable") or {}
     if loss:
         lrows = [
@@ -1704,6 +1715,121 @@ def protection_report(summary: Mapping[str, Any]) -> str:
                 "and Creecy 2002).</p>",
             )
         )
+    return sections
+
+
+#: Rows of protect's latent-class risk table that do not depend on the model.
+_PROTECT_MODEL_FREE_LABELS = {
+    key: _PROTECT_RISK_LABELS[key]
+    for key in ("n_records", "n_cells", "n_sample_uniques", "k_anonymity_violations",
+                "n_missing_key_records")}
+
+
+def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
+    """The report.html of ``protect --model latent-class``.
+
+    The risk table gives the model's expected re-identifications (before: the fit's
+    assessment of the input, posterior predictive interval; after: the protected file
+    scored from the same draws, interval over the parameters only), the blanked
+    records' share, the closed form's numbers beside them (sdcMicro parity) and the
+    model-free counts; a section gives the fit and its diagnostics before and after.
+    """
+    risk = s.get("risk") or {}
+    before, after = risk.get("before") or {}, risk.get("after") or {}
+    cf = risk.get("closed_form") or {}
+    cf_b, cf_a = cf.get("before") or {}, cf.get("after") or {}
+    fit = risk.get("fit") or {}
+    k = risk.get("k")
+    level = interval_level_text(fit.get("interval_level")) or "90%"
+
+    def iv(d: Mapping[str, Any], value: str, interval: str) -> str:
+        lo, hi = (d.get(interval) or [None, None])[:2]
+        return _estimate_interval_text(d.get(value), lo, hi)
+
+    rows: list[tuple[Any, Any, Any]] = []
+    for key, label in _PROTECT_MODEL_FREE_LABELS.items():
+        if key == "k_anonymity_violations":
+            label = f"records violating {k}-anonymity (f < {k})"
+        rows.append((label, before.get(key), after.get(key)))
+        if key == "k_anonymity_violations" and "k_anonymity_violations_suppression" in after:
+            rows.append((f"records violating {k}-anonymity as the suppression judges it",
+                         before.get("k_anonymity_violations_suppression"),
+                         after.get("k_anonymity_violations_suppression")))
+    rows += [
+        (f"expected re-identifications (latent-class), {level} interval",
+         iv(before, "expected_reidentifications", "expected_reidentifications_interval"),
+         iv(after, "expected_reidentifications", "expected_reidentifications_hyper_interval")),
+        ("interval of", PREDICTIVE, f"{PARAMETERS_ONLY} only"),
+        ("expected re-identification rate (latent-class)",
+         _percent_cell(before.get("expected_reidentification_rate")),
+         _percent_cell(after.get("expected_reidentification_rate"))),
+        ("records with a blank (values blanked)", 0,
+         f"{after.get('n_blanked_records')} ({after.get('n_blanks')})"),
+        ("their expected re-identifications (latent-class)", "–",
+         iv(after, "expected_reidentifications_blanked_records",
+            "expected_reidentifications_blanked_records_hyper_interval")),
+        ("largest record risk (latent-class)", before.get("max_risk"), after.get("max_risk")),
+        ("records above the benchmark rule at their mean risk (latent-class)",
+         before.get("n_above_benchmark_at_mean_risk"),
+         after.get("n_above_benchmark_at_mean_risk")),
+        ("expected re-identifications, closed form (sdcMicro)",
+         cf_b.get("expected_reidentifications"), cf_a.get("expected_reidentifications")),
+        ("records above the benchmark rule, closed form", cf_b.get("n_above_benchmark"),
+         cf_a.get("n_above_benchmark")),
+    ]
+    if "n_above_threshold" in cf_a:
+        rows.append(("records above the risk threshold, closed form (the step's measure)",
+                     cf_b.get("n_above_threshold"), cf_a.get("n_above_threshold")))
+    step_rows = []
+    for st in s.get("steps") or []:
+        params = ", ".join(setting_text(p, v) for p, v in (st.get("parameters") or {}).items())
+        step_rows.append((st.get("step"), st.get("name"), params))
+    fit_rows = [
+        ("fitted on", fit.get("fitted_on")),
+        ("sampler", f"{fit.get('method')}: {fit.get('chains')} chains x {fit.get('draws')} "
+                    f"draws after {fit.get('tune')} sweeps, seed {fit.get('seed')}"),
+        ("population size N (weights' sum)", fit.get("population_size")),
+        ("unobserved key combinations per pattern evaluated exactly", fit.get("top_cells")),
+    ]
+    od = fit.get("overdispersion") or {}
+    if od:
+        lo, hi = (od.get("kappa_interval") or [None, None])[:2]
+        fit_rows.append(("cell overdispersion kappa (median, interval; none: Poisson)",
+                         f"{fmt(od.get('kappa_median'))} [{fmt(lo)}, {fmt(hi)}]"))
+    sections = [
+        (
+            "Steps applied, in order",
+            table(step_rows, header=("#", "method", "parameters"))
+            + f"<p>Protected file: <code>{esc(s.get('protected_file', ''))}</code></p>",
+        ),
+        (
+            "Disclosure risk before and after",
+            table(rows, header=("quantity", "original", "protected"))
+            + "<p class='note'>Latent-class model (what <code>sdcbayes assess</code> fits), "
+            "fitted once on the original file. Original: its assessment, posterior means with "
+            f"{esc(level)} posterior predictive intervals (the parameters and the unknown "
+            "population counts F together). Protected: the released file scored from the same "
+            "draws: a record's F sums the population counts of every key combination its shown "
+            "values fit (a blank matches every level); its risk is the posterior mean of "
+            "E(1/F | parameters), and its interval is over the parameters' posterior only, not "
+            "predictive, so narrower. The closed-form rows are Benedetti-Franconi's plug-in "
+            "(seed 004, eq. 1–3) as sdcMicro computes it, with missing key values matching "
+            "any value; it understates a sample's risk. "
+            f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
+            f"{esc(s.get('weight') or 'none')}.</p>"
+            + _k_anonymity_note(s)
+            + _randomised_note(s),
+        ),
+        (
+            "Risk model: the fit and its diagnostics",
+            dict_table(dict(fit_rows), header=("setting", "value"))
+            + "<h3>Original (the fit: τ1, τ2 and expected re-identifications)</h3>"
+            + diagnostics_table(before.get("diagnostics") or {}, fit.get("method"))
+            + "<h3>Protected (expected re-identifications given the parameters)</h3>"
+            + diagnostics_table(after.get("diagnostics") or {}, fit.get("method")),
+        ),
+    ]
+    sections += _protection_loss_section(s)
     return render("Protection: risk before and after", sections, s.get("provenance"), s)
 
 
