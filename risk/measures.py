@@ -181,8 +181,10 @@ def check_max_global_risk(max_global_risk) -> float:
     """Check a target re-identification rate: a number strictly between 0 and 1.
 
     The bounds are sdcMicro's (``measure_risk`` stops with "max_global_risk argument
-    must be between 0 and 1!"); the wording is that of ``sdcbayes assess
-    --max-global-risk``.
+    must be between 0 and 1!"). :func:`sdcbayes.risk.assess.assess_closed_form`,
+    :func:`sdcbayes.risk.posterior_assess.assess_from_posterior` and
+    :func:`~sdcbayes.risk.posterior_assess.assess_posterior` check with it; ``sdcbayes
+    assess --max-global-risk`` checks the same bounds first, in its option's words.
 
     Parameters
     ----------

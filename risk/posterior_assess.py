@@ -48,14 +48,16 @@ from sdcbayes.exceptions import InputError
 from sdcbayes.provenance import check_seed_spelling, seed_or_drawn, stamp
 from sdcbayes.risk import mokken
 from sdcbayes.risk.assess import (
+    GLOBAL_THRESHOLD_RISK,
     Assessment,
     cells_to_records,
     check_microdata,
     check_threshold,
+    global_threshold_summary,
     record_index,
 )
 from sdcbayes.risk.loglinear import poisson_inverse_moment, poisson_prob_unique
-from sdcbayes.risk.measures import benchmark_rule
+from sdcbayes.risk.measures import benchmark_rule, check_max_global_risk
 from sdcbayes.risk.posterior import (
     CHUNK_ELEMENTS,
     DEFAULT_QUANTILES,
@@ -871,10 +873,7 @@ def evaluate_poisson_cells(
             F_mean[sl] = fs + m.mean(axis=0)
         else:
             smean = n * pi[:, sl]
-            inv = lc.expected_inverse_frequency_f(fs[None, :], m, kap, smean)
-            fin = np.isfinite(kap)
-            b = np.where(fin, kap, 1.0) + smean
-            F_mean[sl] = fs + np.where(fin, m * (np.where(fin, kap, 1.0) + fs) / b, m).mean(axis=0)
+            inv, F_mean[sl] = _latent_class_inverse(fs, m, kap, smean)
         inv1[:, sl] = inv
         risk_q[:, sl] = np.quantile(inv, qs, axis=0)
         draws["tau2_mean"] += inv[:, us].sum(axis=1)
@@ -915,6 +914,42 @@ def evaluate_poisson_cells(
         predictive="exact",
         household_risk_mean=hh_mean,
     )
+
+
+def _latent_class_inverse(fs, m, kap, smean) -> tuple[np.ndarray, np.ndarray]:
+    r"""Overdispersed cells: :math:`E(1/F \mid f)` per draw and :math:`E(F \mid f)` per cell.
+
+    The excess :math:`F - f \mid f \sim \mathrm{NegBin}(\kappa + f, b/(b + m))`,
+    :math:`b = \kappa + y` (Poisson where :math:`\kappa = \infty`), as in
+    :func:`evaluate_poisson_cells`; one definition for it and
+    :func:`sdcbayes.risk.released.assess_released` (whose file without blanks must give
+    this function's risks).
+
+    Parameters
+    ----------
+    fs : ndarray, shape (C,)
+        Sample counts of the cells.
+    m : ndarray, shape (S, C)
+        Excess means per draw and cell.
+    kap : ndarray, shape (S, 1)
+        Overdispersion per draw (inf: Poisson).
+    smean : ndarray, shape (S, C)
+        Sample means :math:`y = n\pi` per draw and cell.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``inv`` (S, C), :func:`~sdcbayes.models.latent_class.expected_inverse_frequency_f`;
+        ``F_mean`` (C,), the posterior mean of :math:`f + m(\kappa + f)/b` (of
+        :math:`f + m` for Poisson draws).
+    """
+    from sdcbayes.models.latent_class import expected_inverse_frequency_f
+
+    inv = expected_inverse_frequency_f(fs[None, :], m, kap, smean)
+    fin = np.isfinite(kap)
+    k1 = np.where(fin, kap, 1.0)  # any finite value: the Poisson draws take m itself
+    F_mean = fs + np.where(fin, m * (k1 + fs) / (k1 + smean), m).mean(axis=0)
+    return inv, F_mean
 
 
 @dataclass(frozen=True)
@@ -1099,23 +1134,32 @@ _FUNCTIONALS = {
 }
 
 
-def _functional_diagnostics(file_draws: xr.Dataset) -> dict[str, Any]:
-    r"""R-hat and bulk/tail ESS of tau1, tau2 and ER given the parameters (JSON-clean).
+def _functional_diagnostics(file_draws: xr.Dataset,
+                            functionals: dict[str, str] = _FUNCTIONALS) -> dict[str, Any]:
+    r"""R-hat and bulk/tail ESS of file-level functionals given the parameters (JSON-clean).
 
     The conditional means given :math:`\pi_s` (``*_conditional_mean``) are
     identifiable functionals of the posterior, unlike the class weights and
     profiles (label switching); :func:`sdcbayes.inference.diagnostics.compute_diagnostics`
     on them gives the worst value and where. ``divergences`` is None (a Gibbs
     sampler has none).
+
+    Parameters
+    ----------
+    file_draws : xarray.Dataset
+        The per-draw results (dims chain, draw).
+    functionals : dict, default tau1, tau2 and ER
+        The name to diagnose each under -> its variable in ``file_draws``
+        (:func:`sdcbayes.risk.released.assess_released` diagnoses the ER only).
     """
     import arviz as az
 
     from sdcbayes.inference.diagnostics import compute_diagnostics
 
-    ds = xr.Dataset({k: file_draws[v] for k, v in _FUNCTIONALS.items()})
+    ds = xr.Dataset({k: file_draws[v] for k, v in functionals.items()})
     diag = compute_diagnostics(az.InferenceData(posterior=ds))
     diag["divergences"] = None
-    diag["diagnosed_on"] = list(_FUNCTIONALS)
+    diag["diagnosed_on"] = list(functionals)
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v
             for k, v in diag.items()}
 
@@ -1183,6 +1227,7 @@ def assess_from_posterior(
     N: float | None = None,
     priors: dict | None = None,
     settings: dict | None = None,
+    max_global_risk: float | None = None,
 ) -> PosteriorAssessment:
     """Posterior risk assessment of ``md`` from an already fitted posterior.
 
@@ -1219,6 +1264,14 @@ def assess_from_posterior(
         :func:`posterior_groups` and :func:`latent_class_pi`.
     priors, settings : dict, optional
         Stamped on the provenance (taken from the posterior's stamps when absent).
+    max_global_risk : float, optional
+        A target re-identification rate strictly between 0 and 1: the summary then gives
+        sdcMicro's global threshold for it on each record's posterior mean risk
+        (``records["risk"]``; the entries of
+        :func:`sdcbayes.risk.assess.global_threshold_summary`, ``global_threshold_risk``
+        "posterior mean record risk"), as
+        :func:`~sdcbayes.risk.assess.assess_closed_form` gives it on the closed form's.
+        Stamped in the provenance's settings. Default: none computed.
 
     Returns
     -------
@@ -1231,10 +1284,13 @@ def assess_from_posterior(
         Before any work: an unknown ``predictive`` or ``model``, a negative seed,
         ``quantiles`` that are not two or more probabilities, or a posterior whose
         stamps say it is another model, a Poisson-gamma fit to subpopulations, or a fit
-        to another cell table (:func:`check_posterior_fits`).
+        to another cell table (:func:`check_posterior_fits`), or a ``max_global_risk``
+        outside (0, 1).
     """
     check_microdata(md, "assess_from_posterior")
     threshold = check_threshold(threshold)
+    if max_global_risk is not None:
+        max_global_risk = check_max_global_risk(max_global_risk)
     _check_quantiles(quantiles)
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
@@ -1376,9 +1432,13 @@ def assess_from_posterior(
         model,
         priors=priors if priors is not None else prov_fit.get("priors"),
         data_summary=md.summary(),
-        settings=(settings or prov_fit.get("settings") or {})
+        # a stamped fit's max_global_risk is that assessment's, not necessarily this one's
+        settings={k: v for k, v in (settings or prov_fit.get("settings") or {}).items()
+                  if k != "max_global_risk"}
         | {"quantiles": qs, "threshold": threshold, "predictive": ev.predictive,
-           "predictive_seed": random_seed},
+           "predictive_seed": random_seed}
+        # only when given: the stamp of a run without it is unchanged (as the closed form's)
+        | ({"max_global_risk": max_global_risk} if max_global_risk is not None else {}),
     )
     for ds in (file_draws, cell_posterior):
         ds.attrs.update(
@@ -1426,6 +1486,9 @@ def assess_from_posterior(
         summary["n_above_threshold"] = float(d["n_above_threshold"].mean())
         summary["n_above_threshold_interval"] = _interval(d["n_above_threshold"], qs)
         summary["n_above_threshold_at_mean_risk"] = int(np.count_nonzero(r_kept > threshold))
+    if max_global_risk is not None:  # on records.csv's risk (dropped records' NaN left out)
+        summary |= global_threshold_summary(records["risk"].to_numpy(), max_global_risk,
+                                            GLOBAL_THRESHOLD_RISK["posterior"])
     if hh_codes is not None:
         hrisk = np.full(record_cell.size, np.nan)
         hrisk[kept] = ev.household_risk_mean[hh_codes[kept]]
@@ -1489,6 +1552,7 @@ def assess_posterior(
     n_classes: int = 30,
     structural_zeros=None,
     sigma: float | None = None,
+    max_global_risk: float | None = None,
     **fit_kwargs,
 ) -> PosteriorAssessment:
     r"""Fit ``model`` to ``md`` and return its posterior risk assessment.
@@ -1566,6 +1630,10 @@ def assess_posterior(
         the closed form) instead of learning it from the weights' spread within cells,
         which weights constant within every cell cannot teach. Refused for the other
         models.
+    max_global_risk : float, optional
+        A target re-identification rate strictly between 0 and 1: sdcMicro's global
+        threshold for it on the records' posterior mean risk
+        (:func:`assess_from_posterior`). Checked before the fit.
     **fit_kwargs
         Further options of :func:`sdcbayes.inference.fit`; for the latent-class model
         ``thin``, ``init``, ``em_restarts``, ``overdispersion`` of
@@ -1636,6 +1704,8 @@ def assess_posterior(
     # checked before any fitting: a typo must not cost a sampler run
     check_microdata(md, "assess_posterior")
     threshold = check_threshold(threshold)
+    if max_global_risk is not None:  # before the fit: a typo must not cost a sampler run
+        max_global_risk = check_max_global_risk(max_global_risk)
     _check_quantiles(quantiles)  # used after the fit: a bad one would waste it
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
@@ -1674,7 +1744,7 @@ def assess_posterior(
     run = dict(draws=draws, chains=chains, tune=tune, random_seed=random_seed, method=method,
                threshold=threshold, quantiles=quantiles, priors=priors, N=N,
                predictive=predictive, n_classes=n_classes, structural_zeros=structural_zeros,
-               sigma=sigma)
+               sigma=sigma, max_global_risk=max_global_risk)
     if not population_is_sample(md, model, N):
         return _fit_and_assess(md, model, **run, **fit_kwargs)
     # The sample is the population (N = n): every cell's population is its sample count,
@@ -1741,7 +1811,7 @@ def _exact_diagnostics(result: PosteriorAssessment, left_out: set[str]) -> None:
 
 def _fit_and_assess(
     md, model, *, draws, chains, tune, random_seed, method, threshold, quantiles, priors, N,
-    predictive, n_classes, structural_zeros, sigma, **fit_kwargs,
+    predictive, n_classes, structural_zeros, sigma, max_global_risk=None, **fit_kwargs,
 ) -> PosteriorAssessment:
     """Fit ``model`` and assess it: :func:`assess_posterior` after its checks."""
     from sdcbayes.exceptions import warn_at_caller
@@ -1755,7 +1825,7 @@ def _fit_and_assess(
             md, draws=draws, chains=chains, tune=tune, random_seed=random_seed,
             method=method, threshold=threshold, quantiles=quantiles, priors=priors, N=N,
             predictive=predictive, n_classes=n_classes, structural_zeros=structural_zeros,
-            **fit_kwargs,
+            max_global_risk=max_global_risk, **fit_kwargs,
         )
         if below is not None:
             result.summary["warnings"] = [*result.summary.get("warnings", []), below]
@@ -1806,6 +1876,7 @@ def _fit_and_assess(
         # the fit's own stamp: cores (NUTS draws depend on it), tune only for the
         # samplers, target_accept, laplace
         settings=_idata_provenance(idata).get("settings"),
+        max_global_risk=max_global_risk,
     )
     if below is not None:
         result.summary["n_cells_weights_below_count"] = below[0]
@@ -1909,7 +1980,7 @@ _LATENT_CLASS_SAMPLE_OPTIONS = ("thin", "init", "em_restarts", "overdispersion",
 def _assess_latent_class(
     md, *, draws, chains, tune, random_seed, method, threshold, quantiles, priors, N,
     predictive, n_classes, structural_zeros, strict: bool = False, progressbar=None,
-    **sample_kwargs,
+    max_global_risk=None, **sample_kwargs,
 ) -> PosteriorAssessment:
     """Fit the latent-class model by Gibbs sampling and assess its posterior."""
     if method != "gibbs":
@@ -1974,7 +2045,7 @@ def _assess_latent_class(
     result = assess_from_posterior(
         md, idata, "latent-class", quantiles=quantiles, threshold=threshold,
         predictive=predictive, random_seed=random_seed, n=spec.n, N=N_fit,
-        priors=priors_used, settings=settings,
+        priors=priors_used, settings=settings, max_global_risk=max_global_risk,
     )
     if "profile_mass" in idata.attrs:
         result.summary["profile_mass"] = json.loads(idata.attrs["profile_mass"])

@@ -43,11 +43,14 @@ derivation):
 * R as one negative binomial matched on :math:`M_R, V_R` (Poisson where
   :math:`V_R \approx M_R`), one more factor of the product.
 
-Measured on the demo after greedy 3-anonymity (600 draws): within 0.5% of the exact
-listing of every cell on every pattern and 0.01% on the blanked records' ER; the
-records' ER 29.16 against a true 29.19 (the closed form: 14.88). Matching the whole
-unobserved part to one negative binomial, without the top cells, is up to 18% off on a
-pattern where one unobserved cell is large (tests pin the difference).
+On the demo after greedy 3-anonymity, scored from the package's default fit (4 chains x
+500 draws): the records' ER 29.24 against a true 29.19, where the closed form gives 14.88
+(``python benchmarks/released_risk.py``, which prints the other suppressions too; README,
+"Risk after local suppression"). Matching the whole unobserved part to one negative
+binomial, without the top cells, is more than 10% off on a pattern where one unobserved
+cell is large, and 4 top cells bring it within 1% of the exact listing
+(``tests/test_released.py``, ``test_top_cells_rescue_a_pattern_with_one_large_unobserved_cell``);
+where the top cells cover the pattern the value is the exact listing's.
 
 A record's risk is the posterior mean of :math:`E(1/F_p \mid \theta)` (Rao-Blackwellised),
 the file's ER their sum; intervals are over the parameters' posterior (the summary's
@@ -81,21 +84,26 @@ from sdcbayes.risk.posterior import (
     mean_over_draws,
 )
 from sdcbayes.risk.posterior_assess import (
+    EXACT_NOTE,
     PosteriorAssessment,
     _flat_draws,
+    _functional_diagnostics,
+    _interval,
     _latent_class_excess,
+    _latent_class_inverse,
     _posterior_dataset,
     _stamps,
     _stratum_key_rates,
     check_posterior_fits,
     latent_class_pi,
+    population_is_sample,
 )
 
 __all__ = ["DEFAULT_TOP_CELLS", "INTERVAL_KIND", "assess_released"]
 
 #: Unobserved cells of each pattern evaluated exactly (the others as one matched negative
-#: binomial): 4 already brings the largest per-pattern error on the demo to 0.5%, 16 to
-#: 0.26-0.48% (0.000% at the 95th percentile) at 40-55 ms per blanked pattern.
+#: binomial): 4 already rescue the tests' adversarial pattern (module docstring); the
+#: cost grows with them and with the draws (benchmarks/released_risk.py prints the seconds).
 DEFAULT_TOP_CELLS = 16
 
 #: Draws evaluated at once per pattern (memory: draws x cells x 226 nodes x 8 bytes).
@@ -104,6 +112,9 @@ DEFAULT_DRAW_CHUNK = 64
 #: The summary's ``interval_kind``: what the intervals are over.
 INTERVAL_KIND = ("hyper: over the posterior of the parameters (the conditional mean given "
                  "them), not the posterior predictive")
+
+#: The functional whose R-hat and ESS diagnose the released file's draws (its ER).
+_DIAGNOSED = {"expected_reidentifications": "expected_reidentifications_conditional_mean"}
 
 # remainder below this share of the pattern's excess: rounding, taken as zero
 _REMAINDER_EPS = 1e-12
@@ -137,14 +148,7 @@ def _check_released(md, frame: pd.DataFrame) -> np.ndarray:
         shown = ~blank[:, j]
         a = orig[k].to_numpy()[shown]
         b = frame[k].to_numpy()[shown]
-        same = pd.Series(a, dtype=object).astype(str).to_numpy() == \
-            pd.Series(b, dtype=object).astype(str).to_numpy()
-        if not same.all():
-            # numbers read back as other types (1 vs 1.0) are the same value
-            an = pd.to_numeric(pd.Series(a[~same]), errors="coerce").to_numpy(dtype=float)
-            bn = pd.to_numeric(pd.Series(b[~same]), errors="coerce").to_numpy(dtype=float)
-            same_num = np.isfinite(an) & (an == bn)
-            same[np.flatnonzero(~same)[same_num]] = True
+        same = _same_values(a, b)
         if not same.all():
             i = np.flatnonzero(shown)[np.flatnonzero(~same)[0]]
             raise InputError(
@@ -154,6 +158,32 @@ def _check_released(md, frame: pd.DataFrame) -> np.ndarray:
                 "suppressed (blank); PRAM, noise or recoding of key values is not supported "
                 "yet: assess such a file with the closed form (assess_closed_form)")
     return blank
+
+
+def _same_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: the same value, also when read back as text or as another number type.
+
+    Values are compared as they are first (one vectorised comparison); only the
+    mismatches are turned into text ("1" and 1 agree) and then into numbers (1 and 1.0
+    agree), so a file whose values are unchanged costs no conversion.
+    """
+    try:
+        same = np.asarray(a == b, dtype=bool)
+        if same.shape != a.shape:  # NumPy's scalar answer for types it cannot compare
+            raise TypeError
+    except (TypeError, ValueError):
+        same = np.asarray(a.astype(object) == b.astype(object), dtype=bool)
+    bad = np.flatnonzero(~same)
+    if bad.size:
+        same[bad] = pd.Series(a[bad], dtype=object).astype(str).to_numpy() == \
+            pd.Series(b[bad], dtype=object).astype(str).to_numpy()
+        bad = np.flatnonzero(~same)
+    if bad.size:
+        # numbers read back as other types (1 vs 1.0) are the same value
+        an = pd.to_numeric(pd.Series(a[bad]), errors="coerce").to_numpy(dtype=float)
+        bn = pd.to_numeric(pd.Series(b[bad]), errors="coerce").to_numpy(dtype=float)
+        same[bad[np.isfinite(an) & (an == bn)]] = True
+    return same
 
 
 def _check_posterior(md, posterior, post: xr.Dataset) -> dict[str, Any]:
@@ -197,22 +227,21 @@ def _profiles(post: xr.Dataset, spec) -> list[np.ndarray]:
     return phi
 
 
-def _levels_check(spec, w, phi, pi) -> None:
-    """The profiles reproduce the stored pi on a few draws and cells (same fit)."""
+def _levels_check(spec, ps, pi) -> None:
+    """The profiles reproduce the stored pi on a few draws and cells (same fit).
+
+    Through :meth:`PatternSums.cells` on the rectangle of every cell, which the patterns'
+    explicit cells use: the check covers that product too.
+    """
     S, C = pi.shape
     ds = np.unique(np.linspace(0, S - 1, min(S, 4)).round().astype(int))
     cs = np.unique(np.linspace(0, C - 1, min(C, 50)).round().astype(int))
-    J = spec.n_keys
-    for s in ds:
-        prod = w[s][None, :] * np.ones((cs.size, 1))
-        for j in range(J):
-            prod = prod * phi[j][s][:, spec.key_codes[cs, j]].T
-        got = prod.sum(axis=1)
-        if not np.allclose(got, pi[s, cs], rtol=1e-6, atol=1e-300):
-            raise InputError(
-                "the posterior's class profiles do not reproduce its cell probabilities pi "
-                "(were they stored by another fit, or pi corrected afterwards?): fit again "
-                "with store_profiles=True")
+    got = ps.cells(ps.rectangle([None] * spec.n_keys), spec.key_codes[cs], ds)[0]
+    if not np.allclose(got, pi[ds][:, cs], rtol=1e-6, atol=1e-300):
+        raise InputError(
+            "the posterior's class profiles do not reproduce its cell probabilities pi "
+            "(were they stored by another fit, or pi corrected afterwards?): fit again "
+            "with store_profiles=True")
 
 
 def assess_released(
@@ -266,7 +295,9 @@ def assess_released(
         ``n_blanked_records``, ``n_blanks``, ``top_cells``, ``n_above_threshold`` (and
         ``_interval``, over the parameters as in :func:`assess_from_posterior`),
         ``n_above_benchmark_at_mean_risk``, ``diagnostics`` (R-hat, ESS of ER given the
-        parameters). ``file_draws``: the per-draw ER given the parameters
+        parameters, and ``problems``: what :func:`~sdcbayes.inference.diagnostics.
+        check_diagnostics` finds in them, as for the fit itself; where the sample is the
+        population, none and a ``note``). ``file_draws``: the per-draw ER given the parameters
         (``expected_reidentifications_conditional_mean``, and its blanked part).
 
     Raises
@@ -278,6 +309,13 @@ def assess_released(
         lacks the class profiles, is another model's or another file's, has structural
         zeros or a cluster correction (not supported yet), or extrapolates stratum by
         stratum (a stratum that is a key; not supported yet).
+
+    Warns
+    -----
+    sdcbayes.inference.diagnostics.ConvergenceWarning
+        Each problem of ``diagnostics["problems"]`` (R-hat or ESS of the ER given the
+        parameters), as :func:`~sdcbayes.risk.posterior_assess.assess_posterior` warns of
+        its fit's; not where the sample is the population (exact results).
 
     Notes
     -----
@@ -333,7 +371,8 @@ def assess_released(
     else:
         E = np.full((S, 1), N / n - 1.0)
     phi = phi_all[:spec.n_keys]
-    _levels_check(spec, w, phi, pi)
+    ps = PatternSums(w, phi, E, n)
+    _levels_check(spec, ps, pi)
     kap = (_flat_draws(post["kappa"]).astype(float).reshape(-1) if "kappa" in post
            else np.full(S, np.inf))
     if kap.shape != (S,) or np.any(~(kap > 0)):
@@ -367,26 +406,23 @@ def assess_released(
 
     from sdcbayes.models.latent_class import expected_inverse_frequency_f
 
-    # ---- full patterns: the observed cell alone, as assess_from_posterior evaluates it
+    # ---- full patterns: the observed cell alone, by assess_from_posterior's own formulas
     full = np.flatnonzero(is_full)
     cell_of = record_cell[first[full]]
     f_p[full] = fk_cells[cell_of]
     step = max(1, CHUNK_ELEMENTS // max(S, 1) // 8)
     for c0 in range(0, full.size, step):
         idx, cells = full[c0:c0 + step], cell_of[c0:c0 + step]
-        pc, lc, fs = pi[:, cells], lam_of(slice(None), cells), fk_cells[cells]
-        inv = expected_inverse_frequency_f(fs[None, :], lc, kap[:, None], n * pc)
+        fs = fk_cells[cells]
+        inv, F_mean[idx] = _latent_class_inverse(fs, lam_of(slice(None), cells), kap[:, None],
+                                                 n * pi[:, cells])
         risk[idx] = mean_over_draws(inv)
         risk_q[:, idx] = np.quantile(inv, qs, axis=0)
-        fin = np.isfinite(kap)[:, None]
-        k1 = np.where(fin, kap[:, None], 1.0)
-        F_mean[idx] = fs + np.where(fin, lc * (k1 + fs) / (k1 + n * pc), lc).mean(axis=0)
         er += inv @ m_p_f[idx]
         if threshold is not None:
             above += (inv > threshold) @ m_p_f[idx]
 
     # ---- patterns with blanks, grouped by their blank keys (one Gram matrix per group)
-    ps = PatternSums(w, phi, E, n)
     blanked = np.flatnonzero(~is_full)
     bsets = [tuple(np.flatnonzero(pats[p] < 0)) for p in blanked]
     order = sorted(range(blanked.size), key=lambda i: bsets[i])
@@ -503,9 +539,8 @@ def assess_released(
     file_draws = xr.Dataset(fd, coords={"chain": post["chain"].values,
                                         "draw": post["draw"].values})
 
-    def interval(x):
-        return [float(np.quantile(x, qs[0])), float(np.quantile(x, qs[-1]))]
-
+    # the fit's own settings, less what this function did not compute
+    settings = {k: v for k, v in settings.items() if k != "max_global_risk"}
     prov = stamp("latent-class", data_summary=md.summary(), settings={
         **settings, "quantiles": qs, "threshold": threshold, "top_cells": int(top_cells),
         "route": "released", "N": float(N)})
@@ -530,10 +565,10 @@ def assess_released(
         "n_blanks": int(blank.sum()),
         "blanks_by_key": {k: int(blank[:, j].sum()) for j, k in enumerate(keys)},
         "expected_reidentifications": float(er.mean()),
-        "expected_reidentifications_hyper_interval": interval(er),
+        "expected_reidentifications_hyper_interval": _interval(er, qs),
         "expected_reidentification_rate": float(er.mean() / max(rec_pat.size, 1)),
         "expected_reidentifications_blanked_records": float(er_blank.mean()),
-        "expected_reidentifications_blanked_records_hyper_interval": interval(er_blank),
+        "expected_reidentifications_blanked_records_hyper_interval": _interval(er_blank, qs),
         "n_above_benchmark_at_mean_risk": int(np.count_nonzero(benchmark_rule(r_all))),
         "max_risk": float(r_all.max()) if r_all.size else float("nan"),
         "median_risk": float(np.median(r_all)) if r_all.size else float("nan"),
@@ -541,25 +576,32 @@ def assess_released(
     if threshold is not None:
         summary["risk_threshold"] = float(threshold)
         summary["n_above_threshold"] = float(above.mean())
-        summary["n_above_threshold_interval"] = interval(above)  # over the parameters
+        summary["n_above_threshold_interval"] = _interval(above, qs)  # over the parameters
         summary["n_above_threshold_at_mean_risk"] = int(np.count_nonzero(r_all > threshold))
-    summary["diagnostics"] = _er_diagnostics(file_draws)
+    summary["diagnostics"] = _released_diagnostics(md, N, file_draws)
     return PosteriorAssessment(
         records=records, cells=cells, summary=summary, provenance=prov,
         idata=None if isinstance(posterior, xr.Dataset) else posterior,
         cell_posterior=None, file_draws=file_draws)
 
 
-def _er_diagnostics(file_draws: xr.Dataset) -> dict[str, Any]:
-    """R-hat and ESS of the ER given the parameters (JSON-clean), as the assessment's."""
-    import arviz as az
+def _released_diagnostics(md, N: float, file_draws: xr.Dataset) -> dict[str, Any]:
+    """R-hat and ESS of the ER given the parameters, checked as the fit's own are.
 
-    from sdcbayes.inference.diagnostics import compute_diagnostics
+    As :func:`sdcbayes.risk.posterior_assess.assess_posterior` checks a latent-class fit
+    (:func:`~sdcbayes.inference.diagnostics.check_diagnostics`, Gibbs advice): the problems
+    are issued as :class:`~sdcbayes.inference.diagnostics.ConvergenceWarning` and kept
+    under ``problems``; where the sample is the population
+    (:func:`~sdcbayes.risk.posterior_assess.population_is_sample`) the results are exact,
+    nothing is checked and ``note`` is :data:`~sdcbayes.risk.posterior_assess.EXACT_NOTE`.
+    """
+    from sdcbayes.inference.diagnostics import check_diagnostics
 
-    ds = xr.Dataset({"expected_reidentifications":
-                     file_draws["expected_reidentifications_conditional_mean"]})
-    diag = compute_diagnostics(az.InferenceData(posterior=ds))
-    diag["divergences"] = None
-    diag["diagnosed_on"] = ["expected_reidentifications"]
-    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
-            for k, v in diag.items()}
+    diag = _functional_diagnostics(file_draws, _DIAGNOSED)
+    if population_is_sample(md, "latent-class", N):
+        diag["problems"] = []
+        diag["note"] = EXACT_NOTE
+        return diag
+    checkable = {k: (math.nan if v is None else v) for k, v in diag.items()}
+    diag["problems"] = check_diagnostics(checkable | {"divergences": 0}, sampler="gibbs")
+    return diag

@@ -451,6 +451,7 @@ def assess(
         raise InputError(f"--alpha must lie in [0, 1]; got {alpha}")
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise InputError(f"--threshold must lie strictly between 0 and 1; got {threshold}")
+    # the bounds of risk.measures.check_max_global_risk, worded for the option
     if max_global_risk is not None and not 0.0 < max_global_risk < 1.0:
         raise InputError(f"--max-global-risk must lie strictly between 0 and 1 (a rate: 0.01 "
                          f"for 1%); got {max_global_risk}")
@@ -631,16 +632,10 @@ def assess(
                  **({"init": chain_start} if chain_start != "em" else {}),
                  **({"ppc": min(ppc, draws)} if ppc else {})}
                 if model == "latent-class" else {}
-            ),
+            ) | ({"max_global_risk": max_global_risk} if max_global_risk is not None else {}),
             target_accept=target_accept, cores=cores,
         )
-    summary = dict(result.summary)
-    if max_global_risk is not None and "global_threshold" not in summary:
-        # the posterior models: on each record's posterior mean risk (records.csv's risk)
-        from sdcbayes.risk.assess import GLOBAL_THRESHOLD_RISK, global_threshold_summary
-
-        summary |= global_threshold_summary(result.records["risk"].to_numpy(),
-                                            max_global_risk, GLOBAL_THRESHOLD_RISK["posterior"])
+    summary = dict(result.summary)  # --max-global-risk: the library's entries, every model
     summary["data"] = source
     if md.strata is not None:
         summary["by_stratum"] = by_stratum(md, result.cells)

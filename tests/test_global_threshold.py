@@ -215,6 +215,58 @@ def test_assess_closed_form_refuses_a_bad_target_before_any_work():
         assess_closed_form(NoCells(), max_global_risk=5)
 
 
+# --- assess_posterior / assess_from_posterior -----------------------------------------
+
+
+def _small_md():
+    import sdcbayes
+
+    rng = np.random.default_rng(4)
+    n = 300
+    frame = pd.DataFrame({"a": rng.choice(list("pqrs"), n), "b": rng.choice(list("xyz"), n),
+                          "c": rng.integers(0, 6, n).astype(str),
+                          "w": rng.choice([5.0, 20.0], n)})
+    return sdcbayes.Microdata(frame, keys=["a", "b", "c"], weight="w")
+
+
+@pytest.mark.filterwarnings("ignore")  # a short fit: convergence is not the point here
+def test_posterior_assessments_give_the_threshold_on_the_posterior_mean_risk():
+    from sdcbayes.risk.assess import global_threshold_summary
+    from sdcbayes.risk.posterior_assess import assess_from_posterior, assess_posterior
+
+    md = _small_md()
+    res = assess_posterior(md, draws=20, tune=20, chains=2, random_seed=3, n_classes=5,
+                           overdispersion=None, ppc=0, cores=1, max_global_risk=0.05)
+    s = res.summary
+    want = global_threshold_summary(res.records["risk"].to_numpy(), 0.05,
+                                    "posterior mean record risk")
+    assert {k: s[k] for k in want} == pytest.approx(want, nan_ok=True)
+    assert s["global_threshold_risk"] == "posterior mean record risk"
+    assert res.provenance["settings"]["max_global_risk"] == 0.05
+    # the same entries from the stored posterior, and none without the option
+    again = assess_from_posterior(md, res.idata, "latent-class", max_global_risk=0.05).summary
+    assert {k: again[k] for k in want} == pytest.approx(want, nan_ok=True)
+    plain = assess_from_posterior(md, res.idata, "latent-class")
+    assert not any("global_threshold" in k or k == "max_global_risk" for k in plain.summary)
+    assert "max_global_risk" not in plain.provenance["settings"]
+
+
+def test_posterior_assessments_refuse_a_bad_target_before_any_work(monkeypatch):
+    from sdcbayes.risk import posterior_assess as pa
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before the check")
+
+    monkeypatch.setattr(pa, "_fit_and_assess", no_fit)
+    md = _small_md()
+    for bad in (0, 1.5, "0.01", True):
+        with pytest.raises(InputError, match="max_global_risk must be a rate strictly"):
+            pa.assess_posterior(md, max_global_risk=bad)
+        # before the posterior is read: None is no posterior at all
+        with pytest.raises(InputError, match="max_global_risk must be a rate strictly"):
+            pa.assess_from_posterior(md, None, "latent-class", max_global_risk=bad)
+
+
 # --- sdcbayes assess --max-global-risk ------------------------------------------------
 
 

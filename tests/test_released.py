@@ -35,6 +35,11 @@ from sdcbayes.risk.posterior import inverse_moment_sum
 from sdcbayes.risk.posterior_assess import assess_from_posterior, assess_posterior
 from sdcbayes.risk.released import assess_released
 
+# the hand-built posteriors have 1-3 draws per chain: their convergence is not the point
+# (test_diagnostics_are_checked_and_warned_as_the_fits checks that it is reported)
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::sdcbayes.inference.diagnostics.ConvergenceWarning")
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -454,6 +459,80 @@ def test_refuses_what_is_not_supported_yet(small):
         assess_released(md_st, st, id_st)
     with pytest.raises(InputError, match="top_cells"):
         assess_released(md, df, idata, top_cells=-1)
+
+
+def test_diagnostics_are_checked_and_warned_as_the_fits(small):
+    """The ER's R-hat/ESS are checked as assess_posterior checks a latent-class fit: the
+    problems in summary["diagnostics"]["problems"], each a ConvergenceWarning."""
+    from sdcbayes.inference.diagnostics import ConvergenceWarning
+
+    df, md, idata = small  # 2 chains x 3 draws: too short to diagnose
+    rel = df.copy()
+    rel.loc[rel.index[:5], "k1"] = np.nan
+    with pytest.warns(ConvergenceWarning) as caught:
+        diag = assess_released(md, rel, idata).summary["diagnostics"]
+    assert diag["diagnosed_on"] == ["expected_reidentifications"]
+    assert any("only 3 draws per chain" in p for p in diag["problems"])
+    assert {str(w.message) for w in caught} == set(diag["problems"])
+    assert "note" not in diag
+
+
+def test_no_convergence_check_where_the_sample_is_the_population():
+    import warnings
+
+    from sdcbayes.risk.posterior_assess import EXACT_NOTE
+
+    df = _frame((3, 4, 3), 80, 10, weights=[1.0])  # every weight 1: N = n, exact results
+    md = sdcbayes.Microdata(df, ["k0", "k1", "k2"], weight="w")
+    idata, *_ = _posterior(md)
+    rel = df.copy()
+    rel.loc[rel.index[:5], "k1"] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        diag = assess_released(md, rel, idata).summary["diagnostics"]
+    assert diag["problems"] == [] and diag["note"] == EXACT_NOTE
+
+
+def test_refuses_profiles_that_do_not_reproduce_pi(small):
+    df, md, idata = small
+    bad = idata.copy()
+    bad.posterior["pi"] = bad.posterior["pi"] * 1.01
+    with pytest.raises(InputError, match="do not reproduce"):
+        assess_released(md, df, bad)
+
+
+def test_check_released_turns_only_the_mismatches_into_text(monkeypatch):
+    """Values that compare equal as they are cost no text conversion (the check is one
+    comparison per key on a file whose shown values are unchanged)."""
+    from types import SimpleNamespace
+
+    from sdcbayes.risk import released as rmod
+
+    n = 1000
+    rng = np.random.default_rng(0)
+    orig = pd.DataFrame({"a": rng.integers(0, 5, n), "b": rng.choice(["x", "y"], n)})
+    rel = orig.astype({"a": float})
+    rel.loc[rel.index[:7], "b"] = np.nan
+    md = SimpleNamespace(keys=["a", "b"], frame=orig)
+    mixed = orig.astype({"a": str})  # column a read back as text, one value as "3.0"
+    mixed.loc[mixed.index[0], "a"] = f"{orig['a'].iloc[0]}.0"
+    seen = []
+    real = pd.Series.astype
+
+    def spy(self, dtype, *args, **kwargs):
+        if dtype is str:
+            seen.append(len(self))
+        return real(self, dtype, *args, **kwargs)
+
+    monkeypatch.setattr(pd.Series, "astype", spy)
+    blank = rmod._check_released(md, rel)
+    assert blank.sum() == 7 and seen == []
+    # text and numbers read back as other types are still the same values
+    assert rmod._check_released(md, mixed).sum() == 0
+    assert seen == [n, n]  # the mismatches only: column a's, as text, once each side
+    mixed.loc[mixed.index[1], "a"] = "9"
+    with pytest.raises(InputError, match="1 released value"):
+        rmod._check_released(md, mixed)
 
 
 # ---------------------------------------------------------------------- 7. memory
