@@ -1648,31 +1648,9 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     if risk.get("closed_form") is not None:  # protect --model latent-class
         return _protection_report_latent_class(s)
     before, after = risk.get("before") or {}, risk.get("after") or {}
-    k = risk.get("k")
-    rows = []
-    for key, label in _PROTECT_RISK_LABELS.items():
-        if key in before or key in after:
-            if key == "k_anonymity_violations":
-                label = f"records violating {k}-anonymity (f < {k})"
-            b, a = before.get(key), after.get(key)
-            if key in _PERCENT_FIELDS:
-                b, a = _percent_cell(b), _percent_cell(a)
-            rows.append((label, b, a))
-            if key == "k_anonymity_violations" and "k_anonymity_violations_suppression" in after:
-                rows.append((f"records violating {k}-anonymity as the suppression judges it",
-                             before.get("k_anonymity_violations_suppression"),
-                             after.get("k_anonymity_violations_suppression")))
-    step_rows = []
-    for st in s.get("steps") or []:
-        params = ", ".join(setting_text(p, v) for p, v in (st.get("parameters") or {}).items())
-        step_rows.append((st.get("step"), st.get("name"), params))
+    rows = _protection_risk_rows(before, after, _PROTECT_RISK_LABELS, risk.get("k"))
     sections = [
-        (
-            "Steps applied, in order",
-            table(step_rows, header=("#", "method", "parameters"))
-            # a note on the file (e.g. Parquet for SAS input) is in the box at the top
-            + f"<p>Protected file: <code>{esc(s.get('protected_file', ''))}</code></p>",
-        ),
+        _protection_steps_section(s),
         (
             "Disclosure risk before and after",
             table(rows, header=("quantity", "original", "protected"))
@@ -1690,6 +1668,45 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     ]
     sections += _protection_loss_section(s)
     return render("Protection: risk before and after", sections, s.get("provenance"), s)
+
+
+def _protection_steps_section(s: Mapping[str, Any]) -> tuple[str, str]:
+    """The "Steps applied, in order" section of protect's report (either risk model)."""
+    step_rows = []
+    for st in s.get("steps") or []:
+        params = ", ".join(setting_text(p, v) for p, v in (st.get("parameters") or {}).items())
+        step_rows.append((st.get("step"), st.get("name"), params))
+    return (
+        "Steps applied, in order",
+        table(step_rows, header=("#", "method", "parameters"))
+        # a note on the file (e.g. Parquet for SAS input) is in the box at the top
+        + f"<p>Protected file: <code>{esc(s.get('protected_file', ''))}</code></p>",
+    )
+
+
+def _protection_risk_rows(before: Mapping[str, Any], after: Mapping[str, Any],
+                          labels: Mapping[str, str], k: Any) -> list[tuple[Any, Any, Any]]:
+    """Rows (label, before, after) of protect's risk table for the keys of ``labels``.
+
+    Only the keys either side has; the k-anonymity row names its k and, after a
+    suppression step, is followed by the count as the suppression judges it (its keys
+    and strata); rates as percentages.
+    """
+    rows: list[tuple[Any, Any, Any]] = []
+    for key, label in labels.items():
+        if key not in before and key not in after:
+            continue
+        if key == "k_anonymity_violations":
+            label = f"records violating {k}-anonymity (f < {k})"
+        b, a = before.get(key), after.get(key)
+        if key in _PERCENT_FIELDS:
+            b, a = _percent_cell(b), _percent_cell(a)
+        rows.append((label, b, a))
+        if key == "k_anonymity_violations" and "k_anonymity_violations_suppression" in after:
+            rows.append((f"records violating {k}-anonymity as the suppression judges it",
+                         before.get("k_anonymity_violations_suppression"),
+                         after.get("k_anonymity_violations_suppression")))
+    return rows
 
 
 def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -1718,11 +1735,14 @@ def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     return sections
 
 
+#: Counts of protect's risk that do not depend on the risk model: ``protect --model
+#: latent-class`` keeps them (from the closed-form measurement) in ``risk.before`` and
+#: ``risk.after``, and its report shows them; the last is the k-anonymity row's sub-row.
+PROTECT_MODEL_FREE = ("n_records", "n_cells", "n_sample_uniques", "k_anonymity_violations",
+                      "n_missing_key_records", "k_anonymity_violations_suppression")
 #: Rows of protect's latent-class risk table that do not depend on the model.
 _PROTECT_MODEL_FREE_LABELS = {
-    key: _PROTECT_RISK_LABELS[key]
-    for key in ("n_records", "n_cells", "n_sample_uniques", "k_anonymity_violations",
-                "n_missing_key_records")}
+    key: _PROTECT_RISK_LABELS[key] for key in PROTECT_MODEL_FREE if key in _PROTECT_RISK_LABELS}
 
 
 def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
@@ -1746,15 +1766,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
         lo, hi = (d.get(interval) or [None, None])[:2]
         return _estimate_interval_text(d.get(value), lo, hi)
 
-    rows: list[tuple[Any, Any, Any]] = []
-    for key, label in _PROTECT_MODEL_FREE_LABELS.items():
-        if key == "k_anonymity_violations":
-            label = f"records violating {k}-anonymity (f < {k})"
-        rows.append((label, before.get(key), after.get(key)))
-        if key == "k_anonymity_violations" and "k_anonymity_violations_suppression" in after:
-            rows.append((f"records violating {k}-anonymity as the suppression judges it",
-                         before.get("k_anonymity_violations_suppression"),
-                         after.get("k_anonymity_violations_suppression")))
+    rows = _protection_risk_rows(before, after, _PROTECT_MODEL_FREE_LABELS, k)
     rows += [
         (f"expected re-identifications (latent-class), {level} interval",
          iv(before, "expected_reidentifications", "expected_reidentifications_interval"),
@@ -1780,10 +1792,6 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
     if "n_above_threshold" in cf_a:
         rows.append(("records above the risk threshold, closed form (the step's measure)",
                      cf_b.get("n_above_threshold"), cf_a.get("n_above_threshold")))
-    step_rows = []
-    for st in s.get("steps") or []:
-        params = ", ".join(setting_text(p, v) for p, v in (st.get("parameters") or {}).items())
-        step_rows.append((st.get("step"), st.get("name"), params))
     fit_rows = [
         ("fitted on", fit.get("fitted_on")),
         ("sampler", f"{fit.get('method')}: {fit.get('chains')} chains x {fit.get('draws')} "
@@ -1797,11 +1805,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
         fit_rows.append(("cell overdispersion kappa (median, interval; none: Poisson)",
                          f"{fmt(od.get('kappa_median'))} [{fmt(lo)}, {fmt(hi)}]"))
     sections = [
-        (
-            "Steps applied, in order",
-            table(step_rows, header=("#", "method", "parameters"))
-            + f"<p>Protected file: <code>{esc(s.get('protected_file', ''))}</code></p>",
-        ),
+        _protection_steps_section(s),
         (
             "Disclosure risk before and after",
             table(rows, header=("quantity", "original", "protected"))

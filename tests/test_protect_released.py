@@ -339,3 +339,63 @@ def test_a_census_gets_the_exact_risk_after_suppression(capsys, tmp_path):
     # the closed form's wildcard counts also match blanked released records: lower
     assert risk["closed_form"]["after"]["expected_reidentifications"] < (1 / F).sum()
     assert "n/a (exact results) -> n/a (exact results)" in proc.stdout
+
+
+# --------------------------------------------------------------------------- order of work
+def test_a_refusal_while_the_steps_run_costs_no_fit(capsys, tmp_path, survey_file,
+                                                    monkeypatch):
+    # the fit runs after the steps and their checks: a step that fails at run time (what
+    # slipped through the checks) is refused before the long fit starts. The numbers do
+    # not depend on the order (test_after_is_assess_released_on_the_same_fit: the fit and
+    # the steps draw from separate streams).
+    from sdcbayes import cli
+    from sdcbayes.commands import protect
+
+    fits = []
+
+    def fit(*args, **kwargs):
+        fits.append(args)
+        raise AssertionError("fitted before the steps ran")
+
+    def failing_step(step, frame, rng):
+        raise protect.InputError("a value the checks could not foresee")
+
+    monkeypatch.setattr(cli, "_fit_posterior", fit)
+    monkeypatch.setattr(protect, "_run_step", failing_step)
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "protect", str(survey_file), "--keys", "age,sex",
+                          "--weight", "w", "--suppress-k", "3", "--model", "latent-class",
+                          "--out", str(out))
+    assert_one_line_error(proc, "step 1 (suppress): a value the checks could not foresee")
+    assert fits == []
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------- shared report
+def test_both_reports_share_the_steps_section_and_the_model_free_rows(run):
+    from sdcbayes.report import (
+        _PROTECT_MODEL_FREE_LABELS,
+        PROTECT_MODEL_FREE,
+        _protection_risk_rows,
+        _protection_steps_section,
+        protection_report,
+        table,
+    )
+
+    lc, cf = run["summary"], run["closed"]
+    title, body = _protection_steps_section(lc)
+    assert title == "Steps applied, in order" and "protected.csv" in body
+    # one section for either model: the same steps give the same html
+    assert body == _protection_steps_section(cf)[1]
+    assert body in run["report"] and body in protection_report(cf)
+    # the model-free rows: one list, the keys protect keeps, the same rows as the closed form
+    risk = lc["risk"]
+    kept = [k for k in PROTECT_MODEL_FREE if k in risk["closed_form"]["after"]]
+    assert [k for k in risk["after"] if k in PROTECT_MODEL_FREE] == kept
+    rows = _protection_risk_rows(risk["before"], risk["after"], _PROTECT_MODEL_FREE_LABELS,
+                                 risk["k"])
+    assert ("records violating 3-anonymity as the suppression judges it",
+            risk["before"]["k_anonymity_violations_suppression"],
+            risk["after"]["k_anonymity_violations_suppression"]) in rows
+    assert [r[0] for r in rows][:3] == ["records", "key combinations (cells)", "sample uniques"]
+    assert table(rows[:1], header=("quantity", "original", "protected"))[:20] in run["report"]

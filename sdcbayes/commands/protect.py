@@ -493,11 +493,6 @@ def command(
     import numpy as np
 
     seed = seed_or_drawn(seed)  # stamped in summary.json: --seed with it repeats the run
-    fit = None
-    if md_fit is not None:
-        # fitted once, on the input (the original): "before" is its assessment, "after"
-        # scores the protected file from the same draws
-        fit = _fit_latent_class(md_fit, sampler, seed, quiet=quiet or as_json)
     rng = np.random.default_rng(seed)
     current = frame
     logs, step_summaries, touched, numeric = [], [], [], []
@@ -529,8 +524,13 @@ def command(
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries)
-    released = None
-    if fit is not None:
+    fit = released = None
+    if md_fit is not None:
+        # fitted once, on the input (the original): "before" is its assessment, "after"
+        # scores the protected file from the same draws. Fitted only now, after the steps
+        # and their checks, so a refusal there costs no fit; the numbers are those of a fit
+        # before the steps, since the fit (its own seed) and the steps (rng) share no stream.
+        fit = _fit_latent_class(md_fit, sampler, seed, quiet=quiet or as_json)
         released = _score_released(md_fit, current, fit, quiet=quiet or as_json)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k) + (
         _estimator_notes(weight) if fit is None else _latent_class_notes())
@@ -893,10 +893,9 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                     f"{what} {s['key']!r} is not among --keys ({', '.join(keys)}), on which the "
                     "risk is measured; choose one of them or add it to --keys")
         else:  # stamped: the run's choice is visible, and the chain check knows the column
-            from sdcbayes.protection import default_importance
+            from sdcbayes.protection.suppression import default_risk_key
 
-            ranks = default_importance(frame, keys)
-            s["key"] = max(keys, key=lambda k: ranks[k])
+            s["key"] = default_risk_key(frame, keys)  # the library's own default
     if "linked" in s:
         s["linked"] = _validated_linked(where, s, frame, keys if name == "suppress_risk"
                                         else s["keys"], weight, resolve, from_option)
@@ -1079,9 +1078,16 @@ def _validated_linked(where: str, s: dict[str, Any], frame, step_keys: list[str]
 
     sdcMicro's ghostVars: a linked column is none of the keys, strata or weight (it
     only follows its key's blanks; blanking the weight would change the risk itself).
+    The keys and strata rules are the library's
+    (:func:`sdcbayes.protection.suppression._check_linked`, its message named as the
+    option or recipe field); only the weight, which the library does not know, and the
+    recipe's JSON shape are checked here.
     """
+    from sdcbayes.protection.suppression import _check_linked
+
     label = "--linked" if from_option else f"{where}: linked"
     v = s["linked"]
+    # the recipe's JSON shape (names as text); the rules themselves are the library's
     ok = isinstance(v, dict) and v and all(
         isinstance(k, str) and (isinstance(c, str) or (
             isinstance(c, list) and c and all(isinstance(x, str) for x in c)))
@@ -1093,20 +1099,23 @@ def _validated_linked(where: str, s: dict[str, Any], frame, step_keys: list[str]
     out: dict[str, list[str]] = {}
     for key, cols in v.items():
         key_c = resolve("linked", [key])[0]
-        if key_c not in step_keys:
-            raise InputError(
-                f"{label}: {key_c!r} is not among the keys the step suppresses "
-                f"({', '.join(step_keys)}); link columns to one of them")
         cols_c = resolve("linked", split_names(cols) if isinstance(cols, str) else cols)
-        for c in cols_c:
-            role = ("a key" if c in step_keys else "a stratum" if c in (s.get("strata") or ())
-                    else "the weight" if c == weight else None)
-            if role:
-                raise InputError(
-                    f"{label}: {c!r} (linked to {key_c!r}) is {role} of the step; a linked "
-                    f"column only follows its key's blanks: leave it out of --linked")
         out.setdefault(key_c, [])
         out[key_c] += [c for c in cols_c if c not in out[key_c]]
+    try:  # keys and strata as suppression.local_suppression/risk_suppression check them
+        out = _check_linked(frame, step_keys, s.get("strata"), out)
+    except InputError as e:  # worded for a "linked" argument: named as given here
+        msg = str(e)
+        if from_option:
+            msg = msg.replace("out of linked", "out of --linked")
+        raise InputError(label + msg[len("linked"):] if msg.startswith("linked:")
+                         else f"{label}: {msg}") from None
+    # the weight, which the library does not know: blanking it would change the risk
+    for key_c, cols_c in out.items():
+        if weight in cols_c:
+            raise InputError(
+                f"{label}: {weight!r} (linked to {key_c!r}) is the weight of the step; a "
+                "linked column only follows its key's blanks: leave it out of --linked")
     return out
 
 
@@ -1122,6 +1131,8 @@ def _pram_matrices_given(where: str, given, columns: list[str]) -> dict[str, Any
     column as the steps before leave it (:func:`_check_step_chain`; at run time
     otherwise). Entries not given are 0.
     """
+    from sdcbayes.protection.pram import check_matrix_rows
+
     if isinstance(given, str):
         table = _read_matrix_file(where, Path(given))
     elif isinstance(given, dict) and given:
@@ -1143,19 +1154,8 @@ def _pram_matrices_given(where: str, given, columns: list[str]) -> dict[str, Any
             raise InputError(
                 f"{where}: the matrix of {col!r} must map each level to its row, "
                 f'{{to level: probability}}, e.g. {{"north": {{"north": 0.9, "south": 0.1}}}}')
-        for frm, row in rows.items():
-            probs = list(row.values())
-            if not all(_real(p) and 0 <= p <= 1 for p in probs):
-                bad = next(p for p in probs if not (_real(p) and 0 <= p <= 1))
-                raise InputError(
-                    f"{where}: the matrix of {col!r}, row {_as_text(frm)!r}, holds "
-                    f"{_shown(bad)}; give probabilities between 0 and 1")
-            total = math.fsum(probs)
-            if abs(total - 1.0) > 1e-9:
-                raise InputError(
-                    f"{where}: the matrix of {col!r}, row {_as_text(frm)!r}, sums to "
-                    f"{total:.12g}; each row holds the probabilities of the released levels "
-                    "of one level and must sum to 1: normalise it")
+        # the rows as PRAM checks them (the levels are checked at the step)
+        check_matrix_rows(rows, f"{where}: the matrix of {col!r}")
         out[col] = rows
     return out
 
@@ -1594,21 +1594,23 @@ def _level_lookup(series, tokens, where: str) -> dict:
     """Map text tokens (from the command line or JSON keys) to the column's own levels."""
     import pandas as pd
 
+    from sdcbayes.protection.pram import level_text
+
     if isinstance(series.dtype, pd.CategoricalDtype):
         levels = list(series.cat.categories)
     else:
         levels = list(pd.unique(series.dropna()))
     by_text: dict[str, Any] = {}
     for lev in levels:
-        by_text.setdefault(_as_text(lev), lev)
+        by_text.setdefault(level_text(lev), lev)
     out = {}
     for t in tokens:
         if t in levels and not isinstance(t, str):
             out[t] = t
-        elif _as_text(t) in by_text:
-            out[t] = by_text[_as_text(t)]
+        elif level_text(t) in by_text:
+            out[t] = by_text[level_text(t)]
         else:
-            shown = ", ".join(_as_text(v) for v in levels[:20])
+            shown = ", ".join(level_text(v) for v in levels[:20])
             raise InputError(
                 f"{where}: level {t!r} does not occur in the column; its levels are {shown}"
             )
@@ -1699,12 +1701,14 @@ def _settle_recode(step: dict[str, Any], values, where: str) -> None:
     """
     import pandas as pd
 
+    from sdcbayes.protection.pram import level_text
+
     olds = step.pop("_olds", None)
     if olds is None:
         return
     levels = (list(values.cat.categories) if isinstance(values.dtype, pd.CategoricalDtype)
               else list(pd.unique(values.dropna())))
-    texts = {_as_text(v) for v in levels}
+    texts = {level_text(v) for v in levels}
     pieces = olds.split("+")
     # splits[k]: the ways to read pieces[:k] as levels (at most two are kept: enough to
     # tell one from several), each a list of levels; "+"-joined runs of pieces are tried
@@ -1725,7 +1729,7 @@ def _settle_recode(step: dict[str, Any], values, where: str) -> None:
     plus_pieces = {p for t in texts if "+" in t for p in t.split("+")}
     if not found and all(t in texts or t not in plus_pieces for t in naive):
         return  # as before: "a++b" reads a, b
-    shown = ", ".join(_as_text(v) for v in levels[:20]) + (", ..." if len(levels) > 20 else "")
+    shown = ", ".join(level_text(v) for v in levels[:20]) + (", ..." if len(levels) > 20 else "")
     example = json.dumps({"step": "recode", "column": step["column"],
                           "mapping": dict.fromkeys(found[0] if found else naive, new)})
     what = (f"{olds!r} splits on '+' into levels in more than one way "
@@ -1735,12 +1739,6 @@ def _settle_recode(step: dict[str, Any], values, where: str) -> None:
         f"{where}: {what}; its levels are {shown}; name the levels one by one in a --recipe "
         f"step, e.g. {example}"
     )
-
-
-def _as_text(v) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
 
 
 def _new_value(series, new):
@@ -1919,10 +1917,6 @@ def _estimator_notes(weight: str | None) -> list[str]:
 #: :func:`sdcbayes.risk.released.assess_released`).
 _VALUE_STEPS = ("recode", "band", "top_code", "bottom_code", "pram", "nayak_zhang",
                 "microaggregate", "noise")
-#: Counts of ``_risk`` that do not depend on the risk model: kept in ``risk.before`` and
-#: ``risk.after`` under ``--model latent-class`` (the closed form's own in ``closed_form``).
-_MODEL_FREE = ("n_records", "n_cells", "n_sample_uniques", "k_anonymity_violations",
-               "n_missing_key_records", "k_anonymity_violations_suppression")
 
 
 def _sampler_options(model: str, weight: str | None, *, draws: int | None,
@@ -2036,37 +2030,30 @@ def _fit_latent_class(md, sampler: dict[str, Any], seed: int, *, quiet: bool):
 def _score_released(md, frame, fit, *, quiet: bool):
     """The protected ``frame`` scored from the input's fit (:func:`assess_released`).
 
-    Its diagnostics (R-hat, ESS of the ER given the parameters) are checked as the fit's
-    are (:func:`sdcbayes.inference.diagnostics.check_diagnostics`), the problems printed as
-    ``sdcbayes: warning: risk after protection: ...`` and kept under
-    ``diagnostics.problems``; where the sample is the population (the fit's results exact,
-    its checks left out) nothing is checked.
+    :func:`assess_released` checks its own diagnostics (R-hat, ESS of the ER given the
+    parameters; nothing where the sample is the population); their problems are printed
+    here as ``sdcbayes: warning: risk after protection: ...``, in the command line's
+    words, and kept so under ``diagnostics.problems``.
     """
     import warnings
 
     from sdcbayes.cli import cli_wording
-    from sdcbayes.inference.diagnostics import check_diagnostics
+    from sdcbayes.inference.diagnostics import ConvergenceWarning
     from sdcbayes.risk.released import assess_released
 
     if not quiet:
         click.echo("scoring the protected file from the same draws ...", err=True)
     try:
-        res = assess_released(md, frame, fit.idata)
+        with warnings.catch_warnings():
+            # its convergence warnings are diagnostics.problems: printed below, once
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = assess_released(md, frame, fit.idata)
     except InputError as e:  # the checks before the work should have caught it
         raise type(e)(f"after the steps, the protected file: {e}") from e
     diag = dict(res.summary["diagnostics"])
-    note = (fit.summary.get("diagnostics") or {}).get("note")
-    if note:  # exact results: constant draws have no R-hat to check
-        diag["problems"] = []
-        diag["note"] = note
-    else:
-        checkable = {k: (math.nan if v is None else v) for k, v in diag.items()}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # printed below, once, in the CLI's words
-            found = check_diagnostics(checkable | {"divergences": 0}, sampler="gibbs")
-        # named as the "after" ones: report.html's warning box lists the fit's beside them
-        diag["problems"] = [f"risk after protection: {cli_wording(' '.join(p.split()))}"
-                            for p in found]
+    # named as the "after" ones: report.html's warning box lists the fit's beside them
+    diag["problems"] = [f"risk after protection: {cli_wording(' '.join(p.split()))}"
+                        for p in diag.get("problems", [])]
     res.summary["diagnostics"] = diag
     for p in diag["problems"]:
         click.echo(f"sdcbayes: warning: {p}", err=True)
@@ -2092,8 +2079,10 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
     the closed form's ``before`` and ``after`` as ``--model closed-form`` writes them
     (sdcMicro parity), ``fit`` the fit's settings and the cross-validated overdispersion.
     """
+    from sdcbayes.report import PROTECT_MODEL_FREE  # the rows its report shows
+
     s, r = fit.summary, released.summary
-    before = {key: before_cf[key] for key in _MODEL_FREE if key in before_cf} | {
+    before = {key: before_cf[key] for key in PROTECT_MODEL_FREE if key in before_cf} | {
         "expected_reidentifications": s["expected_reidentifications"],
         "expected_reidentifications_interval": s["expected_reidentifications_interval"],
         "interval_kind": PREDICTIVE_KIND,
@@ -2106,7 +2095,7 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
         "n_above_benchmark_at_mean_risk": s["n_above_benchmark_at_mean_risk"],
         "diagnostics": s["diagnostics"],
     }
-    after = {key: after_cf[key] for key in _MODEL_FREE if key in after_cf} | {
+    after = {key: after_cf[key] for key in PROTECT_MODEL_FREE if key in after_cf} | {
         key: r[key] for key in (
             "expected_reidentifications", "expected_reidentifications_hyper_interval",
             "interval_kind", "expected_reidentification_rate",
@@ -2489,6 +2478,7 @@ def _pram_matrices(i: int, step: dict[str, Any], frame, result: dict[str, Any]):
     import pandas as pd
 
     from sdcbayes.protection.base import code_strata, codes_of
+    from sdcbayes.protection.pram import level_text  # the text PRAM reads back
 
     matrices = result.pop("matrices") or {}
     stratum, names = code_strata(frame, step.get("strata"))  # as invariant_pram labels them
@@ -2501,7 +2491,7 @@ def _pram_matrices(i: int, step: dict[str, Any], frame, result: dict[str, Any]):
         ok = codes >= 0
         counts = np.bincount(stratum[ok] * n_lev + codes[ok],
                              minlength=len(names) * n_lev).reshape(len(names), n_lev)
-        text = np.asarray([_as_text(v) for v in levels], dtype=object)
+        text = np.asarray([level_text(v) for v in levels], dtype=object)
         worst, best, kept, n_obs = None, None, 0.0, 0
         for s_name, m in by_stratum.items():
             t = counts[where[s_name]]
@@ -3114,6 +3104,8 @@ def _arrow_safe(frame):
     """Object columns that mix types (e.g. numbers recoded to text) become text."""
     import pandas as pd
 
+    from sdcbayes.protection.pram import level_text
+
     # shallow: columns are only replaced below (never written in place), so the
     # unchanged ones need no copy of their own
     out = frame.copy(deep=False)
@@ -3122,7 +3114,7 @@ def _arrow_safe(frame):
         if s.dtype == object:
             kinds = {type(v) for v in s.dropna().to_numpy()}
             if len(kinds) > 1:
-                out[c] = s.map(lambda v: v if pd.isna(v) else _as_text(v))
+                out[c] = s.map(lambda v: v if pd.isna(v) else level_text(v))
     return out
 
 

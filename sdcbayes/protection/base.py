@@ -5,8 +5,8 @@ DataFrame, the names of the columns it acts on and (where it is random) a seed,
 and returns a :class:`ProtectionResult` holding a *new* frame, a log of what
 changed, a summary and a provenance stamp. The input frame is never modified.
 
-This module may import NumPy and pandas only (and the standard-library-only
-:mod:`sdcbayes.provenance`).
+This module may import NumPy and pandas only (and :mod:`sdcbayes.provenance`,
+itself standard library and NumPy).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +195,11 @@ def seeded_rng(seed: Any) -> tuple[np.random.Generator, Any]:
     return rng, json_safe(seed)
 
 
-def stamped(function: Callable[..., ProtectionResult]) -> Callable[..., ProtectionResult]:
+def stamped(
+    function: Callable[..., ProtectionResult] | None = None,
+    *,
+    summarise: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> Any:
     """Decorate a protection function: its result gets a provenance stamp.
 
     The stamp (:func:`sdcbayes.provenance.stamp`) holds the function's name as
@@ -205,8 +209,21 @@ def stamped(function: Callable[..., ProtectionResult]) -> Callable[..., Protecti
     numbers of records and columns and the variables acted on (the ``columns``,
     ``keys`` or ``column`` argument). One wrapper for every method, so the stamps
     cannot drift apart; the signature and docstring are the function's own.
+
+    Used bare (``@stamped``) or with ``summarise`` (``@stamped(summarise={"risk":
+    digest})``): a mapping of argument name to a function of its value whose result
+    is stamped in place of the value, for per-record arguments (n numbers have no
+    place in a provenance record). It runs after the function, so on arguments the
+    function has accepted.
     """
+    if function is None:
+        return functools.partial(stamped, summarise=summarise)
     signature = inspect.signature(function)
+    digests = dict(summarise or {})
+    unknown = set(digests) - set(signature.parameters)
+    if unknown:  # a typo would silently stamp the full value
+        raise TypeError(f"stamped(summarise=...) names no argument of "
+                        f"{function.__name__}: {sorted(unknown)}")
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> ProtectionResult:
@@ -217,6 +234,8 @@ def stamped(function: Callable[..., ProtectionResult]) -> Callable[..., Protecti
         frame = arguments.pop("frame")
         if "seed" in arguments:
             arguments["seed"] = result.summary.get("seed")
+        for name, digest in digests.items():
+            arguments[name] = digest(arguments[name])
         acted = next(
             (arguments[a] for a in ("columns", "keys", "column") if a in arguments), None
         )

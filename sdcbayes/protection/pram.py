@@ -31,6 +31,7 @@ This module may import NumPy, SciPy and pandas only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -140,6 +141,42 @@ def _draw(codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np
     return flat_out.reshape(codes.shape)
 
 
+#: How far from 1 a row of a transition matrix may sum: the rounding of probabilities
+#: given as decimals (a row of ten 0.1 sums to 0.9999999999999999). Every row-sum check
+#: of a PRAM matrix uses it (:func:`_check_stochastic`, :func:`check_matrix_rows`).
+ROW_SUM_TOLERANCE = 1e-9
+
+
+def check_matrix_rows(rows: Mapping[Any, Mapping[Any, Any]], name: str) -> None:
+    """The rows of a ``{from level: {to level: p}}`` matrix, before its levels are known.
+
+    Each probability a number in [0, 1], each row summing to 1 (within
+    :data:`ROW_SUM_TOLERANCE`); the rows are named by their level. ``sdcbayes protect``
+    checks a recipe's matrices with it before any work (whether the levels are the
+    column's is known only at the step); ``invariant_pram`` checks the same on the
+    L x L matrix (:func:`_check_stochastic`).
+
+    Raises
+    ------
+    InputError
+        Naming the matrix (``name``) and the row.
+    """
+    for frm, row in rows.items():
+        probs = list(row.values())
+        bad = [p for p in probs if isinstance(p, bool) or not isinstance(
+            p, (int, float, np.integer, np.floating)) or not 0 <= p <= 1]
+        if bad:
+            raise InputError(
+                f"{name}, row {level_text(frm)!r}, holds {_plain(bad[0])!r}; give "
+                "probabilities between 0 and 1")
+        total = math.fsum(float(p) for p in probs)
+        if abs(total - 1.0) > ROW_SUM_TOLERANCE:
+            raise InputError(
+                f"{name}, row {level_text(frm)!r}, sums to {total:.12g}; each row holds the "
+                "probabilities of the released levels of one level and must sum to 1: "
+                "normalise it")
+
+
 def _check_stochastic(matrix: Any, name: str) -> np.ndarray:
     """``matrix`` as float64 after checking it is a square row-stochastic matrix."""
     try:
@@ -153,7 +190,7 @@ def _check_stochastic(matrix: Any, name: str) -> np.ndarray:
     if (m < 0).any():
         raise InputError(f"{name} has negative entries; give probabilities >= 0")
     sums = m.sum(axis=1)
-    off = np.flatnonzero(np.abs(sums - 1.0) > 1e-9)
+    off = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOLERANCE)
     if off.size:
         raise InputError(
             f"{name} has {off.size} row(s) that do not sum to 1 (row {off[0]} sums to "
@@ -466,8 +503,14 @@ def invariant_pram(
     return ProtectionResult(out, log, summary)
 
 
-def _level_text(v: Any) -> str:
-    """A level as text, as ``protect`` writes it (whole floats without ".0")."""
+def level_text(v: Any) -> str:
+    """A level as text: whole floats without ".0", NumPy scalars as Python's.
+
+    The one spelling of a level in text: ``sdcbayes protect`` writes the levels of
+    ``pram_matrices.csv`` (and of its messages) with it, and :func:`_matrix_from_rows`
+    matches a matrix's text labels to a column's levels with it, so a file ``protect``
+    wrote reads back.
+    """
     v = _plain(v)
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
@@ -479,7 +522,7 @@ def _matrix_from_rows(
 ) -> np.ndarray:
     """A ``{from: {to: p}}`` mapping as the L x L matrix of the column's levels.
 
-    Labels match a level by value, or else by text (:func:`_level_text`), so the
+    Labels match a level by value, or else by text (:func:`level_text`), so the
     text levels of a CSV fit a numeric column. A level the column lacks, or one
     that occurs without a row, is refused; an unused category without a row keeps
     its value (identity row).
@@ -493,8 +536,8 @@ def _matrix_from_rows(
             pass
     by_text: dict[str, int] = {}
     for i, lev in enumerate(levels):
-        by_text.setdefault(_level_text(lev), i)
-    shown = ", ".join(_level_text(v) for v in list(levels)[:20])
+        by_text.setdefault(level_text(lev), i)
+    shown = ", ".join(level_text(v) for v in list(levels)[:20])
 
     def index(label: Any) -> int:
         try:
@@ -502,10 +545,10 @@ def _matrix_from_rows(
                 return by_value[label]
         except TypeError:
             pass
-        i = by_text.get(_level_text(label))
+        i = by_text.get(level_text(label))
         if i is None:
             raise InputError(
-                f"matrices[{col!r}] names the level {_level_text(label)!r}, which {col!r} "
+                f"matrices[{col!r}] names the level {level_text(label)!r}, which {col!r} "
                 f"does not have; its levels are {shown}"
             )
         return i
@@ -516,13 +559,13 @@ def _matrix_from_rows(
         i = index(frm)
         if seen[i]:
             raise InputError(
-                f"matrices[{col!r}] gives two rows for the level {_level_text(levels[i])!r}; "
+                f"matrices[{col!r}] gives two rows for the level {level_text(levels[i])!r}; "
                 "give one row per level"
             )
         seen[i] = True
         if not isinstance(row, Mapping):
             raise InputError(
-                f"matrices[{col!r}] row {_level_text(frm)!r} must map released levels to "
+                f"matrices[{col!r}] row {level_text(frm)!r} must map released levels to "
                 "probabilities"
             )
         for to, p in row.items():
@@ -531,14 +574,14 @@ def _matrix_from_rows(
                 m[i, j] += float(p)
             except (TypeError, ValueError):
                 raise InputError(
-                    f"matrices[{col!r}] row {_level_text(frm)!r} holds {p!r}; give "
+                    f"matrices[{col!r}] row {level_text(frm)!r} holds {p!r}; give "
                     "probabilities"
                 ) from None
     counts = np.bincount(codes[codes >= 0], minlength=n_lev)
     lacking = np.flatnonzero(~seen & (counts > 0))
     if lacking.size:
         raise InputError(
-            f"matrices[{col!r}] has no row for the level {_level_text(levels[lacking[0]])!r} "
+            f"matrices[{col!r}] has no row for the level {level_text(levels[lacking[0]])!r} "
             f"({counts[lacking[0]]} records) and {lacking.size - 1} more; give a row for "
             "every level that occurs"
         )

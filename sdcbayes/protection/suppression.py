@@ -109,8 +109,9 @@ in every record with r_i above a threshold; one key, one pass, no k-anonymity
 target. Linked ("ghost") columns (``linked=``, both functions) follow their key's
 blanks, sdcMicro's ``ghostVars``.
 
-This module may import NumPy and pandas only (and the standard-library-only
-:mod:`sdcbayes.provenance`).
+This module may import NumPy, pandas, :mod:`sdcbayes.protection.base` (whose
+``stamped`` stamps the results) and :mod:`sdcbayes.microdata`'s wildcard search; no
+risk or model module (a risk threshold reads the risks its caller computed).
 """
 
 from __future__ import annotations
@@ -136,13 +137,13 @@ from sdcbayes.protection.base import (
     stamped,
     with_missing,
 )
-from sdcbayes.provenance import stamp
 
 __all__ = [
     "local_suppression",
     "risk_suppression",
     "wildcard_frequencies",
     "default_importance",
+    "default_risk_key",
 ]
 
 
@@ -1022,6 +1023,30 @@ def _record_values(frame: pd.DataFrame, values: Any, what: str) -> np.ndarray:
     return arr
 
 
+def default_risk_key(frame: pd.DataFrame, keys: Sequence[str]) -> str:
+    """The key :func:`risk_suppression` blanks by default: the least important one.
+
+    The key ranked last by :func:`default_importance` (the one with the most levels),
+    which :func:`local_suppression` also blanks first; ``sdcbayes protect`` names it
+    before any work with this same function.
+    """
+    ranks = default_importance(frame, list(keys))
+    return max(keys, key=lambda k: ranks[k])
+
+
+def _risk_digest(risk: Any) -> dict[str, Any]:
+    """The per-record risks as :func:`risk_suppression`'s stamp holds them: a summary.
+
+    Their number, how many are NaN and the largest; a list of n floats has no place in a
+    provenance record. Order-free, so a Series aligned by its index gives the same.
+    """
+    r = np.asarray(risk, dtype=np.float64).reshape(-1)
+    finite = np.isfinite(r)
+    return {"n": int(r.size), "n_missing": int(np.isnan(r).sum()),
+            "max": float(r[finite].max()) if finite.any() else None}
+
+
+@stamped(summarise={"risk": _risk_digest})
 def risk_suppression(
     frame: pd.DataFrame,
     keys: Sequence[str] | str,
@@ -1104,8 +1129,7 @@ def risk_suppression(
         )
     threshold = float(threshold)
     if key is None:
-        ranks = default_importance(frame, keys)
-        key = max(keys, key=lambda k: ranks[k])  # the least important key
+        key = default_risk_key(frame, keys)
     elif key not in keys:
         raise InputError(f"key {key!r} is not among the keys {keys}; choose one of them")
     links = _check_linked(frame, keys, None, linked)
@@ -1137,16 +1161,8 @@ def risk_suppression(
     if links:
         summary["linked"] = links
         summary["linked_suppressions"] = linked_counts
-    # the stamp of @stamped, but with the per-record risks summarised: a list of n
-    # floats has no place in a provenance record
-    provenance = stamp(
-        "risk_suppression",
-        data_summary={"n_records": len(frame), "n_columns": frame.shape[1], "variables": keys},
-        settings={"keys": keys, "threshold": threshold, "key": key, "linked": links or None,
-                  "risk": {"n": int(r.size), "n_missing": int(np.isnan(r).sum()),
-                           "max": float(np.nanmax(r)) if np.isfinite(r).any() else None}},
-    )
-    return ProtectionResult(out, log, summary, provenance)
+    # stamped by @stamped, the per-record risks summarised (_risk_digest)
+    return ProtectionResult(out, log, summary)
 
 
 def _is_number(v: Any) -> bool:
@@ -1171,21 +1187,22 @@ def _check_linked(
             f"{{'region': ['district']}}; got {linked!r}"
         )
     out: dict[str, list[str]] = {}
+    # the wording is also `sdcbayes protect --linked`'s (it names the option in place of
+    # the leading "linked", and adds the weight, which only it knows)
     for key, cols in linked.items():
         if key not in keys:
             raise InputError(
-                f"linked names {key!r}, which is not among the keys {keys}; link columns to "
-                "a key the step suppresses"
+                f"linked: {key!r} is not among the keys the step suppresses "
+                f"({', '.join(map(str, keys))}); link columns to one of them"
             )
         cols_l = check_columns(frame, cols, f"linked columns of {key!r}")
-        clash = [c for c in cols_l if c in keys or c in (strata or ())]
-        if clash:
-            role = "keys" if clash[0] in keys else "strata"
-            raise InputError(
-                f"linked column {clash[0]!r} (of {key!r}) is also among the {role}; a linked "
-                "column only follows its key's blanks: leave it out of the "
-                f"{role} or out of linked"
-            )
+        for c in cols_l:
+            role = "a key" if c in keys else "a stratum" if c in (strata or ()) else None
+            if role:
+                raise InputError(
+                    f"linked: {c!r} (linked to {key!r}) is {role} of the step; a linked "
+                    "column only follows its key's blanks: leave it out of linked"
+                )
         out[key] = cols_l
     return out
 
