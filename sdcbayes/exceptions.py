@@ -67,9 +67,12 @@ def _package_dirs() -> tuple[str, ...]:
         import importlib
         import os
 
+        # the folder of each layer's own __init__, not the packages' __path__: run from a
+        # checkout, sdcbayes.__path__ also holds the checkout root (sdcbayes._checkout_layers),
+        # which would take the tests and the user's scripts there for the package's frames
         dirs = []
         for name in ("sdcbayes", "sdcbayes.models", "sdcbayes.inference", "sdcbayes.risk"):
-            for path in importlib.import_module(name).__path__:
-                dirs.append(os.path.join(os.path.abspath(path), ""))
+            init = importlib.import_module(name).__file__
+            dirs.append(os.path.join(os.path.dirname(os.path.abspath(init)), ""))
         _PACKAGE_DIRS = tuple(dirs)
     return _PACKAGE_DIRS
