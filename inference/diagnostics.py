@@ -100,32 +100,41 @@ def _worst(ds: xr.Dataset, largest: bool) -> tuple[float, str]:
 def _stuck_rhat(rhat: xr.Dataset, post: xr.Dataset) -> tuple[xr.Dataset, int]:
     """R-hat with inf where the chains sit at different constants, and how many such.
 
-    Each chain constant but not all at the same value: the within-chain variance is 0,
-    so R-hat is 0/0 or x/0, nan or inf as the last bits of the variance fall (ArviZ
-    gives the same), and :func:`_worst` would pass over a nan to another parameter's
-    1.00. The chains disagree as much as they can, so R-hat is taken as inf wherever it
-    is not finite while the pooled draws vary and are all finite. Elements whose draws
-    are constant across every chain (data copied into the posterior) keep nan (no
-    warning), and elements with a non-finite draw keep theirs (reported as
-    ``non_finite_draws``). Only the elements with a non-finite R-hat are looked at.
+    Each chain constant but not all at the same value: the within-chain variance is 0 in
+    exact arithmetic, so R-hat is undefined, and what the floating-point arithmetic gives
+    depends on how the variance is summed: nan or inf with Numba's one-pass formula, a
+    huge but finite number (5.6e15 for chains at 3, 3, 3, 4) with ``np.var``, ArviZ's
+    route without Numba (audit DD1 F4). :func:`_worst` would pass over a nan to another
+    parameter's 1.00, and a finite 5.6e15 loses the specific advice. The chains disagree
+    as much as they can, so "stuck" is decided from the draws, whatever R-hat came out:
+    every draw finite, each chain constant (its maximum equals its minimum), and the
+    chains not all at one value. Those elements get R-hat inf and are counted.
+
+    Of the other elements, those whose R-hat is not finite keep the old rule: inf (and
+    counted) when their draws are finite and vary, nan otherwise, so that elements with
+    a non-finite draw are left to ``non_finite_draws``. Elements constant across every
+    chain (data copied into the posterior) get nan whatever the arithmetic gave, and stay
+    silent. Any other finite R-hat is kept as computed.
     """
     out, n_stuck = {}, 0
     for name, da in rhat.data_vars.items():
-        r = np.array(da.values, dtype=float)
-        bad = ~np.isfinite(r).reshape(-1)
-        if bad.any():
-            draws = post[name].transpose("chain", "draw", ...).values
-            draws = draws.reshape(draws.shape[0] * draws.shape[1], -1)[:, bad]
-            if np.issubdtype(draws.dtype, np.number) or draws.dtype == bool:
-                draws = draws.astype(float)
-                finite = np.isfinite(draws).all(axis=0)
-                varies = np.zeros(draws.shape[1], dtype=bool)
-                varies[finite] = np.ptp(draws[:, finite], axis=0) > 0
-                flat = r.reshape(-1)
-                flat[bad] = np.where(varies, np.inf, np.nan)
-                r = flat.reshape(r.shape)
-                n_stuck += int(varies.sum())
-        out[name] = da.copy(data=r)
+        r = np.array(da.values, dtype=float).reshape(-1)
+        draws = post[name].transpose("chain", "draw", ...).values
+        if np.issubdtype(draws.dtype, np.number) or draws.dtype == bool:
+            draws = draws.reshape(draws.shape[0], draws.shape[1], -1)
+            # per-chain extremes (chains x elements): no copy of the draws is made, and a
+            # nan or inf draw shows in them (np.max/np.min propagate nan)
+            hi = np.max(draws, axis=1).astype(float)
+            lo = np.min(draws, axis=1).astype(float)
+            finite = (np.isfinite(hi) & np.isfinite(lo)).all(axis=0)
+            varies = finite & (hi.max(axis=0) > lo.min(axis=0))
+            stuck = varies & (hi == lo).all(axis=0)
+            undefined = ~np.isfinite(r) & ~stuck
+            r[stuck] = np.inf
+            r[undefined] = np.where(varies[undefined], np.inf, np.nan)
+            r[finite & ~varies] = np.nan  # one value in every draw: R-hat undefined, silent
+            n_stuck += int(stuck.sum() + varies[undefined].sum())
+        out[name] = da.copy(data=r.reshape(da.shape))
     return xr.Dataset(out), n_stuck
 
 
@@ -494,7 +503,8 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
     ``non_finite_draws_at``, the first variable) appear where draws are nan or
     infinite. An element whose chains each sit at a
     constant, not all the same one, has R-hat inf (undefined: zero within-chain
-    variance) and is counted in ``stuck_chains``; an element constant in every chain
+    variance; decided from the draws, so with or without Numba) and is counted in
+    ``stuck_chains``; an element constant in every chain
     keeps nan and is left out.
 
     Parameters

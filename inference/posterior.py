@@ -388,7 +388,11 @@ def save_posterior(idata, path) -> Path:
     # of a good one; and the target may be the very file the posterior was read from.
     partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
     try:
-        idata.to_netcdf(str(partial))
+        # h5netcdf named, not left to the library: ArviZ's InferenceData defaults to it,
+        # but xarray's DataTree (2024.10) falls back to the scipy engine when netCDF4 is
+        # absent, which cannot write groups (audit DD1 F5). ArviZ requires h5netcdf, so it
+        # is always installed.
+        idata.to_netcdf(str(partial), engine="h5netcdf")
         os.replace(partial, target)
     except BaseException:
         partial.unlink(missing_ok=True)

@@ -50,3 +50,33 @@ def _check_html(text: str) -> _Checker:
 def check_html():
     """Validate a self-contained HTML page: balanced tags, no scripts, no network."""
     return _check_html
+
+
+@pytest.fixture(scope="session")
+def sdcmicro_csv():
+    """Read one of sdcMicro's data files from the shared data folder, or skip the test.
+
+    The files (``testdata.csv``, ``testdata2.csv``, ``free1.csv``, ...) live in
+    ``shared_data_dir() / "sdcmicro"``, beside the development checkout only; a fresh
+    clone has no such folder, so the tests that compare against sdcMicro on them skip
+    there with the path they looked at and how to point to the data (README command (2)
+    promises a green suite on a clean clone). Tests on inline reference numbers never use
+    this fixture, so they always run.
+
+    Returns
+    -------
+    callable
+        ``read(name, **read_csv_kwargs) -> pandas.DataFrame``.
+    """
+    import pandas as pd
+
+    from sdcbayes.validation import DATA_ENV, shared_data_dir
+
+    def read(name: str, **kwargs) -> pd.DataFrame:
+        path = shared_data_dir() / "sdcmicro" / name
+        if not path.is_file():
+            pytest.skip(f"sdcMicro data file {name} not found at {path}; set "
+                        f"{DATA_ENV}=/path/to/shared/data to run this test")
+        return pd.read_csv(path, **kwargs)
+
+    return read

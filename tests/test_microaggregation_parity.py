@@ -16,14 +16,11 @@ import pytest
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.protection.microaggregation import mdav, sorted_groups, sorted_microaggregation
-from sdcbayes.validation import shared_data_dir
-
-SDCMICRO_DATA = shared_data_dir() / "sdcmicro"
 
 
 @pytest.fixture(scope="module")
-def testdata():
-    return pd.read_csv(SDCMICRO_DATA / "testdata.csv")
+def testdata(sdcmicro_csv):
+    return sdcmicro_csv("testdata.csv")
 
 
 def sort_and_block(y: np.ndarray, k: int) -> np.ndarray:
@@ -140,9 +137,9 @@ def test_mdav_testdata_groups(testdata):
     assert dict(zip(values.tolist(), counts.tolist(), strict=True)) == {3: 1525, 5: 1}
 
 
-def test_mdav_free1_groups():
+def test_mdav_free1_groups(sdcmicro_csv):
     # reasoned (audit S B8): free1[, 31:34] (R, 1-based) = INCOME, MONEY, ASSETS, DEBTS
-    free1 = pd.read_csv(SDCMICRO_DATA / "free1.csv")
+    free1 = sdcmicro_csv("free1.csv")
     cols = list(free1.columns[30:34])
     assert cols == ["INCOME", "MONEY", "ASSETS", "DEBTS"]
     res = mdav(free1, cols, 3)

@@ -14,13 +14,12 @@ import pandas as pd
 from clitools import assert_one_line_error, run_in_process
 
 from sdcbayes.protection import local_suppression, sorted_microaggregation
-from sdcbayes.validation import shared_data_dir
 
 KEYS2 = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 
 
-def _testdata2(tmp_path):
-    frame = pd.read_csv(shared_data_dir() / "sdcmicro" / "testdata2.csv")
+def _testdata2(tmp_path, sdcmicro_csv):
+    frame = sdcmicro_csv("testdata2.csv")
     path = tmp_path / "testdata2.csv"
     frame.to_csv(path, index=False)
     return frame, path
@@ -31,8 +30,8 @@ def _suppressions(out) -> int:
     return summary["steps"][0]["result"]["total_suppressions"]
 
 
-def test_suppress_method_option_and_recipe(tmp_path, capsys):
-    frame, path = _testdata2(tmp_path)
+def test_suppress_method_option_and_recipe(tmp_path, capsys, sdcmicro_csv):
+    frame, path = _testdata2(tmp_path, sdcmicro_csv)
     keys = ",".join(KEYS2)
     counts = {}
     for method in ("greedy", "sequential"):
@@ -56,8 +55,8 @@ def test_suppress_method_option_and_recipe(tmp_path, capsys):
     assert _suppressions(out) == 97
 
 
-def test_method_options_need_their_step_and_valid_values(tmp_path, capsys):
-    _, path = _testdata2(tmp_path)
+def test_method_options_need_their_step_and_valid_values(tmp_path, capsys, sdcmicro_csv):
+    _, path = _testdata2(tmp_path, sdcmicro_csv)
     keys = ",".join(KEYS2)
     proc = run_in_process(capsys, "protect", str(path), "--keys", keys,
                           "--suppress-method", "sequential", "--out", str(tmp_path / "a"))

@@ -31,19 +31,15 @@ from sdcbayes.protection.recode import bottom_code, top_code
 from sdcbayes.risk.assess import assess_closed_form, cells_to_records
 from sdcbayes.risk.measures import benchmark_rule, l_diversity, n_k_anonymity_violations
 from sdcbayes.risk.suda import suda
-from sdcbayes.validation import shared_data_dir
 
 # sdcMicro runs these without weights (w = NULL) as the file itself, the population: the
 # closed form's warning of a file without weights is expected here
 pytestmark = pytest.mark.filterwarnings(
     "ignore:no weight= or sampling_fraction=:sdcbayes.microdata.MicrodataWarning")
 
-SDCMICRO_DATA = shared_data_dir() / "sdcmicro"
-
-
 @pytest.fixture(scope="module")
-def testdata():
-    return pd.read_csv(SDCMICRO_DATA / "testdata.csv")
+def testdata(sdcmicro_csv):
+    return sdcmicro_csv("testdata.csv")
 
 
 # ------------------------------------------------------------------------------------

@@ -18,9 +18,7 @@ from rtools import RRunif
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.protection import local_suppression, wildcard_frequencies
-from sdcbayes.validation import shared_data_dir
 
-SDCMICRO_DATA = shared_data_dir() / "sdcmicro"
 KEYS2 = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 
 
@@ -36,8 +34,8 @@ def r_cut5(x: pd.Series) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def testdata2():
-    d = pd.read_csv(SDCMICRO_DATA / "testdata2.csv")
+def testdata2(sdcmicro_csv):
+    d = sdcmicro_csv("testdata2.csv")
     d["ageG"] = r_cut5(d["age"])
     return d
 
@@ -219,8 +217,8 @@ def test_strata_are_searched_apart(seed):
     assert set(res.log["stratum"]) <= {str(s) for s in df["s"].unique()}
 
 
-def test_fewer_suppressions_than_greedy_on_testdata():
-    td = pd.read_csv(SDCMICRO_DATA / "testdata.csv")
+def test_fewer_suppressions_than_greedy_on_testdata(sdcmicro_csv):
+    td = sdcmicro_csv("testdata.csv")
     for k in (2, 3):
         seq = sequential(td, KEYS2, k)
         greedy = local_suppression(td, KEYS2, k=k)
