@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 
+import pandas as pd
 import pytest
 from clitools import run_in_process
 
@@ -62,7 +63,12 @@ def test_gzip_csv_keeps_quoting_too(tmp_path):
 ])
 def test_column_types(tmp_path, text, dtype, values):
     got = read_microdata(_write(tmp_path / "d.csv", text))["k"]
-    assert str(got.dtype) == dtype and got.tolist() == values
+    if dtype == "str":  # text: pandas 3's str dtype, object (of str) before it
+        assert pd.api.types.is_string_dtype(got.dtype), got.dtype
+        assert all(isinstance(v, str) for v in got), got.tolist()
+        assert got.tolist() == values
+    else:
+        assert str(got.dtype) == dtype and got.tolist() == values
 
 
 def test_header_quirks_match_pandas_names(tmp_path):
