@@ -647,6 +647,19 @@ _SUMMARY_LABELS = {
 }
 
 
+def _global_threshold_row(summary: Mapping[str, Any]) -> list[str]:
+    """Label and value of the ``--max-global-risk`` row (sdcMicro's global threshold)."""
+    t, n_above = summary.get("global_threshold"), summary.get("n_above_global_threshold")
+    label = f"global threshold for a rate below {percent(summary.get('max_global_risk'))}"
+    what = summary.get("global_threshold_risk") or "record risk"
+    if not _is_number(t) or math.isnan(t):  # sdcMicro's NA: the target is met already
+        rate = percent(summary.get("rate_at_global_threshold"))
+        return [label, f"none needed: the rate, {rate}, is below it already"]
+    if t == 0:  # no risk value of the file is below the target
+        return [label, f"0: all {n_above:,} records with a risk above 0 to protect ({what})"]
+    return [label, f"{fmt(t)}: protect the {n_above:,} records above it ({what})"]
+
+
 _MODEL_TEXT = {
     "closed-form": (
         "Benedetti-Franconi individual risk: with an improper prior on cell probabilities, "
@@ -1161,6 +1174,8 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
         if key in _PERCENT_FIELDS:  # a rate: in percent, as the console shows it
             row = [row[0], *(_percent_cell(v) for v in row[1:])]
         rows.append(row)
+    if "global_threshold" in summary:  # --max-global-risk: sdcMicro's global threshold
+        rows.append([*_global_threshold_row(summary), "", "", ""])
     header = ["quantity", "estimate", interval, "interval of", "truth"]
     # drop columns that are empty for this run (no intervals for closed forms, no truth
     # outside the demo)

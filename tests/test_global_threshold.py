@@ -286,6 +286,9 @@ def test_cli_closed_form_writes_and_prints_the_threshold(tmp_path, capsys, monke
     assert len(line) == 1
     assert f"{t:.4g}" in line[0] and f"{s['n_above_global_threshold']:,} records" in line[0]
     assert "rate < 1%" in line[0]
+    page = (out / "report.html").read_text()
+    assert "global threshold for a rate below 1%" in page
+    assert f"protect the {s['n_above_global_threshold']:,} records above it" in page
 
 
 def test_cli_posterior_model_uses_the_posterior_mean_record_risk(tmp_path, capsys, monkeypatch):
@@ -314,6 +317,7 @@ def test_cli_met_target_prints_none_needed(tmp_path, capsys, monkeypatch):
     s = json.loads((out / "summary.json").read_text())
     assert s["global_threshold"] is None and s["n_above_global_threshold"] == 0
     assert "none needed" in proc.stdout
+    assert "none needed: the rate, " in (out / "report.html").read_text()
 
 
 @pytest.mark.parametrize("bad", ["0", "1", "5", "-0.01", "nan"])
