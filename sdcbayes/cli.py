@@ -9,7 +9,6 @@ line on stderr with exit status 2, no traceback.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -845,7 +844,12 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
 
 
 def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None:
-    from sdcbayes.report import APPROXIMATIONS, NOT_APPLICABLE_APPROXIMATION, percent
+    from sdcbayes.report import (
+        APPROXIMATIONS,
+        NOT_APPLICABLE_APPROXIMATION,
+        global_threshold_row,
+        percent,
+    )
 
     truth = s.get("truth")
 
@@ -892,7 +896,7 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     if "n_above_threshold" in s:
         rows.append((f"records with risk > {s['risk_threshold']}", count("n_above_threshold")))
     if "global_threshold" in s:
-        rows.append(_global_threshold_row(s, percent))
+        rows.append(global_threshold_row(s))
     if "household_expected_reidentifications" in s:
         # its interval is over the parameters only (the household risk given θ per draw,
         # no F_k randomness), unlike the predictive intervals above; report.html says so too
@@ -971,22 +975,6 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     echo_table(rows)
     extra = ", posterior.nc" if posterior and "diagnostics" in s else ""
     click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")
-
-
-def _global_threshold_row(s: dict[str, Any], percent) -> tuple[str, str]:
-    """The terminal row of ``--max-global-risk``: the threshold and the records above it."""
-    t, n_above = s["global_threshold"], s["n_above_global_threshold"]
-    label = f"global threshold for a rate < {percent(s['max_global_risk'])}"
-    if t is None or math.isnan(t):  # sdcMicro's NA: nothing to protect
-        # the rate of the risks the threshold was computed on (for the posterior models the
-        # mean of the posterior-mean risks, not the predictive mean of ER / n)
-        return label, (f"none needed: the rate, {percent(s['rate_at_global_threshold'])}, "
-                       "is below it already")
-    what = s["global_threshold_risk"]
-    if t == 0:  # no risk value of the file is below the target
-        return label, (f"0: every record's risk is at or above the target; all {n_above:,} "
-                       f"records with a risk above 0 are to be protected ({what})")
-    return label, f"{t:.4g}: protect the {n_above:,} records above it ({what})"
 
 
 def _zeros(option: str):

@@ -647,17 +647,24 @@ _SUMMARY_LABELS = {
 }
 
 
-def _global_threshold_row(summary: Mapping[str, Any]) -> list[str]:
-    """Label and value of the ``--max-global-risk`` row (sdcMicro's global threshold)."""
-    t, n_above = summary.get("global_threshold"), summary.get("n_above_global_threshold")
-    label = f"global threshold for a rate below {percent(summary.get('max_global_risk'))}"
-    what = summary.get("global_threshold_risk") or "record risk"
-    if not _is_number(t) or math.isnan(t):  # sdcMicro's NA: the target is met already
-        rate = percent(summary.get("rate_at_global_threshold"))
-        return [label, f"none needed: the rate, {rate}, is below it already"]
+def global_threshold_row(summary: Mapping[str, Any]) -> tuple[str, str]:
+    """Label and value of ``--max-global-risk``'s row (sdcMicro's global threshold).
+
+    One wording for the terminal (``sdcbayes.cli``) and report.html: the threshold and
+    the records above it, or why there is none to give.
+    """
+    t, n_above = summary["global_threshold"], summary["n_above_global_threshold"]
+    label = f"global threshold for a rate < {percent(summary['max_global_risk'])}"
+    if t is None or math.isnan(t):  # sdcMicro's NA: nothing to protect
+        # the rate of the risks the threshold was computed on (for the posterior models the
+        # mean of the posterior-mean risks, not the predictive mean of ER / n)
+        return label, (f"none needed: the rate, {percent(summary['rate_at_global_threshold'])}"
+                       ", is below it already")
+    what = summary["global_threshold_risk"]
     if t == 0:  # no risk value of the file is below the target
-        return [label, f"0: all {n_above:,} records with a risk above 0 to protect ({what})"]
-    return [label, f"{fmt(t)}: protect the {n_above:,} records above it ({what})"]
+        return label, (f"0: every record's risk is at or above the target; all {n_above:,} "
+                       f"records with a risk above 0 are to be protected ({what})")
+    return label, f"{t:.4g}: protect the {n_above:,} records above it ({what})"
 
 
 _MODEL_TEXT = {
@@ -1175,7 +1182,7 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
             row = [row[0], *(_percent_cell(v) for v in row[1:])]
         rows.append(row)
     if "global_threshold" in summary:  # --max-global-risk: sdcMicro's global threshold
-        rows.append([*_global_threshold_row(summary), "", "", ""])
+        rows.append([*global_threshold_row(summary), "", "", ""])
     header = ["quantity", "estimate", interval, "interval of", "truth"]
     # drop columns that are empty for this run (no intervals for closed forms, no truth
     # outside the demo)

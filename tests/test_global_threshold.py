@@ -287,7 +287,7 @@ def test_cli_closed_form_writes_and_prints_the_threshold(tmp_path, capsys, monke
     assert f"{t:.4g}" in line[0] and f"{s['n_above_global_threshold']:,} records" in line[0]
     assert "rate < 1%" in line[0]
     page = (out / "report.html").read_text()
-    assert "global threshold for a rate below 1%" in page
+    assert "global threshold for a rate &lt; 1%" in page
     assert f"protect the {s['n_above_global_threshold']:,} records above it" in page
 
 
