@@ -33,7 +33,7 @@ import pandas as pd
 
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError
-from sdcbayes.microdata import _group
+from sdcbayes.microdata import Microdata, _group
 from sdcbayes.models.base import whole_number
 from sdcbayes.risk.individual import _series_index
 
@@ -812,24 +812,8 @@ def _whole_at_least_one(value, name: str, fix: str) -> int:
 
 
 def _risky_keys(frame: pd.DataFrame, keys) -> list:
-    if isinstance(keys, str):
-        keys = [keys]
-    try:
-        keys = list(keys)
-    except TypeError:
-        raise InputError(
-            f"keys must be a list of column names, got {type(keys).__name__}: pass e.g. "
-            "keys=['age', 'sex', 'region']"
-        ) from None
-    if not keys:
-        raise InputError("keys is empty; name at least one key column, e.g. keys=['age']")
-    seen: set = set()
-    dup = [k for k in keys if k in seen or seen.add(k)]
-    if dup:
-        raise InputError(
-            f"key(s) {', '.join(repr(k) for k in dict.fromkeys(dup))} given more than once; "
-            "name each key column once"
-        )
+    # one name is one key; an ordered, non-empty list of distinct names (Microdata's rules)
+    keys = Microdata._normalise_keys(keys)
     absent = [k for k in keys if k not in frame.columns]
     if absent:
         shown = ", ".join(str(c) for c in frame.columns[:20])
