@@ -16,14 +16,35 @@ released-file ER with its 90% interval over the parameters' posterior (not predi
 the closed form, the same three for the blanked records only, the correlation of each
 record's risk with its true 1/F, and the seconds of the released-file assessment.
 
+With ``--reference`` each file is scored a second time with the per-pattern evaluation of
+the blanked patterns that the batched one replaced (``_score_blanked_loop``, kept for the
+tests), and the seconds of the blanked part by both, and the largest relative difference of
+the records' risks, are printed after the table.
+
+With ``--scale`` (instead of the demo): the speed of the blanked part on a census-sized
+file. 10^5 records (``--scale-records``) drawn without replacement from 10^6 persons of
+:func:`sdcbayes.datasets.simulate_population` (weight N/n), 8 keys (relationship, region,
+age band, sex, marital status, occupation, education, household size; 2 to 18 levels),
+greedy local suppression to 3-anonymity (about 18,000 blanked patterns), a short fit (1
+chain x 100 draws after 100 sweeps unless ``--draws``/``--chains``/``--tune`` say
+otherwise). Printed: records, blanks, patterns with a blank, the fit's seconds, then for
+the batched blanked part and (unless ``--no-reference``) the per-pattern reference: its
+seconds, ms per blanked pattern and the peak memory of the blanked part (tracemalloc, a
+separate run), and the largest relative difference of the risks between the two.
+
 Usage: python benchmarks/released_risk.py [--draws 500 --chains 4 --tune 2000]
        [--seed 1] [--top-cells 16] [--cases none,greedy3,greedy2,sequential3,sequential2]
+       [--reference]
+       python benchmarks/released_risk.py --scale [--scale-records 100000]
+       [--no-reference]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+import tracemalloc
 
 import numpy as np
 import pandas as pd
@@ -32,11 +53,91 @@ import sdcbayes
 from sdcbayes.datasets import demo_keys, load_demo
 from sdcbayes.datasets.demo import _demo_population
 from sdcbayes.protection import local_suppression
+from sdcbayes.risk import released as released_module
 from sdcbayes.risk.assess import assess_closed_form
 from sdcbayes.risk.posterior_assess import assess_posterior
 from sdcbayes.risk.released import assess_released
 
 CASES = ("none", "greedy3", "greedy2", "sequential3", "sequential2")
+SCALE_KEYS = ["relationship", "region", "age_band", "sex", "marital_status", "occupation",
+              "education", "household_size"]
+
+
+@contextlib.contextmanager
+def blanked_part(reference: bool = False, memory: bool = False):
+    """Time (and optionally trace the peak memory of) the blanked patterns' scoring.
+
+    Yields a dict that gets ``seconds`` and ``peak_mb`` (NaN unless ``memory``); with
+    ``reference`` the per-pattern evaluation scores them instead of the batches.
+    """
+    inner = released_module._score_blanked_loop if reference else released_module._score_blanked
+    saved = released_module._score_blanked
+    out = {"seconds": 0.0, "peak_mb": float("nan")}
+
+    def timed(*args, **kwargs):
+        if memory:
+            tracemalloc.start()
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            out["seconds"] += time.perf_counter() - t0
+            if memory:
+                out["peak_mb"] = tracemalloc.get_traced_memory()[1] / 2 ** 20
+                tracemalloc.stop()
+
+    released_module._score_blanked = timed
+    try:
+        yield out
+    finally:
+        released_module._score_blanked = saved
+
+
+def max_rel_diff(a, b) -> float:
+    """Largest relative difference of the records' risks (and their quantiles)."""
+    cols = [c for c in a.records.columns if c.startswith("risk")]
+    x, y = a.records[cols].to_numpy(float), b.records[cols].to_numpy(float)
+    return float(np.max(np.abs(x - y) / np.abs(y))) if x.size else 0.0
+
+
+def scale(args) -> None:
+    """The census-sized case (module docstring, ``--scale``)."""
+    from sdcbayes.datasets import simulate_population
+
+    t0 = time.perf_counter()
+    pop = simulate_population(437_000, seed=args.seed)
+    rng = np.random.default_rng(args.seed)
+    n = min(args.scale_records, len(pop))
+    sample = pop.iloc[np.sort(rng.choice(len(pop), n, replace=False))].reset_index(drop=True)
+    sample = sample[SCALE_KEYS].copy()
+    sample["weight"] = len(pop) / n
+    released = local_suppression(sample, SCALE_KEYS, k=3).frame
+    blank = released[SCALE_KEYS].isna()
+    md = sdcbayes.Microdata(sample, SCALE_KEYS, weight="weight")
+    t1 = time.perf_counter()
+    fit = assess_posterior(md, draws=args.draws or 100, chains=args.chains or 1,
+                           tune=args.tune or 100, random_seed=args.seed, store_profiles=True,
+                           ppc=0, cores=1)
+    st = fit.provenance["settings"]
+    print(f"{n} records of a simulated census of {len(pop)} persons, {len(SCALE_KEYS)} keys, "
+          f"greedy 3-anonymity: {int(blank.to_numpy().sum())} blanks in "
+          f"{int(blank.any(axis=1).sum())} records ({t1 - t0:.0f} s); fit {st['chains']} "
+          f"chain(s) x {st['draws']} draws after {st['tune']} sweeps, "
+          f"{time.perf_counter() - t1:.0f} s; top cells {args.top_cells}")
+    runs = [("batched", False)] + ([] if args.no_reference else [("per pattern", True)])
+    res = {}
+    for name, ref in runs:
+        with blanked_part(reference=ref) as timing:
+            res[name] = assess_released(md, released, fit.idata, top_cells=args.top_cells)
+        with blanked_part(reference=ref, memory=True) as mem:
+            assess_released(md, released, fit.idata, top_cells=args.top_cells)
+        nbp = res[name].summary["n_blanked_patterns"]
+        print(f"{name:<12} {nbp} blanked patterns: {timing['seconds']:7.1f} s, "
+              f"{1e3 * timing['seconds'] / max(nbp, 1):6.2f} ms per pattern, peak memory "
+              f"{mem['peak_mb']:.0f} MB", flush=True)
+    if len(res) == 2:
+        print(f"largest relative difference of the records' risks: "
+              f"{max_rel_diff(res['batched'], res['per pattern']):.1e}")
 
 
 def true_F(released: pd.DataFrame, keys: list[str], population: pd.DataFrame) -> np.ndarray:
@@ -67,7 +168,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--top-cells", type=int, default=16)
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--reference", action="store_true",
+                    help="also time the per-pattern evaluation of the blanked patterns")
+    ap.add_argument("--scale", action="store_true",
+                    help="a census-sized file instead of the demo (module docstring)")
+    ap.add_argument("--scale-records", type=int, default=100_000)
+    ap.add_argument("--no-reference", action="store_true",
+                    help="with --scale: skip the per-pattern reference")
     args = ap.parse_args()
+    if args.scale:
+        scale(args)
+        return
     demo = load_demo()
     sample, keys = demo.sample, list(demo_keys())
     md = sdcbayes.Microdata(sample, keys, weight="weight")
@@ -87,6 +198,7 @@ def main() -> None:
             f"{'released':>10}{'closed':>8}{'| corr. 1/F':>13}{'s':>6}")
     print(head)
     print("-" * len(head))
+    timings = []
     for case in args.cases.split(","):
         if case == "none":
             released = sample.copy()
@@ -96,8 +208,14 @@ def main() -> None:
         F = true_F(released, keys, population)
         cf = assess_closed_form(sdcbayes.Microdata(released, keys, weight="weight"))
         t1 = time.perf_counter()
-        res = assess_released(md, released, fit.idata, top_cells=args.top_cells)
+        with blanked_part() as part:
+            res = assess_released(md, released, fit.idata, top_cells=args.top_cells)
         secs = time.perf_counter() - t1
+        if args.reference:
+            with blanked_part(reference=True) as ref_part:
+                ref = assess_released(md, released, fit.idata, top_cells=args.top_cells)
+            timings.append((case, part["seconds"], ref_part["seconds"],
+                            res.summary["n_blanked_patterns"], max_rel_diff(res, ref)))
         s = res.summary
         risk = res.records["risk"].to_numpy()
         cf_risk = cf.records["risk"].to_numpy(float)
@@ -111,6 +229,13 @@ def main() -> None:
               f"[{lo:6.2f}, {hi:6.2f}]{cf.summary['expected_reidentifications']:>8.2f}"
               f"{(1 / F)[bl].sum():>17.2f}{s['expected_reidentifications_blanked_records']:>10.2f}"
               f"{cf_risk[bl].sum():>8.2f}   {corr:.3f}/{corr_cf:.3f}{secs:>6.1f}", flush=True)
+    if timings:
+        print("\nblanked patterns: seconds batched / per pattern (ms per pattern), largest "
+              "relative difference of the records' risks")
+        for case, tb, tr, nbp, d in timings:
+            k = max(nbp, 1)
+            print(f"{case:<13}{nbp:>6} patterns {tb:7.1f} s ({1e3 * tb / k:5.1f} ms) / "
+                  f"{tr:7.1f} s ({1e3 * tr / k:5.1f} ms)   {d:.1e}")
 
 
 if __name__ == "__main__":

@@ -916,7 +916,10 @@ class PatternSums:
 
     all exact. G depends on the free keys' level sets only, not on the fixed values,
     so it is computed once per set (cost draws x H^2 x the free keys' levels) and kept
-    while rectangles with the same free keys follow one another.
+    while rectangles with the same free keys follow one another. :meth:`sums_many`,
+    :meth:`cells_many` and :meth:`top_cells_many` take many such rectangles at once (one
+    free-key specification, the fixed keys' levels per rectangle), as arrays over
+    rectangles x draws, equal to the one-rectangle methods to rounding.
 
     Parameters
     ----------
@@ -1072,6 +1075,124 @@ class PatternSums:
         grid = np.array(list(itertools.product(*tops)), dtype=np.int64)
         out = np.tile(base, (grid.shape[0], 1))
         out[:, free] = grid
+        return out
+
+    # ---- many rectangles with the same free keys at once (one Gram matrix)
+    #
+    # ``rect`` gives the free keys' level sets (normalised, :meth:`rectangle`); its keys
+    # with one level are the fixed keys, whose levels ``fixed`` (P, J) gives per rectangle
+    # (its entries on the free keys are ignored). Row p is then the rectangle ``rect`` with
+    # ``fixed[p]`` on the fixed keys, and each method equals its one-rectangle sibling on
+    # it to rounding (same products in the same order; tests/test_released_batch.py).
+
+    def _fixed_levels(self, rect, fixed) -> np.ndarray:
+        fixed = np.asarray(fixed, dtype=np.int64)
+        if fixed.ndim != 2 or fixed.shape[1] != len(self.phi):
+            raise InputError(f"fixed must be a (rectangles, keys) array with {len(self.phi)} "
+                             f"keys; got shape {fixed.shape}")
+        for j, lv in enumerate(rect):
+            if lv is not None and lv.size == 1 and fixed.shape[0] and (
+                    fixed[:, j].min() < 0 or fixed[:, j].max() >= self.n_levels[j]):
+                raise InputError(f"fixed levels of key {j} must lie in 0 .. "
+                                 f"{self.n_levels[j] - 1}")
+        return fixed
+
+    def _weights_many(self, rect, fixed, sl) -> tuple[np.ndarray, np.ndarray]:
+        """(a, c): a (P, draws, H) per rectangle, c (draws, H) shared by all of them."""
+        w = self.w[sl]
+        a = np.repeat(w[None], fixed.shape[0], axis=0)
+        c = np.ones_like(w)
+        for j, lv in enumerate(rect):
+            if lv is None:
+                continue
+            if lv.size == 1:
+                a *= np.moveaxis(self.phi[j][sl][:, :, fixed[:, j]], 2, 0)
+            else:
+                c *= self.phi[j][sl][:, :, lv].sum(axis=2)
+        return a, c
+
+    def sums_many(self, rect, fixed, sl=slice(None)) -> dict[str, np.ndarray]:
+        r""":meth:`sums` of P rectangles with the same free keys: arrays (P, draws).
+
+        ``rect`` (normalised, :meth:`rectangle`) gives the free keys' level sets; its keys
+        with one level are fixed, at the levels ``fixed`` (P, J) gives per rectangle (the
+        entries on free keys are ignored). The Gram matrix is the rectangles' common one.
+        Memory: P x draws x H (the caller chunks P).
+        """
+        fixed = self._fixed_levels(rect, fixed)
+        a, c = self._weights_many(rect, fixed, sl)
+        aE = a * self.E[sl]
+        n = self.n
+        out = {"pi": (a * c).sum(axis=2), "lam": n * (aE * c).sum(axis=2)}
+        if self._free(rect):
+            G = self.gram(rect, sl)
+            Ga = np.einsum("shk,psk->psh", G, a)
+            out["lam_y"] = n * n * np.einsum("psh,psh->ps", aE, Ga)
+            out["lam2"] = n * n * np.einsum("psh,psh->ps", aE,
+                                            np.einsum("shk,psk->psh", G, aE))
+        else:  # one cell each
+            out["lam_y"] = out["lam"] * n * out["pi"]
+            out["lam2"] = out["lam"] ** 2
+        return out
+
+    def cells_many(self, rect, codes, sl=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        r""":meth:`cells` of P rectangles with the same free keys: (P, draws, K) each.
+
+        ``codes`` (P, K, J): rectangle p's K full cells, which give its fixed levels too
+        (``codes[p, 0]`` on the fixed keys; every cell must agree with it there). Memory:
+        P x draws x H x K (the caller chunks P).
+        """
+        codes = np.asarray(codes, dtype=np.int64)
+        if codes.ndim != 3 or codes.shape[2] != len(self.phi):
+            raise InputError(f"codes must be a (rectangles, cells, keys) array with "
+                             f"{len(self.phi)} keys; got shape {codes.shape}")
+        P, K, _ = codes.shape
+        if K == 0:
+            D = self.w[sl].shape[0]
+            return np.zeros((P, D, 0)), np.zeros((P, D, 0))
+        a, _ = self._weights_many(rect, self._fixed_levels(rect, codes[:, 0]), sl)
+        # (P, draws, H, K) contiguous: einsum then sums over H as cells() does, to the bit
+        prod = np.ones(a.shape + (K,))
+        for j in self._free(rect):
+            # the cells' profile values of key j, (draws, H, P, K) moved to (P, draws, H, K)
+            np.multiply(prod, np.moveaxis(self.phi[j][sl][:, :, codes[:, :, j]], 2, 0),
+                        out=prod)
+        pi = np.einsum("psh,pshk->psk", a, prod)
+        lam = self.n * np.einsum("psh,pshk->psk", a * self.E[sl], prod)
+        return pi, lam
+
+    def top_cells_many(self, rect, fixed, T: int, sl=slice(None)) -> np.ndarray:
+        r""":meth:`top_cells` of P rectangles with the same free keys: codes (P, K, J).
+
+        K is the same for every rectangle (the free keys' level sets are common); the
+        ranking is each rectangle's own (its conditional mixture, :meth:`top_cells`).
+        Memory: P x draws x H plus P x the free keys' levels.
+        """
+        fixed = self._fixed_levels(rect, fixed)
+        P, J = fixed.shape
+        free = self._free(rect)
+        base = fixed.copy()
+        for j in free:
+            base[:, j] = 0
+        if not free:
+            return base[:, None, :]
+        if T < 1:
+            return np.empty((P, 0, J), np.int64)
+        a, c = self._weights_many(rect, fixed, sl)
+        q = a * c[None]
+        q /= np.maximum(q.sum(axis=2, keepdims=True), np.finfo(float).tiny)
+        m = max(1, int(np.floor(T ** (1.0 / len(free)) + 1e-9)))
+        tops = []
+        for j in free:
+            lv = np.arange(self.n_levels[j]) if rect[j] is None else rect[j]
+            marg = np.einsum("psh,shl->pl", q, self.phi[j][sl][:, :, lv])
+            # stable: ties keep the level order, as in top_cells
+            tops.append(lv[np.argsort(-marg, axis=1, kind="stable")[:, :m]])
+        pos = np.array(list(itertools.product(*[range(t.shape[1]) for t in tops])),
+                       dtype=np.int64)  # (K, free): itertools.product's order, as top_cells
+        out = np.repeat(base[:, None, :], pos.shape[0], axis=1)
+        for i, j in enumerate(free):
+            out[:, :, j] = tops[i][:, pos[:, i]]
         return out
 
 

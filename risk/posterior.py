@@ -73,6 +73,7 @@ __all__ = [
     "benchmark_counts",
     "evaluate_groups",
     "inverse_moment_sum",
+    "inverse_moment_sum_rows",
     "mean_over_draws",
     "mixture_negbin_quantile",
     "negbin_groups",
@@ -265,6 +266,72 @@ def inverse_moment_sum(f, r, rho, lam_poisson=None) -> np.ndarray:
             x = odds[:, c0:c0 + step, None] * one_m_t[:, None, :]
             log_g -= np.einsum("sc,sct->st", r[:, c0:c0 + step], np.log1p(x))
     return (np.exp(log_g) @ _TS_W) / f
+
+
+#: Rows per block of :func:`inverse_moment_sum_rows`: its three (rows, nodes) work arrays
+#: stay in a core's cache (256 x 226 x 8 bytes = 0.46 MB each), where the passes over them
+#: run about 1.5x faster than over rows x cells x nodes arrays (benchmarks/released_risk.py).
+_ROWS_BLOCK = 256
+
+
+def inverse_moment_sum_rows(f, r, rho, lam_poisson=None) -> np.ndarray:
+    r""":func:`inverse_moment_sum` for many rows, cell by cell in cache-sized row blocks.
+
+    The same integral and tanh-sinh rule as :func:`inverse_moment_sum`, with the same
+    arguments and result (equal to rounding: the cells' log-PGFs are added in another
+    order; tests/test_released_batch.py), for callers with many rows (patterns x draws of
+    a released file, :func:`sdcbayes.risk.released.assess_released`). The rows are taken
+    in blocks of :data:`_ROWS_BLOCK`, and within a block one cell at a time in place, so
+    the temporaries are three (block, nodes) arrays whatever the rows and cells; a cell
+    that is zero on every row of a block (``r == 0`` or ``rho == 1``: the padding of a
+    ragged set of cells) costs nothing.
+
+    Parameters
+    ----------
+    f : array_like, shape () or (S,)
+        The known part, >= 1 (one value, or one per row).
+    r, rho : array_like, shape (S, C)
+        Sizes (>= 0) and success probabilities (in (0, 1]) of the negative binomials, one
+        row per case; a cell with ``r == 0`` or ``rho == 1`` is zero. C may be 0.
+    lam_poisson : array_like, shape (S,) or (S, C'), optional
+        Poisson means (summed over the last axis when 2-d).
+
+    Returns
+    -------
+    numpy.ndarray, shape (S,)
+    """
+    r = np.asarray(r, dtype=float)
+    rho = np.asarray(rho, dtype=float)
+    if r.ndim != 2 or r.shape != rho.shape:
+        raise InputError(f"r and rho must be (cases, cells) arrays of one shape; got "
+                         f"{r.shape} and {rho.shape}")
+    S, C = r.shape
+    f = np.broadcast_to(np.asarray(f, dtype=float), (S,))
+    if np.any(~(f >= 1)) or np.any(~(r >= 0)) or np.any(~(rho > 0)) or np.any(rho > 1):
+        raise InputError("inverse_moment_sum_rows needs f >= 1, r >= 0 and 0 < rho <= 1")
+    lam = None
+    if lam_poisson is not None:
+        lam = np.asarray(lam_poisson, dtype=float)
+        lam = lam.sum(axis=-1) if lam.ndim == 2 else np.broadcast_to(lam, (S,))
+        if np.any(~(lam >= 0)):
+            raise InputError("inverse_moment_sum_rows needs Poisson means >= 0")
+    odds = (1.0 - rho) / rho
+    live = (r > 0) & (odds > 0)
+    out = np.empty(S)
+    for s0 in range(0, S, _ROWS_BLOCK):
+        b = slice(s0, min(s0 + _ROWS_BLOCK, S))
+        one_m_t = -np.expm1(_TS_LOG_S[None, :] / f[b, None])  # as inverse_moment_sum
+        log_g = np.zeros_like(one_m_t)
+        if lam is not None:
+            log_g -= lam[b, None] * one_m_t
+        buf = np.empty_like(one_m_t)
+        for c in np.flatnonzero(live[b].any(axis=0)):
+            np.multiply(odds[b, c, None], one_m_t, out=buf)
+            np.log1p(buf, out=buf)
+            buf *= r[b, c, None]
+            log_g -= buf
+        out[b] = (np.exp(log_g) @ _TS_W) / f[b]
+    return out
 
 
 def mixture_negbin_quantile(q: float, r, rho) -> np.ndarray:

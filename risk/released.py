@@ -52,6 +52,14 @@ cell is large, and 4 top cells bring it within 1% of the exact listing
 (``tests/test_released.py``, ``test_top_cells_rescue_a_pattern_with_one_large_unobserved_cell``);
 where the top cells cover the pattern the value is the exact listing's.
 
+The patterns with blanks are scored in batches: those with the same free keys (one Gram
+matrix of :class:`~sdcbayes.models.latent_class.PatternSums`) and the same number of
+explicit cells together, as patterns x draws arrays, with the same sums in the same order as
+one pattern at a time, so that the remainder's cancellation rounds alike (``_score_blanked``;
+tests/test_released_batch.py checks it against the per-pattern ``_score_blanked_loop`` to
+1e-12). Most of the time is then the quadrature, about draws x explicit cells x 226 nodes
+x 3.5 ns per pattern (``python benchmarks/released_risk.py --scale``).
+
 A record's risk is the posterior mean of :math:`E(1/F_p \mid \theta)` (Rao-Blackwellised),
 the file's ER their sum; intervals are over the parameters' posterior (the summary's
 ``*_hyper_interval``), not predictive: the randomness of the F given the parameters is
@@ -66,6 +74,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,6 +90,7 @@ from sdcbayes.risk.posterior import (
     DEFAULT_QUANTILES,
     _check_quantiles,
     inverse_moment_sum,
+    inverse_moment_sum_rows,
     mean_over_draws,
 )
 from sdcbayes.risk.posterior_assess import (
@@ -106,7 +116,8 @@ __all__ = ["DEFAULT_TOP_CELLS", "INTERVAL_KIND", "assess_released"]
 #: cost grows with them and with the draws (benchmarks/released_risk.py prints the seconds).
 DEFAULT_TOP_CELLS = 16
 
-#: Draws evaluated at once per pattern (memory: draws x cells x 226 nodes x 8 bytes).
+#: Draws evaluated at once (a batch of patterns holds about CHUNK_ELEMENTS / (draw_chunk x
+#: explicit cells) patterns; the quadrature works in blocks of 256 rows whatever it is).
 DEFAULT_DRAW_CHUNK = 64
 
 #: The summary's ``interval_kind``: what the intervals are over.
@@ -319,8 +330,11 @@ def assess_released(
 
     Notes
     -----
-    Evaluated per pattern, never per record: memory is draws x (cells + patterns'
-    explicit cells), never draws x records. The no-blank file gives exactly
+    Evaluated per pattern, never per record: the patterns with blanks in batches of one
+    free-key specification (``_score_blanked``: patterns x draws arrays, each within
+    about :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS` elements), the full patterns
+    in chunks; memory is draws x cells plus the batches', never draws x records. The
+    no-blank file gives exactly
     :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`'s ER and risks.
     """
     from sdcbayes.models.latent_class import LatentClassModel, PatternSums
@@ -404,8 +418,6 @@ def assess_released(
             return lam_stored[sl][:, cols]
         return (N - n) * pi[sl][:, cols]
 
-    from sdcbayes.models.latent_class import expected_inverse_frequency_f
-
     # ---- full patterns: the observed cell alone, by assess_from_posterior's own formulas
     full = np.flatnonzero(is_full)
     cell_of = record_cell[first[full]]
@@ -422,85 +434,14 @@ def assess_released(
         if threshold is not None:
             above += (inv > threshold) @ m_p_f[idx]
 
-    # ---- patterns with blanks, grouped by their blank keys (one Gram matrix per group)
+    # ---- patterns with blanks: batches of patterns with the same free keys
     blanked = np.flatnonzero(~is_full)
-    bsets = [tuple(np.flatnonzero(pats[p] < 0)) for p in blanked]
-    order = sorted(range(blanked.size), key=lambda i: bsets[i])
-    rank_draws = np.unique(np.linspace(0, S - 1, min(S, 64)).round().astype(np.int64))
-    fin_all = np.isfinite(kap)
-    lookup: dict[tuple, dict] = {}
-    for i in order:
-        p, B = blanked[i], bsets[i]
-        shown = [j for j in range(spec.n_keys) if j not in B]
-        if B not in lookup:
-            lookup.clear()  # one blank set at a time, as the patterns come sorted by it
-            table = pd.DataFrame(spec.key_codes[:, shown]) if shown else pd.DataFrame(index=range(
-                spec.key_codes.shape[0]))
-            lookup[B] = ({(): np.arange(spec.key_codes.shape[0])} if not shown else
-                         {(k if isinstance(k, tuple) else (k,)): v for k, v in
-                          table.groupby(list(range(len(shown)))).indices.items()})
-        obs = lookup[B].get(tuple(int(x) for x in pats[p, shown]), np.empty(0, np.int64))
-        obs = np.asarray(obs, dtype=np.int64)
-        fc = fk_cells[obs]
-        f = float(fc.sum())  # >= 1: the record's own cell is among them
-        f_p[p] = f
-        rect = ps.rectangle(pats[p])
-        top = np.empty((0, spec.n_keys), np.int64)
-        if top_cells and fin_all.any():
-            top = ps.top_cells(rect, top_cells, rank_draws)
-            seen = {tuple(c) for c in spec.key_codes[obs].tolist()}
-            top = top[[tuple(c) not in seen for c in top.tolist()]] if top.size else top
-        e = np.empty(S)
-        xm = np.empty(S)
-        for s0 in range(0, S, draw_chunk):
-            sl = slice(s0, min(s0 + draw_chunk, S))
-            k = kap[sl]
-            fin = np.isfinite(k)
-            sm = ps.sums(rect, sl)
-            es = np.empty(k.shape)
-            xs = np.empty(k.shape)
-            if (~fin).any():  # Poisson draws: X_p ~ Po(lam_p) exactly
-                es[~fin] = expected_inverse_frequency_f(f, sm["lam"][~fin], np.inf)
-                xs[~fin] = sm["lam"][~fin]
-            if fin.any():
-                pi_x, lam_x = ps.cells(rect, top, sl)
-                pic = np.concatenate([pi[sl][:, obs], pi_x], axis=1)
-                lamc = np.concatenate([lam_of(sl, obs), lam_x], axis=1)
-                fcx = np.concatenate([fc, np.zeros(top.shape[0])])
-                pic, lamc, kf = pic[fin], lamc[fin], k[fin][:, None]
-                lam_p = sm["lam"][fin]
-                y = n * pic
-                # the remainder: exact linear sums less the explicit cells'
-                Lam_R = np.maximum(lam_p - lamc.sum(axis=1), 0.0)
-                LY_R = np.maximum(sm["lam_y"][fin] - (lamc * y).sum(axis=1), 0.0)
-                Q_R = np.maximum(sm["lam2"][fin] - (lamc ** 2).sum(axis=1), 0.0)
-                tiny = Lam_R <= _REMAINDER_EPS * lam_p
-                Lam_R = np.where(tiny, 0.0, Lam_R)
-                ybar = np.where(Lam_R > 0, LY_R / np.where(Lam_R > 0, Lam_R, 1.0), 0.0)
-                kk = kf[:, 0]
-                M = Lam_R * kk / (kk + ybar)
-                V = M + kk * np.where(tiny, 0.0, Q_R) / (kk + ybar) ** 2
-                nb = (V > M * (1.0 + 1e-10)) & (M > 0)
-                r_R = np.where(nb, M ** 2 / np.where(nb, V - M, 1.0), 0.0)
-                rho_R = np.where(nb, M / np.where(nb, V, 1.0), 1.0)
-                b = kf + y
-                rho = np.clip(b / (b + lamc), np.finfo(float).tiny, 1.0)
-                r = kf + fcx[None, :]
-                es[fin] = inverse_moment_sum(
-                    f, np.concatenate([r, r_R[:, None]], axis=1),
-                    np.concatenate([rho, np.clip(rho_R, np.finfo(float).tiny, 1.0)[:, None]],
-                                   axis=1),
-                    np.where(nb, 0.0, M))
-                xs[fin] = (r * lamc / b).sum(axis=1) + M
-            e[sl] = es
-            xm[sl] = xs
-        risk[p] = mean_over_draws(e[:, None])[0]
-        risk_q[:, p] = np.quantile(e, qs)
-        F_mean[p] = f + xm.mean()
-        er += m_p_f[p] * e
-        er_blank += m_p_f[p] * e
-        if threshold is not None:
-            above += m_p_f[p] * (e > threshold)
+    ctx = _Scoring(spec=spec, ps=ps, pi=pi, lam_stored=lam_stored, N=N, n=n, kap=kap, qs=qs,
+                   threshold=threshold, top_cells=int(top_cells), draw_chunk=int(draw_chunk),
+                   fk_cells=fk_cells, m_p_f=m_p_f)
+    out = {"risk": risk, "risk_q": risk_q, "F_mean": F_mean, "f_p": f_p, "er": er,
+           "er_blank": er_blank, "above": above}
+    _score_blanked(ctx, pats, blanked, out)
 
     # ---- records (indexed like the released file) and the pattern table
     n_blank = blank.sum(axis=1)
@@ -583,6 +524,387 @@ def assess_released(
         records=records, cells=cells, summary=summary, provenance=prov,
         idata=None if isinstance(posterior, xr.Dataset) else posterior,
         cell_posterior=None, file_draws=file_draws)
+
+
+@dataclass(frozen=True)
+class _Scoring:
+    """What scoring the blanked patterns needs from :func:`assess_released` (one fit)."""
+
+    spec: Any  # LatentClassModel of md_original (cells, levels, counts)
+    ps: Any  # PatternSums of the draws
+    pi: np.ndarray  # (S, cells) stored pi
+    lam_stored: np.ndarray | None  # (S, cells) stored lam, or None: (N - n) pi
+    N: float
+    n: float
+    kap: np.ndarray  # (S,) kappa per draw, inf for Poisson draws
+    qs: tuple
+    threshold: float | None
+    top_cells: int
+    draw_chunk: int
+    fk_cells: np.ndarray  # (cells,) sample counts
+    m_p_f: np.ndarray  # (patterns,) records per pattern
+
+    def lam_of(self, sl, cols) -> np.ndarray:
+        """The observed cells' excess means, (draws, *cols.shape)."""
+        if self.lam_stored is not None:
+            return self.lam_stored[sl][:, cols]
+        return (self.N - self.n) * self.pi[sl][:, cols]
+
+    @property
+    def rank_draws(self) -> np.ndarray:
+        """The draws that rank a pattern's top cells (at most 64, evenly spaced)."""
+        S = self.kap.size
+        return np.unique(np.linspace(0, S - 1, min(S, 64)).round().astype(np.int64))
+
+
+def _joint_codes(a: np.ndarray, b: np.ndarray, radices) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 code per row of ``a`` (m, k) and of ``b`` (p, k), equal iff the rows are.
+
+    Mixed radix over the columns (``radices``: each column's number of levels), compacted
+    through :func:`numpy.unique` whenever the next column could overflow int64.
+    """
+    ca = np.zeros(a.shape[0], np.int64)
+    cb = np.zeros(b.shape[0], np.int64)
+    bound = 1
+    for j, L in enumerate(radices):
+        L = max(int(L), 1)
+        if bound * L >= 2 ** 62:
+            u, inv = np.unique(np.concatenate([ca, cb]), return_inverse=True)
+            ca, cb, bound = inv[:ca.size].astype(np.int64), inv[ca.size:].astype(np.int64), u.size
+        ca = ca * L + a[:, j]
+        cb = cb * L + b[:, j]
+        bound *= L
+    return ca, cb
+
+
+class _CellSet:
+    """Membership of full key cells (rows of codes) among the sample's observed cells."""
+
+    def __init__(self, key_codes: np.ndarray, n_levels) -> None:
+        self.key_codes = np.asarray(key_codes, np.int64)
+        self.n_levels = [int(x) for x in n_levels]
+        self.linear = math.prod(max(L, 1) for L in self.n_levels) < 2 ** 62
+        if self.linear:
+            self.sorted = np.sort(self._encode(self.key_codes))
+
+    def _encode(self, rows: np.ndarray) -> np.ndarray:
+        code = np.zeros(rows.shape[0], np.int64)
+        for j, L in enumerate(self.n_levels):
+            code = code * max(L, 1) + rows[:, j]
+        return code
+
+    def contains(self, rows: np.ndarray) -> np.ndarray:
+        """Bool per row of ``rows`` (m, J): is it one of the observed cells."""
+        rows = np.asarray(rows, np.int64)
+        if not self.linear:  # too many cells for one code: a joint code per call
+            ca, cb = _joint_codes(self.key_codes, rows, self.n_levels)
+            return np.isin(cb, ca)
+        code = self._encode(rows)
+        pos = np.minimum(np.searchsorted(self.sorted, code), max(self.sorted.size - 1, 0))
+        return (self.sorted[pos] == code) if self.sorted.size else np.zeros(code.size, bool)
+
+
+def _pattern_groups(ps, pats: np.ndarray, blanked: np.ndarray):
+    """The blanked patterns grouped by their free-key specification (one Gram matrix each).
+
+    The encoding stage: the only place that reads a pattern's codes, -1 where the value
+    was suppressed (every level of the key). Yields ``(rect, members, fixed)``: the
+    normalised rectangle (:meth:`PatternSums.rectangle`; its keys with one level are the
+    fixed keys, their level a placeholder), the patterns' indices into ``pats`` and their
+    fixed levels (members, keys), 0 on the free keys. A key of one level is free either
+    way (the rectangle's normalisation), so such patterns share a group.
+    """
+    codes = pats[blanked]
+    mask = codes < 0
+    umask, inv = np.unique(mask, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    groups: dict[tuple, tuple[list, list]] = {}
+    for u, m in enumerate(umask):
+        rect = ps.rectangle([None if b else 0 for b in m])
+        key = tuple((j, None if lv is None else tuple(lv.tolist()))
+                    for j, lv in enumerate(rect) if lv is None or lv.size > 1)
+        groups.setdefault(key, (rect, []))[1].append(u)
+    for key in sorted(groups, key=repr):
+        rect, us = groups[key]
+        members = np.flatnonzero(np.isin(inv, us))
+        fixed = codes[members].copy()
+        for j, lv in enumerate(rect):
+            if lv is None or lv.size > 1:
+                fixed[:, j] = 0
+        yield rect, blanked[members], fixed
+
+
+def _observed_cells(key_codes: np.ndarray, n_levels, rect, fixed: np.ndarray):
+    """Each pattern's observed cells, as slices of one ordering of the sample's cells.
+
+    Returns ``(order, start, count)``: pattern p's observed cells are
+    ``order[start[p]:start[p] + count[p]]``, in increasing cell index (the order of the
+    per-pattern lookup). A cell lies in a pattern when it has the pattern's levels on the
+    fixed keys and a level of the free key's set on each free key (every level for a
+    suppressed value).
+    """
+    cand = np.arange(key_codes.shape[0])
+    fixed_keys = []
+    for j, lv in enumerate(rect):
+        if lv is not None and lv.size == 1:
+            fixed_keys.append(j)
+        elif lv is not None:  # a free key with a subset of its levels
+            cand = cand[np.isin(key_codes[cand, j], lv)]
+    cc, pc = _joint_codes(key_codes[cand][:, fixed_keys], fixed[:, fixed_keys],
+                          [n_levels[j] for j in fixed_keys])
+    o = np.argsort(cc, kind="stable")  # stable: increasing cell index within a pattern
+    sc = cc[o]
+    start = np.searchsorted(sc, pc, side="left")
+    count = np.searchsorted(sc, pc, side="right") - start
+    return cand[o], start, count
+
+
+def _score_blanked(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray, out: dict) -> None:
+    r"""Score the patterns with blanks (module docstring), many patterns at a time.
+
+    Per group of patterns with the same free keys (one Gram matrix,
+    :func:`_pattern_groups`): the observed cells of every pattern from one sort of the
+    sample's cells (:func:`_observed_cells`), the top unobserved cells in chunks of
+    patterns (:meth:`~sdcbayes.models.latent_class.PatternSums.top_cells_many`, less the
+    observed ones); then the patterns are sorted by their number of explicit cells K and
+    taken in batches of one K. Per batch and chunk of ``draw_chunk`` draws the pattern
+    sums (:meth:`~sdcbayes.models.latent_class.PatternSums.sums_many`), the explicit cells
+    (observed, then the top unobserved, each pattern's in the per-pattern order), the
+    remainder and the quadrature (:func:`~sdcbayes.risk.posterior.inverse_moment_sum_rows`
+    over patterns x draws rows) are array operations.
+
+    One K per batch, not a padded width: the remainder is a difference of sums
+    (:math:`\Lambda_p - \sum\lambda_c`, and the same for the squares), whose cancellation
+    turns the last bit of a sum into about 1e-11 of a draw's risk where the explicit cells
+    take nearly all of a pattern; sums of the same length in the same order are the
+    per-pattern evaluation's to the bit, so only the quadrature's rounding (about 1e-15)
+    separates the two (tests/test_released_batch.py, against :func:`_score_blanked_loop`).
+
+    Memory: a batch's patterns x draws x cells arrays hold about
+    :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS` elements, and its patterns x draws
+    at most that too; it does not grow with the patterns or records. Writes into ``out``
+    (the arrays of :func:`assess_released`).
+    """
+    from sdcbayes.models.latent_class import expected_inverse_frequency_f
+
+    spec, ps, kap = ctx.spec, ctx.ps, ctx.kap
+    S, H = ps.w.shape
+    J = spec.n_keys
+    key_codes = np.asarray(spec.key_codes, np.int64)
+    n_levels = [int(x) for x in spec.n_levels[:J]]
+    use_top = bool(ctx.top_cells) and bool(np.isfinite(kap).any())
+    rank_draws = ctx.rank_draws
+    cellset = _CellSet(key_codes, n_levels) if use_top else None
+    fk = ctx.fk_cells
+    dS = min(ctx.draw_chunk, S)
+    for rect, members, fixed in _pattern_groups(ps, pats, blanked):
+        order, start, count = _observed_cells(key_codes, n_levels, rect, fixed)
+        csum = np.concatenate([[0.0], np.cumsum(fk[order])])  # integer counts: exact
+        Pg = members.size
+        n_top = np.zeros(Pg, np.int64)
+        M = 0
+        if use_top:  # each pattern's top cells that are not observed
+            free_lv = max([n_levels[j] if lv is None else lv.size
+                           for j, lv in enumerate(rect) if lv is None or lv.size > 1] or [1])
+            step = max(1, CHUNK_ELEMENTS // max(rank_draws.size * max(H, free_lv),
+                                                ctx.top_cells * J))
+            for c0 in range(0, Pg, step):
+                tops = ps.top_cells_many(rect, fixed[c0:c0 + step], ctx.top_cells, rank_draws)
+                M = tops.shape[1]
+                n_top[c0:c0 + step] = (~cellset.contains(tops.reshape(-1, J))).reshape(
+                    -1, M).sum(axis=1)
+        K = count + n_top
+        srt = np.argsort(K, kind="stable")
+        Ks = K[srt]
+        i = 0
+        while i < Pg:
+            # patterns of one K, as many as keep patterns x draws x cells within budget
+            j = int(np.searchsorted(Ks, Ks[i], side="right"))
+            width = dS * max(int(Ks[i]) + M + 1, H * max(M, 1))
+            nb = max(1, min(j - i, CHUNK_ELEMENTS // width, CHUNK_ELEMENTS // max(S, 1)))
+            sel = srt[i:i + nb]
+            i += nb
+            _score_batch(ctx, rect, members[sel], fixed[sel], order, start[sel], count[sel],
+                         csum, int(Ks[i - 1]), use_top, cellset, rank_draws,
+                         expected_inverse_frequency_f, out)
+
+
+def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, rank_draws,
+                 eif, out) -> None:
+    """One batch of :func:`_score_blanked`: patterns ``pb`` with ``K`` explicit cells each."""
+    ps, pi, kap, n, qs = ctx.ps, ctx.pi, ctx.kap, ctx.n, ctx.qs
+    S = kap.size
+    J = ctx.spec.n_keys
+    nb = pb.size
+    f = csum[st + ct] - csum[st]  # >= 1: the record's own cell is among them
+    Omax = int(ct.max())
+    ar = np.arange(Omax)
+    ovalid = ar[None, :] < ct[:, None]
+    obs = order[np.where(ovalid, st[:, None] + ar[None, :], 0)]
+    if use_top:
+        tops = ps.top_cells_many(rect, fb, ctx.top_cells, rank_draws)
+        tvalid = ~cellset.contains(tops.reshape(-1, J)).reshape(nb, -1)
+    else:
+        tops = np.empty((nb, 0, J), np.int64)
+        tvalid = np.empty((nb, 0), bool)
+    # each pattern's K explicit cells, in the per-pattern order: observed, then top
+    valid = np.concatenate([ovalid, tvalid], axis=1)
+    take = np.nonzero(valid)[1].reshape(nb, K)[:, None, :]
+    fcx = np.take_along_axis(
+        np.concatenate([np.where(ovalid, ctx.fk_cells[obs], 0.0),
+                        np.zeros(tvalid.shape)], axis=1), take[:, 0], axis=1)
+    e = np.empty((nb, S))
+    xm = np.empty((nb, S))
+    tiny_f = np.finfo(float).tiny
+    for s0 in range(0, S, ctx.draw_chunk):
+        sl = slice(s0, min(s0 + ctx.draw_chunk, S))
+        k = kap[sl]
+        fin = np.isfinite(k)
+        sm = ps.sums_many(rect, fb, sl)
+        es = np.empty((nb, k.size))
+        xs = np.empty((nb, k.size))
+        if (~fin).any():  # Poisson draws: X_p ~ Po(lam_p) exactly
+            es[:, ~fin] = eif(f[:, None], sm["lam"][:, ~fin], np.inf)
+            xs[:, ~fin] = sm["lam"][:, ~fin]
+        if fin.any():
+            pix, lamx = ps.cells_many(rect, tops, sl)
+            pic = np.take_along_axis(np.concatenate(
+                [np.moveaxis(pi[sl][:, obs], 0, 1), pix], axis=2), take, axis=2)[:, fin]
+            lamc = np.take_along_axis(np.concatenate(
+                [np.moveaxis(ctx.lam_of(sl, obs), 0, 1), lamx], axis=2), take, axis=2)[:, fin]
+            kk = k[fin][None, :]  # (1, finite draws)
+            kf = kk[:, :, None]
+            lam_p = sm["lam"][:, fin]
+            y = n * pic
+            # the remainder: exact linear sums less the explicit cells'
+            Lam_R = np.maximum(lam_p - lamc.sum(axis=2), 0.0)
+            LY_R = np.maximum(sm["lam_y"][:, fin] - (lamc * y).sum(axis=2), 0.0)
+            Q_R = np.maximum(sm["lam2"][:, fin] - (lamc ** 2).sum(axis=2), 0.0)
+            tiny = Lam_R <= _REMAINDER_EPS * lam_p
+            Lam_R = np.where(tiny, 0.0, Lam_R)
+            ybar = np.where(Lam_R > 0, LY_R / np.where(Lam_R > 0, Lam_R, 1.0), 0.0)
+            Mr = Lam_R * kk / (kk + ybar)
+            V = Mr + kk * np.where(tiny, 0.0, Q_R) / (kk + ybar) ** 2
+            nbin = (V > Mr * (1.0 + 1e-10)) & (Mr > 0)
+            r_R = np.where(nbin, Mr ** 2 / np.where(nbin, V - Mr, 1.0), 0.0)
+            rho_R = np.where(nbin, Mr / np.where(nbin, V, 1.0), 1.0)
+            b = kf + y
+            rho = np.clip(b / (b + lamc), tiny_f, 1.0)
+            r = kf + fcx[:, None, :]
+            es[:, fin] = inverse_moment_sum_rows(
+                np.repeat(f, kk.size),
+                np.concatenate([r, r_R[:, :, None]], axis=2).reshape(-1, K + 1),
+                np.concatenate([rho, np.clip(rho_R, tiny_f, 1.0)[:, :, None]],
+                               axis=2).reshape(-1, K + 1),
+                np.where(nbin, 0.0, Mr).reshape(-1)).reshape(nb, kk.size)
+            xs[:, fin] = (r * lamc / b).sum(axis=2) + Mr
+        e[:, sl] = es
+        xm[:, sl] = xs
+    out["f_p"][pb] = f
+    out["risk"][pb] = mean_over_draws(e.T)
+    out["risk_q"][:, pb] = np.quantile(e, qs, axis=1)
+    out["F_mean"][pb] = f + xm.mean(axis=1)
+    m = ctx.m_p_f[pb]
+    out["er"] += e.T @ m
+    out["er_blank"] += e.T @ m
+    if ctx.threshold is not None:
+        out["above"] += (e > ctx.threshold).T.astype(float) @ m
+
+
+def _score_blanked_loop(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray,
+                        out: dict) -> None:
+    """The per-pattern evaluation of the blanked patterns: the reference of the tests.
+
+    What :func:`assess_released` did before :func:`_score_blanked` (one pattern at a
+    time, grouped by its blank keys); kept, unchanged, so that
+    tests/test_released_batch.py can check the batches against an independent
+    evaluation. Not used by the package.
+    """
+    from sdcbayes.models.latent_class import expected_inverse_frequency_f
+
+    spec, ps, pi, kap, n, qs = ctx.spec, ctx.ps, ctx.pi, ctx.kap, ctx.n, ctx.qs
+    S = kap.size
+    top_cells, draw_chunk, threshold = ctx.top_cells, ctx.draw_chunk, ctx.threshold
+    fk_cells, m_p_f, lam_of = ctx.fk_cells, ctx.m_p_f, ctx.lam_of
+    risk, risk_q, F_mean, f_p = out["risk"], out["risk_q"], out["F_mean"], out["f_p"]
+    er, er_blank, above = out["er"], out["er_blank"], out["above"]
+    bsets = [tuple(np.flatnonzero(pats[p] < 0)) for p in blanked]
+    order = sorted(range(blanked.size), key=lambda i: bsets[i])
+    rank_draws = np.unique(np.linspace(0, S - 1, min(S, 64)).round().astype(np.int64))
+    fin_all = np.isfinite(kap)
+    lookup: dict[tuple, dict] = {}
+    for i in order:
+        p, B = blanked[i], bsets[i]
+        shown = [j for j in range(spec.n_keys) if j not in B]
+        if B not in lookup:
+            lookup.clear()  # one blank set at a time, as the patterns come sorted by it
+            table = pd.DataFrame(spec.key_codes[:, shown]) if shown else pd.DataFrame(index=range(
+                spec.key_codes.shape[0]))
+            lookup[B] = ({(): np.arange(spec.key_codes.shape[0])} if not shown else
+                         {(k if isinstance(k, tuple) else (k,)): v for k, v in
+                          table.groupby(list(range(len(shown)))).indices.items()})
+        obs = lookup[B].get(tuple(int(x) for x in pats[p, shown]), np.empty(0, np.int64))
+        obs = np.asarray(obs, dtype=np.int64)
+        fc = fk_cells[obs]
+        f = float(fc.sum())  # >= 1: the record's own cell is among them
+        f_p[p] = f
+        rect = ps.rectangle(pats[p])
+        top = np.empty((0, spec.n_keys), np.int64)
+        if top_cells and fin_all.any():
+            top = ps.top_cells(rect, top_cells, rank_draws)
+            seen = {tuple(c) for c in spec.key_codes[obs].tolist()}
+            top = top[[tuple(c) not in seen for c in top.tolist()]] if top.size else top
+        e = np.empty(S)
+        xm = np.empty(S)
+        for s0 in range(0, S, draw_chunk):
+            sl = slice(s0, min(s0 + draw_chunk, S))
+            k = kap[sl]
+            fin = np.isfinite(k)
+            sm = ps.sums(rect, sl)
+            es = np.empty(k.shape)
+            xs = np.empty(k.shape)
+            if (~fin).any():  # Poisson draws: X_p ~ Po(lam_p) exactly
+                es[~fin] = expected_inverse_frequency_f(f, sm["lam"][~fin], np.inf)
+                xs[~fin] = sm["lam"][~fin]
+            if fin.any():
+                pi_x, lam_x = ps.cells(rect, top, sl)
+                pic = np.concatenate([pi[sl][:, obs], pi_x], axis=1)
+                lamc = np.concatenate([lam_of(sl, obs), lam_x], axis=1)
+                fcx = np.concatenate([fc, np.zeros(top.shape[0])])
+                pic, lamc, kf = pic[fin], lamc[fin], k[fin][:, None]
+                lam_p = sm["lam"][fin]
+                y = n * pic
+                # the remainder: exact linear sums less the explicit cells'
+                Lam_R = np.maximum(lam_p - lamc.sum(axis=1), 0.0)
+                LY_R = np.maximum(sm["lam_y"][fin] - (lamc * y).sum(axis=1), 0.0)
+                Q_R = np.maximum(sm["lam2"][fin] - (lamc ** 2).sum(axis=1), 0.0)
+                tiny = Lam_R <= _REMAINDER_EPS * lam_p
+                Lam_R = np.where(tiny, 0.0, Lam_R)
+                ybar = np.where(Lam_R > 0, LY_R / np.where(Lam_R > 0, Lam_R, 1.0), 0.0)
+                kk = kf[:, 0]
+                M = Lam_R * kk / (kk + ybar)
+                V = M + kk * np.where(tiny, 0.0, Q_R) / (kk + ybar) ** 2
+                nb = (V > M * (1.0 + 1e-10)) & (M > 0)
+                r_R = np.where(nb, M ** 2 / np.where(nb, V - M, 1.0), 0.0)
+                rho_R = np.where(nb, M / np.where(nb, V, 1.0), 1.0)
+                b = kf + y
+                rho = np.clip(b / (b + lamc), np.finfo(float).tiny, 1.0)
+                r = kf + fcx[None, :]
+                es[fin] = inverse_moment_sum(
+                    f, np.concatenate([r, r_R[:, None]], axis=1),
+                    np.concatenate([rho, np.clip(rho_R, np.finfo(float).tiny, 1.0)[:, None]],
+                                   axis=1),
+                    np.where(nb, 0.0, M))
+                xs[fin] = (r * lamc / b).sum(axis=1) + M
+            e[sl] = es
+            xm[sl] = xs
+        risk[p] = mean_over_draws(e[:, None])[0]
+        risk_q[:, p] = np.quantile(e, qs)
+        F_mean[p] = f + xm.mean()
+        er += m_p_f[p] * e
+        er_blank += m_p_f[p] * e
+        if threshold is not None:
+            above += m_p_f[p] * (e > threshold)
 
 
 def _released_diagnostics(md, N: float, file_draws: xr.Dataset) -> dict[str, Any]:
