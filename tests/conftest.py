@@ -80,3 +80,24 @@ def sdcmicro_csv():
         return pd.read_csv(path, **kwargs)
 
     return read
+
+
+@pytest.fixture(scope="session")
+def cf_comparison():
+    """A closed-form comparison on 200 records (its table and summary are read only).
+
+    Shared by the report and output audits' tests (tests/test_audit_z_reports.py,
+    tests/test_outputs_audit_bb1.py), which read it and never change it.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from sdcbayes import Microdata
+    from sdcbayes.risk.compare import compare_models
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.integers(0, 10, 200), "b": rng.integers(0, 6, 200),
+                          "w": 25.0})
+    md = Microdata(frame, keys=["a", "b"], weight="w")
+    return compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
+                          plug_in_draws=20)

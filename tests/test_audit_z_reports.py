@@ -269,20 +269,6 @@ def test_console_shares_use_the_percent_helper(capsys, tmp_path):
     assert rate.split()[-1] == percent(4e-5) == "0.004%"
 
 
-@pytest.fixture(scope="module")
-def cf_comparison():
-    """A closed-form comparison on 200 records (its table and summary are read only)."""
-    from sdcbayes.risk.compare import compare_models
-
-    rng = np.random.default_rng(2)
-    frame = pd.DataFrame({"a": rng.integers(0, 10, 200), "b": rng.integers(0, 6, 200),
-                          "w": 25.0})
-    md = Microdata(frame, keys=["a", "b"], weight="w")
-    result = compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
-                            plug_in_draws=20)
-    return result
-
-
 def test_compare_report_shows_divergences_as_a_count(cf_comparison):
     result = cf_comparison
     # a NUTS model's row: the table's float column holds its divergences as 0.0

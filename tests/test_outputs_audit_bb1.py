@@ -40,7 +40,6 @@ import pytest
 from clitools import assert_one_line_error, run_in_process, run_main
 
 import sdcbayes._cliutils as cliutils
-from sdcbayes import Microdata
 from sdcbayes.exceptions import InputError
 from sdcbayes.report import (
     MAX_STRATA_SHOWN,
@@ -374,19 +373,6 @@ def test_a_sampled_fit_keeps_its_divergence_count():
     page = _model_section(s)
     assert _cells(page, "divergent transitions")[1] == "3"
     assert _cells(page, "chains")[1] == "4"
-
-
-@pytest.fixture(scope="module")
-def cf_comparison():
-    """A closed-form comparison on 200 records (its table and summary are read only)."""
-    from sdcbayes.risk.compare import compare_models
-
-    rng = np.random.default_rng(2)
-    frame = pd.DataFrame({"a": rng.integers(0, 10, 200), "b": rng.integers(0, 6, 200),
-                          "w": 25.0})
-    md = Microdata(frame, keys=["a", "b"], weight="w")
-    return compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
-                          plug_in_draws=20)
 
 
 def test_compare_shows_no_divergences_for_approximations(cf_comparison):
