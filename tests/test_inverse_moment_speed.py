@@ -1,0 +1,166 @@
+"""inverse_moment_sum_rows (the released-file quadrature) against a frozen copy of itself.
+
+:func:`sdcbayes.risk.posterior.inverse_moment_sum_rows` was made faster (tail nodes of the
+tanh-sinh rule that cannot matter are skipped; cells of equal size share one logarithm).
+The frozen copy below is the implementation before that change (226 nodes, one
+``log1p`` per cell and node); the new one must agree with it to 1e-13 relative over
+adversarial rows, and both with the closed forms for one negative binomial
+(:func:`sdcbayes.risk.individual.negbin_inverse_moment`) and for a Poisson
+(:func:`sdcbayes.models.latent_class.expected_inverse_frequency_f`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sdcbayes
+from sdcbayes.models.latent_class import expected_inverse_frequency_f
+from sdcbayes.risk.individual import negbin_inverse_moment
+from sdcbayes.risk.posterior import (
+    _ROWS_BLOCK,
+    _TS_LOG_S,
+    _TS_W,
+    inverse_moment_sum,
+    inverse_moment_sum_rows,
+)
+
+
+def _frozen_rows(f, r, rho, lam_poisson=None):
+    """inverse_moment_sum_rows as it was before the speed-up (checks dropped)."""
+    r = np.asarray(r, dtype=float)
+    rho = np.asarray(rho, dtype=float)
+    S, C = r.shape
+    f = np.broadcast_to(np.asarray(f, dtype=float), (S,))
+    lam = None
+    if lam_poisson is not None:
+        lam = np.asarray(lam_poisson, dtype=float)
+        lam = lam.sum(axis=-1) if lam.ndim == 2 else np.broadcast_to(lam, (S,))
+    odds = (1.0 - rho) / rho
+    live = (r > 0) & (odds > 0)
+    out = np.empty(S)
+    for s0 in range(0, S, 256):
+        b = slice(s0, min(s0 + 256, S))
+        one_m_t = -np.expm1(_TS_LOG_S[None, :] / f[b, None])
+        log_g = np.zeros_like(one_m_t)
+        if lam is not None:
+            log_g -= lam[b, None] * one_m_t
+        buf = np.empty_like(one_m_t)
+        for c in np.flatnonzero(live[b].any(axis=0)):
+            np.multiply(odds[b, c, None], one_m_t, out=buf)
+            np.log1p(buf, out=buf)
+            buf *= r[b, c, None]
+            log_g -= buf
+        out[b] = (np.exp(log_g) @ _TS_W) / f[b]
+    return out
+
+
+def _adversarial_rows(seed, n_rows, K):
+    """Rows like a released file's (kappa + counts, a large remainder) and worse."""
+    rng = np.random.default_rng(seed)
+    f = rng.choice([1.0, 1.0, 2.0, 7.0, 40.0, 3000.0], n_rows)
+    kappa = rng.choice([1e-3, 0.5, 100.0, 1e4], n_rows) * rng.uniform(0.5, 2.0, n_rows)
+    counts = rng.choice([0.0, 0.0, 0.0, 1.0, 2.0, 5.0], (n_rows, K))
+    r = kappa[:, None] + counts
+    free = rng.random(n_rows) < 0.3  # sizes unrelated to each other
+    r[free] = 10 ** rng.uniform(-3, 4, (free.sum(), K))
+    # odds from 1e-12 (near-Poisson) to 1e300 (rho near the smallest float)
+    log_odds = rng.choice([rng.uniform(-12, -1), rng.uniform(-3, 1), rng.uniform(0, 300)],
+                          (n_rows, K))
+    rho = 1.0 / (1.0 + 10 ** log_odds)
+    rho[rng.random((n_rows, K)) < 0.1] = 1.0  # zero cells
+    r[rng.random((n_rows, K)) < 0.1] = 0.0  # padding
+    # the remainder: E X up to about 1e7
+    r_rem = 10 ** rng.uniform(-3, 7, n_rows)
+    rho_rem = 1.0 / (1.0 + 10 ** rng.uniform(-7, 0.5, n_rows))
+    r = np.c_[r, r_rem]
+    rho = np.c_[rho, rho_rem]
+    lam = rng.choice([0.0, 0.0, 1e-3, 50.0, 1e7], n_rows)
+    return f, r, rho, lam
+
+
+@pytest.mark.parametrize("K", [0, 1, 4, 16, 17])
+def test_rows_agree_with_the_frozen_copy_on_adversarial_rows(K):
+    f, r, rho, lam = _adversarial_rows(K, 3 * _ROWS_BLOCK + 41, K)
+    for args in ((f, r, rho, lam), (f, r, rho), (f[7], r, rho, lam)):
+        old = _frozen_rows(*args)
+        new = inverse_moment_sum_rows(*args)
+        assert np.all((old > 0) == (new > 0))
+        np.testing.assert_allclose(new, old, rtol=1e-13, atol=0)
+
+
+def test_rows_agree_with_the_frozen_copy_at_the_edges():
+    # f = 1 and E X about 1e7; tiny and huge r; odds at the series threshold and just
+    # above; rows whose series would need too many terms; r * odds overflowing; K = 0
+    edge = [
+        (1.0, [[1e3, 1e4]], [[1e-4, 1.0 / 1.2]], 0.0),
+        (1.0, [[1e-3, 1e-3]], [[1e-12, 1e-300]], 0.0),
+        (1.0, [[1e4] * 17], [[1.0 / 1.2] * 17], 1e7),
+        (2.0, [[1e40, 1.0]], [[1.0 / 1.2, 0.5]], 0.0),  # m_1 = 2e39: too many terms
+        (3.0, [[1e10, 5.0]], [[1e-300, 0.9]], 0.0),  # r * odds = inf: no tail cut
+        (1.0, [[0.0, 0.0]], [[0.3, 1.0]], 0.0),  # every cell zero: 1/f
+        (5.0, [[]], [[]], 0.0),
+        (5.0, [[]], [[]], 1e7),
+        (1.0, [[2.5, 2.5, 2.5, 1e6]], [[0.999, 0.99, 0.9, 1.0 - 1e-6]], 3.0),
+    ]
+    for f, r, rho, lam in edge:
+        r, rho = np.array(r, dtype=float), np.array(rho, dtype=float)
+        args = (f, np.repeat(r, 3, axis=0), np.repeat(rho, 3, axis=0), [lam] * 3)
+        np.testing.assert_allclose(inverse_moment_sum_rows(*args), _frozen_rows(*args),
+                                   rtol=1e-13, atol=0)
+    assert inverse_moment_sum_rows(1.0, [[0.0, 0.0]], [[0.3, 1.0]])[0] == pytest.approx(1.0)
+
+
+def test_rows_in_any_order_give_the_same_values():
+    f, r, rho, lam = _adversarial_rows(3, 700, 5)
+    perm = np.random.default_rng(4).permutation(f.size)
+    a = inverse_moment_sum_rows(f, r, rho, lam)
+    b = inverse_moment_sum_rows(f[perm], r[perm], rho[perm], lam[perm])
+    np.testing.assert_allclose(b, a[perm], rtol=1e-15, atol=0)
+
+
+def test_rows_match_the_closed_forms():
+    rng = np.random.default_rng(0)
+    n = 300
+    for f in (1.0, 2.0, 5.0, 30.0, 300.0, 3000.0):
+        fs = np.full(n, f)
+        # one negative binomial: the 2F1 closed form of seed 004 eq. 6
+        r = 10 ** rng.uniform(-2, 3, n)
+        rho = 1.0 / (1.0 + 10 ** rng.uniform(-6, 1, n))
+        np.testing.assert_allclose(inverse_moment_sum_rows(fs, r[:, None], rho[:, None]),
+                                   negbin_inverse_moment(fs, r, rho), rtol=1e-11, atol=0)
+        # a Poisson: 1F1(1; f + 1; -lambda)/f
+        lam = 10 ** rng.uniform(-3, 3, n)
+        np.testing.assert_allclose(
+            inverse_moment_sum_rows(fs, np.zeros((n, 0)), np.ones((n, 0)), lam),
+            expected_inverse_frequency_f(fs, lam), rtol=1e-11, atol=0)
+
+
+def test_rows_equal_inverse_moment_sum_on_released_like_rows():
+    f, r, rho, lam = _adversarial_rows(9, 400, 16)
+    np.testing.assert_allclose(inverse_moment_sum_rows(f, r, rho, lam),
+                               inverse_moment_sum(f, r, rho, lam), rtol=1e-13, atol=0)
+
+
+def test_rows_refuse_bad_input():
+    with pytest.raises(sdcbayes.InputError, match="f >= 1"):
+        inverse_moment_sum_rows([0.5], [[1.0]], [[0.5]])
+    with pytest.raises(sdcbayes.InputError, match="Poisson"):
+        inverse_moment_sum_rows([1.0], [[1.0]], [[0.5]], [-1.0])
+    with pytest.raises(sdcbayes.InputError, match="one shape"):
+        inverse_moment_sum_rows([1.0], [[1.0]], [[0.5, 0.5]])
+
+
+def test_series_takes_the_fewest_terms_its_error_bound_allows():
+    from sdcbayes.risk.posterior import _series_coefficients
+
+    # one cell, r = 1, odds 0.1: m_k = 0.1^k, and 0.1^(D+1)/(D+1) <= 1e-17 first at D = 15
+    coef, small = _series_coefficients(np.array([[0.1]]), np.array([[1.0]]),
+                                       np.array([[True]]))
+    assert coef.shape == (1, 15) and small.all()
+    k = np.arange(1, 16)
+    np.testing.assert_allclose(coef[0], (-1.0) ** (k + 1) * 0.1 ** k / k, rtol=1e-14)
+    # a row that would need more than _SERIES_TERMS terms leaves the series
+    coef, small = _series_coefficients(np.array([[0.2], [0.1]]), np.array([[1e40], [1.0]]),
+                                       np.ones((2, 1), bool))
+    assert small.tolist() == [[False], [True]] and np.all(coef[0] == 0)
