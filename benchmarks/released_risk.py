@@ -12,9 +12,14 @@ closed form (what ``protect`` prints) is :func:`sdcbayes.risk.assess.assess_clos
 on the released file (sdcMicro's wildcard matching).
 
 Printed: per file, the blanks and records with a blank, patterns, the true ER, the
-released-file ER with its 90% interval over the parameters' posterior (not predictive),
-the closed form, the same three for the blanked records only, the correlation of each
-record's risk with its true 1/F, and the seconds of the released-file assessment.
+released-file ER with its 90% interval over the parameters' posterior and its 90%
+posterior predictive interval (``random_seed`` = ``--seed``; ``!`` after an interval that
+misses the truth), the closed form, the same three for the blanked records only, the
+correlation of each record's risk with its true 1/F, and the seconds of the released-file
+assessment.
+The ``*-recoded*`` cases recode a key first (``recode_maps``: age groups in pairs, foreign
+countries of birth into one) and pass the map as ``recodes=``; their truth recodes the
+population alike, and their "blanked" columns count records with a suppressed value only.
 
 With ``--reference`` each file is scored a second time with the per-pattern evaluation of
 the blanked patterns that the batched one replaced (``_score_blanked_loop``, kept for the
@@ -33,7 +38,8 @@ seconds, ms per blanked pattern and the peak memory of the blanked part (tracema
 separate run), and the largest relative difference of the risks between the two.
 
 Usage: python benchmarks/released_risk.py [--draws 500 --chains 4 --tune 2000]
-       [--seed 1] [--top-cells 16] [--cases none,greedy3,greedy2,sequential3,sequential2]
+       [--seed 1] [--top-cells 16] [--cases none,greedy3,greedy2,sequential3,sequential2,
+       age-recoded,age-recoded-greedy3,country-recoded-greedy3]
        [--reference]
        python benchmarks/released_risk.py --scale [--scale-records 100000]
        [--no-reference]
@@ -58,7 +64,46 @@ from sdcbayes.risk.assess import assess_closed_form
 from sdcbayes.risk.posterior_assess import assess_posterior
 from sdcbayes.risk.released import assess_released
 
-CASES = ("none", "greedy3", "greedy2", "sequential3", "sequential2")
+CASES = ("none", "greedy3", "greedy2", "sequential3", "sequential2",
+         # recoded keys (recodes= of assess_released), alone and before greedy 3-anonymity
+         "age-recoded", "age-recoded-greedy3", "country-recoded-greedy3")
+
+#: The recoded cases' maps (DESIGN RD1): the demo's age groups merged in pairs (60+ of
+#: three), every foreign country of birth into "foreign". The population is recoded the
+#: same way for the truth (a released record's F: the units whose recoded values match).
+AGE_GROUPS = {"0-9": "0-19", "10-19": "0-19", "20-29": "20-39", "30-39": "20-39",
+              "40-49": "40-59", "50-59": "40-59", "60-69": "60+", "70-79": "60+", "80+": "60+"}
+
+
+def recode_maps(case: str, population: pd.DataFrame) -> dict[str, dict]:
+    """The complete maps (every declared level) of a ``<key>-recoded[-<suppression>]`` case."""
+    if not case.startswith(("age-recoded", "country-recoded")):
+        return {}
+    if case.startswith("age"):
+        return {"age_group": dict(AGE_GROUPS)}
+    cats = population["country_of_birth"].cat.categories
+    return {"country_of_birth": {c: ("native" if c == "native" else "foreign") for c in cats}}
+
+
+def case_files(case: str, sample: pd.DataFrame, keys: list[str], population: pd.DataFrame):
+    """(released file, population recoded alike, recodes or None) of a case name."""
+    from sdcbayes.protection import merge_levels
+
+    maps = recode_maps(case, population)
+    released, pop = sample, population
+    for col, m in maps.items():
+        for name in ("released", "pop"):
+            frame = released if name == "released" else pop
+            present = set(frame[col].cat.categories)
+            step = {a: b for a, b in m.items() if a in present and a != b}
+            out = merge_levels(frame, col, step).frame
+            released, pop = (out, pop) if name == "released" else (released, out)
+    supp = case.split("-recoded")[-1].lstrip("-") if maps else case
+    if supp and supp != "none":
+        released = local_suppression(released, keys, k=int(supp[-1]), method=supp[:-1]).frame
+    else:
+        released = released.copy()
+    return released, pop, (maps or None)
 SCALE_KEYS = ["relationship", "region", "age_band", "sex", "marital_status", "occupation",
               "education", "household_size"]
 
@@ -192,28 +237,27 @@ def main() -> None:
           f"{st['tune']} sweeps, seed {args.seed}, {time.perf_counter() - t0:.0f} s; "
           f"max R-hat {diag.get('max_r_hat') or float('nan'):.3f}, "
           f"min bulk ESS {diag.get('min_ess_bulk') or float('nan'):.0f}")
-    print(f"top cells {args.top_cells}; intervals: 90% over the parameters' posterior\n")
+    print(f"top cells {args.top_cells}; intervals: 90%, over the parameters' posterior "
+          "(θ) and posterior predictive (pred.); ! the truth outside\n")
     head = (f"{'file':<13}{'blanks (rec.)':>15}{'patterns (bl.)':>16}{'truth':>8}"
-            f"{'released-file ER [90%]':>26}{'closed':>8}{'| blanked: truth':>17}"
+            f"{'released-file ER [θ]':>28}{'[pred.]':>18}{'closed':>8}{'| blanked: truth':>17}"
             f"{'released':>10}{'closed':>8}{'| corr. 1/F':>13}{'s':>6}")
     print(head)
     print("-" * len(head))
     timings = []
     for case in args.cases.split(","):
-        if case == "none":
-            released = sample.copy()
-        else:
-            released = local_suppression(sample, keys, k=int(case[-1]),
-                                         method=case[:-1]).frame
-        F = true_F(released, keys, population)
+        released, pop_case, recodes = case_files(case, sample, keys, population)
+        F = true_F(released, keys, pop_case)
         cf = assess_closed_form(sdcbayes.Microdata(released, keys, weight="weight"))
         t1 = time.perf_counter()
         with blanked_part() as part:
-            res = assess_released(md, released, fit.idata, top_cells=args.top_cells)
+            res = assess_released(md, released, fit.idata, top_cells=args.top_cells,
+                                  recodes=recodes, random_seed=args.seed)
         secs = time.perf_counter() - t1
-        if args.reference:
+        if args.reference and recodes is None:  # the loop knows no recoded values
             with blanked_part(reference=True) as ref_part:
-                ref = assess_released(md, released, fit.idata, top_cells=args.top_cells)
+                ref = assess_released(md, released, fit.idata, top_cells=args.top_cells,
+                                      recodes=recodes)
             timings.append((case, part["seconds"], ref_part["seconds"],
                             res.summary["n_blanked_patterns"], max_rel_diff(res, ref)))
         s = res.summary
@@ -221,12 +265,16 @@ def main() -> None:
         cf_risk = cf.records["risk"].to_numpy(float)
         bl = released[keys].isna().any(axis=1).to_numpy()
         lo, hi = s["expected_reidentifications_hyper_interval"]
+        plo, phi = s["expected_reidentifications_interval"]
+        truth = (1 / F).sum()
+        miss, pmiss = ("" if lo <= truth <= hi else "!"), ("" if plo <= truth <= phi else "!")
         corr = np.corrcoef(risk, 1 / F)[0, 1]
         corr_cf = np.corrcoef(cf_risk, 1 / F)[0, 1]
         print(f"{case:<13}{s['n_blanks']:>8} ({s['n_blanked_records']:>4})"
               f"{s['n_patterns']:>9} ({s['n_blanked_patterns']:>4})"
               f"{(1 / F).sum():>8.2f}{s['expected_reidentifications']:>10.2f} "
-              f"[{lo:6.2f}, {hi:6.2f}]{cf.summary['expected_reidentifications']:>8.2f}"
+              f"[{lo:6.2f}, {hi:6.2f}]{miss:<1} [{plo:6.2f}, {phi:6.2f}]{pmiss:<1}"
+              f"{cf.summary['expected_reidentifications']:>8.2f}"
               f"{(1 / F)[bl].sum():>17.2f}{s['expected_reidentifications_blanked_records']:>10.2f}"
               f"{cf_risk[bl].sum():>8.2f}   {corr:.3f}/{corr_cf:.3f}{secs:>6.1f}", flush=True)
     if timings:

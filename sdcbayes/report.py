@@ -1771,8 +1771,9 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
     """The report.html of ``protect --model latent-class``.
 
     The risk table gives the model's expected re-identifications (before: the fit's
-    assessment of the input, posterior predictive interval; after: the protected file
-    scored from the same draws, interval over the parameters only), the blanked
+    assessment of the input; after: the protected file scored from the same draws; both
+    with posterior predictive intervals, an older summary's after-interval over the
+    parameters only, labelled so), the blanked
     records' share, the closed form's numbers beside them (sdcMicro parity) and the
     model-free counts; a section gives the fit and its diagnostics before and after.
     """
@@ -1788,12 +1789,16 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
         lo, hi = (d.get(interval) or [None, None])[:2]
         return _estimate_interval_text(d.get(value), lo, hi)
 
+    # the released-file interval is predictive; a summary.json from before it was (0.x)
+    # has the interval over the parameters only, and says which it shows
+    after_pred = "expected_reidentifications_interval" in after
+    suffix = "_interval" if after_pred else "_hyper_interval"
     rows = _protection_risk_rows(before, after, _PROTECT_MODEL_FREE_LABELS, k)
     rows += [
         (f"expected re-identifications (latent-class), {level} interval",
          iv(before, "expected_reidentifications", "expected_reidentifications_interval"),
-         iv(after, "expected_reidentifications", "expected_reidentifications_hyper_interval")),
-        ("interval of", PREDICTIVE, f"{PARAMETERS_ONLY} only"),
+         iv(after, "expected_reidentifications", "expected_reidentifications" + suffix)),
+        ("interval of", PREDICTIVE, PREDICTIVE if after_pred else f"{PARAMETERS_ONLY} only"),
         ("expected re-identification rate (latent-class)",
          _percent_cell(before.get("expected_reidentification_rate")),
          _percent_cell(after.get("expected_reidentification_rate"))),
@@ -1801,7 +1806,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
          f"{after.get('n_blanked_records')} ({after.get('n_blanks')})"),
         ("their expected re-identifications (latent-class)", "–",
          iv(after, "expected_reidentifications_blanked_records",
-            "expected_reidentifications_blanked_records_hyper_interval")),
+            "expected_reidentifications_blanked_records" + suffix)),
         ("largest record risk (latent-class)", before.get("max_risk"), after.get("max_risk")),
         ("records above the benchmark rule at their mean risk (latent-class)",
          before.get("n_above_benchmark_at_mean_risk"),
@@ -1836,9 +1841,13 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
             f"{esc(level)} posterior predictive intervals (the parameters and the unknown "
             "population counts F together). Protected: the released file scored from the same "
             "draws: a record's F sums the population counts of every key combination its shown "
-            "values fit (a blank matches every level); its risk is the posterior mean of "
-            "E(1/F | parameters), and its interval is over the parameters' posterior only, not "
-            "predictive, so narrower. The closed-form rows are Benedetti-Franconi's plug-in "
+            "values fit (a blank matches every level, a recoded value every level it merges); "
+            "its risk is the posterior mean of E(1/F | parameters), and the interval of its "
+            "expected re-identifications "
+            + ("is posterior predictive too (one population per parameter draw, shared by "
+               "every released record)" if after_pred else
+               "is over the parameters' posterior only, not predictive, so narrower")
+            + ". The closed-form rows are Benedetti-Franconi's plug-in "
             "(seed 004, eq. 1–3) as sdcMicro computes it, with missing key values matching "
             "any value; it understates a sample's risk. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "

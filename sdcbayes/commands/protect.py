@@ -20,8 +20,9 @@ themselves live in :mod:`sdcbayes.protection`; this module
 3. applies the steps in order, each on the output of the previous one;
 4. measures risk again on the protected file (with ``--model latent-class`` also
    scored from the same draws, :func:`sdcbayes.risk.released.assess_released`: a
-   blank matches every level; the closed form kept beside it as
-   ``risk.closed_form``) and the information loss
+   blank matches every level, a key value recoded by recode, band, top or bottom
+   coding every input level it stands for, :func:`_key_level_maps`; the closed form
+   kept beside it as ``risk.closed_form``) and the information loss
    (:mod:`sdcbayes.protection.infoloss`: changed and suppressed shares per
    variable, IL1 for numeric variables, seed 001 section 5.1);
 5. writes the protected file in the input's format, ``log.csv`` (the change
@@ -335,10 +336,23 @@ DEFAULT_RISK_K = 3
     help="Risk model of the before and after numbers. closed-form: Benedetti-Franconi's "
     "plug-in, as sdcMicro and mu-Argus report it (it understates a sample's risk). "
     "latent-class: the model `sdcbayes assess` fits by default, fitted once on the input "
-    "(needs --weight and complete keys); the protected file is scored from the same draws, "
-    "a blanked value matching every level, and the closed form is reported beside it. It "
-    "takes steps that only blank key values (suppress, suppress_risk) and steps on other "
-    "columns; a step that changes key values or the weights is refused.",
+    "(needs --weight; missing key values need --missing); the protected file is scored from "
+    "the same draws, a blanked value matching every level and a recoded one every input "
+    "level it merges, and the closed form is reported beside it. It takes steps that blank "
+    "key values (suppress, suppress_risk), that recode them level by level (recode, band, "
+    "top_code, bottom_code) and steps on other columns; PRAM, Nayak-Zhang PRAM, "
+    "micro-aggregation or noise of a key, and a step that changes the weights, are refused.",
+)
+@click.option(
+    "--missing",
+    type=click.Choice(["category", "drop"]),
+    default=None,
+    help="With --model latent-class: how its fit reads the input's missing key values. "
+    "category: 'missing' is a level of its own (a value the steps blank still matches "
+    "every level); drop: those records are left out of the fit and of its risk (the kept "
+    "records' weights stand for them). Without it, missing key values are refused under "
+    "--model latent-class. The closed-form numbers, also those beside the model, keep "
+    "sdcMicro's reading: a missing value matches every value.",
 )
 @click.option(
     "--draws", type=int, default=None,
@@ -393,6 +407,7 @@ def command(
     chains: int | None = None,
     tune: int | None = None,
     cores: int | None = None,
+    missing: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -411,7 +426,7 @@ def command(
         raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
     # the model's options (cheap) before the file is read
     sampler = _sampler_options(model, weight, draws=draws, chains=chains, tune=tune,
-                               cores=cores)
+                               cores=cores, missing=missing)
     out_files = ["summary.json", _output_name(_extension(data))[0], "log.csv", "report.html"]
     out_inputs = {"DATA": data, "--recipe": recipe}
     check_out_dir(out, writes=out_files, inputs=out_inputs)
@@ -475,10 +490,15 @@ def command(
     threshold = next((s["threshold"] for s in reversed(steps) if s["step"] == "suppress_risk"),
                      None)
     md_fit = None
+    level_maps: dict[str, dict[Any, Any]] = {}
     if sampler is not None:
         # what the released-file risk refuses, before any work (not after a long fit)
-        _check_released_route(steps, frame, key_list, weight)
-        md_fit = _latent_class_input(frame, key_list, weight, md_options)
+        _check_released_route(steps, frame, key_list, weight, missing=missing)
+        # the fit alone reads missing key values as --missing says (the closed form: wildcard)
+        md_fit = _latent_class_input(
+            frame, key_list, weight, md_options | ({"missing": missing} if missing else {}))
+        # each recoded key's fit level -> released value, from the levels (milliseconds)
+        level_maps = _key_level_maps(steps, frame, md_fit, key_list)
     # The "before" assessment doubles as validation of keys and weights.
     before, input_notes = _risk(frame, key_list, weight, risk_k, suppression=supp,
                                 threshold=threshold, **md_options)
@@ -531,9 +551,11 @@ def command(
         # and their checks, so a refusal there costs no fit; the numbers are those of a fit
         # before the steps, since the fit (its own seed) and the steps (rng) share no stream.
         fit = _fit_latent_class(md_fit, sampler, seed, quiet=quiet or as_json)
-        released = _score_released(md_fit, current, fit, quiet=quiet or as_json)
+        released = _score_released(md_fit, current, fit, recodes=level_maps,
+                                   quiet=quiet or as_json, seed=seed)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k) + (
-        _estimator_notes(weight) if fit is None else _latent_class_notes())
+        _estimator_notes(weight) if fit is None
+        else _latent_class_notes(recoded=bool(level_maps), missing=missing))
     loss = _information_loss(frame, current, touched, numeric)
 
     from sdcbayes._version import __version__
@@ -552,7 +574,8 @@ def command(
         "steps": step_summaries,
         "risk": ({"estimator": RISK_ESTIMATOR, "k": risk_k, "before": before, "after": after}
                  if fit is None else _latent_class_risk(fit, released, before, after, risk_k,
-                                                        sampler, seed))
+                                                        sampler, seed, recodes=level_maps,
+                                                        missing=missing))
         | ({"threshold": threshold} if threshold is not None else {})
         | ({"suppression_keys": supp["keys"], "suppression_strata": supp.get("strata")}
            if supp is not None else {})
@@ -573,13 +596,16 @@ def command(
         priors=None if fit is None else fit.provenance.get("priors"),
         settings=step_settings if fit is None else {
             **(fit.provenance.get("settings") or {}), **step_settings,
-            "top_cells": released.summary["top_cells"]},
+            "top_cells": released.summary["top_cells"]}
+        | ({"recoded_keys": _recode_counts(level_maps)} if level_maps else {}),
         data_summary={
             "n_records": int(len(frame)), "keys": key_list,
             "key_levels": {str(k): int(frame[k].nunique(dropna=True)) for k in key_list},
             "weight": weight,
             "sum_weights": None if weight is None else float(frame[weight].sum()),
-            "missing": "wildcard (a missing key value matches every value)",
+            "missing": "wildcard (a missing key value matches every value)"
+            + (f"; the latent-class fit: {missing} ({MISSING_READING[missing]})"
+               if fit is not None and missing else ""),
             # the input's (the protected file's are in risk.after)
             "n_cells": before["n_cells"],
             "n_missing_key_records": before["n_missing_key_records"],
@@ -1912,29 +1938,49 @@ def _estimator_notes(weight: str | None) -> list[str]:
 
 
 # --------------------------------------------------------------------------- latent-class
-#: Steps that change values (not only blank them): the released-file risk cannot score a
-#: key they touch (a released value must be the original's or blank,
-#: :func:`sdcbayes.risk.released.assess_released`).
-_VALUE_STEPS = ("recode", "band", "top_code", "bottom_code", "pram", "nayak_zhang",
-                "microaggregate", "noise")
+#: Steps whose new value of a record is no function of its own value: the released-file
+#: risk (:func:`sdcbayes.risk.released.assess_released`) cannot score a key they touch.
+#: Step -> how it sets the values (the refusal's words). The level steps
+#: (:data:`_LEVEL_STEPS`: a value's new value follows from the value alone, with settings
+#: that do not depend on the data) are scored through :func:`_key_level_maps`.
+_RANDOM_KEY_STEPS = {
+    "pram": "at random",
+    "nayak_zhang": "at random",
+    "microaggregate": "to means over groups of records",
+    "noise": "at random",
+}
+#: How the latent-class fit reads a missing key value under ``--missing``.
+MISSING_READING = {
+    "category": "a missing key value of the input is a level of its own; a value the steps "
+                "blank matches every level",
+    "drop": "records with a missing key value are left out of the fit and of its risk; the "
+            "kept records' weights stand for them",
+}
+#: The fit's level of a missing key value under ``missing="category"``
+#: (:meth:`sdcbayes.models.latent_class.LatentClassModel.from_microdata`).
+MISSING_LEVEL = "<missing>"
 
 
 def _sampler_options(model: str, weight: str | None, *, draws: int | None,
                      chains: int | None, tune: int | None,
-                     cores: int | None) -> dict[str, Any] | None:
+                     cores: int | None, missing: str | None = None) -> dict[str, Any] | None:
     """The latent-class fit's settings (``assess``'s defaults), or None for the closed form.
 
-    Checked before the file is read: sampler options without ``--model latent-class``
-    (they would be stamped as if used), the model without ``--weight`` (it needs the
-    population size), and values below 1 (0 for ``--tune``).
+    Checked before the file is read: sampler options and ``--missing`` without ``--model
+    latent-class`` (they would be stamped as if used; the closed form always reads a
+    missing key value as matching every value), the model without ``--weight`` (it needs
+    the population size), and values below 1 (0 for ``--tune``).
     """
     given = [o for o, v in (("--draws", draws), ("--chains", chains), ("--tune", tune),
-                            ("--cores", cores)) if v is not None]
+                            ("--cores", cores), ("--missing", missing)) if v is not None]
     if model == "closed-form":
         if given:
             raise InputError(
                 f"{', '.join(given)} set{'s' if len(given) == 1 else ''} the latent-class fit, "
-                "but --model closed-form fits nothing: add --model latent-class, or leave "
+                "but --model closed-form fits nothing"
+                + ("; its missing key values always match every value (sdcMicro)"
+                   if missing is not None else "")
+                + ": add --model latent-class, or leave "
                 f"{'it' if len(given) == 1 else 'them'} out")
         return None
     if weight is None:
@@ -1954,38 +2000,137 @@ def _sampler_options(model: str, weight: str | None, *, draws: int | None,
 
 
 def _check_released_route(steps: list[dict[str, Any]], frame, keys: list[str],
-                          weight: str | None) -> None:
+                          weight: str | None, missing: str | None = None) -> None:
     """Refuse, before any work, what ``--model latent-class`` cannot score after the steps.
 
     The protected file is scored from the fit of the input
-    (:func:`sdcbayes.risk.released.assess_released`): each released key value must be the
-    input's or blank, so a step that changes key values (recoding, banding, top or bottom
-    coding, PRAM, Nayak-Zhang PRAM, micro-aggregation or noise of a key) is refused, as is
-    one that changes the weight column (the fit's population) and an input with missing
-    key values (a record blank before the steps is no pattern of its true values).
+    (:func:`sdcbayes.risk.released.assess_released`): each released key value must be
+    blank or a function of the record's own input value, the same for every record (a
+    recode, band, top or bottom coding: :func:`_key_level_maps`). Refused: PRAM,
+    Nayak-Zhang PRAM, micro-aggregation or noise of a key (the new value is drawn at
+    random or is a mean over other records), a step that changes the weight column (the
+    fit's population), and, without ``missing`` (``--missing category`` or ``drop``), an
+    input with missing key values (a value blank before the steps is no key combination
+    the fit has).
     """
     for i, s in enumerate(steps, start=1):
         cols = _columns_of(s)
-        hit = [c for c in cols if c in keys] if s["step"] in _VALUE_STEPS else []
+        how = _RANDOM_KEY_STEPS.get(s["step"])
+        hit = [c for c in cols if c in keys] if how else []
         if hit:
             raise InputError(
-                f"step {i} ({s['step']}) changes the values of key(s) {', '.join(hit)}, which "
-                "--model latent-class cannot score from the fit of the input (it takes key "
-                "values kept or blanked, as by suppress): use --model closed-form, or leave "
-                "the keys out of the step")
+                f"step {i} ({s['step']}) changes the values of key(s) {', '.join(hit)} {how}, "
+                "so a released value is no function of the record's own: --model latent-class "
+                "scores key values kept, blanked (suppress, suppress_risk) or recoded level by "
+                "level (recode, band, top_code, bottom_code); use --model closed-form, or "
+                f"leave the key{'s' if len(hit) > 1 else ''} out of the step")
         if weight is not None and weight in cols:
             raise InputError(
                 f"step {i} ({s['step']}) changes the weight column {weight!r}, whose input "
                 "values the --model latent-class fit extrapolates with: use --model "
                 "closed-form, or leave the weight column out of the step")
-    missing = [k for k in keys if bool(frame[k].isna().any())]
-    if missing:
-        n = int(frame[missing].isna().any(axis=1).sum())
+    holes = [k for k in keys if bool(frame[k].isna().any())]
+    if holes and missing is None:
+        n = int(frame[holes].isna().any(axis=1).sum())
         raise InputError(
             f"{n:,} record(s) of the input have a missing value of key(s) "
-            f"{', '.join(missing)}; --model latent-class needs complete keys in the input (a "
-            "value blank before the steps is no key combination it can score): use --model "
-            "closed-form, where a missing value matches every value")
+            f"{', '.join(holes)}, which --model latent-class cannot fit as they are: add "
+            "--missing category (a missing value is a level of its own) or --missing drop "
+            "(those records left out of the fit and its risk), or use --model closed-form, "
+            "where a missing value matches every value")
+
+
+def _key_level_maps(steps: list[dict[str, Any]], frame, md, keys: list[str]
+                    ) -> dict[str, dict[Any, Any]]:
+    """Each recoded key's complete map: level of the fit -> its value in the protected file.
+
+    The level steps (:data:`_LEVEL_STEPS`: recode, band, top and bottom coding) set a
+    value from the value alone, with settings that do not depend on the data, so
+    running them on the fit's levels themselves (a one-column frame of ``md.levels[k]``,
+    in the column's dtype; a categorical keeps its declared categories, unobserved ones
+    included) gives the value every record of a level is released with, unless blanked:
+    the same code (:func:`_run_step`) as the run, in recipe order, each step on the
+    output of the previous one. Suppression (``suppress``, ``suppress_risk``) only
+    blanks and is skipped, so a recode after it is fine (a blank stays blank, a shown
+    value is the recode's). PRAM, noise and micro-aggregation of a key were refused
+    before (:func:`_check_released_route`). A level mapped to missing would be blank in
+    every record of that level and maps to NaN (``protect``'s recode refuses a missing
+    new level, so only the Python API can ask for it).
+
+    Parameters
+    ----------
+    steps : list of dict
+        The validated steps, after :func:`_check_recode_levels` (a --recode's OLD text
+        is settled there; the steps are copied here, never changed).
+    frame : pandas.DataFrame
+        The input (its dtypes, for the one-column frames).
+    md : sdcbayes.Microdata
+        The fit's input (``md.levels``; under ``missing="category"`` the fit's extra
+        level :data:`MISSING_LEVEL` maps to itself: a missing value stays missing through
+        every level step).
+    keys : list of str
+        The key variables.
+
+    Returns
+    -------
+    dict
+        Key -> {level: released value} for each key whose values a step changes
+        (``recodes=`` of :func:`sdcbayes.risk.released.assess_released`); the keys no step
+        changes are left out, so a run without level steps on keys gives ``{}``.
+
+    Raises
+    ------
+    InputError
+        A step the levels refuse (as the run would refuse it on the data), named by its
+        number.
+    """
+    import pandas as pd
+
+    maps: dict[str, dict[Any, Any]] = {}
+    for k in keys:
+        mine = [(i, s) for i, s in enumerate(steps, start=1)
+                if s["step"] in _LEVEL_STEPS and s["column"] == k]
+        if not mine:
+            continue
+        levels = list(md.levels[k])
+        s = frame[k]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            values = pd.Series(pd.Categorical(levels, categories=s.cat.categories,
+                                              ordered=s.cat.ordered))
+        else:
+            try:
+                values = pd.Series(levels, dtype=s.dtype)
+            except (TypeError, ValueError):  # pragma: no cover - levels keep the dtype
+                values = pd.Series(levels)
+        current = pd.DataFrame({k: values})
+        for i, step in mine:
+            try:
+                # a copy: _run_step settles a --recode's OLD text in the step it is given
+                current = _run_step(dict(step), current, None).frame
+            except InputError as e:
+                raise type(e)(f"step {i} ({step['step']}): {e}") from e
+        out = current[k].astype(object).tolist()  # rows stay aligned with the levels
+        image = {lev: (math.nan if pd.isna(v) else v) for lev, v in zip(levels, out,
+                                                                          strict=True)}
+        if md.missing == "category" and md.n_levels[k] > len(levels):
+            image[MISSING_LEVEL] = MISSING_LEVEL  # missing stays missing through each step
+        if any(not (isinstance(v, str) == isinstance(lev, str) and v == lev)
+               for lev, v in image.items()):
+            maps[k] = image
+    return maps
+
+
+def _recode_counts(maps: dict[str, dict[Any, Any]]) -> dict[str, dict[str, int]]:
+    """Per recoded key: its levels in the fit, its released values, levels blanked."""
+    import pandas as pd
+
+    out = {}
+    for k, image in maps.items():
+        shown = [v for v in image.values() if not pd.isna(v)]
+        out[k] = {"levels": len(image), "released_values": len(set(shown))}
+        if len(shown) < len(image):
+            out[k]["levels_blanked"] = len(image) - len(shown)
+    return out
 
 
 def _latent_class_input(frame, keys: list[str], weight: str | None,
@@ -2027,9 +2172,18 @@ def _fit_latent_class(md, sampler: dict[str, Any], seed: int, *, quiet: bool):
         quiet=quiet, model_options={"store_profiles": True}, cores=sampler["cores"])
 
 
-def _score_released(md, frame, fit, *, quiet: bool):
+def _score_released(md, frame, fit, *, quiet: bool,
+                    recodes: dict[str, dict[Any, Any]] | None = None,
+                    seed: int | None = None):
     """The protected ``frame`` scored from the input's fit (:func:`assess_released`).
 
+    ``seed``: protect's ``--seed``, passed as ``random_seed`` (the predictive draw of the
+    expected re-identifications after, so that ``--seed`` repeats its interval too);
+    None lets :func:`assess_released` draw one and stamp it.
+
+    ``recodes``: each recoded key's map level -> released value (:func:`_key_level_maps`),
+    passed as ``assess_released(..., recodes=recodes)`` only when a step recoded a key,
+    so a run that only blanks makes the call it always made.
     :func:`assess_released` checks its own diagnostics (R-hat, ESS of the ER given the
     parameters; nothing where the sample is the population); their problems are printed
     here as ``sdcbayes: warning: risk after protection: ...``, in the command line's
@@ -2047,7 +2201,9 @@ def _score_released(md, frame, fit, *, quiet: bool):
         with warnings.catch_warnings():
             # its convergence warnings are diagnostics.problems: printed below, once
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = assess_released(md, frame, fit.idata)
+            res = assess_released(md, frame, fit.idata,
+                                  **({"recodes": recodes} if recodes else {}),
+                                  **({"random_seed": seed} if seed is not None else {}))
     except InputError as e:  # the checks before the work should have caught it
         raise type(e)(f"after the steps, the protected file: {e}") from e
     diag = dict(res.summary["diagnostics"])
@@ -2069,13 +2225,20 @@ PREDICTIVE_KIND = ("predictive: over the posterior predictive (the parameters an
 
 
 def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[str, Any],
-                       k: int, sampler: dict[str, Any], seed: int) -> dict[str, Any]:
+                       k: int, sampler: dict[str, Any], seed: int,
+                       recodes: dict[str, dict[Any, Any]] | None = None,
+                       missing: str | None = None) -> dict[str, Any]:
     """summary.json's ``risk`` under ``--model latent-class``.
+
+    ``fit`` also names, when given, ``--missing`` (``missing``) and the recoded keys
+    (``recoded_keys``: per key the fit's levels and the released values they map to,
+    :func:`_recode_counts` of :func:`_key_level_maps`).
 
     ``before`` and ``after`` hold the model-free counts of ``_risk`` (sample uniques,
     k-anonymity, ...) and the model's numbers: before, the fit's assessment of the input
     (posterior predictive intervals); after, :func:`assess_released` on the protected
-    file (intervals over the parameters only: ``interval_kind``). ``closed_form`` holds
+    file (posterior predictive intervals too, its ``interval_kind``; ``_hyper_interval``
+    over the parameters only, as before's). ``closed_form`` holds
     the closed form's ``before`` and ``after`` as ``--model closed-form`` writes them
     (sdcMicro parity), ``fit`` the fit's settings and the cross-validated overdispersion.
     """
@@ -2097,12 +2260,17 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
     }
     after = {key: after_cf[key] for key in PROTECT_MODEL_FREE if key in after_cf} | {
         key: r[key] for key in (
-            "expected_reidentifications", "expected_reidentifications_hyper_interval",
-            "interval_kind", "expected_reidentification_rate",
+            "expected_reidentifications", "expected_reidentifications_interval",
+            "interval_kind", "expected_reidentifications_hyper_interval",
+            "expected_reidentification_rate",
             "expected_reidentifications_blanked_records",
+            "expected_reidentifications_blanked_records_interval",
             "expected_reidentifications_blanked_records_hyper_interval",
             "n_blanked_records", "n_blanks", "n_patterns", "n_blanked_patterns", "max_risk",
-            "median_risk", "n_above_benchmark_at_mean_risk", "diagnostics")}
+            "median_risk", "n_above_benchmark_at_mean_risk", "diagnostics")} | {
+        # a recoded key's rectangles without a blank; --missing drop's records left out
+        key: r[key] for key in ("n_recoded_patterns", "n_recoded_records",
+                                "n_dropped_records") if key in r}
     settings = fit.provenance.get("settings") or {}
     return {
         "estimator": LATENT_CLASS_ESTIMATOR,
@@ -2120,25 +2288,43 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
             "interval_level": s["interval_level"],
             "population_size": s["population_size"],
             "top_cells": r["top_cells"],
+            **({"missing": missing} if missing else {}),
+            **({"recoded_keys": _recode_counts(recodes)} if recodes else {}),
             **({"overdispersion": s["overdispersion"]} if s.get("overdispersion") else {}),
         },
     }
 
 
-def _latent_class_notes() -> list[str]:
-    """What the risk before and after is under ``--model latent-class`` (``risk.notes``)."""
+def _latent_class_notes(recoded: bool = False, missing: str | None = None) -> list[str]:
+    """What the risk before and after is under ``--model latent-class`` (``risk.notes``).
+
+    With a recoded key (``recoded``) and with ``--missing`` (``missing``) a sentence more
+    each says how the fit reads them.
+    """
+    extra = []
+    if recoded:
+        extra.append(
+            "A recoded key value (recode, band, top or bottom coding) matches every level of "
+            "the input it stands for: the record's population count sums those levels' "
+            "(risk.fit.recoded_keys: levels -> released values).")
+    if missing:
+        extra.append(
+            f"Missing key values of the input (--missing {missing}): {MISSING_READING[missing]}; "
+            "the closed form reads them as matching every value.")
     return [
         "Risk before and after: the latent-class model (what sdcbayes assess fits), fitted "
         "once on the input. Before: its assessment of the input, posterior means with "
         "posterior predictive intervals. After: the protected file scored from the same "
         "draws, each record's population count summing every key combination its shown "
-        "values fit (a blank matches every level); its intervals are over the parameters "
-        "only, not predictive, so narrower. risk.closed_form holds the closed form "
+        "values fit (a blank matches every level), with posterior predictive intervals "
+        "too (the parameters and the unknown population counts). risk.closed_form holds "
+        "the closed form "
         "(Benedetti-Franconi) that sdcMicro and mu-Argus report; it understates a sample's "
         "risk: on the demo sample, whose population is known, 14.88 expected "
         "re-identifications after local suppression to k = 3 against a true 29.19, where "
         "this route gives about 29 (245.31 before: the closed form 98.68, this model about "
-        "235)."
+        "235).",
+        *extra,
     ]
 
 
@@ -3285,7 +3471,9 @@ def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:
     """The model's line (echoed) and its rows of the before -> after table.
 
     The expected re-identifications with each interval labelled by its kind (before
-    predictive, as ``assess`` prints it; after over the parameters only), the blanked
+    predictive, as ``assess`` prints it, and after predictive too; a summary.json of
+    an earlier version, whose after has only the interval over the parameters, gets
+    that one, labelled "over θ only"), the blanked
     records' share, the closed form beside them (sdcMicro parity) and the fit's
     diagnostics before and after.
     """
@@ -3294,8 +3482,13 @@ def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:
     level = f"{round(100 * fit['interval_level']):g}%"
     click.echo(f"risk: latent-class model, fitted once on the input ({fit['method']}: "
                f"{fit['chains']} chains x {fit['draws']} draws after {fit['tune']} sweeps, "
-               f"seed {fit['seed']}); after: the protected file scored from the same draws, "
-               f"a blank matching every level; posterior means [{level} intervals]")
+               f"seed {fit['seed']}"
+               + (f", --missing {fit['missing']}" if fit.get("missing") else "")
+               + "); after: the protected file scored from the same draws, a blank matching "
+               "every level"
+               + "".join(f", {k} recoded ({c['levels']} levels -> {c['released_values']})"
+                         for k, c in (fit.get("recoded_keys") or {}).items())
+               + f"; posterior means [{level} intervals]")
 
     def er(d, name, what):
         lo, hi = d[name]
@@ -3309,14 +3502,19 @@ def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:
         return (f"max r_hat {'n/a' if r is None else format(r, '.3f')}, "
                 f"min ESS {'n/a' if e is None else format(e, '.0f')}")
 
-    lo, hi = a["expected_reidentifications_blanked_records_hyper_interval"]
+    pred = "expected_reidentifications_interval" in a
+    after_iv, after_what = (("expected_reidentifications_interval", "predictive") if pred
+                            else ("expected_reidentifications_hyper_interval", "over θ only"))
+    lo, hi = a["expected_reidentifications_blanked_records_interval" if pred
+               else "expected_reidentifications_blanked_records_hyper_interval"]
     return [
         ("expected re-identifications",
          er(b, "expected_reidentifications_interval", "predictive") + " -> "
-         + er(a, "expected_reidentifications_hyper_interval", "over θ only")),
+         + er(a, after_iv, after_what)),
         ("  records with a blank",
          f"{a['n_blanked_records']:,} ({a['n_blanks']:,} values): "
-         f"{a['expected_reidentifications_blanked_records']:.2f} [{lo:.2f}, {hi:.2f}] over θ only"),
+         f"{a['expected_reidentifications_blanked_records']:.2f} [{lo:.2f}, {hi:.2f}] "
+         f"{after_what}"),
         ("  closed form (sdcMicro)",
          f"{cf['before']['expected_reidentifications']:.2f} -> "
          f"{cf['after']['expected_reidentifications']:.2f}"),
