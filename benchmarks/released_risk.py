@@ -22,8 +22,9 @@ countries of birth into one) and pass the map as ``recodes=``; their truth recod
 population alike, and their "blanked" columns count records with a suppressed value only.
 
 With ``--reference`` each file is scored a second time with the per-pattern evaluation of
-the blanked patterns that the batched one replaced (``_score_blanked_loop``, kept for the
-tests), and the seconds of the blanked part by both, and the largest relative difference of
+the blanked patterns that the batched one replaced (``score_blanked_loop`` of
+tests/released_reference.py, the tests' reference; not for the recoded cases, which it
+refuses), and the seconds of the blanked part by both, and the largest relative difference of
 the records' risks, are printed after the table.
 
 With ``--scale`` (instead of the demo): the speed of the blanked part on a census-sized
@@ -49,8 +50,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -63,6 +66,9 @@ from sdcbayes.risk import released as released_module
 from sdcbayes.risk.assess import assess_closed_form
 from sdcbayes.risk.posterior_assess import assess_posterior
 from sdcbayes.risk.released import assess_released
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from released_reference import score_blanked_loop  # noqa: E402
 
 CASES = ("none", "greedy3", "greedy2", "sequential3", "sequential2",
          # recoded keys (recodes= of assess_released), alone and before greedy 3-anonymity
@@ -115,7 +121,7 @@ def blanked_part(reference: bool = False, memory: bool = False):
     Yields a dict that gets ``seconds`` and ``peak_mb`` (NaN unless ``memory``); with
     ``reference`` the per-pattern evaluation scores them instead of the batches.
     """
-    inner = released_module._score_blanked_loop if reference else released_module._score_blanked
+    inner = score_blanked_loop if reference else released_module._score_blanked
     saved = released_module._score_blanked
     out = {"seconds": 0.0, "peak_mb": float("nan")}
 
@@ -254,7 +260,7 @@ def main() -> None:
             res = assess_released(md, released, fit.idata, top_cells=args.top_cells,
                                   recodes=recodes, random_seed=args.seed)
         secs = time.perf_counter() - t1
-        if args.reference and recodes is None:  # the loop knows no recoded values
+        if args.reference and recodes is None:  # the reference refuses recoded files
             with blanked_part(reference=True) as ref_part:
                 ref = assess_released(md, released, fit.idata, top_cells=args.top_cells,
                                       recodes=recodes)

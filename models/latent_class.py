@@ -152,7 +152,7 @@ from scipy import sparse
 from scipy.special import gammaln
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.microdata import require_one_cell_per_record
+from sdcbayes.microdata import MISSING_LEVEL, require_one_cell_per_record
 from sdcbayes.models.base import (
     PriorSpec,
     SuperpopulationModel,
@@ -1976,9 +1976,10 @@ class LatentClassModel(SuperpopulationModel):
         of ``pi`` with ``store="all"`` maps to ``md.record_cell`` directly); the
         levels are ``md.levels`` (all declared levels of categorical keys), and the
         counts the exact record counts ``md.cells.f_exact``. Under
-        ``missing="category"`` a missing key value is a level ``"<missing>"`` of
-        its own; wildcard cells (``missing="wildcard"``) are not points of the
-        cell space and are rejected.
+        ``missing="category"`` a missing key value is a level
+        :data:`~sdcbayes.microdata.MISSING_LEVEL` (``"<missing>"``) of its own, last;
+        wildcard cells (``missing="wildcard"``) are not points of the cell space and
+        are rejected.
 
         Parameters
         ----------
@@ -2007,7 +2008,7 @@ class LatentClassModel(SuperpopulationModel):
             codes = pd.Categorical(table[k], categories=md.levels[k]).codes.astype(np.int64)
             if (codes < 0).any():  # missing="category": missing is a level of its own
                 codes = np.where(codes < 0, len(lv), codes)
-                lv = lv + ["<missing>"]
+                lv = lv + [MISSING_LEVEL]
             cols.append(codes)
             lvls.append(lv)
         sz = structural_zeros
@@ -2017,8 +2018,8 @@ class LatentClassModel(SuperpopulationModel):
                     f"structural_zeros must be None, 'auto' or a list of rules; got {sz!r}")
             kept = ~np.asarray(md.dropped)
             frame = md.frame.loc[kept, list(md.keys)]
-            # the level names the rules use: "<missing>" as above, str as StructuralZeros
-            frame = frame.astype(object).where(frame.notna(), "<missing>").astype(str)
+            # the level names the rules use: MISSING_LEVEL as above, str as StructuralZeros
+            frame = frame.astype(object).where(frame.notna(), MISSING_LEVEL).astype(str)
             cands = detect_structural_zeros(frame, md.keys)
             sz = list(cands.loc[cands.kind == "implication", "rule"]) or None
         codes, counts = np.column_stack(cols), cells.f_exact

@@ -725,14 +725,16 @@ class LoglinearModel(SuperpopulationModel):
         require_one_cell_per_record(
             md, "log-linear",
             instead="sdcbayes.risk.assess.assess_closed_form for sdcMicro's wildcard matching")
+        from sdcbayes.microdata import MISSING_LEVEL
+
         keys = list(md.keys)
         kept = ~np.asarray(md.dropped)
         frame = md.frame.loc[kept, keys]
         missing = frame.isna()
-        levels = {k: [str(v) for v in md.levels[k]] + (["<missing>"] if missing[k].any() else [])
+        levels = {k: [str(v) for v in md.levels[k]] + ([MISSING_LEVEL] if missing[k].any() else [])
                   for k in keys}
         # missing="category": a level of its own ("drop" has removed those records)
-        frame = frame.astype(object).where(~missing, "<missing>")
+        frame = frame.astype(object).where(~missing, MISSING_LEVEL)
         model = cls.from_frame(frame, keys, levels=levels, **kwargs)
         model.sampling_fraction = None
         if getattr(md, "sampling_fraction", None) is not None:

@@ -62,6 +62,11 @@ values: a record blanked on a key still counts in its true level) and :math:`X_p
 over its cells, by the same three-way split. On the demo with age recoded to four groups
 and greedy 3-anonymity the records' ER is about 17.9 against a true 18.33 (closed form
 11.53; ``python benchmarks/released_risk.py --cases age-recoded-greedy3``).
+A recode may send levels to missing (NaN; Python API only): an intruder who knows the
+published map knows that such a NaN stands for one of the levels the map sends to NaN, so
+where the key has no other hidden value the released NaN is that set of levels, a recoded
+value like any other; where the key is also suppressed somewhere, a NaN may be either and
+is read as a blank (every level).
 Under ``missing="category"`` a value missing in the original (and so in the released
 file) is the fit's level ``"<missing>"``, a value the release hides every level; under
 ``missing="drop"`` the records the fit left out have no risk.
@@ -70,9 +75,10 @@ The patterns with blanks are scored in batches: those with the same free keys (o
 matrix of :class:`~sdcbayes.models.latent_class.PatternSums`) and the same number of
 explicit cells together, as patterns x draws arrays, with the same sums in the same order as
 one pattern at a time, so that the remainder's cancellation rounds alike (``_score_blanked``;
-tests/test_released_batch.py checks it against the per-pattern ``_score_blanked_loop`` to
-1e-12). Most of the time is then the quadrature, about draws x explicit cells x 226 nodes
-x 3.5 ns per pattern (``python benchmarks/released_risk.py --scale``).
+tests/test_released_batch.py checks it against the per-pattern reference of
+tests/released_reference.py to 1e-12). Most of the time is then the quadrature, about
+draws x explicit cells x 226 nodes x 3.5 ns per pattern
+(``python benchmarks/released_risk.py --scale``).
 
 A record's risk is the posterior mean of :math:`E(1/F_p \mid \theta)` (Rao-Blackwellised),
 the file's ER their sum. The ER's interval is posterior predictive (``interval_kind``), as
@@ -107,6 +113,7 @@ import pandas as pd
 import xarray as xr
 
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import MISSING_LEVEL
 from sdcbayes.provenance import seed_or_drawn, stamp
 from sdcbayes.risk.assess import check_microdata, check_threshold
 from sdcbayes.risk.measures import benchmark_rule
@@ -114,7 +121,6 @@ from sdcbayes.risk.posterior import (
     CHUNK_ELEMENTS,
     DEFAULT_QUANTILES,
     _check_quantiles,
-    inverse_moment_sum,
     inverse_moment_sum_rows,
     mean_over_draws,
 )
@@ -197,36 +203,25 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return same
 
 
-#: The fit's level of a missing key value under ``missing="category"``
-#: (:meth:`sdcbayes.models.latent_class.LatentClassModel.from_microdata`).
-MISSING_LEVEL = "<missing>"
+def _record_codes(md, spec) -> np.ndarray:
+    """(records, keys): each record's level code in the fit ``spec``, -1 where missing.
 
-
-def _fit_levels(md) -> list[list]:
-    """The fit's levels of each key, in its codes' order.
-
-    As :meth:`~sdcbayes.models.latent_class.LatentClassModel.from_microdata` codes them:
-    ``md.levels[k]`` (a categorical's declared categories, with no record too; another
-    key's distinct values), and under ``missing="category"`` :data:`MISSING_LEVEL` last
-    where the key has a missing value.
+    The fit's own codes (``spec.key_codes`` of the record's cell, its levels
+    ``spec.levels``: under ``missing="category"`` a missing value is the fit's level
+    :data:`MISSING_LEVEL`); only the records the fit left out (``missing="drop"``) are
+    coded here, by ``md.levels`` (the fit's levels less none: a level seen only in a
+    dropped record is one too), for the released file's check.
     """
-    out = []
-    for k in md.keys:
-        lv = list(md.levels[k])
-        if getattr(md, "missing", None) == "category" and bool(md.frame[k].isna().any()):
-            lv.append(MISSING_LEVEL)
-        out.append(lv)
-    return out
-
-
-def _original_codes(md, levels: list[list]) -> np.ndarray:
-    """(records, keys): each record's level code in the fit, -1 where missing (not a level)."""
-    codes = np.empty((len(md.frame), len(md.keys)), np.int64)
+    rc = np.asarray(md.record_cell)
+    J = spec.n_keys
+    codes = np.full((rc.size, J), -1, np.int64)
+    kept = rc >= 0
+    codes[kept] = np.asarray(spec.key_codes, np.int64)[rc[kept], :J]
+    out = np.flatnonzero(~kept)
     for j, k in enumerate(md.keys):
-        c = pd.Categorical(md.frame[k], categories=md.levels[k]).codes.astype(np.int64)
-        if len(levels[j]) > len(md.levels[k]):  # missing="category": a level of its own
-            c = np.where(c < 0, len(md.levels[k]), c)
-        codes[:, j] = c
+        if out.size:
+            codes[out, j] = pd.Categorical(md.frame[k].iloc[out],
+                                           categories=md.levels[k]).codes.astype(np.int64)
     return codes
 
 
@@ -243,17 +238,21 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _recode_images(keys: list[str], levels: list[list], recodes) -> list[np.ndarray | None]:
-    """Each recoded key's released value of every fit level (object array; NaN: blank).
+def _recode_images(keys: list[str], levels: list[list], recodes,
+                   missing_at: Sequence[int | None] | None = None) -> list[np.ndarray | None]:
+    """Each recoded key's released value of every fit level (object array; NaN: missing).
 
     None for a key that ``recodes`` does not name (its values are released as they are).
     A mapping must give every level of the fit a released value (the fit's levels, not
     the file's: a declared category no record has belongs to its recoded value's
     rectangle too), matched by the level or, failing that, by its text ("1" names 1);
     names that match no level are ignored when every level has a value, and named as
-    likely typos when one has none. A function is called on each level. Under
-    ``missing="category"`` :data:`MISSING_LEVEL` is released as itself (a missing value
-    stays missing through a recode), whatever the map says of it.
+    likely typos when one has none. A function is called on each level.
+    ``missing_at[j]``: the position in ``levels[j]`` of the fit's level
+    :data:`MISSING_LEVEL` (``missing="category"``, a key with a missing value; None:
+    none), which is released as itself (a missing value stays missing through a
+    recode), whatever the map says of it; the caller knows it from the fit, so a
+    genuine level with that text is a level like any other.
     """
     if recodes is None:
         return [None] * len(keys)
@@ -272,8 +271,8 @@ def _recode_images(keys: list[str], levels: list[list], recodes) -> list[np.ndar
             continue
         how = recodes[k]
         lv = levels[j]
-        real = lv[:-1] if lv and isinstance(lv[-1], str) and lv[-1] == MISSING_LEVEL and \
-            MISSING_LEVEL not in lv[:-1] else lv
+        at = None if missing_at is None else missing_at[j]
+        real = lv if at is None else lv[:at] + lv[at + 1:]
         if isinstance(how, Mapping):
             by_text: dict[str, Any] = {}
             for name in how:
@@ -310,8 +309,8 @@ def _recode_images(keys: list[str], levels: list[list], recodes) -> list[np.ndar
             raise InputError(f"recodes[{k!r}] must give one value per level (a scalar, or NaN "
                              f"for blank); got {_short(bad, 2)}")
         img = [np.nan if _plain(v) is None else v for v in img]
-        if len(real) < len(lv):
-            img.append(MISSING_LEVEL)
+        if at is not None:
+            img.insert(at, MISSING_LEVEL)
         out.append(np.array(img + [None], dtype=object)[:-1])  # no NumPy reshaping of tuples
     return out
 
@@ -327,15 +326,17 @@ def _has_key(mapping: Mapping, level) -> bool:
 
 
 def _check_released(md, frame: pd.DataFrame, images: list | None = None,
-                    levels: list[list] | None = None) -> np.ndarray:
-    """The released file against the original; returns the blank mask (records, keys).
+                    codes: np.ndarray | None = None) -> np.ndarray:
+    """The released file against the original; returns the hidden mask (records, keys).
 
-    A blank is a key value the released file hides that the original has (suppressed,
-    or recoded to missing); a value missing in the original stays missing and is no
-    blank (under ``missing="category"`` it is the level :data:`MISSING_LEVEL`). A shown
-    value must be the original's, or, for a key of ``images`` (:func:`_recode_images`),
-    the released value of the original's level; a value missing in the original may
-    not be shown.
+    A hidden value is a key value the released file hides that the original has
+    (suppressed, or recoded to missing: :func:`assess_released` tells them apart); a
+    value missing in the original stays missing and is not hidden (under
+    ``missing="category"`` it is the level :data:`MISSING_LEVEL`). A shown value must be
+    the original's, or, for a key of ``images`` (:func:`_recode_images`), the released
+    value of the original's level (``codes``: each record's level in the fit,
+    :func:`_record_codes`; needed where ``images`` has a key); a value missing in the
+    original may not be shown.
     """
     keys = list(md.keys)
     orig = md.frame
@@ -360,15 +361,12 @@ def _check_released(md, frame: pd.DataFrame, images: list | None = None,
             f"released file (e.g. record {frame.index[i]!r}: key {keys[j]!r} is missing in the "
             f"original but released as {_plain(frame[keys[j]].iloc[i])!r}): a filled-in value "
             "is not a protection the released-file risk scores; keep it missing")
-    codes = None
     for j, k in enumerate(keys):
         shown = ~rel_na[:, j]
         b = frame[k].to_numpy()[shown]
         if images[j] is None:
             a = orig[k].to_numpy()[shown]
         else:
-            if codes is None:
-                codes = _original_codes(md, levels)
             a = images[j][codes[shown, j]]
         same = _same_values(a, b)
         if same.all():
@@ -389,15 +387,19 @@ def _check_released(md, frame: pd.DataFrame, images: list | None = None,
             f"{frame.index[i]!r}: {_plain(orig[k].iloc[i])!r} -> "
             f"{_plain(frame[k].iloc[i])!r}). The released-file risk takes key values kept, "
             "blanked (suppressed) or recoded by a map of the record's own value"
-            + _recode_hint(k, orig[k].to_numpy()[shown], b, levels, j)
+            + _recode_hint(k, orig[k].to_numpy()[shown], b,
+                           list(getattr(md, "levels", {}).get(k, [])))
             + "; PRAM, noise or recoding that is no such map is not supported: assess such "
             "a file with the closed form (assess_closed_form)")
     return rel_na & ~orig_na
 
 
-def _recode_hint(k: str, a: np.ndarray, b: np.ndarray, levels: list[list] | None,
-                 j: int) -> str:
-    """What the (original, released) pairs of a key look like: a recode to pass, or not."""
+def _recode_hint(k: str, a: np.ndarray, b: np.ndarray, levels: list) -> str:
+    """What the (original, released) pairs of a key look like: a recode to pass, or not.
+
+    ``levels``: the key's levels in the original (``md.levels[k]``, without the fit's
+    :data:`MISSING_LEVEL`), in the fit's order.
+    """
     pairs: dict[str, tuple[Any, dict[str, Any]]] = {}
     for x, y in zip(a.tolist(), b.tolist(), strict=True):
         pairs.setdefault(str(x), (x, {}))[1].setdefault(str(y), y)
@@ -406,12 +408,11 @@ def _recode_hint(k: str, a: np.ndarray, b: np.ndarray, levels: list[list] | None
         return (f"; level {_plain(split[0])!r} is released as {_short(split[1], 3)}: no "
                 "recode (PRAM or noise?)")
     items = [(x, next(iter(ys.values()))) for x, ys in pairs.values()]
-    rank = {str(v): i for i, v in enumerate(levels[j] if levels is not None else [])}
+    rank = {str(v): i for i, v in enumerate(levels)}
     items.sort(key=lambda xy: rank.get(str(xy[0]), len(rank)))  # the fit's level order
     shown = "{" + ", ".join(f"{_plain(x)!r}: {_plain(y)!r}" for x, y in items[:4]) + (
         ", ...}" if len(items) > 4 else "}")
-    lv = levels[j] if levels is not None else []
-    unseen = [v for v in lv if str(v) not in pairs and v != MISSING_LEVEL]
+    unseen = [v for v in levels if str(v) not in pairs]
     return (f"; they look like a recode {shown}: pass recodes={{{k!r}: {{...}}}} (every "
             "level of the fit"
             + (f", also the {len(unseen)} no released record shows: {_short(unseen)}"
@@ -526,14 +527,18 @@ def assess_released(
         the record's own value): key -> mapping level -> released value, or a function
         called on each level. The levels are the fit's (``md_original.levels[key]``:
         every declared category, also one no record has; the distinct values of another
-        key), and a mapping must name each of them (one kept maps to itself); a released
-        value NaN hides the level in every record (a blank). Keys not named are released
-        as they are. A record's rectangle on a recoded key is every level with its
-        released value (F counts the population over it); ``"<missing>"`` stays itself.
-        A numeric key's band covers only the input's distinct values (the fit's levels):
-        values no record has are outside the fit's cells, though its N still extrapolates.
-        ``sdcbayes protect --model latent-class`` passes the map of its recipe's level
-        steps (``_key_level_maps``).
+        key), and a mapping must name each of them (one kept maps to itself). Keys not
+        named are released as they are. A record's rectangle on a recoded key is every
+        level with its released value (F counts the population over it); ``"<missing>"``
+        stays itself. A released value NaN (a level recoded to missing) is, where the
+        key has no other hidden value, the set of levels the map sends to NaN (who knows
+        the published map knows that much): a recoded value, not a blank; where some
+        record's value of the key is also suppressed, a NaN may be either, so every NaN
+        of that key is a blank (every level), which understates the risk of the recoded
+        ones. A numeric key's band covers only the input's distinct values (the fit's
+        levels): values no record has are outside the fit's cells, though its N still
+        extrapolates. ``sdcbayes protect --model latent-class`` passes its recipe's
+        level steps' map.
     random_seed : int, optional
         Seed of the predictive draw (``numpy.random.default_rng``; the observed cells'
         draws are :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`'s with the
@@ -545,11 +550,13 @@ def assess_released(
     PosteriorAssessment
         ``records`` indexed like the released file: ``record``, ``pattern`` (-1 for a
         record the fit dropped), ``blanks`` (key values the release hides that the
-        original has: suppressed, or recoded to missing; not a recoded value, not a value
-        missing in the original), ``f_p`` (original sample records matching the visible
-        keys: their level, or any level a recoded value stands for),
-        ``risk`` (posterior mean of :math:`E(1/F_p\mid\theta)`), ``risk_lo``, ``risk_hi``
-        (quantiles over the parameters), ``F_mean``. ``cells`` is one row per pattern
+        original has, read as every level: suppressed, or recoded to missing on a key
+        also suppressed; not a recoded value, also not one recoded to missing that reads
+        as its map's levels (see ``recodes``), not a value missing in the original),
+        ``f_p`` (original sample records matching the visible keys: their level, or
+        any level a recoded value stands for), ``risk`` (posterior mean of
+        :math:`E(1/F_p\mid\theta)`), ``risk_lo``, ``risk_hi`` (quantiles over the
+        parameters), ``F_mean``. ``cells`` is one row per pattern
         (the released key values: a recoded key's released value, blank where hidden;
         ``records``, ``blanks``, ``recoded``: keys shown with a value of several levels,
         ``f_p``, risks). ``summary``:
@@ -605,7 +612,8 @@ def assess_released(
     free-key specification (``_score_blanked``: patterns x draws arrays, each within
     about :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS` elements), the full patterns
     in chunks; memory is draws x cells plus the batches', never draws x records (the
-    predictive draw: draws x (observed cells + distinct top cells), int32). The no-blank
+    predictive draw: draws x observed cells, int32; the top cells' draws only within
+    their batch, ``_Predictive``). The no-blank
     file gives exactly :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`'s ER
     and risks, and with the same ``random_seed`` its predictive ER draws.
     """
@@ -632,12 +640,20 @@ def assess_released(
             "missing='drop' (those records left out, with no risk), fit that, and assess the "
             "released file from it")
     frame = _released_frame(released)
-    levels = _fit_levels(md)
-    images = _recode_images(keys, levels, recodes)
-    blank = _check_released(md, frame, images, levels)
     check_posterior_fits(md, posterior, "latent-class")
     post = _posterior_dataset(posterior)
     settings = _check_posterior(md, posterior, post)
+    stamped = {**dict(post.attrs), **dict(getattr(posterior, "attrs", None) or {})}
+    design = bool(stamped.get("weight_classes"))
+    spec = LatentClassModel.from_microdata(md, weights=design, n_classes=2)
+    # the fit's own levels and codes (its level MISSING_LEVEL last where it has one)
+    J = spec.n_keys
+    levels = [list(lv) for lv in spec.levels[:J]]
+    missing_at = [len(md.levels[k]) if len(levels[j]) > len(md.levels[k]) else None
+                  for j, k in enumerate(keys)]
+    images = _recode_images(keys, levels, recodes, missing_at)
+    rec_codes = _record_codes(md, spec) if any(im is not None for im in images) else None
+    blank = _check_released(md, frame, images, rec_codes)
     pi, n, N = latent_class_pi(md, posterior, N=N)
     if not 0 < n <= N:
         raise InputError(f"need 0 < n <= N; got n={n:g}, N={N:g}: pass N=..., the population size")
@@ -647,9 +663,6 @@ def assess_released(
             f"the stratum {md.strata!r} is one of the keys, and the fit's population is "
             "extrapolated stratum by stratum, which the released-file risk does not support "
             "yet: leave the stratum out of the keys, or assess with the closed form")
-    stamped = {**dict(post.attrs), **dict(getattr(posterior, "attrs", None) or {})}
-    design = bool(stamped.get("weight_classes"))
-    spec = LatentClassModel.from_microdata(md, weights=design, n_classes=2)
     if design and (spec.class_weights is None or not np.allclose(
             spec.class_weights, json.loads(stamped["weight_classes"]), rtol=1e-9)):
         raise InputError("the posterior's weight classes are not those of md_original's "
@@ -672,14 +685,10 @@ def assess_released(
 
     # ---- patterns: per key the id of the released value (the level itself where the key
     # is not recoded; the image under recodes= where it is), -1 where hidden (suppressed,
-    # or recoded to missing); the distinct rows over the records the fit has
-    J = spec.n_keys
-    if [len(lv) for lv in levels] != [int(L) for L in spec.n_levels[:J]]:
-        raise InputError("the original's levels are not the fit's (internal): fit again")
+    # or recoded to missing on a key also suppressed); the distinct rows over the records
+    # the fit has
     kept = np.flatnonzero(record_cell >= 0)  # missing="drop": the others have no risk
-    if any(im is not None for im in images) and not np.array_equal(
-            _original_codes(md, levels)[kept], spec.key_codes[record_cell[kept]]):
-        raise InputError("the original's level codes are not the fit's (internal): fit again")
+    hidden = blank.copy()  # the values read as every level of their key
     img_ids, preimages, shown_as = [], [], []
     for j in range(J):
         if images[j] is None:  # not recoded: each level is its own released value
@@ -688,14 +697,20 @@ def assess_released(
         else:
             vals = images[j]
             ids = pd.factorize(pd.Series(vals, dtype=object), use_na_sentinel=True)[0]
-            ids = np.asarray(ids, dtype=np.int64)  # -1: the level is released blank
+            ids = np.asarray(ids, dtype=np.int64)  # -1: the level is released missing
+            to_nan = np.flatnonzero(ids < 0)
+            if to_nan.size and not (blank[:, j] & ~np.isin(rec_codes[:, j], to_nan)).any():
+                # every hidden value of the key is the recode's: who knows the published map
+                # knows a NaN stands for the levels it sends to NaN, a value of its own
+                ids = np.where(ids < 0, ids.max(initial=-1) + 1, ids)
+                hidden[:, j] = False
         img_ids.append(ids)
         # each released value's levels, in increasing order: the rectangle on key j
         preimages.append([np.flatnonzero(ids == g) for g in range(int(ids.max(initial=-1)) + 1)])
         shown_as.append(vals)
     codes = np.column_stack([img_ids[j][spec.key_codes[record_cell[kept], j]]
                              for j in range(J)]).astype(np.int64)
-    codes[blank[kept]] = -1
+    codes[hidden[kept]] = -1
     pats, rec_pat, m_p = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
     rec_pat = rec_pat.reshape(-1)
     del codes
@@ -776,7 +791,7 @@ def assess_released(
 
     pattern_of = np.full(n_all, -1, dtype=np.int64)
     pattern_of[kept] = rec_pat
-    n_blank = blank.sum(axis=1)
+    n_blank = hidden.sum(axis=1)
     records = pd.DataFrame({
         "record": np.arange(n_all),
         "pattern": pattern_of,
@@ -816,7 +831,7 @@ def assess_released(
     file_draws = xr.Dataset(fd, coords={"chain": post["chain"].values,
                                         "draw": post["draw"].values})
 
-    # each recoded key: level -> released value (None: released blank), as plain JSON
+    # each recoded key: level -> released value (None: released missing), as plain JSON
     recode_stamp = {k: {str(_plain(lv)): _plain(v) for lv, v in zip(levels[j], images[j],
                                                                       strict=True)}
                     for j, k in enumerate(keys) if images[j] is not None}
@@ -846,8 +861,8 @@ def assess_released(
         "n_patterns": int(P),
         "n_blanked_patterns": int(blanked.size),
         "n_blanked_records": int(is_blank_rec.sum()),
-        "n_blanks": int(blank[kept].sum()),
-        "blanks_by_key": {k: int(blank[kept, j].sum()) for j, k in enumerate(keys)},
+        "n_blanks": int(hidden[kept].sum()),
+        "blanks_by_key": {k: int(hidden[kept, j].sum()) for j, k in enumerate(keys)},
         "n_recoded_patterns": int(recoded.size),
         "n_recoded_records": int(is_recoded_rec.sum()),
         "recodes": recode_stamp,
@@ -1051,11 +1066,15 @@ def _score_blanked(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray, out: di
     turns the last bit of a sum into about 1e-11 of a draw's risk where the explicit cells
     take nearly all of a pattern; sums of the same length in the same order are the
     per-pattern evaluation's to the bit, so only the quadrature's rounding (about 1e-15)
-    separates the two (tests/test_released_batch.py, against :func:`_score_blanked_loop`).
+    separates the two (tests/test_released_batch.py, against the per-pattern reference in
+    tests/released_reference.py).
 
     Memory: a batch's patterns x draws x cells arrays hold about
     :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS` elements, and its patterns x draws
-    at most that too; it does not grow with the patterns or records. Writes into ``out``
+    at most that too (a few: the risks, the predictive draw's explicit X and remainder
+    laws); the predictive draw's top cells are drawn per batch in chunks of cells x
+    draws x classes within the same budget (:meth:`_Predictive.top_sum`). It does not
+    grow with the patterns, their top cells or the records. Writes into ``out``
     (the arrays of :func:`assess_released`).
     """
     from sdcbayes.models.latent_class import expected_inverse_frequency_f
@@ -1136,8 +1155,9 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
         p_r = np.zeros((nb, S))
         p_rho = np.ones((nb, S))
         p_mean = np.zeros((nb, S))
-        # the shared top cells, each drawn once for every pattern
-        trow = pred.top_rows(rect, tops, tvalid)
+        # the valid top cells' X, every draw at once: a cell's keyed stream runs over all
+        # draws in draw order, whatever the draw chunks below
+        xe += pred.top_sum(rect, tops, tvalid)
     for s0 in range(0, S, ctx.draw_chunk):
         sl = slice(s0, min(s0 + ctx.draw_chunk, S))
         k = kap[sl]
@@ -1150,9 +1170,7 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
             es[:, ~fin] = eif(f[:, None], sm["lam"][:, ~fin], np.inf)
             xs[:, ~fin] = sm["lam"][:, ~fin]
         if pred is not None:
-            xe[:, sl] = np.where(ovalid[None], pred.X_obs[sl][:, obs], 0).sum(axis=2).T
-            if tvalid.any():
-                xe[:, sl] += np.where(tvalid[:, :, None], pred.X_top[trow, sl], 0).sum(axis=1)
+            xe[:, sl] += np.where(ovalid[None], pred.X_obs[sl][:, obs], 0).sum(axis=2).T
             if (~fin).any():  # Poisson draws: the remainder is Po(lam_p - explicit lam)
                 lx = np.where(ovalid[None], ctx.lam_of(sl, obs), 0.0).sum(axis=2).T
                 if tvalid.any():
@@ -1212,120 +1230,6 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
     out["er_blank"] += e.T @ m
     if ctx.threshold is not None:
         out["above"] += (e > ctx.threshold).T.astype(float) @ m
-
-
-def _score_blanked_loop(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray,
-                        out: dict) -> None:
-    """The per-pattern evaluation of the blanked patterns: the reference of the tests.
-
-    What :func:`assess_released` did before :func:`_score_blanked` (one pattern at a
-    time, grouped by its blank keys); kept, unchanged, so that
-    tests/test_released_batch.py can check the batches against an independent
-    evaluation. Not used by the package.
-    """
-    from sdcbayes.models.latent_class import expected_inverse_frequency_f
-
-    spec, ps, pi, kap, n, qs = ctx.spec, ctx.ps, ctx.pi, ctx.kap, ctx.n, ctx.qs
-    S = kap.size
-    top_cells, draw_chunk, threshold = ctx.top_cells, ctx.draw_chunk, ctx.threshold
-    fk_cells, m_p_f, lam_of = ctx.fk_cells, ctx.m_p_f, ctx.lam_of
-    risk, risk_q, F_mean, f_p = out["risk"], out["risk_q"], out["F_mean"], out["f_p"]
-    er, er_blank, above = out["er"], out["er_blank"], out["above"]
-    bsets = [tuple(np.flatnonzero(pats[p] < 0)) for p in blanked]
-    order = sorted(range(blanked.size), key=lambda i: bsets[i])
-    rank_draws = np.unique(np.linspace(0, S - 1, min(S, 64)).round().astype(np.int64))
-    fin_all = np.isfinite(kap)
-    lookup: dict[tuple, dict] = {}
-    for i in order:
-        p, B = blanked[i], bsets[i]
-        shown = [j for j in range(spec.n_keys) if j not in B]
-        if B not in lookup:
-            lookup.clear()  # one blank set at a time, as the patterns come sorted by it
-            table = pd.DataFrame(spec.key_codes[:, shown]) if shown else pd.DataFrame(index=range(
-                spec.key_codes.shape[0]))
-            lookup[B] = ({(): np.arange(spec.key_codes.shape[0])} if not shown else
-                         {(k if isinstance(k, tuple) else (k,)): v for k, v in
-                          table.groupby(list(range(len(shown)))).indices.items()})
-        obs = lookup[B].get(tuple(int(x) for x in pats[p, shown]), np.empty(0, np.int64))
-        obs = np.asarray(obs, dtype=np.int64)
-        fc = fk_cells[obs]
-        f = float(fc.sum())  # >= 1: the record's own cell is among them
-        f_p[p] = f
-        rect = ps.rectangle(pats[p])
-        top = np.empty((0, spec.n_keys), np.int64)
-        if top_cells and fin_all.any():
-            top = ps.top_cells(rect, top_cells, rank_draws)
-            seen = {tuple(c) for c in spec.key_codes[obs].tolist()}
-            top = top[[tuple(c) not in seen for c in top.tolist()]] if top.size else top
-        e = np.empty(S)
-        xm = np.empty(S)
-        pred = out.get("pred")
-        if pred is not None:  # the predictive draw, as _score_batch makes it
-            xe, p_mean = np.zeros(S), np.zeros(S)
-            p_nb, p_r, p_rho = np.zeros(S, bool), np.zeros(S), np.ones(S)
-            rows = pred.top_rows(rect, top[None], np.ones((1, top.shape[0]), bool))[0]
-        for s0 in range(0, S, draw_chunk):
-            sl = slice(s0, min(s0 + draw_chunk, S))
-            k = kap[sl]
-            fin = np.isfinite(k)
-            sm = ps.sums(rect, sl)
-            es = np.empty(k.shape)
-            xs = np.empty(k.shape)
-            if (~fin).any():  # Poisson draws: X_p ~ Po(lam_p) exactly
-                es[~fin] = expected_inverse_frequency_f(f, sm["lam"][~fin], np.inf)
-                xs[~fin] = sm["lam"][~fin]
-            if pred is not None:
-                xe[sl] = pred.X_obs[sl][:, obs].sum(axis=1) + pred.X_top[rows][:, sl].sum(axis=0)
-                if (~fin).any():
-                    lx = lam_of(sl, obs).sum(axis=1) + ps.cells(rect, top, sl)[1].sum(axis=1)
-                    lp = sm["lam"][~fin]
-                    rest = np.maximum(lp - lx[~fin], 0.0)
-                    p_mean[sl][~fin] = np.where(rest <= _REMAINDER_EPS * lp, 0.0, rest)
-            if fin.any():
-                pi_x, lam_x = ps.cells(rect, top, sl)
-                pic = np.concatenate([pi[sl][:, obs], pi_x], axis=1)
-                lamc = np.concatenate([lam_of(sl, obs), lam_x], axis=1)
-                fcx = np.concatenate([fc, np.zeros(top.shape[0])])
-                pic, lamc, kf = pic[fin], lamc[fin], k[fin][:, None]
-                lam_p = sm["lam"][fin]
-                y = n * pic
-                # the remainder: exact linear sums less the explicit cells'
-                Lam_R = np.maximum(lam_p - lamc.sum(axis=1), 0.0)
-                LY_R = np.maximum(sm["lam_y"][fin] - (lamc * y).sum(axis=1), 0.0)
-                Q_R = np.maximum(sm["lam2"][fin] - (lamc ** 2).sum(axis=1), 0.0)
-                tiny = Lam_R <= _REMAINDER_EPS * lam_p
-                Lam_R = np.where(tiny, 0.0, Lam_R)
-                ybar = np.where(Lam_R > 0, LY_R / np.where(Lam_R > 0, Lam_R, 1.0), 0.0)
-                kk = kf[:, 0]
-                M = Lam_R * kk / (kk + ybar)
-                V = M + kk * np.where(tiny, 0.0, Q_R) / (kk + ybar) ** 2
-                nb = (V > M * (1.0 + 1e-10)) & (M > 0)
-                r_R = np.where(nb, M ** 2 / np.where(nb, V - M, 1.0), 0.0)
-                rho_R = np.where(nb, M / np.where(nb, V, 1.0), 1.0)
-                b = kf + y
-                rho = np.clip(b / (b + lamc), np.finfo(float).tiny, 1.0)
-                r = kf + fcx[None, :]
-                es[fin] = inverse_moment_sum(
-                    f, np.concatenate([r, r_R[:, None]], axis=1),
-                    np.concatenate([rho, np.clip(rho_R, np.finfo(float).tiny, 1.0)[:, None]],
-                                   axis=1),
-                    np.where(nb, 0.0, M))
-                xs[fin] = (r * lamc / b).sum(axis=1) + M
-                if pred is not None:
-                    p_nb[sl][fin], p_r[sl][fin], p_mean[sl][fin] = nb, r_R, M
-                    p_rho[sl][fin] = np.clip(rho_R, np.finfo(float).tiny, 1.0)
-            e[sl] = es
-            xm[sl] = xs
-        if pred is not None:
-            pred.add(out, np.array([p]), m_p_f[[p]], np.array([f]), xe[None], p_nb[None],
-                     p_r[None], p_rho[None], p_mean[None])
-        risk[p] = mean_over_draws(e[:, None])[0]
-        risk_q[:, p] = np.quantile(e, qs)
-        F_mean[p] = f + xm.mean()
-        er += m_p_f[p] * e
-        er_blank += m_p_f[p] * e
-        if threshold is not None:
-            above += m_p_f[p] * (e > threshold)
 
 
 def _released_diagnostics(md, N: float, file_draws: xr.Dataset) -> dict[str, Any]:
@@ -1391,23 +1295,98 @@ def _draw_observed(fk: np.ndarray, pi: np.ndarray, lam_stored: np.ndarray | None
     return X
 
 
+_HASH_A, _MULT_A, _HASH_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
+
+
+def _spawn_states(seed: int, keys: np.ndarray) -> np.ndarray:
+    """``SeedSequence(seed, spawn_key=k).generate_state(4, np.uint64)`` per row of ``keys``.
+
+    ``keys`` (m, k): integers in [0, 2^32), one 32-bit word each. NumPy's
+    ``SeedSequence`` (numpy/random/bit_generator.pyx: the entropy words, the seed's
+    padded to the pool of 4, then the spawn key; ``mix_entropy``'s hashmix and mix;
+    ``generate_state``), after O'Neill's seed_seq_fe (pcg-random.org, 2015), with the
+    keys as columns of uint32 arrays, so that many keys cost a few array operations.
+    """
+    u = np.uint32
+    m = keys.shape[0]
+    run, x = [], int(seed)
+    while True:  # the seed's 32-bit words, least significant first
+        run.append(x & 0xFFFFFFFF)
+        x >>= 32
+        if not x:
+            break
+    run += [0] * max(0, 4 - len(run))
+    ent = np.concatenate([np.tile(np.array(run, u), (m, 1)), keys.astype(u)], axis=1)
+    hc = u(_HASH_A)
+    with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as in the C code
+
+        def hashmix(v):
+            nonlocal hc
+            v = v ^ hc
+            hc = u(hc * u(_MULT_A))
+            v = v * hc
+            return v ^ (v >> u(16))
+
+        def mix(a, b):
+            r = u(_MIX_L) * a - u(_MIX_R) * b
+            return r ^ (r >> u(16))
+
+        pool = [hashmix(ent[:, i]) for i in range(4)]
+        for i_src in range(4):
+            for i_dst in range(4):
+                if i_src != i_dst:
+                    pool[i_dst] = mix(pool[i_dst], hashmix(pool[i_src]))
+        for i_src in range(4, ent.shape[1]):
+            for i_dst in range(4):
+                pool[i_dst] = mix(pool[i_dst], hashmix(ent[:, i_src]))
+        h = u(_HASH_B)
+        state = np.empty((m, 8), u)
+        for i in range(8):
+            v = pool[i % 4] ^ h
+            h = u(h * u(_MULT_B))
+            v = v * h
+            state[:, i] = v ^ (v >> u(16))
+    # as generate_state: little-endian words, pairs as uint64
+    return state.astype("<u4").view("<u8").astype(np.uint64)
+
+
+class _State(np.random.bit_generator.ISeedSequence):
+    """A seed state computed beforehand (:func:`_spawn_states`), for ``PCG64``."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: np.ndarray) -> None:
+        self.state = state
+
+    def generate_state(self, n_words, dtype=np.uint32) -> np.ndarray:
+        return self.state
+
+
 class _Predictive:
     r"""The posterior predictive draw of the released file's F (module docstring).
 
     One population per parameter draw, shared by every pattern: the observed cells' X
-    (``X_obs``, :func:`_draw_observed`) and every pattern's top unobserved cells' X,
-    each distinct top cell drawn once for all draws, whichever batch first needs it,
-    from a generator keyed by the cell (``SeedSequence(seed, spawn_key=(1, *levels))``),
-    so every pattern that lists the cell sees the same draw, and the result depends on
-    neither the batches nor ``draw_chunk``. Each pattern's remainder is one draw of its
-    matched negative binomial (Poisson where it is exact) per parameter draw, from a
+    (``X_obs``, :func:`_draw_observed`) and every pattern's top unobserved cells' X. A
+    top cell's X, for every draw, comes from a generator keyed by the cell
+    (``SeedSequence(seed, spawn_key=(1, *levels))``), gamma then Poisson over all draws,
+    from its parameters (the same in every rectangle that lists the cell), so every
+    pattern that lists the cell sees the same draw and the result depends on neither the
+    batches nor ``draw_chunk``. Nothing of it is stored: a batch draws its patterns'
+    distinct top cells when it needs them (:meth:`top_sum`), a cell listed in several
+    batches is drawn again, to the same values. Each pattern's remainder is one draw of
+    its matched negative binomial (Poisson where it is exact) per parameter draw, from a
     generator keyed by the pattern (``spawn_key=(2, p)``), independent across patterns.
     Negative binomials are drawn as gamma-Poisson mixtures,
     :math:`\mathrm{NegBin}(r, \rho) = \mathrm{Po}(G)`, :math:`G \sim
-    \mathrm{Gamma}(r, (1-\rho)/\rho)`, so that Poisson and overdispersed draws of one
-    pattern come from one stream in draw order.
+    \mathrm{Gamma}(r, (1-\rho)/\rho)` (Johnson, Kemp and Kotz, *Univariate Discrete
+    Distributions*, 3rd ed., 2005, sec. 5.3), so that Poisson and overdispersed draws of
+    one cell or pattern come from one stream in draw order.
 
-    Memory: draws x (observed cells + distinct top cells), int32; never draws x records.
+    Memory: draws x observed cells (``X_obs``, int32, the size of the fit's ``pi``); the
+    top cells' draws live only in the batch that draws them, within its patterns x draws
+    and :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS` (draws x distinct top cells, which
+    outnumber the records, is never held).
     """
 
     def __init__(self, seed: int, X_obs: np.ndarray, ps, kap: np.ndarray, n: float) -> None:
@@ -1416,60 +1395,103 @@ class _Predictive:
         self.ps = ps
         self.kap = kap
         self.n = n
-        self.rows: dict[tuple, int] = {}
-        self.X_top = np.zeros((1, kap.size), np.int32)  # row 0 stands in for no cell
-        self.n_top = 0
+        self.fin = np.isfinite(kap)
+        self.k1 = np.where(self.fin, kap, 1.0)  # gamma shapes (1: placeholder, Poisson draws)
 
-    def top_rows(self, rect, tops: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """Rows of ``X_top`` of the patterns' top cells ``tops`` (P, T, J) where ``valid``.
+    def _streams(self, keys) -> list:
+        """One generator per key tuple, ``default_rng(SeedSequence(seed, spawn_key=key))``.
 
-        Cells not drawn yet are drawn now, for every draw; their parameters come from
+        The seeds of all the keys at once (:func:`_spawn_states`, about 0.3 us a key
+        against 11 us for a ``SeedSequence``), each wrapped for ``PCG64``; the streams are
+        the ``SeedSequence``'s to the bit (tests/test_released_predictive.py).
+        """
+        if not len(keys):
+            return []
+        keys = np.asarray(keys, np.int64).reshape(len(keys), -1)
+        if keys.size and (keys.min() < 0 or keys.max() >= 2 ** 32):  # not one word each
+            return [np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=k))
+                    for k in keys.tolist()]
+        return [np.random.Generator(np.random.PCG64(_State(st)))
+                for st in _spawn_states(self.seed, keys)]
+
+    def top_sum(self, rect, tops: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        r"""Each pattern's summed X over its top cells ``tops`` (P, T, J) where ``valid``.
+
+        Returns (P, draws), float (sums of integer counts: exact). Each distinct cell of
+        the call is drawn once, :math:`X_c \sim \mathrm{NegBin}(\kappa, \rho_c)`
+        (:math:`\mathrm{Po}(\lambda_c)` where :math:`\kappa = \infty`), from
         :meth:`~sdcbayes.models.latent_class.PatternSums.cells_many` on the patterns'
-        rectangle ``rect`` (products over its free keys only, not every key).
+        rectangle ``rect`` (products over its free keys only) of the first pattern that
+        lists it, in chunks of those patterns that keep patterns x draws x classes x T
+        within :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS`.
         """
         P, T = valid.shape
-        rows = np.zeros((P, T), np.int64)
-        pos = np.argwhere(valid)
-        keys = [tuple(c) for c in tops[valid].tolist()]
-        first: dict[tuple, tuple[int, int]] = {}
-        for (i, t), c in zip(pos.tolist(), keys, strict=True):
-            if c not in self.rows and c not in first:
-                first[c] = (i, t)
-        if first:
-            self._draw_tops(rect, tops, first)
-        rows[valid] = [self.rows[c] for c in keys]
-        return rows
-
-    def _draw_tops(self, rect, tops: np.ndarray, first: dict) -> None:
-        """:math:`X_c \\sim \\mathrm{NegBin}(\\kappa, \\rho_c)` (Po(lam_c) where kappa = inf)."""
         S = self.kap.size
-        need = self.n_top + len(first)
-        if need > self.X_top.shape[0]:
-            grown = np.zeros((max(need, 2 * self.X_top.shape[0]), S), np.int32)
-            grown[:self.n_top] = self.X_top[:self.n_top]
-            self.X_top = grown
-        fin = np.isfinite(self.kap)
-        k1 = np.where(fin, self.kap, 1.0)
-        by_pattern: dict[int, list] = {}
-        for c, (i, t) in first.items():
-            by_pattern.setdefault(i, []).append((t, c))
-        owners = np.array(sorted(by_pattern), np.int64)
-        T = tops.shape[1]
-        # cells_many holds patterns x draws x H x T
+        xt = np.zeros((P, S))
+        if not valid.any():
+            return xt
+        pos = np.argwhere(valid)  # the listings (pattern, slot), in row-major order
+        cells, first, inv = np.unique(tops[valid], axis=0, return_index=True,
+                                      return_inverse=True)
+        inv = inv.reshape(-1)
+        # each cell's parameters from the first pattern listing it; cells renumbered in
+        # that pattern's order, so a chunk of patterns owns a run of cells
+        own_i, own_t = pos[first, 0], pos[first, 1]
+        by_owner = np.argsort(own_i, kind="stable")
+        rank = np.empty_like(by_owner)
+        rank[by_owner] = np.arange(by_owner.size)
+        lrank = rank[inv]  # each listing's cell, renumbered
+        by_cell = np.argsort(lrank, kind="stable")
+        bounds = np.searchsorted(lrank[by_cell], np.arange(cells.shape[0] + 1))
+        owners = np.unique(own_i)
+        owned_by = own_i[by_owner]  # sorted
+        fin, k1 = self.fin, self.k1
+        # cells_many holds patterns x draws x classes x T
         step = max(1, CHUNK_ELEMENTS // max(S * self.ps.w.shape[1] * T, 1))
+        r0 = 0
         for c0 in range(0, owners.size, step):
             own = owners[c0:c0 + step]
+            r1 = int(np.searchsorted(owned_by, own[-1], side="right"))
+            sel = by_owner[r0:r1]  # the cells these patterns own, in renumbered order
             pic, lamc = self.ps.cells_many(rect, tops[own])  # (patterns, draws, T)
-            for a, i in enumerate(own.tolist()):
-                for t, code in by_pattern[i]:
-                    g = np.random.default_rng(
-                        np.random.SeedSequence(self.seed, spawn_key=(1, *code)))
-                    lam = lamc[a, :, t]
-                    scale = np.where(fin, lam / (k1 + self.n * pic[a, :, t]), 0.0)  # (1-rho)/rho
-                    mean = np.where(fin, g.standard_gamma(k1) * scale, lam)
-                    self.X_top[self.n_top] = np.minimum(g.poisson(mean), _COUNT_MAX)
-                    self.rows[code] = self.n_top
-                    self.n_top += 1
+            a = np.searchsorted(own, own_i[sel])
+            pic, lamc = pic[a, :, own_t[sel]], lamc[a, :, own_t[sel]]  # (cells, draws)
+            scale = np.where(fin, lamc / (k1 + self.n * pic), 0.0)  # (1 - rho) / rho
+            gens = self._streams([(1, *c) for c in cells[sel].tolist()])
+            gam = np.stack([g.standard_gamma(k1) for g in gens])
+            mean = np.where(fin, gam * scale, lamc)
+            X = np.stack([np.minimum(g.poisson(mu), _COUNT_MAX)
+                          for g, mu in zip(gens, mean, strict=True)])
+            # the cells' listings, a bounded number at a time (a cell may be listed often)
+            for l0 in range(bounds[r0], bounds[r1], step * T):
+                li = by_cell[l0:min(l0 + step * T, bounds[r1])]
+                np.add.at(xt, pos[li, 0], X[lrank[li] - r0])
+            r0 = r1
+        return xt
+        owner = np.nonzero(valid)[0]  # the pattern of each listing
+        cells, inv = np.unique(tops[valid], axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        # the listings sorted by cell: a chunk of cells adds its listings' slice
+        by_cell = np.argsort(inv, kind="stable")
+        bounds = np.searchsorted(inv[by_cell], np.arange(cells.shape[0] + 1))
+        fin, k1 = self.fin, self.k1
+        step = max(1, CHUNK_ELEMENTS // max(S * self.ps.w.shape[1], 1))
+        for c0 in range(0, cells.shape[0], step):
+            cc = cells[c0:c0 + step]
+            # each cell as a one-cell rectangle of its own (its fixed levels are its own)
+            pic, lamc = self.ps.cells_many(rect, cc[:, None, :])
+            pic, lamc = pic[:, :, 0], lamc[:, :, 0]  # (cells, draws)
+            scale = np.where(fin, lamc / (k1 + self.n * pic), 0.0)  # (1 - rho) / rho
+            gens = self._streams([(1, *c) for c in cc.tolist()])
+            gam = np.stack([g.standard_gamma(k1) for g in gens])
+            mean = np.where(fin, gam * scale, lamc)
+            X = np.stack([np.minimum(g.poisson(mu), _COUNT_MAX)
+                          for g, mu in zip(gens, mean, strict=True)])
+            # the chunk's listings, at most step at a time (a cell may be listed by many)
+            for l0 in range(bounds[c0], bounds[c0 + cc.shape[0]], step):
+                li = by_cell[l0:min(l0 + step, bounds[c0 + cc.shape[0]])]
+                np.add.at(xt, owner[li], X[inv[li] - c0])
+        return xt
 
     def add(self, out: dict, pb: np.ndarray, m: np.ndarray, f: np.ndarray, xe: np.ndarray,
             nbin: np.ndarray, r: np.ndarray, rho: np.ndarray, mean: np.ndarray) -> None:
@@ -1479,12 +1501,12 @@ class _Predictive:
         :math:`\mathrm{NegBin}(r, \rho)` where ``nbin``, else :math:`\mathrm{Po}`
         (``mean``). Adds to ``out["er_pred"]`` and ``out["er_blank_pred"]``.
         """
-        inv = np.empty(xe.shape)
-        for i, p in enumerate(np.asarray(pb).tolist()):
-            g = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(2, int(p))))
-            shape = np.where(nbin[i], r[i], 1.0)
-            scale = np.where(nbin[i], (1.0 - rho[i]) / rho[i], 0.0)
-            lam = np.where(nbin[i], g.standard_gamma(shape) * scale, mean[i])
-            inv[i] = 1.0 / (f[i] + xe[i] + g.poisson(lam))
+        gens = self._streams([(2, int(p)) for p in np.asarray(pb).tolist()])
+        shape = np.where(nbin, r, 1.0)
+        scale = np.where(nbin, (1.0 - rho) / rho, 0.0)
+        gam = np.stack([g.standard_gamma(a) for g, a in zip(gens, shape, strict=True)])
+        lam = np.where(nbin, gam * scale, mean)
+        rest = np.stack([g.poisson(mu) for g, mu in zip(gens, lam, strict=True)])
+        inv = 1.0 / (f[:, None] + xe + rest)
         out["er_pred"] += inv.T @ m
         out["er_blank_pred"] += inv.T @ m

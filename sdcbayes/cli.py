@@ -1068,6 +1068,7 @@ def check_structural_zero_rules(rules: list[dict[str, Any]], md, where: str,
     """
     import difflib
 
+    from sdcbayes.microdata import MISSING_LEVEL
     from sdcbayes.models.latent_class import StructuralZeros
 
     keys = list(md.keys)
@@ -1077,7 +1078,7 @@ def check_structural_zero_rules(rules: list[dict[str, Any]], md, where: str,
     for k in keys:
         lv = [str(v) for v in md.levels[k]]
         if table[k].isna().any():  # missing="category": missing is a level of its own
-            lv.append("<missing>")
+            lv.append(MISSING_LEVEL)
         levels[k] = lv
 
     def close(name: str, pool: list[str]) -> str:
@@ -1112,7 +1113,7 @@ def check_structural_zero_rules(rules: list[dict[str, Any]], md, where: str,
     # a rule must not forbid what the sample holds (the model refuses it at its build)
     import numpy as np
 
-    text = {k: table[k].astype(object).where(table[k].notna(), "<missing>").astype(str)
+    text = {k: table[k].astype(object).where(table[k].notna(), MISSING_LEVEL).astype(str)
             .to_numpy() for k in keys}
     fk = np.asarray(md.cells.fk)
     for i, rule in enumerate(out, start=1):

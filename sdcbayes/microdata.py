@@ -40,6 +40,7 @@ from sdcbayes.exceptions import DataError, InputError, warn_at_caller
 
 __all__ = [
     "DEFAULT_MAX_LEVELS",
+    "MISSING_LEVEL",
     "MISSING_POLICIES",
     "READABLE_EXTENSIONS",
     "CellTable",
@@ -55,6 +56,12 @@ __all__ = [
 
 #: Missing-key policies understood by :class:`Microdata`.
 MISSING_POLICIES = ("wildcard", "category", "drop")
+
+#: The name of the level a missing key value is under ``missing="category"`` where a
+#: model lists a key's levels (:meth:`sdcbayes.models.latent_class.LatentClassModel.
+#: from_microdata` appends it last to a key with a missing value); the released-file
+#: risk and ``protect`` read the fit's levels with it.
+MISSING_LEVEL = "<missing>"
 
 #: Default bound on the number of distinct values of one key variable. A key
 #: with more levels is almost certainly a continuous variable passed by mistake.

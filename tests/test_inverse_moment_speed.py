@@ -1,11 +1,15 @@
 """inverse_moment_sum_rows (the released-file quadrature) against a frozen copy of itself.
 
-:func:`sdcbayes.risk.posterior.inverse_moment_sum_rows` was made faster (tail nodes of the
-tanh-sinh rule that cannot matter are skipped; cells of equal size share one logarithm).
-The frozen copy below is the implementation before that change (226 nodes, one
-``log1p`` per cell and node); the new one must agree with it to 1e-13 relative over
-adversarial rows, and both with the closed forms for one negative binomial
-(:func:`sdcbayes.risk.individual.negbin_inverse_moment`) and for a Poisson
+:func:`sdcbayes.risk.posterior.inverse_moment_sum_rows` was made faster in two ways, each
+changing the result by at most ``_ROWS_TOL`` (1e-17) relative: the tail nodes of the
+tanh-sinh rule whose weights sum below that bound (after Jensen's f/(f + EX)) are
+skipped, and the near-Poisson cells (odds (1 - rho)/rho at most ``_SERIES_ODDS``) are
+summed as one alternating power series of log1p (the rows sorted by f share the powers
+of the nodes), cut after the fewest terms whose error bound (the next term) is below it;
+the other cells keep one ``log1p`` per node. The frozen copy below is the implementation
+before that change (226 nodes, one ``log1p`` per cell and node); the new one must agree
+with it to 1e-13 relative over adversarial rows, and both with the closed forms for one
+negative binomial (:func:`sdcbayes.risk.individual.negbin_inverse_moment`) and for a Poisson
 (:func:`sdcbayes.models.latent_class.expected_inverse_frequency_f`).
 """
 

@@ -7,7 +7,10 @@ levels themselves. Checked here against the same steps run on the demo file (eve
 record's released value is the map's image of its original value, or blank), and the
 refusals that remain (PRAM, noise, micro-aggregation of a key; ``--missing`` without
 the model; missing key values without ``--missing``), all before any work. No test
-here fits the model: the calls it would make are captured instead.
+here fits the model: the calls it would make are captured instead, and the maps are
+scored through ``assess_released`` from a hand-built posterior on a census (every
+record's risk 1/F by brute force); a refusal of ``assess_released`` reaches the user
+as protect's bug, with the command line's advice.
 """
 
 from __future__ import annotations
@@ -183,6 +186,81 @@ def test_assess_released_gets_recodes_only_when_a_key_is_recoded(monkeypatch, de
     monkeypatch.setattr(released_mod, "assess_released", fake)
     protect._score_released(demo_md, None, _Fit(), quiet=True, recodes=recodes)
     assert calls == [{"recodes": recodes} if recodes else {}]
+
+
+def test_a_scoring_refusal_is_reported_as_protects_bug_with_cli_advice(monkeypatch,
+                                                                      demo_md):
+    """assess_released's refusals speak to Python callers (recodes=, Microdata(...)); one
+    that gets past protect's checks is protect's bug: CLI advice, the detail for the
+    report, one line."""
+    import sdcbayes.risk.released as released_mod
+    from sdcbayes.exceptions import InputError
+
+    def fake(md, frame, posterior, **kwargs):
+        raise InputError("3 released value(s) of key 'sex' differ from the original: pass "
+                         "recodes={'sex': {...}} (every level of the fit)")
+
+    monkeypatch.setattr(released_mod, "assess_released", fake)
+    with pytest.raises(InputError) as err:
+        protect._score_released(demo_md, None, _Fit(), quiet=True)
+    msg = str(err.value)
+    assert "\n" not in msg
+    head, report = msg.split("(for the report: ")
+    assert "a bug in protect, please report it" in head
+    assert "meanwhile use --model closed-form" in head
+    assert "recodes=" not in head and "Microdata" not in head
+    assert report.startswith("3 released value(s) of key 'sex'")
+
+
+def test_protects_level_maps_score_a_census_exactly():
+    """The level maps of a recipe (top coding with a fractional replacement on an integer
+    key, a band, a recode, then suppression) through assess_released on the protected
+    file: on a census (N = n) every record's risk is 1/F, F counted by brute force over
+    the released values (a new blank matches anything), under --missing category and
+    drop (reviewer's r10: max |risk F - 1| 1e-15, ER 98.37 and 82.37)."""
+    from test_released import _posterior
+
+    from sdcbayes.microdata import MISSING_LEVEL, Microdata
+    from sdcbayes.risk.released import assess_released
+
+    rng = np.random.default_rng(5)
+    n = 400
+    df = pd.DataFrame({"age": rng.choice(["0-19", "20-39", "40-59", "60+"], n),
+                       "sex": rng.choice(["f", "m"], n), "hh": rng.integers(1, 8, n),
+                       "yrs": rng.integers(0, 90, n), "w": 1.0})
+    df["age"] = df["age"].astype(object)
+    df.loc[rng.random(n) < 0.05, "age"] = None
+    keys = ["age", "sex", "hh", "yrs"]
+    ers = {}
+    for policy in ("category", "drop"):
+        steps = _checked([
+            {"step": "top_code", "column": "hh", "threshold": 5, "replacement": 5.5},
+            {"step": "band", "column": "yrs", "breaks": [0, 30, 60, 90]},
+            {"step": "recode", "column": "age", "mapping": {"0-19": "0-39", "20-39": "0-39"}},
+            {"step": "suppress", "k": 3, "keys": keys}], df, keys=keys)
+        md = Microdata(df, keys=keys, weight="w", missing=policy)
+        maps = protect._key_level_maps(steps, df, md, keys)
+        assert sorted(maps) == ["age", "hh", "yrs"]
+        rel = _applied(steps, df)
+        kept = np.asarray(md.record_cell) >= 0
+        idata, *_ = _posterior(md, N=float(kept.sum()))
+        res = assess_released(md, rel, idata, recodes=maps, N=float(kept.sum()))
+        # every record's released value, the original's missing value as its level
+        pop = pd.DataFrame({k: [MISSING_LEVEL if pd.isna(x) else maps[k][x] if k in maps
+                                else x for x in df[k].astype(object)] for k in keys})
+        newb = (rel[keys].isna() & df[keys].notna()).to_numpy()
+        assert newb.sum() > 0 and res.summary["n_blanks"] == int(newb[kept].sum())
+        idx = np.flatnonzero(kept)
+        F = np.array([np.all([np.ones(idx.size, bool) if newb[i, j] else
+                              (pop[k].iloc[idx] == pop[k].iloc[i]).to_numpy()
+                              for j, k in enumerate(keys)], axis=0).sum() for i in idx])
+        risk = res.records["risk"].to_numpy()
+        np.testing.assert_allclose(risk[idx], 1 / F, rtol=1e-12, atol=0)
+        assert np.isnan(risk[~kept]).all()
+        assert res.summary["n_recoded_patterns"] > 0
+        ers[policy] = res.summary["expected_reidentifications"]
+        assert ers[policy] == pytest.approx((1 / F).sum(), rel=1e-12)
+    assert ers == pytest.approx({"category": 98.3679, "drop": 82.3679}, abs=1e-4)
 
 
 # ---------------------------------------------------------------- through the command

@@ -1,10 +1,13 @@
 """The released-file risk scores its blanked patterns in batches: sdcbayes.risk.released.
 
 ``_score_blanked`` (patterns x draws arrays, one batch per free-key specification and
-number of explicit cells) against ``_score_blanked_loop``, the per-pattern evaluation it
-replaced, kept as the reference: every output of ``assess_released`` (risks, their
-quantiles, F_mean, f_p, the per-draw ER and counts above a threshold) to 1e-12 relative,
-for top cells 0, 4 and 16, Poisson, finite and mixed kappa and weight classes; the
+number of explicit cells) against ``score_blanked_loop`` (tests/released_reference.py),
+the per-pattern evaluation it replaced, kept as the reference: every output of
+``assess_released`` (risks, their quantiles, F_mean, f_p, the per-draw ER and counts above
+a threshold) to 1e-12 relative, for top cells 0, 4 and 16, Poisson, finite and mixed kappa
+and weight classes (the predictive ER draws too, but both take the package's
+``_Predictive`` streams, so only the assembly of the explicit cells' X is independent
+there); the reference refuses a recoded file; the
 batched PatternSums methods against their one-rectangle siblings (also with a recoded,
 subset-of-levels key); ``inverse_moment_sum_rows`` against ``inverse_moment_sum``; the
 observed-cell lookup against a brute-force scan; and the batches' size within the
@@ -20,6 +23,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+from released_reference import score_blanked_loop
 
 import sdcbayes
 import sdcbayes.risk.released as released
@@ -94,7 +98,7 @@ def _both(monkeypatch, md, rel, idata, **kw):
     kw.setdefault("random_seed", 0)  # the predictive draws of both from one seed
     a = assess_released(md, rel, idata, **kw)
     with monkeypatch.context() as m:
-        m.setattr(released, "_score_blanked", released._score_blanked_loop)
+        m.setattr(released, "_score_blanked", score_blanked_loop)
         b = assess_released(md, rel, idata, **kw)
     return a, b
 
@@ -171,6 +175,27 @@ def test_a_key_of_one_level_blanked_or_shown_is_one_pattern_group(monkeypatch):
     assert [g[1].tolist() for g in groups] in ([[0, 1], [2]], [[2], [0, 1]])
     a, b = _both(monkeypatch, md, rel, idata, top_cells=4)
     _assert_same(a, b)
+
+
+def test_the_reference_refuses_a_recoded_file_and_takes_an_identity_recode(monkeypatch):
+    """The loop reads a shown code as the level: a recoded key is refused, clearly."""
+    levels = (3, 5, 4)
+    keys = [f"k{j}" for j in range(len(levels))]
+    df = _frame(levels, 150, 51, weights=[5.0])
+    md = sdcbayes.Microdata(df, keys, weight="w")
+    idata = _posterior(md, seed=6)
+    rel = _blanked(df, keys, 52)
+    # an identity recode: the codes are the levels, the batches' numbers
+    a, b = _both(monkeypatch, md, rel, idata, top_cells=4,
+                 recodes={"k1": {v: v for v in range(5)}})
+    _assert_same(a, b)
+    merge = {0: "lo", 1: "lo", 2: 2, 3: 3, 4: 4}
+    rec = rel.copy()
+    rec["k1"] = rec["k1"].astype(object).map(lambda v: v if pd.isna(v) else merge[v])
+    with monkeypatch.context() as m:
+        m.setattr(released, "_score_blanked", score_blanked_loop)
+        with pytest.raises(ValueError, match=r"suppression-only.*'k1' is recoded"):
+            assess_released(md, rec, idata, recodes={"k1": merge}, random_seed=0)
 
 
 def test_batches_stay_within_the_memory_budget(monkeypatch):

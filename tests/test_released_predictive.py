@@ -277,3 +277,125 @@ def test_seed_repeats_the_draws_and_is_stamped(case):
     for bad in (-1, 1.5, True, "1"):
         with pytest.raises(InputError, match="random_seed"):
             assess_released(md, rel, idata, random_seed=bad)
+
+
+WIDE = (9, 9, 9, 9, 9)  # 59,049 cells: far more distinct top cells than a batch holds
+
+
+def _wide_case(n, seed=41, S=60, kappa=1.0):
+    """n records, each with one or two random keys blanked: nearly one pattern each."""
+    keys = [f"k{j}" for j in range(len(WIDE))]
+    df = _frame(n, seed, levels=WIDE)
+    md = sdcbayes.Microdata(df, keys, weight="w")
+    w, phi = _theta(S, seed + 1, levels=WIDE)
+    idata = _posterior(md, w, phi, kappa)
+    rel = df.copy()
+    rng = np.random.default_rng(seed + 2)
+    for c in keys:
+        rel[c] = rel[c].astype(object)
+    for i in range(n):
+        for j in rng.choice(len(keys), rng.integers(1, 3), replace=False):
+            rel.iat[i, j] = np.nan
+    return md, rel, idata, w, phi
+
+
+def test_top_cells_drawn_from_their_keyed_streams(monkeypatch):
+    """Each listed top cell's X is its own keyed stream's draw, whichever pattern, batch or
+    draw chunk lists it: re-drawn here cell by cell (SeedSequence(seed, spawn_key=(1,
+    *cell)), gamma then Poisson over all draws, the cell's pi and lambda from the
+    parameters directly) and summed per pattern, against what the batches used."""
+    from sdcbayes.risk import released
+
+    md, rel, idata, w, phi = _wide_case(300, S=40, kappa=np.linspace(0.4, 5.0, 40))
+    seen = []
+    orig = released._Predictive.top_sum
+
+    def spy(self, rect, tops, valid):
+        xt = orig(self, rect, tops, valid)
+        seen.append((tops.copy(), valid.copy(), xt.copy()))
+        return xt
+
+    monkeypatch.setattr(released._Predictive, "top_sum", spy)
+    seed = 17
+    assess_released(md, rel, idata, random_seed=seed, draw_chunk=7)
+    kap = np.linspace(0.4, 5.0, 40)
+    n, N = float(len(rel)), float(md.weights.sum())
+    listed = {}
+    n_listings = 0
+    for tops, valid, xt in seen:
+        for i in range(valid.shape[0]):
+            ref = np.zeros(kap.size)
+            for c in tops[i][valid[i]].tolist():
+                prod = w.copy()  # (draws, classes)
+                for j, p in enumerate(phi):
+                    prod = prod * p[:, :, c[j]]
+                pi_c = prod.sum(axis=1)
+                lam_c = (N - n) * pi_c
+                g = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, *c)))
+                x = g.poisson(g.standard_gamma(kap) * lam_c / (kap + n * pi_c))
+                ref += x
+                listed[tuple(c)] = listed.get(tuple(c), 0) + 1
+                n_listings += 1
+            np.testing.assert_array_equal(xt[i], ref)
+    # the check saw shared cells (listed by several patterns) and many cells in all
+    assert len(listed) > 500 and n_listings > len(listed)
+
+
+def test_predictive_memory_does_not_grow_with_the_top_cells(monkeypatch):
+    """The blanked part's traced peak on 4x the blanked patterns (243 and 915 patterns,
+    about 4x the distinct top cells of a 59,049-cell key space), 200 draws, the batch
+    budget held small (2^13 elements) so that both runs fill their batches. A store of
+    draws x distinct top cells grows with them: 5.4 MB to 20.0 MB (3.7x) before it was
+    dropped. What grows now is the per-pattern index arrays (codes, fixed levels, K,
+    about 0.7 kB a pattern): 1.8 MB to 2.2 MB (1.26x). Bound 1.5x: above that, the
+    draws of the top cells outlive their batch again."""
+    import tracemalloc
+
+    from sdcbayes.risk import released
+
+    monkeypatch.setattr(released, "CHUNK_ELEMENTS", 1 << 13)
+    orig = released._score_blanked
+    peaks = []
+
+    def traced(*args, **kwargs):
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            orig(*args, **kwargs)
+            peaks.append(tracemalloc.get_traced_memory()[1] - base)
+        finally:
+            tracemalloc.stop()
+
+    monkeypatch.setattr(released, "_score_blanked", traced)
+    patterns = []
+    for n in (250, 1000):
+        md, rel, idata, _, _ = _wide_case(n, S=200)
+        out = assess_released(md, rel, idata, random_seed=3)
+        patterns.append(out.summary["n_blanked_patterns"])
+    assert patterns[1] > 3.5 * patterns[0]
+    assert peaks[1] < 1.5 * peaks[0], (peaks, patterns)
+
+
+def test_spawn_states_are_the_seed_sequences():
+    """The batched seeds of the keyed streams equal numpy's SeedSequence word for word
+    (seeds of one to three 32-bit words, keys of several lengths, 0 and 2^32 - 1), and the
+    streams built from them draw what default_rng(SeedSequence(...)) draws; a key word
+    outside 32 bits falls back to SeedSequence itself."""
+    from sdcbayes.risk.released import _Predictive, _spawn_states
+
+    rng = np.random.default_rng(0)
+    for seed in (0, 1, 2 ** 32 - 1, 2 ** 40 + 7, 12345678901234567890):
+        for k in (2, 4, 9):
+            keys = rng.integers(0, 40, (50, k))
+            keys[0] = 2 ** 32 - 1
+            keys[1] = 0
+            ref = np.stack([np.random.SeedSequence(seed, spawn_key=tuple(r)).generate_state(
+                4, np.uint64) for r in keys.tolist()])
+            np.testing.assert_array_equal(_spawn_states(seed, keys), ref)
+    pred = _Predictive(99, np.zeros((1, 1), np.int32), None, np.ones(3), 1.0)
+    for key in ((1, 3, 0, 7), (2, 2 ** 33)):
+        g = pred._streams([key])[0]
+        r = np.random.default_rng(np.random.SeedSequence(99, spawn_key=key))
+        np.testing.assert_array_equal(g.standard_gamma(np.full(20, 0.7)),
+                                      r.standard_gamma(np.full(20, 0.7)))
+        np.testing.assert_array_equal(g.poisson(np.full(20, 30.0)), r.poisson(np.full(20, 30.0)))

@@ -5,20 +5,27 @@ of the record's own level stands for every level the map merges (the rectangle o
 preimage). Checked: an identity recode is today's result; a recode of every level into
 one value is the blank; the pattern risks equal an exact listing of every cell of the
 rectangle; on a census (N = n) each record's risk is 1/F with F counted by brute force;
-the blank counts count hidden values only; missing="category" (missing is a level) is
-census-exact, missing="drop" leaves the dropped records without risk; and the refusals.
-Hand-built posteriors of tests/test_released.py (no fit).
+the blank counts count hidden values only; a recode to missing (NaN) is its map's
+preimage where the key has no other hidden value, every level where it has (census
+brute force); missing="category" (missing is a level) is census-exact, missing="drop"
+leaves the dropped records without risk; the predictive ER with recodes against an
+oracle that draws every cell; and the refusals. Hand-built posteriors of
+tests/test_released.py and tests/test_released_predictive.py (no fit).
 """
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
+import test_released_predictive as trp
 from test_released import _all_cells, _frame, _posterior
 
 import sdcbayes
 from sdcbayes.exceptions import InputError
+from sdcbayes.models.latent_class import LatentClassModel
 from sdcbayes.risk.posterior import inverse_moment_sum
 from sdcbayes.risk.released import assess_released
 
@@ -181,6 +188,95 @@ def test_census_risk_is_one_over_the_brute_force_count():
                                                                        rel=1e-12)
 
 
+def _census_to_nan():
+    """A census (N = n) whose key k1 has levels 0 and 1 recoded to missing (NaN)."""
+    df = _frame((3, 5, 4), 200, 3, weights=[1.0])
+    md = sdcbayes.Microdata(df, K, weight="w")
+    idata, *_ = _posterior(md)
+    to_nan = {0: np.nan, 1: np.nan, 2: 2, 3: 3, 4: 4}
+    return df, md, idata, to_nan, _recode(df, {"k1": to_nan})
+
+
+def _census_F(df, rel, k1_nan):
+    """Brute-force F per record: k0, k2 as shown (blank: any), k1 as shown, where NaN
+    the levels ``k1_nan`` (a set) or any level (None)."""
+    F = np.empty(len(df))
+    for i in range(len(df)):
+        m = np.ones(len(df), bool)
+        for k in ("k0", "k2"):
+            if not pd.isna(rel.iloc[i][k]):
+                m &= (df[k] == df[k].iloc[i]).to_numpy()
+        if not pd.isna(rel.iloc[i]["k1"]):
+            m &= (df["k1"] == df["k1"].iloc[i]).to_numpy()
+        elif k1_nan is not None:
+            m &= df["k1"].isin(k1_nan).to_numpy()
+        F[i] = m.sum()
+    return F
+
+
+def test_a_recode_to_missing_is_its_preimage_where_the_key_has_no_other_blank():
+    """Who knows the published map knows NaN on k1 is level 0 or 1: census risk = 1/F
+    with F over {0, 1} (ER 48.00, where reading NaN as every level gave 40.74)."""
+    df, md, idata, to_nan, rel = _census_to_nan()
+    rel.loc[rel.index[150:170], "k2"] = np.nan  # a suppressed value on another key
+    res = assess_released(md, rel, idata, recodes={"k1": to_nan})
+    F = _census_F(df, rel, {0, 1})
+    np.testing.assert_allclose(res.records["risk"].to_numpy(), 1 / F, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(res.records["f_p"].to_numpy(), F)
+    assert (1 / _census_F(df, rel, None)).sum() < res.summary[
+        "expected_reidentifications"] - 5  # reading NaN as every level is far lower
+    # a recoded value, not a blank: k1's NaN are no blanks, its records are recoded ones
+    nan_k1 = rel["k1"].isna().to_numpy()
+    s = res.summary
+    assert s["blanks_by_key"] == {"k0": 0, "k1": 0, "k2": 20} and s["n_blanks"] == 20
+    assert (res.records["blanks"].to_numpy() == rel["k2"].isna().to_numpy()).all()
+    assert s["n_recoded_records"] == int((nan_k1 & rel["k2"].notna().to_numpy()).sum())
+    assert s["recodes"]["k1"] == {"0": None, "1": None, "2": 2, "3": 3, "4": 4}
+
+
+def test_the_reviewers_recode_to_missing_census_numbers():
+    """r5: k1 levels {0, 1} -> NaN, nothing suppressed: ER 48.00 (40.74 as blanks)."""
+    df, md, idata, to_nan, rel = _census_to_nan()
+    res = assess_released(md, rel, idata, recodes={"k1": to_nan})
+    assert res.summary["expected_reidentifications"] == pytest.approx(48.0, rel=1e-12)
+    assert (1 / _census_F(df, rel, None)).sum() == pytest.approx(40.7411064, rel=1e-8)
+    assert res.summary["n_blanks"] == 0 and res.summary["n_blanked_patterns"] == 0
+
+
+def test_a_recode_to_missing_is_every_level_where_the_key_is_also_suppressed():
+    """k1 also suppressed in records of level 2-4: a NaN may be either, so every NaN of
+    k1 is a blank of every level (census risk = 1/F with k1 ignored where NaN)."""
+    df, md, idata, to_nan, rel = _census_to_nan()
+    sup = rel.index[rel["k1"].notna().to_numpy()][:15]
+    rel.loc[sup, "k1"] = np.nan
+    res = assess_released(md, rel, idata, recodes={"k1": to_nan})
+    F = _census_F(df, rel, None)
+    np.testing.assert_allclose(res.records["risk"].to_numpy(), 1 / F, rtol=1e-12, atol=0)
+    nan_k1 = int(rel["k1"].isna().sum())
+    assert res.summary["blanks_by_key"]["k1"] == nan_k1 == 80 + 15
+    assert res.summary["n_blanked_records"] == nan_k1
+
+
+@pytest.mark.parametrize("policy", ["category", "wildcard"])
+def test_a_genuine_level_named_like_the_missing_level_is_recoded_as_named(policy):
+    """A key whose real value "<missing>" sorts last (after digit strings) is a level
+    like any other: its map entry is used (the fit says which level is its missing one,
+    here none). Census: risk = 1/F by brute force."""
+    rng = np.random.default_rng(8)
+    df = pd.DataFrame({"k0": rng.choice(["1", "2", "<missing>"], 90),
+                       "k1": rng.choice(["u", "v", "x"], 90), "w": 1.0})
+    md = sdcbayes.Microdata(df, ["k0", "k1"], weight="w", missing=policy)
+    assert list(md.levels["k0"])[-1] == "<missing>"
+    idata, *_ = _posterior(md)
+    m0 = {"1": "a", "2": "a", "<missing>": "b"}
+    rel = _recode(df, {"k0": m0})
+    rel.loc[rel.index[:10], "k1"] = np.nan
+    res = assess_released(md, rel, idata, recodes={"k0": m0})
+    F = _brute_F(_recode(df, {"k0": m0}), rel, ["k0", "k1"])
+    np.testing.assert_allclose(res.records["risk"].to_numpy(), 1 / F, rtol=1e-12, atol=0)
+    assert res.summary["recodes"]["k0"] == m0
+
+
 def test_missing_category_census_is_exact():
     """missing='category': an original-missing value is the level <missing>, a new blank
     matches every level (<missing> too); risk = 1/F by brute force on a census."""
@@ -293,3 +389,81 @@ def test_missing_values_refusals():
     wild = sdcbayes.Microdata(df, K, weight="w", missing="wildcard")
     with pytest.raises(InputError, match="missing='category'.*missing='drop'"):
         assess_released(wild, df, idata)
+
+
+# ------------------------------------------- the predictive ER with recodes: an oracle
+
+
+class _RecodeOracle:
+    """Every cell of the key space drawn once per replicate; F over each record's
+    rectangle (per key: every level where blank, else the levels of its released value)."""
+
+    def __init__(self, md, rel, images):
+        self.spec = LatentClassModel.from_microdata(md, n_classes=2)
+        levels = trp.LEVELS
+        self.cells = np.array(list(itertools.product(*[range(L) for L in levels])), np.int64)
+        look = {tuple(c): f for c, f in zip(self.spec.key_codes.tolist(),
+                                            self.spec.key_counts, strict=True)}
+        self.f = np.array([look.get(tuple(c), 0.0) for c in self.cells.tolist()])
+        orig = self.spec.key_codes[np.asarray(md.record_cell)]
+        self.member = np.ones((len(rel), len(self.cells)))
+        for i in range(len(rel)):
+            for j, k in enumerate(trp.KEYS):
+                if not pd.isna(rel.iloc[i][k]):
+                    g = images[j]
+                    self.member[i] *= [g(int(c)) == g(int(orig[i, j]))
+                                       for c in self.cells[:, j]]
+        self.n, self.N = self.spec.n, float(md.weights.sum())
+
+    def er(self, w, phi, kappa, R, rng):
+        pi = self.spec.key_cell_probabilities(w, phi, key_codes=self.cells)
+        lam = (self.N - self.n) * pi
+        if np.isinf(kappa):
+            X = rng.poisson(lam, (R, lam.size))
+        else:  # X_c | f_c ~ NegBin(kappa + f_c, b/(b + lam)), b = kappa + n pi
+            b = kappa + self.n * pi
+            X = rng.negative_binomial(kappa + self.f, b / (b + lam), (R, lam.size))
+        return (1.0 / ((self.f + X) @ self.member.T)).sum(axis=1)
+
+
+@pytest.fixture(scope="module")
+def recoded_case():
+    """k1 {0, 1} -> "A", 2 -> "B"; k2 {1, 2} -> 1, {3, 4} -> "hi"; blanks on every key."""
+    map1 = {0: "A", 1: "A", 2: "B", 3: 3}  # k1: 4 levels
+    map2 = {0: 0, 1: 1, 2: 1, 3: "hi", 4: "hi"}  # k2: 5 levels
+    df = trp._frame(150, 1, weight=3.0)
+    md = sdcbayes.Microdata(df, trp.KEYS, weight="w")
+    rel = _recode(df, {"k1": map1, "k2": map2})
+    for k in trp.KEYS:
+        rel[k] = rel[k].astype(object)
+    rel.iloc[:30, rel.columns.get_loc("k0")] = np.nan
+    rel.iloc[30:50, rel.columns.get_loc("k2")] = np.nan
+    rel.iloc[50:60, [rel.columns.get_loc("k1"), rel.columns.get_loc("k2")]] = np.nan
+    oracle = _RecodeOracle(md, rel, [lambda v: v, map1.get, map2.get])
+    return md, rel, {"k1": map1, "k2": map2}, oracle
+
+
+@pytest.mark.parametrize(("kappa", "top", "sd_rtol"), [
+    (0.5, 64, 0.06),  # the top cells cover every rectangle: the oracle's own law
+    (0.5, 2, 0.10),  # remainders, drawn apart across patterns (module docstring)
+    (None, 16, 0.10),  # Poisson draws: no top cells, Po(lam_p) per pattern
+])
+def test_predictive_er_with_recodes_against_an_oracle(recoded_case, kappa, top, sd_rtol):
+    """Fixed parameters (4,000 identical draws), recoded and blanked rectangles: the
+    predictive ER draws against 20,000 populations drawing every cell. Means within 4
+    s.e., SDs within 6% (the exact law) or 10% (remainders apart); the reviewer's
+    r3 run gave z = -0.1, +0.2, 0 and SD ratios 1.003, 0.997, 0.965."""
+    md, rel, recodes, oracle = recoded_case
+    w, phi = trp._theta(4000, 2, same=True)
+    idata = trp._posterior(md, w, phi, kappa)
+    out = assess_released(md, rel, idata, top_cells=top, random_seed=3, recodes=recodes)
+    assert out.summary["n_recoded_patterns"] > 0 and out.summary["n_blanked_patterns"] > 0
+    pred = out.file_draws["expected_reidentifications"].values.ravel()
+    true = oracle.er(w[0], [p[0] for p in phi], np.inf if kappa is None else kappa, 20_000,
+                     np.random.default_rng(4))
+    se = np.sqrt(pred.var() / pred.size + true.var() / true.size)
+    assert abs(pred.mean() - true.mean()) < 4 * se, (pred.mean(), true.mean(), se)
+    assert pred.std() == pytest.approx(true.std(), rel=sd_rtol), (pred.std(), true.std())
+    # the conditional mean given theta is the oracle's mean too
+    cm = out.file_draws["expected_reidentifications_conditional_mean"].values.ravel()
+    assert abs(cm[0] - true.mean()) < 4 * true.std() / np.sqrt(true.size)

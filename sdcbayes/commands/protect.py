@@ -106,6 +106,7 @@ from sdcbayes._cliutils import (
     write_output_folder,
 )
 from sdcbayes.exceptions import InputError
+from sdcbayes.microdata import MISSING_LEVEL  # the fit's missing level (sdcbayes imports it)
 from sdcbayes.provenance import seed_or_drawn
 
 #: step name -> (required parameters, optional parameters). "keys" defaults to --keys.
@@ -1956,9 +1957,6 @@ MISSING_READING = {
     "drop": "records with a missing key value are left out of the fit and of its risk; the "
             "kept records' weights stand for them",
 }
-#: The fit's level of a missing key value under ``missing="category"``
-#: (:meth:`sdcbayes.models.latent_class.LatentClassModel.from_microdata`).
-MISSING_LEVEL = "<missing>"
 
 
 def _sampler_options(model: str, weight: str | None, *, draws: int | None,
@@ -2187,7 +2185,10 @@ def _score_released(md, frame, fit, *, quiet: bool,
     :func:`assess_released` checks its own diagnostics (R-hat, ESS of the ER given the
     parameters; nothing where the sample is the population); their problems are printed
     here as ``sdcbayes: warning: risk after protection: ...``, in the command line's
-    words, and kept so under ``diagnostics.problems``.
+    words, and kept so under ``diagnostics.problems``. Its :class:`InputError` (what
+    protect's checks before the work should have refused) is re-raised as protect's bug,
+    with the command line's advice (``--model closed-form``); its own words, written for
+    Python callers, follow only "for the report".
     """
     import warnings
 
@@ -2204,8 +2205,15 @@ def _score_released(md, frame, fit, *, quiet: bool,
             res = assess_released(md, frame, fit.idata,
                                   **({"recodes": recodes} if recodes else {}),
                                   **({"random_seed": seed} if seed is not None else {}))
-    except InputError as e:  # the checks before the work should have caught it
-        raise type(e)(f"after the steps, the protected file: {e}") from e
+    except InputError as e:
+        # protect's checks before the work (_check_released_route, _key_level_maps) refuse
+        # what assess_released cannot score, so this is their bug; its message speaks to
+        # Python callers (recodes=, Microdata(...)), so it is kept for the report only
+        raise type(e)(
+            "after the steps, the protected file could not be scored from the fit, which "
+            "protect's own checks should have refused before any work: a bug in protect, "
+            "please report it with the recipe; meanwhile use --model closed-form (for the "
+            f"report: {' '.join(str(e).split())})") from e
     diag = dict(res.summary["diagnostics"])
     # named as the "after" ones: report.html's warning box lists the fit's beside them
     diag["problems"] = [f"risk after protection: {cli_wording(' '.join(p.split()))}"
