@@ -10,10 +10,13 @@ checks every output of the batches against it, and ``benchmarks/released_risk.py
 
 from __future__ import annotations
 
+import json
+
+import arviz as az
 import numpy as np
 import pandas as pd
 
-from sdcbayes.models.latent_class import expected_inverse_frequency_f
+from sdcbayes.models.latent_class import _safe_names, expected_inverse_frequency_f
 from sdcbayes.risk.posterior import inverse_moment_sum, mean_over_draws
 from sdcbayes.risk.released import _REMAINDER_EPS, _Scoring
 
@@ -160,3 +163,44 @@ def score_blanked_loop(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray,
             above += m_p_f[p] * (e > threshold)
 
 
+
+
+def posterior_from_draws(md, spec, w: np.ndarray, phi: list[np.ndarray], kappa=None, *,
+                         chains: int = 2, design: bool = False, N: float | None = None):
+    """A latent-class posterior (InferenceData) on md's cells from the draws w, phi, kappa.
+
+    ``spec`` is ``LatentClassModel.from_microdata(md, weights=design, n_classes=H)``; ``w``
+    is (S, H), ``phi`` one (S, H, L) array per key, ``kappa`` a scalar or (S,) (None: no
+    kappa, Poisson cells); ``pi`` is the profiles' own, so the posterior is consistent.
+    With ``design`` the class-by-class excess ``lam`` and the weight classes are stored as
+    the fit stores them; ``N`` defaults to the weights' sum. The tests' hand-built
+    posteriors (tests/test_released*.py).
+    """
+    S, H = w.shape
+    n = spec.n
+    N = float(md.weights.sum()) if N is None else float(N)
+    pi = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi]) for s in range(S)])
+    d = S // chains
+    post = {"w": w.reshape(chains, d, H), "pi": pi.reshape(chains, d, -1),
+            "mass_structural_zero": np.zeros((chains, d))}
+    dims = {"w": ["latent_class"], "pi": ["cell"]}
+    coords = {}
+    for nm, lv, p in zip(_safe_names(spec.keys), spec.levels, phi, strict=True):
+        post[f"phi_{nm}"] = p.reshape(chains, d, H, -1)
+        dims[f"phi_{nm}"] = ["latent_class", f"level_{nm}"]
+        coords[f"level_{nm}"] = [str(v) for v in lv]
+    if kappa is not None:
+        post["kappa"] = np.broadcast_to(np.asarray(kappa, float), (S,)).reshape(chains, d)
+    if design:
+        pkg = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi], by_class=True)
+                        for s in range(S)])
+        post["lam"] = (n * pkg @ spec.excess_rates(N)).reshape(chains, d, -1)
+        dims["lam"] = ["cell"]
+    idata = az.from_dict(posterior=post, dims=dims, coords=coords,
+                         observed_data={"fk": spec.key_counts},
+                         constant_data={"n": np.array(n), "N": np.array(N)})
+    if design:
+        idata.attrs["weight_classes"] = json.dumps(spec.class_weights.tolist())
+        idata.posterior.attrs["weight_classes"] = idata.attrs["weight_classes"]
+        idata.posterior.attrs["weight_classes_N"] = N
+    return idata

@@ -14,10 +14,10 @@ import itertools
 import json
 import tracemalloc
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+from released_reference import posterior_from_draws
 from scipy import stats
 from scipy.special import hyp1f1
 
@@ -26,7 +26,6 @@ from sdcbayes.exceptions import InputError
 from sdcbayes.models.latent_class import (
     LatentClassModel,
     PatternSums,
-    _safe_names,
     pattern_sums,
     pattern_top_cells,
 )
@@ -62,32 +61,7 @@ def _posterior(md, *, S=6, H=4, seed=0, kappa=2.0, N=None, design=False, phi=Non
         w = rng.dirichlet(np.ones(H), S)
     if phi is None:
         phi = [rng.dirichlet(np.ones(L), (S, H)) for L in spec.n_levels]
-    n = spec.n
-    N = float(md.weights.sum()) if N is None else float(N)
-    pi = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi]) for s in range(S)])
-    d = S // chains
-    post = {"w": w.reshape(chains, d, H), "pi": pi.reshape(chains, d, -1),
-            "mass_structural_zero": np.zeros((chains, d))}
-    dims = {"w": ["latent_class"], "pi": ["cell"]}
-    coords = {}
-    for nm, lv, p in zip(_safe_names(spec.keys), spec.levels, phi, strict=True):
-        post[f"phi_{nm}"] = p.reshape(chains, d, H, -1)
-        dims[f"phi_{nm}"] = ["latent_class", f"level_{nm}"]
-        coords[f"level_{nm}"] = [str(v) for v in lv]
-    if kappa is not None:
-        post["kappa"] = np.broadcast_to(np.asarray(kappa, float), (S,)).reshape(chains, d)
-    if design:
-        pkg = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi], by_class=True)
-                        for s in range(S)])
-        post["lam"] = (n * pkg @ spec.excess_rates(N)).reshape(chains, d, -1)
-        dims["lam"] = ["cell"]
-    idata = az.from_dict(posterior=post, dims=dims, coords=coords,
-                         observed_data={"fk": spec.key_counts},
-                         constant_data={"n": np.array(n), "N": np.array(N)})
-    if design:
-        idata.attrs["weight_classes"] = json.dumps(spec.class_weights.tolist())
-        idata.posterior.attrs["weight_classes"] = idata.attrs["weight_classes"]
-        idata.posterior.attrs["weight_classes_N"] = N
+    idata = posterior_from_draws(md, spec, w, phi, kappa, chains=chains, design=design, N=N)
     return idata, spec, w, phi
 
 

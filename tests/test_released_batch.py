@@ -17,17 +17,15 @@ memory budget. Small hand-built posteriors (as tests/test_released.py builds the
 from __future__ import annotations
 
 import itertools
-import json
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
-from released_reference import score_blanked_loop
+from released_reference import posterior_from_draws, score_blanked_loop
 
 import sdcbayes
 import sdcbayes.risk.released as released
-from sdcbayes.models.latent_class import LatentClassModel, PatternSums, _safe_names
+from sdcbayes.models.latent_class import LatentClassModel, PatternSums
 from sdcbayes.risk.posterior import _ROWS_BLOCK, inverse_moment_sum, inverse_moment_sum_rows
 from sdcbayes.risk.released import assess_released
 
@@ -54,33 +52,7 @@ def _posterior(md, *, S=8, H=4, seed=0, kappa=2.0, design=False, chains=2):
     w = rng.dirichlet(np.ones(H), S)
     # uneven profiles: some cells large, so the top cells and the remainder both matter
     phi = [rng.dirichlet(np.full(L, 0.4), (S, H)) for L in spec.n_levels]
-    n = spec.n
-    N = float(md.weights.sum())
-    pi = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi]) for s in range(S)])
-    d = S // chains
-    post = {"w": w.reshape(chains, d, H), "pi": pi.reshape(chains, d, -1),
-            "mass_structural_zero": np.zeros((chains, d))}
-    dims = {"w": ["latent_class"], "pi": ["cell"]}
-    coords = {}
-    for nm, lv, p in zip(_safe_names(spec.keys), spec.levels, phi, strict=True):
-        post[f"phi_{nm}"] = p.reshape(chains, d, H, -1)
-        dims[f"phi_{nm}"] = ["latent_class", f"level_{nm}"]
-        coords[f"level_{nm}"] = [str(v) for v in lv]
-    if kappa is not None:
-        post["kappa"] = np.broadcast_to(np.asarray(kappa, float), (S,)).reshape(chains, d)
-    if design:
-        pkg = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi], by_class=True)
-                        for s in range(S)])
-        post["lam"] = (n * pkg @ spec.excess_rates(N)).reshape(chains, d, -1)
-        dims["lam"] = ["cell"]
-    idata = az.from_dict(posterior=post, dims=dims, coords=coords,
-                         observed_data={"fk": spec.key_counts},
-                         constant_data={"n": np.array(n), "N": np.array(N)})
-    if design:
-        idata.attrs["weight_classes"] = json.dumps(spec.class_weights.tolist())
-        idata.posterior.attrs["weight_classes"] = idata.attrs["weight_classes"]
-        idata.posterior.attrs["weight_classes_N"] = N
-    return idata
+    return posterior_from_draws(md, spec, w, phi, kappa, chains=chains, design=design)
 
 
 def _blanked(df, keys, seed, share=0.35):

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import itertools
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+from released_reference import posterior_from_draws
 from scipy import stats
 
 import sdcbayes
 from sdcbayes.exceptions import InputError
-from sdcbayes.models.latent_class import LatentClassModel, _safe_names
+from sdcbayes.models.latent_class import LatentClassModel
 from sdcbayes.risk.posterior_assess import assess_from_posterior
 from sdcbayes.risk.released import HYPER_INTERVAL_KIND, INTERVAL_KIND, assess_released
 
@@ -59,23 +59,7 @@ def _released(df):
 def _posterior(md, w, phi, kappa, *, chains=2):
     """A latent-class posterior with the draws w (S, H), phi (per key (S, H, L)), kappa."""
     spec = LatentClassModel.from_microdata(md, n_classes=w.shape[1])
-    S, H = w.shape
-    n, N = spec.n, float(md.weights.sum())
-    pi = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi]) for s in range(S)])
-    d = S // chains
-    post = {"w": w.reshape(chains, d, H), "pi": pi.reshape(chains, d, -1),
-            "mass_structural_zero": np.zeros((chains, d))}
-    dims = {"w": ["latent_class"], "pi": ["cell"]}
-    coords = {}
-    for nm, lv, p in zip(_safe_names(spec.keys), spec.levels, phi, strict=True):
-        post[f"phi_{nm}"] = p.reshape(chains, d, H, -1)
-        dims[f"phi_{nm}"] = ["latent_class", f"level_{nm}"]
-        coords[f"level_{nm}"] = [str(v) for v in lv]
-    if kappa is not None:
-        post["kappa"] = np.broadcast_to(np.asarray(kappa, float), (S,)).reshape(chains, d)
-    return az.from_dict(posterior=post, dims=dims, coords=coords,
-                        observed_data={"fk": spec.key_counts},
-                        constant_data={"n": np.array(n), "N": np.array(N)})
+    return posterior_from_draws(md, spec, w, phi, kappa, chains=chains)
 
 
 def _theta(S, seed, H=3, same=False, levels=LEVELS):
