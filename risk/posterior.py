@@ -196,6 +196,23 @@ _TS_LOG_S = -np.logaddexp(0.0, -2.0 * _TS_U)  # log s, s = (1 + tanh u)/2 = 1/(1
 _TS_W = _TS_H * 0.25 * np.pi * np.cosh(_TS_TAU) / np.cosh(_TS_U) ** 2
 
 
+def _pgf_inputs(f, r, rho, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked inputs of :func:`inverse_moment_sum` and its ``_rows`` sibling.
+
+    ``r`` and ``rho`` as (cases, cells) float arrays of one shape, ``f`` broadcast to one
+    value per case; refused (naming ``name``) unless f >= 1, r >= 0 and 0 < rho <= 1.
+    """
+    r = np.asarray(r, dtype=float)
+    rho = np.asarray(rho, dtype=float)
+    if r.ndim != 2 or r.shape != rho.shape:
+        raise InputError(f"r and rho must be (cases, cells) arrays of one shape; got "
+                         f"{r.shape} and {rho.shape}")
+    f = np.broadcast_to(np.asarray(f, dtype=float), (r.shape[0],))
+    if np.any(~(f >= 1)) or np.any(~(r >= 0)) or np.any(~(rho > 0)) or np.any(rho > 1):
+        raise InputError(f"{name} needs f >= 1, r >= 0 and 0 < rho <= 1")
+    return f, r, rho
+
+
 def inverse_moment_sum(f, r, rho, lam_poisson=None) -> np.ndarray:
     r""":math:`E(1/(f + X))` for X a sum of independent negative binomials plus a Poisson.
 
@@ -240,15 +257,8 @@ def inverse_moment_sum(f, r, rho, lam_poisson=None) -> np.ndarray:
     Works in chunks of the cells, so memory stays about
     :data:`CHUNK_ELEMENTS` x 8 bytes whatever C.
     """
-    r = np.asarray(r, dtype=float)
-    rho = np.asarray(rho, dtype=float)
-    if r.ndim != 2 or r.shape != rho.shape:
-        raise InputError(f"r and rho must be (cases, cells) arrays of one shape; got "
-                         f"{r.shape} and {rho.shape}")
+    f, r, rho = _pgf_inputs(f, r, rho, "inverse_moment_sum")
     S, C = r.shape
-    f = np.broadcast_to(np.asarray(f, dtype=float), (S,))
-    if np.any(~(f >= 1)) or np.any(~(r >= 0)) or np.any(~(rho > 0)) or np.any(rho > 1):
-        raise InputError("inverse_moment_sum needs f >= 1, r >= 0 and 0 < rho <= 1")
     # 1 - t at the nodes, t = s^(1/f): -expm1(log(s)/f) keeps it exact near t = 1
     one_m_t = -np.expm1(_TS_LOG_S[None, :] / f[:, None])  # (S, nodes)
     log_g = np.zeros_like(one_m_t)
@@ -331,15 +341,8 @@ def inverse_moment_sum_rows(f, r, rho, lam_poisson=None) -> np.ndarray:
     -------
     numpy.ndarray, shape (S,)
     """
-    r = np.asarray(r, dtype=float)
-    rho = np.asarray(rho, dtype=float)
-    if r.ndim != 2 or r.shape != rho.shape:
-        raise InputError(f"r and rho must be (cases, cells) arrays of one shape; got "
-                         f"{r.shape} and {rho.shape}")
+    f, r, rho = _pgf_inputs(f, r, rho, "inverse_moment_sum_rows")
     S, C = r.shape
-    f = np.broadcast_to(np.asarray(f, dtype=float), (S,))
-    if np.any(~(f >= 1)) or np.any(~(r >= 0)) or np.any(~(rho > 0)) or np.any(rho > 1):
-        raise InputError("inverse_moment_sum_rows needs f >= 1, r >= 0 and 0 < rho <= 1")
     lam = np.zeros(S)
     if lam_poisson is not None:
         lam = np.asarray(lam_poisson, dtype=float)
