@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from released_reference import posterior_from_draws, score_blanked_loop
+from test_released import _frame
 
 import sdcbayes
 import sdcbayes.risk.released as released
@@ -34,15 +35,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::sdcbayes.inference.diagnostics.ConvergenceWarning")
 
 RTOL = 1e-12
-
-
-def _frame(levels, n, seed, weights=None):
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame({f"k{j}": pd.Categorical(rng.integers(0, L, n), categories=range(L))
-                       for j, L in enumerate(levels)})
-    if weights is not None:
-        df["w"] = rng.choice(weights, n)
-    return df
 
 
 def _posterior(md, *, S=8, H=4, seed=0, kappa=2.0, design=False, chains=2):

@@ -84,12 +84,17 @@ class _Oracle:
         look = {tuple(c): f for c, f in zip(self.spec.key_codes.tolist(),
                                             self.spec.key_counts, strict=True)}
         self.f = np.array([look.get(tuple(c), 0.0) for c in self.cells.tolist()])
+        self.member, self.m = self._rectangles(md, rel)
+        self.n, self.N = self.spec.n, float(md.weights.sum())
+
+    def _rectangles(self, md, rel):
+        """(patterns, cells) membership of each released pattern's rectangle, its records."""
         codes = np.column_stack([rel[k].map(lambda v: -1 if pd.isna(v) else int(v)).to_numpy()
                                  for k in KEYS]).astype(np.int64)
-        pats, self.m = np.unique(codes, axis=0, return_counts=True)
-        self.member = np.all([(pats[:, None, j] < 0) | (pats[:, None, j] == self.cells[None, :, j])
-                              for j in range(len(KEYS))], axis=0).astype(float)  # (P, cells)
-        self.n, self.N = self.spec.n, float(md.weights.sum())
+        pats, m = np.unique(codes, axis=0, return_counts=True)
+        member = np.all([(pats[:, None, j] < 0) | (pats[:, None, j] == self.cells[None, :, j])
+                         for j in range(len(KEYS))], axis=0).astype(float)
+        return member, m
 
     def er(self, w, phi, kappa, R, rng):
         """R draws of the true ER given one parameter draw (w (H,), phi per key (H, L))."""

@@ -15,8 +15,6 @@ tests/test_released.py and tests/test_released_predictive.py (no fit).
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,7 +23,6 @@ from test_released import _all_cells, _frame, _posterior
 
 import sdcbayes
 from sdcbayes.exceptions import InputError
-from sdcbayes.models.latent_class import LatentClassModel
 from sdcbayes.risk.posterior import inverse_moment_sum
 from sdcbayes.risk.released import assess_released
 
@@ -394,36 +391,24 @@ def test_missing_values_refusals():
 # ------------------------------------------- the predictive ER with recodes: an oracle
 
 
-class _RecodeOracle:
+class _RecodeOracle(trp._Oracle):
     """Every cell of the key space drawn once per replicate; F over each record's
     rectangle (per key: every level where blank, else the levels of its released value)."""
 
     def __init__(self, md, rel, images):
-        self.spec = LatentClassModel.from_microdata(md, n_classes=2)
-        levels = trp.LEVELS
-        self.cells = np.array(list(itertools.product(*[range(L) for L in levels])), np.int64)
-        look = {tuple(c): f for c, f in zip(self.spec.key_codes.tolist(),
-                                            self.spec.key_counts, strict=True)}
-        self.f = np.array([look.get(tuple(c), 0.0) for c in self.cells.tolist()])
+        self.images = images
+        super().__init__(md, rel)
+
+    def _rectangles(self, md, rel):
+        """(records, cells) membership of each released record's rectangle, one record each."""
         orig = self.spec.key_codes[np.asarray(md.record_cell)]
-        self.member = np.ones((len(rel), len(self.cells)))
+        member = np.ones((len(rel), len(self.cells)))
         for i in range(len(rel)):
             for j, k in enumerate(trp.KEYS):
                 if not pd.isna(rel.iloc[i][k]):
-                    g = images[j]
-                    self.member[i] *= [g(int(c)) == g(int(orig[i, j]))
-                                       for c in self.cells[:, j]]
-        self.n, self.N = self.spec.n, float(md.weights.sum())
-
-    def er(self, w, phi, kappa, R, rng):
-        pi = self.spec.key_cell_probabilities(w, phi, key_codes=self.cells)
-        lam = (self.N - self.n) * pi
-        if np.isinf(kappa):
-            X = rng.poisson(lam, (R, lam.size))
-        else:  # X_c | f_c ~ NegBin(kappa + f_c, b/(b + lam)), b = kappa + n pi
-            b = kappa + self.n * pi
-            X = rng.negative_binomial(kappa + self.f, b / (b + lam), (R, lam.size))
-        return (1.0 / ((self.f + X) @ self.member.T)).sum(axis=1)
+                    g = self.images[j]
+                    member[i] *= [g(int(c)) == g(int(orig[i, j])) for c in self.cells[:, j]]
+        return member, np.ones(len(rel))
 
 
 @pytest.fixture(scope="module")
