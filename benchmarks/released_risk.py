@@ -245,13 +245,15 @@ def main() -> None:
           f"min bulk ESS {diag.get('min_ess_bulk') or float('nan'):.0f}")
     print(f"top cells {args.top_cells}; intervals: 90%, over the parameters' posterior "
           "(θ) and posterior predictive (pred.); ! the truth outside\n")
-    head = (f"{'file':<13}{'blanks (rec.)':>15}{'patterns (bl.)':>16}{'truth':>8}"
+    cases = args.cases.split(",")
+    cw = max(13, max(len(c) for c in cases) + 1)  # long case names keep the columns in line
+    head = (f"{'file':<{cw}}{'blanks (rec.)':>15}{'patterns (bl.)':>16}{'truth':>8}"
             f"{'released-file ER [θ]':>28}{'[pred.]':>18}{'closed':>8}{'| blanked: truth':>17}"
             f"{'released':>10}{'closed':>8}{'| corr. 1/F':>13}{'s':>6}")
     print(head)
     print("-" * len(head))
     timings = []
-    for case in args.cases.split(","):
+    for case in cases:
         released, pop_case, recodes = case_files(case, sample, keys, population)
         F = true_F(released, keys, pop_case)
         cf = assess_closed_form(sdcbayes.Microdata(released, keys, weight="weight"))
@@ -276,7 +278,7 @@ def main() -> None:
         miss, pmiss = ("" if lo <= truth <= hi else "!"), ("" if plo <= truth <= phi else "!")
         corr = np.corrcoef(risk, 1 / F)[0, 1]
         corr_cf = np.corrcoef(cf_risk, 1 / F)[0, 1]
-        print(f"{case:<13}{s['n_blanks']:>8} ({s['n_blanked_records']:>4})"
+        print(f"{case:<{cw}}{s['n_blanks']:>8} ({s['n_blanked_records']:>4})"
               f"{s['n_patterns']:>9} ({s['n_blanked_patterns']:>4})"
               f"{(1 / F).sum():>8.2f}{s['expected_reidentifications']:>10.2f} "
               f"[{lo:6.2f}, {hi:6.2f}]{miss:<1} [{plo:6.2f}, {phi:6.2f}]{pmiss:<1}"
@@ -288,7 +290,7 @@ def main() -> None:
               "relative difference of the records' risks")
         for case, tb, tr, nbp, d in timings:
             k = max(nbp, 1)
-            print(f"{case:<13}{nbp:>6} patterns {tb:7.1f} s ({1e3 * tb / k:5.1f} ms) / "
+            print(f"{case:<{cw}}{nbp:>6} patterns {tb:7.1f} s ({1e3 * tb / k:5.1f} ms) / "
                   f"{tr:7.1f} s ({1e3 * tr / k:5.1f} ms)   {d:.1e}")
 
 
