@@ -932,13 +932,43 @@ class PatternSums:
         The excess rate of each class per draw.
     n : float
         Sample size.
+    structural_zeros : StructuralZeros, optional
+        The set S of impossible cells the posterior was fitted with, on the keys' levels
+        (its keys the profiles' ``phi``, in that order; a weight-class design variable,
+        which no rule may name, left out or unrestricted). Without it (or with no
+        rectangle) the mixture is taken untruncated, and every result is the untruncated
+        one to the bit.
 
     Notes
     -----
-    Structural zeros are not handled: the mixture is taken untruncated.
+    With structural zeros the mixture is truncated to the cells outside S
+    (Manrique-Vallier & Reiter 2014, eq. 2): per draw, with
+    :math:`m = \sum_h w_h\sum_r\prod_j\phi_{hj}(R_{rj})` the untruncated mass of S
+    (:meth:`StructuralZeros.class_mass`; ``mass``, clipped below 1 as the sampler clips
+    it), a cell c outside S has :math:`\pi_c = u_c/(1-m)` and :math:`\lambda_c =
+    n\sum_h w_h E_h\prod_j\phi_{hj}(c_j)/(1-m)` (:math:`u_c` the untruncated
+    :math:`\pi_c`), a cell in S has :math:`\pi_c = \lambda_c = 0`: what
+    :meth:`LatentClassModel.sample` stores. S is a union of disjoint rectangles
+    :math:`R_r`; the cells of p in :math:`R_r` are, where p's fixed levels lie in
+    :math:`R_r`, those levels times :math:`A_j\cap R_{rj}` on the free keys. For the
+    rectangles whose fixed levels lie in the same :math:`R_r` (one signature), the free
+    keys' product less those :math:`R_r`'s free parts is split into disjoint rectangles
+    (rectangle differences, as :class:`StructuralZeros` splits its rules), each summed by
+    the formulas above with a Gram matrix of its own (kept beside the main one while the
+    free keys stay the same). Every term is non-negative, so the sums are exact to
+    rounding, relative, and never negative (subtracting the sums over :math:`p\cap R_r`
+    from those over p instead kept 9 digits on the tests' pattern lying mostly in S); a
+    rectangle whose fixed levels lie in no :math:`R_r` meeting its free sets keeps its
+    untruncated sums. The linear sums then scale by :math:`1/(1-m)`, the quadratic ones
+    (:math:`\sum\lambda_c y_c`, :math:`\sum\lambda_c^2`) by :math:`1/(1-m)^2`.
+    :meth:`cells` and :meth:`cells_many` give 0 for cells in S; :meth:`top_cells` leaves
+    them out (they would take a top slot for nothing: :math:`\pi = \lambda = 0`; no
+    other cell takes their place), and :meth:`top_cells_many`, whose rectangles share one
+    number of cells, lists them for the caller to leave out by :meth:`in_zeros` (as it
+    leaves out the observed cells).
     """
 
-    def __init__(self, w, phi, E, n: float):
+    def __init__(self, w, phi, E, n: float, structural_zeros=None):
         self.w = np.asarray(w, dtype=float)
         self.phi = [np.asarray(p, dtype=float) for p in phi]
         S, H = self.w.shape
@@ -949,11 +979,137 @@ class PatternSums:
         self.n = float(n)
         self.n_levels = [p.shape[2] for p in self.phi]
         self._gram: dict[tuple, np.ndarray] = {}
+        self._set_zeros(structural_zeros)
 
     @property
     def n_draws(self) -> int:
         """Number of draws S."""
         return self.w.shape[0]
+
+    def _set_zeros(self, sz) -> None:
+        """Keep S's rectangles on the keys and the untruncated mass m of S per draw."""
+        S, H = self.w.shape
+        J = len(self.phi)
+        self.structural_zeros = None
+        self._zmasks: list[np.ndarray] = []  # per key (R, L_j) bool: level in rectangle r
+        self._zparts: dict[str, Any] = {}  # one free-key spec's pieces of p less S
+        self.mass = np.zeros(S)
+        if sz is None:
+            return
+        if not isinstance(sz, StructuralZeros):
+            raise InputError(f"structural_zeros must be a StructuralZeros on the keys' "
+                             f"levels; got {type(sz).__name__}")
+        nl = [int(x) for x in sz.n_levels]
+        if (len(nl) < J or nl[:J] != [int(x) for x in self.n_levels]
+                or any(sz.restricted[J:])):
+            raise InputError(
+                f"structural_zeros must be on the keys of phi ({J}, with {self.n_levels} "
+                f"levels), a weight-class design variable unrestricted; got keys "
+                f"{list(sz.keys)} with {nl} levels")
+        if not sz.n_rectangles:
+            return  # no rectangle: the untruncated mixture, to the bit
+        self.structural_zeros = sz
+        self._zmasks = [np.asarray(m, dtype=bool) for m in sz.masks[:J]]
+        # m per draw as the sampler computes it: w_h times each rectangle's class mass
+        # (restricted keys only: an unrestricted key's profile sums to 1), clipped below 1
+        rm = np.ones((S, H, sz.n_rectangles))
+        for j in range(J):
+            if sz.restricted[j]:
+                rm *= self.phi[j] @ self._zmasks[j].T.astype(float)
+        self.mass = np.minimum((self.w[:, :, None] * rm).sum(axis=(1, 2)), 1.0 - 1e-12)
+
+    def in_zeros(self, codes) -> np.ndarray:
+        """Whether each full cell (``codes`` (..., J)) lies in S; all False without S."""
+        codes = np.asarray(codes, dtype=np.int64)
+        shape = codes.shape[:-1]
+        if self.structural_zeros is None:
+            return np.zeros(shape, bool)
+        rows = codes.reshape(-1, len(self.phi))
+        hit = np.ones((rows.shape[0], self._zmasks[0].shape[0]), bool)
+        for j, m in enumerate(self._zmasks):
+            if not m.all():
+                hit &= m.T[rows[:, j]]
+        return hit.any(axis=1).reshape(shape)
+
+    def _truncate_cells(self, pi, lam, inside, sl):
+        """pi, lam (..., draws, K) of cells: 0 in S (``inside`` (..., K)), else / (1 - m)."""
+        keep = 1.0 - self.mass[sl]
+        out = (pi / keep[:, None], lam / keep[:, None])
+        return tuple(np.where(inside[..., None, :], 0.0, x) for x in out)
+
+    def _zero_signatures(self, rect, fixed) -> tuple[list[int], np.ndarray]:
+        r"""The rectangles of S a batch's rectangles may meet, and which each meets.
+
+        Returns ``(met, hit)``: ``met`` the rectangles :math:`R_r` whose free-key level
+        sets meet ``rect``'s (:math:`A_j\cap R_{rj}` not empty on every free key), ``hit``
+        (P, len(met)) whether rectangle p's fixed levels ``fixed`` lie in each.
+        """
+        free = self._free(rect)
+        met = [r for r in range(self._zmasks[0].shape[0])
+               if all((self._zmasks[j][r] if rect[j] is None
+                       else self._zmasks[j][r, rect[j]]).any() for j in free)]
+        hit = np.ones((fixed.shape[0], len(met)), bool)
+        for i, r in enumerate(met):
+            for j, lv in enumerate(rect):
+                if lv is not None and lv.size == 1 and not self._zmasks[j][r].all():
+                    hit[:, i] &= self._zmasks[j][r][fixed[:, j]]
+        return met, hit
+
+    def _pieces(self, rect, sig: tuple[int, ...], sl) -> list[tuple[np.ndarray, np.ndarray]]:
+        r"""The free part of :math:`p\setminus S` as disjoint rectangles, with their sums.
+
+        For rectangles whose fixed levels lie in the rectangles :math:`R_r`, r in ``sig``
+        (and in no other that meets the free sets), the cells outside S are the free
+        keys' product :math:`\prod_j A_j` less each :math:`\prod_j (A_j\cap R_{rj})`:
+        split into disjoint rectangles by rectangle differences (as
+        :class:`StructuralZeros` splits its rules). Per piece ``(c, G)``: :math:`c_h =
+        \prod_j\phi_{hj}(B_j)` (draws, H) and the Gram matrix of its level sets
+        (draws, H, H). Kept for all draws while rectangles with the same free keys
+        follow one another (within :data:`GRAM_CACHE_ELEMENTS` in all, as the main
+        Gram matrix), else computed for ``sl``.
+        """
+        free = self._free(rect)
+        spec = tuple((j, None if rect[j] is None else tuple(rect[j].tolist())) for j in free)
+        if self._zparts.get("spec") != spec:
+            # one set at a time, as the Gram matrix: callers group rectangles by it
+            self._zparts = {"spec": spec, "pieces": {}, "kept": 0}
+        cache = self._zparts["pieces"]
+        if sig not in cache:
+            whole = []
+            for j in free:
+                m = np.zeros(self.n_levels[j], bool)
+                m[slice(None) if rect[j] is None else rect[j]] = True
+                whole.append(m)
+            pieces = [whole]
+            for r in sig:
+                pieces = [q for p in pieces
+                          for q in _rect_difference(p, [self._zmasks[j][r] for j in free])]
+                if len(pieces) > _DEFAULT_MAX_RECTANGLES:
+                    raise InputError(
+                        f"a pattern less the structural zeros splits into more than "
+                        f"{_DEFAULT_MAX_RECTANGLES} rectangles; give fewer, broader rules")
+            sets = [[np.flatnonzero(m) for m in q] for q in pieces]
+            S, H = self.w.shape
+            size = S * H * H * len(sets)
+            full = None
+            if self._zparts["kept"] + size <= GRAM_CACHE_ELEMENTS:
+                full = [self._zero_part(free, b, slice(None)) for b in sets]
+                self._zparts["kept"] += size
+            cache[sig] = (sets, full)
+        sets, full = cache[sig]
+        if full is not None:
+            return [(c[sl], G[sl]) for c, G in full]
+        return [self._zero_part(free, b, sl) for b in sets]
+
+    def _zero_part(self, free, sets, sl) -> tuple[np.ndarray, np.ndarray]:
+        w = self.w[sl]
+        c = np.ones_like(w)
+        G = np.ones(w.shape + (w.shape[1],))
+        for j, b in zip(free, sets, strict=True):
+            p = self.phi[j][sl][:, :, b]
+            c *= p.sum(axis=2)
+            G *= np.einsum("shl,skl->shk", p, p, optimize=True)
+        return c, G
 
     def rectangle(self, rect) -> list[np.ndarray | None]:
         """Normalise a rectangle: per key an array of levels, or None for every level.
@@ -1019,8 +1175,13 @@ class PatternSums:
         Returns ``pi`` :math:`\pi_p`, ``lam`` :math:`\lambda_p`, ``lam_y``
         :math:`\sum_c\lambda_c y_c` and ``lam2`` :math:`\sum_c\lambda_c^2`, each of
         shape (draws,); ``rect`` normalised (:meth:`rectangle`), ``sl`` a slice (or index
-        array) of the draws.
+        array) of the draws. With structural zeros: over the cells outside S, truncated
+        (class Notes), as :meth:`sums_many` of the one rectangle.
         """
+        if self.structural_zeros is not None:
+            fixed = np.array([[0 if lv is None or lv.size > 1 else int(lv[0])
+                               for lv in rect]], dtype=np.int64)
+            return {k: v[0] for k, v in self.sums_many(rect, fixed, sl).items()}
         a, c = self._weights(rect, sl)
         aE = a * self.E[sl]
         n = self.n
@@ -1038,7 +1199,8 @@ class PatternSums:
     def cells(self, rect, codes, sl=slice(None)) -> tuple[np.ndarray, np.ndarray]:
         r""":math:`\pi_c` and :math:`\lambda_c` (draws, K) of full cells in the rectangle.
 
-        ``codes`` (K, J) must agree with the rectangle on its fixed keys.
+        ``codes`` (K, J) must agree with the rectangle on its fixed keys. With structural
+        zeros: 0 for a cell in S, the others truncated (class Notes).
         """
         codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(self.phi))
         a, _ = self._weights(rect, sl)
@@ -1047,6 +1209,8 @@ class PatternSums:
             prod *= self.phi[j][sl][:, :, codes[:, j]]
         pi = np.einsum("sh,shk->sk", a, prod)
         lam = self.n * np.einsum("sh,shk->sk", a * self.E[sl], prod)
+        if self.structural_zeros is not None:
+            pi, lam = self._truncate_cells(pi, lam, self.in_zeros(codes), sl)
         return pi, lam
 
     def top_cells(self, rect, T: int, sl=slice(None)) -> np.ndarray:
@@ -1056,12 +1220,15 @@ class PatternSums:
         :math:`\sum_h q_h\phi_{hjl}` with :math:`q_h \propto a_h c_h`, averaged over the
         draws ``sl``; the cells are the product of each free key's top
         :math:`\lfloor T^{1/|\mathrm{free}|}\rfloor` levels (at least one). A rectangle
-        without free keys is its one cell.
+        without free keys is its one cell. With structural zeros the cells of the product
+        in S are left out (fewer than the product, in its order; no other takes their
+        place), also a rectangle's one cell.
         """
         free = self._free(rect)
         base = np.array([0 if lv is None else int(lv[0]) for lv in rect], dtype=np.int64)
         if not free or T < 1:
-            return base[None, :] if not free else np.empty((0, len(rect)), np.int64)
+            out = base[None, :] if not free else np.empty((0, len(rect)), np.int64)
+            return out[~self.in_zeros(out)]
         a, c = self._weights(rect, sl)
         q = a * c
         q /= np.maximum(q.sum(axis=1, keepdims=True), np.finfo(float).tiny)
@@ -1075,7 +1242,7 @@ class PatternSums:
         grid = np.array(list(itertools.product(*tops)), dtype=np.int64)
         out = np.tile(base, (grid.shape[0], 1))
         out[:, free] = grid
-        return out
+        return out if self.structural_zeros is None else out[~self.in_zeros(out)]
 
     # ---- many rectangles with the same free keys at once (one Gram matrix)
     #
@@ -1117,29 +1284,66 @@ class PatternSums:
         ``rect`` (normalised, :meth:`rectangle`) gives the free keys' level sets; its keys
         with one level are fixed, at the levels ``fixed`` (P, J) gives per rectangle (the
         entries on free keys are ignored). The Gram matrix is the rectangles' common one.
-        Memory: P x draws x H (the caller chunks P).
+        With structural zeros: over the cells outside S, truncated (class Notes; per
+        rectangle of S that meets the free keys' sets, its own Gram matrix and the
+        rectangles whose fixed levels lie in it). Memory: P x draws x H (the caller
+        chunks P).
         """
         fixed = self._fixed_levels(rect, fixed)
         a, c = self._weights_many(rect, fixed, sl)
         aE = a * self.E[sl]
         n = self.n
         out = {"pi": (a * c).sum(axis=2), "lam": n * (aE * c).sum(axis=2)}
-        if self._free(rect):
+        free = self._free(rect)
+        if free:
             G = self.gram(rect, sl)
             Ga = np.einsum("shk,psk->psh", G, a)
             out["lam_y"] = n * n * np.einsum("psh,psh->ps", aE, Ga)
             out["lam2"] = n * n * np.einsum("psh,psh->ps", aE,
                                             np.einsum("shk,psk->psh", G, aE))
-        else:  # one cell each
+        elif self.structural_zeros is None:  # one cell each
             out["lam_y"] = out["lam"] * n * out["pi"]
             out["lam2"] = out["lam"] ** 2
+        if self.structural_zeros is None:
+            return out
+        keep = 1.0 - self.mass[sl]
+        if not free:  # one cell each: in S or not
+            inside = self.in_zeros(fixed)[:, None]
+            pi = np.where(inside, 0.0, out["pi"] / keep)
+            lam = np.where(inside, 0.0, out["lam"] / keep)
+            return {"pi": pi, "lam": lam, "lam_y": lam * n * pi, "lam2": lam ** 2}
+        met, hit = self._zero_signatures(rect, fixed)
+        sigs, inv = (np.unique(hit, axis=0, return_inverse=True) if met
+                     else (np.zeros((0, 0), bool), np.zeros(0, np.int64)))
+        inv = inv.reshape(-1)
+        for u, row in enumerate(sigs):
+            if not row.any():
+                continue  # meets no rectangle of S: its untruncated sums
+            idx = np.flatnonzero(inv == u)
+            ai, aEi = a[idx], aE[idx]
+            acc = {k: np.zeros((idx.size, ai.shape[1])) for k in out}
+            # the cells outside S as disjoint rectangles: sums of non-negative terms, so
+            # no cancellation where p lies mostly in S
+            sig = tuple(r for r, h in zip(met, row, strict=True) if h)
+            for c_q, G_q in self._pieces(rect, sig, sl):
+                acc["pi"] += (ai * c_q).sum(axis=2)
+                acc["lam"] += n * (aEi * c_q).sum(axis=2)
+                acc["lam_y"] += n * n * np.einsum(
+                    "psh,psh->ps", aEi, np.einsum("shk,psk->psh", G_q, ai))
+                acc["lam2"] += n * n * np.einsum(
+                    "psh,psh->ps", aEi, np.einsum("shk,psk->psh", G_q, aEi))
+            for k in out:
+                out[k][idx] = acc[k]
+        for k in out:  # the truncated mixture's scale
+            out[k] = out[k] / (keep if k in ("pi", "lam") else keep * keep)
         return out
 
     def cells_many(self, rect, codes, sl=slice(None)) -> tuple[np.ndarray, np.ndarray]:
         r""":meth:`cells` of P rectangles with the same free keys: (P, draws, K) each.
 
         ``codes`` (P, K, J): rectangle p's K full cells, which give its fixed levels too
-        (``codes[p, 0]`` on the fixed keys; every cell must agree with it there). Memory:
+        (``codes[p, 0]`` on the fixed keys; every cell must agree with it there). With
+        structural zeros: 0 for a cell in S, the others truncated. Memory:
         P x draws x H x K (the caller chunks P).
         """
         codes = np.asarray(codes, dtype=np.int64)
@@ -1159,6 +1363,8 @@ class PatternSums:
                         out=prod)
         pi = np.einsum("psh,pshk->psk", a, prod)
         lam = self.n * np.einsum("psh,pshk->psk", a * self.E[sl], prod)
+        if self.structural_zeros is not None:
+            pi, lam = self._truncate_cells(pi, lam, self.in_zeros(codes), sl)
         return pi, lam
 
     def top_cells_many(self, rect, fixed, T: int, sl=slice(None)) -> np.ndarray:
@@ -1166,6 +1372,8 @@ class PatternSums:
 
         K is the same for every rectangle (the free keys' level sets are common); the
         ranking is each rectangle's own (its conditional mixture, :meth:`top_cells`).
+        With structural zeros the cells in S are listed all the same (one K for all);
+        leave them out by :meth:`in_zeros`, which gives :meth:`top_cells`' cells.
         Memory: P x draws x H plus P x the free keys' levels.
         """
         fixed = self._fixed_levels(rect, fixed)
@@ -1196,12 +1404,13 @@ class PatternSums:
         return out
 
 
-def pattern_sums(w, phi, E, n: float, rectangles) -> dict[str, np.ndarray]:
+def pattern_sums(w, phi, E, n: float, rectangles, *,
+                 structural_zeros=None) -> dict[str, np.ndarray]:
     r""":meth:`PatternSums.sums` of several rectangles: arrays (P, draws).
 
     Parameters
     ----------
-    w, phi, E, n
+    w, phi, E, n, structural_zeros
         As :class:`PatternSums`.
     rectangles : sequence
         Rectangles (one entry per key: a level, -1/None for every level, or a sequence of
@@ -1213,15 +1422,18 @@ def pattern_sums(w, phi, E, n: float, rectangles) -> dict[str, np.ndarray]:
     dict
         ``pi``, ``lam``, ``lam_y``, ``lam2``, each (P, draws).
     """
-    ps = PatternSums(w, phi, E, n)
+    ps = PatternSums(w, phi, E, n, structural_zeros=structural_zeros)
     rows = [ps.sums(ps.rectangle(r)) for r in rectangles]
     return {k: np.array([r[k] for r in rows]) for k in ("pi", "lam", "lam_y", "lam2")}
 
 
-def pattern_top_cells(w, phi, rectangle, T: int) -> np.ndarray:
-    """:meth:`PatternSums.top_cells` of one rectangle (codes, shape (K <= T, J))."""
+def pattern_top_cells(w, phi, rectangle, T: int, *, structural_zeros=None) -> np.ndarray:
+    """:meth:`PatternSums.top_cells` of one rectangle (codes, shape (K <= T, J)).
+
+    ``structural_zeros`` as :class:`PatternSums` (its cells in S left out).
+    """
     w = np.asarray(w, dtype=float)
-    ps = PatternSums(w, phi, np.zeros(w.shape), 1.0)
+    ps = PatternSums(w, phi, np.zeros(w.shape), 1.0, structural_zeros=structural_zeros)
     return ps.top_cells(ps.rectangle(rectangle), T)
 
 

@@ -71,6 +71,22 @@ Under ``missing="category"`` a value missing in the original (and so in the rele
 file) is the fit's level ``"<missing>"``, a value the release hides every level; under
 ``missing="drop"`` the records the fit left out have no risk.
 
+A fit with structural zeros S (impossible key combinations, ``structural_zeros=``) is the
+truncated mixture (Manrique-Vallier & Reiter 2014, eq. 2): per draw, with m the
+untruncated mass of S (the fit's ``mass_structural_zero``), a cell outside S has
+:math:`\pi_c = u_c/(1-m)` and :math:`\lambda_c` scaled alike, a cell in S has
+:math:`\pi_c = \lambda_c = 0` and no population (X = 0). S is the fit's disjoint
+rectangles :math:`R_r` (its stamped rules, read on the original's levels, their mass checked
+against the stored one), so a pattern's sums over :math:`p \setminus S` are those over p
+less, per r, those over the rectangle :math:`p \cap R_r`; evaluated as sums over the
+disjoint rectangles :math:`p \setminus S` splits into, so that a pattern lying mostly in S
+loses no digits to the subtraction (:class:`~sdcbayes.models.latent_class.PatternSums`,
+Notes; exact, never negative), and its top cells leave out the cells in S (no other takes
+their slot; the remainder holds the rest, its sums clipped at 0 as always). Every record's
+own cell lies outside S (the fit refuses rules that forbid a cell of the sample). Checked
+against the listing of every cell, a census's exact 1/F and the predictive oracle
+(tests/test_released_structural_zeros.py).
+
 The patterns with blanks are scored in batches: those with the same free keys (one Gram
 matrix of :class:`~sdcbayes.models.latent_class.PatternSums`) and the same number of
 explicit cells together, as patterns x draws arrays, with the same sums in the same order as
@@ -419,8 +435,13 @@ def _recode_hint(k: str, a: np.ndarray, b: np.ndarray, levels: list) -> str:
                if unseen else "") + ")")
 
 
-def _check_posterior(md, posterior, post: xr.Dataset) -> dict[str, Any]:
-    """Refusals that concern the posterior (before any work); returns its stamps."""
+def _check_posterior(md, posterior, post: xr.Dataset) -> tuple[dict[str, Any], list]:
+    """Refusals that concern the posterior (before any work).
+
+    Returns its settings stamp and its structural-zero rules (the model's stamp,
+    ``data_summary["structural_zeros"]``, else the settings' ``structural_zero_rules``;
+    an empty list for a fit without them).
+    """
     st = _stamps(posterior)
     settings = st.get("settings") if isinstance(st.get("settings"), dict) else {}
     summary = st.get("data_summary") if isinstance(st.get("data_summary"), dict) else {}
@@ -430,14 +451,68 @@ def _check_posterior(md, posterior, post: xr.Dataset) -> dict[str, Any]:
             "the posterior was fitted with a cluster correction of the sample uniques' rates, "
             "which the released-file risk does not support yet (the correction applies to "
             "observed full cells, not to patterns): fit without cluster_correction")
-    sz = summary.get("structural_zeros")
-    msz = post.get("mass_structural_zero")
-    if sz or (msz is not None and float(np.max(msz.values)) > 0):
+    rules = summary.get("structural_zeros")
+    if rules is None:
+        rules = settings.get("structural_zero_rules")
+    rules = [] if rules is None else rules
+    if not isinstance(rules, list) or not all(isinstance(r, Mapping) for r in rules):
         raise InputError(
-            "the posterior has structural zeros, which the released-file risk does not "
-            "support yet (the pattern sums would have to leave out the forbidden "
-            "rectangles): fit without structural_zeros")
-    return settings
+            f"the posterior's structural-zero rules (its stamp data_summary['structural_zeros'])"
+            f" must be a list of rules {{key: levels}}; got {_short([rules], 1)}: pass the "
+            "posterior as the fit stamped it")
+    msz = post.get("mass_structural_zero")
+    if not rules and msz is not None and float(np.max(msz.values)) > 0:
+        raise InputError(
+            "the posterior has structural zeros (mass_structural_zero > 0) but no stamped "
+            "rules, so the forbidden cells are unknown: pass the posterior as the fit stamped "
+            "it (assess_posterior and LatentClassModel.sample stamp the rules in "
+            "data_summary['structural_zeros'])")
+    return settings, rules
+
+
+def _structural_zeros(spec, rules: list):
+    """The posterior's structural zeros on md_original's fit keys and levels, or None.
+
+    :class:`~sdcbayes.models.latent_class.StructuralZeros` of the stamped ``rules`` on
+    the keys (not a weight-class design variable, which no rule may name) and their fit
+    levels (``spec``'s, those of :func:`_profiles`). Refused: rules that name another
+    file's keys or levels, or that forbid a cell the sample has.
+    """
+    from sdcbayes.models.latent_class import StructuralZeros
+
+    if not rules:
+        return None
+    J = spec.n_keys
+    try:
+        sz = StructuralZeros(rules, spec.keys[:J], spec.levels[:J])
+    except InputError as e:
+        raise InputError(
+            f"the posterior's structural-zero rules do not fit md_original's keys and levels "
+            f"({e}): the posterior was not fitted to this file; assess the file the model "
+            "was fitted to") from e
+    if not sz.n_rectangles:
+        return None
+    inside = sz.contains(np.asarray(spec.key_codes)[:, :J])
+    if inside.any():
+        raise InputError(
+            f"the posterior's structural-zero rules forbid {int(inside.sum())} cell(s) that "
+            "md_original's sample has: the posterior was not fitted to this file; assess "
+            "the file the model was fitted to")
+    return sz
+
+
+def _check_zero_mass(ps, post: xr.Dataset) -> None:
+    """The rules' mass of S per draw is the fit's stored ``mass_structural_zero``."""
+    if ps.structural_zeros is None or "mass_structural_zero" not in post:
+        return  # no stored mass to compare (a hand-built posterior): _levels_check decides
+    stored = _flat_draws(post["mass_structural_zero"]).astype(float).reshape(-1)
+    if stored.shape != ps.mass.shape or not np.allclose(ps.mass, stored, rtol=1e-8,
+                                                        atol=1e-12):
+        raise InputError(
+            "the posterior's stamped structural-zero rules do not reproduce its "
+            "mass_structural_zero (the untruncated mass of the forbidden cells, per draw): "
+            "the rules or the draws come from another fit; assess with the posterior of the "
+            "fit to md_original, as that fit stamped it")
 
 
 def _profiles(post: xr.Dataset, spec) -> list[np.ndarray]:
@@ -510,7 +585,9 @@ def assess_released(
         The latent-class fit on ``md_original`` with its class profiles:
         ``assess_posterior(md_original, store_profiles=True).idata``, or
         ``LatentClassModel.from_microdata(md_original).sample(store="all", N=...,
-        store_profiles=True)``.
+        store_profiles=True)``. A fit with structural zeros (``structural_zeros=``) is
+        read with the rules it stamped (``data_summary["structural_zeros"]``): its
+        truncated mixture, the forbidden cells counting nothing (module docstring).
     N : float, optional
         Population size (default as :func:`~sdcbayes.risk.posterior_assess.latent_class_pi`).
     quantiles : sequence of float
@@ -568,7 +645,9 @@ def assess_released(
         ``n_blanks``, ``blanks_by_key`` (hidden values only), ``n_recoded_patterns`` and
         ``n_recoded_records`` (a recoded value of several levels and no blank: in the ER,
         not in its blanked part), ``recodes`` (per recoded key, level -> released value,
-        also stamped in the provenance's settings), ``missing`` and ``n_dropped_records``
+        also stamped in the provenance's settings), ``structural_zero_rules`` (the fit's
+        rules, left out of every rectangle; also stamped), ``missing`` and
+        ``n_dropped_records``
         (``md_original.missing``), ``top_cells``, ``n_above_threshold`` (and
         ``_interval``, over the parameters as in :func:`assess_from_posterior`),
         ``n_above_benchmark_at_mean_risk``, ``diagnostics`` (R-hat, ESS of ER given the
@@ -588,9 +667,11 @@ def assess_released(
         value missing in the original is shown; ``recodes`` names a column that is no
         key, misses a level of the fit or gives a non-scalar value; the original has
         missing key values and ``missing="wildcard"``; the posterior
-        lacks the class profiles, is another model's or another file's, has structural
-        zeros or a cluster correction (not supported yet), or extrapolates stratum by
-        stratum (a stratum that is a key; not supported yet).
+        lacks the class profiles, is another model's or another file's (also: its stamped
+        structural-zero rules name other keys or levels, forbid a cell of the sample, or
+        do not reproduce its ``mass_structural_zero``; it has structural zeros but no
+        stamped rules), has a cluster correction (not supported yet), or extrapolates
+        stratum by stratum (a stratum that is a key; not supported yet).
 
     Warns
     -----
@@ -642,7 +723,7 @@ def assess_released(
     frame = _released_frame(released)
     check_posterior_fits(md, posterior, "latent-class")
     post = _posterior_dataset(posterior)
-    settings = _check_posterior(md, posterior, post)
+    settings, zero_rules = _check_posterior(md, posterior, post)
     stamped = {**dict(post.attrs), **dict(getattr(posterior, "attrs", None) or {})}
     design = bool(stamped.get("weight_classes"))
     spec = LatentClassModel.from_microdata(md, weights=design, n_classes=2)
@@ -676,8 +757,10 @@ def assess_released(
     else:
         E = np.full((S, 1), N / n - 1.0)
     phi = phi_all[:spec.n_keys]
-    ps = PatternSums(w, phi, E, n)
-    _levels_check(spec, ps, pi)
+    sz = _structural_zeros(spec, zero_rules)
+    ps = PatternSums(w, phi, E, n, structural_zeros=sz)
+    _check_zero_mass(ps, post)
+    _levels_check(spec, ps, pi)  # with S: cells() truncated, as the stored pi
     kap = (_flat_draws(post["kappa"]).astype(float).reshape(-1) if "kappa" in post
            else np.full(S, np.inf))
     if kap.shape != (S,) or np.any(~(kap > 0)):
@@ -839,7 +922,9 @@ def assess_released(
     settings = {k: v for k, v in settings.items() if k != "max_global_risk"}
     prov = stamp("latent-class", data_summary=md.summary(), settings={
         **settings, "quantiles": qs, "threshold": threshold, "top_cells": int(top_cells),
-        "route": "released", "N": float(N), "predictive_seed": random_seed}
+        "route": "released", "N": float(N), "predictive_seed": random_seed,
+        # the rules the pattern sums left out (the fit's stamp, as read here)
+        "structural_zero_rules": [] if sz is None else sz.to_list()}
         | ({"recodes": json.dumps(recode_stamp)} if recode_stamp else {}))
     file_draws.attrs.update(model="latent-class", sdcbayes_version=prov["sdcbayes_version"],
                             quantiles=qs, interval_kind=INTERVAL_KIND)
@@ -866,6 +951,7 @@ def assess_released(
         "n_recoded_patterns": int(recoded.size),
         "n_recoded_records": int(is_recoded_rec.sum()),
         "recodes": recode_stamp,
+        "structural_zero_rules": [] if sz is None else sz.to_list(),
         "missing": policy,
         "n_dropped_records": int(n_all - kept.size),
         "expected_reidentifications": float(er.mean()),
@@ -1054,9 +1140,10 @@ def _score_blanked(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray, out: di
     :func:`_pattern_groups`): the observed cells of every pattern from one sort of the
     sample's cells (:func:`_observed_cells`), the top unobserved cells in chunks of
     patterns (:meth:`~sdcbayes.models.latent_class.PatternSums.top_cells_many`, less the
-    observed ones); then the patterns are sorted by their number of explicit cells K and
-    taken in batches of one K. Per batch and chunk of ``draw_chunk`` draws the pattern
-    sums (:meth:`~sdcbayes.models.latent_class.PatternSums.sums_many`), the explicit cells
+    observed ones and those in the fit's structural zeros); then the patterns are sorted
+    by their number of explicit cells K and taken in batches of one K. Per batch and
+    chunk of ``draw_chunk`` draws the pattern sums
+    (:meth:`~sdcbayes.models.latent_class.PatternSums.sums_many`), the explicit cells
     (observed, then the top unobserved, each pattern's in the per-pattern order), the
     remainder and the quadrature (:func:`~sdcbayes.risk.posterior.inverse_moment_sum_rows`
     over patterns x draws rows) are array operations.
@@ -1103,8 +1190,9 @@ def _score_blanked(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray, out: di
             for c0 in range(0, Pg, step):
                 tops = ps.top_cells_many(rect, fixed[c0:c0 + step], ctx.top_cells, rank_draws)
                 M = tops.shape[1]
-                n_top[c0:c0 + step] = (~cellset.contains(tops.reshape(-1, J))).reshape(
-                    -1, M).sum(axis=1)
+                # neither observed nor structural zeros (pi = lam = 0: no slot's worth)
+                n_top[c0:c0 + step] = (~cellset.contains(tops.reshape(-1, J)).reshape(-1, M)
+                                       & ~ps.in_zeros(tops)).sum(axis=1)
         K = count + n_top
         srt = np.argsort(K, kind="stable")
         Ks = K[srt]
@@ -1135,7 +1223,7 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
     obs = order[np.where(ovalid, st[:, None] + ar[None, :], 0)]
     if use_top:
         tops = ps.top_cells_many(rect, fb, ctx.top_cells, rank_draws)
-        tvalid = ~cellset.contains(tops.reshape(-1, J)).reshape(nb, -1)
+        tvalid = ~cellset.contains(tops.reshape(-1, J)).reshape(nb, -1) & ~ps.in_zeros(tops)
     else:
         tops = np.empty((nb, 0, J), np.int64)
         tvalid = np.empty((nb, 0), bool)
@@ -1467,30 +1555,6 @@ class _Predictive:
                 li = by_cell[l0:min(l0 + step * T, bounds[r1])]
                 np.add.at(xt, pos[li, 0], X[lrank[li] - r0])
             r0 = r1
-        return xt
-        owner = np.nonzero(valid)[0]  # the pattern of each listing
-        cells, inv = np.unique(tops[valid], axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
-        # the listings sorted by cell: a chunk of cells adds its listings' slice
-        by_cell = np.argsort(inv, kind="stable")
-        bounds = np.searchsorted(inv[by_cell], np.arange(cells.shape[0] + 1))
-        fin, k1 = self.fin, self.k1
-        step = max(1, CHUNK_ELEMENTS // max(S * self.ps.w.shape[1], 1))
-        for c0 in range(0, cells.shape[0], step):
-            cc = cells[c0:c0 + step]
-            # each cell as a one-cell rectangle of its own (its fixed levels are its own)
-            pic, lamc = self.ps.cells_many(rect, cc[:, None, :])
-            pic, lamc = pic[:, :, 0], lamc[:, :, 0]  # (cells, draws)
-            scale = np.where(fin, lamc / (k1 + self.n * pic), 0.0)  # (1 - rho) / rho
-            gens = self._streams([(1, *c) for c in cc.tolist()])
-            gam = np.stack([g.standard_gamma(k1) for g in gens])
-            mean = np.where(fin, gam * scale, lamc)
-            X = np.stack([np.minimum(g.poisson(mu), _COUNT_MAX)
-                          for g, mu in zip(gens, mean, strict=True)])
-            # the chunk's listings, at most step at a time (a cell may be listed by many)
-            for l0 in range(bounds[c0], bounds[c0 + cc.shape[0]], step):
-                li = by_cell[l0:min(l0 + step, bounds[c0 + cc.shape[0]])]
-                np.add.at(xt, owner[li], X[inv[li] - c0])
         return xt
 
     def add(self, out: dict, pb: np.ndarray, m: np.ndarray, f: np.ndarray, xe: np.ndarray,

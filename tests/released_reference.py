@@ -173,16 +173,23 @@ def posterior_from_draws(md, spec, w: np.ndarray, phi: list[np.ndarray], kappa=N
     is (S, H), ``phi`` one (S, H, L) array per key, ``kappa`` a scalar or (S,) (None: no
     kappa, Poisson cells); ``pi`` is the profiles' own, so the posterior is consistent.
     With ``design`` the class-by-class excess ``lam`` and the weight classes are stored as
-    the fit stores them; ``N`` defaults to the weights' sum. The tests' hand-built
-    posteriors (tests/test_released*.py).
+    the fit stores them; ``N`` defaults to the weights' sum. A ``spec`` with structural
+    zeros (``from_microdata(..., structural_zeros=rules)``) gives the truncated ``pi`` (and
+    ``lam``), each draw's ``mass_structural_zero`` as the sampler stores it and the rules
+    stamped as the fit stamps them (``data_summary["structural_zeros"]``). The tests'
+    hand-built posteriors (tests/test_released*.py).
     """
     S, H = w.shape
     n = spec.n
     N = float(md.weights.sum()) if N is None else float(N)
     pi = np.array([spec.key_cell_probabilities(w[s], [p[s] for p in phi]) for s in range(S)])
     d = S // chains
+    sz = spec.structural_zeros
+    mass = (np.zeros(S) if sz is None else np.array(
+        [min(float((w[s][:, None] * sz.rectangle_mass([p[s] for p in phi])).sum()), 1 - 1e-12)
+         for s in range(S)]))
     post = {"w": w.reshape(chains, d, H), "pi": pi.reshape(chains, d, -1),
-            "mass_structural_zero": np.zeros((chains, d))}
+            "mass_structural_zero": mass.reshape(chains, d)}
     dims = {"w": ["latent_class"], "pi": ["cell"]}
     coords = {}
     for nm, lv, p in zip(_safe_names(spec.keys), spec.levels, phi, strict=True):
@@ -203,4 +210,6 @@ def posterior_from_draws(md, spec, w: np.ndarray, phi: list[np.ndarray], kappa=N
         idata.attrs["weight_classes"] = json.dumps(spec.class_weights.tolist())
         idata.posterior.attrs["weight_classes"] = idata.attrs["weight_classes"]
         idata.posterior.attrs["weight_classes_N"] = N
+    if sz is not None:  # the model's stamp of its rules (LatentClassModel.data_summary)
+        idata.attrs["data_summary"] = json.dumps({"structural_zeros": sz.to_list()})
     return idata

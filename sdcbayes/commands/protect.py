@@ -373,6 +373,17 @@ DEFAULT_RISK_K = 3
     help="With --model latent-class: chains run at once (threads), default all CPUs up to "
     "--chains; the draws do not depend on it.",
 )
+@click.option(
+    "--structural-zeros", metavar="none|RULES.json", default=None,
+    help="With --model latent-class: key combinations that cannot occur in the population, "
+    "as `sdcbayes assess --structural-zeros` takes them: RULES.json, a file holding a list "
+    "of confirmed rules, each forbidding the cells whose level on every key it names is "
+    "among the levels given, or, with {\"not\": [...]}, any level but those, e.g. "
+    "[{\"age\": [\"1\"], \"occupation\": {\"not\": [\"X\"]}}] (levels as the data write "
+    "them); the fit and the risk after count no population in them (summary.json: "
+    "risk.fit.structural_zero_rules). [default: none] 'auto' (assess's rules read off the "
+    "sample, unconfirmed) is refused: give the rules you have confirmed.",
+)
 @click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
@@ -409,6 +420,7 @@ def command(
     tune: int | None = None,
     cores: int | None = None,
     missing: str | None = None,
+    structural_zeros: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -427,10 +439,19 @@ def command(
         raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
     # the model's options (cheap) before the file is read
     sampler = _sampler_options(model, weight, draws=draws, chains=chains, tune=tune,
-                               cores=cores, missing=missing)
+                               cores=cores, missing=missing, structural_zeros=structural_zeros)
+    from sdcbayes.cli import structural_zeros_file
+
+    rules_file = None if structural_zeros is None else structural_zeros_file(structural_zeros)
     out_files = ["summary.json", _output_name(_extension(data))[0], "log.csv", "report.html"]
-    out_inputs = {"DATA": data, "--recipe": recipe}
+    out_inputs = {"DATA": data, "--recipe": recipe, "--structural-zeros": rules_file}
     check_out_dir(out, writes=out_files, inputs=out_inputs)
+    zero_rules = None
+    if rules_file is not None:  # the rules' form now; their keys and levels once read
+        from sdcbayes.cli import read_structural_zero_rules
+
+        zero_rules = read_structural_zero_rules(rules_file, "--structural-zeros",
+                                                none="--structural-zeros none")
     flag_steps = _steps_from_options(
         recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
         mdav_cols, mdav_k, noise_cols, noise_level, strata, suppress_method=suppress_method,
@@ -498,6 +519,12 @@ def command(
         # the fit alone reads missing key values as --missing says (the closed form: wildcard)
         md_fit = _latent_class_input(
             frame, key_list, weight, md_options | ({"missing": missing} if missing else {}))
+        if zero_rules is not None:  # against the fit's keys and levels, before any work
+            from sdcbayes.cli import check_structural_zero_rules
+
+            zero_rules = check_structural_zero_rules(
+                zero_rules, md_fit, f"--structural-zeros {rules_file}",
+                named=dict(zip(split_names(keys), key_list, strict=False)))
         # each recoded key's fit level -> released value, from the levels (milliseconds)
         level_maps = _key_level_maps(steps, frame, md_fit, key_list)
     # The "before" assessment doubles as validation of keys and weights.
@@ -551,7 +578,8 @@ def command(
         # scores the protected file from the same draws. Fitted only now, after the steps
         # and their checks, so a refusal there costs no fit; the numbers are those of a fit
         # before the steps, since the fit (its own seed) and the steps (rng) share no stream.
-        fit = _fit_latent_class(md_fit, sampler, seed, quiet=quiet or as_json)
+        fit = _fit_latent_class(md_fit, sampler, seed, quiet=quiet or as_json,
+                                structural_zeros=zero_rules)
         released = _score_released(md_fit, current, fit, recodes=level_maps,
                                    quiet=quiet or as_json, seed=seed)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k) + (
@@ -574,9 +602,10 @@ def command(
         "seed": seed,
         "steps": step_summaries,
         "risk": ({"estimator": RISK_ESTIMATOR, "k": risk_k, "before": before, "after": after}
-                 if fit is None else _latent_class_risk(fit, released, before, after, risk_k,
-                                                        sampler, seed, recodes=level_maps,
-                                                        missing=missing))
+                 if fit is None else _latent_class_risk(
+                     fit, released, before, after, risk_k, sampler, seed, recodes=level_maps,
+                     missing=missing,
+                     structural_zeros=None if zero_rules is None else (rules_file, zero_rules)))
         | ({"threshold": threshold} if threshold is not None else {})
         | ({"suppression_keys": supp["keys"], "suppression_strata": supp.get("strata")}
            if supp is not None else {})
@@ -1961,16 +1990,22 @@ MISSING_READING = {
 
 def _sampler_options(model: str, weight: str | None, *, draws: int | None,
                      chains: int | None, tune: int | None,
-                     cores: int | None, missing: str | None = None) -> dict[str, Any] | None:
+                     cores: int | None, missing: str | None = None,
+                     structural_zeros: str | None = None) -> dict[str, Any] | None:
     """The latent-class fit's settings (``assess``'s defaults), or None for the closed form.
 
-    Checked before the file is read: sampler options and ``--missing`` without ``--model
-    latent-class`` (they would be stamped as if used; the closed form always reads a
-    missing key value as matching every value), the model without ``--weight`` (it needs
-    the population size), and values below 1 (0 for ``--tune``).
+    Checked before the file is read: sampler options, ``--missing`` and
+    ``--structural-zeros`` without ``--model latent-class`` (they would be stamped as if
+    used; the closed form always reads a missing key value as matching every value), the
+    model without ``--weight`` (it needs the population size), values below 1 (0 for
+    ``--tune``), and ``--structural-zeros auto``: ``assess`` reads such rules off the
+    sample, unconfirmed, which may forbid combinations the population has and so leave
+    their people out of a released record's count; a release decision takes the rules
+    its maker has confirmed (a file), or none.
     """
     given = [o for o, v in (("--draws", draws), ("--chains", chains), ("--tune", tune),
-                            ("--cores", cores), ("--missing", missing)) if v is not None]
+                            ("--cores", cores), ("--missing", missing),
+                            ("--structural-zeros", structural_zeros)) if v is not None]
     if model == "closed-form":
         if given:
             raise InputError(
@@ -1981,6 +2016,12 @@ def _sampler_options(model: str, weight: str | None, *, draws: int | None,
                 + ": add --model latent-class, or leave "
                 f"{'it' if len(given) == 1 else 'them'} out")
         return None
+    if structural_zeros == "auto":
+        raise InputError(
+            "--structural-zeros auto reads rules off the sample, unconfirmed (as sdcbayes "
+            "assess does), and an unconfirmed rule may forbid key combinations the population "
+            "has, leaving their people out of the protected records' counts: give the rules "
+            "you have confirmed, --structural-zeros RULES.json, or leave the option out")
     if weight is None:
         raise InputError(
             "--model latent-class estimates the population counts, so it needs the sampling "
@@ -2153,21 +2194,26 @@ def _latent_class_input(frame, keys: list[str], weight: str | None,
     return md
 
 
-def _fit_latent_class(md, sampler: dict[str, Any], seed: int, *, quiet: bool):
+def _fit_latent_class(md, sampler: dict[str, Any], seed: int, *, quiet: bool,
+                      structural_zeros: list[dict[str, Any]] | None = None):
     """``sdcbayes assess``'s latent-class fit of the input, keeping the class profiles.
 
     :func:`sdcbayes.cli._fit_posterior` (its progress line and bars, its warnings as
     one-line messages on stderr) with ``store_profiles=True``, which
     :func:`sdcbayes.risk.released.assess_released` needs for key combinations the sample
     never had; no predictive check (``assess``'s ``--ppc``: not a number ``protect``
-    reports).
+    reports). ``structural_zeros``: the checked rules of ``--structural-zeros RULES.json``
+    (:func:`sdcbayes.cli.check_structural_zero_rules`), fitted as ``assess`` fits them and
+    stamped by the fit, whose stamp :func:`assess_released` reads back.
     """
     from sdcbayes.cli import _fit_posterior
 
     return _fit_posterior(
         md, "latent-class", draws=sampler["draws"], chains=sampler["chains"],
         tune=sampler["tune"], seed=seed, fit_method="gibbs", threshold=None, strict=False,
-        quiet=quiet, model_options={"store_profiles": True}, cores=sampler["cores"])
+        quiet=quiet, model_options={"store_profiles": True} | (
+            {"structural_zeros": structural_zeros} if structural_zeros else {}),
+        cores=sampler["cores"])
 
 
 def _score_released(md, frame, fit, *, quiet: bool,
@@ -2235,12 +2281,16 @@ PREDICTIVE_KIND = ("predictive: over the posterior predictive (the parameters an
 def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[str, Any],
                        k: int, sampler: dict[str, Any], seed: int,
                        recodes: dict[str, dict[Any, Any]] | None = None,
-                       missing: str | None = None) -> dict[str, Any]:
+                       missing: str | None = None,
+                       structural_zeros: tuple[Path, list] | None = None) -> dict[str, Any]:
     """summary.json's ``risk`` under ``--model latent-class``.
 
-    ``fit`` also names, when given, ``--missing`` (``missing``) and the recoded keys
+    ``fit`` also names, when given, ``--missing`` (``missing``), the recoded keys
     (``recoded_keys``: per key the fit's levels and the released values they map to,
-    :func:`_recode_counts` of :func:`_key_level_maps`).
+    :func:`_recode_counts` of :func:`_key_level_maps`) and ``--structural-zeros``
+    (``structural_zeros``: the file and its checked rules; ``structural_zeros_file`` and
+    ``structural_zero_rules``, the rules as the scoring of the protected file read them
+    back from the fit).
 
     ``before`` and ``after`` hold the model-free counts of ``_risk`` (sample uniques,
     k-anonymity, ...) and the model's numbers: before, the fit's assessment of the input
@@ -2297,6 +2347,9 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
             "population_size": s["population_size"],
             "top_cells": r["top_cells"],
             **({"missing": missing} if missing else {}),
+            **({"structural_zeros_file": str(structural_zeros[0]),
+                "structural_zero_rules": r.get("structural_zero_rules", structural_zeros[1])}
+               if structural_zeros is not None else {}),
             **({"recoded_keys": _recode_counts(recodes)} if recodes else {}),
             **({"overdispersion": s["overdispersion"]} if s.get("overdispersion") else {}),
         },
