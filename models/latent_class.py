@@ -938,6 +938,13 @@ class PatternSums:
         which no rule may name, left out or unrestricted). Without it (or with no
         rectangle) the mixture is taken untruncated, and every result is the untruncated
         one to the bit.
+    key_rate : tuple (int, array_like), optional
+        ``(s, e)``: key s's levels scale each cell's excess, :math:`\lambda_c = n\sum_h
+        w_h E_h\prod_j\phi_{hj}(c_j)\, e_{c_s}`, with ``e`` of shape (L_s,) or (S, L_s),
+        finite and >= 0: the stratum path of a fit whose stratum is key s,
+        :math:`e_l = \max(\bar w_l, 1) - 1` the stratum's mean weight less one and
+        ``E`` ones (:func:`sdcbayes.risk.posterior_assess._stratum_key_rates`). Without it
+        every result is the one without, to the bit.
 
     Notes
     -----
@@ -966,9 +973,29 @@ class PatternSums:
     other cell takes their place), and :meth:`top_cells_many`, whose rectangles share one
     number of cells, lists them for the caller to leave out by :meth:`in_zeros` (as it
     leaves out the observed cells).
+
+    With ``key_rate=(s, e)`` each sum over the product set still factorises key by key,
+    key s's factor carrying :math:`e_l^k` with k the number of :math:`\lambda` factors
+    in the summand (0 for :math:`\pi_p`, 1 for :math:`\lambda_p` and
+    :math:`\sum\lambda_c y_c`, 2 for :math:`\sum\lambda_c^2`; the package's
+    derivation). Key s fixed at level l: the rectangle's class rates :math:`E_h` times the
+    scalar :math:`e_l` (so that :math:`\lambda` scales by :math:`e_l`, the quadratic
+    :math:`\sum\lambda_c^2` by :math:`e_l^2`). Key s free (blank or recoded, level set
+    :math:`A_s`): with c and G over the free keys other than s,
+    :math:`\lambda_p = n\sum_h a_h E_h c_h\sum_{l\in A_s}e_l\phi_{hsl}`,
+    :math:`\sum\lambda_c y_c = n^2\sum_{hh'} a_hE_h G^{(1)}_{hh'} a_{h'}` and
+    :math:`\sum\lambda_c^2 = n^2\sum_{hh'} a_hE_h G^{(2)}_{hh'} a_{h'}E_{h'}`, the
+    tilted Gram matrices :math:`G^{(k)}_{hh'} = G_{hh'}\sum_{l\in A_s}e_l^k
+    \phi_{hsl}\phi_{h'sl}` (two, kept together as G is). With structural zeros each
+    disjoint piece of :math:`p\setminus S` is such a product set, summed alike (its own
+    :math:`G^{(1)}, G^{(2)}` where s is free in it). :meth:`cells` and :meth:`cells_many`
+    multiply :math:`\lambda_c` by :math:`e_{c_s}`; :meth:`top_cells` and
+    :meth:`top_cells_many` rank key s's levels by :math:`e_l` times the conditional
+    marginal where s is free (the cells with no excess, of a stratum taken in full, would
+    take the top slots for nothing), every other key as without.
     """
 
-    def __init__(self, w, phi, E, n: float, structural_zeros=None):
+    def __init__(self, w, phi, E, n: float, structural_zeros=None, key_rate=None):
         self.w = np.asarray(w, dtype=float)
         self.phi = [np.asarray(p, dtype=float) for p in phi]
         S, H = self.w.shape
@@ -978,13 +1005,39 @@ class PatternSums:
         self.E = np.broadcast_to(np.asarray(E, dtype=float), (S, H))
         self.n = float(n)
         self.n_levels = [p.shape[2] for p in self.phi]
-        self._gram: dict[tuple, np.ndarray] = {}
+        self._gram: dict[tuple, Any] = {}
         self._set_zeros(structural_zeros)
+        self._set_key_rate(key_rate)
 
     @property
     def n_draws(self) -> int:
         """Number of draws S."""
         return self.w.shape[0]
+
+    def _set_key_rate(self, key_rate) -> None:
+        """Keep key s and its per-level excess factor e, (draws, L_s), or None for each."""
+        self._ks: int | None = None
+        self._ke: np.ndarray | None = None
+        if key_rate is None:
+            return
+        S, J = self.w.shape[0], len(self.phi)
+        try:
+            s, e = key_rate
+            s_ok = not isinstance(s, bool) and int(s) == s and 0 <= int(s) < J
+        except (TypeError, ValueError):
+            s_ok = False
+        if not s_ok:
+            raise InputError(f"key_rate must be (key index in 0 .. {J - 1}, per-level "
+                             f"factors); got {key_rate!r}")
+        s = int(s)
+        L = self.n_levels[s]
+        e = np.asarray(e, dtype=float)
+        if e.shape not in ((L,), (S, L)) or not np.all(np.isfinite(e)) or np.any(e < 0):
+            raise InputError(f"key_rate's factors must be finite, >= 0 and of shape ({L},) "
+                             f"or ({S}, {L}) (key {s}'s levels, per draw or for all); got "
+                             f"shape {e.shape}")
+        self._ks = s
+        self._ke = np.array(np.broadcast_to(e, (S, L)))
 
     def _set_zeros(self, sz) -> None:
         """Keep S's rectangles on the keys and the untruncated mass m of S per draw."""
@@ -1064,7 +1117,8 @@ class PatternSums:
         split into disjoint rectangles by rectangle differences (as
         :class:`StructuralZeros` splits its rules). Per piece ``(c, G)``: :math:`c_h =
         \prod_j\phi_{hj}(B_j)` (draws, H) and the Gram matrix of its level sets
-        (draws, H, H). Kept for all draws while rectangles with the same free keys
+        (draws, H, H); with ``key_rate``'s key free in it, ``(c0, c1, G1, G2)``
+        (:meth:`_rate_parts`). Kept for all draws while rectangles with the same free keys
         follow one another (within :data:`GRAM_CACHE_ELEMENTS` in all, as the main
         Gram matrix), else computed for ``sl``.
         """
@@ -1090,7 +1144,7 @@ class PatternSums:
                         f"{_DEFAULT_MAX_RECTANGLES} rectangles; give fewer, broader rules")
             sets = [[np.flatnonzero(m) for m in q] for q in pieces]
             S, H = self.w.shape
-            size = S * H * H * len(sets)
+            size = S * H * H * len(sets) * (2 if self._ks in free else 1)  # G1, G2
             full = None
             if self._zparts["kept"] + size <= GRAM_CACHE_ELEMENTS:
                 full = [self._zero_part(free, b, slice(None)) for b in sets]
@@ -1098,10 +1152,12 @@ class PatternSums:
             cache[sig] = (sets, full)
         sets, full = cache[sig]
         if full is not None:
-            return [(c[sl], G[sl]) for c, G in full]
+            return [tuple(x[sl] for x in part) for part in full]
         return [self._zero_part(free, b, sl) for b in sets]
 
-    def _zero_part(self, free, sets, sl) -> tuple[np.ndarray, np.ndarray]:
+    def _zero_part(self, free, sets, sl) -> tuple[np.ndarray, ...]:
+        if self._ks in free:  # key_rate, its key free: (c0, c1, G1, G2), as _rate_parts
+            return self._rate_parts(free, sets, sl)
         w = self.w[sl]
         c = np.ones_like(w)
         G = np.ones(w.shape + (w.shape[1],))
@@ -1110,6 +1166,65 @@ class PatternSums:
             c *= p.sum(axis=2)
             G *= np.einsum("shl,skl->shk", p, p, optimize=True)
         return c, G
+
+    # ---- key_rate's key s free in a rectangle (class Notes): its levels tilt c and G
+
+    def _tilted(self, lv, sl) -> tuple[np.ndarray, np.ndarray]:
+        """Key s's profile on the levels lv (draws, H, |lv|), and it times e_l."""
+        p = self.phi[self._ks][sl][:, :, lv]
+        return p, p * self._ke[sl][:, lv][:, None, :]
+
+    def _rate_parts(self, free, sets, sl) -> tuple[np.ndarray, ...]:
+        r"""A piece's (c0, c1, G1, G2): level sets ``sets`` on ``free``, key s among them.
+
+        c0 and c1 sum :math:`\phi_{hsl}` and :math:`e_l\phi_{hsl}` over key s's set, G1
+        and G2 tilt the Gram matrix of the other keys by :math:`e_l` and :math:`e_l^2`.
+        """
+        w = self.w[sl]
+        c = np.ones_like(w)
+        G = np.ones(w.shape + (w.shape[1],))
+        lv = None
+        for j, b in zip(free, sets, strict=True):
+            if j == self._ks:
+                lv = b
+                continue
+            p = self.phi[j][sl][:, :, b]
+            c *= p.sum(axis=2)
+            G *= np.einsum("shl,skl->shk", p, p, optimize=True)
+        p, pe = self._tilted(lv, sl)
+        return (c * p.sum(axis=2), c * pe.sum(axis=2),
+                G * np.einsum("shl,skl->shk", pe, p, optimize=True),
+                G * np.einsum("shl,skl->shk", pe, pe, optimize=True))
+
+    def _rate_c(self, rect, sl) -> np.ndarray:
+        r"""c1 (draws, H): the other free keys' c times :math:`\sum_{l\in A_s}e_l\phi_{hsl}`."""
+        s = self._ks
+        c = np.ones_like(self.w[sl])
+        for j in self._free(rect):
+            if j != s and rect[j] is not None:  # a blank key's profile sums to 1 (_weights)
+                c *= self.phi[j][sl][:, :, rect[j]].sum(axis=2)
+        lv = np.arange(self.n_levels[s]) if rect[s] is None else rect[s]
+        return c * self._tilted(lv, sl)[1].sum(axis=2)
+
+    def _rate_grams(self, rect, sl) -> tuple[np.ndarray, ...]:
+        """G1, G2 (draws, H, H) of the rectangle, key s free in it; kept as :meth:`gram`."""
+        free = self._free(rect)
+        spec = ("key_rate",) + tuple((j, None if rect[j] is None else tuple(rect[j].tolist()))
+                                     for j in free)
+        S, H = self.w.shape
+        if 2 * S * H * H <= GRAM_CACHE_ELEMENTS:  # the pair
+            if spec not in self._gram:
+                self._gram.clear()  # one set at a time: callers group rectangles by it
+                self._gram[spec] = self._rate_grams_of(free, rect, slice(None))
+            return tuple(G[sl] for G in self._gram[spec])
+        return self._rate_grams_of(free, rect, sl)
+
+    def _rate_grams_of(self, free, rect, sl) -> tuple[np.ndarray, np.ndarray]:
+        s = self._ks
+        G = self._gram_of([j for j in free if j != s], rect, sl)
+        p, pe = self._tilted(np.arange(self.n_levels[s]) if rect[s] is None else rect[s], sl)
+        return (G * np.einsum("shl,skl->shk", pe, p, optimize=True),
+                G * np.einsum("shl,skl->shk", pe, pe, optimize=True))
 
     def rectangle(self, rect) -> list[np.ndarray | None]:
         """Normalise a rectangle: per key an array of levels, or None for every level.
@@ -1150,7 +1265,11 @@ class PatternSums:
         return a, c
 
     def gram(self, rect, sl=slice(None)) -> np.ndarray:
-        """G (draws, H, H) of the rectangle's free keys (ones when none is free)."""
+        """G (draws, H, H) of the rectangle's free keys (ones when none is free).
+
+        The plain profiles' Gram matrix also with ``key_rate``: where its key is free the
+        sums take the tilted pair instead (class Notes).
+        """
         free = self._free(rect)
         spec = tuple((j, None if rect[j] is None else tuple(rect[j].tolist())) for j in free)
         S, H = self.w.shape
@@ -1176,9 +1295,10 @@ class PatternSums:
         :math:`\sum_c\lambda_c y_c` and ``lam2`` :math:`\sum_c\lambda_c^2`, each of
         shape (draws,); ``rect`` normalised (:meth:`rectangle`), ``sl`` a slice (or index
         array) of the draws. With structural zeros: over the cells outside S, truncated
-        (class Notes), as :meth:`sums_many` of the one rectangle.
+        (class Notes), as :meth:`sums_many` of the one rectangle; so too with
+        ``key_rate``.
         """
-        if self.structural_zeros is not None:
+        if self.structural_zeros is not None or self._ks is not None:
             fixed = np.array([[0 if lv is None or lv.size > 1 else int(lv[0])
                                for lv in rect]], dtype=np.int64)
             return {k: v[0] for k, v in self.sums_many(rect, fixed, sl).items()}
@@ -1200,7 +1320,8 @@ class PatternSums:
         r""":math:`\pi_c` and :math:`\lambda_c` (draws, K) of full cells in the rectangle.
 
         ``codes`` (K, J) must agree with the rectangle on its fixed keys. With structural
-        zeros: 0 for a cell in S, the others truncated (class Notes).
+        zeros: 0 for a cell in S, the others truncated (class Notes). With ``key_rate``
+        each cell's :math:`\lambda_c` carries the factor of its level of key s.
         """
         codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(self.phi))
         a, _ = self._weights(rect, sl)
@@ -1209,6 +1330,8 @@ class PatternSums:
             prod *= self.phi[j][sl][:, :, codes[:, j]]
         pi = np.einsum("sh,shk->sk", a, prod)
         lam = self.n * np.einsum("sh,shk->sk", a * self.E[sl], prod)
+        if self._ks is not None:
+            lam = lam * self._ke[sl][:, codes[:, self._ks]]
         if self.structural_zeros is not None:
             pi, lam = self._truncate_cells(pi, lam, self.in_zeros(codes), sl)
         return pi, lam
@@ -1222,7 +1345,8 @@ class PatternSums:
         :math:`\lfloor T^{1/|\mathrm{free}|}\rfloor` levels (at least one). A rectangle
         without free keys is its one cell. With structural zeros the cells of the product
         in S are left out (fewer than the product, in its order; no other takes their
-        place), also a rectangle's one cell.
+        place), also a rectangle's one cell. With ``key_rate`` and its key s free, key
+        s's levels are ranked by :math:`e_l` times that marginal (class Notes).
         """
         free = self._free(rect)
         base = np.array([0 if lv is None else int(lv[0]) for lv in rect], dtype=np.int64)
@@ -1236,7 +1360,11 @@ class PatternSums:
         tops = []
         for j in free:
             lv = np.arange(self.n_levels[j]) if rect[j] is None else rect[j]
-            marg = np.einsum("sh,shl->l", q, self.phi[j][sl][:, :, lv])
+            if j == self._ks:  # by the excess: e_l times the marginal, per draw
+                marg = np.einsum("sh,shl,sl->l", q, self.phi[j][sl][:, :, lv],
+                                 self._ke[sl][:, lv])
+            else:
+                marg = np.einsum("sh,shl->l", q, self.phi[j][sl][:, :, lv])
             # stable: ties keep the level order, so the choice does not depend on chunks
             tops.append(lv[np.argsort(-marg, kind="stable")[:m]])
         grid = np.array(list(itertools.product(*tops)), dtype=np.int64)
@@ -1286,21 +1414,28 @@ class PatternSums:
         entries on free keys are ignored). The Gram matrix is the rectangles' common one.
         With structural zeros: over the cells outside S, truncated (class Notes; per
         rectangle of S that meets the free keys' sets, its own Gram matrix and the
-        rectangles whose fixed levels lie in it). Memory: P x draws x H (the caller
-        chunks P).
+        rectangles whose fixed levels lie in it). With ``key_rate``: key s fixed, each
+        rectangle's class rates times its level's factor; key s free, the tilted c and
+        Gram matrices (class Notes), in every piece of :math:`p\setminus S` too.
+        Memory: P x draws x H (the caller chunks P).
         """
         fixed = self._fixed_levels(rect, fixed)
         a, c = self._weights_many(rect, fixed, sl)
         aE = a * self.E[sl]
         n = self.n
-        out = {"pi": (a * c).sum(axis=2), "lam": n * (aE * c).sum(axis=2)}
         free = self._free(rect)
+        tilted = self._ks in free  # key_rate's key free: c1, G1, G2 carry its factors
+        c1 = self._rate_c(rect, sl) if tilted else c
+        if self._ks is not None and not tilted:  # key s fixed: its factor, per rectangle
+            aE = aE * self._ke[sl][:, fixed[:, self._ks]].T[:, :, None]
+        out = {"pi": (a * c).sum(axis=2), "lam": n * (aE * c1).sum(axis=2)}
         if free:
-            G = self.gram(rect, sl)
-            Ga = np.einsum("shk,psk->psh", G, a)
+            # lam_y's and lam2's Gram matrices (G1, G2: weighted by e_l, e_l^2), else G
+            G1, G2 = self._rate_grams(rect, sl) if tilted else (self.gram(rect, sl),) * 2
+            Ga = np.einsum("shk,psk->psh", G1, a)
             out["lam_y"] = n * n * np.einsum("psh,psh->ps", aE, Ga)
             out["lam2"] = n * n * np.einsum("psh,psh->ps", aE,
-                                            np.einsum("shk,psk->psh", G, aE))
+                                            np.einsum("shk,psk->psh", G2, aE))
         elif self.structural_zeros is None:  # one cell each
             out["lam_y"] = out["lam"] * n * out["pi"]
             out["lam2"] = out["lam"] ** 2
@@ -1325,13 +1460,16 @@ class PatternSums:
             # the cells outside S as disjoint rectangles: sums of non-negative terms, so
             # no cancellation where p lies mostly in S
             sig = tuple(r for r, h in zip(met, row, strict=True) if h)
-            for c_q, G_q in self._pieces(rect, sig, sl):
+            for part in self._pieces(rect, sig, sl):
+                # (c, G), or (c0, c1, G1, G2) where key_rate's key is free (_rate_parts)
+                c_q, c1_q, G_q, G2_q = (part if len(part) == 4
+                                        else (part[0], part[0], part[1], part[1]))
                 acc["pi"] += (ai * c_q).sum(axis=2)
-                acc["lam"] += n * (aEi * c_q).sum(axis=2)
+                acc["lam"] += n * (aEi * c1_q).sum(axis=2)
                 acc["lam_y"] += n * n * np.einsum(
                     "psh,psh->ps", aEi, np.einsum("shk,psk->psh", G_q, ai))
                 acc["lam2"] += n * n * np.einsum(
-                    "psh,psh->ps", aEi, np.einsum("shk,psk->psh", G_q, aEi))
+                    "psh,psh->ps", aEi, np.einsum("shk,psk->psh", G2_q, aEi))
             for k in out:
                 out[k][idx] = acc[k]
         for k in out:  # the truncated mixture's scale
@@ -1343,8 +1481,9 @@ class PatternSums:
 
         ``codes`` (P, K, J): rectangle p's K full cells, which give its fixed levels too
         (``codes[p, 0]`` on the fixed keys; every cell must agree with it there). With
-        structural zeros: 0 for a cell in S, the others truncated. Memory:
-        P x draws x H x K (the caller chunks P).
+        structural zeros: 0 for a cell in S, the others truncated; with ``key_rate``
+        each cell's lam times its level's factor. Memory: P x draws x H x K (the caller
+        chunks P).
         """
         codes = np.asarray(codes, dtype=np.int64)
         if codes.ndim != 3 or codes.shape[2] != len(self.phi):
@@ -1363,6 +1502,8 @@ class PatternSums:
                         out=prod)
         pi = np.einsum("psh,pshk->psk", a, prod)
         lam = self.n * np.einsum("psh,pshk->psk", a * self.E[sl], prod)
+        if self._ks is not None:  # (draws, P, K) of each cell's level, moved to (P, draws, K)
+            lam = lam * np.moveaxis(self._ke[sl][:, codes[:, :, self._ks]], 1, 0)
         if self.structural_zeros is not None:
             pi, lam = self._truncate_cells(pi, lam, self.in_zeros(codes), sl)
         return pi, lam
@@ -1393,7 +1534,11 @@ class PatternSums:
         tops = []
         for j in free:
             lv = np.arange(self.n_levels[j]) if rect[j] is None else rect[j]
-            marg = np.einsum("psh,shl->pl", q, self.phi[j][sl][:, :, lv])
+            if j == self._ks:  # by the excess, as top_cells
+                marg = np.einsum("psh,shl,sl->pl", q, self.phi[j][sl][:, :, lv],
+                                 self._ke[sl][:, lv])
+            else:
+                marg = np.einsum("psh,shl->pl", q, self.phi[j][sl][:, :, lv])
             # stable: ties keep the level order, as in top_cells
             tops.append(lv[np.argsort(-marg, axis=1, kind="stable")[:, :m]])
         pos = np.array(list(itertools.product(*[range(t.shape[1]) for t in tops])),
@@ -1405,12 +1550,12 @@ class PatternSums:
 
 
 def pattern_sums(w, phi, E, n: float, rectangles, *,
-                 structural_zeros=None) -> dict[str, np.ndarray]:
+                 structural_zeros=None, key_rate=None) -> dict[str, np.ndarray]:
     r""":meth:`PatternSums.sums` of several rectangles: arrays (P, draws).
 
     Parameters
     ----------
-    w, phi, E, n, structural_zeros
+    w, phi, E, n, structural_zeros, key_rate
         As :class:`PatternSums`.
     rectangles : sequence
         Rectangles (one entry per key: a level, -1/None for every level, or a sequence of
@@ -1422,18 +1567,21 @@ def pattern_sums(w, phi, E, n: float, rectangles, *,
     dict
         ``pi``, ``lam``, ``lam_y``, ``lam2``, each (P, draws).
     """
-    ps = PatternSums(w, phi, E, n, structural_zeros=structural_zeros)
+    ps = PatternSums(w, phi, E, n, structural_zeros=structural_zeros, key_rate=key_rate)
     rows = [ps.sums(ps.rectangle(r)) for r in rectangles]
     return {k: np.array([r[k] for r in rows]) for k in ("pi", "lam", "lam_y", "lam2")}
 
 
-def pattern_top_cells(w, phi, rectangle, T: int, *, structural_zeros=None) -> np.ndarray:
+def pattern_top_cells(w, phi, rectangle, T: int, *, structural_zeros=None,
+                      key_rate=None) -> np.ndarray:
     """:meth:`PatternSums.top_cells` of one rectangle (codes, shape (K <= T, J)).
 
-    ``structural_zeros`` as :class:`PatternSums` (its cells in S left out).
+    ``structural_zeros`` as :class:`PatternSums` (its cells in S left out); ``key_rate``
+    too (key s's levels ranked by their factor times the marginal).
     """
     w = np.asarray(w, dtype=float)
-    ps = PatternSums(w, phi, np.zeros(w.shape), 1.0, structural_zeros=structural_zeros)
+    ps = PatternSums(w, phi, np.zeros(w.shape), 1.0, structural_zeros=structural_zeros,
+                     key_rate=key_rate)
     return ps.top_cells(ps.rectangle(rectangle), T)
 
 

@@ -87,6 +87,26 @@ own cell lies outside S (the fit refuses rules that forbid a cell of the sample)
 against the listing of every cell, a census's exact 1/F and the predictive oracle
 (tests/test_released_structural_zeros.py).
 
+A stratum that is a key (``Microdata(..., strata=s)`` with s among the keys, unequal
+weights): each key cell's population lies in its own stratum, so, as
+:func:`~sdcbayes.risk.posterior_assess.assess_from_posterior` extrapolates it
+(``_stratum_key_rates``), cell c has excess :math:`\lambda_c = n\pi_c e_{c_s}`,
+:math:`e_l = \max(\bar w_l, 1) - 1` with :math:`\bar w_l` the mean weight of stratum l
+(scaled to sum to N), in place of the class-by-class excess over the weight classes. The
+observed cells' :math:`\lambda_c` are that function's, so a file without blanks gives its
+risks and predictive draws seed for seed; the pattern sums carry :math:`e_l` as a factor
+of the stratum key's levels (:class:`~sdcbayes.models.latent_class.PatternSums`,
+``key_rate``, Notes). A pattern that shows the stratum has its stratum's rate; one whose
+stratum is blanked or recoded counts the population of every stratum it may lie in
+(blanking the stratum mixes strata); a stratum taken in full (weights 1, :math:`e_l = 0`)
+keeps risk exactly :math:`1/f_p` and :math:`F_p = f_p` in every predictive draw, also
+recoded with other such strata. A level of the stratum key that no kept record has (a
+declared category, or under ``missing="drop"`` a stratum whose records were all dropped)
+has :math:`e_l = 0`: the weights put the whole population in the strata the sample has.
+The weights' spread within a stratum is averaged, as in ``assess_from_posterior``
+(``summary["notes"]`` says so). Checked against the listing of every cell, with and
+without structural zeros (tests/test_released_stratum.py).
+
 The patterns with blanks are scored in batches: those with the same free keys (one Gram
 matrix of :class:`~sdcbayes.models.latent_class.PatternSums`) and the same number of
 explicit cells together, as patterns x draws arrays, with the same sums in the same order as
@@ -137,6 +157,7 @@ from sdcbayes.risk.posterior import (
     CHUNK_ELEMENTS,
     DEFAULT_QUANTILES,
     _check_quantiles,
+    _household,
     inverse_moment_sum_rows,
     mean_over_draws,
 )
@@ -152,6 +173,7 @@ from sdcbayes.risk.posterior_assess import (
     _posterior_dataset,
     _stamps,
     _stratum_key_rates,
+    _stratum_rates_note,
     check_posterior_fits,
     latent_class_pi,
     population_is_sample,
@@ -648,14 +670,22 @@ def assess_released(
         also stamped in the provenance's settings), ``structural_zero_rules`` (the fit's
         rules, left out of every rectangle; also stamped), ``missing`` and
         ``n_dropped_records``
-        (``md_original.missing``), ``top_cells``, ``n_above_threshold`` (and
+        (``md_original.missing``), ``extrapolation`` and ``notes`` (a stratum that is a
+        key: as :func:`assess_from_posterior`'s), ``top_cells``, ``n_above_threshold`` (and
         ``_interval``, over the parameters as in :func:`assess_from_posterior`),
         ``n_above_benchmark_at_mean_risk``, ``diagnostics`` (R-hat, ESS of ER given the
         parameters, and ``problems``: what :func:`~sdcbayes.inference.diagnostics.
         check_diagnostics` finds in them, as for the fit itself; where the sample is the
         population, none and a ``note``). ``file_draws``: the per-draw ER given the parameters
         (``expected_reidentifications_conditional_mean``, and its blanked part) and its
-        predictive draws (``expected_reidentifications``, ``_blanked``).
+        predictive draws (``expected_reidentifications``, ``_blanked``). Where
+        ``md_original`` has a household column (``Microdata(..., household=...)``), as
+        :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`'s: ``records``
+        ``household_risk`` (per draw :math:`1 - \prod(1 - E(1/F_p\mid\theta))` over the
+        household's kept members, averaged over the draws; NaN where dropped), ``summary``
+        ``n_households``, ``household_expected_reidentifications`` (those summed over the
+        records) with ``_interval`` over the parameters only (``household_interval_kind``,
+        not predictive), and its ``file_draws`` (``_Households``).
 
     Raises
     ------
@@ -670,8 +700,9 @@ def assess_released(
         lacks the class profiles, is another model's or another file's (also: its stamped
         structural-zero rules name other keys or levels, forbid a cell of the sample, or
         do not reproduce its ``mass_structural_zero``; it has structural zeros but no
-        stamped rules), has a cluster correction (not supported yet), or extrapolates
-        stratum by stratum (a stratum that is a key; not supported yet).
+        stamped rules) or has a cluster correction (not supported yet); a fit extrapolated
+        stratum by stratum (a stratum that is a key) whose N is not above n ("cell
+        weights need n < N", as :func:`assess_from_posterior`).
 
     Warns
     -----
@@ -739,11 +770,12 @@ def assess_released(
     if not 0 < n <= N:
         raise InputError(f"need 0 < n <= N; got n={n:g}, N={N:g}: pass N=..., the population size")
     lam_stored = _latent_class_excess(posterior, post, N)
-    if lam_stored is not None and _stratum_key_rates(md, N) is not None:
-        raise InputError(
-            f"the stratum {md.strata!r} is one of the keys, and the fit's population is "
-            "extrapolated stratum by stratum, which the released-file risk does not support "
-            "yet: leave the stratum out of the keys, or assess with the closed form")
+    # a stratum that is a key: each cell's population at its own stratum's rate, as
+    # assess_from_posterior extrapolates it (module docstring, "A stratum that is a key")
+    rates = None if lam_stored is None else _stratum_key_rates(md, N)
+    if rates is not None and n >= N:  # as evaluate_poisson_cells(cell_weight=...) refuses
+        raise InputError("cell weights need n < N: the sample is the whole population "
+                         f"(n={n:g}, N={N:g}); pass N=..., the population size")
     if design and (spec.class_weights is None or not np.allclose(
             spec.class_weights, json.loads(stamped["weight_classes"]), rtol=1e-9)):
         raise InputError("the posterior's weight classes are not those of md_original's "
@@ -751,14 +783,27 @@ def assess_released(
     phi_all = _profiles(post, spec)
     w = _flat_draws(post["w"]).astype(float)
     S, H = w.shape
-    if design:
+    key_rate = None
+    if rates is not None:
+        # lam_c = n pi_c e_{c_s}, e_l = max(wbar_l, 1) - 1 (weights below 1 cannot shrink F
+        # below f): the observed cells' lam in latent_class_groups' expression and order, so
+        # that the predictive draws are assess_from_posterior's; the pattern sums get e per
+        # level of the stratum key (one stratum per cell: one value per level; a level no
+        # kept record has, 0: the weights put the whole population in the sampled strata)
+        wk = np.maximum(rates.cell_weight, 1.0) - 1.0
+        lam_stored = n * pi * wk[None, :]
+        s_key = keys.index(md.strata)
+        e_lv = np.zeros(len(levels[s_key]))
+        e_lv[np.asarray(spec.key_codes)[:, s_key]] = wk
+        E, key_rate = np.ones((S, 1)), (s_key, e_lv)
+    elif design:
         # E_h = sum_g phi_hG(g) e_g: each class's excess rate over the weight classes
         E = phi_all[-1] @ spec.excess_rates(N)
     else:
         E = np.full((S, 1), N / n - 1.0)
     phi = phi_all[:spec.n_keys]
     sz = _structural_zeros(spec, zero_rules)
-    ps = PatternSums(w, phi, E, n, structural_zeros=sz)
+    ps = PatternSums(w, phi, E, n, structural_zeros=sz, key_rate=key_rate)
     _check_zero_mass(ps, post)
     _levels_check(spec, ps, pi)  # with S: cells() truncated, as the stored pi
     kap = (_flat_draws(post["kappa"]).astype(float).reshape(-1) if "kappa" in post
@@ -809,6 +854,9 @@ def assess_released(
     first[rec_pat[::-1]] = kept[::-1]  # each pattern's first record (into record_cell)
     fk_cells = np.asarray(spec.key_counts, dtype=float)
     m_p_f = m_p.astype(float)
+    # md_original's households: the released file's household risk (_Households)
+    hh_codes = getattr(md, "household_index", None)
+    hhs = None if hh_codes is None else _Households(hh_codes, kept, rec_pat, P, S)
 
     risk = np.empty(P)
     risk_q = np.empty((len(qs), P))
@@ -843,6 +891,8 @@ def assess_released(
         risk[idx] = mean_over_draws(inv)
         risk_q[:, idx] = np.quantile(inv, qs, axis=0)
         er += inv @ m_p_f[idx]
+        if hhs is not None:
+            hhs.add(inv, idx)
         # predictive: the cell's drawn F, as evaluate_poisson_cells forms it
         er_pred += (1.0 / (fs[None, :] + pred.X_obs[:, cells])) @ m_p_f[idx]
         if threshold is not None:
@@ -858,6 +908,8 @@ def assess_released(
     out = {"risk": risk, "risk_q": risk_q, "F_mean": F_mean, "f_p": f_p, "er": er,
            "er_blank": er_blank, "above": above, "pred": pred, "er_pred": er_pred,
            "er_blank_pred": er_blank_pred}
+    if hhs is not None:  # shared by reference with the recoded patterns' call
+        out["households"] = hhs
     _score_blanked(ctx, pats, blanked, out)
     if recoded.size:
         # in the file's ER, not in the part of the records with a blank ("er_blank...")
@@ -887,6 +939,11 @@ def assess_released(
     }, index=frame.index.copy())
     for i, q in enumerate(qs[1:-1], start=1):
         records[f"risk_q{q:g}"] = per_record(risk_q[i])
+    if hhs is not None:  # per draw, then the mean: as assess_from_posterior's
+        hh_er, hh_risk = hhs.finish(risk)
+        hh_all = np.full(n_all, np.nan)  # NaN: the records the fit dropped
+        hh_all[kept] = hh_risk
+        records["household_risk"] = hh_all
     cells = pd.DataFrame({  # the released values: a recoded key's label, None where hidden
         k: pd.Series([shown_as[j][preimages[j][c][0]] if c >= 0 else None for c in pats[:, j]],
                      dtype=object)
@@ -911,6 +968,9 @@ def assess_released(
                                                  er_blank_pred.reshape(chain, draw))}
     if threshold is not None:
         fd["n_above_threshold"] = (("chain", "draw"), above.reshape(chain, draw))
+    if hhs is not None:
+        fd["household_expected_reidentifications"] = (("chain", "draw"),
+                                                       hh_er.reshape(chain, draw))
     file_draws = xr.Dataset(fd, coords={"chain": post["chain"].values,
                                         "draw": post["draw"].values})
 
@@ -970,7 +1030,16 @@ def assess_released(
         summary["n_above_threshold"] = float(above.mean())
         summary["n_above_threshold_interval"] = _interval(above, qs)  # over the parameters
         summary["n_above_threshold_at_mean_risk"] = int(np.count_nonzero(r_all > threshold))
+    if hhs is not None:  # assess_from_posterior's names; the interval over the parameters
+        summary["n_households"] = hhs.n_households
+        summary["household_expected_reidentifications"] = float(hh_er.mean())
+        summary["household_expected_reidentifications_interval"] = _interval(hh_er, qs)
+        summary["household_interval_kind"] = HYPER_INTERVAL_KIND
     summary["diagnostics"] = _released_diagnostics(md, N, file_draws)
+    if rates is not None:  # extrapolated stratum by stratum: as assess_from_posterior says
+        summary["extrapolation"] = {"by": "stratum", "strata": md.strata,
+                                    "mean_weight_by_stratum": rates.by_stratum}
+        summary["notes"] = [*summary.get("notes", []), _stratum_rates_note(md, rates)]
     return PosteriorAssessment(
         records=records, cells=cells, summary=summary, provenance=prov,
         idata=None if isinstance(posterior, xr.Dataset) else posterior,
@@ -1318,6 +1387,68 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
     out["er_blank"] += e.T @ m
     if ctx.threshold is not None:
         out["above"] += (e > ctx.threshold).T.astype(float) @ m
+    hhs = out.get("households")
+    if hhs is not None:
+        hhs.add(e.T, pb)
+
+
+class _Households:
+    r"""The released file's household risk, gathered pattern batch by pattern batch.
+
+    Given draw :math:`\theta_s` a record of pattern p has risk :math:`e_{ps} = E(1/F_p
+    \mid \theta_s)`; members are independent given the parameters, so household h has
+    :math:`1 - \prod_{i\in h}(1 - e_{p(i)s})` (sdcMicro's hierarchical risk, seed
+    ``001_…`` Section 3.3, per draw as :func:`~sdcbayes.risk.posterior._household`
+    takes it for :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`), and the
+    household ER per draw is :math:`\sum_h |h|(1 - \prod_i(1 - e_{p(i)s}))` over the kept
+    members (``missing="drop"``: the dropped are left out of the product). A household of
+    one kept record adds its record's :math:`e_{ps}` in the loop (``m1``: such records per
+    pattern); the patterns with a record in a larger household are copied into one
+    draws x those patterns array ``E2``, combined after the loop by
+    :func:`~sdcbayes.risk.posterior._household` over (household, pattern, count) pairs.
+    Memory: ``E2`` is at most draws x patterns, never draws x records.
+    """
+
+    def __init__(self, hh_codes: np.ndarray, kept: np.ndarray, rec_pat: np.ndarray, P: int,
+                 S: int) -> None:
+        hk = np.asarray(hh_codes)[kept]
+        _, hinv = np.unique(hk, return_inverse=True)
+        hinv = hinv.reshape(-1)
+        self.n_households = int(hinv.max()) + 1 if hinv.size else 0
+        self.multi = np.bincount(hinv)[hinv] >= 2  # kept records in a larger household
+        self.rec_pat = rec_pat
+        self.m1 = np.bincount(rec_pat[~self.multi], minlength=P).astype(float)
+        self.p2 = np.unique(rec_pat[self.multi])
+        self.col = np.full(P, -1, np.int64)
+        self.col[self.p2] = np.arange(self.p2.size)
+        self.E2 = np.empty((S, self.p2.size))
+        self.er = np.zeros(S)
+        _, self.h2 = np.unique(hinv[self.multi], return_inverse=True)
+        self.h2 = self.h2.reshape(-1)
+        P2 = max(self.p2.size, 1)
+        pair, cnt = np.unique(self.h2 * P2 + self.col[rec_pat[self.multi]], return_counts=True)
+        self.pairs = (pair // P2, pair % P2, cnt.astype(float))
+
+    def add(self, e: np.ndarray, pb: np.ndarray) -> None:
+        """Patterns ``pb``'s risks ``e`` (draws, patterns): added or kept for later."""
+        self.er += e @ self.m1[pb]
+        c = self.col[pb]
+        sel = c >= 0
+        if sel.any():
+            self.E2[:, c[sel]] = e[:, sel]
+
+    def finish(self, risk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-draw household ER and each kept record's household risk (mean over draws).
+
+        ``risk``: the patterns' posterior-mean risks (a one-record household's risk).
+        """
+        hrisk = risk[self.rec_pat]
+        if not self.p2.size:
+            return self.er.copy(), hrisk
+        hh_mean, er2 = _household(self.E2, self.pairs, int(self.h2.max()) + 1, None,
+                                  risk_mean=risk[self.p2])
+        hrisk[self.multi] = hh_mean[self.h2]
+        return self.er + er2, hrisk
 
 
 def _released_diagnostics(md, N: float, file_draws: xr.Dataset) -> dict[str, Any]:

@@ -426,13 +426,17 @@ def test_refuses_what_is_not_supported_yet(small):
     md_missing = sdcbayes.Microdata(holes, ["k0", "k1", "k2"], weight="w", missing="wildcard")
     with pytest.raises(InputError, match="missing='category'"):
         assess_released(md_missing, holes, idata)
-    # a stratum that is a key, with the fit's class-by-class excess
+    # a stratum that is a key is no longer refused: extrapolated stratum by stratum, as
+    # assess_from_posterior does (tests/test_released_stratum.py checks the numbers)
     st = _frame((2, 4, 3), 120, 12)
     st["w"] = np.where(st["k0"] == 0, 4.0, 20.0)
     md_st = sdcbayes.Microdata(st, ["k0", "k1", "k2"], weight="w", strata="k0")
     id_st, *_ = _posterior(md_st, design=True)
-    with pytest.raises(InputError, match="stratum"):
-        assess_released(md_st, st, id_st)
+    rel_st = st.copy()
+    rel_st.loc[rel_st.index[:10], "k1"] = np.nan
+    got = assess_released(md_st, rel_st, id_st, random_seed=0).summary["extrapolation"]
+    assert got == {"by": "stratum", "strata": "k0",
+                   "mean_weight_by_stratum": {"0": 4.0, "1": 20.0}}
     with pytest.raises(InputError, match="top_cells"):
         assess_released(md, df, idata, top_cells=-1)
 
