@@ -1597,11 +1597,36 @@ _PROTECT_RISK_LABELS = {
     "k_anonymity_violations": "records violating k-anonymity (f < k)",
     "expected_reidentifications": "expected re-identifications",
     "expected_reidentification_rate": "expected re-identification rate",
+    # --household: assess's labels (only a side with the key shows a row)
+    "n_households": "households",
+    "household_expected_reidentifications": "household expected re-identifications (records)",
+    "household_expected_reidentified_households": "expected re-identified households",
     "max_risk": "largest record risk",
     "n_above_benchmark": "records above the benchmark rule",
     "n_above_threshold": "records above the risk threshold",
     "n_missing_key_records": "records with a missing key value",
 }
+
+
+def _household_note(s: Mapping[str, Any], latent_class: bool = False) -> str:
+    """What protect's household rows are (``--household``; "" without)."""
+    if not s.get("household"):
+        return ""
+    text = (
+        f"Household column: {esc(s.get('household'))} (released unchanged). Household risk 1 − "
+        "Π(1 − r<sub>j</sub>) over the members j of a record's household (sdcMicro's "
+        "hier_risk), summed over records; expected re-identified households sums it once "
+        "per household.")
+    if latent_class:
+        text += (
+            " Under the latent-class model per posterior draw, the members independent given "
+            "the parameters, then averaged over the draws (as <code>sdcbayes assess "
+            "--household</code>); its interval is over the parameters' posterior only. The "
+            "fit's cross-validation keeps households whole.")
+    text += (" A blanked household-level key (one value in every household) that a household "
+             "mate shows can be read off the mate; no row counts that (summary.json's "
+             "warnings name such keys).")
+    return f"<p class='note'>{text}</p>"
 
 
 def _k_anonymity_note(s: Mapping[str, Any]) -> str:
@@ -1684,6 +1709,7 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             "record missing two values counts once. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
             f"{esc(s.get('weight') or 'none (every record its own population)')}.</p>"
+            + _household_note(s)
             + _k_anonymity_note(s)
             + _randomised_note(s),
         ),
@@ -1819,6 +1845,22 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
     if "n_above_threshold" in cf_a:
         rows.append(("records above the risk threshold, closed form (the step's measure)",
                      cf_b.get("n_above_threshold"), cf_a.get("n_above_threshold")))
+    if "household_expected_reidentifications" in before:  # --household
+        rows += [
+            ("households", before.get("n_households"), after.get("n_households")),
+            (f"household expected re-identifications (latent-class), {level} interval",
+             iv(before, "household_expected_reidentifications",
+                "household_expected_reidentifications_interval"),
+             iv(after, "household_expected_reidentifications",
+                "household_expected_reidentifications_interval")),
+            ("interval of", f"{PARAMETERS_ONLY} only", f"{PARAMETERS_ONLY} only"),
+            ("household expected re-identifications, closed form (sdcMicro)",
+             cf_b.get("household_expected_reidentifications"),
+             cf_a.get("household_expected_reidentifications")),
+            ("expected re-identified households, closed form",
+             cf_b.get("household_expected_reidentified_households"),
+             cf_a.get("household_expected_reidentified_households")),
+        ]
     fit_rows = [
         ("fitted on", fit.get("fitted_on")),
         ("sampler", f"{fit.get('method')}: {fit.get('chains')} chains x {fit.get('draws')} "
@@ -1852,6 +1894,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
             "any value; it understates a sample's risk. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
             f"{esc(s.get('weight') or 'none')}.</p>"
+            + _household_note(s, latent_class=True)
             + _k_anonymity_note(s)
             + _randomised_note(s),
         ),

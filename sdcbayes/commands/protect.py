@@ -304,6 +304,16 @@ DEFAULT_RISK_K = 3
     "population, which overstates risk for a sample.",
 )
 @click.option(
+    "--household",
+    help="Household id column (a name or variable label, like --weight): adds household "
+    "(hierarchical) risk before and after, as `sdcbayes assess --household` reports it "
+    "(sdcMicro's hhId and hier_risk). The column is released unchanged and no step may "
+    "change it; it may not be a key or the weight, and every record needs an id (--na-values "
+    "codes in it count as missing). With --model latent-class the fit's cross-validation "
+    "keeps households whole, as assess --household's does (with --cluster-correction none), "
+    "so the model's numbers before and after change with it, not only its rows.",
+)
+@click.option(
     "--allow-weights-below-one",
     is_flag=True,
     help="Accept weights below 1 when measuring risk (as in `sdcbayes assess`).",
@@ -421,6 +431,7 @@ def command(
     cores: int | None = None,
     missing: str | None = None,
     structural_zeros: str | None = None,
+    household: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -487,15 +498,18 @@ def command(
     from sdcbayes.cli import read_data, resolve_variables
 
     frame = read_data(data, quiet=quiet or as_json, na_values=na_codes)
-    # --keys and --weight: column names or variable labels (SPSS/Stata/SAS)
-    key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight)
-    weight = roles["weight"]
+    # --keys, --weight and --household: column names or variable labels (SPSS/Stata/SAS)
+    key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight,
+                                        household=household)
+    weight, household = roles["weight"], roles["household"]
+    _check_household_role(household, key_list, weight)
     # every variable named in a step, also resolved now: a typo in step 5 costs no work
     steps = [_validate_step(i, s, frame, key_list, source=data.name, weight=weight)
              for i, s in enumerate(steps, start=1)]
     _check_recode_levels(steps, frame)  # a recode's unknown level costs no work either
     # each step against what the steps before it leave: a conflict costs no work either
     _check_step_chain(steps, frame)
+    _check_household(steps, household)  # its ids group the records before and after
     risk_k = next((_risk_k_of(s) for s in reversed(steps) if s["step"] == "suppress"),
                   DEFAULT_RISK_K)
     # k-anonymity also counted as the (last) suppression step judges it: its keys and strata
@@ -518,7 +532,8 @@ def command(
         _check_released_route(steps, frame, key_list, weight, missing=missing)
         # the fit alone reads missing key values as --missing says (the closed form: wildcard)
         md_fit = _latent_class_input(
-            frame, key_list, weight, md_options | ({"missing": missing} if missing else {}))
+            frame, key_list, weight, md_options | ({"missing": missing} if missing else {}),
+            household=household)
         if zero_rules is not None:  # against the fit's keys and levels, before any work
             from sdcbayes.cli import check_structural_zero_rules
 
@@ -529,7 +544,7 @@ def command(
         level_maps = _key_level_maps(steps, frame, md_fit, key_list)
     # The "before" assessment doubles as validation of keys and weights.
     before, input_notes = _risk(frame, key_list, weight, risk_k, suppression=supp,
-                                threshold=threshold, **md_options)
+                                threshold=threshold, household=household, **md_options)
     # a step that will run for long says so before it starts (the input is valid by now);
     # so do the input's own caveats (Microdata's: a key writing one number two ways, ...)
     early = (input_notes + _mdav_cost_warnings(steps, len(frame))
@@ -565,13 +580,14 @@ def command(
             numeric += [c for c in _columns_of(step) if c not in numeric]
     try:
         after, after_notes = _risk(current, key_list, weight, risk_k, suppression=supp,
-                                   threshold=threshold, **md_options)
+                                   threshold=threshold, household=household, **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
         raise type(e)(f"after the steps, the protected file: {e}"
                       + _weight_blame(steps, weight)) from e
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
-        _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries)
+        _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
+        + _household_mates_warnings(frame, current, key_list, household)
     fit = released = None
     if md_fit is not None:
         # fitted once, on the input (the original): "before" is its assessment, "after"
@@ -584,7 +600,8 @@ def command(
                                    quiet=quiet or as_json, seed=seed)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k) + (
         _estimator_notes(weight) if fit is None
-        else _latent_class_notes(recoded=bool(level_maps), missing=missing))
+        else _latent_class_notes(recoded=bool(level_maps), missing=missing,
+                                 household=household))
     loss = _information_loss(frame, current, touched, numeric)
 
     from sdcbayes._version import __version__
@@ -599,6 +616,7 @@ def command(
         "output_files": out_files,  # previous_outputs reads it
         "keys": key_list,
         "weight": weight,
+        "household": household,
         "seed": seed,
         "steps": step_summaries,
         "risk": ({"estimator": RISK_ESTIMATOR, "k": risk_k, "before": before, "after": after}
@@ -639,7 +657,8 @@ def command(
             # the input's (the protected file's are in risk.after)
             "n_cells": before["n_cells"],
             "n_missing_key_records": before["n_missing_key_records"],
-        },
+        } | ({"household": household, "n_households": before["n_households"]}
+             if household is not None else {}),
         input_file=data,
     )
     if na_codes is not None:
@@ -1642,6 +1661,37 @@ def _columns_of(step: dict[str, Any]) -> list[str]:
     return out
 
 
+def _check_household_role(household: str | None, keys: list[str], weight: str | None) -> None:
+    """``--household`` is neither a key nor the weight (before any work)."""
+    if household is None:
+        return
+    if household in keys:  # Microdata's refusal, said before the steps are checked
+        raise InputError(f"column {household!r} is both a key and the household column; "
+                         "remove it from --keys or from --household")
+    if household == weight:
+        raise InputError(f"--household and --weight name the same column {household!r}: the "
+                         "household column holds ids, the weight column sampling weights; "
+                         "name the household id column in --household")
+
+
+def _check_household(steps: list[dict[str, Any]], household: str | None) -> None:
+    """Refuse a step that changes the ``--household`` column (before any work).
+
+    Its ids group the records for the household risk before and after, and it is
+    released unchanged: a recode would merge households, PRAM, noise or micro-aggregation
+    move records between them, a suppression (its keys, its ``linked`` columns) leave
+    records without one. A step's stratum it may be (never changed).
+    """
+    if household is None:
+        return
+    for i, step in enumerate(steps, start=1):
+        if household in _columns_of(step):
+            raise InputError(
+                f"step {i} ({step['step']}) changes the household column {household!r}, whose "
+                "ids group the records for the household risk before and after (and are "
+                "released unchanged): leave it out of the step, or leave out --household")
+
+
 def _params(step: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in step.items() if k != "step" and k not in _INTERNAL}
 
@@ -1872,7 +1922,7 @@ def _run_step(step: dict[str, Any], frame, rng):
 # --------------------------------------------------------------------------- measures
 def _risk(frame, keys: list[str], weight: str | None, k: int,
           suppression: dict[str, Any] | None = None, threshold: float | None = None,
-          **md_options) -> tuple[dict[str, Any], list[str]]:
+          household: str | None = None, **md_options) -> tuple[dict[str, Any], list[str]]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
 
     Returns the counts and the file's :class:`sdcbayes.microdata.MicrodataWarning`
@@ -1889,7 +1939,11 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     (:func:`sdcbayes.protection.wildcard_frequencies` on its keys, within its
     strata; every wildcard matches), which is 0 right after the step unless a
     stratum is smaller than k. With ``threshold`` (a suppress_risk step's) also
-    ``n_above_threshold``: records whose risk exceeds it. ``md_options``
+    ``n_above_threshold``: records whose risk exceeds it. With ``household`` (the
+    ``--household`` column, its ids unchanged by the steps) also assess's household keys
+    ``n_households``, ``household_expected_reidentifications`` and
+    ``household_expected_reidentified_households`` (:func:`assess_closed_form`'s: 1 - Π(1 -
+    r_j) over a record's household, sdcMicro's hier_risk). ``md_options``
     (``allow_weights_below_one``, ``max_levels``) go to :class:`Microdata`.
     """
     import numpy as np
@@ -1897,7 +1951,9 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     from sdcbayes.cli import microdata_with_notes
     from sdcbayes.protection import wildcard_frequencies
 
-    md, notes = microdata_with_notes(frame, keys=keys, weight=weight, **md_options)
+    md, notes = microdata_with_notes(frame, keys=keys, weight=weight,
+                                     **({"household": household} if household else {}),
+                                     **md_options)
     res = _closed_form(md, threshold)
     s = res.summary
     fk = res.records["fk"].to_numpy(dtype=float)
@@ -1916,6 +1972,7 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     }
     if threshold is not None:
         out["n_above_threshold"] = s["n_above_threshold"]
+    out |= {key: s[key] for key in _HOUSEHOLD_CLOSED_FORM if key in s}
     # the per-record tables (codes, cells, risks: ~140 B/record) are let go before the
     # suppression's own counting, which would otherwise peak on top of them
     del md, res, fk
@@ -1923,6 +1980,11 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
         out["k_anonymity_violations_suppression"] = int(np.count_nonzero(
             wildcard_frequencies(frame, suppression["keys"], suppression.get("strata")) < k))
     return out, notes
+
+
+#: assess_closed_form's household keys, which ``_risk`` keeps (with ``--household``).
+_HOUSEHOLD_CLOSED_FORM = ("n_households", "household_expected_reidentifications",
+                          "household_expected_reidentified_households")
 
 
 def _closed_form(md, threshold: float | None = None):
@@ -2173,18 +2235,23 @@ def _recode_counts(maps: dict[str, dict[Any, Any]]) -> dict[str, dict[str, int]]
 
 
 def _latent_class_input(frame, keys: list[str], weight: str | None,
-                        md_options: dict[str, Any]):
+                        md_options: dict[str, Any], household: str | None = None):
     """The input as the latent-class fit reads it, with ``assess``'s checks, before any work.
 
     Returns the :class:`~sdcbayes.Microdata` of the input (its caveats are printed by the
-    closed-form "before", which validates the same file).
+    closed-form "before", which validates the same file). With ``household`` (``--household``)
+    it holds the households, as ``assess --household``'s does: the fit's cross-validation
+    keeps them whole (``LatentClassModel.from_microdata``) and the released file's household
+    risk reads them (:func:`~sdcbayes.risk.released.assess_released`).
     """
     from sdcbayes.cli import microdata_with_notes
     from sdcbayes.microdata import require_population_beyond_sample
     from sdcbayes.models.latent_class import CV_MIN_RECORDS
     from sdcbayes.risk.posterior_assess import population_is_sample
 
-    md, _ = microdata_with_notes(frame, keys=keys, weight=weight, **md_options)
+    md, _ = microdata_with_notes(frame, keys=keys, weight=weight,
+                                 **({"household": household} if household else {}),
+                                 **md_options)
     require_population_beyond_sample(md, "latent-class", instead="or use --model closed-form")
     if md.n_records < CV_MIN_RECORDS and not population_is_sample(md, "latent-class"):
         raise InputError(
@@ -2315,7 +2382,7 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
         "max_risk": s["max_risk"], "median_risk": s["median_risk"],
         "n_above_benchmark_at_mean_risk": s["n_above_benchmark_at_mean_risk"],
         "diagnostics": s["diagnostics"],
-    }
+    } | _household_posterior(s)
     after = {key: after_cf[key] for key in PROTECT_MODEL_FREE if key in after_cf} | {
         key: r[key] for key in (
             "expected_reidentifications", "expected_reidentifications_interval",
@@ -2328,7 +2395,7 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
             "median_risk", "n_above_benchmark_at_mean_risk", "diagnostics")} | {
         # a recoded key's rectangles without a blank; --missing drop's records left out
         key: r[key] for key in ("n_recoded_patterns", "n_recoded_records",
-                                "n_dropped_records") if key in r}
+                                "n_dropped_records") if key in r} | _household_posterior(r)
     settings = fit.provenance.get("settings") or {}
     return {
         "estimator": LATENT_CLASS_ESTIMATOR,
@@ -2356,11 +2423,27 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
     }
 
 
-def _latent_class_notes(recoded: bool = False, missing: str | None = None) -> list[str]:
+def _household_posterior(s: dict[str, Any]) -> dict[str, Any]:
+    """A posterior summary's household keys (``assess --household``'s names), if any.
+
+    Their interval is over the parameters only (per draw the household risk given θ), not
+    predictive as the ER's beside it: ``household_interval_kind`` says so.
+    """
+    from sdcbayes.risk.released import HYPER_INTERVAL_KIND
+
+    if "household_expected_reidentifications" not in s:
+        return {}
+    return {key: s[key] for key in ("n_households", "household_expected_reidentifications",
+                                    "household_expected_reidentifications_interval")} | {
+        "household_interval_kind": HYPER_INTERVAL_KIND}
+
+
+def _latent_class_notes(recoded: bool = False, missing: str | None = None,
+                        household: str | None = None) -> list[str]:
     """What the risk before and after is under ``--model latent-class`` (``risk.notes``).
 
-    With a recoded key (``recoded``) and with ``--missing`` (``missing``) a sentence more
-    each says how the fit reads them.
+    With a recoded key (``recoded``), with ``--missing`` (``missing``) and with
+    ``--household`` (``household``) a sentence more each says how the fit reads them.
     """
     extra = []
     if recoded:
@@ -2372,6 +2455,14 @@ def _latent_class_notes(recoded: bool = False, missing: str | None = None) -> li
         extra.append(
             f"Missing key values of the input (--missing {missing}): {MISSING_READING[missing]}; "
             "the closed form reads them as matching every value.")
+    if household:
+        extra.append(
+            f"Household risk (--household {household}): per posterior draw 1 - Π(1 - r_i(θ)) "
+            "over a household's members (independent given the parameters), summed over "
+            "records and averaged over the draws, as sdcbayes assess --household reports it; "
+            "its interval is over the parameters only (household_interval_kind), not "
+            "predictive. The fit's cross-validation keeps households whole, as assess "
+            "--household's does, so its numbers are assess --household's.")
     return [
         "Risk before and after: the latent-class model (what sdcbayes assess fits), fitted "
         "once on the input. Before: its assessment of the input, posterior means with "
@@ -2582,6 +2673,41 @@ def _suppression_warnings(steps: list[dict[str, Any]], summaries: list[dict[str,
                 "small strata, use fewer stratum variables or a smaller k"
             )
     return out
+
+
+def _household_mates_warnings(original, protected, keys: list[str], household: str | None
+                              ) -> list[str]:
+    """One warning when household mates show blanked values of a household-level key.
+
+    A key with one value in every household of the input (household size, region) that is
+    blanked in some members but shown in a mate is read off the mate once the household
+    id is released; neither risk after counts that. Counted per key (blanked values of the
+    input's shown ones, and those a mate shows).
+    """
+    import numpy as np
+    import pandas as pd
+
+    if household is None:
+        return []
+    hh = pd.factorize(original[household])[0]  # no missing ids: Microdata refused them
+    n_hh = int(hh.max()) + 1 if hh.size else 0
+    found = []
+    for k in keys:
+        codes = pd.factorize(original[k], use_na_sentinel=False)[0]  # missing: a value too
+        if pd.Series(codes).groupby(hh).nunique().max() != 1:
+            continue  # not a household-level key
+        shown = protected[k].notna().to_numpy()
+        blank = ~shown & original[k].notna().to_numpy()
+        mates = int(np.count_nonzero(blank & (np.bincount(hh, shown, n_hh) > 0)[hh]))
+        if mates:
+            found.append(f"{k!r} {mates} of its {int(blank.sum())}")
+    if not found:
+        return []
+    return [f"--household {household}: blanked values of a household-level key (one value in "
+            f"every household of the input) are shown by a household mate: {', '.join(found)}; "
+            "with the household id released they can be read off the mates, which the risk "
+            "after does not count (blank such a key in every member of the household, or "
+            "recode it)"]
 
 
 def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: dict[str, Any],
@@ -3491,6 +3617,10 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             "expected re-identifications",
             f"{b['expected_reidentifications']:.2f} -> {a['expected_reidentifications']:.2f}",
         )]
+        if "household_expected_reidentifications" in b:  # --household
+            er_rows.append(("household expected re-identifications",
+                            f"{b['household_expected_reidentifications']:.2f} -> "
+                            f"{a['household_expected_reidentifications']:.2f}"))
     else:
         er_rows = _latent_class_lines(s)
     rows = [
@@ -3580,4 +3710,22 @@ def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:
          f"{cf['before']['expected_reidentifications']:.2f} -> "
          f"{cf['after']['expected_reidentifications']:.2f}"),
         ("  diagnostics", f"{diag(b)} -> {diag(a)}"),
-    ]
+    ] + _household_lines(b, a, cf)
+
+
+def _household_lines(b: dict[str, Any], a: dict[str, Any], cf: dict[str, Any]
+                     ) -> list[tuple[str, str]]:
+    """``--household``'s rows under latent-class: the model's (θ only), the closed form's."""
+    if "household_expected_reidentifications" not in b:
+        return []
+
+    def hh(d):
+        lo, hi = d["household_expected_reidentifications_interval"]
+        return f"{d['household_expected_reidentifications']:.2f} [{lo:.2f}, {hi:.2f}] over θ only"
+
+    rows = [("household expected re-identifications", f"{hh(b)} -> {hh(a)}")]
+    if "household_expected_reidentifications" in cf["before"]:
+        rows.append(("  closed form (sdcMicro)",
+                     f"{cf['before']['household_expected_reidentifications']:.2f} -> "
+                     f"{cf['after']['household_expected_reidentifications']:.2f}"))
+    return rows

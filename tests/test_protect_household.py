@@ -1,0 +1,358 @@
+"""``protect --household COL``: household (hierarchical) risk before and after protection.
+
+Closed form: ``risk.before``/``risk.after`` carry ``assess_closed_form``'s household keys of
+``Microdata(..., household=COL)`` on the input and on the written protected file. Under
+``--model latent-class`` the fit is ``assess --household``'s (its cross-validation keeps
+households whole): before is its household ER, after the protected file's from
+:func:`~sdcbayes.risk.released.assess_released` (interval over the parameters only,
+``household_interval_kind``); the closed form beside it. The column is released unchanged,
+a step that would change it is refused before any work, and a blanked household-level key
+that a household mate shows is warned about. One short fit (2 chains x 100 draws after 200
+sweeps) on a small weighted file with households.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyreadstat
+import pytest
+from clitools import assert_one_line_error, run_in_process
+
+KEYS = ["age", "sex", "region", "occupation"]
+SHORT = ["--draws", "100", "--tune", "200", "--chains", "2"]
+HH_KEYS = ("n_households", "household_expected_reidentifications",
+           "household_expected_reidentified_households")
+
+
+def _survey(n: int = 400, seed: int = 5) -> pd.DataFrame:
+    """A weighted sample of households of 1-3 records; region is the household's."""
+    rng = np.random.default_rng(seed)
+    hid = np.repeat(np.arange(n), rng.integers(1, 4, n))[:n] + 1000
+    df = pd.DataFrame({
+        "age": rng.choice(["0-19", "20-39", "40-59", "60+"], n),
+        "sex": rng.choice(["f", "m"], n),
+        "region": rng.choice(["north", "south", "east", "west"], n, p=[0.4, 0.3, 0.2, 0.1]),
+        "occupation": rng.choice([f"o{i}" for i in range(12)], n),
+        "income": rng.gamma(2.0, 1000.0, n).round(2),
+        "hid": hid,
+        "w": rng.uniform(5, 60, n).round(3),
+    })
+    df["region"] = df.groupby("hid")["region"].transform("first")  # a household-level key
+    return df
+
+
+def _main(*args: str) -> tuple[int, str, str]:
+    from sdcbayes.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(args))
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Closed form with and without --household, latent-class with it; and a noise-only run."""
+    tmp = tmp_path_factory.mktemp("protect_household")
+    path = tmp / "survey.csv"
+    _survey().to_csv(path, index=False)
+    # region (a household-level key) blanked first, so that mates show some of its blanks
+    common = [str(path), "--keys", ",".join(KEYS), "--weight", "w", "--suppress-k", "3",
+              "--importance", "age=1,sex=2,occupation=3,region=4", "--noise", "income",
+              "--seed", "1"]
+    res = {"path": path, "tmp": tmp}
+    for name, extra in (("cf", ["--household", "hid"]), ("plain", []),
+                        ("lc", ["--household", "hid", "--model", "latent-class", *SHORT])):
+        rc, out, err = _main("protect", *common, *extra, "--out", str(tmp / name))
+        assert rc == 0, err
+        res[name] = {"out": out, "err": err, "dir": tmp / name,
+                     "summary": json.loads((tmp / name / "summary.json").read_text()),
+                     "report": (tmp / name / "report.html").read_text(encoding="utf-8")}
+    return res
+
+
+def _md(frame, **kw):
+    from sdcbayes import Microdata
+
+    return Microdata(frame, KEYS, weight="w", **kw)
+
+
+def test_closed_form_is_assess_closed_form_on_the_input_and_the_protected_file(runs):
+    from sdcbayes.cli import read_data
+    from sdcbayes.risk.assess import assess_closed_form
+
+    s = runs["cf"]["summary"]
+    frame = read_data(runs["path"], quiet=True)
+    protected = read_data(runs["cf"]["dir"] / "protected.csv", quiet=True)
+    for when, data in (("before", frame), ("after", protected)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = assess_closed_form(_md(data, household="hid")).summary
+        for key in HH_KEYS:
+            assert s["risk"][when][key] == pytest.approx(ref[key], rel=1e-12), (when, key)
+    assert s["risk"]["after"]["household_expected_reidentifications"] < \
+        s["risk"]["before"]["household_expected_reidentifications"]
+    assert s["household"] == "hid"
+    assert s["provenance"]["data"]["household"] == "hid"
+    assert s["provenance"]["data"]["n_households"] == frame["hid"].nunique()
+    # the rest is the run without --household
+    plain = runs["plain"]["summary"]
+    for when in ("before", "after"):
+        assert {k: v for k, v in s["risk"][when].items() if k not in HH_KEYS} == \
+            plain["risk"][when]
+    assert plain["household"] is None
+    assert not any(k in plain["risk"][w] for k in HH_KEYS for w in ("before", "after"))
+    for text in ("household expected re-identifications", "Household column"):
+        assert text not in runs["plain"]["out"] and text not in runs["plain"]["report"]
+
+
+def test_the_household_column_is_released_unchanged(runs):
+    frame = pd.read_csv(runs["path"])
+    for name in ("cf", "lc"):
+        protected = pd.read_csv(runs[name]["dir"] / "protected.csv")
+        pd.testing.assert_series_equal(protected["hid"], frame["hid"])
+
+
+def test_terminal_report_and_json_show_the_household_rows(runs, capsys, tmp_path):
+    from sdcbayes.report import PARAMETERS_ONLY, esc, fmt
+
+    cf = runs["cf"]
+    b, a = cf["summary"]["risk"]["before"], cf["summary"]["risk"]["after"]
+    assert re.search(r"household expected re-identifications\s+" + re.escape(
+        f"{b['household_expected_reidentifications']:.2f} -> "
+        f"{a['household_expected_reidentifications']:.2f}") + "$", cf["out"], re.M)
+    page = cf["report"]
+    for label in ("households", "household expected re-identifications (records)",
+                  "expected re-identified households", "Household column: hid"):
+        assert label in page, label
+    assert fmt(a["household_expected_reidentified_households"]) in page
+    # latent-class: the model's row over θ only, the closed form beside it
+    lc = runs["lc"]
+    r = lc["summary"]["risk"]
+    lb, la = r["before"], r["after"]
+    line = next(x for x in lc["out"].splitlines()
+                if x.strip().startswith("household expected re-identifications"))
+    lo, hi = lb["household_expected_reidentifications_interval"]
+    alo, ahi = la["household_expected_reidentifications_interval"]
+    assert (f"{lb['household_expected_reidentifications']:.2f} [{lo:.2f}, {hi:.2f}] over θ only"
+            f" -> {la['household_expected_reidentifications']:.2f} [{alo:.2f}, {ahi:.2f}] "
+            "over θ only") in line
+    cfb, cfa = r["closed_form"]["before"], r["closed_form"]["after"]
+    after_line = lc["out"].split(line, 1)[1].splitlines()[1]
+    assert re.search(r"closed form \(sdcMicro\)\s+" + re.escape(
+        f"{cfb['household_expected_reidentifications']:.2f} -> "
+        f"{cfa['household_expected_reidentifications']:.2f}"), after_line)
+    page = lc["report"]
+    for label in ("household expected re-identifications (latent-class), 90% interval",
+                  "household expected re-identifications, closed form (sdcMicro)",
+                  esc(f"{PARAMETERS_ONLY} only"), "Household column: hid",
+                  "its interval is over the parameters"):
+        assert label in page, label
+    assert any("--household hid" in n and "over the parameters only" in n for n in r["notes"])
+    # --json carries the keys
+    out = tmp_path / "j"
+    proc = run_in_process(capsys, "protect", str(runs["path"]), "--keys", ",".join(KEYS),
+                          "--weight", "w", "--household", "hid", "--suppress-k", "3",
+                          "--importance", "age=1,sex=2,occupation=3,region=4", "--noise",
+                          "income", "--seed", "1", "--json", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    js = json.loads(proc.stdout)
+    assert js["household"] == "hid"
+    assert js["risk"]["after"]["household_expected_reidentifications"] == pytest.approx(
+        a["household_expected_reidentifications"], rel=1e-12)
+
+
+def _fit(frame, household="hid"):
+    from sdcbayes.risk.posterior_assess import assess_posterior
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the short fit's convergence warnings
+        return assess_posterior(
+            _md(frame, **({"household": household} if household else {})), draws=100,
+            chains=2, tune=200, random_seed=1, method="gibbs", store_profiles=True)
+
+
+def test_latent_class_before_is_assess_household_and_after_assess_released(runs):
+    from sdcbayes.cli import read_data
+    from sdcbayes.risk.released import HYPER_INTERVAL_KIND, assess_released
+
+    frame = read_data(runs["path"], quiet=True)
+    fit = _fit(frame)
+    r = runs["lc"]["summary"]["risk"]
+    b, a = r["before"], r["after"]
+    # before: the fit assess --household makes (its cross-validation keeps households whole)
+    for key in ("expected_reidentifications", "tau1", "tau2",
+                "household_expected_reidentifications", "n_households"):
+        assert b[key] == pytest.approx(fit.summary[key], rel=1e-12), key
+    assert b["household_expected_reidentifications_interval"] == pytest.approx(
+        fit.summary["household_expected_reidentifications_interval"], rel=1e-12)
+    assert r["fit"]["overdispersion"] == fit.summary["overdispersion"]
+    # not the fit without households (kappa is cross-validated on other parts)
+    plain = _fit(frame, household=None)
+    assert plain.summary["expected_reidentifications"] != pytest.approx(
+        b["expected_reidentifications"], rel=1e-9)
+    # after: the written protected file scored from the same fit
+    protected = read_data(runs["lc"]["dir"] / "protected.csv", quiet=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = assess_released(_md(frame, household="hid"), protected, fit.idata,
+                                 random_seed=1).summary
+    for key in ("household_expected_reidentifications", "n_households",
+                "expected_reidentifications"):
+        assert a[key] == pytest.approx(direct[key], rel=1e-12), key
+    assert a["household_expected_reidentifications_interval"] == pytest.approx(
+        direct["household_expected_reidentifications_interval"], rel=1e-12)
+    assert b["household_interval_kind"] == a["household_interval_kind"] == HYPER_INTERVAL_KIND
+    assert a["household_expected_reidentifications"] < b["household_expected_reidentifications"]
+    # the closed form's household numbers beside it, as --model closed-form writes them
+    assert r["closed_form"]["after"] == runs["cf"]["summary"]["risk"]["after"]
+
+
+def test_a_run_that_changes_no_key_keeps_the_household_er(runs):
+    rc, _, err = _main("protect", str(runs["path"]), "--keys", ",".join(KEYS), "--weight", "w",
+                       "--household", "hid", "--noise", "income", "--seed", "1",
+                       "--model", "latent-class", *SHORT, "--out", str(runs["tmp"] / "noise"))
+    assert rc == 0, err
+    r = json.loads((runs["tmp"] / "noise" / "summary.json").read_text())["risk"]
+    for key in ("household_expected_reidentifications",
+                "household_expected_reidentifications_interval"):
+        assert r["after"][key] == pytest.approx(r["before"][key], rel=1e-12), key
+
+
+def test_household_mates_showing_a_blanked_key_are_warned_about(runs):
+    frame = pd.read_csv(runs["path"])
+    for name in ("cf", "lc"):
+        rel = pd.read_csv(runs[name]["dir"] / "protected.csv")
+        blank = rel["region"].isna() & frame["region"].notna()
+        shown = rel["region"].notna().groupby(frame["hid"]).transform("any")
+        n, m = int(blank.sum()), int((blank & shown).sum())
+        assert 0 < m < n
+        warned = [w for w in runs[name]["summary"]["warnings"] if w.startswith("--household")]
+        assert len(warned) == 1
+        assert f"'region' {m} of its {n}" in warned[0]
+        assert "occupation" not in warned[0] and "age" not in warned[0]  # not household-level
+        assert runs[name]["err"].count("sdcbayes: warning: --household hid:") == 1
+    assert not any("household" in w for w in runs["plain"]["summary"]["warnings"])
+
+
+# --------------------------------------------------------------------------- refusals
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail loudly if protect measures risk, runs a step or starts the fit."""
+    from sdcbayes import cli
+    from sdcbayes.commands import protect
+
+    def boom(*args, **kwargs):
+        raise AssertionError("work started before the input was checked")
+
+    monkeypatch.setattr(protect, "_risk", boom)
+    monkeypatch.setattr(protect, "_run_step", boom)
+    monkeypatch.setattr(cli, "_fit_posterior", boom)
+
+
+@pytest.fixture
+def survey_file(tmp_path):
+    path = tmp_path / "survey.csv"
+    _survey().to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("model", ["closed-form", "latent-class"])
+@pytest.mark.parametrize("args, fragments", [
+    (["--household", "region", "--suppress-k", "3"],
+     ["column 'region' is both a key and the household column",
+      "remove it from --keys or from --household"]),
+    (["--household", "w", "--suppress-k", "3"],
+     ["--household and --weight name the same column 'w'"]),
+    (["--household", "hidd", "--suppress-k", "3"], ["--household", "hidd", "hid"]),
+    (["--household", "hid", "--recode", "hid:1000+1001=1"],
+     ["step 1 (recode) changes the household column 'hid'", "leave out --household"]),
+    (["--household", "hid", "--pram", "hid", "--seed", "1"],
+     ["step 1 (pram) changes the household column 'hid'"]),
+    (["--household", "hid", "--noise", "hid"],
+     ["step 1 (noise) changes the household column 'hid'"]),
+    (["--household", "hid", "--microaggregate", "hid"],
+     ["step 1 (microaggregate) changes the household column 'hid'"]),
+    (["--household", "hid", "--suppress-k", "3", "--linked", "age=hid"],
+     ["step 1 (suppress) changes the household column 'hid'"]),
+])
+def test_a_bad_household_is_refused_before_any_work(capsys, tmp_path, survey_file, no_work,
+                                                   args, fragments, model):
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "protect", str(survey_file), "--keys", ",".join(KEYS),
+                          "--weight", "w", "--model", model, *args, "--out", str(out))
+    assert_one_line_error(proc, *fragments)
+    assert not out.exists()
+
+
+def test_a_recipe_step_on_the_household_column_is_refused(capsys, tmp_path, survey_file,
+                                                           no_work):
+    recipe = tmp_path / "r.json"
+    recipe.write_text(json.dumps({"steps": [
+        {"step": "suppress", "keys": ["age", "sex", "hid"], "k": 2}]}))
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "protect", str(survey_file), "--keys", ",".join(KEYS),
+                          "--weight", "w", "--household", "hid", "--recipe", str(recipe),
+                          "--out", str(out))
+    assert_one_line_error(proc, "step 1 (suppress) changes the household column 'hid'")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("model", ["closed-form", "latent-class"])
+@pytest.mark.parametrize("na", [False, True], ids=["blank", "na-values-code"])
+def test_missing_household_ids_are_refused_before_any_step(capsys, tmp_path, monkeypatch,
+                                                           model, na):
+    from sdcbayes import cli
+    from sdcbayes.commands import protect
+
+    def boom(*args, **kwargs):
+        raise AssertionError("work started before the input was checked")
+
+    monkeypatch.setattr(protect, "_run_step", boom)
+    monkeypatch.setattr(cli, "_fit_posterior", boom)
+    df = _survey()
+    df["hid"] = df["hid"].astype(object)
+    df.loc[[3, 17], "hid"] = -9 if na else None
+    path = tmp_path / "s.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "protect", str(path), "--keys", ",".join(KEYS), "--weight",
+                          "w", "--household", "hid", "--suppress-k", "3", "--model", model,
+                          *(["--na-values", "-9"] if na else []), "--out", str(out))
+    assert_one_line_error(proc, "household column 'hid' has 2 missing ids",
+                          "leave out --household")
+    assert "fitting" not in proc.stderr
+    assert not out.exists()
+
+
+def test_the_household_may_be_a_steps_stratum(capsys, tmp_path, survey_file):
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "protect", str(survey_file), "--keys", ",".join(KEYS),
+                          "--weight", "w", "--household", "hid", "--suppress-k", "2",
+                          "--strata", "hid", "--seed", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert "household_expected_reidentifications" in s["risk"]["after"]
+
+
+def test_the_household_column_of_an_spss_file_is_released_as_read(capsys, tmp_path):
+    df = _survey(n=200)
+    path = tmp_path / "s.sav"
+    pyreadstat.write_sav(df, str(path), column_labels={"hid": "Household number"})
+    out = tmp_path / "o"
+    # the household named by its variable label, as --weight may be
+    proc = run_in_process(capsys, "protect", str(path), "--keys", ",".join(KEYS), "--weight",
+                          "w", "--household", "Household number", "--suppress-k", "3",
+                          "--seed", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    got, meta = pyreadstat.read_sav(str(out / "protected.sav"))
+    pd.testing.assert_series_equal(got["hid"], pyreadstat.read_sav(str(path))[0]["hid"])
+    assert meta.column_names_to_labels["hid"] == "Household number"
+    assert json.loads((out / "summary.json").read_text())["household"] == "hid"
