@@ -101,3 +101,20 @@ def cf_comparison():
     md = Microdata(frame, keys=["a", "b"], weight="w")
     return compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=1,
                           plug_in_draws=20)
+
+
+@pytest.fixture
+def protect_no_work(monkeypatch):
+    """Fail loudly if ``protect`` measures risk, runs a step or starts a fit.
+
+    A refusal must come before all three (its one-line error, exit 2, no output folder).
+    """
+    from sdcbayes import cli
+    from sdcbayes.commands import protect
+
+    def boom(*args, **kwargs):
+        raise AssertionError("work started before the input was checked")
+
+    monkeypatch.setattr(protect, "_risk", boom)
+    monkeypatch.setattr(protect, "_run_step", boom)
+    monkeypatch.setattr(cli, "_fit_posterior", boom)

@@ -33,17 +33,6 @@ ESTIMATOR = "closed form (Benedetti-Franconi)"
 
 
 @pytest.fixture
-def no_work(monkeypatch):
-    """Fail loudly if protect starts measuring risk (its first piece of work)."""
-    from sdcbayes.commands import protect
-
-    def boom(*args, **kwargs):
-        raise AssertionError("risk measured before the input was checked")
-
-    monkeypatch.setattr(protect, "_risk", boom)
-
-
-@pytest.fixture
 def survey(tmp_path):
     """A weighted sample with a key (region) and a column that reveals it (district)."""
     rng = np.random.default_rng(5)
@@ -285,8 +274,8 @@ def test_recipe_suppress_risk_runs_on_what_the_steps_before_leave(capsys, tmp_pa
      ["--linked: 'district' is not among the keys the step suppresses"]),
     (["--suppress-k", "3", "--linked", "region=distrct"], ["--linked 'distrct'"]),
 ])
-def test_protect_new_options_refused_before_any_work(capsys, tmp_path, survey, no_work, args,
-                                                      fragments):
+def test_protect_new_options_refused_before_any_work(capsys, tmp_path, survey, protect_no_work,
+                                                      args, fragments):
     path, _ = survey
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(path), "--keys", "age,sex,region", "--weight",
@@ -305,8 +294,8 @@ def test_protect_new_options_refused_before_any_work(capsys, tmp_path, survey, n
     ({"step": "suppress", "k": 3, "linked": {"region": "district", "sex": ["region"]}},
      ["'region' (linked to 'sex') is a key of the step"]),
 ])
-def test_recipe_new_parameters_refused_before_any_work(capsys, tmp_path, survey, no_work, step,
-                                                       fragments):
+def test_recipe_new_parameters_refused_before_any_work(capsys, tmp_path, survey, protect_no_work,
+                                                       step, fragments):
     path, _ = survey
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(path), "--keys", "age,sex,region", "--recipe",
@@ -322,7 +311,8 @@ def test_suppress_risk_is_a_listed_step():
     assert "linked" in STEPS["suppress"][1] and "matrices" in STEPS["pram"][1]
 
 
-def test_chain_check_knows_suppress_risk_and_linked_blanks(capsys, tmp_path, survey, no_work):
+def test_chain_check_knows_suppress_risk_and_linked_blanks(capsys, tmp_path, survey,
+                                                           protect_no_work):
     # a later step that needs complete values in a column the suppression may blank
     path, _ = survey
     out = tmp_path / "o"
@@ -489,7 +479,7 @@ def test_recipe_pram_inline_matrix(capsys, tmp_path, survey):
     ("missing.csv", ["matrices file not found", "recipe's folder"]),
     ([1, 2], ["matrices must be the path of a CSV"]),
 ])
-def test_recipe_pram_matrices_refused_before_any_work(capsys, tmp_path, survey, no_work,
+def test_recipe_pram_matrices_refused_before_any_work(capsys, tmp_path, survey, protect_no_work,
                                                       matrices, fragments):
     path, _ = survey
     out = tmp_path / "o"
@@ -501,7 +491,7 @@ def test_recipe_pram_matrices_refused_before_any_work(capsys, tmp_path, survey, 
 
 
 def test_recipe_pram_matrices_file_with_several_strata_refused(capsys, tmp_path, survey,
-                                                               no_work):
+                                                               protect_no_work):
     path, _ = survey
     pd.DataFrame({"variable": ["region"] * 2, "stratum": ["f", "m"], "from": ["north"] * 2,
                   "to": ["north"] * 2, "probability": [1.0, 1.0]}).to_csv(
@@ -595,7 +585,7 @@ def test_the_default_risk_key_is_one_function_for_library_and_command(capsys, tm
     assert _summary(out)["steps"][0]["parameters"]["key"] == "sex"
 
 
-def test_protect_checks_linked_with_the_library_rules(capsys, tmp_path, survey, no_work,
+def test_protect_checks_linked_with_the_library_rules(capsys, tmp_path, survey, protect_no_work,
                                                       monkeypatch):
     # the keys and strata rules are suppression._check_linked's, named as the option
     from sdcbayes.protection import suppression
@@ -615,7 +605,7 @@ def test_protect_checks_linked_with_the_library_rules(capsys, tmp_path, survey, 
                           "region=district", "--out", str(out))
     assert_one_line_error(proc, "--linked: refused by the library")
     assert seen == [(["age", "sex", "region"], None, {"region": ["district"]})]
-    # a stratum in the recipe, in the library's wording (no_work's patch stays)
+    # a stratum in the recipe, in the library's wording (protect_no_work's patch stays)
     monkeypatch.setattr(suppression, "_check_linked", real_check)
     recipe = _recipe(tmp_path, [{"step": "suppress", "k": 3, "keys": ["age", "sex"],
                                  "strata": ["region"], "linked": {"sex": ["region"]}}])
@@ -628,7 +618,7 @@ def test_protect_checks_linked_with_the_library_rules(capsys, tmp_path, survey, 
                           linked={"sex": ["region"]})
 
 
-def test_pram_matrix_rows_are_checked_in_one_place(capsys, tmp_path, survey, no_work,
+def test_pram_matrix_rows_are_checked_in_one_place(capsys, tmp_path, survey, protect_no_work,
                                                    monkeypatch):
     from sdcbayes.protection import pram
 

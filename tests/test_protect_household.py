@@ -244,20 +244,6 @@ def test_household_mates_showing_a_blanked_key_are_warned_about(runs):
 
 # --------------------------------------------------------------------------- refusals
 @pytest.fixture
-def no_work(monkeypatch):
-    """Fail loudly if protect measures risk, runs a step or starts the fit."""
-    from sdcbayes import cli
-    from sdcbayes.commands import protect
-
-    def boom(*args, **kwargs):
-        raise AssertionError("work started before the input was checked")
-
-    monkeypatch.setattr(protect, "_risk", boom)
-    monkeypatch.setattr(protect, "_run_step", boom)
-    monkeypatch.setattr(cli, "_fit_posterior", boom)
-
-
-@pytest.fixture
 def survey_file(tmp_path):
     path = tmp_path / "survey.csv"
     _survey().to_csv(path, index=False)
@@ -283,7 +269,7 @@ def survey_file(tmp_path):
     (["--household", "hid", "--suppress-k", "3", "--linked", "age=hid"],
      ["step 1 (suppress) changes the household column 'hid'"]),
 ])
-def test_a_bad_household_is_refused_before_any_work(capsys, tmp_path, survey_file, no_work,
+def test_a_bad_household_is_refused_before_any_work(capsys, tmp_path, survey_file, protect_no_work,
                                                    args, fragments, model):
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(survey_file), "--keys", ",".join(KEYS),
@@ -293,7 +279,7 @@ def test_a_bad_household_is_refused_before_any_work(capsys, tmp_path, survey_fil
 
 
 def test_a_recipe_step_on_the_household_column_is_refused(capsys, tmp_path, survey_file,
-                                                           no_work):
+                                                           protect_no_work):
     recipe = tmp_path / "r.json"
     recipe.write_text(json.dumps({"steps": [
         {"step": "suppress", "keys": ["age", "sex", "hid"], "k": 2}]}))

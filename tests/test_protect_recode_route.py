@@ -283,18 +283,6 @@ def survey_file(tmp_path):
     return path
 
 
-@pytest.fixture
-def no_work(monkeypatch):
-    """Any risk measure or fit fails the test: a refusal must come before both."""
-    from sdcbayes import cli
-
-    def boom(*args, **kwargs):
-        raise AssertionError("work started before the input was checked")
-
-    monkeypatch.setattr(protect, "_risk", boom)
-    monkeypatch.setattr(cli, "_fit_posterior", boom)
-
-
 class _Reached(Exception):
     """Raised in place of the fit: the checks passed."""
 
@@ -331,7 +319,7 @@ def at_the_fit(monkeypatch):
      ["step 2 (pram) changes the values of key(s) region"]),
 ])
 def test_random_steps_on_keys_are_still_refused_before_any_work(
-        capsys, tmp_path, survey_file, no_work, args, fragments):
+        capsys, tmp_path, survey_file, protect_no_work, args, fragments):
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(survey_file), "--keys",
                           "age,sex,region,hhsize", "--weight", "w",
@@ -342,7 +330,7 @@ def test_random_steps_on_keys_are_still_refused_before_any_work(
     assert not out.exists()
 
 
-def test_a_recoded_weight_is_still_refused(capsys, tmp_path, survey_file, no_work):
+def test_a_recoded_weight_is_still_refused(capsys, tmp_path, survey_file, protect_no_work):
     recipe = tmp_path / "r.json"
     recipe.write_text(json.dumps({"steps": [
         {"step": "top_code", "column": "w", "threshold": 50}]}))
@@ -387,7 +375,7 @@ def test_recipe_band_and_top_code_of_keys_reach_the_fit(capsys, tmp_path, survey
 
 
 def test_missing_with_closed_form_is_refused_before_any_work(capsys, tmp_path, survey_file,
-                                                             no_work):
+                                                             protect_no_work):
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(survey_file), "--keys", "age,sex",
                           "--weight", "w", "--suppress-k", "3", "--missing", "category",
@@ -409,7 +397,7 @@ def holes_file(tmp_path):
 
 
 def test_missing_keys_without_missing_are_refused_with_the_way_out(capsys, tmp_path,
-                                                                   holes_file, no_work):
+                                                                   holes_file, protect_no_work):
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(holes_file), "--keys", "age,sex,region",
                           "--weight", "w", "--suppress-k", "3", "--model", "latent-class",

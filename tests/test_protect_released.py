@@ -218,19 +218,6 @@ def test_report_shows_the_model_its_intervals_and_the_closed_form(run):
 
 # --------------------------------------------------------------------------- refusals
 @pytest.fixture
-def no_work(monkeypatch):
-    """Fail loudly if protect measures risk or starts the fit."""
-    from sdcbayes import cli
-    from sdcbayes.commands import protect
-
-    def boom(*args, **kwargs):
-        raise AssertionError("work started before the input was checked")
-
-    monkeypatch.setattr(protect, "_risk", boom)
-    monkeypatch.setattr(cli, "_fit_posterior", boom)
-
-
-@pytest.fixture
 def survey_file(tmp_path):
     path = tmp_path / "survey.csv"
     _survey().to_csv(path, index=False)
@@ -247,7 +234,7 @@ def survey_file(tmp_path):
      ["step 2 (noise) changes the weight column 'w'", "--model closed-form"]),
 ])
 def test_steps_that_change_keys_or_weights_are_refused_before_any_work(
-        capsys, tmp_path, survey_file, no_work, args, fragments):
+        capsys, tmp_path, survey_file, protect_no_work, args, fragments):
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(survey_file), "--keys",
                           "age,sex,region,occupation,hhsize", "--weight", "w",
@@ -379,7 +366,7 @@ def test_missing_key_values_run_with_missing_option(tmp_path, missing):
     (["--model", "latent-class", "--draws", "0"], ["--draws must be at least 1"]),
     (["--model", "latent-class", "--tune", "-1"], ["--tune must be at least 0"]),
 ])
-def test_sampler_options_are_checked_before_any_work(capsys, tmp_path, survey_file, no_work,
+def test_sampler_options_are_checked_before_any_work(capsys, tmp_path, survey_file, protect_no_work,
                                                      extra, fragments):
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(survey_file), "--keys", "age,sex",
@@ -388,7 +375,7 @@ def test_sampler_options_are_checked_before_any_work(capsys, tmp_path, survey_fi
     assert not out.exists()
 
 
-def test_latent_class_without_weight_is_refused(capsys, tmp_path, survey_file, no_work):
+def test_latent_class_without_weight_is_refused(capsys, tmp_path, survey_file, protect_no_work):
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(survey_file), "--keys", "age,sex",
                           "--suppress-k", "3", "--model", "latent-class", "--out", str(out))
@@ -397,7 +384,7 @@ def test_latent_class_without_weight_is_refused(capsys, tmp_path, survey_file, n
     assert not out.exists()
 
 
-def test_missing_key_values_in_the_input_are_refused(capsys, tmp_path, no_work):
+def test_missing_key_values_in_the_input_are_refused(capsys, tmp_path, protect_no_work):
     frame = _survey()
     frame.loc[[3, 7], "region"] = np.nan
     path = tmp_path / "holes.csv"
@@ -412,7 +399,7 @@ def test_missing_key_values_in_the_input_are_refused(capsys, tmp_path, no_work):
 
 
 def test_weights_without_a_population_beyond_the_sample_are_refused(capsys, tmp_path,
-                                                                     no_work):
+                                                                     protect_no_work):
     frame = _survey()
     frame["w"] = frame["w"] / frame["w"].sum() * len(frame)  # normalised to the sample size
     path = tmp_path / "normalised.csv"

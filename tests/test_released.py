@@ -69,21 +69,30 @@ def _all_cells(n_levels):
     return np.array(list(itertools.product(*[range(L) for L in n_levels])), dtype=np.int64)
 
 
-def _exact_by_listing(md, spec, w, phi, kappa, N, pattern):
-    """E(1/F_p | draw) by listing every cell of the pattern (exact NB pgfs), per draw."""
+def _exact_by_listing(md, spec, w, phi, kappa, N, pattern, lam_of=None):
+    """E(1/F_p | draw) by listing every cell of the pattern (exact NB pgfs), per draw.
+
+    ``pattern``: per key a level, -1 (every level) or a collection of levels (a recoded
+    value). ``lam_of(pkg, cells)``: the listed cells' excess from their per-class
+    probabilities ``pkg`` (cells, classes); default the class-by-class excess
+    ``n pkg @ e`` at population size N. ``md`` is not used (the callers' signature).
+    """
     J = spec.n_keys
     cells = _all_cells(spec.n_levels[:J])
-    inside = np.all([(pattern[j] < 0) | (cells[:, j] == pattern[j]) for j in range(J)], axis=0)
-    cells = cells[inside]
+    sets = [np.arange(spec.n_levels[j]) if np.ndim(a) == 0 and a < 0 else
+            np.atleast_1d(a) if np.ndim(a) == 0 else np.asarray(sorted(a))
+            for j, a in enumerate(pattern)]
+    cells = cells[np.all([np.isin(cells[:, j], sets[j]) for j in range(J)], axis=0)]
     look = {tuple(c): f for c, f in zip(spec.key_codes.tolist(), spec.key_counts, strict=True)}
     fc = np.array([look.get(tuple(c), 0.0) for c in cells.tolist()])
-    e = spec.excess_rates(N)
+    e = spec.excess_rates(N) if lam_of is None else None
     n = spec.n
     out = []
     for s in range(w.shape[0]):
         pkg = spec.key_cell_probabilities(w[s], [p[s] for p in phi], key_codes=cells,
                                           by_class=True)
-        pi, lam = pkg.sum(axis=1), n * pkg @ e
+        pi = pkg.sum(axis=1)
+        lam = n * pkg @ e if lam_of is None else lam_of(pkg, cells)
         if np.isinf(kappa[s]):
             out.append(inverse_moment_sum(fc.sum(), np.zeros((1, 0)), np.ones((1, 0)),
                                           lam[None, :])[0])

@@ -19,11 +19,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import test_released_predictive as trp
-from test_released import _all_cells, _frame, _posterior
+from test_released import _exact_by_listing, _frame, _posterior
 
 import sdcbayes
 from sdcbayes.exceptions import InputError
-from sdcbayes.risk.posterior import inverse_moment_sum
 from sdcbayes.risk.released import assess_released
 
 pytestmark = pytest.mark.filterwarnings(
@@ -44,20 +43,7 @@ def _recode(df, maps):
 
 def _listing(spec, w, phi, kappa, N, rect):
     """E(1/F_p | draw) listing every cell of a rectangle (per key a set of levels)."""
-    cells = _all_cells(spec.n_levels[:spec.n_keys])
-    inside = np.all([np.isin(cells[:, j], list(a)) for j, a in enumerate(rect)], axis=0)
-    cells = cells[inside]
-    look = {tuple(c): f for c, f in zip(spec.key_codes.tolist(), spec.key_counts, strict=True)}
-    fc = np.array([look.get(tuple(c), 0.0) for c in cells.tolist()])
-    e, n, out = spec.excess_rates(N), spec.n, []
-    for s in range(w.shape[0]):
-        pkg = spec.key_cell_probabilities(w[s], [p[s] for p in phi], key_codes=cells,
-                                          by_class=True)
-        pi, lam = pkg.sum(axis=1), n * pkg @ e
-        b = kappa[s] + n * pi
-        out.append(inverse_moment_sum(fc.sum(), (kappa[s] + fc)[None, :],
-                                      (b / (b + lam))[None, :])[0])
-    return np.array(out), fc.sum()
+    return _exact_by_listing(None, spec, w, phi, kappa, N, rect)
 
 
 def _brute_F(population, released, keys):

@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 from released_reference import posterior_from_draws, score_blanked_loop
 from test_audit_z_posterior import _census_stratum_design
+from test_released import _exact_by_listing
 
 import sdcbayes
 import sdcbayes.risk.released as released
@@ -36,7 +37,6 @@ from sdcbayes.models.latent_class import (
     pattern_sums,
     pattern_top_cells,
 )
-from sdcbayes.risk.posterior import inverse_moment_sum
 from sdcbayes.risk.posterior_assess import assess_from_posterior, assess_posterior
 from sdcbayes.risk.released import assess_released
 
@@ -309,24 +309,9 @@ def _case(kappa, *, S=6, H=3, seed=0, rules=None):
 
 def _listing(spec, w, phi, kappa, rect, e=E_ST):
     """E(1/F_p | draw) listing every cell of ``rect`` (per key a set of levels) with
-    lam_c = n pi_c e[c_st] (exact NB / Poisson pgfs)."""
-    J = spec.n_keys
-    cells = np.array(list(itertools.product(*[range(L) for L in spec.n_levels[:J]])))
-    cells = cells[np.all([np.isin(cells[:, j], list(a)) for j, a in enumerate(rect)], axis=0)]
-    look = {tuple(c): f for c, f in zip(spec.key_codes.tolist(), spec.key_counts, strict=True)}
-    fc = np.array([look.get(tuple(c), 0.0) for c in cells.tolist()])
-    n, out = spec.n, []
-    for s in range(w.shape[0]):
-        pi = spec.key_cell_probabilities(w[s], [p[s] for p in phi], key_codes=cells)
-        lam = n * pi * e[cells[:, ST]]
-        if np.isinf(kappa[s]):
-            out.append(inverse_moment_sum(fc.sum(), np.zeros((1, 0)), np.ones((1, 0)),
-                                          lam[None, :])[0])
-            continue
-        b = kappa[s] + n * pi
-        out.append(inverse_moment_sum(fc.sum(), (kappa[s] + fc)[None, :],
-                                      (b / (b + lam))[None, :])[0])
-    return np.array(out), fc.sum()
+    lam_c = n pi_c e[c_st] (exact NB / Poisson pgfs; test_released's listing)."""
+    return _exact_by_listing(None, spec, w, phi, kappa, None, rect,
+                             lam_of=lambda pkg, cells: spec.n * pkg.sum(axis=1) * e[cells[:, ST]])
 
 
 def _blank(df, spec_rows):
