@@ -45,7 +45,10 @@ per draw:
 The posterior predictive distribution of a file-level quantity thus includes both
 the hyperparameter uncertainty and the randomness of the unknown :math:`F_k`; its
 reported mean is the Rao-Blackwellised mean (the average over draws of the
-conditional mean), which carries no simulation noise.
+conditional mean), which carries no simulation noise. With households, the exact
+simulation also gives the realised household re-identifications of each drawn
+population, :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{k(i)}))`
+(:class:`_RealisedHouseholds`; the normal route draws no :math:`F_k` and has none).
 
 Imports NumPy, SciPy, pandas and xarray only (never PyMC or ArviZ).
 """
@@ -650,7 +653,7 @@ def negbin_groups(fk, p) -> ConditionalGroups:
 
 @dataclass
 class GroupEvaluation:
-    """Everything :func:`evaluate_groups` computes (plain arrays).
+    r"""Everything :func:`evaluate_groups` computes (plain arrays).
 
     Per group (G,), reduced over draws: ``risk_mean`` and ``risk_q`` (Q, G) of
     E(1/F | f, theta); ``p_unique_mean`` and ``p_unique_q`` of P(F = 1 | f, theta)
@@ -662,7 +665,12 @@ class GroupEvaluation:
     ``n_above_threshold`` (records whose risk given theta_s is flagged), and
     ``household_er`` (sum over records of their household's risk given theta_s, on
     every draw unless ``max_household_draws`` thins them), with
-    ``household_risk_mean`` per household (see :func:`record_level_draws`).
+    ``household_risk_mean`` per household (see :func:`record_level_draws`), and, where
+    the F_k are simulated (``predictive="exact"``) and the cells' household pairs are
+    known, ``household_er_predictive``: per predictive draw (on the same, possibly
+    thinned, draws) the realised household re-identifications
+    :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{k(i)}))` of the drawn population
+    (:class:`_RealisedHouseholds`).
     """
 
     quantiles: tuple
@@ -728,6 +736,7 @@ def evaluate_groups(
     household_pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     n_households: int = 0,
     max_household_draws: int | None = None,
+    household_cell_pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> GroupEvaluation:
     r"""Per-draw closed-form conditionals, reduced per group and summed per draw.
 
@@ -763,7 +772,19 @@ def evaluate_groups(
         ``None`` (default): household risk uses every draw, as the record risk does.
         An integer opts into that many evenly spaced draws for the per-draw household
         ER and the mean of households of two or more records (its cost is draws x the
-        distinct household compositions' pairs, see :func:`_household`).
+        distinct household compositions' pairs, see :func:`_household`). The predictive
+        household draws use the same draws.
+    household_cell_pairs : (household, cell, count) arrays, optional
+        Records per (household, cell) pair (cells of ``groups.cell_group``), for the
+        posterior predictive household draws ``draws["household_er_predictive"]``:
+        under ``predictive="exact"`` each drawn population's realised
+        :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{k(i)}))`. Cells, not groups:
+        two cells of one group have independent F. Per-cell groups default to
+        ``household_pairs`` (a group is a cell); shared groups without them, and the
+        normal route (no F drawn), have no predictive household draws. Memory: draws x
+        the cells that hold a record of a larger household (:class:`_RealisedHouseholds`),
+        at most draws x cells, which ``"auto"`` simulates only within
+        :data:`EXACT_BUDGET` for shared groups.
     """
     qs = _check_quantiles(quantiles)
     if predictive not in PREDICTIVE_METHODS:
@@ -828,9 +849,16 @@ def evaluate_groups(
     # --- posterior predictive of tau1, tau2, ER (and F per cell for per-cell groups)
     F_q = None
     if predictive == "exact":
-        F_q = _simulate_exact(groups, r, rho, rng, draws, qs)
+        cell_pairs = household_cell_pairs
+        if cell_pairs is None and groups.per_cell:
+            cell_pairs = household_pairs  # a group is a cell
+        realised = (None if cell_pairs is None else _RealisedHouseholds(
+            cell_pairs, C, S, _thinned_rows(S, max_household_draws)))
+        F_q = _simulate_exact(groups, r, rho, rng, draws, qs, realised)
         draws["tau2_var"] = np.full(S, np.nan)
         draws["er_var"] = np.full(S, np.nan)
+        if realised is not None:
+            draws["household_er_predictive"] = realised.finish()
     else:
         # CLT over independent cells: normal with the exact conditional mean and variance
         for key in ("tau2", "er"):
@@ -897,11 +925,13 @@ def _negbin_excess(rng: np.random.Generator, r, rho) -> np.ndarray:
     return out
 
 
-def _simulate_exact(groups, r, rho, rng, draws, qs):
+def _simulate_exact(groups, r, rho, rng, draws, qs, realised=None):
     """One F_k per cell and draw, in chunks of cells: tau1, tau2, ER per draw.
 
     Returns the per-cell quantiles of the simulated F_k for per-cell groups (the
-    posterior predictive of F_k, one sample per draw), else None.
+    posterior predictive of F_k, one sample per draw), else None. ``realised``
+    (:class:`_RealisedHouseholds`, optional) gathers each chunk's 1/F_k for the
+    predictive household draws; it draws nothing, so the stream is the same with it.
     """
     S = r.shape[0]
     cg = groups.cell_group
@@ -921,6 +951,8 @@ def _simulate_exact(groups, r, rho, rng, draws, qs):
         tau1 += np.count_nonzero((F == 1) & u[None, :], axis=1)
         tau2 += inv[:, u].sum(axis=1)
         er += inv @ fc[sl]
+        if realised is not None:
+            realised.add(inv, np.arange(c0, c0 + inv.shape[1]))
         if F_q is not None:
             F_q[:, sl] = np.quantile(F, qs, axis=0, method="inverted_cdf")
     draws["tau1"], draws["tau2"], draws["er"] = tau1, tau2, er
@@ -1039,8 +1071,9 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
     solo_grp = np.zeros(K, dtype=np.int64)
     solo_grp[comp[solo[comp]]] = cgrp[solo[comp]]
     rows_all = inv1
-    if max_draws is not None and inv1.shape[0] > max_draws:
-        rows_all = inv1[np.linspace(0, inv1.shape[0] - 1, max_draws).round().astype(np.int64)]
+    thin = _thinned_rows(inv1.shape[0], max_draws)
+    if thin is not None:
+        rows_all = inv1[thin]
     S, G = rows_all.shape
     total = np.zeros(K)
     er = np.empty(S)
@@ -1065,6 +1098,91 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
     # a household without pairs (every member dropped) has no risk to combine: 0
     hh_mean = np.where(of_household >= 0, mean[np.maximum(of_household, 0)] if K else 0.0, 0.0)
     return hh_mean, er
+
+
+def _thinned_rows(S: int, max_draws: int | None) -> np.ndarray | None:
+    """The draws an opted-in ``max_household_draws`` keeps (evenly spaced); None: all."""
+    if max_draws is None or S <= max_draws:
+        return None
+    return np.linspace(0, S - 1, max_draws).round().astype(np.int64)
+
+
+class _RealisedHouseholds:
+    r"""The realised household re-identifications of each predictive draw's population.
+
+    Given one drawn population (one :math:`F_u` per unit u: a cell of
+    :func:`evaluate_groups` or :func:`~sdcbayes.risk.posterior_assess.evaluate_poisson_cells`,
+    a pattern of :func:`~sdcbayes.risk.released.assess_released`; records of a unit share
+    its F), the household re-identifications that population realises are
+
+    .. math::
+
+        \sum_h |h|\,\Bigl(1 - \prod_{i \in h}(1 - 1/F_{u(i)})\Bigr),
+
+    sdcMicro's hierarchical risk (seed ``001_…`` Section 3.3) with each record's realised
+    1/F in place of its risk: the household truth of that population (what
+    :attr:`sdcbayes.datasets.sampling.Truth.household_expected_reidentifications` is for the
+    real one), so its quantiles over the draws are a posterior predictive interval, as
+    the ER's are of :math:`\sum_i 1/F_{u(i)}`.
+
+    The units' 1/F arrive chunk by chunk (:meth:`add`, (draws, units of the chunk)),
+    whatever the caller's order. Records in a household of one add their 1/F at once
+    (``m1``: such records per unit); the units with a record in a larger household keep
+    their column in one (draws, those units) array, combined after the last chunk by
+    :func:`_household` over (household, unit, count) pairs (:meth:`finish`). Memory:
+    draws x units at most (the units of the larger households), never draws x records.
+    ``rows``: the draws kept (``max_household_draws``, :func:`_thinned_rows`); None: all.
+    """
+
+    def __init__(self, pairs, n_units: int, S: int, rows: np.ndarray | None = None) -> None:
+        hh, unit, cnt = (np.asarray(a) for a in pairs)
+        hh = hh.astype(np.int64)
+        unit = unit.astype(np.int64)
+        cnt = cnt.astype(float)
+        size = np.bincount(hh, weights=cnt) if hh.size else np.zeros(0)
+        solo = size[hh] == 1  # the household's only (kept) record
+        self.m1 = np.bincount(unit[solo], weights=cnt[solo], minlength=n_units)
+        self.units2 = np.unique(unit[~solo])
+        self.col = np.full(n_units, -1, dtype=np.int64)
+        self.col[self.units2] = np.arange(self.units2.size)
+        _, h2 = np.unique(hh[~solo], return_inverse=True)
+        h2 = h2.reshape(-1)
+        self.n2 = int(h2.max()) + 1 if h2.size else 0
+        self.pairs2 = (h2, self.col[unit[~solo]], cnt[~solo])
+        self.rows = rows
+        S2 = S if rows is None else rows.size
+        self.inv2 = np.empty((S2, self.units2.size))
+        self.er = np.zeros(S2)
+
+    def add(self, inv: np.ndarray, units) -> None:
+        """The realised 1/F ``inv`` (all draws, len(units)) of the units ``units``."""
+        if self.rows is not None:
+            inv = inv[self.rows]
+        units = np.asarray(units, dtype=np.int64)
+        self.er += inv @ self.m1[units]
+        c = self.col[units]
+        sel = c >= 0
+        if sel.any():
+            self.inv2[:, c[sel]] = inv[:, sel]
+
+    def finish(self, risk_mean=None):
+        r"""The household re-identifications per (kept) draw.
+
+        With ``risk_mean`` (per unit, the mean over the draws of what :meth:`add` was
+        given) also each larger household's mean over the draws, numbered in the order
+        of the household codes: ``(means, per draw)``. The same sums serve a risk given
+        the parameters (:class:`sdcbayes.risk.released._Households` adds the patterns'
+        :math:`E(1/F_p\mid\theta)`): :func:`_household`'s formula either way.
+        """
+        if not self.units2.size:
+            er = self.er.copy()
+            return er if risk_mean is None else (np.zeros(0), er)
+        # risk_mean given: the per-household means (unused without it) need no pass over
+        # inv2
+        means, er2 = _household(self.inv2, self.pairs2, self.n2, None,
+                                risk_mean=np.zeros(self.units2.size) if risk_mean is None
+                                else np.asarray(risk_mean)[self.units2])
+        return self.er + er2 if risk_mean is None else (means, self.er + er2)
 
 
 # --------------------------------------------------------------------------- tidy edge

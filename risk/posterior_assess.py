@@ -64,6 +64,8 @@ from sdcbayes.risk.posterior import (
     ConditionalGroups,
     GroupEvaluation,
     _check_quantiles,
+    _RealisedHouseholds,
+    _thinned_rows,
     evaluate_groups,
     mean_over_draws,
     negbin_groups,
@@ -75,6 +77,8 @@ from sdcbayes.risk.posterior import (
 __all__ = [
     "DEFAULT_MODEL",
     "EXACT_NOTE",
+    "HYPER_INTERVAL_KIND",
+    "INTERVAL_KIND",
     "POSTERIOR_MODELS",
     "PPC_PER_CHAIN",
     "PPC_RECORD_BUDGET",
@@ -162,6 +166,15 @@ def sampler_settings(model: str, draws: int | None = None, chains: int | None = 
 #: means carry negligible mass on the small F that the losses weigh.
 POISSON_LIMIT_SIZE = 1e7
 
+#: What an interval is over, in a summary's ``*_interval_kind`` (``household_interval_kind``
+#: here; :func:`sdcbayes.risk.released.assess_released` also stamps ``interval_kind`` and
+#: ``hyper_interval_kind`` with them).
+INTERVAL_KIND = ("predictive: over the posterior predictive (the parameters and the unknown "
+                 "population counts together)")
+#: What a ``*_hyper_interval`` is over (and an interval where no F is drawn).
+HYPER_INTERVAL_KIND = ("hyper: over the posterior of the parameters (the conditional mean "
+                       "given them), not the posterior predictive")
+
 #: file-level variables: per-draw name in GroupEvaluation.draws -> labelled name
 _FILE_VARS = {
     "er": "expected_reidentifications",
@@ -190,9 +203,14 @@ class PosteriorAssessment(Assessment):
         ``expected_reidentifications``, ``tau1``, ``tau2`` (and their
         ``*_conditional_mean``, ``*_conditional_var`` given the hyperparameters),
         ``n_above_benchmark``, ``n_above_threshold``,
-        ``household_expected_reidentifications`` (given the hyperparameters, on the
-        same draws as the others; a dim ``thinned_draw`` only where a direct caller of
-        the evaluators opted into ``max_household_draws``); Poisson-gamma also
+        ``household_expected_reidentifications`` (its posterior predictive draws, each
+        drawn population's realised household re-identifications, with
+        ``household_expected_reidentifications_conditional_mean`` the per-draw
+        sdcMicro household risk given the hyperparameters summed over the records, whose
+        mean is the estimate; where no F is drawn, Poisson-gamma's
+        ``predictive="normal"``, the latter alone under the former's name; on the same
+        draws as the others, a dim ``thinned_draw`` only where a direct caller of the
+        evaluators opted into ``max_household_draws``); Poisson-gamma also
         ``population_uniques``, the population's uniques given the sample (and its
         ``_conditional_mean``; :func:`_population_uniques_draws`).
     mokken : xarray.Dataset or None
@@ -799,7 +817,11 @@ def evaluate_poisson_cells(
     Returns
     -------
     sdcbayes.risk.posterior.GroupEvaluation
-        Groups are cells; ``predictive`` is ``"exact"``.
+        Groups are cells; ``predictive`` is ``"exact"``. With ``household_pairs`` also
+        ``draws["household_er_predictive"]``: per predictive draw (on the draws
+        ``max_household_draws`` keeps) the drawn population's realised
+        :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{k(i)}))`
+        (:class:`~sdcbayes.risk.posterior._RealisedHouseholds`).
     """
     qs = _check_quantiles(quantiles)
     threshold = check_threshold(threshold)
@@ -855,6 +877,9 @@ def evaluate_poisson_cells(
                              f"got {m_all.shape}")
         if frac >= 1.0:
             raise InputError("an excess needs n < N: the sample is the whole population")
+    # the realised household re-identifications of each drawn population (groups are cells)
+    realised = (None if household_pairs is None else _RealisedHouseholds(
+        household_pairs, C, S, _thinned_rows(S, max_household_draws)))
     # the overdispersed route integrates E(1/F | f > 1) on 32 nodes: smaller chunks
     step = max(1, CHUNK_ELEMENTS // max(S, 1) // (1 if kap is None else 8))
     for c0 in range(0, C, step):  # chunks of cells
@@ -893,8 +918,12 @@ def evaluate_poisson_cells(
         draws["tau1"] += np.count_nonzero((F == 1) & us[None, :], axis=1)
         draws["tau2"] += invF[:, us].sum(axis=1)
         draws["er"] += invF @ fs
+        if realised is not None:
+            realised.add(invF, np.arange(c0, c0 + fs.size))
     draws["tau2_var"] = np.full(S, np.nan)
     draws["er_var"] = np.full(S, np.nan)
+    if realised is not None:
+        draws["household_er_predictive"] = realised.finish()
 
     n_rec = np.rint(f).astype(np.int64)
     risk_mean = mean_over_draws(inv1)
@@ -1229,7 +1258,7 @@ def assess_from_posterior(
     settings: dict | None = None,
     max_global_risk: float | None = None,
 ) -> PosteriorAssessment:
-    """Posterior risk assessment of ``md`` from an already fitted posterior.
+    r"""Posterior risk assessment of ``md`` from an already fitted posterior.
 
     Parameters
     ----------
@@ -1276,7 +1305,17 @@ def assess_from_posterior(
     Returns
     -------
     PosteriorAssessment
-        ``records`` is indexed like ``md.frame`` (``frame.join(result.records)``).
+        ``records`` is indexed like ``md.frame`` (``frame.join(result.records)``). With
+        households (``Microdata(..., household=...)``) ``records["household_risk"]`` and
+        ``summary["household_expected_reidentifications"]``: the posterior mean of
+        sdcMicro's :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - r_i(\theta)))` per draw
+        (:func:`sdcbayes.risk.posterior.record_level_draws`); its ``_interval`` posterior
+        predictive as the ER's (per predictive draw the drawn population's realised
+        :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_i))`, each record with its cell's
+        drawn F), its ``_hyper_interval`` over the parameters only (the per-draw formula);
+        ``household_interval_kind`` says which the ``_interval`` is
+        (:data:`INTERVAL_KIND`; :data:`HYPER_INTERVAL_KIND` under the Poisson-gamma
+        model's ``predictive="normal"``, which draws no F).
 
     Raises
     ------
@@ -1312,7 +1351,7 @@ def assess_from_posterior(
     record_group = np.full(record_cell.size, -1, dtype=np.int64)
     record_group[kept] = cg[record_cell[kept]]
 
-    hh_pairs, n_hh, hh_codes = None, 0, None
+    hh_pairs, hh_cell_pairs, n_hh, hh_codes = None, None, 0, None
     hh = getattr(md, "household_index", None)
     if hh is not None:
         hh_codes = np.asarray(hh)
@@ -1320,6 +1359,13 @@ def assess_from_posterior(
         pair, counts = np.unique(hh_codes[kept] * G + record_group[kept], return_counts=True)
         n_hh = int(hh_codes[kept].max()) + 1 if kept.any() else 0
         hh_pairs = (pair // G, pair % G, counts.astype(float))
+        if G != md.cells.n_cells:
+            # shared groups (Poisson-gamma): the predictive draw's F are per cell, and two
+            # cells of one group have independent F
+            C_all = md.cells.n_cells
+            pair, counts = np.unique(hh_codes[kept] * C_all + record_cell[kept],
+                                     return_counts=True)
+            hh_cell_pairs = (pair // C_all, pair % C_all, counts.astype(float))
 
     common = dict(quantiles=quantiles, threshold=threshold, random_seed=random_seed,
                   household_pairs=hh_pairs, n_households=n_hh)
@@ -1335,7 +1381,8 @@ def assess_from_posterior(
             ev = evaluate_poisson_cells(md.cells.fk, pi, n, N, kappa=kappa, excess=exc,
                                         **common)
     else:
-        ev = evaluate_groups(groups, predictive=predictive, **common)
+        ev = evaluate_groups(groups, predictive=predictive,
+                             household_cell_pairs=hh_cell_pairs, **common)
     qs = list(ev.quantiles)
 
     # ---- cells
@@ -1388,7 +1435,14 @@ def assess_from_posterior(
     chain, draw = post.sizes["chain"], post.sizes["draw"]
     coords = {"chain": post["chain"].values, "draw": post["draw"].values}
     fd = {}
-    for key, name in _FILE_VARS.items():
+    # the household draws named as the ER's: the predictive under the plain name, the
+    # draws given the parameters (those of the estimate) as its _conditional_mean
+    hh_pred = ev.draws.get("household_er_predictive")
+    file_vars = dict(_FILE_VARS)
+    if hh_pred is not None:
+        file_vars["household_er"] = "household_expected_reidentifications_conditional_mean"
+        file_vars["household_er_predictive"] = "household_expected_reidentifications"
+    for key, name in file_vars.items():
         if key not in ev.draws:
             continue
         if ev.draws[key].size == chain * draw:
@@ -1494,10 +1548,18 @@ def assess_from_posterior(
         hrisk[kept] = ev.household_risk_mean[hh_codes[kept]]
         records["household_risk"] = hrisk
         summary["n_households"] = int(np.unique(hh_codes[kept]).size)
+        # the estimate: the mean over the draws of sdcMicro's formula on r_i(theta); the
+        # interval: the realised household ER of each drawn population (predictive, as
+        # the ER's), over the parameters only where no F is drawn (predictive="normal")
         summary["household_expected_reidentifications"] = float(d["household_er"].mean())
         summary["household_expected_reidentifications_interval"] = _interval(
+            d["household_er"] if hh_pred is None else hh_pred, qs
+        )
+        summary["household_expected_reidentifications_hyper_interval"] = _interval(
             d["household_er"], qs
         )
+        summary["household_interval_kind"] = (HYPER_INTERVAL_KIND if hh_pred is None
+                                              else INTERVAL_KIND)
     if pu is not None:
         # the population's uniques given the sample (README, "summary.json"): predictive
         # interval and hyper interval as tau1's; at n = N exactly the sample uniques
@@ -1678,7 +1740,8 @@ def assess_posterior(
     PosteriorAssessment
         ``summary`` holds ``expected_reidentifications(_interval)``,
         ``tau1(_interval)``, ``tau2(_interval)``, ``n_above_benchmark(_interval)``,
-        ``household_expected_reidentifications(_interval)`` with households,
+        ``household_expected_reidentifications(_interval, _hyper_interval)`` and
+        ``household_interval_kind`` with households (see :func:`assess_from_posterior`),
         for the Poisson-gamma model ``population_uniques(_interval, _hyper_interval)``
         (the population's uniques given the sample, :func:`_population_uniques_draws`;
         ``population_uniques_fraction`` the same over N) and

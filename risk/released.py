@@ -130,7 +130,11 @@ unobserved cells outside the explicit ones, and ignoring that understates SD(ER 
 about 4% at :math:`\kappa = 1` on the demo (the predictive width by 1-3%; no bias of
 the mean). The ``*_hyper_interval`` are over the parameters only (the conditional means);
 on the demo after sequential 2-anonymity the true ER (44.90) lies above that interval
-and inside the predictive one (README, "Risk after local suppression").
+and inside the predictive one (README, "Risk after local suppression"). With households
+the same populations give the household ER's predictive draws, per draw
+:math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{p(i)}))` with each record's pattern's
+drawn :math:`F_p` (``_Households``), the estimate staying the mean of sdcMicro's formula
+on the records' risks given the parameters.
 
 Imports NumPy, SciPy, pandas, xarray and the ``risk`` modules at import time;
 :mod:`sdcbayes.models` and ArviZ inside :func:`assess_released`.
@@ -157,12 +161,14 @@ from sdcbayes.risk.posterior import (
     CHUNK_ELEMENTS,
     DEFAULT_QUANTILES,
     _check_quantiles,
-    _household,
+    _RealisedHouseholds,
     inverse_moment_sum_rows,
     mean_over_draws,
 )
 from sdcbayes.risk.posterior_assess import (
     EXACT_NOTE,
+    HYPER_INTERVAL_KIND,
+    INTERVAL_KIND,
     PosteriorAssessment,
     _check_seed,
     _flat_draws,
@@ -190,14 +196,10 @@ DEFAULT_TOP_CELLS = 16
 #: explicit cells) patterns; the quadrature works in blocks of 256 rows whatever it is).
 DEFAULT_DRAW_CHUNK = 64
 
-#: The summary's ``interval_kind``: what the ER intervals are over (the words of
-#: ``protect``'s ``PREDICTIVE_KIND`` for the fit's own).
-INTERVAL_KIND = ("predictive: over the posterior predictive (the parameters and the unknown "
-                 "population counts together)")
-
-#: The summary's ``hyper_interval_kind``: what the ``*_hyper_interval`` are over.
-HYPER_INTERVAL_KIND = ("hyper: over the posterior of the parameters (the conditional mean "
-                       "given them), not the posterior predictive")
+# The summary's ``interval_kind`` (what the ER and household ER intervals are over: the
+# words of ``protect``'s ``PREDICTIVE_KIND`` for the fit's own) and ``hyper_interval_kind``
+# (what the ``*_hyper_interval`` are over) are INTERVAL_KIND and HYPER_INTERVAL_KIND,
+# assess_from_posterior's ``household_interval_kind`` words, imported above.
 
 #: The functional whose R-hat and ESS diagnose the released file's draws (its ER).
 _DIAGNOSED = {"expected_reidentifications": "expected_reidentifications_conditional_mean"}
@@ -684,8 +686,15 @@ def assess_released(
         ``household_risk`` (per draw :math:`1 - \prod(1 - E(1/F_p\mid\theta))` over the
         household's kept members, averaged over the draws; NaN where dropped), ``summary``
         ``n_households``, ``household_expected_reidentifications`` (those summed over the
-        records) with ``_interval`` over the parameters only (``household_interval_kind``,
-        not predictive), and its ``file_draws`` (``_Households``).
+        records) with ``_interval`` posterior predictive as the ER's (per predictive draw
+        the realised :math:`\sum_h |h|(1 - \prod_{i\in h}(1 - 1/F_{p(i)}))`, the records
+        of a pattern sharing its drawn :math:`F_p`; ``household_interval_kind``) and
+        ``_hyper_interval`` over the parameters only, and its ``file_draws``
+        (``household_expected_reidentifications``, the predictive draws, and its
+        ``_conditional_mean``, the per-draw formula given the parameters; ``_Households``).
+        A file without blanks gives
+        :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`'s household draws,
+        seed for seed.
 
     Raises
     ------
@@ -894,7 +903,10 @@ def assess_released(
         if hhs is not None:
             hhs.add(inv, idx)
         # predictive: the cell's drawn F, as evaluate_poisson_cells forms it
-        er_pred += (1.0 / (fs[None, :] + pred.X_obs[:, cells])) @ m_p_f[idx]
+        inv_pred = 1.0 / (fs[None, :] + pred.X_obs[:, cells])
+        er_pred += inv_pred @ m_p_f[idx]
+        if hhs is not None:
+            hhs.add_predictive(inv_pred, idx)
         if threshold is not None:
             above += (inv > threshold) @ m_p_f[idx]
 
@@ -941,6 +953,7 @@ def assess_released(
         records[f"risk_q{q:g}"] = per_record(risk_q[i])
     if hhs is not None:  # per draw, then the mean: as assess_from_posterior's
         hh_er, hh_risk = hhs.finish(risk)
+        hh_er_pred = hhs.finish_predictive()
         hh_all = np.full(n_all, np.nan)  # NaN: the records the fit dropped
         hh_all[kept] = hh_risk
         records["household_risk"] = hh_all
@@ -968,9 +981,11 @@ def assess_released(
                                                  er_blank_pred.reshape(chain, draw))}
     if threshold is not None:
         fd["n_above_threshold"] = (("chain", "draw"), above.reshape(chain, draw))
-    if hhs is not None:
+    if hhs is not None:  # named as the ER's: predictive, and given the parameters
         fd["household_expected_reidentifications"] = (("chain", "draw"),
-                                                       hh_er.reshape(chain, draw))
+                                                       hh_er_pred.reshape(chain, draw))
+        fd["household_expected_reidentifications_conditional_mean"] = (
+            ("chain", "draw"), hh_er.reshape(chain, draw))
     file_draws = xr.Dataset(fd, coords={"chain": post["chain"].values,
                                         "draw": post["draw"].values})
 
@@ -1030,11 +1045,12 @@ def assess_released(
         summary["n_above_threshold"] = float(above.mean())
         summary["n_above_threshold_interval"] = _interval(above, qs)  # over the parameters
         summary["n_above_threshold_at_mean_risk"] = int(np.count_nonzero(r_all > threshold))
-    if hhs is not None:  # assess_from_posterior's names; the interval over the parameters
+    if hhs is not None:  # assess_from_posterior's names: predictive, and hyper
         summary["n_households"] = hhs.n_households
         summary["household_expected_reidentifications"] = float(hh_er.mean())
-        summary["household_expected_reidentifications_interval"] = _interval(hh_er, qs)
-        summary["household_interval_kind"] = HYPER_INTERVAL_KIND
+        summary["household_expected_reidentifications_interval"] = _interval(hh_er_pred, qs)
+        summary["household_expected_reidentifications_hyper_interval"] = _interval(hh_er, qs)
+        summary["household_interval_kind"] = INTERVAL_KIND
     summary["diagnostics"] = _released_diagnostics(md, N, file_draws)
     if rates is not None:  # extrapolated stratum by stratum: as assess_from_posterior says
         summary["extrapolation"] = {"by": "stratum", "strata": md.strata,
@@ -1401,12 +1417,16 @@ class _Households:
     ``001_…`` Section 3.3, per draw as :func:`~sdcbayes.risk.posterior._household`
     takes it for :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`), and the
     household ER per draw is :math:`\sum_h |h|(1 - \prod_i(1 - e_{p(i)s}))` over the kept
-    members (``missing="drop"``: the dropped are left out of the product). A household of
-    one kept record adds its record's :math:`e_{ps}` in the loop (``m1``: such records per
-    pattern); the patterns with a record in a larger household are copied into one
-    draws x those patterns array ``E2``, combined after the loop by
-    :func:`~sdcbayes.risk.posterior._household` over (household, pattern, count) pairs.
-    Memory: ``E2`` is at most draws x patterns, never draws x records.
+    members (``missing="drop"``: the dropped are left out of the product). The predictive
+    draw's realised :math:`1/F_p` of each pattern (the records of a pattern share its drawn
+    :math:`F_p`, as the ER draw's :math:`m_p/F_p` does; :meth:`add_predictive`) give the
+    household ER's predictive draws, :math:`\sum_h |h|(1 - \prod_i(1 - 1/F_{p(i)}))`
+    (:meth:`finish_predictive`). Both are the same sums over (household, pattern, count)
+    pairs, gathered batch by batch by
+    :class:`~sdcbayes.risk.posterior._RealisedHouseholds` (records alone in their household
+    added at once, the patterns of the larger households kept as one draws x those
+    patterns array and combined by :func:`~sdcbayes.risk.posterior._household` at the
+    end). Memory: two such arrays, each at most draws x patterns, never draws x records.
     """
 
     def __init__(self, hh_codes: np.ndarray, kept: np.ndarray, rec_pat: np.ndarray, P: int,
@@ -1417,25 +1437,25 @@ class _Households:
         self.n_households = int(hinv.max()) + 1 if hinv.size else 0
         self.multi = np.bincount(hinv)[hinv] >= 2  # kept records in a larger household
         self.rec_pat = rec_pat
-        self.m1 = np.bincount(rec_pat[~self.multi], minlength=P).astype(float)
-        self.p2 = np.unique(rec_pat[self.multi])
-        self.col = np.full(P, -1, np.int64)
-        self.col[self.p2] = np.arange(self.p2.size)
-        self.E2 = np.empty((S, self.p2.size))
-        self.er = np.zeros(S)
-        _, self.h2 = np.unique(hinv[self.multi], return_inverse=True)
-        self.h2 = self.h2.reshape(-1)
-        P2 = max(self.p2.size, 1)
-        pair, cnt = np.unique(self.h2 * P2 + self.col[rec_pat[self.multi]], return_counts=True)
-        self.pairs = (pair // P2, pair % P2, cnt.astype(float))
+        # the larger households, numbered as _RealisedHouseholds numbers them (by code)
+        self.h2 = np.unique(hinv[self.multi], return_inverse=True)[1].reshape(-1)
+        Pn = max(P, 1)  # every kept record's (household, pattern) pair
+        pair, cnt = np.unique(hinv * Pn + rec_pat, return_counts=True)
+        pairs = (pair // Pn, pair % Pn, cnt.astype(float))
+        self.given = _RealisedHouseholds(pairs, P, S)  # E(1/F_p | theta)
+        self.realised = _RealisedHouseholds(pairs, P, S)  # the predictive draw's 1/F_p
 
     def add(self, e: np.ndarray, pb: np.ndarray) -> None:
-        """Patterns ``pb``'s risks ``e`` (draws, patterns): added or kept for later."""
-        self.er += e @ self.m1[pb]
-        c = self.col[pb]
-        sel = c >= 0
-        if sel.any():
-            self.E2[:, c[sel]] = e[:, sel]
+        """Patterns ``pb``'s risks ``e`` (draws, patterns) given the parameters."""
+        self.given.add(e, pb)
+
+    def add_predictive(self, inv: np.ndarray, pb: np.ndarray) -> None:
+        """Patterns ``pb``'s realised 1/F_p ``inv`` (draws, patterns) of the predictive draw."""
+        self.realised.add(inv, pb)
+
+    def finish_predictive(self) -> np.ndarray:
+        """The household ER's predictive draws (per draw, the realised household ER)."""
+        return self.realised.finish()
 
     def finish(self, risk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-draw household ER and each kept record's household risk (mean over draws).
@@ -1443,12 +1463,10 @@ class _Households:
         ``risk``: the patterns' posterior-mean risks (a one-record household's risk).
         """
         hrisk = risk[self.rec_pat]
-        if not self.p2.size:
-            return self.er.copy(), hrisk
-        hh_mean, er2 = _household(self.E2, self.pairs, int(self.h2.max()) + 1, None,
-                                  risk_mean=risk[self.p2])
-        hrisk[self.multi] = hh_mean[self.h2]
-        return self.er + er2, hrisk
+        hh_mean, er = self.given.finish(risk_mean=risk)
+        if self.multi.any():
+            hrisk[self.multi] = hh_mean[self.h2]
+        return er, hrisk
 
 
 def _released_diagnostics(md, N: float, file_draws: xr.Dataset) -> dict[str, Any]:
@@ -1694,7 +1712,8 @@ class _Predictive:
 
         ``xe`` (patterns, draws): the explicit cells' drawn X; the remainder is
         :math:`\mathrm{NegBin}(r, \rho)` where ``nbin``, else :math:`\mathrm{Po}`
-        (``mean``). Adds to ``out["er_pred"]`` and ``out["er_blank_pred"]``.
+        (``mean``). Adds to ``out["er_pred"]`` and ``out["er_blank_pred"]``, and gives
+        ``out["households"]`` (:class:`_Households`) the patterns' realised 1/F_p.
         """
         gens = self._streams([(2, int(p)) for p in np.asarray(pb).tolist()])
         shape = np.where(nbin, r, 1.0)
@@ -1705,3 +1724,6 @@ class _Predictive:
         inv = 1.0 / (f[:, None] + xe + rest)
         out["er_pred"] += inv.T @ m
         out["er_blank_pred"] += inv.T @ m
+        hhs = out.get("households")
+        if hhs is not None:  # the same F_p, for the household ER's predictive draw
+            hhs.add_predictive(inv.T, pb)

@@ -869,7 +869,7 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         interval = s.get(f"{name}_interval")
         if interval is not None:
             # a count of records over their r_i(θ) per draw: over the parameters only,
-            # not predictive (README, "*_interval"), as the household row says too
+            # not predictive (README, "*_interval")
             v += f"  [{interval[0]:,.0f}, {interval[1]:,.0f}] over θ only"
         return v
 
@@ -898,10 +898,14 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
     if "global_threshold" in s:
         rows.append(global_threshold_row(s))
     if "household_expected_reidentifications" in s:
-        # its interval is over the parameters only (the household risk given θ per draw,
-        # no F_k randomness), unlike the predictive intervals above; report.html says so too
+        # its interval is predictive as the ER's above where household_interval_kind says
+        # so (per drawn population the realised household ER); a summary without the kind
+        # (an earlier version's) or Poisson-gamma's normal route: over θ only, the
+        # household risk given θ per draw; report.html says the same
+        pred = str(s.get("household_interval_kind") or "").startswith("predictive")
         rows.append(("household expected re-identifications",
-                     with_truth("household_expected_reidentifications", " over θ only")))
+                     with_truth("household_expected_reidentifications",
+                                " predictive" if pred else " over θ only")))
     od = s.get("overdispersion")
     if od:
         def k(x):

@@ -770,13 +770,19 @@ def _file_level_definitions(summary: Mapping[str, Any], intervals: bool = True) 
     bounds = _quantile_bounds(summary)
     what = (f"From the {fmt(bounds[0])} to the {fmt(bounds[1])} quantile of the posterior "
             "predictive distribution" if bounds is not None else "Posterior predictive")
+    hh_pred = _household_predictive(summary)
     return (
         _FILE_LEVEL_DEFINITIONS_HEAD
         + f"<dt>{esc(_interval_name(summary))}</dt>"
-        f"<dd>{what} for τ1, τ2 and the expected re-identifications (column “interval "
-        f"of”: {PREDICTIVE}): parameter uncertainty and the randomness of the unknown "
-        "F<sub>k</sub>. The rows of the benchmark rule, the risk threshold and the "
-        f"households are over the {PARAMETERS_ONLY} only: per posterior draw a count or a "
+        f"<dd>{what} for τ1, τ2 and the expected re-identifications"
+        + (" and the household expected re-identifications (per drawn population the "
+           "realised Σ 1 − Π(1 − 1/F<sub>k(j)</sub>) over the records' households)"
+           if hh_pred else "")
+        + f" (column “interval of”: {PREDICTIVE}): parameter uncertainty and the "
+        "randomness of the unknown F<sub>k</sub>. The rows of the benchmark rule"
+        + (" and the risk threshold are" if hh_pred
+           else ", the risk threshold and the households are")
+        + f" over the {PARAMETERS_ONLY} only: per posterior draw a count or a "
         "sum over the records' risks r<sub>i</sub>(θ), without the randomness of "
         "F<sub>k</sub>, so narrower than a predictive interval (posterior models only; the "
         "closed form gives point estimates).</dd>"
@@ -842,9 +848,16 @@ _CELL_COLUMNS = {
 _PARAMETER_ONLY_COLUMNS = ("risk", "p_unique")
 
 #: File-level rows whose interval is over the parameters' posterior only: a count or
-#: sum over the records' risks r_i(θ) per draw (risk/posterior_assess.py).
+#: sum over the records' risks r_i(θ) per draw (risk/posterior_assess.py). The household
+#: row's is predictive where ``household_interval_kind`` says so (:func:`_household_predictive`;
+#: a summary.json from before it was has no kind and an interval over the parameters).
 _PARAMETER_ONLY_ROWS = frozenset(
     {"n_above_benchmark", "n_above_threshold", "household_expected_reidentifications"})
+
+
+def _household_predictive(summary: Mapping[str, Any]) -> bool:
+    """Whether a summary's household ER interval is posterior predictive (its kind says so)."""
+    return str(summary.get("household_interval_kind") or "").startswith("predictive")
 
 
 def _cell_columns_note(columns: Sequence[str], interval: str = "interval") -> str:
@@ -1175,8 +1188,9 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
         lo_hi = summary.get(f"{key}_interval")
         row.append(lo_hi if lo_hi is not None else "")
         # the interval's kind: a row over r_i(θ) per draw has no F_k randomness in it
-        row.append("" if lo_hi is None else PARAMETERS_ONLY if key in _PARAMETER_ONLY_ROWS
-                   else PREDICTIVE)
+        given = key in _PARAMETER_ONLY_ROWS and not (
+            key == "household_expected_reidentifications" and _household_predictive(summary))
+        row.append("" if lo_hi is None else PARAMETERS_ONLY if given else PREDICTIVE)
         row.append(truth.get(key, "") if truth else "")
         if key in _PERCENT_FIELDS:  # a rate: in percent, as the console shows it
             row = [row[0], *(_percent_cell(v) for v in row[1:])]
@@ -1618,11 +1632,17 @@ def _household_note(s: Mapping[str, Any], latent_class: bool = False) -> str:
         "hier_risk), summed over records; expected re-identified households sums it once "
         "per household.")
     if latent_class:
+        b = ((s.get("risk") or {}).get("before") or {})
         text += (
             " Under the latent-class model per posterior draw, the members independent given "
             "the parameters, then averaged over the draws (as <code>sdcbayes assess "
-            "--household</code>); its interval is over the parameters' posterior only. The "
-            "fit's cross-validation keeps households whole.")
+            "--household</code>); "
+            + ("its interval is posterior predictive, as the expected re-identifications' "
+               "(per drawn population the realised Σ 1 − Π(1 − 1/F<sub>j</sub>), each record "
+               "with its drawn F; summary.json's _hyper_interval is over the parameters' "
+               "posterior only)" if _household_predictive(b)
+               else "its interval is over the parameters' posterior only")
+            + ". The fit's cross-validation keeps households whole.")
     text += (" A blanked household-level key (one value in every household) that a household "
              "mate shows can be read off the mate; no row counts that (summary.json's "
              "warnings name such keys).")
@@ -1846,6 +1866,10 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
         rows.append(("records above the risk threshold, closed form (the step's measure)",
                      cf_b.get("n_above_threshold"), cf_a.get("n_above_threshold")))
     if "household_expected_reidentifications" in before:  # --household
+        def hh_kind(d: Mapping[str, Any]) -> str:
+            # a summary.json from before the predictive one has no kind: over θ only
+            return PREDICTIVE if _household_predictive(d) else f"{PARAMETERS_ONLY} only"
+
         rows += [
             ("households", before.get("n_households"), after.get("n_households")),
             (f"household expected re-identifications (latent-class), {level} interval",
@@ -1853,7 +1877,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
                 "household_expected_reidentifications_interval"),
              iv(after, "household_expected_reidentifications",
                 "household_expected_reidentifications_interval")),
-            ("interval of", f"{PARAMETERS_ONLY} only", f"{PARAMETERS_ONLY} only"),
+            ("interval of", hh_kind(before), hh_kind(after)),
             ("household expected re-identifications, closed form (sdcMicro)",
              cf_b.get("household_expected_reidentifications"),
              cf_a.get("household_expected_reidentifications")),

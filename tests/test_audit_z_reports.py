@@ -78,18 +78,27 @@ def test_file_level_rows_name_their_intervals_kind(posterior):
     page = assessment_report(res, md, s)
     assert _header(page, "quantity")[:4] == ["quantity", "estimate", "90% interval",
                                             "interval of"]
-    # τ1, τ2, ER: predictive; the counts and sums over r_i(θ) per draw: parameters only
+    # τ1, τ2, ER and the household ER (per drawn population, its realised value):
+    # predictive; the counts over r_i(θ) per draw: parameters only
+    assert s["household_interval_kind"].startswith("predictive")
     for label in ("τ1: sample uniques that are population uniques",
                   "τ2: expected correct matches among sample uniques",
-                  "expected re-identifications"):
+                  "expected re-identifications",
+                  "household expected re-identifications (records)"):
         assert _row(page, label)[2] == PREDICTIVE, label
     for label in ("records above the benchmark rule",
-                  f"records with risk above {fmt(s['risk_threshold'])}",
-                  "household expected re-identifications (records)"):
+                  f"records with risk above {fmt(s['risk_threshold'])}"):
         assert _row(page, label)[2] == PARAMETERS_ONLY, label
     text = _text(page)
-    assert ("The rows of the benchmark rule, the risk threshold and the households are over "
+    assert ("The rows of the benchmark rule and the risk threshold are over "
             "the parameters' posterior only") in text
+    assert "and the household expected re-identifications (per drawn population" in text
+    # a summary.json from before the predictive household interval (no kind): θ only
+    old = {k: v for k, v in s.items() if k != "household_interval_kind"}
+    page = assessment_report(res, md, old)
+    assert _row(page, "household expected re-identifications (records)")[2] == PARAMETERS_ONLY
+    assert ("The rows of the benchmark rule, the risk threshold and the households are over "
+            "the parameters' posterior only") in _text(page)
 
 
 def test_cell_columns_name_their_intervals_kind(posterior):

@@ -180,11 +180,15 @@ def test_assessment_household_draws_are_the_chain_draw_of_the_others():
         "beta": (("chain", "draw"), rng.uniform(1e-3, 2e-2, (chains, draws))),
     })
     res = assess_from_posterior(md, post, "poisson-gamma", N=n / 0.05, random_seed=1)
+    # named as the ER's: the predictive draws, and given θ the _conditional_mean; with
+    # households of one record each is the ER's own
     her = res.file_draws["household_expected_reidentifications"]
     assert her.dims == ("chain", "draw")
     np.testing.assert_allclose(
-        her.values, res.file_draws["expected_reidentifications_conditional_mean"].values,
-        rtol=1e-12)
+        her.values, res.file_draws["expected_reidentifications"].values, rtol=1e-12)
+    np.testing.assert_allclose(
+        res.file_draws["household_expected_reidentifications_conditional_mean"].values,
+        res.file_draws["expected_reidentifications_conditional_mean"].values, rtol=1e-12)
     r = res.records
     np.testing.assert_allclose(r["household_risk"], r["risk"], rtol=1e-12)
     s = res.summary

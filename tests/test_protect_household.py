@@ -4,8 +4,9 @@ Closed form: ``risk.before``/``risk.after`` carry ``assess_closed_form``'s house
 ``Microdata(..., household=COL)`` on the input and on the written protected file. Under
 ``--model latent-class`` the fit is ``assess --household``'s (its cross-validation keeps
 households whole): before is its household ER, after the protected file's from
-:func:`~sdcbayes.risk.released.assess_released` (interval over the parameters only,
-``household_interval_kind``); the closed form beside it. The column is released unchanged,
+:func:`~sdcbayes.risk.released.assess_released` (posterior predictive interval as the
+ER's, ``household_interval_kind``, and ``_hyper_interval`` over the parameters only); the
+closed form beside it. The column is released unchanged,
 a step that would change it is refused before any work, and a blanked household-level key
 that a household mate shows is warned about. One short fit (2 chains x 100 draws after 200
 sweeps) on a small weighted file with households.
@@ -121,7 +122,7 @@ def test_the_household_column_is_released_unchanged(runs):
 
 
 def test_terminal_report_and_json_show_the_household_rows(runs, capsys, tmp_path):
-    from sdcbayes.report import PARAMETERS_ONLY, esc, fmt
+    from sdcbayes.report import PREDICTIVE, fmt
 
     cf = runs["cf"]
     b, a = cf["summary"]["risk"]["before"], cf["summary"]["risk"]["after"]
@@ -133,7 +134,7 @@ def test_terminal_report_and_json_show_the_household_rows(runs, capsys, tmp_path
                   "expected re-identified households", "Household column: hid"):
         assert label in page, label
     assert fmt(a["household_expected_reidentified_households"]) in page
-    # latent-class: the model's row over θ only, the closed form beside it
+    # latent-class: the model's row, predictive as the ER's, the closed form beside it
     lc = runs["lc"]
     r = lc["summary"]["risk"]
     lb, la = r["before"], r["after"]
@@ -141,9 +142,9 @@ def test_terminal_report_and_json_show_the_household_rows(runs, capsys, tmp_path
                 if x.strip().startswith("household expected re-identifications"))
     lo, hi = lb["household_expected_reidentifications_interval"]
     alo, ahi = la["household_expected_reidentifications_interval"]
-    assert (f"{lb['household_expected_reidentifications']:.2f} [{lo:.2f}, {hi:.2f}] over θ only"
+    assert (f"{lb['household_expected_reidentifications']:.2f} [{lo:.2f}, {hi:.2f}] predictive"
             f" -> {la['household_expected_reidentifications']:.2f} [{alo:.2f}, {ahi:.2f}] "
-            "over θ only") in line
+            "predictive") in line
     cfb, cfa = r["closed_form"]["before"], r["closed_form"]["after"]
     after_line = lc["out"].split(line, 1)[1].splitlines()[1]
     assert re.search(r"closed form \(sdcMicro\)\s+" + re.escape(
@@ -152,10 +153,12 @@ def test_terminal_report_and_json_show_the_household_rows(runs, capsys, tmp_path
     page = lc["report"]
     for label in ("household expected re-identifications (latent-class), 90% interval",
                   "household expected re-identifications, closed form (sdcMicro)",
-                  esc(f"{PARAMETERS_ONLY} only"), "Household column: hid",
-                  "its interval is over the parameters"):
+                  f"<tr><td>interval of</td><td>{PREDICTIVE}</td><td>{PREDICTIVE}</td></tr>",
+                  "Household column: hid", "its interval is posterior predictive"):
         assert label in page, label
-    assert any("--household hid" in n and "over the parameters only" in n for n in r["notes"])
+    assert page.count(f"<td>interval of</td><td>{PREDICTIVE}</td><td>{PREDICTIVE}</td>") == 2
+    assert any("--household hid" in n and "posterior predictive" in n
+               and "_hyper_interval over the parameters only" in n for n in r["notes"])
     # --json carries the keys
     out = tmp_path / "j"
     proc = run_in_process(capsys, "protect", str(runs["path"]), "--keys", ",".join(KEYS),
@@ -181,7 +184,7 @@ def _fit(frame, household="hid"):
 
 def test_latent_class_before_is_assess_household_and_after_assess_released(runs):
     from sdcbayes.cli import read_data
-    from sdcbayes.risk.released import HYPER_INTERVAL_KIND, assess_released
+    from sdcbayes.risk.released import INTERVAL_KIND, assess_released
 
     frame = read_data(runs["path"], quiet=True)
     fit = _fit(frame)
@@ -191,8 +194,9 @@ def test_latent_class_before_is_assess_household_and_after_assess_released(runs)
     for key in ("expected_reidentifications", "tau1", "tau2",
                 "household_expected_reidentifications", "n_households"):
         assert b[key] == pytest.approx(fit.summary[key], rel=1e-12), key
-    assert b["household_expected_reidentifications_interval"] == pytest.approx(
-        fit.summary["household_expected_reidentifications_interval"], rel=1e-12)
+    for key in ("household_expected_reidentifications_interval",
+                "household_expected_reidentifications_hyper_interval"):
+        assert b[key] == pytest.approx(fit.summary[key], rel=1e-12), key
     assert r["fit"]["overdispersion"] == fit.summary["overdispersion"]
     # not the fit without households (kappa is cross-validated on other parts)
     plain = _fit(frame, household=None)
@@ -207,9 +211,15 @@ def test_latent_class_before_is_assess_household_and_after_assess_released(runs)
     for key in ("household_expected_reidentifications", "n_households",
                 "expected_reidentifications"):
         assert a[key] == pytest.approx(direct[key], rel=1e-12), key
-    assert a["household_expected_reidentifications_interval"] == pytest.approx(
-        direct["household_expected_reidentifications_interval"], rel=1e-12)
-    assert b["household_interval_kind"] == a["household_interval_kind"] == HYPER_INTERVAL_KIND
+    for key in ("household_expected_reidentifications_interval",
+                "household_expected_reidentifications_hyper_interval"):
+        assert a[key] == pytest.approx(direct[key], rel=1e-12), key
+    # predictive as the ER's beside it; the hyper interval (over θ) inside it here
+    assert b["household_interval_kind"] == a["household_interval_kind"] == INTERVAL_KIND
+    for d in (b, a):
+        (lo, hi), (hlo, hhi) = (d["household_expected_reidentifications_interval"],
+                                d["household_expected_reidentifications_hyper_interval"])
+        assert hi - lo > hhi - hlo
     assert a["household_expected_reidentifications"] < b["household_expected_reidentifications"]
     # the closed form's household numbers beside it, as --model closed-form writes them
     assert r["closed_form"]["after"] == runs["cf"]["summary"]["risk"]["after"]
@@ -222,7 +232,8 @@ def test_a_run_that_changes_no_key_keeps_the_household_er(runs):
     assert rc == 0, err
     r = json.loads((runs["tmp"] / "noise" / "summary.json").read_text())["risk"]
     for key in ("household_expected_reidentifications",
-                "household_expected_reidentifications_interval"):
+                "household_expected_reidentifications_interval",
+                "household_expected_reidentifications_hyper_interval"):
         assert r["after"][key] == pytest.approx(r["before"][key], rel=1e-12), key
 
 

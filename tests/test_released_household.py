@@ -4,7 +4,9 @@
 the household risk of the released file as ``assess_from_posterior`` gives the original's:
 per draw θ_s, household h has 1 - Π_{i∈h}(1 - E(1/F_{p(i)} | θ_s)) over its kept members,
 the household ER per draw sums it over the records, its mean is the summary's and its
-quantiles (over the parameters only) the interval. Oracles:
+quantiles (over the parameters only) the ``_hyper_interval`` (file_draws'
+``_conditional_mean``, as the ER's); the ``_interval`` is predictive
+(tests/test_household_predictive.py). Oracles:
 
 * per draw, brute force from a records x draws array of E(1/F_p | θ_s), each column the
   records' risks of a ONE-draw posterior (``posterior_from_draws`` of that draw): blanks,
@@ -29,7 +31,7 @@ from sdcbayes.models.latent_class import LatentClassModel
 from sdcbayes.protection import local_suppression
 from sdcbayes.risk.measures import household_expected_reidentifications
 from sdcbayes.risk.posterior_assess import assess_from_posterior
-from sdcbayes.risk.released import HYPER_INTERVAL_KIND, assess_released
+from sdcbayes.risk.released import HYPER_INTERVAL_KIND, INTERVAL_KIND, assess_released
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::sdcbayes.inference.diagnostics.ConvergenceWarning",
@@ -130,13 +132,16 @@ def test_household_er_is_the_per_draw_brute_force(case):
         full.file_draws["expected_reidentifications_conditional_mean"].values.ravel(),
         rtol=1e-12)
     oracle = _brute_force(R, md.household_index)
-    got = full.file_draws[HH].values.ravel()
+    # the per-draw formula given θ: the ER's names, its _conditional_mean and _hyper_interval
+    # (the _interval is predictive: tests/test_household_predictive.py)
+    got = full.file_draws[HH + "_conditional_mean"].values.ravel()
     np.testing.assert_allclose(got, oracle, rtol=1e-12)
     s = full.summary
     assert s[HH] == pytest.approx(oracle.mean(), rel=1e-12)
-    assert s[HH + "_interval"] == pytest.approx(list(np.quantile(oracle, [0.05, 0.95])),
-                                                rel=1e-12)
-    assert s["household_interval_kind"] == HYPER_INTERVAL_KIND
+    assert s[HH + "_hyper_interval"] == pytest.approx(
+        list(np.quantile(oracle, [0.05, 0.95])), rel=1e-12)
+    assert s["household_interval_kind"] == INTERVAL_KIND
+    assert s["hyper_interval_kind"] == HYPER_INTERVAL_KIND
     kept = ~np.isnan(R[:, 0])
     # not the household risk of the mean risks: the order matters (mean of the per-draw)
     assert abs(s[HH] - household_expected_reidentifications(np.nanmean(R, axis=1),
@@ -168,9 +173,12 @@ def test_a_file_without_blanks_is_assess_from_posteriors():
     assert got.summary[HH] == pytest.approx(ref.summary[HH], rel=1e-12)
     assert got.summary[HH + "_interval"] == pytest.approx(ref.summary[HH + "_interval"],
                                                           rel=1e-12)
+    assert got.summary[HH + "_hyper_interval"] == pytest.approx(
+        ref.summary[HH + "_hyper_interval"], rel=1e-12)
     assert got.summary["n_households"] == ref.summary["n_households"]
-    np.testing.assert_allclose(got.file_draws[HH].values, ref.file_draws[HH].values,
-                               rtol=1e-12)
+    for name in (HH, HH + "_conditional_mean"):  # predictive (seed for seed) and given θ
+        np.testing.assert_allclose(got.file_draws[name].values, ref.file_draws[name].values,
+                                   rtol=1e-12)
     np.testing.assert_allclose(got.records["household_risk"].to_numpy(),
                                ref.records["household_risk"].to_numpy(), rtol=1e-12)
 
@@ -192,10 +200,14 @@ def test_census_household_risk_is_exact_and_a_unique_makes_its_household_certain
                       for i in range(len(df))])
         r = 1.0 / f
         oracle = _brute_force(np.column_stack([r]), md.household_index)[0]
-        draws = out.file_draws[HH].values.ravel()
-        np.testing.assert_allclose(draws, oracle, rtol=1e-12)
-        lo, hi = out.summary[HH + "_interval"]
-        assert lo == pytest.approx(oracle, rel=1e-12) and hi == pytest.approx(oracle, rel=1e-12)
+        # F = f_p in every drawn population too: the predictive draws are the formula's
+        for name in (HH, HH + "_conditional_mean"):
+            draws = out.file_draws[name].values.ravel()
+            np.testing.assert_allclose(draws, oracle, rtol=1e-12)
+        for name in (HH + "_interval", HH + "_hyper_interval"):
+            lo, hi = out.summary[name]
+            assert lo == pytest.approx(oracle, rel=1e-12)
+            assert hi == pytest.approx(oracle, rel=1e-12)
     # the unprotected file: a sample unique's household is re-identified for certain
     hr = out.records["household_risk"].to_numpy()
     uniq_hh = np.unique(md.household_index[f == 1])
@@ -211,9 +223,13 @@ def test_one_record_households_give_the_er():
     w, phi = _theta(spec, S=6)
     idata = posterior_from_draws(md, spec, w, phi, np.array([1.0, 2.0, np.inf, 0.5, 3.0, 4.0]))
     out = assess_released(md, local_suppression(df, KEYS, 3).frame, idata, random_seed=1)
+    # given θ the ER's conditional mean; per drawn population the ER's predictive draw
+    np.testing.assert_allclose(
+        out.file_draws[HH + "_conditional_mean"].values,
+        out.file_draws["expected_reidentifications_conditional_mean"].values, rtol=1e-12)
     np.testing.assert_allclose(
         out.file_draws[HH].values,
-        out.file_draws["expected_reidentifications_conditional_mean"].values, rtol=1e-12)
+        out.file_draws["expected_reidentifications"].values, rtol=1e-12)
     np.testing.assert_array_equal(out.records["household_risk"].to_numpy(),
                                   out.records["risk"].to_numpy())
     assert out.summary["n_households"] == len(df)
@@ -228,8 +244,9 @@ def test_draw_chunks_change_nothing():
     rel, recodes = _recoded(df)
     base = assess_released(md, rel, idata, random_seed=1, recodes=recodes)
     chunked = assess_released(md, rel, idata, random_seed=1, recodes=recodes, draw_chunk=1)
-    np.testing.assert_allclose(chunked.file_draws[HH].values, base.file_draws[HH].values,
-                               rtol=1e-12)
+    for name in (HH, HH + "_conditional_mean"):
+        np.testing.assert_allclose(chunked.file_draws[name].values,
+                                   base.file_draws[name].values, rtol=1e-12)
     np.testing.assert_allclose(chunked.records["household_risk"].to_numpy(),
                                base.records["household_risk"].to_numpy(), rtol=1e-12)
 

@@ -2426,16 +2426,20 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
 def _household_posterior(s: dict[str, Any]) -> dict[str, Any]:
     """A posterior summary's household keys (``assess --household``'s names), if any.
 
-    Their interval is over the parameters only (per draw the household risk given θ), not
-    predictive as the ER's beside it: ``household_interval_kind`` says so.
+    The ``_interval`` is posterior predictive as the ER's beside it (per predictive draw the
+    drawn population's realised household ER), the ``_hyper_interval`` over the parameters
+    only (per draw the household risk given θ); ``household_interval_kind`` says which the
+    ``_interval`` is (the summary's own; a summary without one had it over the parameters).
     """
-    from sdcbayes.risk.released import HYPER_INTERVAL_KIND
+    from sdcbayes.risk.posterior_assess import HYPER_INTERVAL_KIND
 
     if "household_expected_reidentifications" not in s:
         return {}
     return {key: s[key] for key in ("n_households", "household_expected_reidentifications",
-                                    "household_expected_reidentifications_interval")} | {
-        "household_interval_kind": HYPER_INTERVAL_KIND}
+                                    "household_expected_reidentifications_interval",
+                                    "household_expected_reidentifications_hyper_interval")
+            if key in s} | {
+        "household_interval_kind": s.get("household_interval_kind", HYPER_INTERVAL_KIND)}
 
 
 def _latent_class_notes(recoded: bool = False, missing: str | None = None,
@@ -2460,8 +2464,10 @@ def _latent_class_notes(recoded: bool = False, missing: str | None = None,
             f"Household risk (--household {household}): per posterior draw 1 - Π(1 - r_i(θ)) "
             "over a household's members (independent given the parameters), summed over "
             "records and averaged over the draws, as sdcbayes assess --household reports it; "
-            "its interval is over the parameters only (household_interval_kind), not "
-            "predictive. The fit's cross-validation keeps households whole, as assess "
+            "its interval is posterior predictive as the expected re-identifications' "
+            "(household_interval_kind: per drawn population the realised sum of 1 - Π(1 - "
+            "1/F_i), each record with its drawn F), the _hyper_interval over the parameters "
+            "only. The fit's cross-validation keeps households whole, as assess "
             "--household's does, so its numbers are assess --household's.")
     return [
         "Risk before and after: the latent-class model (what sdcbayes assess fits), fitted "
@@ -3715,13 +3721,20 @@ def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _household_lines(b: dict[str, Any], a: dict[str, Any], cf: dict[str, Any]
                      ) -> list[tuple[str, str]]:
-    """``--household``'s rows under latent-class: the model's (θ only), the closed form's."""
+    """``--household``'s rows under latent-class: the model's, the closed form's.
+
+    Each side's interval labelled by its ``household_interval_kind`` as the ER row labels
+    its own: "predictive", or "over θ only" (a summary.json of an earlier version, whose
+    interval was over the parameters only and which has no kind, or one over θ only).
+    """
     if "household_expected_reidentifications" not in b:
         return []
 
     def hh(d):
         lo, hi = d["household_expected_reidentifications_interval"]
-        return f"{d['household_expected_reidentifications']:.2f} [{lo:.2f}, {hi:.2f}] over θ only"
+        kind = str(d.get("household_interval_kind") or "")
+        what = "predictive" if kind.startswith("predictive") else "over θ only"
+        return f"{d['household_expected_reidentifications']:.2f} [{lo:.2f}, {hi:.2f}] {what}"
 
     rows = [("household expected re-identifications", f"{hh(b)} -> {hh(a)}")]
     if "household_expected_reidentifications" in cf["before"]:
