@@ -307,7 +307,7 @@ def test_recipe_new_parameters_refused_before_any_work(capsys, tmp_path, survey,
 def test_suppress_risk_is_a_listed_step():
     from sdcbayes.commands.protect import STEPS
 
-    assert STEPS["suppress_risk"] == (("threshold",), ("key", "linked"))
+    assert STEPS["suppress_risk"] == (("threshold",), ("key", "linked", "household_keys"))
     assert "linked" in STEPS["suppress"][1] and "matrices" in STEPS["pram"][1]
 
 
@@ -558,7 +558,8 @@ def test_risk_suppression_is_stamped_as_every_method_with_the_risks_summarised(s
     st = res.provenance["settings"]
     # every argument but the frame, as given (the chosen key is in the summary), the
     # per-record risks as a digest: never n floats
-    assert set(st) == {"keys", "risk", "threshold", "key", "linked"}
+    assert set(st) == {"keys", "risk", "threshold", "key", "linked", "household",
+                       "household_keys"}
     assert st["risk"] == {"n": len(frame), "n_missing": 2,
                           "max": pytest.approx(float(np.nanmax(risk)), rel=1e-15)}
     assert st["key"] is None and res.summary["key"] == "occupation"

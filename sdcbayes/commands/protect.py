@@ -77,6 +77,11 @@ A ``suppress_risk`` step (sdcMicro's ``localSupp``) blanks its ``key`` (default:
 key with the most levels) where the closed-form risk on ``--keys`` and ``--weight``,
 measured on the step's input, exceeds ``threshold``; ``linked`` (also of
 ``suppress``) names columns that follow a key's blanks (sdcMicro's ``ghostVars``).
+``household_keys`` (of ``suppress`` and ``suppress_risk``, with ``--household``; the
+option ``--household-keys``): ``"auto"`` or a list of the step's keys, each blanked in
+every member of a household where the step blanked it in one, so that no household mate
+shows the blanked value once the household id is released
+(:func:`sdcbayes.protection.suppression.local_suppression`).
 
 Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
 """
@@ -115,8 +120,9 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "band": (("column", "breaks"), ("labels", "right")),
     "top_code": (("column", "threshold"), ("replacement",)),
     "bottom_code": (("column", "threshold"), ("replacement",)),
-    "suppress": (("k",), ("keys", "importance", "strata", "combs", "method", "linked")),
-    "suppress_risk": (("threshold",), ("key", "linked")),
+    "suppress": (("k",), ("keys", "importance", "strata", "combs", "method", "linked",
+                          "household_keys")),
+    "suppress_risk": (("threshold",), ("key", "linked", "household_keys")),
     "pram": (("columns",), ("pd", "alpha", "strata", "max_levels", "matrices")),
     "nayak_zhang": ((), ("xi", "keys", "theta", "group_size")),
     "microaggregate": (("columns",), ("k", "standardize", "aggregate", "method")),
@@ -126,7 +132,8 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: ``_olds``: a --recode's OLD text, split on "+" once the column's levels are known.
 #: ``_measure``: what a suppress_risk step measures the risk with (--keys, --weight, ...).
 #: ``_matrices``: a pram step's ``matrices``, read and checked (column -> {from: {to: p}}).
-_INTERNAL = ("_from_text", "_option", "_olds", "_measure", "_matrices")
+#: ``_household``: the ``--household`` column a step's ``household_keys`` are kept within.
+_INTERNAL = ("_from_text", "_option", "_olds", "_measure", "_matrices", "_household")
 #: The estimator of the risk before and after (summary.json's ``risk.estimator``).
 RISK_ESTIMATOR = "closed form (Benedetti-Franconi)"
 #: The file of the PRAM steps' transition matrices (summary.json keeps a digest of them).
@@ -314,6 +321,18 @@ DEFAULT_RISK_K = 3
     "so the model's numbers before and after change with it, not only its rows.",
 )
 @click.option(
+    "--household-keys",
+    metavar="auto|KEY1,KEY2",
+    default=None,
+    help="With --household and --suppress-k or --suppress-risk: keys kept consistent within "
+    "households. Where the suppression blanks one of them in a member of a household it is "
+    "blanked in every member, so that no mate shows the value once the household id is "
+    "released (a leak no risk measure counts). auto: the keys with one value in every "
+    "household of the input (e.g. household size). Only adds blanks: k-anonymity still "
+    "holds. In a recipe, give \"household_keys\" inside the suppress and suppress_risk "
+    "steps.",
+)
+@click.option(
     "--allow-weights-below-one",
     is_flag=True,
     help="Accept weights below 1 when measuring risk (as in `sdcbayes assess`).",
@@ -432,6 +451,7 @@ def command(
     missing: str | None = None,
     structural_zeros: str | None = None,
     household: str | None = None,
+    household_keys: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -463,11 +483,16 @@ def command(
 
         zero_rules = read_structural_zero_rules(rules_file, "--structural-zeros",
                                                 none="--structural-zeros none")
+    if recipe is not None and household_keys is not None:  # said before the option's needs
+        raise InputError(
+            "--household-keys applies to the step options; in a recipe give "
+            "\"household_keys\" inside the suppress and suppress_risk steps")
     flag_steps = _steps_from_options(
         recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
         mdav_cols, mdav_k, noise_cols, noise_level, strata, suppress_method=suppress_method,
         microaggregate_method=microaggregate_method, suppress_risk=suppress_risk,
-        suppress_risk_key=suppress_risk_key, linked=linked,
+        suppress_risk_key=suppress_risk_key, linked=linked, household_keys=household_keys,
+        household=household,
     )
     if recipe is not None:
         if flag_steps:
@@ -504,7 +529,8 @@ def command(
     weight, household = roles["weight"], roles["household"]
     _check_household_role(household, key_list, weight)
     # every variable named in a step, also resolved now: a typo in step 5 costs no work
-    steps = [_validate_step(i, s, frame, key_list, source=data.name, weight=weight)
+    steps = [_validate_step(i, s, frame, key_list, source=data.name, weight=weight,
+                            household=household)
              for i, s in enumerate(steps, start=1)]
     _check_recode_levels(steps, frame)  # a recode's unknown level costs no work either
     # each step against what the steps before it leave: a conflict costs no work either
@@ -697,7 +723,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                         mdav_k, noise_cols, noise_level, strata=None,
                         suppress_method=None,
                         microaggregate_method=None, suppress_risk=None,
-                        suppress_risk_key=None, linked=()) -> list[dict[str, Any]]:
+                        suppress_risk_key=None, linked=(), household_keys=None,
+                        household=None) -> list[dict[str, Any]]:
     """The option steps in the fixed workflow order (module docstring).
 
     Each step records in ``_option`` the option that named its variables, so that
@@ -737,6 +764,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
     if links and suppress_k is None and suppress_risk is None:
         raise InputError("--linked follows the blanks of a local suppression; add "
                          "--suppress-k K or --suppress-risk R")
+    hh_keys = _parse_household_keys(household_keys, household, suppress_k is not None
+                                    or suppress_risk is not None)
     # a setting given without its step would be ignored, yet stamped in the provenance's
     # command line as if it had taken effect (defaults are fine: only explicit values)
     from sdcbayes.cli import given
@@ -762,6 +791,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
             step["strata"] = strata_list
         if links:
             step["linked"] = links
+        if hh_keys is not None:
+            step["household_keys"] = hh_keys
         steps.append(step)
     if suppress_risk is not None:
         step = {"step": "suppress_risk", "threshold": suppress_risk,
@@ -770,6 +801,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
             step["key"] = suppress_risk_key
         if links:
             step["linked"] = links
+        if hh_keys is not None:
+            step["household_keys"] = hh_keys
         steps.append(step)
     if pram_cols is not None:
         step = {"step": "pram", "columns": split_names(pram_cols) or [], "pd": pram_pd,
@@ -805,6 +838,29 @@ def _parse_linked(specs) -> dict[str, list[str]]:
         out.setdefault(key.strip(), [])
         out[key.strip()] += [c for c in names if c not in out[key.strip()]]
     return out
+
+
+def _parse_household_keys(text: str | None, household: str | None, suppression: bool):
+    """``--household-keys``: ``"auto"`` or a list of names; refused without its companions.
+
+    It needs ``--household`` (the ids the keys are kept consistent within) and a
+    suppression step (whose blanks it spreads); the names are resolved with the step.
+    """
+    if text is None:
+        return None
+    if household is None:
+        raise InputError("--household-keys keeps keys consistent within the households of "
+                         "--household; add --household COL (the household id column)")
+    if not suppression:
+        raise InputError("--household-keys spreads the blanks of a local suppression to "
+                         "household mates; add --suppress-k K or --suppress-risk R")
+    if text.strip() == "auto":
+        return "auto"
+    names = split_names(text)
+    if not names:
+        raise InputError("--household-keys is empty: give auto or the keys, e.g. "
+                         "--household-keys household_size")
+    return names
 
 
 def _parse_importance(text: str):
@@ -895,7 +951,8 @@ def _read_recipe(path: Path) -> tuple[list[dict[str, Any]], int | None]:
 
 
 def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
-                   source: str | None = None, weight: str | None = None) -> dict[str, Any]:
+                   source: str | None = None, weight: str | None = None,
+                   household: str | None = None) -> dict[str, Any]:
     """Check one step's name, parameters, columns and numbers; fill defaults.
 
     Every variable the step names (``column``, ``columns``, ``keys``, ``strata``,
@@ -905,7 +962,8 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
     unknown name, close matches and the option or recipe entry it came from).
     ``keys`` (the resolved ``--keys``) is the default of ``keys``, and the keys a
     ``suppress_risk`` step measures the risk on; ``weight`` (the resolved
-    ``--weight``) may not be a ``linked`` column.
+    ``--weight``) may not be a ``linked`` column; ``household`` (the resolved
+    ``--household``) is what a ``household_keys`` parameter needs.
     """
     from sdcbayes.microdata import resolve_columns
 
@@ -924,7 +982,8 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             how = f"{where} {param}"
         else:
             how = {"strata": "--strata", "importance": "--importance", "linked": "--linked",
-                   "key": "--suppress-risk-key"}.get(param, from_option)
+                   "key": "--suppress-risk-key",
+                   "household_keys": "--household-keys"}.get(param, from_option)
         return resolve_columns(frame, names, option=how, source=source)
 
     given = {k for k in step if k != "step" and k not in _INTERNAL}
@@ -974,6 +1033,11 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
     if "linked" in s:
         s["linked"] = _validated_linked(where, s, frame, keys if name == "suppress_risk"
                                         else s["keys"], weight, resolve, from_option)
+    if "household_keys" in s:
+        s["household_keys"] = _validated_household_keys(
+            where, s["household_keys"], keys if name == "suppress_risk" else s["keys"],
+            household, resolve, from_option)
+        s["_household"] = household
     # a stratum that the step itself changes (checked here, before any step runs; the
     # library refuses the same)
     both_role = "keys" if name == "suppress" else "columns" if name == "pram" else None
@@ -1192,6 +1256,33 @@ def _validated_linked(where: str, s: dict[str, Any], frame, step_keys: list[str]
                 f"{label}: {weight!r} (linked to {key_c!r}) is the weight of the step; a "
                 "linked column only follows its key's blanks: leave it out of --linked")
     return out
+
+
+def _validated_household_keys(where: str, v, step_keys: list[str], household: str | None,
+                              resolve, from_option):
+    """A step's ``household_keys``: ``"auto"`` or keys of the step, names resolved.
+
+    The library checks the same (:func:`sdcbayes.protection.suppression.local_suppression`);
+    here before any work, worded as the option or the recipe field.
+    """
+    label = "--household-keys" if from_option else f"{where}: household_keys"
+    if household is None:
+        raise InputError(f"{label} keeps keys consistent within households; add --household "
+                         "COL (the household id column)")
+    if v == "auto":
+        return v
+    names = split_names(v) if isinstance(v, str) else v
+    if not isinstance(names, list) or not names or not all(isinstance(c, str) for c in names):
+        raise InputError(f'{label} must be "auto" or a list of the step\'s keys; got '
+                         f"{_shown(v)}")
+    names = resolve("household_keys", names)
+    stray = [c for c in names if c not in step_keys]
+    if stray:
+        raise InputError(
+            f"{label} {', '.join(map(repr, stray))}: not among the step's keys "
+            f"({', '.join(step_keys)}), whose blanks it spreads; name keys of the step, or "
+            "auto")
+    return list(dict.fromkeys(names))
 
 
 def _pram_matrices_given(where: str, given, columns: list[str]) -> dict[str, Any]:
@@ -1886,7 +1977,7 @@ def _run_step(step: dict[str, Any], frame, rng):
                                    importance=step.get("importance"),
                                    strata=step.get("strata"), combs=step.get("combs"),
                                    method=step.get("method", "greedy"),
-                                   linked=step.get("linked"))
+                                   linked=step.get("linked"), **_household_args(step))
     if name == "suppress_risk":
         # the closed form on the file as the steps before leave it (the "before" risk for
         # the first step), as sdcMicro's localSupp reads the risk of its current object
@@ -1897,7 +1988,7 @@ def _run_step(step: dict[str, Any], frame, rng):
         risk = _closed_form(md).records["risk"].to_numpy()
         del md
         return P.risk_suppression(frame, m["keys"], risk, step["threshold"], key=step["key"],
-                                  linked=step.get("linked"))
+                                  linked=step.get("linked"), **_household_args(step))
     if name == "pram":
         kw = {k: step[k] for k in ("alpha", "max_levels") if k in step}
         if "_matrices" in step:
@@ -1917,6 +2008,13 @@ def _run_step(step: dict[str, Any], frame, rng):
         return P.add_noise(frame, step["columns"], step["level"],
                            method=step.get("method", "additive"), seed=rng)
     raise AssertionError(name)  # pragma: no cover - _validate_step rejects unknown steps
+
+
+def _household_args(step: dict[str, Any]) -> dict[str, Any]:
+    """A suppression step's ``household``/``household_keys`` arguments (none without)."""
+    if "household_keys" not in step:
+        return {}
+    return {"household": step["_household"], "household_keys": step["household_keys"]}
 
 
 # --------------------------------------------------------------------------- measures
@@ -2688,20 +2786,21 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
     A key with one value in every household of the input (household size, region) that is
     blanked in some members but shown in a mate is read off the mate once the household
     id is released; neither risk after counts that. Counted per key (blanked values of the
-    input's shown ones, and those a mate shows).
+    input's shown ones, and those a mate shows): a key a step kept consistent within
+    households (``household_keys``) shows none, unless a later step blanked it again in
+    single members. The advice names ``--household-keys auto``.
     """
     import numpy as np
     import pandas as pd
+
+    from sdcbayes.protection.suppression import household_level_keys
 
     if household is None:
         return []
     hh = pd.factorize(original[household])[0]  # no missing ids: Microdata refused them
     n_hh = int(hh.max()) + 1 if hh.size else 0
     found = []
-    for k in keys:
-        codes = pd.factorize(original[k], use_na_sentinel=False)[0]  # missing: a value too
-        if pd.Series(codes).groupby(hh).nunique().max() != 1:
-            continue  # not a household-level key
+    for k in household_level_keys(original, keys, household):  # "auto"'s keys
         shown = protected[k].notna().to_numpy()
         blank = ~shown & original[k].notna().to_numpy()
         mates = int(np.count_nonzero(blank & (np.bincount(hh, shown, n_hh) > 0)[hh]))
@@ -2712,8 +2811,9 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
     return [f"--household {household}: blanked values of a household-level key (one value in "
             f"every household of the input) are shown by a household mate: {', '.join(found)}; "
             "with the household id released they can be read off the mates, which the risk "
-            "after does not count (blank such a key in every member of the household, or "
-            "recode it)"]
+            "after does not count: --household-keys auto blanks such a key in every member "
+            "of the household (a recipe's suppress step: \"household_keys\": \"auto\"), or "
+            "recode it"]
 
 
 def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: dict[str, Any],
@@ -3660,8 +3760,28 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             text += f", IL1 {v['il1']:.3g}"
         rows.append((f"  {var}", text))
     echo_table(rows)
+    for line in _household_keys_lines(s["steps"]):
+        click.echo(line)
     extra = "".join(f", {f}" for f in s["output_files"] if f == PRAM_MATRICES)
     click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html{extra}")
+
+
+def _household_keys_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """One line per suppression step with ``household_keys``: the blanks it added in mates.
+
+    Those blanks are in the step's ``suppressions`` (and in the information loss above);
+    this says how many of them the household consistency cost.
+    """
+    out = []
+    for st in steps:
+        r = st.get("result") or {}
+        if "household_suppressions" not in r:
+            continue
+        added = r["household_suppressions"]
+        per_key = ", ".join(f"{k} {n:,}" for k, n in added.items()) or "none"
+        out.append(f"step {st['step']} ({st['name']}): {sum(added.values()):,} values blanked "
+                   f"in household mates (household_keys: {per_key})")
+    return out
 
 
 def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:

@@ -55,6 +55,7 @@ from sdcbayes.protection.pram import (
 from sdcbayes.protection.recode import band, bottom_code, merge_levels, top_code
 from sdcbayes.protection.suppression import (
     default_importance,
+    household_level_keys,
     local_suppression,
     risk_suppression,
     wildcard_frequencies,
@@ -71,6 +72,7 @@ __all__ = [
     "ci_overlap",
     "correct_match_probability",
     "default_importance",
+    "household_level_keys",
     "il1",
     "invariant_pram",
     "invariant_transition_matrix",

@@ -109,6 +109,14 @@ in every record with r_i above a threshold; one key, one pass, no k-anonymity
 target. Linked ("ghost") columns (``linked=``, both functions) follow their key's
 blanks, sdcMicro's ``ghostVars``.
 
+Households (``household=``, ``household_keys=``, both functions). A key with one
+value in every household (household size, the household's region) that a step blanks
+in one member but not in a mate is read off the mate once the household id is released,
+and no risk measure of the released file counts that. With ``household_keys`` each such
+key blanked by the step in one member is blanked in every member of the household after
+the step reached its target: only wildcards are added, so no frequency falls and the
+file stays k-anonymous.
+
 This module may import NumPy, pandas, :mod:`sdcbayes.protection.base` (whose
 ``stamped`` stamps the results) and :mod:`sdcbayes.microdata`'s wildcard search; no
 risk or model module (a risk threshold reads the risks its caller computed).
@@ -144,6 +152,7 @@ __all__ = [
     "wildcard_frequencies",
     "default_importance",
     "default_risk_key",
+    "household_level_keys",
 ]
 
 
@@ -802,6 +811,8 @@ def local_suppression(
     combs: Sequence[int] | int | None = None,
     method: str = "greedy",
     linked: Mapping[str, Sequence[str] | str] | None = None,
+    household: str | None = None,
+    household_keys: Sequence[str] | str | None = None,
 ) -> ProtectionResult:
     """Suppress key values until the file is k-anonymous (seed 001, section 4.1.2).
 
@@ -863,6 +874,21 @@ def local_suppression(
         so no value the input released is taken back for a reason the step did not
         create (the two differ only where a key is missing in the input while its
         linked column is observed).
+    household : str, optional
+        Column of household ids (no missing ids; not a key, not a linked column),
+        used with ``household_keys``.
+    household_keys : sequence of str or "auto", optional
+        Keys to keep consistent within households: after k-anonymity is reached,
+        each of these keys that the step blanked in one member of a household is
+        blanked in every member where it is observed (and in its linked columns).
+        Why: a household-level key (one value per household, e.g. household size
+        or the household's region) blanked in one member but shown by a mate is
+        read off the mate once the household id is released, a disclosure that
+        no risk measure of the released file counts. ``"auto"``: the keys with
+        one value in every household of ``frame`` (a missing value counted as a
+        value). Only blanks are added, so every wildcard frequency can only grow
+        and the file stays k-anonymous. A listed key need not be household-level
+        (its blank then spreads to members whose values differ).
 
     Returns
     -------
@@ -877,12 +903,20 @@ def local_suppression(
         ``algorithm`` (``method``); with ``linked`` also ``linked`` (key -> list
         of columns) and ``linked_suppressions`` (linked column -> count of new
         missing values; those values are in ``log`` too, one row each, with
-        ``linked_to`` naming the key).
+        ``linked_to`` naming the key). With ``household``: ``household``,
+        ``household_keys`` (the keys kept consistent, ``"auto"`` resolved) and
+        ``household_suppressions`` (key -> count of the values blanked because a
+        household mate's was; included in ``suppressions``), and ``log`` gets a
+        column ``household_mate`` (True for those values, and for linked values
+        that followed them).
 
     Raises
     ------
     InputError
-        Unknown columns, bad k, importance, combs, method or linked.
+        Before any work: unknown columns, bad k, importance, combs, method or
+        linked; a ``household`` column that is missing, has missing ids, is a key
+        or a linked column; ``household_keys`` that are not keys of the step, or
+        without ``household``; ``household`` without ``household_keys``.
 
     Examples
     --------
@@ -936,6 +970,7 @@ def local_suppression(
             raise InputError(f"k={kk!r} must be an integer >= 1 (the k of k-anonymity); e.g. k=3")
 
     links = _check_linked(frame, keys, strata_l, linked)
+    hh, hh_keys = _check_households(frame, keys, links, household, household_keys)
     ranks = _importance_ranks(frame, keys, importance)
     codes, levels = _code_keys(frame, keys)
     radices = [len(lev) + 1 for lev in levels]
@@ -967,7 +1002,8 @@ def local_suppression(
             passes += p
 
     new = (codes < 0) & ~missing_before
-    out, log, linked_counts = _blanked_output(frame, keys, new, links)
+    mates = _household_blanks(frame, keys, new, hh, hh_keys)  # k-anonymous by now
+    out, log, linked_counts = _blanked_output(frame, keys, new, links, mates)
     if strata_l:
         names = np.asarray(code_strata(frame, strata_l)[1], dtype=object)
         log["stratum"] = names[stratum[log["record"].to_numpy()]]
@@ -989,6 +1025,7 @@ def local_suppression(
     if links:
         summary["linked"] = links
         summary["linked_suppressions"] = linked_counts
+    summary |= _household_summary(household, keys, hh_keys, mates)
     return ProtectionResult(out, log, summary)
 
 
@@ -1055,6 +1092,8 @@ def risk_suppression(
     *,
     key: str | None = None,
     linked: Mapping[str, Sequence[str] | str] | None = None,
+    household: str | None = None,
+    household_keys: Sequence[str] | str | None = None,
 ) -> ProtectionResult:
     """Blank one key in every record whose individual risk exceeds ``threshold``.
 
@@ -1093,24 +1132,32 @@ def risk_suppression(
         Linked ("ghost") columns, as in :func:`local_suppression`: the blanks of
         ``key`` are copied to the columns linked to it (sdcMicro's ``localSupp``
         transfers them to its ``ghostVars`` too).
+    household, household_keys : optional
+        As in :func:`local_suppression`: where ``key`` is one of ``household_keys``
+        (``"auto"``: the keys with one value in every household of ``frame``), its
+        blank in one member of a household is copied to every member, so that no
+        mate shows the blanked value once the household id is released.
 
     Returns
     -------
     ProtectionResult
         ``frame``: a copy with the key blanked in the records above the
         threshold. ``log``: one row per blanked value (``record``, ``variable``,
-        ``original``; ``linked_to`` with ``linked``). ``summary``: ``keys``,
-        ``key``, ``threshold``, ``n_above_threshold`` (records with r_i above it),
-        ``already_missing`` (of those, records whose key was missing already),
-        ``suppressions`` (key -> count), ``total_suppressions``, and with
-        ``linked`` ``linked`` and ``linked_suppressions``.
+        ``original``; ``linked_to`` with ``linked``; ``household_mate`` with
+        ``household``). ``summary``: ``keys``, ``key``, ``threshold``,
+        ``n_above_threshold`` (records with r_i above it), ``already_missing`` (of
+        those, records whose key was missing already), ``suppressions`` (key ->
+        count, household mates' blanks included), ``total_suppressions``, with
+        ``linked`` ``linked`` and ``linked_suppressions``, and with ``household``
+        ``household``, ``household_keys`` and ``household_suppressions``.
 
     Raises
     ------
     InputError
         Before any work: unknown columns, a ``key`` that is not among ``keys``, a
         threshold outside [0, 1), risks that are not one number in [0, 1] (or NaN)
-        per record, bad ``linked``.
+        per record, bad ``linked``, ``household`` or ``household_keys`` (as
+        :func:`local_suppression`).
 
     Examples
     --------
@@ -1133,6 +1180,7 @@ def risk_suppression(
     elif key not in keys:
         raise InputError(f"key {key!r} is not among the keys {keys}; choose one of them")
     links = _check_linked(frame, keys, None, linked)
+    hh, hh_keys = _check_households(frame, keys, links, household, household_keys)
     # only the chosen key is blanked: links of the other keys have nothing to follow
     links = {key: links[key]} if key in links else {}
     r = _record_values(frame, risk, "risk")
@@ -1147,7 +1195,8 @@ def risk_suppression(
     observed = frame[key].notna().to_numpy()
     new = np.zeros((len(frame), len(keys)), dtype=bool)
     new[:, j] = above & observed
-    out, log, linked_counts = _blanked_output(frame, keys, new, links)
+    mates = _household_blanks(frame, keys, new, hh, hh_keys)
+    out, log, linked_counts = _blanked_output(frame, keys, new, links, mates)
     summary = {
         "method": "risk_suppression",
         "keys": keys,
@@ -1161,6 +1210,7 @@ def risk_suppression(
     if links:
         summary["linked"] = links
         summary["linked_suppressions"] = linked_counts
+    summary |= _household_summary(household, keys, hh_keys, mates)
     # stamped by @stamped, the per-record risks summarised (_risk_digest)
     return ProtectionResult(out, log, summary)
 
@@ -1207,8 +1257,125 @@ def _check_linked(
     return out
 
 
+def household_level_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
+                         household: str) -> list[str]:
+    """The keys with one value in every household: ``household_keys="auto"``.
+
+    A missing value counts as a value of its own, so a key missing in one member and
+    shown in another is not household-level.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    keys : str or sequence of str
+        The keys to look at, returned in this order.
+    household : str
+        Column of household ids; records with a missing id are left out.
+
+    Returns
+    -------
+    list of str
+    """
+    frame = check_frame(frame)
+    keys = check_columns(frame, keys, "keys")
+    hh = pd.factorize(frame[check_columns(frame, household, "household")[0]])[0]
+    has_id = hh >= 0
+    hh = hh[has_id].astype(np.int64)
+    n_hh = len(np.unique(hh))
+    out = []
+    for key in keys:
+        codes = pd.factorize(frame[key], use_na_sentinel=False)[0][has_id]
+        # one (household, value) pair per household
+        if len(np.unique(hh * (int(codes.max(initial=0)) + 1) + codes)) == n_hh:
+            out.append(key)
+    return out
+
+
+def _check_households(
+    frame: pd.DataFrame, keys: list[str], links: dict[str, list[str]], household: Any,
+    household_keys: Any,
+) -> tuple[np.ndarray | None, list[str]]:
+    """``household`` as household codes and ``household_keys`` as a list, checked.
+
+    Raised before any work (:class:`InputError`); ``(None, [])`` without ``household``.
+    """
+    if household is None:
+        if household_keys is not None:
+            raise InputError(
+                f"household_keys={household_keys!r} needs household=, the column of "
+                "household ids within which the keys are kept consistent; give it, or leave "
+                "out household_keys")
+        return None, []
+    if isinstance(household, (list, tuple)) or household not in frame.columns:
+        check_columns(frame, [household] if isinstance(household, str) else household,
+                      "household")  # its message names the columns
+        raise InputError(f"household must be one column name; got {household!r}")
+    if household in keys:
+        raise InputError(
+            f"household column {household!r} is a key of the step: the step could blank the "
+            "ids that group its records; leave it out of the keys")
+    followers = [k for k, cols in links.items() if household in cols]
+    if followers:
+        raise InputError(
+            f"household column {household!r} is linked to {followers[0]!r}: it would be "
+            "blanked with that key, leaving records without a household; leave it out of "
+            "linked")
+    n_missing = int(frame[household].isna().sum())
+    if n_missing:
+        raise InputError(
+            f"household column {household!r} has {n_missing} missing ids; every record "
+            "needs one (give a record living alone an id of its own), or leave out household")
+    if household_keys is None:
+        raise InputError(
+            f"household={household!r} is used with household_keys, the keys to keep "
+            "consistent within households: give household_keys='auto' (the keys with one "
+            "value per household) or a list of keys")
+    if isinstance(household_keys, str) and household_keys == "auto":
+        hk = household_level_keys(frame, keys, household)
+    else:
+        hk = check_columns(frame, household_keys, "household_keys")
+        stray = [k for k in hk if k not in keys]
+        if stray:
+            raise InputError(
+                f"household_keys {stray} are not among the keys the step suppresses "
+                f"({', '.join(map(str, keys))}); name keys of the step, or 'auto'")
+    return pd.factorize(frame[household])[0], hk
+
+
+def _household_blanks(frame: pd.DataFrame, keys: list[str], new: np.ndarray,
+                      hh: np.ndarray | None, hh_keys: list[str]) -> np.ndarray | None:
+    """Blank each household key in every member where the step blanked it in one.
+
+    ``new`` (records x keys, the step's blanks) is updated in place; returns the
+    blanks added (same shape), None without households. Values missing in the input
+    are no blank of the step and spread nothing (as ``linked`` copies only the step's
+    own blanks).
+    """
+    if hh is None:
+        return None
+    added = np.zeros_like(new)
+    n_hh = int(hh.max()) + 1 if hh.size else 0
+    for key in hh_keys:
+        j = keys.index(key)
+        hit = np.bincount(hh, weights=new[:, j], minlength=n_hh) > 0
+        added[:, j] = hit[hh] & ~new[:, j] & frame[key].notna().to_numpy()
+        new[:, j] |= added[:, j]
+    return added
+
+
+def _household_summary(household: str | None, keys: list[str], hh_keys: list[str],
+                       added: np.ndarray | None) -> dict[str, Any]:
+    """The summary's household entries (none without ``household``)."""
+    if household is None:
+        return {}
+    return {"household": household, "household_keys": hh_keys,
+            "household_suppressions": {k: int(added[:, keys.index(k)].sum())
+                                       for k in hh_keys}}
+
+
 def _blanked_output(
-    frame: pd.DataFrame, keys: list[str], new: np.ndarray, links: dict[str, list[str]]
+    frame: pd.DataFrame, keys: list[str], new: np.ndarray, links: dict[str, list[str]],
+    mates: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
     """The protected frame, the log and the linked counts for new blanks ``new``.
 
@@ -1216,7 +1383,9 @@ def _blanked_output(
     linked column of a key is blanked where the key was and the column is observed.
     The log has one row per blanked value (``record``, ``variable``, ``original``,
     and with links ``linked_to``: the key a linked value followed, None for a key),
-    sorted by record and variable.
+    sorted by record and variable. With ``mates`` (the blanks :func:`_household_blanks`
+    added, a part of ``new``) also ``household_mate``: True for those blanks and for
+    the linked values that followed them.
     """
     out = output_frame(frame)
     masks: dict[str, np.ndarray] = {}
@@ -1239,12 +1408,22 @@ def _blanked_output(
                 origin[c] = np.full(len(frame), None, dtype=object)
             origin[c][m] = key
             linked_counts[c] = linked_counts.get(c, 0) + int(m.sum())
-    rec_parts, var_parts, orig_parts, link_parts = [], [], [], []
+    rec_parts, var_parts, orig_parts, link_parts, mate_parts = [], [], [], [], []
     for col, mask in masks.items():
         if not mask.any():
             continue
         out[col] = with_missing(frame, col, mask)
         idx = np.flatnonzero(mask)
+        if mates is not None:
+            if col in origin:  # a linked value: whether the key's blank it followed was added
+                followed = origin[col][idx]
+                part = np.zeros(idx.size, dtype=bool)
+                for key in set(followed):
+                    sel = followed == key
+                    part[sel] = mates[idx[sel], keys.index(key)]
+                mate_parts.append(part)
+            else:
+                mate_parts.append(mates[idx, keys.index(col)])
         rec_parts.append(idx)
         var_parts.append(np.full(idx.size, col, dtype=object))
         # only the suppressed values as objects, not the whole column
@@ -1270,5 +1449,8 @@ def _blanked_output(
     if links:
         log["linked_to"] = (np.concatenate(link_parts) if link_parts
                             else np.array([], dtype=object))
+    if mates is not None:
+        log["household_mate"] = (np.concatenate(mate_parts) if mate_parts
+                                 else np.array([], dtype=bool))
     log = log.sort_values(["record", "variable"], kind="stable").reset_index(drop=True)
     return out, log, linked_counts
