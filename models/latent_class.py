@@ -1495,11 +1495,16 @@ class PatternSums:
             return np.zeros((P, D, 0)), np.zeros((P, D, 0))
         a, _ = self._weights_many(rect, self._fixed_levels(rect, codes[:, 0]), sl)
         # (P, draws, H, K) contiguous: einsum then sums over H as cells() does, to the bit
-        prod = np.ones(a.shape + (K,))
+        prod = None
         for j in self._free(rect):
             # the cells' profile values of key j, (draws, H, P, K) moved to (P, draws, H, K)
-            np.multiply(prod, np.moveaxis(self.phi[j][sl][:, :, codes[:, :, j]], 2, 0),
-                        out=prod)
+            x = np.moveaxis(self.phi[j][sl][:, :, codes[:, :, j]], 2, 0)
+            if prod is None:  # the first key's values: 1 x them, without a pass of ones
+                prod = np.ascontiguousarray(x)
+            else:
+                np.multiply(prod, x, out=prod)
+        if prod is None:
+            prod = np.ones(a.shape + (K,))
         pi = np.einsum("psh,pshk->psk", a, prod)
         lam = self.n * np.einsum("psh,pshk->psk", a * self.E[sl], prod)
         if self._ks is not None:  # (draws, P, K) of each cell's level, moved to (P, draws, K)

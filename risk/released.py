@@ -112,9 +112,11 @@ matrix of :class:`~sdcbayes.models.latent_class.PatternSums`) and the same numbe
 explicit cells together, as patterns x draws arrays, with the same sums in the same order as
 one pattern at a time, so that the remainder's cancellation rounds alike (``_score_blanked``;
 tests/test_released_batch.py checks it against the per-pattern reference of
-tests/released_reference.py to 1e-12). Most of the time is then the quadrature, about
-draws x explicit cells x 226 nodes x 3.5 ns per pattern
-(``python benchmarks/released_risk.py --scale``).
+tests/released_reference.py to 1e-12). Each pattern's top cells are ranked once, and a
+batch's top cells' pi and lam serve both the quadrature and the predictive draw. The time
+is then mostly the quadrature (about 113 of its 226 nodes per row where the coarser rule
+is exact enough, :func:`~sdcbayes.risk.posterior.inverse_moment_sum_rows`) and the
+predictive draw's keyed streams (``python benchmarks/released_risk.py --scale``).
 
 A record's risk is the posterior mean of :math:`E(1/F_p \mid \theta)` (Rao-Blackwellised),
 the file's ER their sum. The ER's interval is posterior predictive (``interval_kind``), as
@@ -1244,8 +1246,11 @@ def _score_blanked(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray, out: di
     Memory: a batch's patterns x draws x cells arrays hold about
     :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS` elements, and its patterns x draws
     at most that too (a few: the risks, the predictive draw's explicit X and remainder
-    laws); the predictive draw's top cells are drawn per batch in chunks of cells x
-    draws x classes within the same budget (:meth:`_Predictive.top_sum`). It does not
+    laws), and its patterns x draws x top cells too (their pi and lam, computed once per
+    batch for the quadrature and the predictive draw); the predictive draw's top cells
+    are drawn per batch (:meth:`_Predictive.top_sum`). Each pattern's top cells are
+    ranked once (their levels on the free keys kept, int32, a few hundred bytes a
+    pattern). It does not
     grow with the patterns, their top cells or the records. Writes into ``out``
     (the arrays of :func:`assess_released`).
     """
@@ -1265,20 +1270,28 @@ def _score_blanked(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray, out: di
         order, start, count = _observed_cells(key_codes, n_levels, rect, fixed)
         csum = np.concatenate([[0.0], np.cumsum(fk[order])])  # integer counts: exact
         Pg = members.size
-        n_top = np.zeros(Pg, np.int64)
+        free = [j for j, lv in enumerate(rect) if lv is None or lv.size > 1]
+        # each pattern's top cells, once: their levels on the free keys (the fixed ones are
+        # the pattern's own) and which are neither observed nor structural zeros (pi = lam
+        # = 0: no slot's worth); kept compact for the batches, which rebuild the codes
         M = 0
-        if use_top:  # each pattern's top cells that are not observed
+        top_free = np.zeros((Pg, 0, len(free)), np.int32)
+        top_valid = np.zeros((Pg, 0), bool)
+        if use_top:
             free_lv = max([n_levels[j] if lv is None else lv.size
                            for j, lv in enumerate(rect) if lv is None or lv.size > 1] or [1])
             step = max(1, CHUNK_ELEMENTS // max(rank_draws.size * max(H, free_lv),
                                                 ctx.top_cells * J))
             for c0 in range(0, Pg, step):
                 tops = ps.top_cells_many(rect, fixed[c0:c0 + step], ctx.top_cells, rank_draws)
-                M = tops.shape[1]
-                # neither observed nor structural zeros (pi = lam = 0: no slot's worth)
-                n_top[c0:c0 + step] = (~cellset.contains(tops.reshape(-1, J)).reshape(-1, M)
-                                       & ~ps.in_zeros(tops)).sum(axis=1)
-        K = count + n_top
+                if c0 == 0:
+                    M = tops.shape[1]
+                    top_free = np.empty((Pg, M, len(free)), np.int32)
+                    top_valid = np.empty((Pg, M), bool)
+                top_free[c0:c0 + step] = tops[:, :, free]
+                top_valid[c0:c0 + step] = (~cellset.contains(tops.reshape(-1, J))
+                                           .reshape(-1, M) & ~ps.in_zeros(tops))
+        K = count + top_valid.sum(axis=1)
         srt = np.argsort(K, kind="stable")
         Ks = K[srt]
         i = 0
@@ -1286,17 +1299,28 @@ def _score_blanked(ctx: _Scoring, pats: np.ndarray, blanked: np.ndarray, out: di
             # patterns of one K, as many as keep patterns x draws x cells within budget
             j = int(np.searchsorted(Ks, Ks[i], side="right"))
             width = dS * max(int(Ks[i]) + M + 1, H * max(M, 1))
-            nb = max(1, min(j - i, CHUNK_ELEMENTS // width, CHUNK_ELEMENTS // max(S, 1)))
+            # (the predictive draw holds the top cells' pi and lam, patterns x draws x M)
+            nb = max(1, min(j - i, CHUNK_ELEMENTS // width,
+                            CHUNK_ELEMENTS // max(S * max(M, 1), 1)))
             sel = srt[i:i + nb]
             i += nb
+            if use_top:  # the codes: the fixed levels, the top levels on the free keys
+                tops = np.repeat(fixed[sel][:, None, :], M, axis=1)
+                tops[:, :, free] = top_free[sel]
+                tops = (tops, top_valid[sel])
+            else:
+                tops = None
             _score_batch(ctx, rect, members[sel], fixed[sel], order, start[sel], count[sel],
-                         csum, int(Ks[i - 1]), use_top, cellset, rank_draws,
-                         expected_inverse_frequency_f, out)
+                         csum, int(Ks[i - 1]), tops, expected_inverse_frequency_f, out)
 
 
-def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, rank_draws,
-                 eif, out) -> None:
-    """One batch of :func:`_score_blanked`: patterns ``pb`` with ``K`` explicit cells each."""
+def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, top, eif, out) -> None:
+    """One batch of :func:`_score_blanked`: patterns ``pb`` with ``K`` explicit cells each.
+
+    ``top``: the patterns' top cells and which of them are explicit, ``(codes (P, M, J),
+    valid (P, M))`` from :meth:`~sdcbayes.models.latent_class.PatternSums.top_cells_many`
+    (ranked once per pattern by :func:`_score_blanked`), or None without top cells.
+    """
     ps, pi, kap, n, qs = ctx.ps, ctx.pi, ctx.kap, ctx.n, ctx.qs
     S = kap.size
     J = ctx.spec.n_keys
@@ -1306,9 +1330,8 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
     ar = np.arange(Omax)
     ovalid = ar[None, :] < ct[:, None]
     obs = order[np.where(ovalid, st[:, None] + ar[None, :], 0)]
-    if use_top:
-        tops = ps.top_cells_many(rect, fb, ctx.top_cells, rank_draws)
-        tvalid = ~cellset.contains(tops.reshape(-1, J)).reshape(nb, -1) & ~ps.in_zeros(tops)
+    if top is not None:
+        tops, tvalid = top
     else:
         tops = np.empty((nb, 0, J), np.int64)
         tvalid = np.empty((nb, 0), bool)
@@ -1328,9 +1351,11 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
         p_r = np.zeros((nb, S))
         p_rho = np.ones((nb, S))
         p_mean = np.zeros((nb, S))
-        # the valid top cells' X, every draw at once: a cell's keyed stream runs over all
-        # draws in draw order, whatever the draw chunks below
-        xe += pred.top_sum(rect, tops, tvalid)
+        # the top cells' pi and lam over all draws, gathered from the draw chunks below for
+        # the valid top cells' X (drawn after them: a cell's keyed stream runs over all
+        # draws in draw order, whatever the chunks)
+        top_par = (np.empty((nb, S, tops.shape[1])), np.empty((nb, S, tops.shape[1]))
+                   ) if tvalid.any() else None
     for s0 in range(0, S, ctx.draw_chunk):
         sl = slice(s0, min(s0 + ctx.draw_chunk, S))
         k = kap[sl]
@@ -1339,6 +1364,9 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
         es = np.empty((nb, k.size))
         xs = np.empty((nb, k.size))
         pix = lamx = None
+        if pred is not None and top_par is not None:
+            pix, lamx = ps.cells_many(rect, tops, sl)
+            top_par[0][:, sl], top_par[1][:, sl] = pix, lamx
         if (~fin).any():  # Poisson draws: X_p ~ Po(lam_p) exactly
             es[:, ~fin] = eif(f[:, None], sm["lam"][:, ~fin], np.inf)
             xs[:, ~fin] = sm["lam"][:, ~fin]
@@ -1347,7 +1375,6 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
             if (~fin).any():  # Poisson draws: the remainder is Po(lam_p - explicit lam)
                 lx = np.where(ovalid[None], ctx.lam_of(sl, obs), 0.0).sum(axis=2).T
                 if tvalid.any():
-                    pix, lamx = ps.cells_many(rect, tops, sl)
                     lx += np.where(tvalid[:, None, :], lamx, 0.0).sum(axis=2)
                 lp = sm["lam"][:, ~fin]
                 rest = np.maximum(lp - lx[:, ~fin], 0.0)
@@ -1393,6 +1420,8 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, use_top, cellset, ra
         e[:, sl] = es
         xm[:, sl] = xs
     if pred is not None:
+        if top_par is not None:
+            xe += pred.top_sum(rect, tops, tvalid, params=top_par)  # pi, lam of these tops
         pred.add(out, pb, ctx.m_p_f[pb], f, xe, p_nb, p_r, p_rho, p_mean)
     out["f_p"][pb] = f
     out["risk"][pb] = mean_over_draws(e.T)
@@ -1651,7 +1680,8 @@ class _Predictive:
         return [np.random.Generator(np.random.PCG64(_State(st)))
                 for st in _spawn_states(self.seed, keys)]
 
-    def top_sum(self, rect, tops: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    def top_sum(self, rect, tops: np.ndarray, valid: np.ndarray,
+                params: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         r"""Each pattern's summed X over its top cells ``tops`` (P, T, J) where ``valid``.
 
         Returns (P, draws), float (sums of integer counts: exact). Each distinct cell of
@@ -1660,7 +1690,9 @@ class _Predictive:
         :meth:`~sdcbayes.models.latent_class.PatternSums.cells_many` on the patterns'
         rectangle ``rect`` (products over its free keys only) of the first pattern that
         lists it, in chunks of those patterns that keep patterns x draws x classes x T
-        within :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS`.
+        within :data:`~sdcbayes.risk.posterior.CHUNK_ELEMENTS`; or from ``params``, ``(pi,
+        lam)`` (P, draws, T) of ``tops``, where the caller computed them for its own use
+        (:func:`_score_batch`, by draw chunks: the same values, to the bit).
         """
         P, T = valid.shape
         S = self.kap.size
@@ -1690,7 +1722,10 @@ class _Predictive:
             own = owners[c0:c0 + step]
             r1 = int(np.searchsorted(owned_by, own[-1], side="right"))
             sel = by_owner[r0:r1]  # the cells these patterns own, in renumbered order
-            pic, lamc = self.ps.cells_many(rect, tops[own])  # (patterns, draws, T)
+            if params is None:
+                pic, lamc = self.ps.cells_many(rect, tops[own])  # (patterns, draws, T)
+            else:
+                pic, lamc = params[0][own], params[1][own]
             a = np.searchsorted(own, own_i[sel])
             pic, lamc = pic[a, :, own_t[sel]], lamc[a, :, own_t[sel]]  # (cells, draws)
             scale = np.where(fin, lamc / (k1 + self.n * pic), 0.0)  # (1 - rho) / rho

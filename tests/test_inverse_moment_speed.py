@@ -6,7 +6,10 @@ tanh-sinh rule whose weights sum below that bound (after Jensen's f/(f + EX)) ar
 skipped, and the near-Poisson cells (odds (1 - rho)/rho at most ``_SERIES_ODDS``) are
 summed as one alternating power series of log1p (the rows sorted by f share the powers
 of the nodes), cut after the fewest terms whose error bound (the next term) is below it;
-the other cells keep one ``log1p`` per node. The frozen copy below is the implementation
+the other cells keep one ``log1p`` per node. A row whose cells have odds at most
+``_LEVEL_ODDS`` and whose step-4h and step-2h sums agree to ``_LEVEL_TOL`` keeps the
+step-2h sum (every other node; tests/test_released_speed.py checks it on random rows
+within that bound). The frozen copy below is the implementation
 before that change (226 nodes, one ``log1p`` per cell and node); the new one must agree
 with it to 1e-13 relative over adversarial rows, and both with the closed forms for one
 negative binomial (:func:`sdcbayes.risk.individual.negbin_inverse_moment`) and for a Poisson

@@ -299,8 +299,8 @@ def test_top_cells_drawn_from_their_keyed_streams(monkeypatch):
     seen = []
     orig = released._Predictive.top_sum
 
-    def spy(self, rect, tops, valid):
-        xt = orig(self, rect, tops, valid)
+    def spy(self, rect, tops, valid, params=None):
+        xt = orig(self, rect, tops, valid, params)
         seen.append((tops.copy(), valid.copy(), xt.copy()))
         return xt
 
