@@ -36,6 +36,23 @@ def run_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, rc, cap.out, cap.err)
 
 
+def main_captured(*args: str) -> tuple[int, str, str]:
+    """``sdcbayes ARGS`` in this process: (exit status, stdout, stderr).
+
+    For module-scoped fixtures, which cannot use capsys: the streams are redirected
+    instead.
+    """
+    import contextlib
+    import io
+
+    from sdcbayes.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(args))
+    return rc, out.getvalue(), err.getvalue()
+
+
 #: Warning categories a fresh interpreter does not print (Python's default filters, no -W
 #: option; a DeprecationWarning only where ``__main__`` triggers it, which a library never is).
 HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)

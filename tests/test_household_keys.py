@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from clitools import assert_one_line_error, run_in_process
+from test_protect_household import _survey
 
 from sdcbayes.exceptions import InputError
 from sdcbayes.protection import suppression as S
@@ -200,21 +201,7 @@ def test_library_refusals_before_any_work(monkeypatch, kwargs, fragments, functi
 
 
 # --------------------------------------------------------------------------- protect
-def _survey(n: int = 400, seed: int = 5) -> pd.DataFrame:
-    """A weighted sample of households of 1-3 records; region is the household's."""
-    rng = np.random.default_rng(seed)
-    hid = np.repeat(np.arange(n), rng.integers(1, 4, n))[:n] + 1000
-    df = pd.DataFrame({
-        "age": rng.choice(["0-19", "20-39", "40-59", "60+"], n),
-        "sex": rng.choice(["f", "m"], n),
-        "region": rng.choice(["north", "south", "east", "west"], n, p=[0.4, 0.3, 0.2, 0.1]),
-        "occupation": rng.choice([f"o{i}" for i in range(12)], n),
-        "income": rng.gamma(2.0, 1000.0, n).round(2),
-        "hid": hid,
-        "w": rng.uniform(5, 60, n).round(3),
-    })
-    df["region"] = df.groupby("hid")["region"].transform("first")  # a household-level key
-    return df
+# households of 1-3 records, region the household's (test_protect_household's file)
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,6 @@ sweeps) on a small weighted file with households.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import warnings
@@ -24,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyreadstat
 import pytest
-from clitools import assert_one_line_error, run_in_process
+from clitools import assert_one_line_error, main_captured, run_in_process
 
 KEYS = ["age", "sex", "region", "occupation"]
 SHORT = ["--draws", "100", "--tune", "200", "--chains", "2"]
@@ -49,15 +47,6 @@ def _survey(n: int = 400, seed: int = 5) -> pd.DataFrame:
     return df
 
 
-def _main(*args: str) -> tuple[int, str, str]:
-    from sdcbayes.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(args))
-    return rc, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Closed form with and without --household, latent-class with it; and a noise-only run."""
@@ -71,7 +60,7 @@ def runs(tmp_path_factory):
     res = {"path": path, "tmp": tmp}
     for name, extra in (("cf", ["--household", "hid"]), ("plain", []),
                         ("lc", ["--household", "hid", "--model", "latent-class", *SHORT])):
-        rc, out, err = _main("protect", *common, *extra, "--out", str(tmp / name))
+        rc, out, err = main_captured("protect", *common, *extra, "--out", str(tmp / name))
         assert rc == 0, err
         res[name] = {"out": out, "err": err, "dir": tmp / name,
                      "summary": json.loads((tmp / name / "summary.json").read_text()),
@@ -226,9 +215,10 @@ def test_latent_class_before_is_assess_household_and_after_assess_released(runs)
 
 
 def test_a_run_that_changes_no_key_keeps_the_household_er(runs):
-    rc, _, err = _main("protect", str(runs["path"]), "--keys", ",".join(KEYS), "--weight", "w",
-                       "--household", "hid", "--noise", "income", "--seed", "1",
-                       "--model", "latent-class", *SHORT, "--out", str(runs["tmp"] / "noise"))
+    rc, _, err = main_captured(
+        "protect", str(runs["path"]), "--keys", ",".join(KEYS), "--weight", "w",
+        "--household", "hid", "--noise", "income", "--seed", "1",
+        "--model", "latent-class", *SHORT, "--out", str(runs["tmp"] / "noise"))
     assert rc == 0, err
     r = json.loads((runs["tmp"] / "noise" / "summary.json").read_text())["risk"]
     for key in ("household_expected_reidentifications",

@@ -12,8 +12,6 @@ run end to end, and that the demo's age recode with 3-anonymity lands near its t
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import warnings
@@ -21,7 +19,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from clitools import assert_one_line_error, run_in_process
+from clitools import assert_one_line_error, main_captured, run_in_process
 
 KEYS = ["age", "sex", "region", "occupation"]
 SHORT = ["--draws", "100", "--tune", "200", "--chains", "2"]
@@ -41,16 +39,6 @@ def _survey(n: int = 400, seed: int = 5) -> pd.DataFrame:
     })
 
 
-def _main(*args: str) -> tuple[int, str, str]:
-    """``sdcbayes ARGS`` in this process (module-scoped fixtures cannot use capsys)."""
-    from sdcbayes.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(args))
-    return rc, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """One latent-class run (and its closed-form twin) on the small file, shared."""
@@ -59,10 +47,10 @@ def run(tmp_path_factory):
     _survey().to_csv(path, index=False)
     common = [str(path), "--keys", ",".join(KEYS), "--weight", "w", "--suppress-k", "3",
               "--noise", "income", "--seed", "1"]
-    rc, out, err = _main("protect", *common, "--model", "latent-class", *SHORT,
-                         "--out", str(tmp / "lc"))
+    rc, out, err = main_captured("protect", *common, "--model", "latent-class", *SHORT,
+                                 "--out", str(tmp / "lc"))
     assert rc == 0, err
-    rc_cf, _, err_cf = _main("protect", *common, "--out", str(tmp / "cf"))
+    rc_cf, _, err_cf = main_captured("protect", *common, "--out", str(tmp / "cf"))
     assert rc_cf == 0, err_cf
     return {
         "path": path, "out": out, "err": err, "dir": tmp / "lc",
@@ -269,9 +257,10 @@ def test_top_coding_a_key_is_scored_as_its_rectangle(tmp_path, survey_file):
         {"step": "suppress", "k": 3, "keys": ["age", "sex"]},
         {"step": "top_code", "column": "hhsize", "threshold": 5}]}))
     keys = ["age", "sex", "hhsize"]
-    rc, _, err = _main("protect", str(survey_file), "--keys", ",".join(keys), "--weight", "w",
-                       "--model", "latent-class", "--recipe", str(recipe), *SHORT, "--seed",
-                       "1", "--out", str(tmp_path / "o"), "--quiet")
+    rc, _, err = main_captured(
+        "protect", str(survey_file), "--keys", ",".join(keys), "--weight", "w",
+        "--model", "latent-class", "--recipe", str(recipe), *SHORT, "--seed",
+        "1", "--out", str(tmp_path / "o"), "--quiet")
     assert rc == 0, err
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     risk = summary["risk"]
@@ -308,9 +297,10 @@ def test_demo_age_recode_and_suppression_is_near_the_true_risk(tmp_path):
     path = tmp_path / "demo.parquet"
     load_demo().sample.to_parquet(path)
     recode = [a for r in AGE_RECODES for a in ("--recode", r)]
-    rc, _, err = _main("protect", str(path), "--keys", ",".join(demo_keys()), "--weight",
-                       "weight", *recode, "--suppress-k", "3", "--model", "latent-class",
-                       *SHORT, "--seed", "1", "--out", str(tmp_path / "o"), "--quiet")
+    rc, _, err = main_captured(
+        "protect", str(path), "--keys", ",".join(demo_keys()), "--weight", "weight", *recode,
+        "--suppress-k", "3", "--model", "latent-class", *SHORT, "--seed", "1", "--out",
+        str(tmp_path / "o"), "--quiet")
     assert rc == 0, err
     risk = json.loads((tmp_path / "o" / "summary.json").read_text())["risk"]
     # the released file is the one whose truth is known: same blanks, same closed form
@@ -338,9 +328,10 @@ def test_missing_key_values_run_with_missing_option(tmp_path, missing):
     frame.loc[[3, 7, 11], "region"] = np.nan
     path = tmp_path / "holes.csv"
     frame.to_csv(path, index=False)
-    rc, _, err = _main("protect", str(path), "--keys", ",".join(KEYS), "--weight", "w",
-                       "--suppress-k", "3", "--model", "latent-class", "--missing", missing,
-                       *SHORT, "--seed", "1", "--out", str(tmp_path / "o"), "--quiet")
+    rc, _, err = main_captured(
+        "protect", str(path), "--keys", ",".join(KEYS), "--weight", "w", "--suppress-k", "3",
+        "--model", "latent-class", "--missing", missing, *SHORT, "--seed", "1", "--out",
+        str(tmp_path / "o"), "--quiet")
     assert rc == 0, err
     risk = json.loads((tmp_path / "o" / "summary.json").read_text())["risk"]
     assert risk["fit"]["missing"] == missing
