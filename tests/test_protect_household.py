@@ -343,3 +343,42 @@ def test_the_household_column_of_an_spss_file_is_released_as_read(capsys, tmp_pa
     pd.testing.assert_series_equal(got["hid"], pyreadstat.read_sav(str(path))[0]["hid"])
     assert meta.column_names_to_labels["hid"] == "Household number"
     assert json.loads((out / "summary.json").read_text())["household"] == "hid"
+
+
+# --------------------------------------------------------------------------- counted sizes
+def test_a_key_that_counts_the_household_records_is_warned_about():
+    """Household size equal to each household's number of records: its blanks are counted
+    off the file once the id is released, in one member or in all."""
+    from sdcbayes.commands.protect import _household_count_warnings
+
+    df = pd.DataFrame({"hid": [1, 1, 2, 3, 3, 3], "size": [2, 2, 1, 3, 3, 3],
+                       "sex": list("fmfmfm")})
+    prot = df.astype({"size": float})
+    prot.loc[[0, 3, 4, 5], "size"] = np.nan  # household 3 blanked in every member
+    warned = _household_count_warnings(df, prot, ["size", "sex"], "hid")
+    assert len(warned) == 1 and "'size' (4 blanked)" in warned[0]
+    assert "counted off the file" in warned[0] and "understates" in warned[0]
+    # levels written as text (a categorical of "1", "2", "3") are numbers too
+    as_text = df.assign(size=df["size"].astype(str).astype("category"))
+    assert _household_count_warnings(as_text, prot, ["size", "sex"], "hid") == warned
+    # a household-level key that is not the count (household 2: size 2, one record), nothing
+    # blanked, or no --household: no warning
+    other = df.assign(size=[2, 2, 2, 3, 3, 3])
+    assert _household_count_warnings(other, prot, ["size", "sex"], "hid") == []
+    assert _household_count_warnings(df, df, ["size", "sex"], "hid") == []
+    assert _household_count_warnings(df, prot, ["size", "sex"], None) == []
+
+
+def test_the_demo_household_size_is_warned_about_even_when_kept_consistent(tmp_path):
+    from sdcbayes.datasets import demo_keys, load_demo
+
+    path = tmp_path / "demo.csv"
+    load_demo().sample.to_csv(path, index=False)
+    rc, _, err = main_captured(
+        "protect", str(path), "--keys", ",".join(demo_keys()), "--weight", "weight",
+        "--household", "household_id", "--household-keys", "auto", "--suppress-k", "3",
+        "--out", str(tmp_path / "o"), "--quiet")
+    assert rc == 0, err
+    # consistent within households (no mate shows it), yet counted off the file
+    assert "shown by a household mate" not in err
+    assert "'household_size' (151 blanked) equals the number of records" in err

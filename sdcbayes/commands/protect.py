@@ -613,7 +613,8 @@ def command(
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
-        + _household_mates_warnings(frame, current, key_list, household)
+        + _household_mates_warnings(frame, current, key_list, household) \
+        + _household_count_warnings(frame, current, key_list, household)
     fit = released = None
     if md_fit is not None:
         # fitted once, on the input (the original): "before" is its assessment, "after"
@@ -2814,6 +2815,47 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
             "after does not count: --household-keys auto blanks such a key in every member "
             "of the household (a recipe's suppress step: \"household_keys\": \"auto\"), or "
             "recode it"]
+
+
+def _household_count_warnings(original, protected, keys: list[str], household: str | None
+                              ) -> list[str]:
+    """One warning when a blanked key is each household's number of records.
+
+    In a sample of whole households, a key such as household size that equals, in every
+    household of the input, the number of records with the household's id can be
+    counted off the released file once the id is released: a blank of it hides nothing,
+    in one member or in all (``--household-keys`` does not help), and the risk after,
+    which reads every blank as hidden, understates those records' risk. Checked on the
+    keys with one value per household whose values are numbers.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from sdcbayes.protection.suppression import household_level_keys
+
+    if household is None:
+        return []
+    hh = pd.factorize(original[household])[0]  # no missing ids: Microdata refused them
+    size = np.bincount(hh)[hh]
+    found = []
+    for k in household_level_keys(original, keys, household):
+        col = original[k]
+        values = pd.to_numeric(pd.Series(np.asarray(col, dtype=object), index=col.index),
+                               errors="coerce").to_numpy(float)
+        seen = col.notna().to_numpy()
+        if not seen.any() or np.isnan(values[seen]).any() or np.any(values[seen] != size[seen]):
+            continue  # not a number, or not the count of every household
+        blank = seen & protected[k].isna().to_numpy()
+        if blank.any():
+            found.append(f"{k!r} ({int(blank.sum())} blanked)")
+    if not found:
+        return []
+    return [f"--household {household}: {', '.join(found)} equals the number of records with "
+            "the household's id in every household of the input, so with the id released its "
+            "blanked values can be counted off the file, in one member or in all; the risk "
+            "after reads them as hidden and so understates those records' risk: leave such a "
+            "key out of the suppression (it is shown in effect) or do not release the "
+            "household id"]
 
 
 def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: dict[str, Any],
