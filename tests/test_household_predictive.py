@@ -102,6 +102,23 @@ def _household_er(invF: np.ndarray, hh: np.ndarray) -> np.ndarray:
     return out
 
 
+def _assert_household_draws(res, invF: np.ndarray, hh: np.ndarray) -> np.ndarray:
+    """``res``'s ER and household ER draws are those of the populations ``invF`` (draws,
+    records: each record's drawn 1/F); the interval is predictive, the estimate the mean
+    of the per-draw formula given θ. Returns the brute-force household draws."""
+    fd, s = res.file_draws, res.summary
+    # the oracle's populations are the ER's (validates it), then the household sums
+    np.testing.assert_allclose(invF.sum(axis=1), fd["expected_reidentifications"].values.ravel(),
+                               rtol=1e-12)
+    oracle = _household_er(invF, hh)
+    np.testing.assert_allclose(fd[HH].values.ravel(), oracle, rtol=1e-12)
+    assert s[HH + "_interval"] == pytest.approx(list(np.quantile(oracle, [0.05, 0.95])),
+                                                rel=1e-12)
+    assert s["household_interval_kind"] == INTERVAL_KIND
+    assert s[HH] == pytest.approx(fd[HH + "_conditional_mean"].values.mean(), rel=1e-12)
+    return oracle
+
+
 # ------------------------------------------------------------------ (a) the oracles
 
 
@@ -120,19 +137,10 @@ def test_latent_class_draws_are_the_realised_household_er_of_the_drawn_populatio
                        np.full(S, np.inf) if kap is None else kap, n, N, 5)
     cell = np.asarray(md.record_cell)
     invF = 1.0 / (fk[cell][None, :] + X[:, cell])  # (draws, records): a tiny file
-    fd = res.file_draws
-    # the oracle's populations are the ER's (validates it), then the household sums
-    np.testing.assert_allclose(invF.sum(axis=1), fd["expected_reidentifications"].values.ravel(),
-                               rtol=1e-12)
-    oracle = _household_er(invF, md.household_index)
-    np.testing.assert_allclose(fd[HH].values.ravel(), oracle, rtol=1e-12)
-    s = res.summary
-    assert s[HH + "_interval"] == pytest.approx(list(np.quantile(oracle, [0.05, 0.95])),
-                                                rel=1e-12)
-    assert s["household_interval_kind"] == INTERVAL_KIND
-    # the estimate and the hyper interval: the per-draw formula on r_i(θ), as before
+    oracle = _assert_household_draws(res, invF, md.household_index)
+    fd, s = res.file_draws, res.summary
+    # the hyper interval: the per-draw formula on r_i(θ), as before
     given = fd[HH + "_conditional_mean"].values.ravel()
-    assert s[HH] == pytest.approx(given.mean(), rel=1e-12)
     assert s[HH + "_hyper_interval"] == pytest.approx(list(np.quantile(given, [0.05, 0.95])),
                                                       rel=1e-12)
     # households with mates: the realised values differ from the formula draw by draw
@@ -327,16 +335,7 @@ def test_released_draws_combine_the_patterns_own_drawn_f(monkeypatch):
     assert not np.isnan(inv).any()
     pat = out.records["pattern"].to_numpy()
     invF = inv[:, pat]  # (draws, records): each record with its pattern's F_p
-    fd = out.file_draws
-    np.testing.assert_allclose(invF.sum(axis=1), fd["expected_reidentifications"].values.ravel(),
-                               rtol=1e-12)
-    oracle = _household_er(invF, md.household_index)
-    np.testing.assert_allclose(fd[HH].values.ravel(), oracle, rtol=1e-12)
-    s = out.summary
-    assert s[HH + "_interval"] == pytest.approx(list(np.quantile(oracle, [0.05, 0.95])),
-                                                rel=1e-12)
-    assert s["household_interval_kind"] == INTERVAL_KIND
-    assert s[HH] == pytest.approx(fd[HH + "_conditional_mean"].values.mean(), rel=1e-12)
+    _assert_household_draws(out, invF, md.household_index)
 
 
 # ------------------------------------------------------------------ (d) protect, the CLI
