@@ -18,6 +18,11 @@ r"""Compare priors, models and loss functions on one microdata file (issue 4).
   :math:`\mathrm{ER} = \sum_k f_k E(1/F_k \mid f_k)` (ARCHITECTURE.md, Notation; seed
   ``004_…`` eq. 1-6 for :math:`E(1/F_k \mid f_k)`), with 90% posterior predictive
   intervals (:mod:`sdcbayes.risk.posterior_assess`);
+* with households (``Microdata(..., household=...)``), sdcMicro's household
+  (hierarchical) expected re-identifications
+  :math:`\sum_h |h|\,(1 - \prod_{i \in h}(1 - r_i))` (seed ``001_…``, Section 3.3)
+  with their interval and its kind, as ``sdcbayes assess --household`` reports them for
+  the same model and seed (:func:`_household_columns`);
 * sampling diagnostics and fit time;
 * the publish/suppress decisions of seed ``003_…`` (Zaslavsky & Horton 1998,
   Sections 2 and 4) for the cells of the key cross-classification under each
@@ -234,7 +239,9 @@ def _pair_label(l1: Loss, l0: Loss) -> str:
 
 
 #: ``truth`` keys of :func:`compare_models` and the table columns they fill (``<col>_true``).
-_TRUTH_COLUMNS = {"tau1": "tau1", "tau2": "tau2", "expected_reidentifications": "er"}
+_TRUTH_COLUMNS = {"tau1": "tau1", "tau2": "tau2", "expected_reidentifications": "er",
+                  # the demo's own households (sdcbayes compare without DATA)
+                  "household_expected_reidentifications": "household_er"}
 
 
 def _check_truth(truth) -> dict[str, float] | None:
@@ -701,8 +708,11 @@ class ComparisonResult:
         ``sdcbayes assess``'s ``predictive_check``); empty without one. ``notes`` (only
         when there are any): each assessment's notes, ``"<name>: <note>"``, e.g. a
         latent-class row extrapolated stratum by stratum because the stratum is a key.
+        ``comparison``: the table's rows, the household risk (with households) under
+        ``sdcbayes assess``'s key names (:func:`_household_keys`).
         """
-        rows = self.table.replace({np.nan: None}).to_dict(orient="records")
+        rows = [_household_keys(r) for r in
+                self.table.replace({np.nan: None}).to_dict(orient="records")]
         # each assessment's notes (e.g. the per-stratum extrapolation of a latent-class
         # fit whose stratum is a key), named by their model, as assess's summary has them
         notes = [f"{name}: {note}" for name, a in self.assessments.items()
@@ -1184,6 +1194,73 @@ def _population_size(md) -> float:
 # --------------------------------------------------------------------------- the comparison
 
 
+#: ``table`` columns of the household risk and the keys summary.json gives them, those
+#: of ``sdcbayes assess --household``'s summary (the interval as one ``[lo, hi]`` pair).
+HOUSEHOLD_COLUMNS = {
+    "household_er": "household_expected_reidentifications",
+    "household_er_lo": "household_expected_reidentifications_interval",
+    "household_er_hi": "household_expected_reidentifications_interval",
+    "household_interval_kind": "household_interval_kind",
+    "household_expected_reidentified_households": "household_expected_reidentified_households",
+}
+
+
+def _household_columns(md, a, model: str, interval_kind: str) -> dict[str, Any]:
+    r"""A row's household risk: what ``sdcbayes assess --household`` reports for its model.
+
+    sdcMicro's hierarchical risk (seed ``001_…``, Section 3.3): a record is re-identified
+    when any member of its household is, so the household expected re-identifications
+    are :math:`\sum_h |h|\,(1 - \prod_{i \in h}(1 - r_i))`. The assessment ``a`` has
+    computed them already (:func:`sdcbayes.risk.posterior_assess.assess_from_posterior`,
+    for a posterior model exactly ``assess``'s numbers and interval kind); this takes
+    them into the row. The closed form's row, ``a`` evaluated on the plug-in draws, has
+    :func:`sdcbayes.risk.assess.assess_closed_form`'s estimate and, as there, the
+    expected re-identified households (the sum of the household risks, one per
+    household); its interval is that of its ER, over :math:`F_k` given the plug-in
+    alone, and its kind says so (``interval_kind``), where assess gives no interval.
+    """
+    sm = a.summary
+    lo, hi = sm["household_expected_reidentifications_interval"]
+    out: dict[str, Any] = {
+        "household_er": sm["household_expected_reidentifications"],
+        "household_er_lo": lo,
+        "household_er_hi": hi,
+        "household_interval_kind": (interval_kind if model == "closed-form"
+                                    else sm["household_interval_kind"]),
+    }
+    if model == "closed-form":
+        # as assess_closed_form counts them: the household risk of each household once
+        # (records dropped under --missing drop left out, as there)
+        hh = np.asarray(md.household_index)
+        kept = np.asarray(md.record_cell) >= 0
+        hrisk = a.records["household_risk"].to_numpy(dtype=float)[kept]
+        _, first = np.unique(hh[kept], return_index=True)
+        out["household_expected_reidentified_households"] = float(hrisk[first].sum())
+    return out
+
+
+def _household_keys(row: dict[str, Any]) -> dict[str, Any]:
+    """A summary.json comparison row with the household risk under assess's key names.
+
+    ``household_er`` -> ``household_expected_reidentifications``, ``household_er_lo``
+    and ``_hi`` -> ``household_expected_reidentifications_interval`` ``[lo, hi]``; the
+    expected re-identified households only where the row has them (the closed form's,
+    as assess has them only there). A row without households is returned unchanged.
+    """
+    if "household_er" not in row:
+        return row
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k == "household_er_lo":
+            out[HOUSEHOLD_COLUMNS[k]] = [v, row["household_er_hi"]]
+        elif k == "household_er_hi" or (
+                k == "household_expected_reidentified_households" and v is None):
+            continue
+        else:
+            out[HOUSEHOLD_COLUMNS.get(k, k)] = v
+    return out
+
+
 def _carry_warnings(a, summary: Mapping[str, Any]) -> None:
     """Add ``summary``'s caveats to the assessment ``a``'s summary, as assess has them.
 
@@ -1343,8 +1420,9 @@ def compare_models(
     max_draws : int, optional, default 100
         Posterior draws used when a loss must be enumerated over the predictive of F.
     truth : mapping, optional
-        Known ``tau1``, ``tau2``, ``expected_reidentifications`` (simulated data):
-        added as ``*_true`` columns. Other keys, and values that are not finite
+        Known ``tau1``, ``tau2``, ``expected_reidentifications`` and
+        ``household_expected_reidentifications`` (simulated data): added as ``*_true``
+        columns (``household_er_true`` the last). Other keys, and values that are not finite
         numbers >= 0, are refused.
     plug_in_draws : int, default 400
         Replicates of the plug-in used for the closed-form row's predictive intervals.
@@ -1381,7 +1459,14 @@ def compare_models(
         divergences; its fit time includes the cross-validation of kappa and the
         assessment);
         ``n_published``, ``n_suppressed``, ``c``, ``suppression_at_target``;
-        ``n_above_threshold`` when ``threshold`` is given; ``*_true`` with ``truth``.
+        ``n_above_threshold`` when ``threshold`` is given; ``*_true`` with ``truth``;
+        with households (``md`` built with ``household=``; absent without), after
+        ``interval_kind``: ``household_er``, ``household_er_lo``, ``household_er_hi``
+        (sdcMicro's household expected re-identifications and their 90% interval, as
+        ``sdcbayes assess --household`` reports them for the row's model and seed),
+        ``household_interval_kind`` (assess's; the closed form's: its
+        ``interval_kind``, the plug-in's predictive) and, the closed form's row only,
+        ``household_expected_reidentified_households`` (:func:`_household_columns`).
     """
     # ---- every check before any import of PyMC or any fit
     if isinstance(specs, Sequence) and not isinstance(specs, str) and len(specs) == 0:
@@ -1575,6 +1660,8 @@ def compare_models(
             if s.model == "closed-form"
             else "posterior predictive"
         )
+        if "household_expected_reidentifications" in sm:  # md has households
+            row |= _household_columns(md, a, s.model, row["interval_kind"])
         if threshold is not None:
             row["n_above_threshold"] = sm.get("n_above_threshold")
         for k in ("max_r_hat", "min_ess_bulk", "min_ess_tail", "divergences"):
@@ -1704,6 +1791,9 @@ def compare_models(
              "tau1", "tau1_lo", "tau1_hi", "tau2", "tau2_lo", "tau2_hi", "er", "er_lo", "er_hi",
              "interval_kind"]
     table = pd.DataFrame(rows)
+    # with households their columns follow interval_kind (the closed form's households
+    # column, NaN on the other rows, with them, wherever the closed form's row is)
+    order += [c_ for c_ in HOUSEHOLD_COLUMNS if c_ in table.columns]
     table = table[order + [c_ for c_ in table.columns if c_ not in order]]
     settings = {
         # --fit-method applies to the PyMC models only (the closed form uses its plug-in,

@@ -809,8 +809,8 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
     demo's weight stands in for ``--weight`` unless ``sampling_fraction`` is given.
     ``na_values``: the codes of ``--na-values`` (:func:`read_data`).
     ``household_truth``: also the demo's true household expected re-identifications
-    (``assess``, which reports them), when its household column is the one used;
-    ``compare`` reports no household risk, and its ``truth`` takes only the three.
+    (``assess`` and ``compare``, which report them), when its household column is the
+    one used.
     """
     key_list = split_names(keys)
     if data is None:

@@ -1992,7 +1992,8 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     """The ``report.html`` of ``sdcbayes compare`` (issue 4).
 
     Sections: the model specifications and priors; the comparison table (PSIS-LOO
-    within a likelihood family only, tau1, tau2 and expected re-identifications with
+    within a likelihood family only, tau1, tau2 and expected re-identifications (with
+    households also the household ones) with
     their intervals (each row's level, from its assessment) and the truth when
     known; with a stratum column, each model's expected re-identifications per
     stratum), diagnostics, fit time; the decisions per
@@ -2017,15 +2018,20 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     one_level = len(set(levels)) == 1 and levels[0] is not None
     risk_title = (f"Risk: estimates with {levels[0]} intervals" if one_level
                   else "Risk: estimates with intervals (levels per row)")
+    # --household: the household expected re-identifications in a column after the ER
+    households = "household_er" in t.columns
     risk_rows = [
         (r.name, iv(r.tau1, r.tau1_lo, r.tau1_hi), iv(r.tau2, r.tau2_lo, r.tau2_hi),
          iv(r.er, r.er_lo, r.er_hi),
+         *((iv(r.household_er, r.household_er_lo, r.household_er_hi),) if households else ()),
          r.interval_kind if one_level else f"{level or 'level unknown'}, {r.interval_kind}")
         for r, level in zip(t.itertuples(index=False), levels, strict=True)
     ]
     if truth:
         risk_rows.append(("truth", fmt(truth.get("tau1")), fmt(truth.get("tau2")),
-                          fmt(truth.get("expected_reidentifications")), "known (simulated data)"))
+                          fmt(truth.get("expected_reidentifications")),
+                          *((fmt(truth.get("household_expected_reidentifications")),)
+                            if households else ()), "known (simulated data)"))
     loo_rows = [
         (r.name, r.likelihood_family or "–", None if r.elpd_loo != r.elpd_loo else r.elpd_loo,
          None if r.elpd_loo_se != r.elpd_loo_se else r.elpd_loo_se,
@@ -2055,14 +2061,28 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     if "n_above_threshold" in t.columns:
         # --threshold: records whose risk exceeds it (the closed form a count, a posterior
         # model the posterior mean of the count)
-        risk_rows = [(*row[:4], _whole(n), row[4]) for row, n in
+        risk_rows = [(*row[:-1], _whole(n), row[-1]) for row, n in
                      zip(risk_rows, list(t["n_above_threshold"]) + [None] * (len(risk_rows)
                                                                           - len(t)),
                          strict=True)]
-        risk_header = ("model", "τ1", "τ2", "expected re-identifications",
-                       f"records with risk above {fmt(threshold)}", "interval")
-    else:
-        risk_header = ("model", "τ1", "τ2", "expected re-identifications", "interval")
+    risk_header = ("model", "τ1", "τ2", "expected re-identifications",
+                   *(("household re-identifications",) if households else ()),
+                   *((f"records with risk above {fmt(threshold)}",)
+                     if "n_above_threshold" in t.columns else ()),
+                   "interval")
+    hh_note = ""
+    if households:
+        # assess's count: the households with a record in the assessment
+        n_hh = next((a.summary.get("n_households") for a in assessments.values()
+                     if isinstance(getattr(a, "summary", None), Mapping)), None)
+        hh_note = (
+            "<p class='note'>Household re-identifications: sdcMicro's household "
+            "(hierarchical) risk, a record re-identified when any member of its household "
+            "is: Σ<sub>h</sub> |h| (1 − Π<sub>i∈h</sub>(1 − r<sub>i</sub>))"
+            + (f" over the {n_hh:,} households" if isinstance(n_hh, int) else "")
+            + ", as <code>sdcbayes assess --household</code> reports it for the model and "
+            "seed; its interval is of the row's kind (comparison.csv "
+            "household_interval_kind). Not given per stratum.</p>")
     sections = [
         ("Models", table(spec_rows, header=("name", "model", "method", "priors (merged)"))),
         (
@@ -2074,7 +2094,7 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
             "intervals posterior predictive (parameter uncertainty and the randomness of the "
             "unknown F<sub>k</sub>); the closed form's are not: its intervals are the "
             "randomness of F<sub>k</sub> given the plug-in p = f/F̂ alone, with no parameter "
-            "uncertainty (column “interval”).</p>",
+            "uncertainty (column “interval”).</p>" + hh_note,
         ),
     ]
     by_stratum = s.get("by_stratum")

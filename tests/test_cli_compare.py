@@ -489,7 +489,7 @@ def test_closed_form_interval_is_marked_as_the_plug_ins(capsys, tmp_path):
                           "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     row = next(ln for ln in proc.stdout.splitlines() if ln.strip().startswith("closed "))
-    assert row.count("]*") == 2, row  # tau1 and ER
+    assert row.count("]*") == 3, row  # tau1, ER and household ER (the demo's households)
     kind = pd.read_csv(out / "comparison.csv")["interval_kind"].iloc[0]
     foot = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("* ")]
     assert len(foot) == 1 and kind in foot[0] and "not a posterior interval" in foot[0]

@@ -202,7 +202,7 @@ def test_assessment_household_draws_are_the_chain_draw_of_the_others():
 # ------------------------------------------------------------------ command line (finding 3, 4)
 
 
-def test_demo_truth_of_assess_has_the_household_er_and_compare_keeps_its_three():
+def test_demo_truth_has_the_household_er_only_when_asked():
     from sdcbayes.cli import load_input
     from sdcbayes.datasets import load_demo
     from sdcbayes.risk.compare import _check_truth
@@ -213,7 +213,7 @@ def test_demo_truth_of_assess_has_the_household_er_and_compare_keeps_its_three()
     assert truth["household_expected_reidentifications"] == pytest.approx(
         demo.truth.household_expected_reidentifications)
     assert truth["household_expected_reidentifications"] == pytest.approx(502.0, abs=0.01)
-    # compare reports no household risk: its truth keeps the keys compare_models takes
+    # without household_truth the truth keeps the three file-level keys
     *_, truth_c, _ = load_input(None, None, quiet=True, **roles)
     assert "household_expected_reidentifications" not in truth_c
     assert _check_truth(truth_c) is not None
@@ -267,10 +267,11 @@ def test_console_marks_the_benchmark_count_interval_as_over_theta(tmp_path, caps
     assert thr.rstrip().endswith("5  [4, 6] over θ only")
 
 
-def test_compare_household_help_says_compare_reports_no_household_risk():
+def test_compare_household_help_says_compare_reports_household_risk():
     from sdcbayes.commands.compare import command as compare
 
     (opt,) = [p for p in compare.params if "--household" in p.opts]
-    assert "compare reports no household risk" in opt.help
+    assert "compare reports no household risk" not in opt.help
+    assert "as `sdcbayes assess --household` reports them" in opt.help
     assert "data summary" in opt.help
     assert "adds household risk" not in opt.help

@@ -3,8 +3,10 @@
 Runs :func:`sdcbayes.risk.compare.compare_models` and writes, atomically,
 
 * ``comparison.csv``: one row per model specification (LOO within a likelihood
-  family, tau1, tau2, expected re-identifications with 90% intervals, truth for
-  the demo, diagnostics, fit time, decisions at the target);
+  family, tau1, tau2, expected re-identifications with 90% intervals, with
+  ``--household`` the household expected re-identifications with theirs as ``assess
+  --household`` reports them, truth for the demo, diagnostics, fit time, decisions at
+  the target);
 * ``decisions.csv``: one row per cell of the key, the publish flag under every
   model and a ``changed`` marker;
 * ``frontiers.csv``: every model's risk-loss frontier under every loss pair;
@@ -63,11 +65,17 @@ DEFAULT_MODELS = (
               "--weight and --household).")
 @click.option("--weight", help="Sampling-weight column (needed by latent-class, poisson-gamma "
               "and negbin; --sampling-fraction will do for latent-class and poisson-gamma).")
-@click.option("--household", help="Household id column: recorded in the data summary "
-              "(household, n_households); compare reports no household risk (use `sdcbayes "
-              "assess --household`). The latent-class cross-validation then keeps households "
-              "whole, as in assess, and a latent-class model may take cluster-correction=cv "
-              "(assess's --cluster-correction cv; see --models).")
+@click.option("--household", help="Household id column (the demo's own, household_id, "
+              "without DATA, its true household risk shown): each model's household "
+              "(hierarchical) expected re-identifications with their 90% interval and its "
+              "kind, as `sdcbayes assess --household` reports them for that model and seed "
+              "(comparison.csv's household_er, household_er_lo, household_er_hi, "
+              "household_interval_kind; summary.json's comparison rows under assess's "
+              "names; report.html; none per stratum), and the closed form's expected "
+              "re-identified households; recorded in the data summary (household, "
+              "n_households). The latent-class cross-validation then keeps "
+              "households whole, as in assess, and a latent-class model may take "
+              "cluster-correction=cv (assess's --cluster-correction cv; see --models).")
 @click.option("--strata", help="Stratum column, as in `sdcbayes assess` (the demo's own, "
               "region, without DATA). It may be one of --keys: the latent-class models then "
               "extrapolate each key combination at its own stratum's rate, as assess does "
@@ -318,6 +326,7 @@ def command(
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata,
         quiet=quiet or as_json,
+        household_truth=True,  # the demo's own households: their true household ER
         sampling_fraction=sampling_fraction,  # the demo's weights give way to it
         na_values=na_codes,
     )
@@ -693,12 +702,18 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
         rows.append((
             r.name,
             f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]{mark}  tau2 {r.tau2:.1f}  "
-            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]{mark}  {loo}  "
+            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]{mark}  "
+            # --household: the household ER beside the ER (its interval of the row's kind)
+            + (f"household ER {r.household_er:.1f} [{r.household_er_lo:.1f}, "
+               f"{r.household_er_hi:.1f}]{mark}  " if "household_er" in t.columns else "")
+            + f"{loo}  "
             f"suppress {r.n_suppressed:,} cells",
         ))
     if truth:
+        her = truth.get("household_expected_reidentifications")
         rows.append(("truth", f"tau1 {truth['tau1']:.1f}  tau2 {truth['tau2']:.1f}  "
-                              f"ER {truth['expected_reidentifications']:.1f}"))
+                              f"ER {truth['expected_reidentifications']:.1f}"
+                              + (f"  household ER {her:.1f}" if her is not None else "")))
     rows.append(("cells whose decision changes", f"{s['n_changed_cells']:,} of {s['n_cells']:,}"))
     echo_table(rows)
     if plug_in_kind is not None:
