@@ -1643,9 +1643,15 @@ def _household_note(s: Mapping[str, Any], latent_class: bool = False) -> str:
                "posterior only)" if _household_predictive(b)
                else "its interval is over the parameters' posterior only")
             + ". The fit's cross-validation keeps households whole.")
-    text += (" A blanked household-level key (one value in every household) that a household "
-             "mate shows can be read off the mate; no row counts that (summary.json's "
-             "warnings name such keys).")
+    done = (s.get("risk") or {}).get("household_completion") or {}
+    text += (" With the household ids released, a blanked household-level key (one value in "
+             "every household) that a household mate shows is read off the mate, and a key "
+             "equal to the household's number of records is counted off the file: the "
+             "protected column reads those blanks as shown"
+             + (f", {int(done['total']):,} here ({int(done.get('from_mates') or 0):,} "
+                f"shown by a mate, {int(done.get('counted') or 0):,} counted; summary.json's "
+                "risk.household_completion)" if "total" in done else "")
+             + ", while the protected file keeps them blank.")
     return f"<p class='note'>{text}</p>"
 
 

@@ -2,7 +2,8 @@
 
 Once the household id is released, a household-level key (one value in every household:
 household size, the household's region) that a suppression blanked in one member but a
-mate still shows is read off the mate, which no risk measure counts. With
+mate still shows is read off the mate (``protect --household``'s risk after reads it as
+shown: tests/test_household_completion.py), so the blank protects nothing. With
 ``household_keys`` (library: :func:`local_suppression`, :func:`risk_suppression`;
 ``protect --household-keys`` and a recipe's ``household_keys``) such a blank is copied to
 every member of the household after the suppression reached k-anonymity. Checked here:
@@ -249,6 +250,12 @@ def test_protect_household_keys_auto(capsys, tmp_path, survey_path):
     warned = [w for w in plain["warnings"] if w.startswith("--household hid")]
     assert len(warned) == 1 and f"'region' {leak} of its {n_blank}" in warned[0]
     assert "--household-keys auto" in warned[0]
+    # the risk after reads the mates' regions as shown without the option, none with it
+    assert plain["risk"]["household_completion"]["keys"] == {
+        "region": {"from_mates": leak, "counted": 0}}
+    assert s["risk"]["household_completion"] == {"keys": {}, "from_mates": 0, "counted": 0,
+                                                 "total": 0}
+    assert "blanks as shown" in plain_proc.stdout and "blanks as shown" not in proc.stdout
     # still 3-anonymous as the suppression judges it
     assert s["risk"]["after"]["k_anonymity_violations_suppression"] == 0
     assert wildcard_frequencies(released, KEYS).min() >= 3

@@ -1,12 +1,15 @@
 """``protect --household COL``: household (hierarchical) risk before and after protection.
 
 Closed form: ``risk.before``/``risk.after`` carry ``assess_closed_form``'s household keys of
-``Microdata(..., household=COL)`` on the input and on the written protected file. Under
+``Microdata(..., household=COL)`` on the input and on the protected file as an intruder with
+the released household ids completes it (a blanked household-level key read off a mate who
+shows it: :func:`_completed`, built here without the library's ``household_completion``);
+the written file keeps its blanks. Under
 ``--model latent-class`` the fit is ``assess --household``'s (its cross-validation keeps
 households whole): before is its household ER, after the protected file's from
 :func:`~sdcbayes.risk.released.assess_released` (posterior predictive interval as the
-ER's, ``household_interval_kind``, and ``_hyper_interval`` over the parameters only); the
-closed form beside it. The column is released unchanged,
+ER's, ``household_interval_kind``, and ``_hyper_interval`` over the parameters only) on the
+completed file too; the closed form beside it. The column is released unchanged,
 a step that would change it is refused before any work, and a blanked household-level key
 that a household mate shows is warned about. One short fit (2 chains x 100 draws after 200
 sweeps) on a small weighted file with households.
@@ -74,13 +77,26 @@ def _md(frame, **kw):
     return Microdata(frame, KEYS, weight="w", **kw)
 
 
+def _completed(frame: pd.DataFrame, released: pd.DataFrame) -> pd.DataFrame:
+    """``released`` with each blanked region a household mate shows filled in.
+
+    region is the survey's one household-level key; no step recodes or randomises it, so
+    a mate shows the input's value. The written file keeps at least one such blank.
+    """
+    blank = released["region"].isna() & frame["region"].notna()
+    shown = released["region"].notna().groupby(frame["hid"]).transform("any")
+    assert (blank & shown).any()
+    return released.assign(region=released["region"].where(~(blank & shown), frame["region"]))
+
+
 def test_closed_form_is_assess_closed_form_on_the_input_and_the_protected_file(runs):
     from sdcbayes.cli import read_data
     from sdcbayes.risk.assess import assess_closed_form
 
     s = runs["cf"]["summary"]
     frame = read_data(runs["path"], quiet=True)
-    protected = read_data(runs["cf"]["dir"] / "protected.csv", quiet=True)
+    written = read_data(runs["cf"]["dir"] / "protected.csv", quiet=True)
+    protected = _completed(frame, written)  # the released ids give the mates' regions away
     for when, data in (("before", frame), ("after", protected)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -92,11 +108,27 @@ def test_closed_form_is_assess_closed_form_on_the_input_and_the_protected_file(r
     assert s["household"] == "hid"
     assert s["provenance"]["data"]["household"] == "hid"
     assert s["provenance"]["data"]["n_households"] == frame["hid"].nunique()
-    # the rest is the run without --household
+    c = s["risk"]["household_completion"]
+    assert c["keys"] == {"region": {"from_mates": c["total"], "counted": 0}}
+    # region is a key of the suppression: the mates' regions undo some of its k-anonymity
+    assert s["risk"]["after"]["k_anonymity_violations_suppression"] > 0
+    assert any("blanks read as shown" in n for n in s["risk"]["notes"])
+    assert c["total"] == int((written["region"].isna() & protected["region"].notna()).sum())
+    # the rest is the run without --household before; after, that run scores the written
+    # file (its blanks read as hidden), this one the completed file
     plain = runs["plain"]["summary"]
-    for when in ("before", "after"):
-        assert {k: v for k, v in s["risk"][when].items() if k not in HH_KEYS} == \
-            plain["risk"][when]
+    assert {k: v for k, v in s["risk"]["before"].items() if k not in HH_KEYS} == \
+        plain["risk"]["before"]
+    assert "household_completion" not in plain["risk"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        on_written, on_completed = (assess_closed_form(_md(d)).summary
+                                    for d in (written, protected))
+    for key in ("expected_reidentifications", "n_sample_uniques", "max_risk"):
+        assert plain["risk"]["after"][key] == pytest.approx(on_written[key], rel=1e-12), key
+        assert s["risk"]["after"][key] == pytest.approx(on_completed[key], rel=1e-12), key
+    assert s["risk"]["after"]["expected_reidentifications"] > \
+        plain["risk"]["after"]["expected_reidentifications"]
     assert plain["household"] is None
     assert not any(k in plain["risk"][w] for k in HH_KEYS for w in ("before", "after"))
     for text in ("household expected re-identifications", "Household column"):
@@ -191,12 +223,14 @@ def test_latent_class_before_is_assess_household_and_after_assess_released(runs)
     plain = _fit(frame, household=None)
     assert plain.summary["expected_reidentifications"] != pytest.approx(
         b["expected_reidentifications"], rel=1e-9)
-    # after: the written protected file scored from the same fit
-    protected = read_data(runs["lc"]["dir"] / "protected.csv", quiet=True)
+    # after: the protected file, as the released ids complete it, scored from the same fit
+    written = read_data(runs["lc"]["dir"] / "protected.csv", quiet=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        direct = assess_released(_md(frame, household="hid"), protected, fit.idata,
-                                 random_seed=1).summary
+        direct, on_written = (
+            assess_released(_md(frame, household="hid"), d, fit.idata, random_seed=1).summary
+            for d in (_completed(frame, written), written))
+    assert a["expected_reidentifications"] > on_written["expected_reidentifications"]
     for key in ("household_expected_reidentifications", "n_households",
                 "expected_reidentifications"):
         assert a[key] == pytest.approx(direct[key], rel=1e-12), key
@@ -357,7 +391,8 @@ def test_a_key_that_counts_the_household_records_is_warned_about():
     prot.loc[[0, 3, 4, 5], "size"] = np.nan  # household 3 blanked in every member
     warned = _household_count_warnings(df, prot, ["size", "sex"], "hid")
     assert len(warned) == 1 and "'size' (4 blanked)" in warned[0]
-    assert "counted off the file" in warned[0] and "understates" in warned[0]
+    assert "counted off the file" in warned[0] and "the risk after reads them as shown" in \
+        warned[0] and "understates" not in warned[0]
     # levels written as text (a categorical of "1", "2", "3") are numbers too
     as_text = df.assign(size=df["size"].astype(str).astype("category"))
     assert _household_count_warnings(as_text, prot, ["size", "sex"], "hid") == warned
@@ -367,9 +402,19 @@ def test_a_key_that_counts_the_household_records_is_warned_about():
     assert _household_count_warnings(other, prot, ["size", "sex"], "hid") == []
     assert _household_count_warnings(df, df, ["size", "sex"], "hid") == []
     assert _household_count_warnings(df, prot, ["size", "sex"], None) == []
+    # sizes recoded into bands: the count no longer shown, only the mate's band is read
+    bands = prot.assign(size=df["size"].map({1: "1", 2: "2+", 3: "2+"}).where(
+        prot["size"].notna()))
+    warned = _household_count_warnings(df, bands, ["size", "sex"], "hid")
+    assert len(warned) == 1 and "'size' (4 blanked)" in warned[0]
+    assert "the risk after reads 1 of them as shown" in warned[0] and "understates" in warned[0]
 
 
-def test_the_demo_household_size_is_warned_about_even_when_kept_consistent(tmp_path):
+def test_the_demo_household_size_is_never_blanked_by_the_suppression(tmp_path):
+    """Under --household the suppression runs within household sizes instead of blanking
+    them (tests/test_household_count_strata.py), --household-keys auto too: nothing is
+    left for the count warning, which fires for blanks that come from elsewhere (a linked
+    column, tests/test_household_completion.py)."""
     from sdcbayes.datasets import demo_keys, load_demo
 
     path = tmp_path / "demo.csv"
@@ -379,6 +424,7 @@ def test_the_demo_household_size_is_warned_about_even_when_kept_consistent(tmp_p
         "--household", "household_id", "--household-keys", "auto", "--suppress-k", "3",
         "--out", str(tmp_path / "o"), "--quiet")
     assert rc == 0, err
-    # consistent within households (no mate shows it), yet counted off the file
     assert "shown by a household mate" not in err
-    assert "'household_size' (151 blanked) equals the number of records" in err
+    assert "equals the number of records" not in err
+    assert "household_size is each household's number of records" in err
+    assert not pd.read_csv(tmp_path / "o" / "protected.csv")["household_size"].isna().any()

@@ -18,13 +18,16 @@ themselves live in :mod:`sdcbayes.protection`; this module
    the input (:func:`sdcbayes.cli._fit_posterior`, as ``assess``, with the class
    profiles kept), whose assessment is the "before";
 3. applies the steps in order, each on the output of the previous one;
-4. measures risk again on the protected file (with ``--model latent-class`` also
-   scored from the same draws, :func:`sdcbayes.risk.released.assess_released`: a
-   blank matches every level, a key value recoded by recode, band, top or bottom
-   coding every input level it stands for, :func:`_key_level_maps`; the closed form
-   kept beside it as ``risk.closed_form``) and the information loss
-   (:mod:`sdcbayes.protection.infoloss`: changed and suppressed shares per
-   variable, IL1 for numeric variables, seed 001 section 5.1);
+4. measures risk again on the protected file (with ``--household``, the file as an
+   intruder holding the released household ids reads it: the blanks a household mate
+   shows or the household's record count gives read as shown,
+   :func:`sdcbayes.protection.suppression.household_completion`, while the file written
+   keeps them blank; with ``--model latent-class`` also scored from the same draws,
+   :func:`sdcbayes.risk.released.assess_released`: a blank matches every level, a key
+   value recoded by recode, band, top or bottom coding every input level it stands for,
+   :func:`_key_level_maps`; the closed form kept beside it as ``risk.closed_form``) and
+   the information loss (:mod:`sdcbayes.protection.infoloss`: changed and suppressed
+   shares per variable, IL1 for numeric variables, seed 001 section 5.1);
 5. writes the protected file in the input's format, ``log.csv`` (the change
    logs of all steps, one after the other), ``summary.json``, ``report.html``
    and, with a PRAM step, ``pram_matrices.csv`` (its transition matrices, in
@@ -81,7 +84,8 @@ measured on the step's input, exceeds ``threshold``; ``linked`` (also of
 option ``--household-keys``): ``"auto"`` or a list of the step's keys, each blanked in
 every member of a household where the step blanked it in one, so that no household mate
 shows the blanked value once the household id is released
-(:func:`sdcbayes.protection.suppression.local_suppression`).
+(:func:`sdcbayes.protection.suppression.local_suppression`); a blank a mate shows is
+read as shown by the risk after.
 
 Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
 """
@@ -133,7 +137,11 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: ``_measure``: what a suppress_risk step measures the risk with (--keys, --weight, ...).
 #: ``_matrices``: a pram step's ``matrices``, read and checked (column -> {from: {to: p}}).
 #: ``_household``: the ``--household`` column a step's ``household_keys`` are kept within.
-_INTERNAL = ("_from_text", "_option", "_olds", "_measure", "_matrices", "_household")
+#: ``_default_key``: a suppress_risk step's ``key`` is the default, not given.
+#: ``_count_strata``: a suppress step's keys that count the household's records, run as
+#: strata (``--household``: :func:`_count_keys_as_strata`).
+_INTERNAL = ("_from_text", "_option", "_olds", "_measure", "_matrices", "_household",
+             "_default_key", "_count_strata")
 #: The estimator of the risk before and after (summary.json's ``risk.estimator``).
 RISK_ESTIMATOR = "closed form (Benedetti-Franconi)"
 #: The file of the PRAM steps' transition matrices (summary.json keeps a digest of them).
@@ -316,9 +324,12 @@ DEFAULT_RISK_K = 3
     "(hierarchical) risk before and after, as `sdcbayes assess --household` reports it "
     "(sdcMicro's hhId and hier_risk). The column is released unchanged and no step may "
     "change it; it may not be a key or the weight, and every record needs an id (--na-values "
-    "codes in it count as missing). With --model latent-class the fit's cross-validation "
-    "keeps households whole, as assess --household's does (with --cluster-correction none), "
-    "so the model's numbers before and after change with it, not only its rows.",
+    "codes in it count as missing). The risk after reads as shown the blanks the released "
+    "ids give away (a household-level key a household mate shows, a key equal to the "
+    "household's number of records); the file written keeps them blank. With --model "
+    "latent-class the fit's cross-validation keeps households whole, as assess "
+    "--household's does (with --cluster-correction none), so the model's numbers before "
+    "and after change with it, not only its rows.",
 )
 @click.option(
     "--household-keys",
@@ -327,8 +338,8 @@ DEFAULT_RISK_K = 3
     help="With --household and --suppress-k or --suppress-risk: keys kept consistent within "
     "households. Where the suppression blanks one of them in a member of a household it is "
     "blanked in every member, so that no mate shows the value once the household id is "
-    "released (a leak no risk measure counts). auto: the keys with one value in every "
-    "household of the input (e.g. household size). Only adds blanks: k-anonymity still "
+    "released (the risk after reads such a blank as shown). auto: the keys with one value in "
+    "every household of the input (e.g. household size). Only adds blanks: k-anonymity still "
     "holds. In a recipe, give \"household_keys\" inside the suppress and suppress_risk "
     "steps.",
 )
@@ -533,6 +544,9 @@ def command(
                             household=household)
              for i, s in enumerate(steps, start=1)]
     _check_recode_levels(steps, frame)  # a recode's unknown level costs no work either
+    # --household: a key the released ids count is never blanked (before the chain check,
+    # which then knows what the suppression steps blank)
+    count_notes = _count_keys_as_strata(steps, frame, key_list, household)
     # each step against what the steps before it leave: a conflict costs no work either
     _check_step_chain(steps, frame)
     _check_household(steps, household)  # its ids group the records before and after
@@ -573,7 +587,7 @@ def command(
                                 threshold=threshold, household=household, **md_options)
     # a step that will run for long says so before it starts (the input is valid by now);
     # so do the input's own caveats (Microdata's: a key writing one number two ways, ...)
-    early = (input_notes + _mdav_cost_warnings(steps, len(frame))
+    early = (input_notes + count_notes + _mdav_cost_warnings(steps, len(frame))
              + _weight_warnings(steps, weight))
     for msg in early:  # on stderr also under --quiet and --json, as the others
         click.echo(f"sdcbayes: warning: {msg}", err=True)
@@ -604,8 +618,16 @@ def command(
         touched += [c for c in _columns_of(step) if c not in touched]
         if step["step"] in _NUMERIC_STEPS:
             numeric += [c for c in _columns_of(step) if c not in numeric]
+    # with the household ids released, the blanks a mate shows or the household's record
+    # count gives hide nothing: the risk after scores the file as an intruder completes it
+    # (the file written, log.csv and the information loss keep `current`)
+    scored, filled = current, None
+    if household is not None:
+        from sdcbayes.protection.suppression import household_completion
+
+        scored, filled = household_completion(frame, current, key_list, household)
     try:
-        after, after_notes = _risk(current, key_list, weight, risk_k, suppression=supp,
+        after, after_notes = _risk(scored, key_list, weight, risk_k, suppression=supp,
                                    threshold=threshold, household=household, **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
         raise type(e)(f"after the steps, the protected file: {e}"
@@ -613,8 +635,8 @@ def command(
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
-        + _household_mates_warnings(frame, current, key_list, household) \
-        + _household_count_warnings(frame, current, key_list, household)
+        + _household_mates_warnings(frame, current, key_list, household, filled) \
+        + _household_count_warnings(frame, current, key_list, household, filled)
     fit = released = None
     if md_fit is not None:
         # fitted once, on the input (the original): "before" is its assessment, "after"
@@ -623,9 +645,11 @@ def command(
         # before the steps, since the fit (its own seed) and the steps (rng) share no stream.
         fit = _fit_latent_class(md_fit, sampler, seed, quiet=quiet or as_json,
                                 structural_zeros=zero_rules)
-        released = _score_released(md_fit, current, fit, recodes=level_maps,
+        released = _score_released(md_fit, scored, fit, recodes=level_maps,
                                    quiet=quiet or as_json, seed=seed)
-    risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k) + (
+    completion = None if filled is None else _completion_summary(filled)
+    risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k,
+                                    completed=0 if completion is None else completion["total"]) + (
         _estimator_notes(weight) if fit is None
         else _latent_class_notes(recoded=bool(level_maps), missing=missing,
                                  household=household))
@@ -652,6 +676,7 @@ def command(
                      missing=missing,
                      structural_zeros=None if zero_rules is None else (rules_file, zero_rules)))
         | ({"threshold": threshold} if threshold is not None else {})
+        | ({"household_completion": completion} if completion is not None else {})
         | ({"suppression_keys": supp["keys"], "suppression_strata": supp.get("strata")}
            if supp is not None else {})
         | ({"notes": risk_notes} if supp is not None or risk_notes else {}),
@@ -1031,6 +1056,7 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             from sdcbayes.protection.suppression import default_risk_key
 
             s["key"] = default_risk_key(frame, keys)  # the library's own default
+            s["_default_key"] = True  # _count_keys_as_strata may take another one
     if "linked" in s:
         s["linked"] = _validated_linked(where, s, frame, keys if name == "suppress_risk"
                                         else s["keys"], weight, resolve, from_option)
@@ -1607,11 +1633,13 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
             if name == "suppress":
                 ks = step["k"] if isinstance(step["k"], list) else [step["k"]]
                 blanks = max(ks) > 1  # k = 1: every record is 1-anonymous, nothing blanked
-                blanked = list(step["keys"])
+                # a key the household ids count is a stratum of the run, never blanked
+                blanked = [c for c in step["keys"] if c not in step.get("_count_strata", ())]
             else:  # which records are above the threshold depends on the run
                 blanks, blanked = True, [step["key"]]
             # linked columns follow their keys' blanks
-            blanked += [c for cols in (step.get("linked") or {}).values() for c in cols
+            blanked += [c for key, cols in (step.get("linked") or {}).items()
+                        if key not in step.get("_count_strata", ()) for c in cols
                         if c not in blanked]
             for c in blanked:
                 st = state(c)
@@ -1782,6 +1810,157 @@ def _check_household(steps: list[dict[str, Any]], household: str | None) -> None
                 f"step {i} ({step['step']}) changes the household column {household!r}, whose "
                 "ids group the records for the household risk before and after (and are "
                 "released unchanged): leave it out of the step, or leave out --household")
+
+
+def _count_keys_as_strata(steps: list[dict[str, Any]], frame, keys: list[str],
+                          household: str | None) -> list[str]:
+    """Keep the suppression steps from blanking a key that counts the household's records.
+
+    With the household ids released (``--household``), a key equal in every household to
+    its number of records (:func:`~sdcbayes.protection.suppression.household_count_keys`:
+    household size in a sample of whole households) is counted off the file, so its
+    blanks hide nothing (:func:`~sdcbayes.protection.suppression.household_completion`
+    reads them as shown, and the k-anonymity after is counted so). Judged on each step's
+    input, as far as it is known before any work: the input's column, run through the
+    recode, band, top and bottom coding steps before it (a key recoded into bands no
+    longer counts); a column a random step (PRAM, micro-aggregation, noise) or an earlier
+    suppression (a ``linked`` column) may have changed is not taken for a count.
+
+    - ``suppress``: the count keys with no missing value in the step's input are moved
+      from its keys to its strata (``_count_strata``, applied by :func:`_run_step`):
+      k-anonymity over the other keys within each value of the count key is k-anonymity
+      over all keys with the count key never blanked (a record matches another only on an
+      equal count, seed 001 section 3.2's frequencies with the blanks as wildcards).
+      ``combs`` m becomes min(m, keys left) within those strata, which covers every subset
+      of m keys with or without the count key (each lies in some m other keys plus the
+      count) at the cost of more blanks; ``importance``, ``linked`` and an explicit
+      ``household_keys`` list lose the moved keys (a list left empty: the step runs
+      without household keys, as none of its keys is then to be kept consistent). A count
+      key with missing values stays a key (a stratum cannot hold them; its blanks are
+      then warned about by :func:`_household_count_warnings`). A step left without keys
+      is refused.
+    - ``suppress_risk``: a count key given as ``key`` is refused; the default key (the
+      most levels, :func:`~sdcbayes.protection.suppression.default_risk_key`) is taken
+      among the other keys instead (``_default_key``).
+
+    Before any work; ``steps`` are changed in place (internal entries and the default
+    key). Returns one note per step changed (warned, and kept in summary.json).
+
+    Raises
+    ------
+    InputError
+        A suppress step whose keys all count the household's records, or a
+        suppress_risk step told to blank such a key.
+    """
+    if household is None:
+        return []
+    import pandas as pd
+
+    from sdcbayes.protection.suppression import default_risk_key, household_count_keys
+
+    wanted = list(dict.fromkeys(
+        c for s in steps if s["step"] in ("suppress", "suppress_risk")
+        for c in (s["keys"] if s["step"] == "suppress" else keys)))
+    # each candidate's values as the steps so far leave them; None: unknown before the run
+    values: dict[str, Any] = {c: frame[c] for c in wanted}
+    notes = []
+    released = f"counted off the file once the household id ({household}) is released"
+    for i, step in enumerate(steps, start=1):
+        name = step["step"]
+        where = f"step {i} ({name})"
+        if name in ("suppress", "suppress_risk"):
+            cand = [c for c in (step["keys"] if name == "suppress" else keys)
+                    if values.get(c) is not None]
+            counting = household_count_keys(
+                pd.DataFrame({**{c: values[c] for c in cand}, household: frame[household]}),
+                cand, household) if cand else []
+        if name == "suppress":
+            moved = [c for c in counting if not values[c].isna().any()]
+            left = [c for c in step["keys"] if c not in moved]
+            if moved and not left:
+                raise InputError(
+                    f"{where}: its only key{'s' if len(moved) > 1 else ''} "
+                    f"{', '.join(moved)} {'are' if len(moved) > 1 else 'is'} each household's "
+                    f"number of records, {released}, so blanking it protects nothing: add "
+                    + ("other keys to --keys" if step.get("_option") else
+                       "other keys to the step's \"keys\"")
+                    + ", recode it into bands first, or leave out --household")
+            if moved:
+                step["_count_strata"] = moved
+                hk = step.get("household_keys")
+                dropped = [c for c in hk if c in moved] if isinstance(hk, list) else []
+                notes.append(
+                    f"{where}: {', '.join(moved)} {'are' if len(moved) > 1 else 'is'} each "
+                    f"household's number of records, {released}: suppressed within "
+                    f"{'their' if len(moved) > 1 else 'its'} values instead of blanked"
+                    + (" (dropped from household_keys"
+                       + (", which names no other key: run without household keys"
+                          if len(dropped) == len(hk) else "") + ")" if dropped else ""))
+            blanked = left
+        elif name == "suppress_risk":
+            if step["key"] in counting:
+                if not step.get("_default_key"):
+                    what = "--suppress-risk-key" if step.get("_option") else f"{where}: key"
+                    raise InputError(
+                        f"{what} {step['key']!r} is each household's number of records, "
+                        f"{released}, so its blanks would protect nothing; name another key")
+                others = [c for c in keys if c not in counting]
+                if not others:
+                    raise InputError(
+                        f"{where}: every key ({', '.join(keys)}) is each household's number "
+                        f"of records, {released}, so blanking one protects nothing; leave "
+                        "out --household or the step")
+                old, step["key"] = step["key"], default_risk_key(frame, others)
+                notes.append(
+                    f"{where}: {old} is each household's number of records, {released}: "
+                    f"{step['key']} blanked instead (the default key among the others)")
+            blanked = [step["key"]]
+        elif name in ("recode", "band", "top_code", "bottom_code"):
+            c = step["column"]
+            if values.get(c) is not None:
+                try:  # the run's own code on the one column (a copy of the step)
+                    values[c] = _run_step(dict(step), pd.DataFrame({c: values[c]}),
+                                          None).frame[c]
+                except Exception:  # refused by the chain check, or left to the run
+                    values[c] = None
+            continue
+        else:  # random steps: what they leave is not known before the run
+            blanked = _columns_of(step)
+        if name in ("suppress", "suppress_risk"):
+            blanked = blanked + [c for k, cols in (step.get("linked") or {}).items()
+                                 if k in blanked for c in cols]
+        for c in blanked:
+            if c in values:
+                values[c] = None
+    return notes
+
+
+def _suppress_args(step: dict[str, Any]) -> dict[str, Any]:
+    """A suppress step's keyword arguments of ``local_suppression``, count keys as strata.
+
+    Without ``_count_strata`` (:func:`_count_keys_as_strata`) the step as given.
+    """
+    moved = step.get("_count_strata") or []
+    keys = [c for c in step["keys"] if c not in moved]
+    imp = step.get("importance")
+    if isinstance(imp, dict):
+        imp = {k: v for k, v in imp.items() if k not in moved}
+    elif isinstance(imp, list) and moved:  # ranks in the order of the step's keys
+        imp = [r for k, r in zip(step["keys"], imp, strict=True) if k not in moved]
+    combs = step.get("combs")
+    if combs is not None and moved:
+        combs = ([min(m, len(keys)) for m in combs] if isinstance(combs, list)
+                 else min(combs, len(keys)))
+    linked = step.get("linked")
+    if linked and moved:
+        linked = {k: v for k, v in linked.items() if k not in moved} or None
+    household = _household_args(step)
+    if household and isinstance(household["household_keys"], list) and moved:
+        hk = [c for c in household["household_keys"] if c not in moved]
+        household = {"household": household["household"], "household_keys": hk} if hk else {}
+    strata = list(step.get("strata") or []) + list(moved)
+    return {"keys": keys, "importance": imp, "strata": strata or None, "combs": combs,
+            "linked": linked, **household}
 
 
 def _params(step: dict[str, Any]) -> dict[str, Any]:
@@ -1974,11 +2153,12 @@ def _run_step(step: dict[str, Any], frame, rng):
         fn = P.top_code if name == "top_code" else P.bottom_code
         return fn(frame, step["column"], step["threshold"], replacement=step.get("replacement"))
     if name == "suppress":
-        return P.local_suppression(frame, step["keys"], step["k"],
-                                   importance=step.get("importance"),
-                                   strata=step.get("strata"), combs=step.get("combs"),
-                                   method=step.get("method", "greedy"),
-                                   linked=step.get("linked"), **_household_args(step))
+        kw = _suppress_args(step)
+        res = P.local_suppression(frame, kw.pop("keys"), step["k"],
+                                  method=step.get("method", "greedy"), **kw)
+        if step.get("_count_strata"):  # --household: counted off the file, never blanked
+            res.summary["count_keys_as_strata"] = list(step["_count_strata"])
+        return res
     if name == "suppress_risk":
         # the closed form on the file as the steps before leave it (the "before" risk for
         # the first step), as sdcMicro's localSupp reads the risk of its current object
@@ -2042,7 +2222,10 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     ``--household`` column, its ids unchanged by the steps) also assess's household keys
     ``n_households``, ``household_expected_reidentifications`` and
     ``household_expected_reidentified_households`` (:func:`assess_closed_form`'s: 1 - Π(1 -
-    r_j) over a record's household, sdcMicro's hier_risk). ``md_options``
+    r_j) over a record's household, sdcMicro's hier_risk); the risk after is then measured
+    on the completed file the caller passes
+    (:func:`~sdcbayes.protection.suppression.household_completion`: the blanks the
+    released ids give away read as shown). ``md_options``
     (``allow_weights_below_one``, ``max_levels``) go to :class:`Microdata`.
     """
     import numpy as np
@@ -2386,6 +2569,9 @@ def _score_released(md, frame, fit, *, quiet: bool,
                     recodes: dict[str, dict[Any, Any]] | None = None,
                     seed: int | None = None):
     """The protected ``frame`` scored from the input's fit (:func:`assess_released`).
+
+    With ``--household`` ``frame`` is the completed file (the blanks a household mate
+    shows or the household's record count gives read as shown), as the closed form's.
 
     ``seed``: protect's ``--seed``, passed as ``random_seed`` (the predictive draw of the
     expected re-identifications after, so that ``--seed`` repeats its interval too);
@@ -2769,24 +2955,52 @@ def _suppression_warnings(steps: list[dict[str, Any]], summaries: list[dict[str,
     for step, st in zip(steps, summaries, strict=True):
         below = (st.get("result") or {}).get("strata_below_k") or 0
         if step["step"] == "suppress" and below:
-            strata = ", ".join(step.get("strata") or [])
+            # the run's strata: the step's, and the keys the household ids count
+            counts = step.get("_count_strata") or []
+            strata = ", ".join(list(step.get("strata") or []) + counts)
             which = f"stratum of {strata} holds" if below == 1 else f"strata of {strata} hold"
             out.append(
                 f"step {st['step']} (suppress): {below} {which} fewer than k={step['k']} "
                 "records; there k was lowered to the stratum size, so "
                 "their records stay below k (counted as violating k-anonymity after): merge "
                 "small strata, use fewer stratum variables or a smaller k"
+                + (f" (or recode {', '.join(counts)} into bands, which the household ids do "
+                   "not count)" if counts else "")
             )
     return out
 
 
-def _household_mates_warnings(original, protected, keys: list[str], household: str | None
-                              ) -> list[str]:
+def _completion_summary(filled: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """summary.json's ``risk.household_completion`` (``--household``).
+
+    ``filled``: :func:`~sdcbayes.protection.suppression.household_completion`'s counts per
+    key. ``keys`` keeps them (only keys with a blank filled), ``from_mates`` and ``counted``
+    sum them over the keys, ``total`` is their sum: the blanks the risk after reads as shown.
+    """
+    mates = sum(v["from_mates"] for v in filled.values())
+    counted = sum(v["counted"] for v in filled.values())
+    return {"keys": filled, "from_mates": mates, "counted": counted, "total": mates + counted}
+
+
+def _filled_counts(original, protected, keys: list[str], household: str,
+                   filled: dict[str, dict[str, int]] | None) -> dict[str, dict[str, int]]:
+    """``household_completion``'s counts, computed when the caller has none at hand."""
+    if filled is not None:
+        return filled
+    from sdcbayes.protection.suppression import household_completion
+
+    return household_completion(original, protected, keys, household)[1]
+
+
+def _household_mates_warnings(original, protected, keys: list[str], household: str | None,
+                              filled: dict[str, dict[str, int]] | None = None) -> list[str]:
     """One warning when household mates show blanked values of a household-level key.
 
     A key with one value in every household of the input (household size, region) that is
     blanked in some members but shown in a mate is read off the mate once the household
-    id is released; neither risk after counts that. Counted per key (blanked values of the
+    id is released; the risk after reads such a blank as shown where the mates agree
+    (:func:`~sdcbayes.protection.suppression.household_completion`, whose counts per key
+    are ``filled``), so the blank protects nothing. Counted per key (blanked values of the
     input's shown ones, and those a mate shows): a key a step kept consistent within
     households (``household_keys``) shows none, unless a later step blanked it again in
     single members. The advice names ``--household-keys auto``.
@@ -2800,67 +3014,73 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
         return []
     hh = pd.factorize(original[household])[0]  # no missing ids: Microdata refused them
     n_hh = int(hh.max()) + 1 if hh.size else 0
-    found = []
+    found, n_mates, n_read = [], 0, 0
     for k in household_level_keys(original, keys, household):  # "auto"'s keys
         shown = protected[k].notna().to_numpy()
         blank = ~shown & original[k].notna().to_numpy()
         mates = int(np.count_nonzero(blank & (np.bincount(hh, shown, n_hh) > 0)[hh]))
         if mates:
             found.append(f"{k!r} {mates} of its {int(blank.sum())}")
+            n_mates += mates
+            n_read += _filled_counts(original, protected, keys, household,
+                                     filled).get(k, {}).get("from_mates", 0)
     if not found:
         return []
+    read = ("the risk after reads them as shown" if n_read == n_mates else
+            f"the risk after reads {n_read} of them as shown (the others' mates disagree)")
     return [f"--household {household}: blanked values of a household-level key (one value in "
             f"every household of the input) are shown by a household mate: {', '.join(found)}; "
-            "with the household id released they can be read off the mates, which the risk "
-            "after does not count: --household-keys auto blanks such a key in every member "
-            "of the household (a recipe's suppress step: \"household_keys\": \"auto\"), or "
-            "recode it"]
+            f"with the household id released they can be read off the mates, so {read} and "
+            "the blanks protect nothing: --household-keys auto blanks such a key in every "
+            "member of the household (a recipe's suppress step: \"household_keys\": "
+            "\"auto\"), or recode it"]
 
 
-def _household_count_warnings(original, protected, keys: list[str], household: str | None
-                              ) -> list[str]:
+def _household_count_warnings(original, protected, keys: list[str], household: str | None,
+                              filled: dict[str, dict[str, int]] | None = None) -> list[str]:
     """One warning when a blanked key is each household's number of records.
 
     In a sample of whole households, a key such as household size that equals, in every
-    household of the input, the number of records with the household's id can be
-    counted off the released file once the id is released: a blank of it hides nothing,
-    in one member or in all (``--household-keys`` does not help), and the risk after,
-    which reads every blank as hidden, understates those records' risk. Checked on the
-    keys with one value per household whose values are numbers.
+    household of the input, the number of records with the household's id
+    (:func:`~sdcbayes.protection.suppression.household_count_keys`) can be counted off the
+    released file once the id is released: a blank of it hides nothing, in one member or
+    in all (``--household-keys`` does not help). The risk after reads those blanks as
+    shown (:func:`~sdcbayes.protection.suppression.household_completion`, counts per key
+    in ``filled``) unless a step recoded the key's shown values away from the count, when
+    it reads the rest as hidden and understates those records' risk.
     """
-    import numpy as np
-    import pandas as pd
-
-    from sdcbayes.protection.suppression import household_level_keys
+    from sdcbayes.protection.suppression import household_count_keys
 
     if household is None:
         return []
-    hh = pd.factorize(original[household])[0]  # no missing ids: Microdata refused them
-    size = np.bincount(hh)[hh]
-    found = []
-    for k in household_level_keys(original, keys, household):
-        col = original[k]
-        values = pd.to_numeric(pd.Series(np.asarray(col, dtype=object), index=col.index),
-                               errors="coerce").to_numpy(float)
-        seen = col.notna().to_numpy()
-        if not seen.any() or np.isnan(values[seen]).any() or np.any(values[seen] != size[seen]):
-            continue  # not a number, or not the count of every household
-        blank = seen & protected[k].isna().to_numpy()
-        if blank.any():
-            found.append(f"{k!r} ({int(blank.sum())} blanked)")
+    found, n_blank, n_read = [], 0, 0
+    for k in household_count_keys(original, keys, household):
+        blank = int((original[k].notna() & protected[k].isna()).sum())
+        if blank:
+            found.append(f"{k!r} ({blank} blanked)")
+            n_blank += blank
+            got = _filled_counts(original, protected, keys, household, filled).get(k, {})
+            n_read += got.get("from_mates", 0) + got.get("counted", 0)
     if not found:
         return []
+    read = ("the risk after reads them as shown, so the blanks protect nothing" if n_read ==
+            n_blank else f"the risk after reads {n_read} of them as shown, the rest (the "
+            "key's shown values recoded away from the count) as hidden, which understates "
+            "those records' risk")
     return [f"--household {household}: {', '.join(found)} equals the number of records with "
             "the household's id in every household of the input, so with the id released its "
-            "blanked values can be counted off the file, in one member or in all; the risk "
-            "after reads them as hidden and so understates those records' risk: leave such a "
-            "key out of the suppression (it is shown in effect) or do not release the "
-            "household id"]
+            f"blanked values can be counted off the file, in one member or in all; {read}: "
+            "leave such a key out of the suppression (it is shown in effect) or do not "
+            "release the household id"]
 
 
 def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: dict[str, Any],
-                       k: int) -> list[str]:
-    """Why the two k-anonymity counts after the steps differ, or stay above 0."""
+                       k: int, completed: int = 0) -> list[str]:
+    """Why the two k-anonymity counts after the steps differ, or stay above 0.
+
+    ``completed``: the blanks the risk after reads as shown (``--household``:
+    ``risk.household_completion``'s total), which can undo the suppression's k-anonymity.
+    """
     if supp_i is None:
         return []
     supp = steps[supp_i - 1]
@@ -2890,6 +3110,11 @@ def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: d
     if by_step and supp.get("combs") is not None:
         notes.append(f"step {supp_i} reached k-anonymity on key subsets (combs), not on the "
                      "full set of keys")
+    if by_step and completed:
+        notes.append(f"the k-anonymity after is counted with the {completed} blanks read as "
+                     "shown that the released household ids give away (risk."
+                     "household_completion), so records can violate it where the file written "
+                     "does not")
     return notes
 
 
@@ -3802,7 +4027,7 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             text += f", IL1 {v['il1']:.3g}"
         rows.append((f"  {var}", text))
     echo_table(rows)
-    for line in _household_keys_lines(s["steps"]):
+    for line in _household_keys_lines(s["steps"]) + _household_completion_lines(s):
         click.echo(line)
     extra = "".join(f", {f}" for f in s["output_files"] if f == PRAM_MATRICES)
     click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html{extra}")
@@ -3824,6 +4049,20 @@ def _household_keys_lines(steps: list[dict[str, Any]]) -> list[str]:
         out.append(f"step {st['step']} ({st['name']}): {sum(added.values()):,} values blanked "
                    f"in household mates (household_keys: {per_key})")
     return out
+
+
+def _household_completion_lines(s: dict[str, Any]) -> list[str]:
+    """The line saying how many blanks the risk after reads as shown (``--household``).
+
+    None when no blank was filled (:func:`_completion_summary`).
+    """
+    c = s["risk"].get("household_completion") or {}
+    if not c.get("total"):
+        return []
+    per_key = "; ".join(f"{k} {v['from_mates']:,} shown by a household mate, "
+                        f"{v['counted']:,} counted" for k, v in c["keys"].items())
+    return [f"risk after reads {c['total']:,} blanks as shown, given away by the released "
+            f"household ids: {per_key}"]
 
 
 def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:

@@ -111,8 +111,9 @@ blanks, sdcMicro's ``ghostVars``.
 
 Households (``household=``, ``household_keys=``, both functions). A key with one
 value in every household (household size, the household's region) that a step blanks
-in one member but not in a mate is read off the mate once the household id is released,
-and no risk measure of the released file counts that. With ``household_keys`` each such
+in one member but not in a mate is read off the mate once the household id is released
+(:func:`household_completion` fills such blanks, and counts a key that is each household's
+number of records, for the risk of the released file). With ``household_keys`` each such
 key blanked by the step in one member is blanked in every member of the household after
 the step reached its target: only wildcards are added, so no frequency falls and the
 file stays k-anonymous.
@@ -138,6 +139,7 @@ from sdcbayes.protection.base import (
     ProtectionResult,
     check_columns,
     check_frame,
+    check_row_order,
     code_strata,
     codes_of,
     output_frame,
@@ -153,6 +155,8 @@ __all__ = [
     "default_importance",
     "default_risk_key",
     "household_level_keys",
+    "household_count_keys",
+    "household_completion",
 ]
 
 
@@ -883,8 +887,8 @@ def local_suppression(
         blanked in every member where it is observed (and in its linked columns).
         Why: a household-level key (one value per household, e.g. household size
         or the household's region) blanked in one member but shown by a mate is
-        read off the mate once the household id is released, a disclosure that
-        no risk measure of the released file counts. ``"auto"``: the keys with
+        read off the mate once the household id is released, so the blank hides
+        nothing (:func:`household_completion` reads it as shown). ``"auto"``: the keys with
         one value in every household of ``frame`` (a missing value counted as a
         value). Only blanks are added, so every wildcard frequency can only grow
         and the file stays k-anonymous. A listed key need not be household-level
@@ -1289,6 +1293,190 @@ def household_level_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
         if len(np.unique(hh * (int(codes.max(initial=0)) + 1) + codes)) == n_hh:
             out.append(key)
     return out
+
+
+def _numbers(col: pd.Series) -> np.ndarray:
+    """A column's values as floats (NaN where missing or not a number; "3" counts as 3)."""
+    return pd.to_numeric(pd.Series(np.asarray(col, dtype=object), index=col.index),
+                         errors="coerce").to_numpy(float)
+
+
+def _household_codes(frame: pd.DataFrame, household: str) -> tuple[np.ndarray, np.ndarray]:
+    """Household codes (-1 for a missing id) and each record's household's record count.
+
+    A record with a missing id counts 0.
+    """
+    hh = np.asarray(pd.factorize(frame[household])[0], dtype=np.int64)
+    has_id = hh >= 0
+    size = np.zeros(len(frame), dtype=np.int64)
+    if has_id.any():
+        size[has_id] = np.bincount(hh[has_id])[hh[has_id]]
+    return hh, size
+
+
+def household_count_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
+                         household: str) -> list[str]:
+    """The keys that equal, in every household, the household's number of records.
+
+    In a sample of whole households a key such as household size is, in every household,
+    the number of records carrying the household's id; once the id is released it can be
+    counted off the file, whatever a step blanked. Detected among
+    :func:`household_level_keys` (one value per household): a key whose shown values are
+    all numbers (a level written as text, ``"3"``, counts as 3) equal to its household's
+    record count, at least one value shown. Records with a missing id are left out.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    keys : str or sequence of str
+        The keys to look at, returned in this order.
+    household : str
+        Column of household ids.
+
+    Returns
+    -------
+    list of str
+    """
+    frame = check_frame(frame)
+    keys = check_columns(frame, keys, "keys")
+    household = check_columns(frame, household, "household")[0]
+    hh, size = _household_codes(frame, household)
+    out = []
+    for key in household_level_keys(frame, keys, household):
+        seen = frame[key].notna().to_numpy() & (hh >= 0)
+        values = _numbers(frame[key])[seen]
+        if seen.any() and not np.isnan(values).any() and np.all(values == size[seen]):
+            out.append(key)
+    return out
+
+
+def household_completion(original: pd.DataFrame, protected: pd.DataFrame,
+                         keys: Sequence[str] | str, household: str
+                         ) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+    """The protected file as an intruder holding its household ids reads it.
+
+    A released household id groups a household's records, so two kinds of blanked key
+    value hide nothing from an intruder who has the file:
+
+    - from a mate: a household-level key of ``original`` (one value in every household,
+      :func:`household_level_keys`: the household's region, its size) blanked in one
+      member is the value its household mates show. Filled where the mates' shown values
+      in ``protected`` agree (a recoded key's released value, if a step recoded it);
+      where they disagree (PRAM of the key, say) the household is left as it is.
+    - counted: a key equal, in every household of ``original``, to the household's
+      number of records (:func:`household_count_keys`: household size in a sample of
+      whole households) is the number of records with the id, blanked in one member or
+      in all. Counted only where the values ``protected`` shows still equal that count
+      (a key recoded into bands is not); a blank gets the count as the column writes it
+      (a shown value of that count, else ``original``'s value, which equals it).
+
+    A blank no mate and no count fills stays blank, and a value missing in ``original``
+    is never filled. Every risk measure reads a blank as hidden (a wildcard, seed 004's
+    frequencies with missing values matching any value; sdcMicro's ``freqCalc``), so the
+    risk of a released file whose household ids are released is that of the completed
+    frame, not of ``protected`` (``protect --household`` scores it so).
+
+    Parameters
+    ----------
+    original : pandas.DataFrame
+        The input of the protection steps (what "household-level" and "the count" are
+        judged on).
+    protected : pandas.DataFrame
+        The protected file, the records in ``original``'s order (paired by position).
+        Neither frame is modified.
+    keys : str or sequence of str
+        The key variables.
+    household : str
+        Column of household ids, in both frames: ``protected``'s (the released ids)
+        group the records; records with a missing id are neither filled nor mates.
+
+    Returns
+    -------
+    completed : pandas.DataFrame
+        A new frame: ``protected`` with those blanks filled.
+    counts : dict
+        Per key with a blank filled, ``{"from_mates": n, "counted": m}`` (a blank a mate
+        shows is counted as from a mate only).
+
+    Raises
+    ------
+    InputError
+        Not two DataFrames of as many records, a key or ``household`` missing from one,
+        or the same index labels in another order.
+    """
+    original = check_frame(original, "original")
+    protected = check_frame(protected, "protected")
+    keys = check_columns(original, keys, "keys")
+    household = check_columns(original, household, "household")[0]
+    check_columns(protected, [*keys, household], "columns of protected")
+    if len(original) != len(protected):
+        raise InputError(
+            f"original has {len(original)} records and protected {len(protected)}; pass the "
+            "protected file of original, record for record")
+    check_row_order(original, protected)
+    hh, size = _household_codes(protected, household)  # the released ids
+    has_id = hh >= 0
+    n_hh = int(hh.max()) + 1 if has_id.any() else 0
+    out = output_frame(protected)
+    counts: dict[str, dict[str, int]] = {}
+    level = household_level_keys(original, keys, household)
+    counting = set(household_count_keys(original, level, household)) if level else set()
+    for key in level:
+        col = protected[key]
+        shown = col.notna().to_numpy() & has_id
+        blank = ~col.notna().to_numpy() & original[key].notna().to_numpy() & has_id
+        if not blank.any():
+            continue
+        # from a mate: the households whose shown values are one value (one code)
+        codes = np.asarray(pd.factorize(col)[0], dtype=np.int64)
+        lo = np.full(n_hh, np.iinfo(np.int64).max)
+        hi = np.full(n_hh, -1)
+        np.minimum.at(lo, hh[shown], codes[shown])
+        np.maximum.at(hi, hh[shown], codes[shown])
+        agree = (hi >= 0) & (lo == hi)
+        from_mate = blank & agree[np.maximum(hh, 0)]
+        source = np.full(len(col), -1, dtype=np.int64)  # the position whose value is taken
+        first = np.full(n_hh, -1, dtype=np.int64)
+        pos = np.flatnonzero(shown)
+        first[hh[pos[::-1]]] = pos[::-1]  # a shown member of each household (the first)
+        source[from_mate] = first[hh[from_mate]]
+        counted = np.zeros(len(col), dtype=bool)
+        fallback = np.zeros(len(col), dtype=bool)
+        if key in counting:
+            values = _numbers(col)
+            # still the count where shown (a recode into bands is not counted)
+            if not shown.any() or (not np.isnan(values[shown]).any()
+                                   and np.all(values[shown] == size[shown])):
+                counted = blank & ~from_mate
+                # the count as the column writes it: a shown value equal to it, if any
+                u, at = np.unique(values[pos], return_index=True)
+                j = np.searchsorted(u, size[counted]).clip(max=max(len(u) - 1, 0))
+                found = (u[j] == size[counted]) if len(u) else np.zeros(0, dtype=bool)
+                source[np.flatnonzero(counted)[found]] = pos[at[j[found]]]
+                fallback[np.flatnonzero(counted)[~found]] = True
+        if not (from_mate.any() or counted.any()):
+            continue
+        take = np.arange(len(col))
+        take[source >= 0] = source[source >= 0]
+        filled = col.iloc[take].set_axis(col.index)
+        if fallback.any():
+            filled = _with_values(filled, fallback, original[key].set_axis(col.index))
+        out[key] = filled
+        counts[key] = {"from_mates": int(from_mate.sum()), "counted": int(counted.sum())}
+    return out, counts
+
+
+def _with_values(col: pd.Series, mask: np.ndarray, values: pd.Series) -> pd.Series:
+    """``col`` with ``values`` where ``mask`` (a categorical gains their levels)."""
+    m = pd.Series(mask, index=col.index)
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        new = [v for v in pd.unique(values[mask].to_numpy(dtype=object))
+               if v not in set(col.cat.categories)]
+        if new:
+            col = col.cat.add_categories(new)
+        values = pd.Series(pd.Categorical(values.to_numpy(dtype=object),
+                                          categories=col.cat.categories), index=col.index)
+    return col.where(~m, values)  # other dtypes: pandas' common type (int into float)
 
 
 def _check_households(
