@@ -55,11 +55,14 @@ from sdcbayes.protection.pram import (
 from sdcbayes.protection.recode import band, bottom_code, merge_levels, top_code
 from sdcbayes.protection.suppression import (
     default_importance,
+    household_completion,
+    household_count_keys,
     household_level_keys,
     local_suppression,
     risk_suppression,
     wildcard_frequencies,
 )
+from sdcbayes.protection.swapping import record_swap
 
 __all__ = [
     "ProtectionResult",
@@ -72,6 +75,8 @@ __all__ = [
     "ci_overlap",
     "correct_match_probability",
     "default_importance",
+    "household_completion",
+    "household_count_keys",
     "household_level_keys",
     "il1",
     "invariant_pram",
@@ -91,6 +96,7 @@ __all__ = [
     "nayak_zhang_theta",
     "ols_ci",
     "proportion_ci",
+    "record_swap",
     "risk_suppression",
     "top_code",
     "wildcard_frequencies",
