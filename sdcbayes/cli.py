@@ -62,7 +62,8 @@ def read_data(path: Path, *, quiet: bool, na_values: list[str] | None = None,
 
 
 def read_variables(path: Path, keys: list[str], *, quiet: bool,
-                   na_values: list[str] | None = None, **single: str | None):
+                   na_values: list[str] | None = None, sensitive: list[str] | None = None,
+                   **single: str | None):
     """Read only the columns that ``--keys`` and the single-column options name.
 
     The names (column names or variable labels, :func:`resolve_variables`) are
@@ -75,19 +76,30 @@ def read_variables(path: Path, keys: list[str], *, quiet: bool,
     876 MB and 319 MB; audit U, F3). Each column is read as the whole file's read
     gives it (value labels, missing values, ``--na-values``: all per column).
 
+    ``sensitive`` (``assess --sensitive``): more columns to read, resolved as the keys
+    and checked by :func:`check_sensitive_roles` before any record is read.
+
     Returns
     -------
     (frame, keys, single)
         The frame of the named columns (in the file's order), and the names resolved
-        to column names, as :func:`resolve_variables` returns them.
+        to column names, as :func:`resolve_variables` returns them; with ``sensitive``,
+        ``single["sensitive"]`` is the list of its columns.
     """
-    from sdcbayes.microdata import _read_header
+    from sdcbayes.microdata import _read_header, resolve_columns
 
     header = _read_header(path)
     key_list, resolved = resolve_variables(header, path.name, keys, **single)
-    wanted = {*key_list, *(c for c in resolved.values() if c is not None)}
+    sensitive_cols: list[str] = []
+    if sensitive is not None:
+        sensitive_cols = resolve_columns(header, sensitive, option="--sensitive",
+                                         source=path.name)
+        check_sensitive_roles(sensitive_cols, key_list, resolved)
+    wanted = {*key_list, *(c for c in resolved.values() if c is not None), *sensitive_cols}
     needed = [c for c in header.columns if c in wanted]
     frame = read_data(path, quiet=quiet, na_values=na_values, columns=needed)
+    if sensitive is not None:
+        resolved["sensitive"] = sensitive_cols  # type: ignore[assignment]
     return frame, key_list, resolved
 
 
@@ -158,6 +170,24 @@ def cli() -> None:
               "unequal --weight (weight classes). Under --missing drop each stratum's kept "
               "weights stand for its dropped records; a stratum with no record kept gives "
               "its weight to all kept records, with a warning.")
+@click.option(
+    "--sensitive", metavar="VARS", default=None,
+    help="Sensitive variables, comma-separated (a name, or a variable label as for --keys): "
+    "adds their l-diversity within each key combination (sdcMicro's ldiversity): the "
+    "distinct, entropy and recursive (c, l) l-diversity of the record's cell in records.csv "
+    "(<var>_distinct_l, <var>_entropy_l, <var>_recursive_l; multi_entropy_l and "
+    "multi_recursive_l for two or more), the cells whose records all share one value "
+    "(attribute disclosure) in summary.json's l_diversity. Not a key, --weight or "
+    "--household (it may be --strata). The cells are the exact key patterns, a missing key "
+    "value equal only to a missing one, as sdcMicro's ldiversity groups them (also under "
+    "--missing wildcard); --missing drop leaves the dropped records out. The same for "
+    "every --model.",
+)
+@click.option(
+    "--l-diversity-c", "l_diversity_c", type=float, default=None, metavar="C",
+    help="With --sensitive: the constant c of the recursive (c, l)-diversity (sdcMicro's "
+    "l_recurs_c), a finite number > 0. [default: 2]",
+)
 @click.option(
     "--model",
     type=click.Choice(["closed-form", "poisson-gamma", "negbin", "latent-class"]),
@@ -422,6 +452,8 @@ def assess(
     strict: bool = False,
     target_accept: float = 0.9,
     na_values: str | None = None,
+    sensitive: str | None = None,
+    l_diversity_c: float | None = None,
 ) -> None:
     """Assess disclosure risk per record and for the whole file.
 
@@ -454,6 +486,7 @@ def assess(
     if max_global_risk is not None and not 0.0 < max_global_risk < 1.0:
         raise InputError(f"--max-global-risk must lie strictly between 0 and 1 (a rate: 0.01 "
                          f"for 1%); got {max_global_risk}")
+    sensitive_names, ldiv_c = check_sensitive_options(sensitive, l_diversity_c)
     if model != "closed-form":
         # per-model defaults, the Python API's (Gibbs sweeps are cheap and start at EM
         # fits; NUTS needs warm-up)
@@ -520,8 +553,10 @@ def assess(
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json,
         sampling_fraction=sampling_fraction, na_values=na_codes, household_truth=True,
+        sensitive=sensitive_names,
     )
     weight, household, strata = roles["weight"], roles["household"], roles["strata"]
+    sensitive_cols = roles.get("sensitive")
     if cluster_correction != "none" and (model != "latent-class" or household is None):
         raise InputError(
             "--cluster-correction cv corrects the latent-class model for household mates: it "
@@ -585,6 +620,9 @@ def assess(
                 "cells) or a larger sample"
             )
 
+    # once per cell, from the records' key cells: no model enters it, no draw repeats it
+    ldiv = (None if sensitive_cols is None
+            else l_diversity_outputs(md, frame, sensitive_cols, ldiv_c))
     notes: list[str] = [*ignored, *data_notes]
     if missing == "wildcard":
         # a key no record has: under the wildcard it matches every level, so the cells are
@@ -658,6 +696,14 @@ def assess(
         # alpha weighs wildcard matches: under category or drop there are none, so it is
         # not stamped as if it had been used
         summary["provenance"]["data"] = {**result.provenance["data"], "alpha": None}
+    records = result.records
+    if ldiv is not None:
+        ldiv_records, summary["l_diversity"] = ldiv
+        records = records.assign(**ldiv_records)  # a copy: result.records stays the model's
+        # the sensitive variables beside the keys, the constant beside the other settings
+        prov = summary["provenance"]
+        prov["data"] = {**(prov.get("data") or {}), "sensitive": list(sensitive_cols)}
+        prov["settings"] = {**(prov.get("settings") or {}), "l_diversity_c": ldiv_c}
     wrote_posterior = write_posterior and getattr(result, "idata", None) is not None
     summary["output_files"] = [*out_files, *(["posterior.nc"] if wrote_posterior else [])]
     cli_worded_summary(summary)
@@ -667,7 +713,7 @@ def assess(
     html = assessment_report(result, md, summary, command_line=True)
     writers = {
         "summary.json": lambda p: write_json(p, summary),
-        "records.csv": lambda p: write_csv(p, result.records),
+        "records.csv": lambda p: write_csv(p, records),
         "report.html": lambda p: p.write_text(html, encoding="utf-8"),
     }
     idata = getattr(result, "idata", None) if write_posterior else None
@@ -798,7 +844,8 @@ def check_applicable(*, model: str, fit_method: str | None, method: str, missing
 
 def load_input(data: Path | None, keys: str | None, *, quiet: bool,
                sampling_fraction: float | None = None, na_values: list[str] | None = None,
-               household_truth: bool = False, **roles: str | None):
+               household_truth: bool = False, sensitive: list[str] | None = None,
+               **roles: str | None):
     """The frame a command works on: DATA read and its variables resolved, or the demo.
 
     Of DATA only the columns of ``keys`` and ``roles`` are read (:func:`read_variables`).
@@ -811,6 +858,9 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
     ``household_truth``: also the demo's true household expected re-identifications
     (``assess`` and ``compare``, which report them), when its household column is the
     one used.
+    ``sensitive`` (``assess --sensitive``): columns also read, resolved and checked
+    (:func:`check_sensitive_roles`) before any record is; then ``roles["sensitive"]``
+    is the list of their column names.
     """
     key_list = split_names(keys)
     if data is None:
@@ -831,6 +881,12 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
             # the truth of the demo's own households (another column has none)
             truth["household_expected_reidentifications"] = her
         source = "embedded demo sample (sdcbayes.datasets.load_demo)"
+        if sensitive is not None:
+            from sdcbayes.microdata import resolve_columns
+
+            cols = resolve_columns(demo.sample, sensitive, option="--sensitive")
+            check_sensitive_roles(cols, key_list or list(demo.keys), resolved)
+            resolved["sensitive"] = cols  # type: ignore[assignment]
         return demo.sample, key_list or list(demo.keys), resolved, truth, source
     if not key_list:
         raise InputError(
@@ -839,8 +895,180 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
         )
     # only the columns the options name (a wide file costs memory for each one read)
     frame, key_list, resolved = read_variables(data, key_list, quiet=quiet,
-                                               na_values=na_values, **roles)
+                                               na_values=na_values, sensitive=sensitive,
+                                               **roles)
     return frame, key_list, resolved, None, str(data)
+
+
+#: The l-diversity measures of ``assess --sensitive``: records.csv's column suffix and
+#: :func:`sdcbayes.risk.measures.l_diversity`'s column of each.
+L_DIVERSITY_MEASURES = {"distinct": "Distinct_Ldiversity", "entropy": "Entropy_Ldiversity",
+                        "recursive": "Recursive_Ldiversity"}
+#: The two measures over several sensitive variables (records.csv's columns).
+L_DIVERSITY_MULTI = {"multi_entropy_l": "MultiEntropy_Ldiversity",
+                     "multi_recursive_l": "MultiRecursive_Ldiversity"}
+
+
+def check_sensitive_options(sensitive: str | None,
+                            c: float | None) -> tuple[list[str] | None, float]:
+    """``--sensitive``'s names and ``--l-diversity-c``'s constant, checked before any work.
+
+    Returns ``(names, c)``: the names as written (None without ``--sensitive``) and c
+    (2, sdcMicro's default ``l_recurs_c``, when not given). Refuses an empty
+    ``--sensitive``, a name given twice, ``--l-diversity-c`` without ``--sensitive``
+    (stamped, it would read as if it had taken effect) and a c that is not a finite
+    number > 0 (the recursive measure compares the largest count with c times the
+    smaller ones: seed 001, Section 3.2, after Machanavajjhala et al. 2007).
+    """
+    import math
+
+    names = split_names(sensitive)
+    if sensitive is not None and names is None:
+        raise InputError("--sensitive names no column: give the sensitive variables, "
+                         "comma-separated, e.g. --sensitive income,illness")
+    if c is not None and names is None:
+        raise InputError("--l-diversity-c is the constant of the recursive l-diversity of "
+                         "--sensitive: give --sensitive VARS, or leave out --l-diversity-c")
+    if names is not None:
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"--sensitive names {', '.join(repr(n) for n in twice)} more "
+                             "than once: name each sensitive variable once")
+    value = 2.0 if c is None else float(c)
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"--l-diversity-c must be a finite number > 0 (sdcMicro's "
+                         f"l_recurs_c); got {c}: leave it out for the default 2")
+    return names, value
+
+
+def check_sensitive_roles(sensitive: list[str], keys: list[str],
+                          roles: dict[str, str | None]) -> None:
+    """Refuse a ``--sensitive`` column that is a key, the weight or the household id.
+
+    ``sensitive`` and ``keys`` are resolved column names, ``roles`` the resolved role
+    options. A key is constant within its own cell (its l-diversity is 1 by
+    construction; sdcMicro's ldiversity refuses it too); the weight and the household
+    id are design variables, not attributes an intruder learns. The stratum is allowed:
+    unless it is also a key, a cell can span several strata, and how many is a fact
+    about the cell like any other attribute's. A column named twice (by its name and
+    its label) is refused as in :func:`check_sensitive_options`.
+    """
+    twice = sorted({c for c in sensitive if sensitive.count(c) > 1})
+    if twice:
+        raise InputError(f"--sensitive names column {', '.join(repr(c) for c in twice)} more "
+                         "than once (by its name and its label?): name each variable once")
+    as_key = [c for c in sensitive if c in keys]
+    if as_key:
+        raise InputError(
+            f"--sensitive {', '.join(repr(c) for c in as_key)} "
+            f"{'is one of' if len(as_key) == 1 else 'are among'} --keys: l-diversity "
+            "counts a sensitive variable's values within the key combinations, where a key "
+            "has one value; leave it out of --sensitive or of --keys")
+    for role in ("weight", "household"):
+        col = roles.get(role)
+        if col is not None and col in sensitive:
+            raise InputError(
+                f"--sensitive {col!r} is the --{role} column, a design variable, not an "
+                f"attribute of the person: leave it out of --sensitive")
+    multi = [f"{c}_{m}_l" for c in sensitive for m in L_DIVERSITY_MEASURES]
+    if len(sensitive) > 1:
+        clash = sorted(set(multi) & set(L_DIVERSITY_MULTI))
+        if clash:
+            raise InputError(
+                f"--sensitive column(s) named 'multi' would give records.csv two columns "
+                f"{clash[0]!r} (its own and the one over all sensitive variables): rename "
+                "the column in the file")
+
+
+def _stats(x) -> dict[str, float]:
+    """Minimum, quartiles, mean and maximum (R's summary(), quantile type 7 = NumPy's)."""
+    import numpy as np
+
+    if x.size == 0:
+        return {k: None for k in ("min", "q25", "median", "mean", "q75", "max")}
+    q = np.quantile(x, [0, 0.25, 0.5, 0.75, 1])
+    return {"min": float(q[0]), "q25": float(q[1]), "median": float(q[2]),
+            "mean": float(np.mean(x)), "q75": float(q[3]), "max": float(q[4])}
+
+
+def l_diversity_outputs(md, frame, sensitive: list[str], c: float):
+    """records.csv's l-diversity columns and summary.json's ``l_diversity``.
+
+    :func:`sdcbayes.risk.measures.l_diversity` once per cell of ``md.record_cell`` (the
+    exact key patterns: a missing key value equals only a missing one, as sdcMicro's
+    ``ldiversity`` groups records, ``src/Measure_Risk.h``; dropped records, -1, have
+    no cell and get NA), mapped to the records. The summary counts, per sensitive
+    variable, the cells (and their records) whose records all share one value (distinct
+    l = 1: attribute disclosure to whoever finds the cell; seed 001, Section 3.2, after
+    Machanavajjhala et al. 2007) and those with distinct l < 2 (also the cells
+    where the variable is missing in every record, distinct l = 0), with the
+    distribution of each measure over the records (sdcMicro prints ``summary()`` of the
+    distinct l over records).
+
+    Returns
+    -------
+    (dict of column -> array, dict)
+        The records' columns (``<var>_distinct_l``, ``<var>_entropy_l``,
+        ``<var>_recursive_l``; ``multi_entropy_l`` and ``multi_recursive_l`` with two
+        variables or more) and summary.json's ``l_diversity``.
+    """
+    import numpy as np
+
+    from sdcbayes.risk.assess import _counts_to_records, cells_to_records
+    from sdcbayes.risk.measures import l_diversity
+
+    rc = md.record_cell
+    n_cells = len(md.cells)
+    ld = l_diversity(rc, frame[sensitive], c=c, n_cells=n_cells)
+    kept = rc[rc >= 0]
+    size = np.bincount(kept, minlength=n_cells)  # records per exact key pattern
+    columns: dict[str, Any] = {}
+    variables: dict[str, Any] = {}
+    for var in sensitive:
+        per_cell = {m: ld[f"{var}_{col}"].to_numpy() for m, col in L_DIVERSITY_MEASURES.items()}
+        for m, v in per_cell.items():
+            columns[f"{var}_{m}_l"] = (cells_to_records(v, rc) if m == "entropy"
+                                       else _counts_to_records(v, rc))
+        d = per_cell["distinct"]
+        variables[var] = {
+            "n_cells_distinct_1": int((d == 1).sum()),
+            "n_records_distinct_1": int(size[d == 1].sum()),
+            "n_cells_distinct_below_2": int((d < 2).sum()),
+            "n_records_distinct_below_2": int(size[d < 2].sum()),
+            **{m: _stats(v[kept]) for m, v in per_cell.items()},
+        }
+    out: dict[str, Any] = {
+        "sensitive": list(sensitive),
+        "c": c,
+        "cells": ("the records' exact key patterns, a missing key value a level of its own "
+                  "as sdcMicro's ldiversity groups records"
+                  + ("; dropped records are in none" if md.n_dropped else "")),
+        "n_records": int(kept.size),
+        "n_cells": n_cells,
+        "variables": variables,
+    }
+    if len(sensitive) > 1:
+        multi = {}
+        for col, name in L_DIVERSITY_MULTI.items():
+            v = ld[name].to_numpy()
+            columns[col] = (cells_to_records(v, rc) if "entropy" in col
+                            else _counts_to_records(v, rc))
+            multi[col.removeprefix("multi_").removesuffix("_l")] = _stats(v[kept])
+        out["multi"] = multi
+    return columns, out
+
+
+def _l_diversity_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The terminal's lines of ``summary["l_diversity"]``, one per sensitive variable."""
+    rows = []
+    for var, v in ((s.get("l_diversity") or {}).get("variables") or {}).items():
+        text = (f"{v['n_records_distinct_1']:,} records in {v['n_cells_distinct_1']:,} cells "
+                "share one value (distinct l = 1)")
+        none = v["n_records_distinct_below_2"] - v["n_records_distinct_1"]
+        if none:
+            text += f"; {none:,} more in cells where it is missing throughout"
+        rows.append((f"l-diversity of {var}", text))
+    return rows
 
 
 def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None:
@@ -976,6 +1204,7 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
                          f"{diag['classes_used_mean']:.1f} of {diag['classes_truncation']} on "
                          f"average (all in {percent(diag['share_draws_all_classes_used'])} "
                          "of draws)"))
+    rows.extend(_l_diversity_rows(s))
     echo_table(rows)
     extra = ", posterior.nc" if posterior and "diagnostics" in s else ""
     click.echo(f"written: {out}/summary.json, records.csv, report.html{extra}")

@@ -1150,6 +1150,46 @@ def _stratum_section(by_stratum: Sequence[Mapping[str, Any]],
     )
 
 
+def _l_diversity_section(ldiv: Mapping[str, Any]) -> str:
+    """The l-diversity section of ``assess --sensitive``'s report.
+
+    The cells whose records share one sensitive value, and the distinct, entropy and
+    recursive l-diversity over the records (summary.json's ``l_diversity``; seed 001,
+    Section 3.2, after Machanavajjhala et al. 2007).
+    """
+    def stat(v: Mapping[str, Any], measure: str) -> str:
+        x = v.get(measure) or {}
+        return f"{fmt(x.get('min'), 3)} / {fmt(x.get('median'), 3)}"
+
+    rows = []
+    for var, v in ldiv["variables"].items():
+        rows.append([var, v.get("n_cells_distinct_1"), v.get("n_records_distinct_1"),
+                     v.get("n_records_distinct_below_2"), stat(v, "distinct"),
+                     stat(v, "entropy"), stat(v, "recursive")])
+    multi = ldiv.get("multi")
+    if isinstance(multi, Mapping):
+        rows.append(["all together (multi)", "", "", "", "",
+                     stat(multi, "entropy"), stat(multi, "recursive")])
+    header = ["sensitive variable", "cells sharing one value (distinct l = 1)",
+              "their records", "records with distinct l < 2", "distinct l: min / median",
+              "entropy l: min / median",
+              f"recursive ({fmt(ldiv.get('c'))}, l): min / median"]
+    return (
+        table(rows, header=header)
+        + "<p class='note'>Cells: "
+        + esc(ldiv.get("cells", "the records' key patterns"))
+        + ". Distinct l is the number of values of the sensitive variable in the cell; "
+        "entropy l is exp(−Σ p log p) over their shares; recursive (c, l) the largest l "
+        "at which the most frequent value's count stays below c times the summed counts "
+        "of the l-th most frequent value and all rarer ones (1 if there is none). A cell "
+        "with distinct l = 1 tells whoever finds a person in it the person's value "
+        "(attribute disclosure), whatever the re-identification risk. Records with "
+        "distinct l &lt; 2 also count cells whose value is missing in every record. "
+        "Minimum and median are over records; records.csv gives each record's cell's "
+        "values, summary.json (l_diversity) the quartiles.</p>"
+    )
+
+
 def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
                       command_line: bool = False) -> str:
     """The ``report.html`` of ``sdcbayes assess``.
@@ -1157,7 +1197,9 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
     Sections: file-level risk (with the truth for the demo sample), risk by stratum
     (when ``summary`` has ``by_stratum``), data and key summary, model, the per-record
     risk distribution, the riskiest key combinations (cell level only: no raw
-    records), household risk and the provenance (command and versions).
+    records), household risk, the l-diversity of the sensitive variables (when
+    ``summary`` has ``l_diversity``: ``assess --sensitive``) and the provenance
+    (command and versions).
 
     Parameters
     ----------
@@ -1275,6 +1317,9 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
                 ),
             )
         )
+    ldiv = summary.get("l_diversity")
+    if isinstance(ldiv, Mapping) and ldiv.get("variables"):
+        sections.append(("Attribute disclosure: l-diversity", _l_diversity_section(ldiv)))
     return render(
         f"Disclosure-risk assessment — {summary.get('model')}",
         sections,
