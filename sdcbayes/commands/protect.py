@@ -34,9 +34,12 @@ themselves live in :mod:`sdcbayes.protection`; this module
    long form: :func:`_pram_matrices`) atomically.
 
 Order of the steps given as options (the usual workflow of seed 001, Figure 2):
-recode -> local suppression (k-anonymity) -> risk-threshold suppression ->
-invariant PRAM -> Nayak-Zhang PRAM -> micro-aggregation -> noise. A recipe runs
-its steps in the order listed.
+recode -> targeted record swapping -> local suppression (k-anonymity) ->
+risk-threshold suppression -> invariant PRAM -> Nayak-Zhang PRAM ->
+micro-aggregation -> noise. Swapping comes before the suppression, as in census
+practice: the swap perturbs the geography, then suppression makes the released
+file k-anonymous (a suppression before it could blank a swapped column, which a
+swap refuses). A recipe runs its steps in the order listed.
 
 Variable names: wherever a command-line option or a recipe names a variable
 (``--keys``, ``--weight``, ``--strata``, ``--recode COL:...``, ``--importance
@@ -47,9 +50,9 @@ variable label may be given (:func:`sdcbayes.microdata.resolve_columns`). All
 of them are resolved before any work; outputs use the column names.
 
 Randomness: one NumPy Generator, ``numpy.random.default_rng(seed)``, is handed
-to the random steps (PRAM, Nayak-Zhang PRAM, noise) in the order they run, so a
-run is reproduced by the same steps and seed; without ``--seed`` (or a recipe's seed)
-one is drawn and stamped in ``summary.json``.
+to the random steps (record swapping, PRAM, Nayak-Zhang PRAM, noise) in the order
+they run, so a run is reproduced by the same steps and seed; without ``--seed`` (or a
+recipe's seed) one is drawn and stamped in ``summary.json``.
 
 Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
 
@@ -58,6 +61,8 @@ Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
        {"step": "recode", "column": "age", "mapping": {"20s": "20-39", "30s": "20-39"}},
        {"step": "band", "column": "income", "breaks": [0, 1000, 5000, 1e9]},
        {"step": "top_code", "column": "income", "threshold": 10000},
+       {"step": "swap", "hierarchy": ["region", "district"], "similar": "household_size",
+        "swap_rate": 0.05, "k": 3},
        {"step": "suppress", "k": 3, "importance": {"age": 2, "sex": 1},
         "linked": {"region": ["district"]}},
        {"step": "suppress_risk", "threshold": 0.1, "key": "age"},
@@ -86,6 +91,18 @@ every member of a household where the step blanked it in one, so that no househo
 shows the blanked value once the household id is released
 (:func:`sdcbayes.protection.suppression.local_suppression`); a blank a mate shows is
 read as shown by the risk after.
+A ``swap`` step (sdcMicro's ``recordSwap``,
+:func:`sdcbayes.protection.swapping.record_swap`; options ``--swap``, ``--swap-similar``,
+``--swap-rate``, ``--swap-k``, ``--swap-carry-along``) needs ``--household``: households
+at risk within their geographic unit (a member shares its ``risk_variables`` with fewer
+than ``k`` records of the unit; default ``--keys`` less the swapped columns), and more
+drawn by risk up to ``swap_rate`` of the households, exchange their ``hierarchy`` (and
+``carry_along``) columns with a household of the same ``similar`` profile in another
+unit. ``similar`` is required: one list of columns, or a list of such lists tried in
+turn. ``log.csv`` gets one row per changed value; the step's result is the method's
+summary (households swapped, the rate achieved, high-risk households, those left
+without a donor). Under ``--model latent-class`` a swap of a key is refused, as PRAM of
+a key is (the released value is no function of the record's own).
 
 Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
 """
@@ -124,6 +141,7 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "band": (("column", "breaks"), ("labels", "right")),
     "top_code": (("column", "threshold"), ("replacement",)),
     "bottom_code": (("column", "threshold"), ("replacement",)),
+    "swap": (("hierarchy", "similar"), ("risk_variables", "swap_rate", "k", "carry_along")),
     "suppress": (("k",), ("keys", "importance", "strata", "combs", "method", "linked",
                           "household_keys")),
     "suppress_risk": (("threshold",), ("key", "linked", "household_keys")),
@@ -136,7 +154,8 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: ``_olds``: a --recode's OLD text, split on "+" once the column's levels are known.
 #: ``_measure``: what a suppress_risk step measures the risk with (--keys, --weight, ...).
 #: ``_matrices``: a pram step's ``matrices``, read and checked (column -> {from: {to: p}}).
-#: ``_household``: the ``--household`` column a step's ``household_keys`` are kept within.
+#: ``_household``: the ``--household`` column a step's ``household_keys`` are kept within,
+#: or whose households a swap step exchanges the geography of.
 #: ``_default_key``: a suppress_risk step's ``key`` is the default, not given.
 #: ``_count_strata``: a suppress step's keys that count the household's records, run as
 #: strata (``--household``: :func:`_count_keys_as_strata`).
@@ -165,9 +184,9 @@ DEFAULT_RISK_K = 3
     "--recipe",
     type=click.Path(dir_okay=False, path_type=Path),
     help="A file listing the steps in order (RECIPE.json; RECIPE.yaml needs PyYAML): "
-    "steps recode, band, top_code, bottom_code, suppress, suppress_risk, pram, nayak_zhang, "
-    "microaggregate and noise; see the README section 'Protection recipes' for the format. "
-    "Use either a recipe or the step options below.",
+    "steps recode, band, top_code, bottom_code, swap, suppress, suppress_risk, pram, "
+    "nayak_zhang, microaggregate and noise; see the README section 'Protection recipes' "
+    "for the format. Use either a recipe or the step options below.",
 )
 @click.option(
     "--recode",
@@ -177,6 +196,54 @@ DEFAULT_RISK_K = 3
     help="Global recoding (repeatable): merge categories OLD1, OLD2, ... of column COL "
     "into one category NEW, e.g. --recode age:20s+30s=20-39. A level may hold '+' "
     "(--recode age:70-79+80+=70+): OLD is split where its pieces are levels of COL.",
+)
+@click.option(
+    "--swap",
+    "swap",
+    default=None,
+    metavar="GEO1,GEO2",
+    help="Targeted record swapping (sdcMicro's recordSwap): households at risk within their "
+    "geographic unit exchange their geography, these household-level columns from coarse "
+    "to fine (e.g. region,district), with a similar household (--swap-similar) in another "
+    "unit; about --swap-rate of the households are swapped. At risk: a member shares its "
+    "values of --keys (less the swapped columns) with fewer than --swap-k records of its "
+    "unit. Needs --household; runs after --recode and before the suppression.",
+)
+@click.option(
+    "--swap-similar",
+    "swap_similar",
+    multiple=True,
+    metavar="COL1,COL2",
+    help="With --swap (required): household-level columns a donor household must share, "
+    "e.g. household_size, so that every unit keeps its numbers of households of each "
+    "profile. Repeatable: a later profile is tried when no donor matches the ones before "
+    "(--swap-similar household_size,tenure --swap-similar household_size).",
+)
+@click.option(
+    "--swap-rate",
+    type=float,
+    default=0.05,
+    show_default=True,
+    metavar="R",
+    help="With --swap: share of households to swap, between 0 and 1; the households at "
+    "risk are swapped even beyond it.",
+)
+@click.option(
+    "--swap-k",
+    type=int,
+    default=3,
+    show_default=True,
+    help="With --swap: a household is at risk where a member shares its key values with "
+    "fewer than K records of its geographic unit; 1 marks none (only --swap-rate selects).",
+)
+@click.option(
+    "--swap-carry-along",
+    "swap_carry_along",
+    default=None,
+    metavar="COL1,COL2",
+    help="With --swap: further household-level columns swapped with the geography (e.g. a "
+    "finer geography not used for the risk), so that the released geography stays "
+    "coherent.",
 )
 @click.option(
     "--suppress-k",
@@ -309,7 +376,8 @@ DEFAULT_RISK_K = 3
 )
 @click.option(
     "--seed", type=click.IntRange(min=0), default=None,
-    help="Random seed (reproducible PRAM and noise, and the --model latent-class fit); "
+    help="Random seed (reproducible swapping, PRAM and noise, and the --model latent-class "
+    "fit); "
     "without it one is drawn and stamped in summary.json.",
 )
 @click.option(
@@ -382,7 +450,8 @@ DEFAULT_RISK_K = 3
     "level it merges, and the closed form is reported beside it. It takes steps that blank "
     "key values (suppress, suppress_risk), that recode them level by level (recode, band, "
     "top_code, bottom_code) and steps on other columns; PRAM, Nayak-Zhang PRAM, "
-    "micro-aggregation or noise of a key, and a step that changes the weights, are refused.",
+    "micro-aggregation, noise or swapping (--swap) of a key, and a step that changes the "
+    "weights, are refused.",
 )
 @click.option(
     "--missing",
@@ -463,6 +532,11 @@ def command(
     structural_zeros: str | None = None,
     household: str | None = None,
     household_keys: str | None = None,
+    swap: str | None = None,
+    swap_similar: tuple[str, ...] = (),
+    swap_rate: float = 0.05,
+    swap_k: int = 3,
+    swap_carry_along: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -470,8 +544,8 @@ def command(
     .por), Stata (.dta) or SAS (.sas7bdat, .xpt) file. The protected file is written in
     the same format (SAS .sas7bdat input is written as Parquet, since SAS files cannot
     be written). Steps given as options run in
-    the order recode, suppression, risk-threshold suppression, PRAM, Nayak-Zhang PRAM,
-    micro-aggregation, noise; a recipe runs its steps in its own order.
+    the order recode, record swapping, suppression, risk-threshold suppression, PRAM,
+    Nayak-Zhang PRAM, micro-aggregation, noise; a recipe runs its steps in its own order.
     """
     from sdcbayes.microdata import _extension
 
@@ -503,7 +577,8 @@ def command(
         mdav_cols, mdav_k, noise_cols, noise_level, strata, suppress_method=suppress_method,
         microaggregate_method=microaggregate_method, suppress_risk=suppress_risk,
         suppress_risk_key=suppress_risk_key, linked=linked, household_keys=household_keys,
-        household=household,
+        household=household, swap=swap, swap_similar=swap_similar, swap_rate=swap_rate,
+        swap_k=swap_k, swap_carry_along=swap_carry_along,
     )
     if recipe is not None:
         if flag_steps:
@@ -523,8 +598,8 @@ def command(
         steps = flag_steps
     if not steps:
         raise InputError(
-            "no protection step given: use --recode, --suppress-k, --suppress-risk, --pram, "
-            "--nayak-zhang-xi, --microaggregate, --noise or --recipe"
+            "no protection step given: use --recode, --swap, --suppress-k, --suppress-risk, "
+            "--pram, --nayak-zhang-xi, --microaggregate, --noise or --recipe"
         )
     if any(s.get("step") == "pram" for s in steps):
         out_files.append(PRAM_MATRICES)  # known once the recipe is read: checked again
@@ -750,7 +825,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                         suppress_method=None,
                         microaggregate_method=None, suppress_risk=None,
                         suppress_risk_key=None, linked=(), household_keys=None,
-                        household=None) -> list[dict[str, Any]]:
+                        household=None, swap=None, swap_similar=(), swap_rate=0.05,
+                        swap_k=3, swap_carry_along=None) -> list[dict[str, Any]]:
     """The option steps in the fixed workflow order (module docstring).
 
     Each step records in ``_option`` the option that named its variables, so that
@@ -797,6 +873,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
     from sdcbayes.cli import given
 
     for param, option, step_cols, step_option, recipe_param in (
+        ("swap_rate", "--swap-rate", swap, "--swap GEO1,GEO2", "swap_rate"),
+        ("swap_k", "--swap-k", swap, "--swap GEO1,GEO2", "k"),
         ("pram_pd", "--pram-pd", pram_cols, "--pram COLUMNS", "pd"),
         ("mdav_k", "--mdav-k", mdav_cols, "--microaggregate COLUMNS", "k"),
         ("noise_level", "--noise-level", noise_cols, "--noise COLUMNS", "level"),
@@ -807,6 +885,10 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                 f"{step_option} or leave out {option} (in a recipe, give \"{recipe_param}\" "
                 "inside the step)"
             )
+    swap_step = _swap_step_from_options(swap, swap_similar, swap_rate, swap_k,
+                                        swap_carry_along, household)
+    if swap_step is not None:  # the census order: swap (perturb), then suppress (k-anonymity)
+        steps.append(swap_step)
     if suppress_k is not None:
         step: dict[str, Any] = {"step": "suppress", "k": suppress_k, "_option": "--suppress-k"}
         if importance is not None:
@@ -848,6 +930,45 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
         steps.append({"step": "noise", "columns": split_names(noise_cols) or [],
                       "level": noise_level, "_option": "--noise"})
     return steps
+
+
+def _swap_step_from_options(swap, similar, rate, k, carry_along, household
+                            ) -> dict[str, Any] | None:
+    """``--swap`` and its settings as a ``swap`` step; None without ``--swap``.
+
+    ``--swap-similar`` is required (a donor of any household size would change every
+    unit's numbers of persons); each ``--swap-similar`` is one similarity profile, tried
+    in the order given. Settings without ``--swap``, and ``--swap`` without
+    ``--household``, are refused (one line, before the file is read).
+    """
+    if swap is None:
+        for option, value in (("--swap-similar", similar), ("--swap-carry-along", carry_along)):
+            if value:
+                raise InputError(f"{option} is a setting of --swap, which is not given; add "
+                                 f"--swap GEO1,GEO2 or leave out {option}")
+        return None
+    hierarchy = split_names(swap)
+    if not hierarchy:
+        raise InputError("--swap is empty: name the geographic columns, coarse to fine, e.g. "
+                         "--swap region,district")
+    if household is None:
+        raise InputError("--swap exchanges the geography of whole households; add --household "
+                         "COL (the household id column)")
+    profiles = [split_names(p) for p in similar]
+    if not profiles or not all(profiles):
+        raise InputError(
+            "--swap needs --swap-similar COLS: the household-level columns a donor household "
+            "must share, e.g. --swap-similar household_size")
+    step: dict[str, Any] = {"step": "swap", "hierarchy": hierarchy,
+                            "similar": profiles[0] if len(profiles) == 1 else profiles,
+                            "swap_rate": rate, "k": k, "_option": "--swap"}
+    if carry_along is not None:
+        cols = split_names(carry_along)
+        if not cols:
+            raise InputError("--swap-carry-along is empty: name the columns, e.g. "
+                             "--swap-carry-along district_code")
+        step["carry_along"] = cols
+    return step
 
 
 def _parse_linked(specs) -> dict[str, list[str]]:
@@ -1008,8 +1129,9 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             how = f"{where} {param}"
         else:
             how = {"strata": "--strata", "importance": "--importance", "linked": "--linked",
-                   "key": "--suppress-risk-key",
-                   "household_keys": "--household-keys"}.get(param, from_option)
+                   "key": "--suppress-risk-key", "household_keys": "--household-keys",
+                   "similar": "--swap-similar",
+                   "carry_along": "--swap-carry-along"}.get(param, from_option)
         return resolve_columns(frame, names, option=how, source=source)
 
     given = {k for k in step if k != "step" and k not in _INTERNAL}
@@ -1101,6 +1223,7 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                 f" {'>' if lo_open else '>='} {lo_text or lo}" if lo is not None else ""
             ) + (f" and {'<' if hi_open else '<='} {hi}" if hi is not None else "")
             opt = {("suppress", "k"): "--suppress-k", ("pram", "pd"): "--pram-pd",
+                   ("swap", "swap_rate"): "--swap-rate", ("swap", "k"): "--swap-k",
                    ("suppress_risk", "threshold"): "--suppress-risk",
                    ("nayak_zhang", "xi"): "--nayak-zhang-xi", ("microaggregate", "k"): "--mdav-k",
                    ("noise", "level"): "--noise-level"}.get((name, param))
@@ -1235,7 +1358,73 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
     elif name == "noise":
         number("level", lo=0, default=0.1)
         choice("method", ("additive", "correlated"))
+    elif name == "swap":
+        number("swap_rate", lo=0, hi=1, default=0.05)
+        number("k", lo=1, integer=True, default=3)
+        _validated_swap(where, s, frame, keys, household, resolve, from_option)
     return s
+
+
+def _validated_swap(where: str, s: dict[str, Any], frame, keys: list[str],
+                    household: str | None, resolve, from_option) -> None:
+    """A ``swap`` step's columns, names resolved, defaults filled, checked on the input.
+
+    ``hierarchy``, ``risk_variables`` and ``carry_along``: a name or a list of names;
+    ``similar``: one profile (a name or a list of names) or several (a list of lists),
+    kept as one flat list for one profile. ``risk_variables`` defaults to ``--keys``
+    less the hierarchy and carry-along columns (the swapped columns cannot also be what
+    is counted within a unit). Needs ``--household`` (``_household``). Then every check
+    of :func:`sdcbayes.protection.swapping.record_swap` runs on the input
+    (:func:`~sdcbayes.protection.swapping.check_record_swap_input`: hierarchy, similar
+    and carry-along columns one value per household, no missing hierarchy value, no
+    column in two roles): the steps before may only recode those columns level by
+    level, which keeps them so (:func:`_check_step_chain` refuses the others).
+    """
+    from sdcbayes.protection.swapping import check_record_swap_input
+
+    if household is None:
+        what = "--swap" if from_option else where
+        raise InputError(f"{what} exchanges the geography of whole households; add "
+                         "--household COL (the household id column)")
+
+    def names(param: str, value) -> list[str]:
+        v = split_names(value) if isinstance(value, str) else value
+        if not isinstance(v, list) or not v or not all(isinstance(c, str) for c in v):
+            raise InputError(f"{where}: {param} must be a column name or a non-empty list of "
+                             f"them; got {_shown(value)}")
+        return resolve(param, v)
+
+    s["hierarchy"] = names("hierarchy", s["hierarchy"])
+    sim = s["similar"]
+    if isinstance(sim, list) and sim and all(isinstance(p, list) for p in sim):
+        profiles = [names("similar", p) for p in sim]
+    elif isinstance(sim, list) and any(isinstance(p, list) for p in sim):
+        raise InputError(
+            f"{where}: similar mixes column names and lists of names; give one profile (a "
+            "list of names) or several (a list of such lists, tried in turn); got "
+            f"{_shown(sim)}")
+    else:
+        profiles = [names("similar", sim)]
+    s["similar"] = profiles[0] if len(profiles) == 1 else profiles
+    s["carry_along"] = names("carry_along", s["carry_along"]) if s.get("carry_along") else []
+    swapped = s["hierarchy"] + s["carry_along"]
+    if "risk_variables" in s:
+        s["risk_variables"] = names("risk_variables", s["risk_variables"])
+    else:
+        s["risk_variables"] = [k for k in keys if k not in swapped]
+        if not s["risk_variables"]:
+            raise InputError(
+                f"{where}: every key ({', '.join(keys)}) is swapped, so nothing is left to "
+                "count within a geographic unit; add keys that are not swapped to --keys"
+                + ("" if from_option else " or give the step's \"risk_variables\""))
+    try:  # the library's own checks (and words), on the input, before any work
+        check_record_swap_input(
+            frame, household=household, hierarchy=s["hierarchy"], similar=profiles,
+            risk_variables=s["risk_variables"], swap_rate=s["swap_rate"],
+            k_anonymity=s["k"], carry_along=s["carry_along"])
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None
+    s["_household"] = household
 
 
 def _validated_linked(where: str, s: dict[str, Any], frame, step_keys: list[str],
@@ -1527,7 +1716,14 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
       ``microaggregate``; ``noise``), or that has more levels than its
       ``max_levels``: PRAM changes categories;
     - ``strata`` (of ``suppress`` or ``pram``) that may hold missing values, e.g. a
-      key of an earlier ``suppress``: a record with a missing stratum is in none.
+      key of an earlier ``suppress``: a record with a missing stratum is in none;
+    - ``swap`` of a column (hierarchy, similar, carry-along) that an earlier step
+      changes record by record (``suppress`` blanks, ``pram``, ``nayak_zhang``,
+      ``microaggregate``, ``noise``), so that it may no longer hold one value per
+      household (or, blanked, hold missing values), or a hierarchy column that may hold
+      missing values (a ``band`` leaving values outside its breaks): swapping moves
+      whole households. Level steps (recode, band, top and bottom coding) keep a
+      household-level column so; the input itself was checked by :func:`_validated_swap`.
 
     While only deterministic value steps (recode, band, top_code, bottom_code) have
     changed a column, its distinct values are run through them (the code of the run
@@ -1561,9 +1757,14 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
         return int(np.flatnonzero(bad)[0]) if bad.any() else -1
 
     options = any(s.get("_option") for s in steps)
+    # column -> how an earlier step changed it record by record (no longer one value per
+    # household, for all that is known before the run): what a swap cannot move
+    per_record: dict[str, str] = {}
     for i, step in enumerate(steps, start=1):
         name = step["step"]
         where = f"step {i} ({name})"
+        if name == "swap":
+            _check_swap_input(where, step, state, per_record)
         if name in ("microaggregate", "noise"):
             method = "micro-aggregation" if name == "microaggregate" else "noise addition"
             for c in step["columns"]:
@@ -1647,12 +1848,19 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
                     None, st.kind, st.fraction, True if blanks else st.missing, st.kind_by,
                     f"{where} blanks key cells" if blanks and not st.missing else st.missing_by,
                     st.changed + [where])
-        elif name in ("pram", "nayak_zhang"):
-            # values drawn among the column's own levels, dtype kept, missing kept
-            for c in step["columns" if name == "pram" else "keys"]:
+                if blanks:
+                    per_record.setdefault(c, f"{where} blanks values of it")
+        elif name in ("pram", "nayak_zhang", "swap"):
+            # values drawn among the column's own levels, dtype kept, missing kept (a swap
+            # exchanges whole households' values: still one per household)
+            cols = (step["columns"] if name == "pram" else step["keys"] if name == "nayak_zhang"
+                    else step["hierarchy"] + step["carry_along"])
+            for c in cols:
                 st = state(c)
                 states[c] = _ColumnState(None, st.kind, st.fraction, st.missing, st.kind_by,
                                          st.missing_by, st.changed + [where])
+                if name != "swap":
+                    per_record.setdefault(c, f"{where} changes it record by record")
         elif name in ("microaggregate", "noise"):
             if name == "microaggregate":
                 # group means of whole numbers are fractional but for equal groups; group
@@ -1666,6 +1874,37 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
                 st = state(c)
                 states[c] = _ColumnState(None, "numeric", fraction, False,
                                          how if fraction else where, None, st.changed + [where])
+                per_record.setdefault(c, f"{where} changes it record by record")
+
+
+def _check_swap_input(where: str, step: dict[str, Any], state, per_record: dict[str, str]
+                      ) -> None:
+    """A swap step's columns as the steps before leave them (:func:`_check_step_chain`).
+
+    Refused: a hierarchy, similar or carry-along column an earlier step changed record by
+    record (``per_record``: blanked, PRAM'd, micro-aggregated, noised), which may then
+    differ between household members or hold blanks; a hierarchy column that may hold
+    missing values (e.g. after a ``band`` whose breaks leave values out).
+    """
+    sim = step["similar"]
+    similar = list(dict.fromkeys(c for p in (sim if isinstance(sim[0], list) else [sim])
+                                 for c in p))
+    for role, cols in (("hierarchy", step["hierarchy"]), ("similar", similar),
+                       ("carry-along", step["carry_along"])):
+        for c in cols:
+            if c in per_record:
+                raise InputError(
+                    f"{where}: {role} column {c!r} may no longer hold one value per household "
+                    f"(or may hold blanks) after {per_record[c]}; swapping moves whole "
+                    "households: put the swap step before that one, or leave "
+                    f"{c!r} out of one of them")
+            st = state(c)
+            if role == "hierarchy" and st.missing:
+                raise InputError(
+                    f"{where}: hierarchy column {c!r} may have missing values"
+                    + (f" after {st.missing_by}" if st.missing_by else "")
+                    + "; every household needs a geography to swap: map those values to a "
+                    "level (e.g. 'unknown') or leave the column out of the hierarchy")
 
 
 def _as_left(col: str, changed: list[str]) -> str:
@@ -1776,6 +2015,8 @@ def _columns_of(step: dict[str, Any]) -> list[str]:
         out += step["keys"]
     if step["step"] == "suppress_risk":
         out.append(step["key"])
+    if step["step"] == "swap":  # the columns exchanged between households
+        out += step["hierarchy"] + [c for c in step["carry_along"] if c not in out]
     for cols in (step.get("linked") or {}).values():  # the columns that follow a key's blanks
         out += [c for c in cols if c not in out]
     return out
@@ -2176,6 +2417,12 @@ def _run_step(step: dict[str, Any], frame, rng):
             kw["matrices"] = step["_matrices"]
         return P.invariant_pram(frame, step["columns"], pd_min=step["pd"],
                                 strata=step.get("strata"), seed=rng, **kw)
+    if name == "swap":
+        res = P.record_swap(frame, household=step["_household"], hierarchy=step["hierarchy"],
+                            similar=step["similar"], risk_variables=step["risk_variables"],
+                            swap_rate=step["swap_rate"], k_anonymity=step["k"],
+                            carry_along=step["carry_along"], seed=rng)
+        return _swap_value_log(res, frame, step["hierarchy"] + step["carry_along"])
     if name == "nayak_zhang":
         return P.nayak_zhang_pram(frame, step["keys"], xi=step["xi"], theta=step.get("theta"),
                                   group_size=step.get("group_size"), seed=rng)
@@ -2189,6 +2436,34 @@ def _run_step(step: dict[str, Any], frame, rng):
         return P.add_noise(frame, step["columns"], step["level"],
                            method=step.get("method", "additive"), seed=rng)
     raise AssertionError(name)  # pragma: no cover - _validate_step rejects unknown steps
+
+
+def _swap_value_log(res, frame, columns: list[str]):
+    """A swap's result with its log as one row per changed value, as PRAM's log.
+
+    :func:`~sdcbayes.protection.swapping.record_swap` logs one row per swapped household
+    (its partner, the level, the hierarchy before and after); ``log.csv`` holds one row
+    per changed value, ``record`` (0-based row), ``variable``, ``original`` and
+    ``released``, as the other value-changing steps write it. The household pairs are
+    counted in the step's result (``swapped_pairs``, ``swapped_households``).
+    """
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+
+    from sdcbayes.protection.base import same_cells
+
+    parts = []
+    for c in columns:
+        idx = np.flatnonzero(~same_cells(frame[c], res.frame[c]))
+        parts.append(pd.DataFrame({
+            "record": idx.astype(np.int64),
+            "variable": c,
+            "original": frame[c].to_numpy(dtype=object)[idx],
+            "released": res.frame[c].to_numpy(dtype=object)[idx],
+        }))
+    return dataclasses.replace(res, log=pd.concat(parts, ignore_index=True))
 
 
 def _household_args(step: dict[str, Any]) -> dict[str, Any]:
@@ -2320,6 +2595,7 @@ def _estimator_notes(weight: str | None) -> list[str]:
 _RANDOM_KEY_STEPS = {
     "pram": "at random",
     "nayak_zhang": "at random",
+    "swap": "by exchanging them between households",
     "microaggregate": "to means over groups of records",
     "noise": "at random",
 }
@@ -4027,10 +4303,31 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
             text += f", IL1 {v['il1']:.3g}"
         rows.append((f"  {var}", text))
     echo_table(rows)
-    for line in _household_keys_lines(s["steps"]) + _household_completion_lines(s):
+    for line in (_swap_lines(s["steps"]) + _household_keys_lines(s["steps"])
+                 + _household_completion_lines(s)):
         click.echo(line)
     extra = "".join(f", {f}" for f in s["output_files"] if f == PRAM_MATRICES)
     click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html{extra}")
+
+
+def _swap_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """One line per swap step: households swapped, the rate reached, those at risk.
+
+    The swapped values are in the information loss above; this says how many households
+    moved and how many selected ones found no donor (left unswapped).
+    """
+    out = []
+    for st in steps:
+        r = st.get("result") or {}
+        if st.get("name") != "swap" or "swapped_households" not in r:
+            continue
+        out.append(
+            f"step {st['step']} (swap): {r['swapped_households']:,} of {r['households']:,} "
+            f"households swapped ({100 * r['swap_rate_achieved']:.1f}%, rate asked "
+            f"{100 * r['swap_rate']:g}%); {r['high_risk_households']:,} at risk (a member "
+            f"shares its values with fewer than {r['k_anonymity']} records of its unit); "
+            f"{r['n_no_donor']:,} selected but left unswapped for want of a donor")
+    return out
 
 
 def _household_keys_lines(steps: list[dict[str, Any]]) -> list[str]:

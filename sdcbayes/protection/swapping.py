@@ -81,7 +81,7 @@ from sdcbayes.protection.base import (
 )
 from sdcbayes.provenance import json_safe
 
-__all__ = ["record_swap"]
+__all__ = ["check_record_swap_input", "record_swap"]
 
 
 # --------------------------------------------------------------------------- input checks
@@ -267,6 +267,125 @@ class _Swaps:
             formed += 1
 
 
+def _checked_input(frame: Any, household: Any, hierarchy: Any, similar: Any,
+                   risk_variables: Any, swap_rate: Any, k_anonymity: Any, risk: Any,
+                   risk_threshold: Any, carry_along: Any) -> tuple:
+    """Every check of :func:`record_swap` (its Raises), before any work.
+
+    Returns the frame, the hierarchy, the similarity profiles, the carry-along and
+    risk-variable columns, the user risks (or None), the household code of each record
+    and the household ids.
+    """
+    frame = check_frame(frame)
+    if not isinstance(household, str) or household not in frame.columns:
+        available = ", ".join(map(str, frame.columns[:20]))
+        raise InputError(
+            f"household {household!r} not found in the frame; name the household id "
+            f"column, one of: {available}"
+        )
+    hier = check_columns(frame, hierarchy, "hierarchy")
+    profiles = _profiles(frame, similar)
+    sim_cols = list(dict.fromkeys(c for p in profiles for c in p))
+    carry = [] if carry_along is None or (
+        not isinstance(carry_along, str) and len(list(carry_along)) == 0
+    ) else check_columns(frame, carry_along, "carry_along")
+    if risk is None and risk_variables is None:
+        raise InputError(
+            "record_swap needs risk_variables (the person-level keys counted within each "
+            "geographic unit) or a per-record risk; pass one of them"
+        )
+    risk_vars = [] if risk_variables is None else check_columns(
+        frame, risk_variables, "risk_variables")
+    for name, cols in (("similar", sim_cols), ("risk_variables", risk_vars),
+                       ("carry_along", carry)):
+        both = [c for c in hier if c in cols]
+        if both:
+            raise InputError(
+                f"{both} is in both hierarchy and {name}; a donor must lie in another unit, "
+                f"so the geography cannot also be {'matched' if name == 'similar' else 'used'}"
+                f" there: remove it from {name}"
+            )
+        if household in cols or household in hier:
+            raise InputError(
+                f"the household column {household!r} is also in "
+                f"{'hierarchy' if household in hier else name}; remove it from there"
+            )
+    if not _is_number(swap_rate) or not 0.0 <= float(swap_rate) <= 1.0:
+        raise InputError(
+            f"swap_rate={swap_rate!r} must be a number in [0, 1] (the share of households "
+            "to swap), e.g. 0.05"
+        )
+    if (
+        isinstance(k_anonymity, (bool, np.bool_))
+        or not isinstance(k_anonymity, (int, np.integer))
+        or k_anonymity < 1
+    ):
+        raise InputError(
+            f"k_anonymity={k_anonymity!r} must be an integer >= 1 (e.g. 3); 1 marks no "
+            "household as high-risk"
+        )
+    if not _is_number(risk_threshold) or not math.isfinite(float(risk_threshold)):
+        raise InputError(f"risk_threshold={risk_threshold!r} must be a finite number")
+    n_levels = len(hier)
+    user_risk = None if risk is None else _risk_matrix(frame, risk, n_levels)
+    ids = frame[household]
+    if ids.isna().any():
+        raise InputError(
+            f"household column {household!r} has {int(ids.isna().sum())} missing id(s); give "
+            "every person a household id (a person living alone gets an id of their own)"
+        )
+    for col in hier:
+        n_missing = int(frame[col].isna().sum())
+        if n_missing:
+            raise InputError(
+                f"hierarchy column {col!r} has {n_missing} missing value(s); fill them (e.g. "
+                "with a level 'unknown') before swapping"
+            )
+    hh, hh_ids = pd.factorize(ids, sort=False)
+    hh = np.asarray(hh, dtype=np.int64)
+    _household_level(frame, hh, hier, "hierarchy")
+    _household_level(frame, hh, sim_cols, "similar")
+    _household_level(frame, hh, carry, "carry_along")
+    return frame, hier, profiles, carry, risk_vars, user_risk, hh, hh_ids
+
+
+def check_record_swap_input(
+    frame: pd.DataFrame,
+    *,
+    household: str,
+    hierarchy: Sequence[str] | str,
+    similar: Sequence[str] | Sequence[Sequence[str]] | str,
+    risk_variables: Sequence[str] | str | None = None,
+    swap_rate: float = 0.05,
+    k_anonymity: int = 3,
+    risk: Any = None,
+    risk_threshold: float = 0.0,
+    carry_along: Sequence[str] | str = (),
+) -> dict[str, Any]:
+    """Run every input check of :func:`record_swap` without swapping (no seed drawn).
+
+    For callers that must refuse a bad swap before other work (``sdcbayes protect``
+    checks its ``swap`` step before any step runs). Cost: one factorisation of the
+    household ids and one group count per household-level column.
+
+    Returns
+    -------
+    dict
+        The columns as :func:`record_swap` reads them: ``hierarchy``, ``similar`` (the
+        list of profiles), ``risk_variables`` and ``carry_along`` (lists of names).
+
+    Raises
+    ------
+    InputError
+        As :func:`record_swap` (its Raises), with the same messages.
+    """
+    _, hier, profiles, carry, risk_vars, _, _, _ = _checked_input(
+        frame, household, hierarchy, similar, risk_variables, swap_rate, k_anonymity, risk,
+        risk_threshold, carry_along)
+    return {"hierarchy": hier, "similar": profiles, "risk_variables": risk_vars,
+            "carry_along": carry}
+
+
 # --------------------------------------------------------------------------- the method
 
 
@@ -381,76 +500,10 @@ def record_swap(
     and per value of the matched profile, and every non-geographic value, are
     unchanged; the household-level table of geographies is permuted.
     """
-    frame = check_frame(frame)
-    if not isinstance(household, str) or household not in frame.columns:
-        available = ", ".join(map(str, frame.columns[:20]))
-        raise InputError(
-            f"household {household!r} not found in the frame; name the household id "
-            f"column, one of: {available}"
-        )
-    hier = check_columns(frame, hierarchy, "hierarchy")
-    profiles = _profiles(frame, similar)
-    sim_cols = list(dict.fromkeys(c for p in profiles for c in p))
-    carry = [] if carry_along is None or (
-        not isinstance(carry_along, str) and len(list(carry_along)) == 0
-    ) else check_columns(frame, carry_along, "carry_along")
-    if risk is None and risk_variables is None:
-        raise InputError(
-            "record_swap needs risk_variables (the person-level keys counted within each "
-            "geographic unit) or a per-record risk; pass one of them"
-        )
-    risk_vars = [] if risk_variables is None else check_columns(
-        frame, risk_variables, "risk_variables")
-    for name, cols in (("similar", sim_cols), ("risk_variables", risk_vars),
-                       ("carry_along", carry)):
-        both = [c for c in hier if c in cols]
-        if both:
-            raise InputError(
-                f"{both} is in both hierarchy and {name}; a donor must lie in another unit, "
-                f"so the geography cannot also be {'matched' if name == 'similar' else 'used'}"
-                f" there: remove it from {name}"
-            )
-        if household in cols or household in hier:
-            raise InputError(
-                f"the household column {household!r} is also in "
-                f"{'hierarchy' if household in hier else name}; remove it from there"
-            )
-    if not _is_number(swap_rate) or not 0.0 <= float(swap_rate) <= 1.0:
-        raise InputError(
-            f"swap_rate={swap_rate!r} must be a number in [0, 1] (the share of households "
-            "to swap), e.g. 0.05"
-        )
-    if (
-        isinstance(k_anonymity, (bool, np.bool_))
-        or not isinstance(k_anonymity, (int, np.integer))
-        or k_anonymity < 1
-    ):
-        raise InputError(
-            f"k_anonymity={k_anonymity!r} must be an integer >= 1 (e.g. 3); 1 marks no "
-            "household as high-risk"
-        )
-    if not _is_number(risk_threshold) or not math.isfinite(float(risk_threshold)):
-        raise InputError(f"risk_threshold={risk_threshold!r} must be a finite number")
+    frame, hier, profiles, carry, risk_vars, user_risk, hh, hh_ids = _checked_input(
+        frame, household, hierarchy, similar, risk_variables, swap_rate, k_anonymity, risk,
+        risk_threshold, carry_along)
     n_levels = len(hier)
-    user_risk = None if risk is None else _risk_matrix(frame, risk, n_levels)
-    ids = frame[household]
-    if ids.isna().any():
-        raise InputError(
-            f"household column {household!r} has {int(ids.isna().sum())} missing id(s); give "
-            "every person a household id (a person living alone gets an id of their own)"
-        )
-    for col in hier:
-        n_missing = int(frame[col].isna().sum())
-        if n_missing:
-            raise InputError(
-                f"hierarchy column {col!r} has {n_missing} missing value(s); fill them (e.g. "
-                "with a level 'unknown') before swapping"
-            )
-    hh, hh_ids = pd.factorize(ids, sort=False)
-    hh = np.asarray(hh, dtype=np.int64)
-    _household_level(frame, hh, hier, "hierarchy")
-    _household_level(frame, hh, sim_cols, "similar")
-    _household_level(frame, hh, carry, "carry_along")
     rng, seed_used = seeded_rng(seed)
 
     n, n_hh = len(frame), len(hh_ids)
