@@ -62,7 +62,7 @@ from sdcbayes.protection.suppression import (
     risk_suppression,
     wildcard_frequencies,
 )
-from sdcbayes.protection.swapping import record_swap
+from sdcbayes.protection.swapping import check_record_swap_input, record_swap
 
 __all__ = [
     "ProtectionResult",
@@ -72,6 +72,7 @@ __all__ = [
     "benchmark",
     "bottom_code",
     "categorical_loss",
+    "check_record_swap_input",
     "ci_overlap",
     "correct_match_probability",
     "default_importance",
