@@ -368,6 +368,15 @@ def check_record_swap_input(
     checks its ``swap`` step before any step runs). Cost: one factorisation of the
     household ids and one group count per household-level column.
 
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The file to be swapped.
+    household, hierarchy, similar, risk_variables : as in :func:`record_swap`
+        The columns, as :func:`record_swap` takes them.
+    swap_rate, k_anonymity, risk, risk_threshold, carry_along : as in :func:`record_swap`
+        The settings, checked as :func:`record_swap` checks them.
+
     Returns
     -------
     dict
