@@ -942,7 +942,7 @@ def check_sensitive_options(sensitive: str | None,
 
 
 def check_sensitive_roles(sensitive: list[str], keys: list[str],
-                          roles: dict[str, str | None]) -> None:
+                          roles: dict[str, str | None], *, records_csv: bool = True) -> None:
     """Refuse a ``--sensitive`` column that is a key, the weight or the household id.
 
     ``sensitive`` and ``keys`` are resolved column names, ``roles`` the resolved role
@@ -951,7 +951,9 @@ def check_sensitive_roles(sensitive: list[str], keys: list[str],
     id are design variables, not attributes an intruder learns. The stratum is allowed:
     unless it is also a key, a cell can span several strata, and how many is a fact
     about the cell like any other attribute's. A column named twice (by its name and
-    its label) is refused as in :func:`check_sensitive_options`.
+    its label) is refused as in :func:`check_sensitive_options`. ``records_csv``
+    (``assess``; ``protect`` writes no records.csv): also refuse a column named ``multi``
+    among two or more, whose records.csv columns would clash with those over all of them.
     """
     twice = sorted({c for c in sensitive if sensitive.count(c) > 1})
     if twice:
@@ -971,7 +973,7 @@ def check_sensitive_roles(sensitive: list[str], keys: list[str],
                 f"--sensitive {col!r} is the --{role} column, a design variable, not an "
                 f"attribute of the person: leave it out of --sensitive")
     multi = [f"{c}_{m}_l" for c in sensitive for m in L_DIVERSITY_MEASURES]
-    if len(sensitive) > 1:
+    if records_csv and len(sensitive) > 1:
         clash = sorted(set(multi) & set(L_DIVERSITY_MULTI))
         if clash:
             raise InputError(
@@ -1058,15 +1060,30 @@ def l_diversity_outputs(md, frame, sensitive: list[str], c: float):
     return columns, out
 
 
-def _l_diversity_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
-    """The terminal's lines of ``summary["l_diversity"]``, one per sensitive variable."""
+def _l_diversity_rows(s: dict[str, Any],
+                      after: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """The terminal's lines of ``summary["l_diversity"]``, one per sensitive variable.
+
+    With ``after`` (``protect --sensitive``: the protected file's ``l_diversity`` block,
+    ``s["l_diversity"]`` the input's) each line reads before -> after, in records.
+    """
     rows = []
+    later = (after or {}).get("variables") or {}
     for var, v in ((s.get("l_diversity") or {}).get("variables") or {}).items():
-        text = (f"{v['n_records_distinct_1']:,} records in {v['n_cells_distinct_1']:,} cells "
-                "share one value (distinct l = 1)")
         none = v["n_records_distinct_below_2"] - v["n_records_distinct_1"]
-        if none:
-            text += f"; {none:,} more in cells where it is missing throughout"
+        if after is None:
+            text = (f"{v['n_records_distinct_1']:,} records in {v['n_cells_distinct_1']:,} "
+                    "cells share one value (distinct l = 1)")
+            if none:
+                text += f"; {none:,} more in cells where it is missing throughout"
+        else:
+            a = later[var]
+            none_a = a["n_records_distinct_below_2"] - a["n_records_distinct_1"]
+            text = (f"{v['n_records_distinct_1']:,} -> {a['n_records_distinct_1']:,} records "
+                    "in cells sharing one value (distinct l = 1)")
+            if none or none_a:
+                text += (f"; {none:,} -> {none_a:,} more in cells where it is missing "
+                         "throughout")
         rows.append((f"l-diversity of {var}", text))
     return rows
 

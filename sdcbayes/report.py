@@ -1770,7 +1770,9 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     as wildcards, seed 001 section 3.2, also as the suppression step judges it),
     information loss per variable (seed 001 section 5.1) and the provenance. After
     PRAM of a key or Nayak-Zhang PRAM a note says that the "after" risk treats the
-    randomised values as true. Under ``protect --model latent-class`` (summary.json's
+    randomised values as true. With ``--sensitive`` a section gives the l-diversity before
+    and after (:func:`_protection_l_diversity_section`). Under ``protect --model
+    latent-class`` (summary.json's
     ``risk.closed_form``) the risk is the model's, with the closed form beside it and a
     section on the fit (:func:`_protection_report_latent_class`).
     """
@@ -1798,6 +1800,7 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             + _randomised_note(s),
         ),
     ]
+    sections += _protection_l_diversity_section(s)
     sections += _protection_loss_section(s)
     return render("Protection: risk before and after", sections, s.get("provenance"), s)
 
@@ -1839,6 +1842,55 @@ def _protection_risk_rows(before: Mapping[str, Any], after: Mapping[str, Any],
                          before.get("k_anonymity_violations_suppression"),
                          after.get("k_anonymity_violations_suppression")))
     return rows
+
+
+def _protection_l_diversity_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The l-diversity section of ``protect --sensitive``: before and after (none without it).
+
+    ``risk.before.l_diversity`` and ``risk.after.l_diversity`` are assess's block
+    (:func:`_l_diversity_section`; seed 001, Section 3.2, after Machanavajjhala et al.
+    2007) on the input's and the protected file's key cells.
+    """
+    risk = s.get("risk") or {}
+    b = (risk.get("before") or {}).get("l_diversity")
+    a = (risk.get("after") or {}).get("l_diversity")
+    if not isinstance(b, Mapping) or not isinstance(a, Mapping):
+        return []
+
+    def stat(v: Mapping[str, Any], measure: str) -> str:
+        x = v.get(measure) or {}
+        return f"{fmt(x.get('min'), 3)} / {fmt(x.get('median'), 3)}"
+
+    def cells(v: Mapping[str, Any]) -> str:
+        return f"{v.get('n_records_distinct_1')} (in {v.get('n_cells_distinct_1')} cells)"
+
+    rows = []
+    for var, vb in (b.get("variables") or {}).items():
+        va = (a.get("variables") or {}).get(var) or {}
+        rows += [
+            (var, "records in cells sharing one value (distinct l = 1)", cells(vb), cells(va)),
+            ("", "records with distinct l < 2", vb.get("n_records_distinct_below_2"),
+             va.get("n_records_distinct_below_2")),
+            ("", "distinct l: min / median", stat(vb, "distinct"), stat(va, "distinct")),
+            ("", "entropy l: min / median", stat(vb, "entropy"), stat(va, "entropy")),
+            ("", f"recursive ({fmt(b.get('c'))}, l): min / median", stat(vb, "recursive"),
+             stat(va, "recursive")),
+        ]
+    return [(
+        "l-diversity of the sensitive variables, before and after",
+        table(rows, header=("sensitive variable", "quantity", "original", "protected"))
+        + "<p class='note'>As <code>sdcbayes assess --sensitive</code> computes it "
+        "(sdcMicro's ldiversity) on the key cells of the original file and of the protected "
+        "one: the exact key patterns, a missing key value (a blank the steps made, too) a "
+        "value of its own"
+        + (", the blanks the released household ids give away read as shown (as the risk "
+           "after reads them)" if s.get("household") else "")
+        + "; the sensitive values as released (after PRAM of one, its released values). A "
+        "cell with distinct l = 1 tells whoever finds a person in it the person's value "
+        "(attribute disclosure). Records with distinct l &lt; 2 also count cells whose "
+        "value is missing in every record. Minimum and median over records; summary.json "
+        "(risk.before.l_diversity, risk.after.l_diversity) gives the quartiles.</p>",
+    )]
 
 
 def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -1995,6 +2047,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
             + diagnostics_table(after.get("diagnostics") or {}, fit.get("method")),
         ),
     ]
+    sections += _protection_l_diversity_section(s)
     sections += _protection_loss_section(s)
     return render("Protection: risk before and after", sections, s.get("provenance"), s)
 

@@ -147,6 +147,19 @@ def test_parameters_report_and_recipe_equal_options_and_seed_repeats(demo, swapp
         (swapped / "protected.csv").read_bytes()
 
 
+def test_swap_of_no_key_is_noted_as_unseen_by_the_risk(swapped):
+    # region is no key: every record keeps its keys, so the risk after is the risk before,
+    # which the run's risk notes say (summary.json and the report's notes)
+    s = json.loads((swapped / "summary.json").read_text())
+    before, after = s["risk"]["before"], s["risk"]["after"]
+    assert before["expected_reidentifications"] == after["expected_reidentifications"]
+    assert before["n_sample_uniques"] == after["n_sample_uniques"]
+    note = ("step 1 (swap): region is not a key, so the risk after does not see the swap (the "
+            "risk reads --keys only); add region to --keys to measure the risk with geography")
+    assert note in s["risk"]["notes"]
+    assert note in (swapped / "report.html").read_text()
+
+
 def test_swap_of_a_key_runs_before_suppression_and_is_noted(demo, tmp_path):
     # region among the keys: the options run swap, then suppression (census order); the
     # risk after reads swapped values as true, which the report says (as after PRAM)
@@ -167,6 +180,8 @@ def test_swap_of_a_key_runs_before_suppression_and_is_noted(demo, tmp_path):
     # region is swapped, so counted within units it is not a risk variable
     assert s["steps"][0]["parameters"]["risk_variables"] == KEYS.split(",")
     assert "The same holds for swapped values" in (out / "report.html").read_text()
+    # a key swapped: the risk after sees the swap, so no note says it does not
+    assert not any("does not see the swap" in n for n in s["risk"].get("notes") or [])
 
 
 @pytest.fixture

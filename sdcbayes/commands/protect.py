@@ -412,6 +412,25 @@ DEFAULT_RISK_K = 3
     "steps.",
 )
 @click.option(
+    "--sensitive", metavar="VARS", default=None,
+    help="Sensitive variables, comma-separated (a name, or a variable label as for --keys): "
+    "adds their l-diversity within each key combination before and after (sdcMicro's "
+    "ldiversity, as `sdcbayes assess --sensitive` computes it): summary.json's "
+    "risk.before.l_diversity and risk.after.l_diversity, the records in cells whose records "
+    "all share one value (attribute disclosure) before -> after on the terminal. The cells "
+    "are the exact key patterns, a missing key value (a blank after suppression) a value of "
+    "its own, as sdcMicro's ldiversity groups the protected object; after: the protected "
+    "file's keys (with --household as the risk after reads them, the blanks the released ids "
+    "give away filled) and its released sensitive values. Not a key, --weight or --household; "
+    "no step may change it except PRAM (--pram, a recipe's pram step: the after counts the "
+    "released values).",
+)
+@click.option(
+    "--l-diversity-c", "l_diversity_c", type=float, default=None, metavar="C",
+    help="With --sensitive: the constant c of the recursive (c, l)-diversity (sdcMicro's "
+    "l_recurs_c), a finite number > 0. [default: 2]",
+)
+@click.option(
     "--allow-weights-below-one",
     is_flag=True,
     help="Accept weights below 1 when measuring risk (as in `sdcbayes assess`).",
@@ -537,6 +556,8 @@ def command(
     swap_rate: float = 0.05,
     swap_k: int = 3,
     swap_carry_along: str | None = None,
+    sensitive: str | None = None,
+    l_diversity_c: float | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -553,6 +574,10 @@ def command(
     key_list = split_names(keys)
     if not key_list:
         raise InputError("--keys is empty: name the key variables, e.g. --keys age,sex,region")
+    # --sensitive's names and --l-diversity-c (assess's checks), before the file is read
+    from sdcbayes.cli import check_sensitive_options
+
+    sensitive_names, ldiv_c = check_sensitive_options(sensitive, l_diversity_c)
     # the model's options (cheap) before the file is read
     sampler = _sampler_options(model, weight, draws=draws, chains=chains, tune=tune,
                                cores=cores, missing=missing, structural_zeros=structural_zeros)
@@ -614,6 +639,14 @@ def command(
                                         household=household)
     weight, household = roles["weight"], roles["household"]
     _check_household_role(household, key_list, weight)
+    sensitive_cols = None
+    if sensitive_names is not None:  # resolved and checked as assess does (no records.csv)
+        from sdcbayes.cli import check_sensitive_roles
+        from sdcbayes.microdata import resolve_columns
+
+        sensitive_cols = resolve_columns(frame, sensitive_names, option="--sensitive",
+                                         source=data.name)
+        check_sensitive_roles(sensitive_cols, key_list, roles, records_csv=False)
     # every variable named in a step, also resolved now: a typo in step 5 costs no work
     steps = [_validate_step(i, s, frame, key_list, source=data.name, weight=weight,
                             household=household)
@@ -625,6 +658,8 @@ def command(
     # each step against what the steps before it leave: a conflict costs no work either
     _check_step_chain(steps, frame)
     _check_household(steps, household)  # its ids group the records before and after
+    _check_sensitive(steps, sensitive_cols)  # released as read, or PRAMmed
+    ldiv = None if sensitive_cols is None else {"sensitive": sensitive_cols, "c": ldiv_c}
     risk_k = next((_risk_k_of(s) for s in reversed(steps) if s["step"] == "suppress"),
                   DEFAULT_RISK_K)
     # k-anonymity also counted as the (last) suppression step judges it: its keys and strata
@@ -659,7 +694,9 @@ def command(
         level_maps = _key_level_maps(steps, frame, md_fit, key_list)
     # The "before" assessment doubles as validation of keys and weights.
     before, input_notes = _risk(frame, key_list, weight, risk_k, suppression=supp,
-                                threshold=threshold, household=household, **md_options)
+                                threshold=threshold, household=household,
+                                l_diversity=ldiv, **md_options)
+    ldiv_before = before.pop("l_diversity", None)  # summary.json's risk.before, both models
     # a step that will run for long says so before it starts (the input is valid by now);
     # so do the input's own caveats (Microdata's: a key writing one number two ways, ...)
     early = (input_notes + count_notes + _mdav_cost_warnings(steps, len(frame))
@@ -702,11 +739,15 @@ def command(
 
         scored, filled = household_completion(frame, current, key_list, household)
     try:
+        # l-diversity on the frame the risk after reads (with --household the completed
+        # one): the cells an intruder groups the released records into
         after, after_notes = _risk(scored, key_list, weight, risk_k, suppression=supp,
-                                   threshold=threshold, household=household, **md_options)
+                                   threshold=threshold, household=household,
+                                   l_diversity=ldiv, **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
         raise type(e)(f"after the steps, the protected file: {e}"
                       + _weight_blame(steps, weight)) from e
+    ldiv_after = after.pop("l_diversity", None)
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
@@ -724,7 +765,8 @@ def command(
                                    quiet=quiet or as_json, seed=seed)
     completion = None if filled is None else _completion_summary(filled)
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k,
-                                    completed=0 if completion is None else completion["total"]) + (
+                                    completed=0 if completion is None else completion["total"]) + \
+        _swap_unseen_notes(steps, key_list) + (
         _estimator_notes(weight) if fit is None
         else _latent_class_notes(recoded=bool(level_maps), missing=missing,
                                  household=household))
@@ -758,6 +800,10 @@ def command(
         "warnings": warned,
         "information_loss": loss,
     }
+    if ldiv is not None:
+        # assess --sensitive's block, of the input and of the protected file (either model)
+        summary["risk"]["before"]["l_diversity"] = ldiv_before
+        summary["risk"]["after"]["l_diversity"] = ldiv_after
     if out_note:
         summary["note"] = out_note
     if fit is not None:
@@ -790,6 +836,10 @@ def command(
     )
     if na_codes is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
+    if ldiv is not None:  # as assess stamps them: beside the keys, beside the settings
+        prov = summary["provenance"]
+        prov["data"] = {**(prov.get("data") or {}), "sensitive": list(sensitive_cols)}
+        prov["settings"] = {**(prov.get("settings") or {}), "l_diversity_c": ldiv_c}
     if fit is not None:
         from sdcbayes.cli import cli_worded_summary
 
@@ -2053,6 +2103,56 @@ def _check_household(steps: list[dict[str, Any]], household: str | None) -> None
                 "released unchanged): leave it out of the step, or leave out --household")
 
 
+def _check_sensitive(steps: list[dict[str, Any]], sensitive: list[str] | None) -> None:
+    """Refuse a step that changes a ``--sensitive`` column other than PRAM (before any work).
+
+    The l-diversity before and after counts one variable's values in the key cells of
+    the input and of the protected file: a recode, band or top code merges its values
+    (fewer distinct values by construction, not by the key cells), noise and
+    micro-aggregation make a continuous one distinct in nearly every record (an intruder
+    still learns it up to the noise), a suppression's linked column or a swap's carried
+    column blanks or moves it. PRAM is allowed, as sdcMicro practice applies it to
+    sensitive variables: it keeps the levels, and the after counts the released values
+    (what an intruder finding the cell reads). Nayak-Zhang PRAM perturbs keys: a sensitive
+    column is none.
+    """
+    if not sensitive:
+        return
+    for i, step in enumerate(steps, start=1):
+        if step["step"] == "pram":
+            continue
+        hit = [c for c in _columns_of(step) if c in sensitive]
+        if hit:
+            raise InputError(
+                f"step {i} ({step['step']}) changes the --sensitive column(s) "
+                f"{', '.join(repr(c) for c in hit)}, whose l-diversity before and after "
+                "counts the values released unchanged (or PRAMmed): leave it out of the step, "
+                "or out of --sensitive")
+
+
+def _swap_unseen_notes(steps: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """A note per swap step that exchanged no key: its risk after is the risk before.
+
+    Every risk measure reads the keys only, and a swap changes only its hierarchy and
+    carry-along columns; with none of them a key, every record keeps its key values.
+    """
+    notes = []
+    for i, step in enumerate(steps, start=1):
+        if step["step"] != "swap":
+            continue
+        swapped = step["hierarchy"] + [c for c in step["carry_along"]
+                                       if c not in step["hierarchy"]]
+        if any(c in keys for c in swapped):
+            continue
+        one = len(swapped) == 1
+        geo = ", ".join(step["hierarchy"])
+        notes.append(
+            f"step {i} (swap): {', '.join(swapped)} {'is not a key' if one else 'are not keys'}"
+            ", so the risk after does not see the swap (the risk reads --keys only); add "
+            f"{geo} to --keys to measure the risk with geography")
+    return notes
+
+
 def _count_keys_as_strata(steps: list[dict[str, Any]], frame, keys: list[str],
                           household: str | None) -> list[str]:
     """Keep the suppression steps from blanking a key that counts the household's records.
@@ -2476,7 +2576,8 @@ def _household_args(step: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- measures
 def _risk(frame, keys: list[str], weight: str | None, k: int,
           suppression: dict[str, Any] | None = None, threshold: float | None = None,
-          household: str | None = None, **md_options) -> tuple[dict[str, Any], list[str]]:
+          household: str | None = None, l_diversity: dict[str, Any] | None = None,
+          **md_options) -> tuple[dict[str, Any], list[str]]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
 
     Returns the counts and the file's :class:`sdcbayes.microdata.MicrodataWarning`
@@ -2502,6 +2603,13 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     (:func:`~sdcbayes.protection.suppression.household_completion`: the blanks the
     released ids give away read as shown). ``md_options``
     (``allow_weights_below_one``, ``max_levels``) go to :class:`Microdata`.
+
+    ``l_diversity`` (``--sensitive``: ``{"sensitive": columns, "c": c}``) adds
+    ``l_diversity``, assess's block (:func:`sdcbayes.cli.l_diversity_outputs`; seed 001,
+    Section 3.2) over the cells of the same :class:`Microdata`: its ``record_cell`` are
+    the exact key patterns, a missing key value (a blank a step made, too) a level of its
+    own per key, equal only to a missing one, as sdcMicro's ``ldiversity`` groups records
+    (not the wildcard matching of the frequencies above); no record is dropped.
     """
     import numpy as np
 
@@ -2530,6 +2638,11 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     if threshold is not None:
         out["n_above_threshold"] = s["n_above_threshold"]
     out |= {key: s[key] for key in _HOUSEHOLD_CLOSED_FORM if key in s}
+    if l_diversity is not None:  # the block only: protect writes no records.csv
+        from sdcbayes.cli import l_diversity_outputs
+
+        out["l_diversity"] = l_diversity_outputs(md, frame, l_diversity["sensitive"],
+                                                 l_diversity["c"])[1]
     # the per-record tables (codes, cells, risks: ~140 B/record) are let go before the
     # suppression's own counting, which would otherwise peak on top of them
     del md, res, fk
@@ -4302,6 +4415,10 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         if "il1" in v:
             text += f", IL1 {v['il1']:.3g}"
         rows.append((f"  {var}", text))
+    if "l_diversity" in b:  # --sensitive: assess's line, before -> after (after the loss's
+        from sdcbayes.cli import _l_diversity_rows  # sub-rows, not among them)
+
+        rows += _l_diversity_rows({"l_diversity": b["l_diversity"]}, after=a["l_diversity"])
     echo_table(rows)
     for line in (_swap_lines(s["steps"]) + _household_keys_lines(s["steps"])
                  + _household_completion_lines(s)):
