@@ -1392,6 +1392,16 @@ class PatternSums:
                                  f"{self.n_levels[j] - 1}")
         return fixed
 
+    def weights_many(self, rect, fixed, sl=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """``(a, c)`` of P rectangles (:meth:`sums_many`'s arguments), to share.
+
+        a (P, draws, H) per rectangle, c (draws, H) shared by all of them: what
+        :meth:`sums_many` (``weights=(a, c)``) and :meth:`cells_many` (``weights=a``, its
+        cells on the same fixed levels) would each compute, computed once by a caller that
+        needs both on the same draws.
+        """
+        return self._weights_many(rect, self._fixed_levels(rect, fixed), sl)
+
     def _weights_many(self, rect, fixed, sl) -> tuple[np.ndarray, np.ndarray]:
         """(a, c): a (P, draws, H) per rectangle, c (draws, H) shared by all of them."""
         w = self.w[sl]
@@ -1406,7 +1416,7 @@ class PatternSums:
                 c *= self.phi[j][sl][:, :, lv].sum(axis=2)
         return a, c
 
-    def sums_many(self, rect, fixed, sl=slice(None)) -> dict[str, np.ndarray]:
+    def sums_many(self, rect, fixed, sl=slice(None), weights=None) -> dict[str, np.ndarray]:
         r""":meth:`sums` of P rectangles with the same free keys: arrays (P, draws).
 
         ``rect`` (normalised, :meth:`rectangle`) gives the free keys' level sets; its keys
@@ -1417,10 +1427,12 @@ class PatternSums:
         rectangles whose fixed levels lie in it). With ``key_rate``: key s fixed, each
         rectangle's class rates times its level's factor; key s free, the tilted c and
         Gram matrices (class Notes), in every piece of :math:`p\setminus S` too.
-        Memory: P x draws x H (the caller chunks P).
+        ``weights``: :meth:`weights_many` of the same rectangles and draws, ``(a, c)``,
+        where the caller has them (and gives ``a`` to :meth:`cells_many` too); else
+        computed here. Memory: P x draws x H (the caller chunks P).
         """
         fixed = self._fixed_levels(rect, fixed)
-        a, c = self._weights_many(rect, fixed, sl)
+        a, c = self._weights_many(rect, fixed, sl) if weights is None else weights
         aE = a * self.E[sl]
         n = self.n
         free = self._free(rect)
@@ -1476,14 +1488,29 @@ class PatternSums:
             out[k] = out[k] / (keep if k in ("pi", "lam") else keep * keep)
         return out
 
-    def cells_many(self, rect, codes, sl=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+    #: :meth:`cells_many` sums over the classes once per distinct cell of the call (on the
+    #: free keys) where they number at most this many times the cells per rectangle
+    _TABLE_RATIO = 3
+
+    def cells_many(self, rect, codes, sl=slice(None), weights=None
+                   ) -> tuple[np.ndarray, np.ndarray]:
         r""":meth:`cells` of P rectangles with the same free keys: (P, draws, K) each.
 
         ``codes`` (P, K, J): rectangle p's K full cells, which give its fixed levels too
         (``codes[p, 0]`` on the fixed keys; every cell must agree with it there). With
         structural zeros: 0 for a cell in S, the others truncated; with ``key_rate``
-        each cell's lam times its level's factor. Memory: P x draws x H x K (the caller
-        chunks P).
+        each cell's lam times its level's factor. ``weights``: the rectangles' ``a``
+        (P, draws, H), :meth:`weights_many` on the same draws, where the caller has it
+        (for :meth:`sums_many` too); else computed here.
+
+        Memory: P x draws x H x K (the caller chunks P), the listing of every
+        rectangle's cells; or, where the call's rectangles list at most
+        :attr:`_TABLE_RATIO` times K distinct cells U on the free keys (a batch of
+        patterns with one free key has them among its levels), P x draws x U and draws x
+        H x U: :math:`\sum_h a_h\prod_j\phi_{hj}(c_j)` is then summed once per distinct
+        cell and picked out per rectangle (:meth:`_cells_by_table`), the same products
+        and sums over the classes in the same order as the listing, to the bit
+        (tests/test_released_speed.py), at a fraction of the cost.
         """
         codes = np.asarray(codes, dtype=np.int64)
         if codes.ndim != 3 or codes.shape[2] != len(self.phi):
@@ -1493,25 +1520,82 @@ class PatternSums:
         if K == 0:
             D = self.w[sl].shape[0]
             return np.zeros((P, D, 0)), np.zeros((P, D, 0))
-        a, _ = self._weights_many(rect, self._fixed_levels(rect, codes[:, 0]), sl)
-        # (P, draws, H, K) contiguous: einsum then sums over H as cells() does, to the bit
-        prod = None
-        for j in self._free(rect):
-            # the cells' profile values of key j, (draws, H, P, K) moved to (P, draws, H, K)
-            x = np.moveaxis(self.phi[j][sl][:, :, codes[:, :, j]], 2, 0)
-            if prod is None:  # the first key's values: 1 x them, without a pass of ones
-                prod = np.ascontiguousarray(x)
-            else:
-                np.multiply(prod, x, out=prod)
-        if prod is None:
-            prod = np.ones(a.shape + (K,))
-        pi = np.einsum("psh,pshk->psk", a, prod)
-        lam = self.n * np.einsum("psh,pshk->psk", a * self.E[sl], prod)
+        if weights is None:
+            a = self._weights_many(rect, self._fixed_levels(rect, codes[:, 0]), sl)[0]
+        else:  # contiguous, as computed here: the einsums' order over H depends on it
+            a = np.ascontiguousarray(weights)
+        free = self._free(rect)
+        distinct = self._distinct_cells(codes, free) if K > 1 else None
+        if distinct is not None:
+            # few distinct cells on the free keys: each one's profile product (draws, H, U),
+            # its sums over H for every rectangle, then each rectangle's cells picked out
+            pi, lam = self._cells_by_table(a, free, *distinct, sl)
+        else:
+            # (P, draws, H, K) contiguous: einsum then sums over H as cells() does, to the bit
+            prod = None
+            for j in free:
+                # the cells' profile values of key j, (draws, H, P, K) moved to (P, draws, H, K)
+                x = np.moveaxis(self.phi[j][sl][:, :, codes[:, :, j]], 2, 0)
+                if prod is None:  # the first key's values: 1 x them, without a pass of ones
+                    prod = np.ascontiguousarray(x)
+                else:
+                    np.multiply(prod, x, out=prod)
+            if prod is None:
+                prod = np.ones(a.shape + (K,))
+            pi = np.einsum("psh,pshk->psk", a, prod)
+            lam = self.n * np.einsum("psh,pshk->psk", a * self.E[sl], prod)
         if self._ks is not None:  # (draws, P, K) of each cell's level, moved to (P, draws, K)
             lam = lam * np.moveaxis(self._ke[sl][:, codes[:, :, self._ks]], 1, 0)
         if self.structural_zeros is not None:
             pi, lam = self._truncate_cells(pi, lam, self.in_zeros(codes), sl)
         return pi, lam
+
+    def _distinct_cells(self, codes, free):
+        """The distinct cells of ``codes`` (P, K, J) on the keys ``free``, or None.
+
+        ``(uniq (U, free), inv (P, K))`` where U is at least 2 and at most
+        :attr:`_TABLE_RATIO` times K (else None: the listing is as cheap).
+        """
+        P, K, _ = codes.shape
+        if not free or P * K < 2:
+            return None
+        radix = [self.n_levels[j] for j in free]
+        if math.prod(radix) >= 2 ** 62:  # no one int64 code per cell
+            return None
+        code = np.zeros((P, K), np.int64)
+        for j, L in zip(free, radix, strict=True):
+            code = code * L + codes[:, :, j]
+        ucode, inv = np.unique(code, return_inverse=True)
+        if not 2 <= ucode.size <= self._TABLE_RATIO * K:
+            return None
+        uniq = np.empty((ucode.size, len(free)), np.int64)
+        for i in range(len(free) - 1, -1, -1):  # the mixed-radix digits, last key first
+            ucode, uniq[:, i] = np.divmod(ucode, radix[i])
+        return uniq, inv.reshape(P, K)
+
+    def _cells_by_table(self, a, free, uniq, inv, sl) -> tuple[np.ndarray, np.ndarray]:
+        r"""The pi and lam (P, draws, K) of :meth:`cells_many` from its distinct cells.
+
+        ``uniq`` (U, free): the distinct cells on the free keys ``free``, ``inv`` (P, K)
+        each listed cell's row of it. The profile product of each distinct cell is the
+        listing's (first key's values times the next key's, ...), and the einsum over the
+        classes of (P, draws, H) by (draws, H, U) sums it in the listing's order (its
+        classes in turn for each cell; checked to the bit against the listing by
+        tests/test_released_speed.py).
+        """
+        table = None
+        for i, j in enumerate(free):
+            x = self.phi[j][sl][:, :, uniq[:, i]]  # (draws, H, U)
+            if table is None:  # contiguous: the einsum's order over H depends on it
+                table = np.ascontiguousarray(x)
+            else:
+                np.multiply(table, x, out=table)
+        D = a.shape[1]
+        pick = np.broadcast_to(inv[:, None, :], (inv.shape[0], D, inv.shape[1]))
+        pi = np.take_along_axis(np.einsum("psh,shu->psu", a, table), pick, axis=2)
+        lam = np.take_along_axis(np.einsum("psh,shu->psu", a * self.E[sl], table), pick,
+                                 axis=2)
+        return pi, self.n * lam
 
     def top_cells_many(self, rect, fixed, T: int, sl=slice(None)) -> np.ndarray:
         r""":meth:`top_cells` of P rectangles with the same free keys: codes (P, K, J).

@@ -299,6 +299,9 @@ _ROWS_TOL = 1e-17
 _SERIES_ODDS = 0.2
 #: Most terms of that series (rows that would need more take the log1p route).
 _SERIES_TERMS = 64
+#: Terms of that series computed per round of :func:`_series_coefficients` (the first
+#: round; later ones as many as there are already): released rows mostly need about 23.
+_SERIES_RUN = 24
 #: Rows whose cells all have odds at most this may take the coarse rule (step 2h) of
 #: :func:`inverse_moment_sum_rows`, where it agrees with the step-4h rule to
 #: :data:`_LEVEL_TOL` relative; larger odds put a pole of the PGF next to t = 1, where the
@@ -429,22 +432,50 @@ def _minus_log_g(fb, ab, rb, big, coef, sel, nodes) -> np.ndarray:
         for d in range(1, D):
             np.multiply(powers[d - 1], u, out=powers[d])
         log_g[i0:i1] = coef[sel[i0:i1]] @ powers
-    # the other cells, by rank within their row: the j-th on the rows that have j
-    bs, ab, rb = big[sel], ab[sel], rb[sel]
-    rank = np.cumsum(bs, axis=1) - 1
-    for j in range(int(bs.sum(axis=1).max(initial=0))):
-        i, c = np.nonzero(bs & (rank == j))
-        if i.size == sel.size:
-            x = ab[i, c, None] * one_m_t
-        else:
-            x = ab[i, c, None] * one_m_t[i]
+    # the other cells, by rank within their row: the j-th on the rows that have j. The
+    # rows sorted by their number of such cells (most first) and those cells packed to the
+    # left (_packed_cells), the rows with a j-th cell are a leading block: each pass is
+    # one dense slice, with no gather of rows, and adds to each row what adding its j-th
+    # cell's term to its own row adds (the same products, log1p and sums in the same order)
+    bs = big[sel]
+    nbig = bs.sum(axis=1)
+    if not nbig.any():
+        return log_g
+    by_n, a_k, r_k, n_with = _packed_cells(nbig, bs, ab[sel], rb[sel])
+    whole = n_with[0] == sel.size  # every row has a j-th cell for j = 0 (and maybe more)
+    u = one_m_t if whole and nbig.min() == nbig.max() else one_m_t[by_n]
+    lg = log_g if u is one_m_t else log_g[by_n]
+    for j, m in enumerate(n_with.tolist()):
+        x = a_k[:m, j, None] * u[:m]
         np.log1p(x, out=x)
-        x *= rb[i, c, None]
-        if i.size == sel.size:
-            log_g += x
-        else:
-            log_g[i] += x
+        x *= r_k[:m, j, None]
+        lg[:m] += x
+    if lg is not log_g:
+        log_g[by_n] = lg
     return log_g
+
+
+def _packed_cells(nbig, big, a, r):
+    r"""The rows' log1p cells packed to the left, rows by their number of them, most first.
+
+    Returns ``(by_n, a_k, r_k, n_with)``: the row order ``by_n`` (stable), the cells' a
+    and r in it, each row's in their column order and padded with zeros (a_k, r_k:
+    (rows, most cells)), and ``n_with[j]``, how many rows have a j-th such cell (they come
+    first in ``by_n``). Used by :func:`_minus_log_g`.
+    """
+    by_n = np.argsort(-nbig, kind="stable")
+    cnt = nbig[by_n]
+    most = int(cnt[0])
+    # each row's cells in column order (nonzero runs row by row), to slots 0, 1, ...
+    i, c = np.nonzero(big[by_n])
+    slot = np.arange(i.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    a_k = np.zeros((by_n.size, most))
+    r_k = np.zeros((by_n.size, most))
+    rows = by_n[i]
+    a_k[i, slot] = a[rows, c]
+    r_k[i, slot] = r[rows, c]
+    n_with = np.count_nonzero(cnt[:, None] > np.arange(most)[None, :], axis=0)
+    return by_n, a_k, r_k, n_with
 
 
 def _series_coefficients(a: np.ndarray, r: np.ndarray, small: np.ndarray):
@@ -454,22 +485,44 @@ def _series_coefficients(a: np.ndarray, r: np.ndarray, small: np.ndarray):
     every row (at least 1). Returns the (rows, D) coefficients and ``small`` less the
     cells of rows that would need more than :data:`_SERIES_TERMS` terms (their
     coefficients are zero; those cells go the log1p route).
+
+    The power sums :math:`m_k = \sum_c r_c a_c^k` come a run of terms at a time
+    (:data:`_SERIES_RUN` first, then as many as there are), their tests at once:
+    :math:`r_c a_c^k` as the running product :math:`((r_c a_c) a_c)\cdots a_c` and each
+    :math:`m_k` summed over the cells in their order, so the products, sums and the
+    choice of D are those of one term at a time, to the bit (tests/test_inverse_moment_speed.py),
+    in a third of the NumPy calls.
     """
     a_s = np.where(small, a, 0.0).T.copy()  # (cells, rows): sums over contiguous rows
     pw = np.where(small, r, 0.0).T * a_s
     m = [pw.sum(axis=0)]
+    fail = None
     while True:
-        pw *= a_s
-        nxt = pw.sum(axis=0)  # m_{D+1}
-        fail = nxt / (len(m) + 1) > _ROWS_TOL
-        if not fail.any():
+        # the next terms m_{k+1}, ... (at most up to m_{_SERIES_TERMS + 1}, the last test)
+        n = min(_SERIES_RUN if len(m) < _SERIES_RUN else len(m) + 1,
+                _SERIES_TERMS + 1 - len(m))
+        run = np.empty((n + 1,) + pw.shape)
+        run[0] = pw
+        for i in range(n):  # run[i] = pw a^i, multiplied in turn
+            np.multiply(run[i], a_s, out=run[i + 1])
+        nxt = run[1:].sum(axis=1)  # m_{k+1}, ...: each over the cells in their order
+        k0 = len(m)
+        fails = nxt / np.arange(k0 + 1, k0 + n + 1)[:, None] > _ROWS_TOL  # as one at a time
+        done = np.flatnonzero(~fails.any(axis=1))
+        cap = _SERIES_TERMS - k0  # the test of m_{_SERIES_TERMS + 1}, the last one
+        if done.size and done[0] <= cap:  # m_{k+1} small enough on every row: D = k
+            m.extend(nxt[:done[0]])
             break
-        if len(m) == _SERIES_TERMS:
-            small = small & ~fail[:, None]
-            for mk in m:
-                mk[fail] = 0.0
+        if cap < n:  # D = _SERIES_TERMS, and the rows that fail its test leave the series
+            m.extend(nxt[:cap])
+            fail = fails[cap]
             break
-        m.append(nxt)
+        m.extend(nxt)
+        pw = run[n]
+    if fail is not None and fail.any():
+        small = small & ~fail[:, None]
+        for mk in m:
+            mk[fail] = 0.0
     k = np.arange(1, len(m) + 1)
     return np.stack(m, axis=1) * (np.where(k % 2 == 1, 1.0, -1.0) / k), small
 

@@ -1360,12 +1360,14 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, top, eif, out) -> No
         sl = slice(s0, min(s0 + ctx.draw_chunk, S))
         k = kap[sl]
         fin = np.isfinite(k)
-        sm = ps.sums_many(rect, fb, sl)
+        # the patterns' class weights once, for their sums and their top cells alike
+        wts = ps.weights_many(rect, fb, sl)
+        sm = ps.sums_many(rect, fb, sl, weights=wts)
         es = np.empty((nb, k.size))
         xs = np.empty((nb, k.size))
         pix = lamx = None
         if pred is not None and top_par is not None:
-            pix, lamx = ps.cells_many(rect, tops, sl)
+            pix, lamx = ps.cells_many(rect, tops, sl, weights=wts[0])
             top_par[0][:, sl], top_par[1][:, sl] = pix, lamx
         if (~fin).any():  # Poisson draws: X_p ~ Po(lam_p) exactly
             es[:, ~fin] = eif(f[:, None], sm["lam"][:, ~fin], np.inf)
@@ -1381,7 +1383,7 @@ def _score_batch(ctx, rect, pb, fb, order, st, ct, csum, K, top, eif, out) -> No
                 p_mean[:, sl][:, ~fin] = np.where(rest <= _REMAINDER_EPS * lp, 0.0, rest)
         if fin.any():
             if pix is None:
-                pix, lamx = ps.cells_many(rect, tops, sl)
+                pix, lamx = ps.cells_many(rect, tops, sl, weights=wts[0])
             pic = np.take_along_axis(np.concatenate(
                 [np.moveaxis(pi[sl][:, obs], 0, 1), pix], axis=2), take, axis=2)[:, fin]
             lamc = np.take_along_axis(np.concatenate(
@@ -1617,6 +1619,30 @@ def _spawn_states(seed: int, keys: np.ndarray) -> np.ndarray:
     return state.astype("<u4").view("<u8").astype(np.uint64)
 
 
+# PCG64's multiplier (numpy/random/src/pcg64/pcg64.h, PCG_DEFAULT_MULTIPLIER_128)
+_PCG64_MULT = 0x2360ED051FC65DA44385DF649FCCF645
+_MASK128 = (1 << 128) - 1
+
+
+def _pcg64_states(words: np.ndarray) -> list[dict]:
+    """The state dicts of ``PCG64`` seeded with each row of ``words`` (m, 4) uint64.
+
+    As NumPy's ``PCG64`` seeds itself from a seed sequence's four 64-bit words
+    (numpy/random/_pcg64.pyx; pcg64.c ``pcg64_set_seed``, O'Neill's
+    ``pcg_setseq_128_srandom_r``): initstate from words 0-1, sequence from words 2-3
+    (high word first), inc = 2 seq + 1, then state = ((inc + initstate) a + inc) mod 2^128
+    with a the multiplier; no buffered 32-bit value. Setting a generator's
+    ``bit_generator.state`` to one of them costs about a fifth of making it anew.
+    """
+    out = []
+    for s0, s1, q0, q1 in words.tolist():
+        inc = ((((q0 << 64) | q1) << 1) | 1) & _MASK128
+        state = ((inc + ((s0 << 64) | s1)) * _PCG64_MULT + inc) & _MASK128
+        out.append({"bit_generator": "PCG64", "state": {"state": state, "inc": inc},
+                    "has_uint32": 0, "uinteger": 0})
+    return out
+
+
 class _State(np.random.bit_generator.ISeedSequence):
     """A seed state computed beforehand (:func:`_spawn_states`), for ``PCG64``."""
 
@@ -1663,6 +1689,7 @@ class _Predictive:
         self.n = n
         self.fin = np.isfinite(kap)
         self.k1 = np.where(self.fin, kap, 1.0)  # gamma shapes (1: placeholder, Poisson draws)
+        self._pool: list | None = None  # _gamma_poisson's generators, made when first needed
 
     def _streams(self, keys) -> list:
         """One generator per key tuple, ``default_rng(SeedSequence(seed, spawn_key=key))``.
@@ -1729,17 +1756,66 @@ class _Predictive:
             a = np.searchsorted(own, own_i[sel])
             pic, lamc = pic[a, :, own_t[sel]], lamc[a, :, own_t[sel]]  # (cells, draws)
             scale = np.where(fin, lamc / (k1 + self.n * pic), 0.0)  # (1 - rho) / rho
-            gens = self._streams([(1, *c) for c in cells[sel].tolist()])
-            gam = np.stack([g.standard_gamma(k1) for g in gens])
-            mean = np.where(fin, gam * scale, lamc)
-            X = np.stack([np.minimum(g.poisson(mu), _COUNT_MAX)
-                          for g, mu in zip(gens, mean, strict=True)])
-            # the cells' listings, a bounded number at a time (a cell may be listed often)
+            X = self._gamma_poisson([(1, *c) for c in cells[sel].tolist()], scale, lamc)
+            # the cells' listings, a bounded number at a time (a cell may be listed often):
+            # each pattern's listed X summed in int64 (exact), then added to its row (sums
+            # of integer counts, exact in float whatever the order)
             for l0 in range(bounds[r0], bounds[r1], step * T):
                 li = by_cell[l0:min(l0 + step * T, bounds[r1])]
-                np.add.at(xt, pos[li, 0], X[lrank[li] - r0])
+                rows = pos[li, 0]
+                o = np.argsort(rows, kind="stable")
+                rows = rows[o]
+                first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+                xt[rows[first]] += np.add.reduceat(X[lrank[li[o]] - r0], first, axis=0)
             r0 = r1
         return xt
+
+    #: Generators whose state :meth:`_gamma_poisson` sets, cell after cell (at most this
+    #: many at a time)
+    _POOL = 256
+
+    def _gamma_poisson(self, keys: list, scale: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        r"""Per key (cell) its X over all draws: gamma then Poisson from the cell's stream.
+
+        ``scale`` and ``lam`` (cells, draws): where the draw has a kappa, :math:`X \sim
+        \mathrm{Po}(G\cdot\mathrm{scale})`, :math:`G \sim \mathrm{Gamma}(\kappa)`,
+        else :math:`\mathrm{Po}(\lambda)` (the gamma drawn all the same, shape 1, so
+        that the stream is one whatever the draw's law). Each cell's stream is
+        ``default_rng(SeedSequence(seed, spawn_key=key))``, its S gammas first, then its S
+        Poisson draws (:meth:`top_sum`). Rather than a new generator per cell (about 5 us
+        each), a pool of :data:`_POOL` generators is given each cell's PCG64 state
+        (:func:`_pcg64_states`, the state that ``PCG64(SeedSequence(...))`` starts in), the
+        same streams to the bit (tests/test_released_speed.py). Returns (cells, draws)
+        int64, clipped at :data:`_COUNT_MAX`.
+        """
+        n = len(keys)
+        S = self.kap.size
+        X = np.empty((n, S), np.int64)
+        if not n:
+            return X
+        k = np.asarray(keys, np.int64).reshape(n, -1)
+        if k.min() < 0 or k.max() >= 2 ** 32:  # not one word each: SeedSequence itself
+            gens = self._streams(keys)
+            states = None
+        else:
+            states = _pcg64_states(_spawn_states(self.seed, k))
+            if self._pool is None:
+                self._pool = [np.random.Generator(np.random.PCG64(0))
+                              for _ in range(self._POOL)]
+        for c0 in range(0, n, self._POOL):
+            c1 = min(c0 + self._POOL, n)
+            if states is not None:
+                gens = self._pool[:c1 - c0]
+                for g, st in zip(gens, states[c0:c1], strict=True):
+                    g.bit_generator.state = st
+                sub = gens
+            else:
+                sub = gens[c0:c1]
+            gam = np.stack([g.standard_gamma(self.k1) for g in sub])
+            mean = np.where(self.fin, gam * scale[c0:c1], lam[c0:c1])
+            X[c0:c1] = np.stack([g.poisson(mu) for g, mu in zip(sub, mean, strict=True)])
+        np.minimum(X, _COUNT_MAX, out=X)
+        return X
 
     def add(self, out: dict, pb: np.ndarray, m: np.ndarray, f: np.ndarray, xe: np.ndarray,
             nbin: np.ndarray, r: np.ndarray, rho: np.ndarray, mean: np.ndarray) -> None:

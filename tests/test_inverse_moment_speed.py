@@ -171,3 +171,120 @@ def test_series_takes_the_fewest_terms_its_error_bound_allows():
     coef, small = _series_coefficients(np.array([[0.2], [0.1]]), np.array([[1e40], [1.0]]),
                                        np.ones((2, 1), bool))
     assert small.tolist() == [[False], [True]] and np.all(coef[0] == 0)
+
+
+# ------------------------------------------------ the packed log1p loop and the series runs
+#
+# _minus_log_g adds each row's log1p cells over dense leading blocks of rows sorted by their
+# number of such cells, and _series_coefficients computes its power sums a run of terms at a
+# time. Both restructure the arithmetic without changing it: the copies below are the
+# one-term-at-a-time series and the row-gathering loop they replaced, and the results must
+# be those to the bit (the same products, log1p and sums in the same order).
+
+
+def _plain_series(a, r, small):
+    """_series_coefficients one term at a time (the implementation it replaced)."""
+    from sdcbayes.risk.posterior import _ROWS_TOL, _SERIES_TERMS
+
+    a_s = np.where(small, a, 0.0).T.copy()
+    pw = np.where(small, r, 0.0).T * a_s
+    m = [pw.sum(axis=0)]
+    while True:
+        pw *= a_s
+        nxt = pw.sum(axis=0)
+        fail = nxt / (len(m) + 1) > _ROWS_TOL
+        if not fail.any():
+            break
+        if len(m) == _SERIES_TERMS:
+            small = small & ~fail[:, None]
+            for mk in m:
+                mk[fail] = 0.0
+            break
+        m.append(nxt)
+    k = np.arange(1, len(m) + 1)
+    return np.stack(m, axis=1) * (np.where(k % 2 == 1, 1.0, -1.0) / k), small
+
+
+def _plain_minus_log_g(fb, ab, rb, big, coef, sel, nodes):
+    """_minus_log_g gathering the rows with a j-th log1p cell (the loop it replaced)."""
+    fs = fb[sel]
+    D = coef.shape[1]
+    log_s = _TS_LOG_S[nodes]
+    one_m_t = np.empty((sel.size, nodes.size))
+    log_g = np.empty_like(one_m_t)
+    runs = np.flatnonzero(np.r_[True, fs[1:] != fs[:-1], True])
+    for i0, i1 in zip(runs[:-1], runs[1:], strict=True):
+        u = -np.expm1(log_s / fs[i0])
+        one_m_t[i0:i1] = u
+        powers = np.empty((D, u.size))
+        powers[0] = u
+        for d in range(1, D):
+            np.multiply(powers[d - 1], u, out=powers[d])
+        log_g[i0:i1] = coef[sel[i0:i1]] @ powers
+    bs, ab, rb = big[sel], ab[sel], rb[sel]
+    rank = np.cumsum(bs, axis=1) - 1
+    for j in range(int(bs.sum(axis=1).max(initial=0))):
+        i, c = np.nonzero(bs & (rank == j))
+        x = ab[i, c, None] * one_m_t[i]
+        np.log1p(x, out=x)
+        x *= rb[i, c, None]
+        log_g[i] += x
+    return log_g
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_series_runs_are_the_one_term_at_a_time_series_to_the_bit(seed):
+    from sdcbayes.risk.posterior import _SERIES_ODDS, _series_coefficients
+
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n, C = int(rng.integers(1, 300)), int(rng.integers(1, 20))
+        # odds up to the series bound, down to 1e-12; sizes up to 1e60 (more than the
+        # _SERIES_TERMS terms on some rows), zero cells and rows with no series cell
+        a = 10 ** rng.uniform(-12, np.log10(_SERIES_ODDS), (n, C))
+        a[rng.random((n, C)) < 0.2] = 0.0
+        r = 10 ** rng.uniform(-3, rng.choice([0.0, 3.0, 12.0, 60.0]), (n, C))
+        small = (a > 0) & (rng.random((n, C)) < 0.85)
+        small[rng.random(n) < 0.1] = False
+        got, got_small = _series_coefficients(a, r, small)
+        want, want_small = _plain_series(a, r, small)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_small, want_small)
+
+
+def test_series_runs_stop_where_one_term_at_a_time_stops():
+    from sdcbayes.risk.posterior import _SERIES_RUN, _SERIES_TERMS, _series_coefficients
+
+    # odds chosen so that D falls on either side of each run's end and at the cap
+    for odds in (0.1, 0.19, 0.2, 1e-3, 1e-9, 0.15):
+        for r in (1e-3, 1.0, 1e3, 1e9, 1e25):
+            a, rr = np.array([[odds]]), np.array([[r]])
+            got, _ = _series_coefficients(a, rr, np.array([[True]]))
+            want, _ = _plain_series(a, rr, np.array([[True]]))
+            np.testing.assert_array_equal(got, want)
+    assert 1 < _SERIES_RUN < _SERIES_TERMS
+
+
+@pytest.mark.parametrize("K", [1, 4, 16, 17])
+def test_packed_log1p_loop_is_the_row_gathering_loop_to_the_bit(monkeypatch, K):
+    import sdcbayes.risk.posterior as posterior
+
+    calls = []
+    orig = posterior._minus_log_g
+
+    def both(fb, ab, rb, big, coef, sel, nodes):
+        got = orig(fb, ab, rb, big, coef, sel, nodes)
+        np.testing.assert_array_equal(got, _plain_minus_log_g(fb, ab, rb, big, coef, sel,
+                                                              nodes))
+        calls.append(int(big[sel].sum(axis=1).max(initial=0)))
+        return got
+
+    monkeypatch.setattr(posterior, "_minus_log_g", both)
+    # ragged numbers of log1p cells per row (adversarial rows), rows all alike, and none
+    f, r, rho, lam = _adversarial_rows(50 + K, 2 * _ROWS_BLOCK + 9, K)
+    inverse_moment_sum_rows(f, r, rho, lam)
+    rho_big = np.full_like(rho, 0.4)  # odds 1.5: every cell one log1p per node
+    inverse_moment_sum_rows(f, r, rho_big, lam)
+    inverse_moment_sum_rows(f, r, np.full_like(rho, 0.99), lam)  # odds 0.01: series only
+    assert calls and max(calls) >= K and 0 in calls
