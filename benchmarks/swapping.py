@@ -7,7 +7,9 @@ the number of districts, so deterministic), similarity profile household size an
 risk variables age group, sex and country of birth, runs ``record_swap`` with
 k = 3 for swap rates 0.01, 0.05 and 0.10 and prints per rate:
 
-- households swapped (and pairs), the rate achieved, households left without donor;
+- households swapped (and pairs), the rate achieved, selected households left
+  without a donor, and the rate's selections left unmade (a unit that ran out of
+  households with a donor);
 - high-risk households before (a member seen fewer than k times in its unit at
   some level);
 - records violating k-anonymity of the risk variables within their district,
@@ -63,7 +65,8 @@ def main() -> None:
           f"hierarchy {HIER} ({pop['district'].nunique()} districts), risk variables "
           f"{RISK_VARS}, similar household_size, k = {K}")
     head = (f"{'rate':>5} {'swapped hh':>10} {'pairs':>6} {'achieved':>8} {'no donor':>8} "
-            f"{'high-risk hh':>12} {'viol. before':>12} {'viol. after':>11} {'seconds':>8}")
+            f"{'unfilled':>8} {'high-risk hh':>12} {'viol. before':>12} {'viol. after':>11} "
+            f"{'seconds':>8}")
     print(head)
     print("-" * len(head))
     for rate in RATES:
@@ -75,6 +78,7 @@ def main() -> None:
         s = res.summary
         print(f"{rate:>5.2f} {s['swapped_households']:>10} {s['swapped_pairs']:>6} "
               f"{s['swap_rate_achieved']:>8.4f} {s['n_no_donor']:>8} "
+              f"{s['unfilled_selections']:>8} "
               f"{s['high_risk_households']:>12} {before:>12} {violating(res.frame):>11} "
               f"{sec:>8.3f}")
 

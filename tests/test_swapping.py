@@ -235,10 +235,11 @@ def test_user_risk_threshold_swaps_across_the_coarsest_level():
 
 def test_similarity_profiles_and_no_donor():
     frame = households(n_hh=200, seed=6)
-    # one household of size 9 in north: no household of that size elsewhere
+    # one household of size 9 in north: no household of that size elsewhere; a member of
+    # an age group of its own makes it high-risk, so it is selected whatever the draw
     big = pd.DataFrame({"hid": 5, "region": "north", "district": "north-0", "hsize": 9,
-                        "tenure": "own", "age_group": "85+", "sex": "f", "income": 1.0},
-                       index=range(9))
+                        "tenure": "own", "age_group": ["100+"] + ["85+"] * 8, "sex": "f",
+                        "income": 1.0}, index=range(9))
     frame = pd.concat([frame, big], ignore_index=True)
     res = run(frame, similar=[["hsize", "tenure"]], swap_rate=0.3)
     assert 5 in res.summary["no_donor_households"]
@@ -321,3 +322,109 @@ def test_errors_before_any_work(monkeypatch):
     monkeypatch.setattr(mod, "seeded_rng", boom)
     with pytest.raises(InputError):
         run(households(n_hh=30), swap_rate=2.0)
+
+
+# --------------------------------------------------------------------------- audit AU F3, F4, F8
+
+
+class _CountingQueue:
+    """A donor queue that counts the entries read (the work of the donor searches)."""
+
+    def __init__(self, arr: np.ndarray, counter: list[int]) -> None:
+        self.arr, self.counter = arr, counter
+
+    def __getitem__(self, i):
+        self.counter[0] += 1
+        return self.arr[i]
+
+
+def dominant_unit(n_hh: int = 1200, seed: int = 0) -> pd.DataFrame:
+    """Single-level geography: 95% of the households in region A, the rest in B."""
+    rng = np.random.default_rng(seed)
+    size = rng.choice([1, 2, 3, 4], n_hh)
+    region = np.where(rng.random(n_hh) < 0.95, "A", "B")
+    hh = np.repeat(np.arange(n_hh), size)
+    return pd.DataFrame({"hid": hh, "region": region[hh], "hsize": size[hh],
+                         "age_group": rng.choice(["0-17", "18-64", "65+"], hh.size),
+                         "sex": rng.choice(["f", "m"], hh.size)})
+
+
+def test_dominant_unit_searches_each_key_once_and_reports_selected_only(monkeypatch):
+    # A's quota (about 285 selections) far exceeds B's households (about 60), so A runs
+    # out of donors: every later draw of A would fail. Each (size, unit) search must scan
+    # its queue once, not once per household (the audit's 45 s on 40k households), and
+    # the draws passed over are not reported as selected households without a donor.
+    import sdcbayes.protection.swapping as mod
+
+    frame = dominant_unit()
+    reads = [0]
+    original = mod._Swaps.start_level
+
+    def counting_start(self, lv, unit, weight):
+        original(self, lv, unit, weight)
+        self.queues = [(_CountingQueue(q[0], reads), *q[1:]) for q in self.queues]
+
+    monkeypatch.setattr(mod._Swaps, "start_level", counting_start)
+    res = record_swap(frame, household="hid", hierarchy="region", similar="hsize",
+                      risk_variables=RISK_VARS, swap_rate=0.5, k_anonymity=1, seed=4)
+    s = res.summary
+    hh = frame.drop_duplicates("hid").set_index("hid")
+    n_hh, n_b = len(hh), int((hh["region"] == "B").sum())
+    # linear work: each (size, unit) queue scanned once (2 units), plus the heads and one
+    # re-read per search; quadratic work (every failing draw rescanning) is ~50x this
+    assert reads[0] <= 6 * n_hh
+    # two regions: every pair has one household in B, and A's draws use up all of B
+    assert s["swapped_pairs"] == n_b
+    # selections: ceil(H rate / 2); those neither made nor failed are the unfilled ones
+    total = math.ceil(n_hh * 0.5 / 2)
+    assert s["target_households"] == 2 * total
+    assert s["unfilled_selections"] == total - n_b
+    # at most the first failure per (size, unit) is reported: here only A's, four sizes
+    lost = hh.loc[s["no_donor_households"]]
+    assert 0 < s["n_no_donor"] <= hh["hsize"].nunique()
+    assert (lost["region"] == "A").all() and lost["hsize"].is_unique
+    assert s["n_no_donor"] <= total  # selected households, not the whole unit
+
+
+def test_the_rate_never_draws_a_household_of_risk_zero():
+    # 200 persons living alone in 4 units; 4 households of risk > 0, all in unit a. The
+    # quota (50 selections) exceeds them: the rest stay unmade, not filled with risk 0
+    n = 200
+    frame = pd.DataFrame({"hid": np.arange(n), "geo": np.repeat(["a", "b", "c", "d"], n // 4),
+                          "size": 1})
+    risk = np.zeros(n)
+    risk[:4] = 0.5
+    res = record_swap(frame, household="hid", hierarchy="geo", similar="size", risk=risk,
+                      risk_threshold=0.9, swap_rate=0.5, seed=0)
+    selected = res.log.loc[res.log["role"] == "selected", "household"].astype(int)
+    assert set(selected) == {0, 1, 2, 3}  # each finds a donor of size 1 in another unit
+    assert res.summary["n_no_donor"] == 0
+    assert res.summary["unfilled_selections"] == math.ceil(n * 0.5 / 2) - 4
+    # risk 0 may still be a donor: the partners have risk 0
+    donors = res.log.loc[res.log["role"] == "donor", "household"].astype(int)
+    assert (risk[donors] == 0).all()
+
+
+def test_an_empty_frame_is_refused():
+    with pytest.raises(InputError, match=r"the frame has no records"):
+        run(households(n_hh=30).iloc[:0])
+
+
+def test_target_households_at_most_the_households():
+    # swap_rate 1 with 5 households: 3 selections would be 6 households; 5 exist
+    frame = pd.DataFrame({"hid": np.arange(5), "geo": ["a", "b", "a", "b", "a"], "size": 1,
+                          "x": np.arange(5)})
+    res = record_swap(frame, household="hid", hierarchy="geo", similar="size",
+                      risk_variables="x", swap_rate=1.0, k_anonymity=1, seed=0)
+    assert res.summary["target_households"] == 5
+    assert res.summary["swapped_households"] <= 5
+
+
+def test_result_does_not_depend_on_row_order():
+    # households are coded in sorted id order: shuffled rows, same seed, same swaps
+    frame = households(n_hh=300, seed=12)
+    shuffled = frame.sample(frac=1.0, random_state=3)
+    a, b = run(frame, seed=5), run(shuffled, seed=5)
+    pd.testing.assert_frame_equal(b.frame.loc[frame.index], a.frame)
+    pd.testing.assert_frame_equal(a.log, b.log)
+    assert a.summary["no_donor_households"] == b.summary["no_donor_households"]

@@ -25,13 +25,18 @@ Control for Microdata*, 2017, on swapping):
    the high-risk households of that level that are not yet swapped get a
    donor. At the finest level each unit u has a quota
    d_u of households to select (below); its own high-risk households are
-   selected first, then households are drawn without replacement with
-   probability proportional to their risk (Efraimidis-Spirakis keys w/E,
-   E ~ Exp(1), as sdcMicro's ``randSample``) until ``max(0, d_u - already -
-   high)`` of them have been swapped, where ``already`` counts the households
-   of u selected at coarser levels. (sdcMicro draws that many at once, so a
-   drawn household left without a donor leaves the unit short; here the next
-   household in the draw order is tried.)
+   selected first, then households of risk > 0 are drawn without
+   replacement with probability proportional to their risk
+   (Efraimidis-Spirakis keys w/E, E ~ Exp(1), as sdcMicro's ``randSample``)
+   until ``max(0, d_u - already - high)`` of them have been swapped, where
+   ``already`` counts the households of u selected at coarser levels.
+   (sdcMicro draws that many at once, so a drawn household left without a
+   donor leaves the unit short; here the next household in the draw order is
+   tried.) A drawn household whose profile values already found no donor
+   outside u at this level cannot find one either: it is passed over, neither
+   selected nor reported, and stays free to serve as a donor. Selections a unit
+   cannot make, having run out of households of risk > 0 with a donor, are
+   counted in ``summary["unfilled_selections"]``.
 4. **Quotas.** A swap moves two households (the selected one and its donor),
    so ``ceil(H * swap_rate / 2)`` selections are shared among the finest units
    in proportion to their numbers of households: each unit gets the floor of
@@ -47,14 +52,21 @@ Control for Microdata*, 2017, on swapping):
    in a *different* unit at level l and has the same values of the first
    similarity profile (e.g. household size); failing that, of the second
    profile, and so on. Both households exchange all hierarchy columns and the
-   ``carry_along`` columns, for every member. A household without a donor is
-   not swapped, is reported (``summary["no_donor_households"]``) and takes no
-   further part: it is neither selected nor a donor later. (sdcMicro lets such
-   a household serve as a donor later, where it could be swapped within its
-   own unit at its risky level; here it is left alone and reported.)
+   ``carry_along`` columns, for every member. A selected household without a
+   donor is not swapped, is reported (``summary["no_donor_households"]``) and
+   takes no further part: it is neither selected nor a donor later. (sdcMicro
+   lets such a household serve as a donor later, where it could be swapped
+   within its own unit at its risky level; here it is left alone and
+   reported.) Within a level donors are only taken, never given back, so the
+   search of each (profile, value, unit) resumes where its last one stopped
+   and one that found no donor is not repeated: a level costs one pass over
+   each queue per unit searching it, not one per household.
 
 Within a level the selected households are served in a random order (sdcMicro:
-the order of a hash set), so no unit gets the first pick of donors.
+the order of a hash set), so no unit gets the first pick of donors. Households
+are coded in sorted order of their ids, so for a given seed the result does not
+depend on the order of the rows (ids that cannot be sorted are coded in order of
+first appearance, and then it does).
 
 This module may import NumPy and pandas only.
 """
@@ -225,27 +237,50 @@ class _Swaps:
             by_value = order[np.argsort(codes[order], kind="stable")]
             starts = np.searchsorted(codes[by_value], np.arange(int(codes.max()) + 2))
             self.queues.append((by_value, starts, starts[:-1].copy()))
+        # (profile, value, unit) -> queue position where its last search stopped, and the
+        # keys whose search found no donor. Within a level donors are only ever taken
+        # (used, no_donor never revert) and units are fixed, so every candidate before that
+        # position is still taken or in that unit, and a key that found none finds none
+        # later: each key scans its queue once per level, not once per household
+        self.resume: dict[tuple[int, int, int], int] = {}
+        self.failed: set[tuple[int, int, int]] = set()
 
-    def donor_for(self, h: int) -> tuple[int, int]:
-        """The first free candidate outside h's unit, profile by profile; (-1, -1): none."""
+    def donor_for(self, h: int) -> tuple[int, int, bool]:
+        """The first free candidate outside h's unit, profile by profile.
+
+        Returns (donor, profile index, False), or (-1, -1, known) without one; known:
+        every profile's search had already failed earlier at this level.
+        """
         used, no_donor, unit = self.used, self.no_donor, self.unit
+        u = int(unit[h])
+        known = True
         for p, (by_value, starts, head) in enumerate(self.queues):
-            v = self.codes[p][h]
+            v = int(self.codes[p][h])
+            key = (p, v, u)
+            if key in self.failed:
+                continue
+            known = False
             i, end = head[v], starts[v + 1]
             # taken and reported households at the head are gone for good: skip them once
             while i < end and (used[by_value[i]] or no_donor[by_value[i]]):
                 i += 1
             head[v] = i
-            for j in range(i, end):
+            for j in range(max(i, self.resume.get(key, i)), end):
                 d = by_value[j]
-                if not used[d] and not no_donor[d] and unit[d] != unit[h]:
-                    return int(d), p
-        return -1, -1
+                if not used[d] and not no_donor[d] and unit[d] != u:
+                    self.resume[key] = j  # d is taken now: the next search starts past it
+                    return int(d), p, False
+            self.failed.add(key)
+        return -1, -1, known
 
-    def swap_all(self, swappers: Iterable[int], limit: int | None = None) -> None:
+    def swap_all(self, swappers: Iterable[int], limit: int | None = None,
+                 pass_known: bool = False) -> int:
         """Find a donor for each household in turn; record the pair or the failure.
 
         With ``limit``, stop after that many pairs (the households after are not tried).
+        With ``pass_known`` (the rate's draw), a household whose search already failed
+        for its profile values and unit at this level is passed over: not selected,
+        not reported, still free to serve as a donor. Returns the pairs formed.
         """
         formed = 0
         for h in swappers:
@@ -253,9 +288,10 @@ class _Swaps:
                 break
             if self.used[h] or self.no_donor[h]:  # taken as a donor meanwhile
                 continue
-            d, p = self.donor_for(int(h))
+            d, p, known = self.donor_for(int(h))
             if d < 0:
-                self.no_donor[h] = True
+                if not (pass_known and known):
+                    self.no_donor[h] = True
                 continue
             self.used[h] = self.used[d] = True
             self.partner[h], self.partner[d] = d, h
@@ -265,6 +301,7 @@ class _Swaps:
             self.selected_in_unit[self.finest[h]] += 1
             self.pairs.append((int(h), d))
             formed += 1
+        return formed
 
 
 def _checked_input(frame: Any, household: Any, hierarchy: Any, similar: Any,
@@ -341,7 +378,14 @@ def _checked_input(frame: Any, household: Any, hierarchy: Any, similar: Any,
                 f"hierarchy column {col!r} has {n_missing} missing value(s); fill them (e.g. "
                 "with a level 'unknown') before swapping"
             )
-    hh, hh_ids = pd.factorize(ids, sort=False)
+    if len(frame) == 0:
+        raise InputError(
+            "the frame has no records, so there is no household to swap; pass the microdata "
+            "with at least two households")
+    try:  # households coded in sorted id order: the result does not depend on row order
+        hh, hh_ids = pd.factorize(ids, sort=True)
+    except TypeError:  # ids that do not sort (mixed types): order of first appearance
+        hh, hh_ids = pd.factorize(ids, sort=False)
     hh = np.asarray(hh, dtype=np.int64)
     _household_level(frame, hh, hier, "hierarchy")
     _household_level(frame, hh, sim_cols, "similar")
@@ -456,7 +500,8 @@ def record_swap(
         coarsest level) or one per record and level (shape ``(n, L)``). A
         household's risk is its members' largest; it is high-risk where that
         exceeds ``risk_threshold`` and is selected at the finest level with
-        probability proportional to it (0: never selected by the rate).
+        probability proportional to it (0: never selected by the rate, though
+        it may serve as a donor).
     risk_threshold : float, default 0.0
         With ``risk``: households whose risk exceeds it must be swapped.
     carry_along : str or sequence of str, default ()
@@ -483,18 +528,23 @@ def record_swap(
         household first. ``summary``: ``households``, ``records``,
         ``high_risk_households`` (and ``high_risk_by_level``: level column ->
         households at risk first at that level), ``target_households``
-        (2 x the selections of the quotas), ``swapped_households``,
+        (2 x the selections of the quotas, at most ``households``),
+        ``swapped_households``,
         ``swapped_pairs`` (and ``swapped_pairs_by_level``),
         ``swapped_records``, ``swap_rate_achieved`` (swapped / households),
         ``n_no_donor`` and ``no_donor_households`` (ids of selected households
-        left unswapped for want of a donor), ``n_no_donor_high_risk``, the
+        left unswapped for want of a donor: high-risk ones, and drawn ones whose
+        search failed, each the first of its unit to fail on some profile value),
+        ``n_no_donor_high_risk``, ``unfilled_selections`` (selections of the
+        quotas no household could fill: its unit ran out of households of risk
+        > 0 with a donor; each would have swapped two households), the
         parameters and ``seed``.
 
     Raises
     ------
     InputError
-        Before any work: missing columns; missing household ids; an empty
-        ``hierarchy`` or ``similar``; a hierarchy column in ``similar``,
+        Before any work: a frame without records; missing columns; missing
+        household ids; an empty ``hierarchy`` or ``similar``; a hierarchy column in ``similar``,
         ``risk_variables`` or ``carry_along``, or the household column in any of
         them; hierarchy, similar or carry-along columns that differ within a
         household (naming the column and how many households) or hierarchy
@@ -507,7 +557,10 @@ def record_swap(
     Invariants: each swap exchanges the geography of two households of the same
     similarity profile, so the number of households (and of persons) per unit
     and per value of the matched profile, and every non-geographic value, are
-    unchanged; the household-level table of geographies is permuted.
+    unchanged; the household-level table of geographies is permuted. For a given
+    seed the result does not depend on the order of the rows: households are
+    coded in sorted order of their ids (ids that do not sort: order of first
+    appearance).
     """
     frame, hier, profiles, carry, risk_vars, user_risk, hh, hh_ids = _checked_input(
         frame, household, hierarchy, similar, risk_variables, swap_rate, k_anonymity, risk,
@@ -585,6 +638,7 @@ def record_swap(
         profile_codes.append(np.unique(pack_rows(cols, rad), return_inverse=True)[1].reshape(-1))
 
     state = _Swaps(n_hh, n_units, finest, profile_codes, rng)
+    unfilled = 0  # selections of the quotas left unmade: the unit ran out of candidates
     for lv in range(n_levels):
         last = lv == n_levels - 1
         if not last and not (level == lv).any():
@@ -605,9 +659,14 @@ def record_swap(
             state.swap_all(must)
             if rest:
                 # drawn lazily: after a drawn household without a donor the next one is
-                # tried, so the unit still reaches its quota while free households remain
-                state.swap_all(_ranked(weight[:, lv], free[level[free] == n_levels], rng),
-                               limit=rest)
+                # tried, so the unit still reaches its quota while free households remain;
+                # only households of risk > 0 are drawn (risk 0: never selected by the
+                # rate; the counts' weights 1/c are all > 0), and one whose profile values
+                # already found no donor outside the unit is passed over, not reported
+                pool = free[(level[free] == n_levels) & (weight[free, lv] > 0)]
+                formed = state.swap_all(_ranked(weight[:, lv], pool, rng), limit=rest,
+                                        pass_known=True)
+                unfilled += rest - formed
     partner, swap_level, profile_used = state.partner, state.level, state.profile
     selected, no_donor, pairs = state.selected, state.no_donor, state.pairs
 
@@ -656,7 +715,8 @@ def record_swap(
         "records": int(n),
         "high_risk_households": int((level < n_levels).sum()),
         "high_risk_by_level": {c: int((level == i).sum()) for i, c in enumerate(hier)},
-        "target_households": int(2 * total),
+        # 2 per selection, at most every household (swap_rate 1 with H odd)
+        "target_households": int(min(2 * total, n_hh)),
         "swapped_households": int(2 * n_pairs),
         "swapped_pairs": int(n_pairs),
         "swapped_pairs_by_level": {
@@ -666,6 +726,7 @@ def record_swap(
         "swap_rate_achieved": float(2 * n_pairs / n_hh) if n_hh else 0.0,
         "n_no_donor": int(lost.size),
         "n_no_donor_high_risk": int((level[lost] < n_levels).sum()),
+        "unfilled_selections": int(unfilled),
         "no_donor_households": [json_safe(x) for x in id_values[lost]],
         "seed": seed_used,
     }
