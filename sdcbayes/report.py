@@ -1691,12 +1691,14 @@ def _household_note(s: Mapping[str, Any], latent_class: bool = False) -> str:
     done = (s.get("risk") or {}).get("household_completion") or {}
     text += (" With the household ids released, a blanked household-level key (one value in "
              "every household) that a household mate shows is read off the mate, and a key "
-             "equal to the household's number of records is counted off the file: the "
-             "protected column reads those blanks as shown"
+             "equal to the household's number of records is counted off the file exactly, "
+             "whatever the file shows (a blank, a band, a PRAMmed value, a value missing in "
+             "the input): the protected column reads those values so"
              + (f", {int(done['total']):,} here ({int(done.get('from_mates') or 0):,} "
                 f"shown by a mate, {int(done.get('counted') or 0):,} counted; summary.json's "
                 "risk.household_completion)" if "total" in done else "")
-             + ", while the protected file keeps them blank.")
+             + ", while the protected file keeps them as released; the risk before reads "
+             "the input so too.")
     return f"<p class='note'>{text}</p>"
 
 

@@ -3,11 +3,13 @@
 Once the household id is released (``protect --household`` releases it unchanged), a
 household-level key blanked in one member is read off a household mate who shows it, and a
 key equal to each household's number of records (household size in a sample of whole
-households) is counted off the file, blanked in one member or in all.
-:func:`~sdcbayes.protection.suppression.household_completion` fills those blanks, and
-``protect --household`` scores the completed file, closed form and latent-class alike, while
-the file it writes keeps the blanks. Checked here on small frames built by hand (which blanks
-are filled, with which value, in which dtype, and which are not) and on the demo sample
+households) is counted off the file exactly, whatever the file shows: a blank in one
+member or in all, a band after a recode, a PRAMmed value, a value missing in the input.
+:func:`~sdcbayes.protection.suppression.household_completion` fills those values, and
+``protect --household`` scores the completed file (and the input as the ids complete it,
+before), closed form and latent-class alike, while the file it writes keeps them as
+released. Checked here on small frames built by hand (which values are filled, with which
+value, in which dtype, and which are not) and on the demo sample
 (greedy k = 3 on the five other keys, household_size a key of the risk that follows
 country_of_birth's blanks as a linked column: the risk after is ``assess_closed_form`` of
 the written file with household_size shown again, an oracle built without the function).
@@ -27,7 +29,11 @@ import pytest
 from clitools import main_captured
 
 from sdcbayes.exceptions import InputError
-from sdcbayes.protection.suppression import household_completion, household_count_keys
+from sdcbayes.protection.suppression import (
+    household_completion,
+    household_count_keys,
+    household_level_keys,
+)
 
 NAN = np.nan
 
@@ -95,26 +101,58 @@ def test_a_key_equal_to_the_household_count_is_counted():
     copies = _copies(*frames)
     assert household_count_keys(original, ["region", "size", "sex"], "hid") == ["size"]
     done, counts = household_completion(original, protected, ["region", "size", "sex"], "hid")
-    # the count of the records with each id: 3, 3, 3, 1; the mate's 2
-    assert done["size"].tolist() == [3.0, 3.0, 3.0, 2.0, 2.0, 1.0, 2.0, 2.0]
-    assert done["size"].dtype == np.float64
-    assert counts == {"size": {"from_mates": 1, "counted": 4}}
+    # the count of the records with each id, the mate's blank too; written as the input
+    # writes it (integers)
+    assert done["size"].tolist() == [3, 3, 3, 2, 2, 1, 2, 2]
+    assert done["size"].dtype == original["size"].dtype
+    assert counts == {"size": {"from_mates": 0, "counted": 5}}
     _check_unchanged(frames, copies)
 
 
-def test_a_count_key_recoded_away_from_the_count_is_not_counted():
-    original = _frames()
+def test_a_count_key_recoded_into_bands_is_read_as_the_exact_count():
+    """The intruder holding the ids counts each household's records: a band ("2+"), a
+    blank, a PRAMmed value all read as the exact count, written as the input writes it."""
+    original = pd.DataFrame({"hid": [1, 1, 1, 2, 2, 3, 4, 4, 5, 5, 5],
+                             "size": [3, 3, 3, 2, 2, 1, 2, 2, 3, 3, 3]})
     bands = {1: "1", 2: "2+", 3: "2+"}
     protected = original.assign(size=original["size"].map(bands))
-    protected.loc[[0, 1, 2, 5, 6], "size"] = None
+    protected.loc[[0, 1, 2, 3, 4, 5, 9], "size"] = None  # households 1-3 in every member
+    assert household_count_keys(original, ["size"], "hid") == ["size"]
     done, counts = household_completion(original, protected, ["size"], "hid")
-    # the mate's band still fills its household; nothing is counted
-    assert done["size"].tolist()[6] == "2+"
-    assert done["size"].isna().tolist() == [True] * 3 + [False, False, True, False, False]
-    assert counts == {"size": {"from_mates": 1, "counted": 0}}
+    pd.testing.assert_series_equal(done["size"], original["size"])
+    # every record but none shows its count: bands and blanks alike
+    assert counts == {"size": {"from_mates": 0, "counted": 11}}
+    pd.testing.assert_frame_equal(done.drop(columns="size"), protected.drop(columns="size"))
+    # PRAM of one member (household 5 shows 1 for 3 records): read as the count all the same
+    pram = original.copy()
+    pram.loc[10, "size"] = 1
+    done, counts = household_completion(original, pram, ["size"], "hid")
+    pd.testing.assert_series_equal(done["size"], original["size"])
+    assert counts == {"size": {"from_mates": 0, "counted": 1}}
 
 
-def test_a_value_missing_in_the_input_is_never_filled():
+def test_one_missing_value_switches_nothing_off():
+    """An item-missing member is no second value of a household-level key, nor a value
+    that differs from the count (audit F2): the other households' blanks are still read,
+    and the missing count is the household's count."""
+    original = _frames()
+    original.loc[1, "region"] = None  # household 1: one member's region not known
+    original.loc[6, "size"] = NAN     # household 4: one member's size not known
+    protected = original.copy()
+    protected.loc[[0, 3], "region"] = None      # household 1's mate shows n, 2's shows s
+    protected.loc[[0, 1, 2, 5], "size"] = NAN   # household 1 in every member, 3 alone
+    keys = ["region", "size", "sex"]
+    assert household_level_keys(original, keys, "hid") == ["region", "size"]
+    assert household_count_keys(original, keys, "hid") == ["size"]
+    done, counts = household_completion(original, protected, keys, "hid")
+    assert done.loc[0, "region"] == "n" and done.loc[3, "region"] == "s"
+    assert pd.isna(done.loc[1, "region"])  # not known, and no count
+    assert done["size"].tolist() == [3.0, 3.0, 3.0, 2.0, 2.0, 1.0, 2.0, 2.0]
+    assert counts == {"region": {"from_mates": 2, "counted": 0},
+                      "size": {"from_mates": 0, "counted": 5}}
+
+
+def test_a_value_missing_in_the_input_is_the_count_of_a_count_key_only():
     original = pd.DataFrame({"hid": [1, 1, 2, 2, 3],
                              "size": [2.0, 2.0, NAN, NAN, 1.0],  # household 2: not known
                              "region": ["a", "a", None, None, "b"]})
@@ -123,15 +161,20 @@ def test_a_value_missing_in_the_input_is_never_filled():
     protected.loc[4, "region"] = None
     assert household_count_keys(original, ["size", "region"], "hid") == ["size"]
     done, counts = household_completion(original, protected, ["size", "region"], "hid")
-    assert done["size"].tolist()[:2] == [2.0, 2.0]
-    assert done["size"].isna().tolist() == [False, False, True, True, False]
-    assert pd.isna(done.loc[4, "region"])  # alone, and region is not a count
-    assert counts == {"size": {"from_mates": 1, "counted": 0}}
-    # a blank whose household's mates are missing in the input too stays blank
-    protected.loc[[0, 1], "size"] = NAN
-    done, counts = household_completion(original, protected, ["size"], "hid")
-    assert done["size"].tolist()[:2] == [2.0, 2.0]  # counted
+    # household 2's two records are counted too: the input's type (float)
+    assert done["size"].tolist() == [2.0, 2.0, 2.0, 2.0, 1.0]
+    assert done["size"].dtype == np.float64
+    assert done["region"].isna().tolist() == [False, False, True, True, True]  # never filled
+    assert counts == {"size": {"from_mates": 0, "counted": 3}}
+    # the input read as the ids complete it (protect's "before"): only the missing counts
+    done, counts = household_completion(original, original, ["size", "region"], "hid")
+    assert done["size"].tolist() == [2.0, 2.0, 2.0, 2.0, 1.0]
     assert counts == {"size": {"from_mates": 0, "counted": 2}}
+    pd.testing.assert_frame_equal(done.drop(columns="size"), original.drop(columns="size"))
+    # a count no record of the input shows, as text: the digits
+    text = pd.DataFrame({"hid": [1, 1, 2], "size": ["2", "2", None]})
+    done, counts = household_completion(text, text, ["size"], "hid")
+    assert done["size"].tolist() == ["2", "2", "1"] and counts["size"]["counted"] == 1
 
 
 @pytest.mark.parametrize("unused", [False, True], ids=["categories-kept", "category-dropped"])
@@ -151,6 +194,7 @@ def test_categorical_columns_stay_categorical(unused):
     assert done["region"].tolist() == original["region"].tolist()
     assert counts == {"region": {"from_mates": 1, "counted": 0},
                       "size": {"from_mates": 0, "counted": 4}}
+    pd.testing.assert_series_equal(done["size"], original["size"])  # the input's categories
     _check_unchanged(frames, copies)
 
 
@@ -164,27 +208,27 @@ def test_text_and_nullable_integer_columns():
     assert done["region"].dtype == protected["region"].dtype and done.loc[7, "region"] == "w"
     assert counts == {"region": {"from_mates": 1, "counted": 0},
                       "size": {"from_mates": 0, "counted": 3}}
-    # sizes written as text: counted too, unless a shown one is not its household's count
+    # sizes written as text: counted too, a released value that is not the count as well
     text = _frames().assign(size=lambda d: d["size"].astype(str))
     shown = text.copy()
     shown.loc[[0, 1, 2, 5], "size"] = None
     done, counts = household_completion(text, shown, ["size"], "hid")
     assert done["size"].tolist() == text["size"].tolist()
     assert counts == {"size": {"from_mates": 0, "counted": 4}}
-    shown.loc[3, "size"] = "3"  # household 2 has 2 records: the key no longer counts them
+    shown.loc[3, "size"] = "3"  # household 2 has 2 records: still read as 2
     done, counts = household_completion(text, shown, ["size"], "hid")
-    assert counts == {} and done["size"].isna().sum() == 4
+    assert done["size"].tolist() == text["size"].tolist()
+    assert counts == {"size": {"from_mates": 0, "counted": 5}}
 
 
-def test_the_count_is_written_as_the_column_shows_it():
-    """The input's sizes are integers, the protected file writes them as text: a counted
-    blank gets the text a shown member of another household of that size carries."""
+def test_the_count_is_written_as_the_input_writes_it():
+    """The input's sizes are integers, the protected file writes them as text: the
+    completed column holds the input's integers (the levels a fit of the input has)."""
     original = pd.DataFrame({"hid": [1, 1, 2, 2, 3], "size": [2, 2, 2, 2, 1]})
     protected = original.assign(size=["2.0", "2.0", None, None, None])
     done, counts = household_completion(original, protected, ["size"], "hid")
-    assert done["size"].tolist()[:4] == ["2.0"] * 4  # as household 1 shows it
-    assert done.loc[4, "size"] == 1  # nobody shows a 1: the input's value
-    assert counts == {"size": {"from_mates": 0, "counted": 3}}
+    pd.testing.assert_series_equal(done["size"], original["size"])
+    assert counts == {"size": {"from_mates": 0, "counted": 3}}  # "2.0" is the count
 
 
 def test_nothing_blanked_nothing_filled_and_bad_input_refused():
@@ -268,12 +312,9 @@ def test_protect_scores_the_completed_demo_file(demo_run):
     # k-anonymity after counted on the completed file too: household_size shown again
     # (the suppression's keys, without it, stay 3-anonymous)
     assert after["k_anonymity_violations"] > after["k_anonymity_violations_suppression"] == 0
-    # the counts: a mate shows most blanks, the rest is counted
+    # the counts: every blank is counted (a count key is never read off a mate)
     c = s["risk"]["household_completion"]
-    mates = written["household_size"].notna().groupby(written["household_id"]).transform("any")
-    n_mates = int((blanks & mates).sum())
-    assert c["keys"] == {"household_size": {"from_mates": n_mates,
-                                            "counted": int(blanks.sum()) - n_mates}}
+    assert c["keys"] == {"household_size": {"from_mates": 0, "counted": int(blanks.sum())}}
     assert c["total"] == int(blanks.sum()) == c["from_mates"] + c["counted"]
     # the information loss stays that of the written file
     share = s["information_loss"]["per_variable"]["household_size"]["share_suppressed"]
@@ -283,18 +324,30 @@ def test_protect_scores_the_completed_demo_file(demo_run):
 def test_protect_says_so_in_the_terminal_report_and_warnings(demo_run, check_html):
     check_html(demo_run["report"])
     c = demo_run["summary"]["risk"]["household_completion"]
-    line = (f"risk after reads {c['total']:,} blanks as shown, given away by the released "
-            f"household ids: household_size {c['from_mates']:,} shown by a household mate, "
-            f"{c['counted']:,} counted")
+    line = (f"risk after reads {c['total']:,} key values as the released household ids give "
+            f"them away: household_size {c['counted']:,} counted (the exact number of "
+            "records)")
     assert re.search("^" + re.escape(line) + "$", demo_run["out"], re.M)
-    assert (f"the protected column reads those blanks as shown, {c['total']:,} here "
+    assert (f"the protected column reads those values so, {c['total']:,} here "
             f"({c['from_mates']:,} shown by a mate, {c['counted']:,} counted") in demo_run["report"]
     warned = [w for w in demo_run["summary"]["warnings"] if w.startswith("--household")]
-    assert len(warned) == 2
-    assert all("the risk after reads them as shown" in w for w in warned)
-    assert not any("does not count" in w or "understates" in w for w in warned)
-    assert "--household-keys auto" in warned[0] and "do not release the household id" in \
-        warned[1]
+    # the count warning alone: a count key's blanks are counted, not read off a mate
+    assert len(warned) == 1
+    assert "'household_size' (" in warned[0] and "the risk after reads them as the exact " \
+        "count" in warned[0] and "do not release the household id" in warned[0]
+    assert "understates" not in warned[0] and "--household-keys auto" not in warned[0]
+
+
+def test_the_terminal_says_the_suppressions_count_is_on_the_completed_file(demo_run):
+    """The k-anonymity sub-row is counted on the file the ids complete (audit F7)."""
+    s = demo_run["summary"]
+    b, a = s["risk"]["before"], s["risk"]["after"]
+    assert s["risk"]["household_completion"]["total"] > 0
+    row = re.search(r"^ +as the suppression judges it, on the file the ids complete +(\S.*)$",
+                    demo_run["out"], re.M)
+    assert row, repr(demo_run["out"])
+    assert row.group(1) == (f"{b['k_anonymity_violations_suppression']:,} -> "
+                            f"{a['k_anonymity_violations_suppression']:,}")
 
 
 def test_without_household_nothing_is_completed(demo_run, tmp_path):
@@ -305,7 +358,7 @@ def test_without_household_nothing_is_completed(demo_run, tmp_path):
     assert rc == 0, err
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert "household_completion" not in s["risk"]
-    assert "blanks as shown" not in out
+    assert "household ids give them away" not in out
     from sdcbayes.cli import read_data
 
     written = read_data(tmp_path / "o" / "protected.csv", quiet=True)

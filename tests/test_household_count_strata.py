@@ -3,15 +3,18 @@
 In a sample of whole households, household size equals each household's number of
 records; with the ids released it is counted off the file, so a blank of it hides nothing
 (:func:`~sdcbayes.protection.suppression.household_completion` reads it as shown).
-Under ``--household`` a ``suppress`` step therefore runs with such a key moved from its
-keys to its strata (k-anonymity over the other keys within each household size is
-k-anonymity over all keys with household size never blanked, seed 001 section 3.2 with
-blanks as wildcards), and a ``suppress_risk`` step does not blank it. Checked on the demo
+Under ``--household`` a ``suppress`` step therefore runs with such a key taken out of its
+keys, within each household's exact record count (a temporary stratum column, never
+written: k-anonymity over the other keys within each count is k-anonymity over all keys
+with household size read exactly, seed 001 section 3.2 with blanks as wildcards), and a
+``suppress_risk`` step does not blank it. Checked on the demo
 (greedy and sequential k = 3; the written file has no blank of household_size and the file
 as the intruder completes it is 3-anonymous, recounted here by brute force over all pairs
 of records), with ``--household-keys auto`` and a recipe's ``household_keys``, ``combs``
-(every subset of m keys k-anonymous), a key recoded into bands (no longer a count, left
-alone), the refusals before any work, and without ``--household`` (unchanged).
+(every subset of m keys k-anonymous), a key recoded into bands (the intruder counts the
+exact value: suppressed within the exact counts, not the bands), a count key with a value
+missing in the input (read as its count before and after), the refusals before any work,
+and without ``--household`` (unchanged).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ KEYS = ["age_group", "sex", "marital_status", "education", "country_of_birth",
 HH = "household_id"
 NOTE = ("step 1 (suppress): household_size is each household's number of records, counted "
         "off the file once the household id (household_id) is released: suppressed within "
-        "its values instead of blanked")
+        "each household's exact number of records instead of blanked")
 
 
 @pytest.fixture(scope="module")
@@ -196,15 +199,116 @@ def test_sequential_combs_and_strata(demo_path, tmp_path, step):
         assert _min_frequency(completed, KEYS) >= 3
 
 
-def test_a_count_key_recoded_into_bands_is_left_alone(demo_path, tmp_path):
-    recipe = _recipe(tmp_path,
-                     {"step": "recode", "column": "household_size",
-                      "mapping": {"5": "5+", "6": "5+", "7": "5+", "8": "5+"}},
-                     {"step": "suppress", "k": 3})
-    run = _protect(demo_path, tmp_path / "o", "--household", HH, "--recipe", str(recipe))
-    r = run["summary"]["steps"][1]["result"]
-    assert "count_keys_as_strata" not in r and r["suppressions"]["household_size"] > 0
-    assert not any(w.startswith("step 2 (suppress)") for w in run["summary"]["warnings"])
+def _violators(frame: pd.DataFrame, keys: list[str], k: int) -> int:
+    """Records matched by fewer than k records, a blank matching anything (brute force)."""
+    codes = np.column_stack([pd.factorize(frame[c].astype(str).where(frame[c].notna()))[0]
+                             for c in keys])
+    n = 0
+    for start in range(0, len(codes), 500):
+        match = ((codes[start:start + 500, None, :] == codes[None, :, :])
+                 | (codes[start:start + 500, None, :] < 0) | (codes[None, :, :] < 0)).all(2)
+        n += int((match.sum(axis=1) < k).sum())
+    return n
+
+
+def _counts(frame: pd.DataFrame) -> pd.Series:
+    """Each record's household's number of records (what the released ids give)."""
+    return frame.groupby(HH)[HH].transform("size")
+
+
+def _within_counts(original: pd.DataFrame, k: int = 3) -> pd.DataFrame:
+    """The oracle: the library's suppression of the other keys within the exact counts."""
+    data = original.assign(n_records=_counts(original))
+    return local_suppression(data, KEYS[:-1], k, strata=["n_records"]).frame
+
+
+@pytest.mark.parametrize("how", ["option", "recipe"])
+def test_a_count_key_recoded_into_bands_is_suppressed_within_the_exact_counts(
+        demo_path, tmp_path, how):
+    """The intruder holding the ids counts each household's records exactly, whatever band
+    the file shows: the step runs within the exact counts, not the bands, and the file
+    with the counts read back is 3-anonymous."""
+    if how == "option":
+        args = ["--recode", "household_size:5+6+7+8=5+", "--suppress-k", "3",
+                "--household-keys", "auto"]
+    else:
+        args = ["--recipe", str(_recipe(
+            tmp_path, {"step": "recode", "column": "household_size",
+                       "mapping": {"5": "5+", "6": "5+", "7": "5+", "8": "5+"}},
+            {"step": "suppress", "k": 3}))]
+    run = _protect(demo_path, tmp_path / "o", "--household", HH, *args)
+    s = run["summary"]
+    r = s["steps"][1]["result"]
+    assert r["count_keys_as_strata"] == ["household_size"]
+    assert r["strata"] == ["household_size"] and "household_size" not in r["keys"]
+    assert NOTE.replace("step 1", "step 2") in s["warnings"]
+    # the recode protects nothing: warned once
+    warned = [w for w in s["warnings"] if "step 1 (recode) recodes household_size" in w]
+    assert len(warned) == 1 and "the risk after reads the exact count" in warned[0]
+    original = _read(demo_path)
+    written = _read(tmp_path / "o" / "protected.csv")
+    # the released column is the band of each household's record count, never blank
+    band = _counts(written).map(lambda c: str(c) if c < 5 else "5+")
+    assert (written["household_size"].astype(str) == band).all()
+    # the step's blanks are those of the suppression within the exact counts (bands would
+    # pool households of 5 to 8 records and blank fewer values)
+    pd.testing.assert_frame_equal(written[KEYS[:-1]].isna(),
+                                  _within_counts(original)[KEYS[:-1]].isna())
+    # the file as the intruder reads it (exact counts) is 3-anonymous, recounted by brute force
+    exact = written.assign(household_size=_counts(written))
+    assert _violators(exact, KEYS, 3) == 0
+    after = s["risk"]["after"]
+    assert after["k_anonymity_violations"] == after["k_anonymity_violations_suppression"] == 0
+    assert s["risk"]["household_completion"]["keys"]["household_size"]["counted"] == int(
+        (written["household_size"].astype(str) != _counts(written).astype(str)).sum()) > 0
+    # the temporary stratum column is nowhere in the outputs
+    log = pd.read_csv(tmp_path / "o" / "log.csv")
+    assert set(log["variable"].dropna()) <= set(KEYS)
+    assert list(written.columns) == list(original.columns)
+    for name in ("log.csv", "summary.json", "report.html", "protected.csv"):
+        assert "_household_records" not in (tmp_path / "o" / name).read_text(), name
+
+
+def test_a_missing_count_value_is_its_count_before_and_after(demo_path, tmp_path):
+    """One household_size missing in the input: still a count key (audit F2), read as its
+    household's count before and after, and the step runs within the exact counts (no key,
+    no note that it stays one)."""
+    from sdcbayes import Microdata
+    from sdcbayes.risk.assess import assess_closed_form
+
+    original = _read(demo_path)
+    assert not original[KEYS].isna().to_numpy().any()
+    original.loc[0, "household_size"] = np.nan
+    path = tmp_path / "na1.csv"
+    original.to_csv(path, index=False)
+    run = _protect(path, tmp_path / "o", "--household", HH, "--suppress-k", "3")
+    s = run["summary"]
+    r = s["steps"][0]["result"]
+    assert r["count_keys_as_strata"] == ["household_size"]
+    assert "household_size" not in r["suppressions"]
+    assert NOTE in s["warnings"] and not any("missing value" in w for w in s["warnings"])
+    written = _read(tmp_path / "o" / "protected.csv")
+    assert written["household_size"].isna().tolist() == original["household_size"].isna(
+        ).tolist()  # the file written keeps the input's missing value, blanks no other
+    pd.testing.assert_frame_equal(written[KEYS[:-1]].isna(),
+                                  _within_counts(original)[KEYS[:-1]].isna())
+    exact = written.assign(household_size=_counts(written))
+    assert _violators(exact, KEYS, 3) == 0
+    assert s["risk"]["after"]["k_anonymity_violations"] == 0
+    assert s["risk"]["household_completion"]["keys"]["household_size"]["counted"] == 1
+    # before: the input with the missing value read as its count
+    md = Microdata(original.assign(household_size=_counts(original)), KEYS, weight="weight",
+                   household=HH)
+    raw = Microdata(original, KEYS, weight="weight", household=HH)
+    ref, on_raw = assess_closed_form(md).summary, assess_closed_form(raw).summary
+    b = s["risk"]["before"]
+    assert b["n_missing_key_records"] == 0  # the input has one
+    for key in ("expected_reidentifications", "household_expected_reidentifications",
+                "n_sample_uniques"):
+        assert b[key] == pytest.approx(ref[key], rel=1e-12), key
+    # (the missing value read as a wildcard would give another risk before)
+    assert on_raw["expected_reidentifications"] != pytest.approx(
+        ref["expected_reidentifications"], rel=1e-9)
 
 
 def test_suppress_risk_default_key_skips_the_count_key(demo_path, tmp_path):

@@ -1,7 +1,8 @@
 """Household keys kept consistent by local suppression (``household_keys``).
 
-Once the household id is released, a household-level key (one value in every household:
-household size, the household's region) that a suppression blanked in one member but a
+Once the household id is released, a household-level key (one shown value in every
+household, an item-missing member being no other value: household size, the household's
+region) that a suppression blanked in one member but a
 mate still shows is read off the mate (``protect --household``'s risk after reads it as
 shown: tests/test_household_completion.py), so the blank protects nothing. With
 ``household_keys`` (library: :func:`local_suppression`, :func:`risk_suppression`;
@@ -127,11 +128,22 @@ def test_auto_detection():
         "age": [30, 5, 40, 41, 70, 20, 20],
     })
     keys = ["age", "size", "region", "tenure"]
-    assert household_level_keys(df, keys, "hid") == ["size", "region"]
+    # judged among the shown values: household 2's missing tenure is no second value
+    # (audit F2), so one item-missing member no longer takes tenure off the list
+    assert household_level_keys(df, keys, "hid") == ["size", "region", "tenure"]
     res = local_suppression(df, keys, 2, household="hid", household_keys="auto")
-    assert res.summary["household_keys"] == ["size", "region"]
+    assert res.summary["household_keys"] == ["size", "region", "tenure"]
     for k in ("size", "region"):
         assert _agree(res.frame, df["hid"], k)
+    # tenure: among the members the input shows, a household is all blank or all shown,
+    # and the missing member stays missing (only blanks are added: still 2-anonymous)
+    known = df["tenure"].notna()
+    assert _agree(res.frame[known], df["hid"][known], "tenure")
+    assert res.frame.loc[~known, "tenure"].isna().all()
+    assert wildcard_frequencies(res.frame, keys).min() >= 2
+    # a personal key with two shown values in one household is not household-level
+    assert household_level_keys(df.assign(tenure=["o", "r", "r", None, "o", "r", "r"]),
+                                keys, "hid") == ["size", "region"]
 
 
 def test_linked_columns_follow_the_added_blanks(demo):
@@ -255,7 +267,8 @@ def test_protect_household_keys_auto(capsys, tmp_path, survey_path):
         "region": {"from_mates": leak, "counted": 0}}
     assert s["risk"]["household_completion"] == {"keys": {}, "from_mates": 0, "counted": 0,
                                                  "total": 0}
-    assert "blanks as shown" in plain_proc.stdout and "blanks as shown" not in proc.stdout
+    line = "as the released household ids give them away"
+    assert line in plain_proc.stdout and line not in proc.stdout
     # still 3-anonymous as the suppression judges it
     assert s["risk"]["after"]["k_anonymity_violations_suppression"] == 0
     assert wildcard_frequencies(released, KEYS).min() >= 3

@@ -112,7 +112,8 @@ def test_closed_form_is_assess_closed_form_on_the_input_and_the_protected_file(r
     assert c["keys"] == {"region": {"from_mates": c["total"], "counted": 0}}
     # region is a key of the suppression: the mates' regions undo some of its k-anonymity
     assert s["risk"]["after"]["k_anonymity_violations_suppression"] > 0
-    assert any("blanks read as shown" in n for n in s["risk"]["notes"])
+    assert any("key values the released household ids give away read as given" in n
+               for n in s["risk"]["notes"])
     assert c["total"] == int((written["region"].isna() & protected["region"].notna()).sum())
     # the rest is the run without --household before; after, that run scores the written
     # file (its blanks read as hidden), this one the completed file
@@ -391,8 +392,8 @@ def test_a_key_that_counts_the_household_records_is_warned_about():
     prot.loc[[0, 3, 4, 5], "size"] = np.nan  # household 3 blanked in every member
     warned = _household_count_warnings(df, prot, ["size", "sex"], "hid")
     assert len(warned) == 1 and "'size' (4 blanked)" in warned[0]
-    assert "counted off the file" in warned[0] and "the risk after reads them as shown" in \
-        warned[0] and "understates" not in warned[0]
+    assert "counted off the file" in warned[0] and "the risk after reads them as the exact " \
+        "count" in warned[0] and "understates" not in warned[0]
     # levels written as text (a categorical of "1", "2", "3") are numbers too
     as_text = df.assign(size=df["size"].astype(str).astype("category"))
     assert _household_count_warnings(as_text, prot, ["size", "sex"], "hid") == warned
@@ -402,12 +403,24 @@ def test_a_key_that_counts_the_household_records_is_warned_about():
     assert _household_count_warnings(other, prot, ["size", "sex"], "hid") == []
     assert _household_count_warnings(df, df, ["size", "sex"], "hid") == []
     assert _household_count_warnings(df, prot, ["size", "sex"], None) == []
-    # sizes recoded into bands: the count no longer shown, only the mate's band is read
+    # sizes recoded into bands: the blanks are read as the exact count all the same (the
+    # intruder counts the records), whether or not a record shows a count's band
     bands = prot.assign(size=df["size"].map({1: "1", 2: "2+", 3: "2+"}).where(
         prot["size"].notna()))
-    warned = _household_count_warnings(df, bands, ["size", "sex"], "hid")
-    assert len(warned) == 1 and "'size' (4 blanked)" in warned[0]
-    assert "the risk after reads 1 of them as shown" in warned[0] and "understates" in warned[0]
+    assert _household_count_warnings(df, bands, ["size", "sex"], "hid") == warned
+
+
+def test_one_missing_value_leaves_the_mates_warning_on():
+    """An item-missing member is no second value of a household-level key (audit F2)."""
+    from sdcbayes.commands.protect import _household_mates_warnings
+
+    df = pd.DataFrame({"hid": [1, 1, 2, 2, 3, 3], "region": ["a", None, "b", "b", "c", "c"],
+                       "sex": list("fmfmfm")})
+    prot = df.copy()
+    prot.loc[[2, 4], "region"] = None  # their mates show b and c
+    warned = _household_mates_warnings(df, prot, ["region", "sex"], "hid")
+    assert len(warned) == 1 and "'region' 2 of its 2" in warned[0]
+    assert "the risk after reads them as shown" in warned[0]
 
 
 def test_the_demo_household_size_is_never_blanked_by_the_suppression(tmp_path):
@@ -428,3 +441,94 @@ def test_the_demo_household_size_is_never_blanked_by_the_suppression(tmp_path):
     assert "equals the number of records" not in err
     assert "household_size is each household's number of records" in err
     assert not pd.read_csv(tmp_path / "o" / "protected.csv")["household_size"].isna().any()
+
+
+def _demo(tmp_path):
+    from sdcbayes.datasets import load_demo
+
+    path = tmp_path / "demo.csv"
+    load_demo().sample.to_csv(path, index=False)
+    return path
+
+
+def test_pram_of_the_count_key_is_warned_about_and_read_as_the_count(tmp_path):
+    """PRAM of household size protects nothing once the ids are released: warned once, and
+    the risk after reads the exact counts, so with no other step it is the risk before."""
+    from sdcbayes.datasets import demo_keys
+
+    path = _demo(tmp_path)
+    rc, _, err = main_captured(
+        "protect", str(path), "--keys", ",".join(demo_keys()), "--weight", "weight",
+        "--household", "household_id", "--pram", "household_size", "--seed", "1",
+        "--out", str(tmp_path / "o"), "--quiet")
+    assert rc == 0, err
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    warned = [w for w in s["warnings"] if "(pram) PRAMs household_size" in w]
+    assert len(warned) == 1 and "the risk after reads the exact count" in warned[0]
+    assert err.count("(pram) PRAMs household_size") == 1
+    written = pd.read_csv(tmp_path / "o" / "protected.csv")
+    frame = pd.read_csv(path)
+    changed = int((written["household_size"] != frame["household_size"]).sum())
+    assert changed > 0
+    assert s["risk"]["household_completion"]["counted"] == changed
+    b, a = s["risk"]["before"], s["risk"]["after"]
+    for key in ("expected_reidentifications", "household_expected_reidentifications",
+                "n_sample_uniques", "k_anonymity_violations"):
+        assert a[key] == pytest.approx(b[key], rel=1e-12), key
+
+
+@pytest.mark.parametrize("missing", [[], ["--missing", "category"]], ids=["none", "category"])
+def test_latent_class_reads_a_recoded_count_key_as_the_exact_count(tmp_path, monkeypatch,
+                                                                   missing):
+    """--model latent-class with a count key recoded into bands and one of its values missing
+    in the input (no --missing needed: the ids give it): the fit reads the input as the ids
+    complete it, and after is assess_released of the completed file with the count key at
+    its exact counts, no recode of it passed. The fit and the scored frame are caught on
+    their way (one short fit)."""
+    from sdcbayes.commands import protect
+    from sdcbayes.risk.released import assess_released
+
+    df = _survey()
+    df["size"] = df.groupby("hid")["hid"].transform("size")
+    df.loc[0, "size"] = np.nan  # one missing count
+    path = tmp_path / "s.csv"
+    df.to_csv(path, index=False)
+    seen = {}
+    real = protect._score_released
+
+    def spy(md, frame, fit, **kw):
+        seen.update(md=md, frame=frame, fit=fit, recodes=kw.get("recodes"))
+        return real(md, frame, fit, **kw)
+
+    monkeypatch.setattr(protect, "_score_released", spy)
+    keys = [*KEYS, "size"]
+    rc, _, err = main_captured(
+        "protect", str(path), "--keys", ",".join(keys), "--weight", "w", "--household", "hid",
+        "--recode", "size:2+3=2+", "--recode", "age:0-19+20-39=0-39", "--suppress-k", "3",
+        "--model", "latent-class", *SHORT, *missing, "--seed", "1", "--out",
+        str(tmp_path / "o"), "--quiet")
+    assert rc == 0, err
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    written = pd.read_csv(tmp_path / "o" / "protected.csv")
+    values = set(written["size"].dropna().astype(str))  # the band and 1 (written 1.0)
+    assert "2+" in values and len(values) == 2
+    count = df.groupby("hid")["hid"].transform("size")
+    # the fit's input: the count filled in; the scored frame: the exact counts
+    assert not seen["md"].frame["size"].isna().any() and seen["md"].n_missing_key_records == 0
+    assert seen["frame"]["size"].astype(float).tolist() == count.astype(float).tolist()
+    assert set(seen["recodes"]) == {"age"}  # the count key's recode is not passed
+    # the oracle: the written file with size replaced by the counts and region read off
+    # the mates, scored from the same draws with age's recode alone
+    completed = written.assign(size=count.astype(float))
+    blank = completed["region"].isna()
+    shown = completed["region"].notna().groupby(completed["hid"]).transform("any")
+    first = completed.groupby("hid")["region"].transform("first")
+    completed["region"] = completed["region"].where(~(blank & shown), first)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = assess_released(seen["md"], completed, seen["fit"].idata,
+                              recodes={"age": seen["recodes"]["age"]},
+                              random_seed=1).summary
+    a = s["risk"]["after"]
+    for key in ("expected_reidentifications", "household_expected_reidentifications"):
+        assert a[key] == pytest.approx(ref[key], rel=1e-12), key

@@ -216,6 +216,15 @@ def base(data: Path, out: Path, *extra: str) -> list[str]:
      ("the household column 'household_id' is also in similar",)),
     (("--household", HH, "--swap", HH, "--swap-similar", "household_size"),
      ("household column 'household_id'",)),
+    (("--household", HH, "--swap-risk-variables", "sex"),
+     ("--swap-risk-variables is a setting of --swap",)),
+    (("--household", HH, "--swap", "region", "--swap-similar", "household_size",
+      "--swap-risk-variables", ","), ("--swap-risk-variables is empty",)),
+    (("--household", HH, "--swap", "region", "--swap-similar", "household_size",
+      "--swap-risk-variables", "age_grp"), ("--swap-risk-variables", "'age_grp'")),
+    (("--household", HH, "--swap", "region", "--swap-similar", "household_size",
+      "--swap-risk-variables", "sex,region"),
+     ("['region'] is in both hierarchy and risk_variables",)),
 ])
 def test_refusals_are_one_line_before_any_work(demo, tmp_path, capsys, protect_no_work,
                                                extra, fragments):
@@ -300,3 +309,111 @@ def test_check_record_swap_input_refuses_as_record_swap_without_drawing(demo, mo
     assert mod.check_record_swap_input(frame, **args) == {
         "hierarchy": ["region"], "similar": [["household_size"]],
         "risk_variables": KEYS.split(","), "carry_along": []}
+
+
+# --------------------------------------------------------------------------- audit AU F5, F8
+
+
+def test_pairs_listed_in_the_step_result_match_the_files(demo, swapped):
+    # summary.json's step result lists the pairs: [selected household, donor, level]
+    orig, prot = read_str(demo), read_str(swapped / "protected.csv")
+    result = json.loads((swapped / "summary.json").read_text())["steps"][0]["result"]
+    pairs = result["pairs"]
+    assert len(pairs) == result["swapped_pairs"] > 0
+    before = orig.drop_duplicates(HH).set_index(HH)["region"]
+    after = prot.drop_duplicates(HH).set_index(HH)["region"]
+    before.index, after.index = before.index.astype(int), after.index.astype(int)
+    moved = set(before.index[before != after])
+    assert {h for p in pairs for h in p[:2]} == moved  # each moved household in one pair
+    for h, d, level in pairs:
+        assert level == "region"
+        assert after[h] == before[d] and after[d] == before[h] and before[h] != before[d]
+
+
+def test_far_above_the_rate_is_warned_and_swap_risk_variables_fixes_it(demo, swapped,
+                                                                        tmp_path):
+    # five fine keys, k = 3: nearly every household is at risk within its region, and all
+    # are swapped whatever --swap-rate; the warning says so and names the two settings
+    orig, prot = read_str(demo), read_str(swapped / "protected.csv")
+    n_hh = orig[HH].nunique()
+    moved = int((orig["region"] != prot["region"]).groupby(orig[HH]).any().sum())
+    assert moved > 2 * 0.05 * n_hh and moved > 0.10 * n_hh  # the run is far above 5%
+    s = json.loads((swapped / "summary.json").read_text())
+    warned = [w for w in s["warnings"] if "far above the rate asked" in w]
+    assert len(warned) == 1
+    assert warned[0].startswith(f"step 1 (swap): {moved:,} of {n_hh:,} households swapped")
+    assert "(--swap-risk-variables COLS)" in warned[0] and "lower --swap-k" in warned[0]
+    assert "5 risk variable(s) " + ", ".join(KEYS.split(",")) in warned[0]
+    # --swap-risk-variables: the step counts those columns only (the library's numbers)
+    from sdcbayes.cli import read_data
+    from sdcbayes.protection import record_swap
+
+    out = tmp_path / "rv"
+    rc, _, err = main_captured(*swap_args(demo, out, "--swap-risk-variables", "age_group,sex"))
+    assert rc == 0, err
+    s2 = json.loads((out / "summary.json").read_text())
+    assert s2["steps"][0]["parameters"]["risk_variables"] == ["age_group", "sex"]
+    lib = record_swap(read_data(demo, quiet=True), household=HH, hierarchy=["region"],
+                      similar="household_size", risk_variables=["age_group", "sex"],
+                      swap_rate=0.05, k_anonymity=3, seed=np.random.default_rng(1))
+    prot2 = read_str(out / "protected.csv")
+    assert prot2["region"].tolist() == lib.frame["region"].astype(str).tolist()
+    moved2 = int((orig["region"] != prot2["region"]).groupby(orig[HH]).any().sum())
+    assert moved2 < 2 * 0.05 * n_hh  # near the rate asked: no warning
+    assert not any("far above the rate asked" in w for w in s2["warnings"])
+
+
+@pytest.mark.parametrize("asked, achieved, warned", [
+    (0.05, 0.10, False),  # exactly 2x: not above
+    (0.05, 0.1001, True),
+    (0.0, 0.05, False),   # high-risk only: up to +0.05 is fine
+    (0.0, 0.0501, True),
+    (0.5, 0.99, False),   # less than 2x
+    (0.2, 0.2499, False),
+])
+def test_swap_rate_warning_threshold(asked, achieved, warned):
+    from sdcbayes.commands.protect import _swap_rate_warnings
+
+    result = {"swap_rate": asked, "swap_rate_achieved": achieved, "households": 1000,
+              "swapped_households": round(1000 * achieved), "high_risk_households": 10,
+              "k_anonymity": 3, "risk_variables": ["age", "sex"]}
+    option = {"step": "swap", "_option": "--swap"}
+    out = _swap_rate_warnings([option], [{"step": 1, "name": "swap", "result": result}])
+    assert bool(out) is warned
+    if warned:  # a recipe step names its fields, not the options
+        recipe = _swap_rate_warnings([{"step": "swap"}],
+                                     [{"step": 1, "name": "swap", "result": result}])
+        assert "the step's \"risk_variables\"" in recipe[0] and "its \"k\"" in recipe[0]
+        assert "--swap" not in recipe[0]
+
+
+def test_swap_line_counts_the_selections_left_unmade():
+    from sdcbayes.commands.protect import _swap_lines
+
+    r = {"swapped_households": 8, "households": 100, "swap_rate_achieved": 0.08,
+         "swap_rate": 0.5, "high_risk_households": 0, "k_anonymity": 3, "n_no_donor": 2,
+         "unfilled_selections": 21}
+    line = _swap_lines([{"step": 1, "name": "swap", "result": r}])[0]
+    assert line.endswith("; 2 selected but left unswapped for want of a donor; 21 of the "
+                         "rate's selections unmade (their unit ran out of households with a "
+                         "donor)")
+    assert "unmade" not in _swap_lines([{"step": 1, "name": "swap",
+                                         "result": r | {"unfilled_selections": 0}}])[0]
+
+
+def test_pairs_listed_are_capped(demo, monkeypatch):
+    # summary.json lists the first SWAP_PAIRS_LISTED pairs, in the order record_swap formed
+    # them (its log: selected household first); the counts keep the whole number
+    import sdcbayes.commands.protect as cmd
+    from sdcbayes.cli import read_data
+    from sdcbayes.protection import record_swap
+
+    frame = read_data(demo, quiet=True)
+    res = record_swap(frame, household=HH, hierarchy=["region"], similar="household_size",
+                      risk_variables=["age_group", "sex"], swap_rate=0.1, seed=3)
+    monkeypatch.setattr(cmd, "SWAP_PAIRS_LISTED", 3)
+    out = cmd._swap_value_log(res, frame, ["region"])
+    sel = res.log[res.log["role"] == "selected"]
+    assert len(sel) > 3 and out.summary["swapped_pairs"] == len(sel)
+    assert out.summary["pairs"] == [[int(h), int(d), "region"] for h, d in
+                                    zip(sel["household"][:3], sel["partner"][:3], strict=True)]

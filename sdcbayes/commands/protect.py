@@ -20,9 +20,10 @@ themselves live in :mod:`sdcbayes.protection`; this module
 3. applies the steps in order, each on the output of the previous one;
 4. measures risk again on the protected file (with ``--household``, the file as an
    intruder holding the released household ids reads it: the blanks a household mate
-   shows or the household's record count gives read as shown,
-   :func:`sdcbayes.protection.suppression.household_completion`, while the file written
-   keeps them blank; with ``--model latent-class`` also scored from the same draws,
+   shows read as shown, a key equal to the household's record count read as the exact
+   count, :func:`sdcbayes.protection.suppression.household_completion`, while the file
+   written keeps them as released; the risk before reads the input so too; with
+   ``--model latent-class`` also scored from the same draws,
    :func:`sdcbayes.risk.released.assess_released`: a blank matches every level, a key
    value recoded by recode, band, top or bottom coding every input level it stands for,
    :func:`_key_level_maps`; the closed form kept beside it as ``risk.closed_form``) and
@@ -93,16 +94,20 @@ shows the blanked value once the household id is released
 read as shown by the risk after.
 A ``swap`` step (sdcMicro's ``recordSwap``,
 :func:`sdcbayes.protection.swapping.record_swap`; options ``--swap``, ``--swap-similar``,
-``--swap-rate``, ``--swap-k``, ``--swap-carry-along``) needs ``--household``: households
-at risk within their geographic unit (a member shares its ``risk_variables`` with fewer
-than ``k`` records of the unit; default ``--keys`` less the swapped columns), and more
-drawn by risk up to ``swap_rate`` of the households, exchange their ``hierarchy`` (and
-``carry_along``) columns with a household of the same ``similar`` profile in another
-unit. ``similar`` is required: one list of columns, or a list of such lists tried in
-turn. ``log.csv`` gets one row per changed value; the step's result is the method's
-summary (households swapped, the rate achieved, high-risk households, those left
-without a donor). Under ``--model latent-class`` a swap of a key is refused, as PRAM of
-a key is (the released value is no function of the record's own).
+``--swap-rate``, ``--swap-k``, ``--swap-risk-variables``, ``--swap-carry-along``) needs
+``--household``: households at risk within their geographic unit (a member shares its
+``risk_variables`` with fewer than ``k`` records of the unit; default ``--keys`` less the
+swapped columns), and more drawn by risk up to ``swap_rate`` of the households, exchange
+their ``hierarchy`` (and ``carry_along``) columns with a household of the same
+``similar`` profile in another unit. ``similar`` is required: one list of columns, or a
+list of such lists tried in turn. ``log.csv`` gets one row per changed value; the step's
+result is the method's summary (households swapped, the rate achieved, high-risk
+households, those left without a donor, selections no household could fill) and
+``pairs``, the swapped pairs as [household, partner, level] (the first
+:data:`SWAP_PAIRS_LISTED`). A warning says when the rate achieved is far above the rate
+asked (:func:`_swap_rate_warnings`): with many fine risk variables most households are at
+risk. Under ``--model latent-class`` a swap of a key is refused, as PRAM of a key is (the
+released value is no function of the record's own).
 
 Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
 """
@@ -155,16 +160,25 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: ``_measure``: what a suppress_risk step measures the risk with (--keys, --weight, ...).
 #: ``_matrices``: a pram step's ``matrices``, read and checked (column -> {from: {to: p}}).
 #: ``_household``: the ``--household`` column a step's ``household_keys`` are kept within,
-#: or whose households a swap step exchanges the geography of.
+#: whose record counts a suppress step's count keys are read as (``_count_strata``), or
+#: whose households a swap step exchanges the geography of.
 #: ``_default_key``: a suppress_risk step's ``key`` is the default, not given.
-#: ``_count_strata``: a suppress step's keys that count the household's records, run as
-#: strata (``--household``: :func:`_count_keys_as_strata`).
+#: ``_count_strata``: a suppress step's keys that count the household's records, run
+#: within the exact counts instead (``--household``: :func:`_count_keys_as_strata`).
 _INTERNAL = ("_from_text", "_option", "_olds", "_measure", "_matrices", "_household",
              "_default_key", "_count_strata")
 #: The estimator of the risk before and after (summary.json's ``risk.estimator``).
 RISK_ESTIMATOR = "closed form (Benedetti-Franconi)"
 #: The file of the PRAM steps' transition matrices (summary.json keeps a digest of them).
 PRAM_MATRICES = "pram_matrices.csv"
+#: A swap step's result lists its first so many pairs (summary.json's ``pairs``);
+#: :func:`sdcbayes.protection.record_swap`'s log has them all.
+SWAP_PAIRS_LISTED = 10_000
+#: A swap whose achieved rate exceeds both SWAP_RATE_WARN_FACTOR x the rate asked and the
+#: rate asked + SWAP_RATE_WARN_MARGIN is warned about (:func:`_swap_rate_warnings`): the
+#: high-risk households, all swapped whatever the rate, are then most of the swaps.
+SWAP_RATE_WARN_FACTOR = 2.0
+SWAP_RATE_WARN_MARGIN = 0.05
 # Steps that change numeric values (IL1 applies); the others change categories.
 _NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "noise")
 #: Default k for counting k-anonymity violations when no suppression step sets one.
@@ -206,8 +220,9 @@ DEFAULT_RISK_K = 3
     "geographic unit exchange their geography, these household-level columns from coarse "
     "to fine (e.g. region,district), with a similar household (--swap-similar) in another "
     "unit; about --swap-rate of the households are swapped. At risk: a member shares its "
-    "values of --keys (less the swapped columns) with fewer than --swap-k records of its "
-    "unit. Needs --household; runs after --recode and before the suppression.",
+    "values of --swap-risk-variables (default --keys less the swapped columns) with fewer "
+    "than --swap-k records of its unit. Needs --household; runs after --recode and before "
+    "the suppression.",
 )
 @click.option(
     "--swap-similar",
@@ -233,8 +248,19 @@ DEFAULT_RISK_K = 3
     type=int,
     default=3,
     show_default=True,
-    help="With --swap: a household is at risk where a member shares its key values with "
-    "fewer than K records of its geographic unit; 1 marks none (only --swap-rate selects).",
+    help="With --swap: a household is at risk where a member shares its values of "
+    "--swap-risk-variables with fewer than K records of its geographic unit; 1 marks none "
+    "(only --swap-rate selects).",
+)
+@click.option(
+    "--swap-risk-variables",
+    "swap_risk_variables",
+    default=None,
+    metavar="COL1,COL2",
+    help="With --swap: the person-level columns counted within each geographic unit for "
+    "--swap-k (default --keys less the swapped columns). Many fine ones put most "
+    "households at risk, and all of those are swapped, whatever --swap-rate: name the few "
+    "an intruder would know, e.g. age_group,sex.",
 )
 @click.option(
     "--swap-carry-along",
@@ -392,9 +418,10 @@ DEFAULT_RISK_K = 3
     "(hierarchical) risk before and after, as `sdcbayes assess --household` reports it "
     "(sdcMicro's hhId and hier_risk). The column is released unchanged and no step may "
     "change it; it may not be a key or the weight, and every record needs an id (--na-values "
-    "codes in it count as missing). The risk after reads as shown the blanks the released "
-    "ids give away (a household-level key a household mate shows, a key equal to the "
-    "household's number of records); the file written keeps them blank. With --model "
+    "codes in it count as missing). The risk before and after reads what the released "
+    "ids give away: a blanked household-level key a household mate shows, and a key equal "
+    "to the household's number of records as that exact count (blanked, recoded, PRAMmed "
+    "or missing alike); the file written keeps them as released. With --model "
     "latent-class the fit's cross-validation keeps households whole, as assess "
     "--household's does (with --cluster-correction none), so the model's numbers before "
     "and after change with it, not only its rows.",
@@ -556,6 +583,7 @@ def command(
     swap_rate: float = 0.05,
     swap_k: int = 3,
     swap_carry_along: str | None = None,
+    swap_risk_variables: str | None = None,
     sensitive: str | None = None,
     l_diversity_c: float | None = None,
 ) -> None:
@@ -604,6 +632,7 @@ def command(
         suppress_risk_key=suppress_risk_key, linked=linked, household_keys=household_keys,
         household=household, swap=swap, swap_similar=swap_similar, swap_rate=swap_rate,
         swap_k=swap_k, swap_carry_along=swap_carry_along,
+        swap_risk_variables=swap_risk_variables,
     )
     if recipe is not None:
         if flag_steps:
@@ -655,6 +684,15 @@ def command(
     # --household: a key the released ids count is never blanked (before the chain check,
     # which then knows what the suppression steps blank)
     count_notes = _count_keys_as_strata(steps, frame, key_list, household)
+    # --household: the input as the released ids complete it (a count key's values missing
+    # in the input are the household's record count), read by the risk before and the fit
+    read_in, count_keys = frame, []
+    if household is not None:
+        from sdcbayes.protection.suppression import household_completion, household_count_keys
+
+        read_in = household_completion(frame, frame, key_list, household)[0]
+        count_keys = household_count_keys(frame, key_list, household)
+        count_notes = count_notes + _count_key_step_warnings(steps, count_keys, household)
     # each step against what the steps before it leave: a conflict costs no work either
     _check_step_chain(steps, frame)
     _check_household(steps, household)  # its ids group the records before and after
@@ -679,10 +717,11 @@ def command(
     level_maps: dict[str, dict[Any, Any]] = {}
     if sampler is not None:
         # what the released-file risk refuses, before any work (not after a long fit)
-        _check_released_route(steps, frame, key_list, weight, missing=missing)
+        _check_released_route(steps, read_in, key_list, weight, missing=missing,
+                              counted=count_keys)
         # the fit alone reads missing key values as --missing says (the closed form: wildcard)
         md_fit = _latent_class_input(
-            frame, key_list, weight, md_options | ({"missing": missing} if missing else {}),
+            read_in, key_list, weight, md_options | ({"missing": missing} if missing else {}),
             household=household)
         if zero_rules is not None:  # against the fit's keys and levels, before any work
             from sdcbayes.cli import check_structural_zero_rules
@@ -690,10 +729,12 @@ def command(
             zero_rules = check_structural_zero_rules(
                 zero_rules, md_fit, f"--structural-zeros {rules_file}",
                 named=dict(zip(split_names(keys), key_list, strict=False)))
-        # each recoded key's fit level -> released value, from the levels (milliseconds)
-        level_maps = _key_level_maps(steps, frame, md_fit, key_list)
+        # each recoded key's fit level -> released value, from the levels (milliseconds);
+        # a count key is scored at its exact count (the fit's levels), whatever its recode
+        level_maps = _key_level_maps(steps, read_in, md_fit,
+                                     [k for k in key_list if k not in count_keys])
     # The "before" assessment doubles as validation of keys and weights.
-    before, input_notes = _risk(frame, key_list, weight, risk_k, suppression=supp,
+    before, input_notes = _risk(read_in, key_list, weight, risk_k, suppression=supp,
                                 threshold=threshold, household=household,
                                 l_diversity=ldiv, **md_options)
     ldiv_before = before.pop("l_diversity", None)  # summary.json's risk.before, both models
@@ -751,6 +792,7 @@ def command(
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
+        + _swap_rate_warnings(steps, step_summaries) \
         + _household_mates_warnings(frame, current, key_list, household, filled) \
         + _household_count_warnings(frame, current, key_list, household, filled)
     fit = released = None
@@ -876,7 +918,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                         microaggregate_method=None, suppress_risk=None,
                         suppress_risk_key=None, linked=(), household_keys=None,
                         household=None, swap=None, swap_similar=(), swap_rate=0.05,
-                        swap_k=3, swap_carry_along=None) -> list[dict[str, Any]]:
+                        swap_k=3, swap_carry_along=None,
+                        swap_risk_variables=None) -> list[dict[str, Any]]:
     """The option steps in the fixed workflow order (module docstring).
 
     Each step records in ``_option`` the option that named its variables, so that
@@ -936,7 +979,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                 "inside the step)"
             )
     swap_step = _swap_step_from_options(swap, swap_similar, swap_rate, swap_k,
-                                        swap_carry_along, household)
+                                        swap_carry_along, household,
+                                        risk_variables=swap_risk_variables)
     if swap_step is not None:  # the census order: swap (perturb), then suppress (k-anonymity)
         steps.append(swap_step)
     if suppress_k is not None:
@@ -982,8 +1026,8 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
     return steps
 
 
-def _swap_step_from_options(swap, similar, rate, k, carry_along, household
-                            ) -> dict[str, Any] | None:
+def _swap_step_from_options(swap, similar, rate, k, carry_along, household,
+                            risk_variables=None) -> dict[str, Any] | None:
     """``--swap`` and its settings as a ``swap`` step; None without ``--swap``.
 
     ``--swap-similar`` is required (a donor of any household size would change every
@@ -992,7 +1036,8 @@ def _swap_step_from_options(swap, similar, rate, k, carry_along, household
     ``--household``, are refused (one line, before the file is read).
     """
     if swap is None:
-        for option, value in (("--swap-similar", similar), ("--swap-carry-along", carry_along)):
+        for option, value in (("--swap-similar", similar), ("--swap-carry-along", carry_along),
+                              ("--swap-risk-variables", risk_variables)):
             if value:
                 raise InputError(f"{option} is a setting of --swap, which is not given; add "
                                  f"--swap GEO1,GEO2 or leave out {option}")
@@ -1018,6 +1063,12 @@ def _swap_step_from_options(swap, similar, rate, k, carry_along, household
             raise InputError("--swap-carry-along is empty: name the columns, e.g. "
                              "--swap-carry-along district_code")
         step["carry_along"] = cols
+    if risk_variables is not None:
+        cols = split_names(risk_variables)
+        if not cols:
+            raise InputError("--swap-risk-variables is empty: name the person-level columns "
+                             "counted within a unit, e.g. --swap-risk-variables age_group,sex")
+        step["risk_variables"] = cols
     return step
 
 
@@ -1181,7 +1232,8 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             how = {"strata": "--strata", "importance": "--importance", "linked": "--linked",
                    "key": "--suppress-risk-key", "household_keys": "--household-keys",
                    "similar": "--swap-similar",
-                   "carry_along": "--swap-carry-along"}.get(param, from_option)
+                   "carry_along": "--swap-carry-along",
+                   "risk_variables": "--swap-risk-variables"}.get(param, from_option)
         return resolve_columns(frame, names, option=how, source=source)
 
     given = {k for k in step if k != "step" and k not in _INTERNAL}
@@ -2157,35 +2209,33 @@ def _count_keys_as_strata(steps: list[dict[str, Any]], frame, keys: list[str],
                           household: str | None) -> list[str]:
     """Keep the suppression steps from blanking a key that counts the household's records.
 
-    With the household ids released (``--household``), a key equal in every household to
-    its number of records (:func:`~sdcbayes.protection.suppression.household_count_keys`:
-    household size in a sample of whole households) is counted off the file, so its
-    blanks hide nothing (:func:`~sdcbayes.protection.suppression.household_completion`
-    reads them as shown, and the k-anonymity after is counted so). Judged on each step's
-    input, as far as it is known before any work: the input's column, run through the
-    recode, band, top and bottom coding steps before it (a key recoded into bands no
-    longer counts); a column a random step (PRAM, micro-aggregation, noise) or an earlier
-    suppression (a ``linked`` column) may have changed is not taken for a count.
+    With the household ids released (``--household``), a key equal in every household of
+    the input to its number of records (:func:`~sdcbayes.protection.suppression.
+    household_count_keys`: household size in a sample of whole households) is counted off
+    the file exactly, whatever a step made of it (a blank, a band, a PRAMmed value, a value
+    missing in the input): :func:`~sdcbayes.protection.suppression.household_completion`
+    writes the exact count back, and the risk and k-anonymity after are counted so. Judged
+    on the input only.
 
-    - ``suppress``: the count keys with no missing value in the step's input are moved
-      from its keys to its strata (``_count_strata``, applied by :func:`_run_step`):
-      k-anonymity over the other keys within each value of the count key is k-anonymity
-      over all keys with the count key never blanked (a record matches another only on an
-      equal count, seed 001 section 3.2's frequencies with the blanks as wildcards).
-      ``combs`` m becomes min(m, keys left) within those strata, which covers every subset
-      of m keys with or without the count key (each lies in some m other keys plus the
-      count) at the cost of more blanks; ``importance``, ``linked`` and an explicit
-      ``household_keys`` list lose the moved keys (a list left empty: the step runs
-      without household keys, as none of its keys is then to be kept consistent). A count
-      key with missing values stays a key (a stratum cannot hold them; its blanks are
-      then warned about by :func:`_household_count_warnings`). A step left without keys
-      is refused.
+    - ``suppress``: the count keys among its keys are taken out of them
+      (``_count_strata``), and :func:`_run_step` runs the step within the exact record
+      count of each household (a temporary stratum column, counted on the step's input,
+      never written): k-anonymity over the other keys within each count is k-anonymity
+      over all keys with the count key read exactly (a record matches another only on an
+      equal count, seed 001 section 3.2's frequencies with the blanks as wildcards), also
+      where the key was recoded or is missing in the input. ``combs`` m becomes min(m,
+      keys left) within those strata, which covers every subset of m keys with or without
+      the count key (each lies in some m other keys plus the count) at the cost of more
+      blanks; ``importance``, ``linked`` and an explicit ``household_keys`` list lose the
+      count keys (a list left empty: the step runs without household keys, as none of its
+      keys is then to be kept consistent). A step left without keys is refused.
     - ``suppress_risk``: a count key given as ``key`` is refused; the default key (the
       most levels, :func:`~sdcbayes.protection.suppression.default_risk_key`) is taken
       among the other keys instead (``_default_key``).
 
-    Before any work; ``steps`` are changed in place (internal entries and the default
-    key). Returns one note per step changed (warned, and kept in summary.json).
+    Before any work; ``steps`` are changed in place (internal entries, ``_household`` the
+    ids the counts are counted with, and the default key). Returns one note per step
+    changed (warned, and kept in summary.json).
 
     Raises
     ------
@@ -2195,91 +2245,85 @@ def _count_keys_as_strata(steps: list[dict[str, Any]], frame, keys: list[str],
     """
     if household is None:
         return []
-    import pandas as pd
-
     from sdcbayes.protection.suppression import default_risk_key, household_count_keys
 
-    wanted = list(dict.fromkeys(
-        c for s in steps if s["step"] in ("suppress", "suppress_risk")
-        for c in (s["keys"] if s["step"] == "suppress" else keys)))
-    # each candidate's values as the steps so far leave them; None: unknown before the run
-    values: dict[str, Any] = {c: frame[c] for c in wanted}
+    counting = household_count_keys(frame, keys, household) if any(
+        s["step"] in ("suppress", "suppress_risk") for s in steps) else []
     notes = []
     released = f"counted off the file once the household id ({household}) is released"
     for i, step in enumerate(steps, start=1):
         name = step["step"]
         where = f"step {i} ({name})"
-        if name in ("suppress", "suppress_risk"):
-            cand = [c for c in (step["keys"] if name == "suppress" else keys)
-                    if values.get(c) is not None]
-            counting = household_count_keys(
-                pd.DataFrame({**{c: values[c] for c in cand}, household: frame[household]}),
-                cand, household) if cand else []
         if name == "suppress":
-            moved = [c for c in counting if not values[c].isna().any()]
-            left = [c for c in step["keys"] if c not in moved]
-            if moved and not left:
+            moved = [c for c in step["keys"] if c in counting]
+            if not moved:
+                continue
+            if len(moved) == len(step["keys"]):
                 raise InputError(
                     f"{where}: its only key{'s' if len(moved) > 1 else ''} "
                     f"{', '.join(moved)} {'are' if len(moved) > 1 else 'is'} each household's "
                     f"number of records, {released}, so blanking it protects nothing: add "
                     + ("other keys to --keys" if step.get("_option") else
                        "other keys to the step's \"keys\"")
-                    + ", recode it into bands first, or leave out --household")
-            if moved:
-                step["_count_strata"] = moved
-                hk = step.get("household_keys")
-                dropped = [c for c in hk if c in moved] if isinstance(hk, list) else []
-                notes.append(
-                    f"{where}: {', '.join(moved)} {'are' if len(moved) > 1 else 'is'} each "
-                    f"household's number of records, {released}: suppressed within "
-                    f"{'their' if len(moved) > 1 else 'its'} values instead of blanked"
-                    + (" (dropped from household_keys"
-                       + (", which names no other key: run without household keys"
-                          if len(dropped) == len(hk) else "") + ")" if dropped else ""))
-            blanked = left
-        elif name == "suppress_risk":
-            if step["key"] in counting:
-                if not step.get("_default_key"):
-                    what = "--suppress-risk-key" if step.get("_option") else f"{where}: key"
-                    raise InputError(
-                        f"{what} {step['key']!r} is each household's number of records, "
-                        f"{released}, so its blanks would protect nothing; name another key")
-                others = [c for c in keys if c not in counting]
-                if not others:
-                    raise InputError(
-                        f"{where}: every key ({', '.join(keys)}) is each household's number "
-                        f"of records, {released}, so blanking one protects nothing; leave "
-                        "out --household or the step")
-                old, step["key"] = step["key"], default_risk_key(frame, others)
-                notes.append(
-                    f"{where}: {old} is each household's number of records, {released}: "
-                    f"{step['key']} blanked instead (the default key among the others)")
-            blanked = [step["key"]]
-        elif name in ("recode", "band", "top_code", "bottom_code"):
-            c = step["column"]
-            if values.get(c) is not None:
-                try:  # the run's own code on the one column (a copy of the step)
-                    values[c] = _run_step(dict(step), pd.DataFrame({c: values[c]}),
-                                          None).frame[c]
-                except Exception:  # refused by the chain check, or left to the run
-                    values[c] = None
-            continue
-        else:  # random steps: what they leave is not known before the run
-            blanked = _columns_of(step)
-        if name in ("suppress", "suppress_risk"):
-            blanked = blanked + [c for k, cols in (step.get("linked") or {}).items()
-                                 if k in blanked for c in cols]
-        for c in blanked:
-            if c in values:
-                values[c] = None
+                    + " or leave out --household")
+            step["_count_strata"] = moved
+            step["_household"] = household
+            hk = step.get("household_keys")
+            dropped = [c for c in hk if c in moved] if isinstance(hk, list) else []
+            notes.append(
+                f"{where}: {', '.join(moved)} {'are' if len(moved) > 1 else 'is'} each "
+                f"household's number of records, {released}: suppressed within each "
+                "household's exact number of records instead of blanked"
+                + (" (dropped from household_keys"
+                   + (", which names no other key: run without household keys"
+                      if len(dropped) == len(hk) else "") + ")" if dropped else ""))
+        elif name == "suppress_risk" and step["key"] in counting:
+            if not step.get("_default_key"):
+                what = "--suppress-risk-key" if step.get("_option") else f"{where}: key"
+                raise InputError(
+                    f"{what} {step['key']!r} is each household's number of records, "
+                    f"{released}, so its blanks would protect nothing; name another key")
+            others = [c for c in keys if c not in counting]
+            if not others:
+                raise InputError(
+                    f"{where}: every key ({', '.join(keys)}) is each household's number "
+                    f"of records, {released}, so blanking one protects nothing; leave "
+                    "out --household or the step")
+            old, step["key"] = step["key"], default_risk_key(frame, others)
+            notes.append(
+                f"{where}: {old} is each household's number of records, {released}: "
+                f"{step['key']} blanked instead (the default key among the others)")
     return notes
 
 
-def _suppress_args(step: dict[str, Any]) -> dict[str, Any]:
-    """A suppress step's keyword arguments of ``local_suppression``, count keys as strata.
+#: Name of the temporary stratum column holding each household's record count
+#: (:func:`_run_step`); a suffix is added while the frame has a column of that name.
+_COUNT_STRATUM = "_household_records"
 
-    Without ``_count_strata`` (:func:`_count_keys_as_strata`) the step as given.
+
+def _with_count_stratum(frame, household: str):
+    """``frame`` with a temporary column of each record's household's number of records.
+
+    Returns the frame and the column's name (one the frame does not have). Counted on the
+    frame given (a suppress step's input: its ids are the input's, no step changes them).
+    """
+    import numpy as np
+    import pandas as pd
+
+    name, n = _COUNT_STRATUM, 0
+    while name in frame.columns:
+        n += 1
+        name = f"{_COUNT_STRATUM}_{n}"
+    hh = np.asarray(pd.factorize(frame[household])[0], dtype=np.int64)  # ids: none missing
+    return frame.assign(**{name: np.bincount(hh)[hh] if hh.size else hh}), name
+
+
+def _suppress_args(step: dict[str, Any]) -> dict[str, Any]:
+    """A suppress step's keyword arguments of ``local_suppression``, count keys left out.
+
+    Without ``_count_strata`` (:func:`_count_keys_as_strata`) the step as given; with it,
+    the count keys are no keys, no ``importance``, ``linked`` or ``household_keys`` entry,
+    and ``combs`` is capped at the keys left; :func:`_run_step` adds their stratum.
     """
     moved = step.get("_count_strata") or []
     keys = [c for c in step["keys"] if c not in moved]
@@ -2299,9 +2343,8 @@ def _suppress_args(step: dict[str, Any]) -> dict[str, Any]:
     if household and isinstance(household["household_keys"], list) and moved:
         hk = [c for c in household["household_keys"] if c not in moved]
         household = {"household": household["household"], "household_keys": hk} if hk else {}
-    strata = list(step.get("strata") or []) + list(moved)
-    return {"keys": keys, "importance": imp, "strata": strata or None, "combs": combs,
-            "linked": linked, **household}
+    return {"keys": keys, "importance": imp, "strata": list(step.get("strata") or []) or None,
+            "combs": combs, "linked": linked, **household}
 
 
 def _params(step: dict[str, Any]) -> dict[str, Any]:
@@ -2495,11 +2538,22 @@ def _run_step(step: dict[str, Any], frame, rng):
         return fn(frame, step["column"], step["threshold"], replacement=step.get("replacement"))
     if name == "suppress":
         kw = _suppress_args(step)
-        res = P.local_suppression(frame, kw.pop("keys"), step["k"],
+        moved = step.get("_count_strata")
+        if not moved:
+            return P.local_suppression(frame, kw.pop("keys"), step["k"],
+                                       method=step.get("method", "greedy"), **kw)
+        # --household: a count key is read exactly off the released ids, never blanked;
+        # the step runs within the exact counts, a stratum column dropped from its output
+        import dataclasses
+
+        data, tmp = _with_count_stratum(frame, step["_household"])
+        kw["strata"] = (kw["strata"] or []) + [tmp]
+        res = P.local_suppression(data, kw.pop("keys"), step["k"],
                                   method=step.get("method", "greedy"), **kw)
-        if step.get("_count_strata"):  # --household: counted off the file, never blanked
-            res.summary["count_keys_as_strata"] = list(step["_count_strata"])
-        return res
+        # the summary names the count keys in its strata: their exact values
+        summary = {**res.summary, "strata": list(step.get("strata") or []) + list(moved),
+                   "count_keys_as_strata": list(moved)}
+        return dataclasses.replace(res, frame=res.frame.drop(columns=tmp), summary=summary)
     if name == "suppress_risk":
         # the closed form on the file as the steps before leave it (the "before" risk for
         # the first step), as sdcMicro's localSupp reads the risk of its current object
@@ -2545,7 +2599,9 @@ def _swap_value_log(res, frame, columns: list[str]):
     (its partner, the level, the hierarchy before and after); ``log.csv`` holds one row
     per changed value, ``record`` (0-based row), ``variable``, ``original`` and
     ``released``, as the other value-changing steps write it. The household pairs are
-    counted in the step's result (``swapped_pairs``, ``swapped_households``).
+    counted in the step's result (``swapped_pairs``, ``swapped_households``) and listed
+    there as ``pairs``: [selected household, its donor, the hierarchy column across which
+    they swapped], in the order formed, the first :data:`SWAP_PAIRS_LISTED` of them.
     """
     import dataclasses
 
@@ -2553,6 +2609,7 @@ def _swap_value_log(res, frame, columns: list[str]):
     import pandas as pd
 
     from sdcbayes.protection.base import same_cells
+    from sdcbayes.provenance import json_safe
 
     parts = []
     for c in columns:
@@ -2563,7 +2620,11 @@ def _swap_value_log(res, frame, columns: list[str]):
             "original": frame[c].to_numpy(dtype=object)[idx],
             "released": res.frame[c].to_numpy(dtype=object)[idx],
         }))
-    return dataclasses.replace(res, log=pd.concat(parts, ignore_index=True))
+    sel = res.log[res.log["role"] == "selected"].head(SWAP_PAIRS_LISTED)
+    pairs = [[json_safe(h), json_safe(d), str(lv)] for h, d, lv in
+             zip(sel["household"], sel["partner"], sel["level"], strict=True)]
+    return dataclasses.replace(res, log=pd.concat(parts, ignore_index=True),
+                               summary={**res.summary, "pairs": pairs})
 
 
 def _household_args(step: dict[str, Any]) -> dict[str, Any]:
@@ -2772,7 +2833,8 @@ def _sampler_options(model: str, weight: str | None, *, draws: int | None,
 
 
 def _check_released_route(steps: list[dict[str, Any]], frame, keys: list[str],
-                          weight: str | None, missing: str | None = None) -> None:
+                          weight: str | None, missing: str | None = None,
+                          counted: list[str] | tuple[str, ...] = ()) -> None:
     """Refuse, before any work, what ``--model latent-class`` cannot score after the steps.
 
     The protected file is scored from the fit of the input
@@ -2783,12 +2845,16 @@ def _check_released_route(steps: list[dict[str, Any]], frame, keys: list[str],
     random or is a mean over other records), a step that changes the weight column (the
     fit's population), and, without ``missing`` (``--missing category`` or ``drop``), an
     input with missing key values (a value blank before the steps is no key combination
-    the fit has).
+    the fit has). ``counted``: the keys the released household ids count
+    (``--household``, :func:`~sdcbayes.protection.suppression.household_count_keys`),
+    scored at their exact counts whatever a step made of them, so no step of theirs is
+    refused; ``frame`` is then the input as the ids complete it (their missing values
+    filled with the counts).
     """
     for i, s in enumerate(steps, start=1):
         cols = _columns_of(s)
         how = _RANDOM_KEY_STEPS.get(s["step"])
-        hit = [c for c in cols if c in keys] if how else []
+        hit = [c for c in cols if c in keys and c not in counted] if how else []
         if hit:
             raise InputError(
                 f"step {i} ({s['step']}) changes the values of key(s) {', '.join(hit)} {how}, "
@@ -2960,7 +3026,7 @@ def _score_released(md, frame, fit, *, quiet: bool,
     """The protected ``frame`` scored from the input's fit (:func:`assess_released`).
 
     With ``--household`` ``frame`` is the completed file (the blanks a household mate
-    shows or the household's record count gives read as shown), as the closed form's.
+    shows read as shown, a count key read as the exact count), as the closed form's.
 
     ``seed``: protect's ``--seed``, passed as ``random_seed`` (the predictive draw of the
     expected re-identifications after, so that ``--seed`` repeats its interval too);
@@ -3339,7 +3405,11 @@ def _mdav_cost_warnings(steps: list[dict[str, Any]], n_records: int) -> list[str
 
 def _suppression_warnings(steps: list[dict[str, Any]], summaries: list[dict[str, Any]]
                           ) -> list[str]:
-    """One warning per suppression step that lowered k in strata smaller than k."""
+    """One warning per suppression step that lowered k in strata smaller than k.
+
+    The strata include the keys the household ids count (``_count_strata``), as their
+    exact counts whatever a step made of them (the intruder counts the records).
+    """
     out = []
     for step, st in zip(steps, summaries, strict=True):
         below = (st.get("result") or {}).get("strata_below_k") or 0
@@ -3353,8 +3423,6 @@ def _suppression_warnings(steps: list[dict[str, Any]], summaries: list[dict[str,
                 "records; there k was lowered to the stratum size, so "
                 "their records stay below k (counted as violating k-anonymity after): merge "
                 "small strata, use fewer stratum variables or a smaller k"
-                + (f" (or recode {', '.join(counts)} into bands, which the household ids do "
-                   "not count)" if counts else "")
             )
     return out
 
@@ -3363,8 +3431,10 @@ def _completion_summary(filled: dict[str, dict[str, int]]) -> dict[str, Any]:
     """summary.json's ``risk.household_completion`` (``--household``).
 
     ``filled``: :func:`~sdcbayes.protection.suppression.household_completion`'s counts per
-    key. ``keys`` keeps them (only keys with a blank filled), ``from_mates`` and ``counted``
-    sum them over the keys, ``total`` is their sum: the blanks the risk after reads as shown.
+    key. ``keys`` keeps them (only keys with a value filled), ``from_mates`` and ``counted``
+    sum them over the keys, ``total`` is their sum: the values the risk after reads as the
+    ids give them away (a blank a mate shows; a count key's value that is not the exact
+    count: a blank, a band, a PRAMmed value, a value missing in the input).
     """
     mates = sum(v["from_mates"] for v in filled.values())
     counted = sum(v["counted"] for v in filled.values())
@@ -3385,26 +3455,32 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
                               filled: dict[str, dict[str, int]] | None = None) -> list[str]:
     """One warning when household mates show blanked values of a household-level key.
 
-    A key with one value in every household of the input (household size, region) that is
-    blanked in some members but shown in a mate is read off the mate once the household
+    A key with one shown value in every household of the input (household size, region;
+    an item-missing member is no other value) that is blanked in some members but shown in
+    a mate is read off the mate once the household
     id is released; the risk after reads such a blank as shown where the mates agree
     (:func:`~sdcbayes.protection.suppression.household_completion`, whose counts per key
     are ``filled``), so the blank protects nothing. Counted per key (blanked values of the
     input's shown ones, and those a mate shows): a key a step kept consistent within
     households (``household_keys``) shows none, unless a later step blanked it again in
-    single members. The advice names ``--household-keys auto``.
+    single members. The advice names ``--household-keys auto``. A key equal to the
+    household's number of records is read as its count, not off a mate: it is
+    :func:`_household_count_warnings`'.
     """
     import numpy as np
     import pandas as pd
 
-    from sdcbayes.protection.suppression import household_level_keys
+    from sdcbayes.protection.suppression import household_count_keys, household_level_keys
 
     if household is None:
         return []
+    counted = set(household_count_keys(original, keys, household))
     hh = pd.factorize(original[household])[0]  # no missing ids: Microdata refused them
     n_hh = int(hh.max()) + 1 if hh.size else 0
     found, n_mates, n_read = [], 0, 0
     for k in household_level_keys(original, keys, household):  # "auto"'s keys
+        if k in counted:
+            continue
         shown = protected[k].notna().to_numpy()
         blank = ~shown & original[k].notna().to_numpy()
         mates = int(np.count_nonzero(blank & (np.bincount(hh, shown, n_hh) > 0)[hh]))
@@ -3417,12 +3493,13 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
         return []
     read = ("the risk after reads them as shown" if n_read == n_mates else
             f"the risk after reads {n_read} of them as shown (the others' mates disagree)")
-    return [f"--household {household}: blanked values of a household-level key (one value in "
-            f"every household of the input) are shown by a household mate: {', '.join(found)}; "
+    return [f"--household {household}: blanked values of a household-level key (one shown "
+            "value in every household of the input) are shown by a household mate: "
+            f"{', '.join(found)}; "
             f"with the household id released they can be read off the mates, so {read} and "
             "the blanks protect nothing: --household-keys auto blanks such a key in every "
             "member of the household (a recipe's suppress step: \"household_keys\": "
-            "\"auto\"), or recode it"]
+            "\"auto\")"]
 
 
 def _household_count_warnings(original, protected, keys: list[str], household: str | None,
@@ -3431,36 +3508,70 @@ def _household_count_warnings(original, protected, keys: list[str], household: s
 
     In a sample of whole households, a key such as household size that equals, in every
     household of the input, the number of records with the household's id
-    (:func:`~sdcbayes.protection.suppression.household_count_keys`) can be counted off the
+    (:func:`~sdcbayes.protection.suppression.household_count_keys`) is counted off the
     released file once the id is released: a blank of it hides nothing, in one member or
-    in all (``--household-keys`` does not help). The risk after reads those blanks as
-    shown (:func:`~sdcbayes.protection.suppression.household_completion`, counts per key
-    in ``filled``) unless a step recoded the key's shown values away from the count, when
-    it reads the rest as hidden and understates those records' risk.
+    in all (``--household-keys`` does not help), and the risk after reads every one as the
+    exact count (:func:`~sdcbayes.protection.suppression.household_completion`; ``filled``
+    is unused, kept for the callers' signature). A suppression step never blanks such a
+    key as a key (:func:`_count_keys_as_strata`), so these blanks come from a column
+    linked to another key; the advice names what can be done. A step that changes its
+    values otherwise is :func:`_count_key_step_warnings`'.
     """
     from sdcbayes.protection.suppression import household_count_keys
 
     if household is None:
         return []
-    found, n_blank, n_read = [], 0, 0
+    found = []
     for k in household_count_keys(original, keys, household):
         blank = int((original[k].notna() & protected[k].isna()).sum())
         if blank:
             found.append(f"{k!r} ({blank} blanked)")
-            n_blank += blank
-            got = _filled_counts(original, protected, keys, household, filled).get(k, {})
-            n_read += got.get("from_mates", 0) + got.get("counted", 0)
     if not found:
         return []
-    read = ("the risk after reads them as shown, so the blanks protect nothing" if n_read ==
-            n_blank else f"the risk after reads {n_read} of them as shown, the rest (the "
-            "key's shown values recoded away from the count) as hidden, which understates "
-            "those records' risk")
     return [f"--household {household}: {', '.join(found)} equals the number of records with "
             "the household's id in every household of the input, so with the id released its "
-            f"blanked values can be counted off the file, in one member or in all; {read}: "
-            "leave such a key out of the suppression (it is shown in effect) or do not "
+            "blanked values are counted off the file, in one member or in all; the risk after "
+            "reads them as the exact count, so the blanks protect nothing: a suppression step "
+            "blanks such a key only as a linked column (leave it out of --linked); or do not "
             "release the household id"]
+
+
+#: The steps that change a key's values without blanking them: what each does to it
+#: (:func:`_count_key_step_warnings`).
+_COUNT_CHANGING_STEPS = {"recode": "recodes", "band": "bands", "top_code": "top-codes",
+                         "bottom_code": "bottom-codes", "pram": "PRAMs",
+                         "nayak_zhang": "PRAMs", "microaggregate": "micro-aggregates",
+                         "noise": "adds noise to"}
+
+
+def _count_key_step_warnings(steps: list[dict[str, Any]], count_keys: list[str],
+                             household: str | None) -> list[str]:
+    """One warning when a step recodes, PRAMs, ... a key the released household ids count.
+
+    ``count_keys``: the input's keys equal in every household to its number of records
+    (:func:`~sdcbayes.protection.suppression.household_count_keys`). With the ids released
+    the intruder counts each household's records, so he holds the exact value whatever the
+    file shows: a band, a top code, a PRAMmed or noisy value protect nothing, and the risk
+    after reads the exact count (:func:`~sdcbayes.protection.suppression.
+    household_completion`). Before any work (the steps alone decide it).
+    """
+    if household is None or not count_keys:
+        return []
+    found, names = [], []
+    for i, step in enumerate(steps, start=1):
+        verb = _COUNT_CHANGING_STEPS.get(step["step"])
+        hit = [c for c in _columns_of(step) if c in count_keys] if verb else []
+        if hit:
+            found.append(f"step {i} ({step['step']}) {verb} {', '.join(hit)}")
+            names += [c for c in hit if c not in names]
+    if not found:
+        return []
+    many = len(names) > 1
+    return [f"--household {household}: {'; '.join(found)}, but {', '.join(names)} "
+            f"{'are' if many else 'is'} each household's number of records in the input, "
+            "which is counted off the file exactly once the household id is released: the "
+            f"step protects nothing there, and the risk after reads the exact count; leave "
+            f"{'them' if many else 'it'} out of the step, or do not release the household id"]
 
 
 def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: dict[str, Any],
@@ -3500,8 +3611,8 @@ def _k_anonymity_notes(steps: list[dict[str, Any]], supp_i: int | None, after: d
         notes.append(f"step {supp_i} reached k-anonymity on key subsets (combs), not on the "
                      "full set of keys")
     if by_step and completed:
-        notes.append(f"the k-anonymity after is counted with the {completed} blanks read as "
-                     "shown that the released household ids give away (risk."
+        notes.append(f"the k-anonymity after is counted with the {completed} key values the "
+                     "released household ids give away read as given (risk."
                      "household_completion), so records can violate it where the file written "
                      "does not")
     return notes
@@ -4396,8 +4507,12 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
     ]
     if "k_anonymity_violations_suppression" in a:  # a sub-row of the k-anonymity row
         strata = s["risk"].get("suppression_strata")
+        # --household: the after is counted on the file the ids complete, not the one the
+        # suppression wrote (where it reached its k); the label says so
+        completed = (s["risk"].get("household_completion") or {}).get("total")
         rows.append((
-            "  as the suppression judges it" + (f" (within {', '.join(strata)})" if strata else ""),
+            "  as the suppression judges it" + (f" (within {', '.join(strata)})" if strata else "")
+            + (", on the file the ids complete" if completed else ""),
             f"{b['k_anonymity_violations_suppression']:,} -> "
             f"{a['k_anonymity_violations_suppression']:,}",
         ))
@@ -4443,7 +4558,45 @@ def _swap_lines(steps: list[dict[str, Any]]) -> list[str]:
             f"households swapped ({100 * r['swap_rate_achieved']:.1f}%, rate asked "
             f"{100 * r['swap_rate']:g}%); {r['high_risk_households']:,} at risk (a member "
             f"shares its values with fewer than {r['k_anonymity']} records of its unit); "
-            f"{r['n_no_donor']:,} selected but left unswapped for want of a donor")
+            f"{r['n_no_donor']:,} selected but left unswapped for want of a donor"
+            + (f"; {r['unfilled_selections']:,} of the rate's selections unmade (their unit "
+               "ran out of households with a donor)" if r.get("unfilled_selections") else ""))
+    return out
+
+
+def _swap_rate_warnings(steps: list[dict[str, Any]],
+                        step_summaries: list[dict[str, Any]]) -> list[str]:
+    """A warning per swap step whose rate achieved is far above the rate asked.
+
+    Every high-risk household is swapped whatever ``swap_rate`` (sdcMicro's recordSwap),
+    so with many fine risk variables, or a large ``k``, nearly every household is at risk
+    in its unit and the geography is all but permuted (demo, five keys, k = 3: 97% of the
+    households swapped at a rate of 5%). "Far above": more than
+    :data:`SWAP_RATE_WARN_FACTOR` times the rate asked and more than
+    :data:`SWAP_RATE_WARN_MARGIN` above it (a rate of 0 swaps the high-risk households
+    alone: warned once they pass 5%). The warning names the two settings that decide who
+    is at risk, as options or as the recipe step's fields.
+    """
+    out = []
+    for step, st in zip(steps, step_summaries, strict=True):
+        r = st.get("result") or {}
+        if st.get("name") != "swap" or "swap_rate_achieved" not in r:
+            continue
+        asked, got = float(r["swap_rate"]), float(r["swap_rate_achieved"])
+        if got <= SWAP_RATE_WARN_FACTOR * asked or got <= asked + SWAP_RATE_WARN_MARGIN:
+            continue
+        rv = r.get("risk_variables") or []
+        opt = step.get("_option") is not None
+        rv_set, k_set = (("--swap-risk-variables COLS", "--swap-k") if opt
+                         else ('the step\'s "risk_variables"', 'its "k"'))
+        out.append(
+            f"step {st['step']} (swap): {r['swapped_households']:,} of {r['households']:,} "
+            f"households swapped ({100 * got:.1f}%), far above the rate asked "
+            f"({100 * asked:g}%): {r['high_risk_households']:,} households are at risk (a "
+            f"member shares its values of the {len(rv)} risk variable(s) "
+            f"{', '.join(rv)} with fewer than {r['k_anonymity']} records of its unit), and "
+            f"every one at risk is swapped; to swap fewer, name fewer or coarser risk "
+            f"variables ({rv_set}) or lower {k_set}")
     return out
 
 
@@ -4466,17 +4619,23 @@ def _household_keys_lines(steps: list[dict[str, Any]]) -> list[str]:
 
 
 def _household_completion_lines(s: dict[str, Any]) -> list[str]:
-    """The line saying how many blanks the risk after reads as shown (``--household``).
+    """The line saying how many key values the risk after reads as the ids give them away.
 
-    None when no blank was filled (:func:`_completion_summary`).
+    ``--household``: the blanks a household mate shows, and a count key's values that are
+    not the exact count (blank, band, PRAMmed, missing in the input). None when no value
+    was filled (:func:`_completion_summary`).
     """
     c = s["risk"].get("household_completion") or {}
     if not c.get("total"):
         return []
-    per_key = "; ".join(f"{k} {v['from_mates']:,} shown by a household mate, "
-                        f"{v['counted']:,} counted" for k, v in c["keys"].items())
-    return [f"risk after reads {c['total']:,} blanks as shown, given away by the released "
-            f"household ids: {per_key}"]
+    per_key = "; ".join(
+        f"{k} " + (f"{v['counted']:,} counted (the exact number of records)"
+                   if v["counted"] and not v["from_mates"] else
+                   f"{v['from_mates']:,} shown by a household mate"
+                   + (f", {v['counted']:,} counted" if v["counted"] else ""))
+        for k, v in c["keys"].items())
+    return [f"risk after reads {c['total']:,} key values as the released household ids give "
+            f"them away: {per_key}"]
 
 
 def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:

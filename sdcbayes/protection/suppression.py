@@ -889,9 +889,10 @@ def local_suppression(
         or the household's region) blanked in one member but shown by a mate is
         read off the mate once the household id is released, so the blank hides
         nothing (:func:`household_completion` reads it as shown). ``"auto"``: the keys with
-        one value in every household of ``frame`` (a missing value counted as a
-        value). Only blanks are added, so every wildcard frequency can only grow
-        and the file stays k-anonymous. A listed key need not be household-level
+        one shown value in every household of ``frame`` (:func:`household_level_keys`; an
+        item-missing member is no other value, and is never blanked). Only blanks
+        are added, so every wildcard frequency can only grow and the file stays
+        k-anonymous. A listed key need not be household-level
         (its blank then spreads to members whose values differ).
 
     Returns
@@ -1265,8 +1266,12 @@ def household_level_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
                          household: str) -> list[str]:
     """The keys with one value in every household: ``household_keys="auto"``.
 
-    A missing value counts as a value of its own, so a key missing in one member and
-    shown in another is not household-level.
+    Judged among the shown values: a household whose non-missing values of the key agree
+    is consistent, a missing value being no second value (an item-missing member hides
+    its own value, not the household's; a mate still shows it). A household with no
+    shown value is consistent too. (Until this change a missing value counted as a value
+    of its own, so one item-missing member anywhere took the key off the list for the
+    whole file, and the blanks its mates show went unnoticed.)
 
     Parameters
     ----------
@@ -1282,15 +1287,15 @@ def household_level_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
     """
     frame = check_frame(frame)
     keys = check_columns(frame, keys, "keys")
-    hh = pd.factorize(frame[check_columns(frame, household, "household")[0]])[0]
-    has_id = hh >= 0
-    hh = hh[has_id].astype(np.int64)
-    n_hh = len(np.unique(hh))
+    hh = np.asarray(pd.factorize(frame[check_columns(frame, household, "household")[0]])[0],
+                    dtype=np.int64)
     out = []
     for key in keys:
-        codes = pd.factorize(frame[key], use_na_sentinel=False)[0][has_id]
-        # one (household, value) pair per household
-        if len(np.unique(hh * (int(codes.max(initial=0)) + 1) + codes)) == n_hh:
+        codes = np.asarray(pd.factorize(frame[key])[0], dtype=np.int64)  # -1: missing
+        seen = (hh >= 0) & (codes >= 0)
+        pairs = np.unique(hh[seen] * (int(codes.max(initial=0)) + 1) + codes[seen])
+        # one (household, value) pair per household showing a value
+        if len(pairs) == len(np.unique(hh[seen])):
             out.append(key)
     return out
 
@@ -1320,10 +1325,13 @@ def household_count_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
 
     In a sample of whole households a key such as household size is, in every household,
     the number of records carrying the household's id; once the id is released it can be
-    counted off the file, whatever a step blanked. Detected among
-    :func:`household_level_keys` (one value per household): a key whose shown values are
-    all numbers (a level written as text, ``"3"``, counts as 3) equal to its household's
-    record count, at least one value shown. Records with a missing id are left out.
+    counted off the file, whatever a step blanked. Judged among the shown values (a
+    missing value is ignored, as in :func:`household_level_keys`): a key whose shown
+    values are all numbers (a level written as text, ``"3"``, counts as 3) equal to their
+    household's record count, at least one value shown. Records with a missing id are
+    left out. Whatever a step makes of such a key (a blank, a band, a PRAMmed value), the
+    intruder holding the ids counts the exact value: :func:`household_completion` writes
+    it back.
 
     Parameters
     ----------
@@ -1350,37 +1358,94 @@ def household_count_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
     return out
 
 
+def _count_in_type(col: pd.Series, count: int) -> Any:
+    """``count`` written as ``col`` writes its values (for a count no record of it shows).
+
+    A numeric column (or categorical of numbers) gets the number in its dtype, a column
+    of text the digits, any other column the integer.
+    """
+    dtype = col.dtype.categories.dtype if isinstance(col.dtype, pd.CategoricalDtype) \
+        else col.dtype
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        return pd.array([count], dtype=dtype)[0]
+    shown = col.dropna()
+    if pd.api.types.is_string_dtype(dtype) and (
+            not len(shown) or all(isinstance(v, str) for v in shown.to_numpy(dtype=object))):
+        return str(count)
+    return count
+
+
+def _exact_counts(original: pd.Series, shown: pd.Series, size: np.ndarray,
+                  has_id: np.ndarray) -> tuple[pd.Series, int]:
+    """A count key as the released ids give it: each household's record count.
+
+    ``original``: the key in the input (its representation is kept: a record whose input
+    value equals its count keeps that value; any other record with an id gets the value
+    the input writes for its count, the first record showing it, or :func:`_count_in_type`
+    where none does). ``shown``: the released values, kept for records without an id.
+    ``size``: each record's household's record count under the released ids. Returns the
+    column and the number of records with an id whose released value is not their count
+    (blank, recoded, PRAMmed, missing in the input).
+    """
+    nums = _numbers(original)
+    counted = int(np.count_nonzero(has_id & ~(_numbers(shown) == size)))
+    need = has_id & ~(nums == size)
+    col = original
+    if need.any():
+        reps = {}
+        for c in np.unique(size[need]):
+            at = np.flatnonzero(nums == c)
+            reps[c] = original.iloc[at[0]] if at.size else _count_in_type(original, int(c))
+        values = pd.Series([reps[c] for c in size[need]], index=original.index[need],
+                           dtype=object).reindex(original.index)
+        if not isinstance(original.dtype, pd.CategoricalDtype):
+            try:  # the input's dtype (a float column with missing values stays float)
+                values = values.astype(original.dtype)
+            except (TypeError, ValueError):
+                pass
+        col = _with_values(original, need, values)
+    if not has_id.all():  # no id, nothing to count: the released value
+        col = _with_values(col, ~has_id, shown)
+    return col, counted
+
+
 def household_completion(original: pd.DataFrame, protected: pd.DataFrame,
                          keys: Sequence[str] | str, household: str
                          ) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
     """The protected file as an intruder holding its household ids reads it.
 
-    A released household id groups a household's records, so two kinds of blanked key
-    value hide nothing from an intruder who has the file:
+    A released household id groups a household's records, which gives away two kinds of
+    key value:
 
-    - from a mate: a household-level key of ``original`` (one value in every household,
-      :func:`household_level_keys`: the household's region, its size) blanked in one
-      member is the value its household mates show. Filled where the mates' shown values
-      in ``protected`` agree (a recoded key's released value, if a step recoded it);
-      where they disagree (PRAM of the key, say) the household is left as it is.
-    - counted: a key equal, in every household of ``original``, to the household's
-      number of records (:func:`household_count_keys`: household size in a sample of
-      whole households) is the number of records with the id, blanked in one member or
-      in all. Counted only where the values ``protected`` shows still equal that count
-      (a key recoded into bands is not); a blank gets the count as the column writes it
-      (a shown value of that count, else ``original``'s value, which equals it).
+    - from a mate: a household-level key of ``original`` (one shown value in every
+      household, :func:`household_level_keys`: the household's region; an item-missing
+      member does not make it another value) blanked in one member is the value its
+      household mates show. Filled where the mates' shown values in ``protected`` agree (a
+      recoded key's released value, if a step recoded it); where they disagree (PRAM of
+      the key, say) the household is left as it is. A value missing in ``original`` is
+      not filled.
+    - counted: a key equal, in every household of ``original``, to the household's number
+      of records (:func:`household_count_keys`: household size in a sample of whole
+      households) is the number of records with the id, whatever ``protected`` shows: a
+      blank (in one member or in all), a band after a recode, a PRAMmed value, noise, a
+      value missing in ``original``. Every record with an id gets its household's exact
+      record count in ``protected``, written as ``original`` writes it (its own value
+      where that is the count, else the value ``original`` writes for that count, else
+      the count in the column's type: :func:`_count_in_type`), so a recode, top coding or
+      PRAM of such a key protects nothing and the completed column holds the input's
+      levels.
 
-    A blank no mate and no count fills stays blank, and a value missing in ``original``
-    is never filled. Every risk measure reads a blank as hidden (a wildcard, seed 004's
-    frequencies with missing values matching any value; sdcMicro's ``freqCalc``), so the
-    risk of a released file whose household ids are released is that of the completed
-    frame, not of ``protected`` (``protect --household`` scores it so).
+    Every risk measure reads a blank as hidden (a wildcard, seed 004's frequencies with
+    missing values matching any value; sdcMicro's ``freqCalc``), so the risk of a released
+    file whose household ids are released is that of the completed frame, not of
+    ``protected`` (``protect --household`` scores it so; with ``protected=original`` the
+    input as the ids complete it, its "before").
 
     Parameters
     ----------
     original : pandas.DataFrame
         The input of the protection steps (what "household-level" and "the count" are
-        judged on).
+        judged on, and the representation a count key is written in).
     protected : pandas.DataFrame
         The protected file, the records in ``original``'s order (paired by position).
         Neither frame is modified.
@@ -1388,15 +1453,19 @@ def household_completion(original: pd.DataFrame, protected: pd.DataFrame,
         The key variables.
     household : str
         Column of household ids, in both frames: ``protected``'s (the released ids)
-        group the records; records with a missing id are neither filled nor mates.
+        group the records; records with a missing id are neither filled nor mates, and
+        keep their released values.
 
     Returns
     -------
     completed : pandas.DataFrame
-        A new frame: ``protected`` with those blanks filled.
+        A new frame: ``protected`` with those values filled (a count key's column in
+        ``original``'s representation).
     counts : dict
-        Per key with a blank filled, ``{"from_mates": n, "counted": m}`` (a blank a mate
-        shows is counted as from a mate only).
+        Per key with a value filled, ``{"from_mates": n, "counted": m}``: ``from_mates``
+        the blanks a mate shows (a household-level key that is no count), ``counted`` the
+        records whose released value of a count key is not the exact count (blank,
+        recoded, PRAMmed, missing in ``original``).
 
     Raises
     ------
@@ -1423,6 +1492,11 @@ def household_completion(original: pd.DataFrame, protected: pd.DataFrame,
     counting = set(household_count_keys(original, level, household)) if level else set()
     for key in level:
         col = protected[key]
+        if key in counting:  # the number of records with the id, whatever is shown
+            out[key], n = _exact_counts(original[key].set_axis(col.index), col, size, has_id)
+            if n:
+                counts[key] = {"from_mates": 0, "counted": n}
+            continue
         shown = col.notna().to_numpy() & has_id
         blank = ~col.notna().to_numpy() & original[key].notna().to_numpy() & has_id
         if not blank.any():
@@ -1435,34 +1509,15 @@ def household_completion(original: pd.DataFrame, protected: pd.DataFrame,
         np.maximum.at(hi, hh[shown], codes[shown])
         agree = (hi >= 0) & (lo == hi)
         from_mate = blank & agree[np.maximum(hh, 0)]
-        source = np.full(len(col), -1, dtype=np.int64)  # the position whose value is taken
+        if not from_mate.any():
+            continue
         first = np.full(n_hh, -1, dtype=np.int64)
         pos = np.flatnonzero(shown)
         first[hh[pos[::-1]]] = pos[::-1]  # a shown member of each household (the first)
-        source[from_mate] = first[hh[from_mate]]
-        counted = np.zeros(len(col), dtype=bool)
-        fallback = np.zeros(len(col), dtype=bool)
-        if key in counting:
-            values = _numbers(col)
-            # still the count where shown (a recode into bands is not counted)
-            if not shown.any() or (not np.isnan(values[shown]).any()
-                                   and np.all(values[shown] == size[shown])):
-                counted = blank & ~from_mate
-                # the count as the column writes it: a shown value equal to it, if any
-                u, at = np.unique(values[pos], return_index=True)
-                j = np.searchsorted(u, size[counted]).clip(max=max(len(u) - 1, 0))
-                found = (u[j] == size[counted]) if len(u) else np.zeros(0, dtype=bool)
-                source[np.flatnonzero(counted)[found]] = pos[at[j[found]]]
-                fallback[np.flatnonzero(counted)[~found]] = True
-        if not (from_mate.any() or counted.any()):
-            continue
         take = np.arange(len(col))
-        take[source >= 0] = source[source >= 0]
-        filled = col.iloc[take].set_axis(col.index)
-        if fallback.any():
-            filled = _with_values(filled, fallback, original[key].set_axis(col.index))
-        out[key] = filled
-        counts[key] = {"from_mates": int(from_mate.sum()), "counted": int(counted.sum())}
+        take[from_mate] = first[hh[from_mate]]
+        out[key] = col.iloc[take].set_axis(col.index)
+        counts[key] = {"from_mates": int(from_mate.sum()), "counted": 0}
     return out, counts
 
 
