@@ -36,6 +36,12 @@ OUTPUT_FILES = frozenset({
 
 # --------------------------------------------------------------------------- helpers
 #: ``--na-values``, the same option in assess, compare, protect and suda.
+#: ``--l-diversity-c``'s help (``assess`` and ``protect``).
+L_DIVERSITY_C_HELP = (
+    "With --sensitive: the constant c of the recursive (c, l)-diversity (sdcMicro's "
+    "l_recurs_c), a finite number > 0. [default: 2]"
+)
+
 NA_VALUES_HELP = (
     "Comma-separated codes that mean 'missing' in every column of the file, e.g. "
     "--na-values -9,99,. (sdcbayes.microdata.read_microdata's na_values): a CSV field "

@@ -18,6 +18,7 @@ import click
 from sdcbayes._cliutils import (
     CORES_HELP,
     EXIT_INPUT,
+    L_DIVERSITY_C_HELP,
     NA_VALUES_HELP,
     QUIET_HELP,
     SingleValueCommand,
@@ -185,8 +186,7 @@ def cli() -> None:
 )
 @click.option(
     "--l-diversity-c", "l_diversity_c", type=float, default=None, metavar="C",
-    help="With --sensitive: the constant c of the recursive (c, l)-diversity (sdcMicro's "
-    "l_recurs_c), a finite number > 0. [default: 2]",
+    help=L_DIVERSITY_C_HELP,
 )
 @click.option(
     "--model",

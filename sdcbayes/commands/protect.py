@@ -123,6 +123,7 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    L_DIVERSITY_C_HELP,
     NA_VALUES_HELP,
     QUIET_HELP,
     SingleValueCommand,
@@ -454,8 +455,7 @@ DEFAULT_RISK_K = 3
 )
 @click.option(
     "--l-diversity-c", "l_diversity_c", type=float, default=None, metavar="C",
-    help="With --sensitive: the constant c of the recursive (c, l)-diversity (sdcMicro's "
-    "l_recurs_c), a finite number > 0. [default: 2]",
+    help=L_DIVERSITY_C_HELP,
 )
 @click.option(
     "--allow-weights-below-one",
