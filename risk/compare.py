@@ -241,7 +241,9 @@ def _pair_label(l1: Loss, l0: Loss) -> str:
 #: ``truth`` keys of :func:`compare_models` and the table columns they fill (``<col>_true``).
 _TRUTH_COLUMNS = {"tau1": "tau1", "tau2": "tau2", "expected_reidentifications": "er",
                   # the demo's own households (sdcbayes compare without DATA)
-                  "household_expected_reidentifications": "household_er"}
+                  "household_expected_reidentifications": "household_er",
+                  "household_expected_reidentified_households":
+                      "household_expected_reidentified_households"}
 
 
 def _check_truth(truth) -> dict[str, float] | None:
@@ -1202,6 +1204,10 @@ HOUSEHOLD_COLUMNS = {
     "household_er_hi": "household_expected_reidentifications_interval",
     "household_interval_kind": "household_interval_kind",
     "household_expected_reidentified_households": "household_expected_reidentified_households",
+    "household_expected_reidentified_households_lo":
+        "household_expected_reidentified_households_interval",
+    "household_expected_reidentified_households_hi":
+        "household_expected_reidentified_households_interval",
 }
 
 
@@ -1218,6 +1224,11 @@ def _household_columns(md, a, model: str, interval_kind: str) -> dict[str, Any]:
     expected re-identified households (the sum of the household risks, one per
     household); its interval is that of its ER, over :math:`F_k` given the plug-in
     alone, and its kind says so (``interval_kind``), where assess gives no interval.
+    A posterior model's row has assess's expected re-identified households
+    (:func:`sdcbayes.risk.posterior_assess.assess_from_posterior`'s
+    ``household_expected_reidentified_households``, each household once); every row's
+    ``household_expected_reidentified_households_lo``/``_hi`` is that key's interval
+    in ``a``, of the row's ``household_interval_kind`` as the household ER's.
     """
     sm = a.summary
     lo, hi = sm["household_expected_reidentifications_interval"]
@@ -1227,6 +1238,8 @@ def _household_columns(md, a, model: str, interval_kind: str) -> dict[str, Any]:
         "household_er_hi": hi,
         "household_interval_kind": (interval_kind if model == "closed-form"
                                     else sm["household_interval_kind"]),
+        "household_expected_reidentified_households":
+            sm.get("household_expected_reidentified_households"),
     }
     if model == "closed-form":
         # as assess_closed_form counts them: the household risk of each household once
@@ -1236,6 +1249,11 @@ def _household_columns(md, a, model: str, interval_kind: str) -> dict[str, Any]:
         hrisk = a.records["household_risk"].to_numpy(dtype=float)[kept]
         _, first = np.unique(hh[kept], return_index=True)
         out["household_expected_reidentified_households"] = float(hrisk[first].sum())
+    # its interval from the same draws as the household ER's (None where a has none)
+    hh_lo, hh_hi = sm.get("household_expected_reidentified_households_interval",
+                          (None, None))
+    out["household_expected_reidentified_households_lo"] = hh_lo
+    out["household_expected_reidentified_households_hi"] = hh_hi
     return out
 
 
@@ -1244,16 +1262,18 @@ def _household_keys(row: dict[str, Any]) -> dict[str, Any]:
 
     ``household_er`` -> ``household_expected_reidentifications``, ``household_er_lo``
     and ``_hi`` -> ``household_expected_reidentifications_interval`` ``[lo, hi]``; the
-    expected re-identified households only where the row has them (the closed form's,
-    as assess has them only there). A row without households is returned unchanged.
+    expected re-identified households and their ``_lo``/``_hi`` (->
+    ``household_expected_reidentified_households_interval``) only where the row has
+    them. A row without households is returned unchanged.
     """
     if "household_er" not in row:
         return row
     out: dict[str, Any] = {}
     for k, v in row.items():
-        if k == "household_er_lo":
-            out[HOUSEHOLD_COLUMNS[k]] = [v, row["household_er_hi"]]
-        elif k == "household_er_hi" or (
+        if k in ("household_er_lo", "household_expected_reidentified_households_lo"):
+            if v is not None:
+                out[HOUSEHOLD_COLUMNS[k]] = [v, row[k[:-3] + "_hi"]]
+        elif k in ("household_er_hi", "household_expected_reidentified_households_hi") or (
                 k == "household_expected_reidentified_households" and v is None):
             continue
         else:
@@ -1465,8 +1485,9 @@ def compare_models(
         (sdcMicro's household expected re-identifications and their 90% interval, as
         ``sdcbayes assess --household`` reports them for the row's model and seed),
         ``household_interval_kind`` (assess's; the closed form's: its
-        ``interval_kind``, the plug-in's predictive) and, the closed form's row only,
-        ``household_expected_reidentified_households`` (:func:`_household_columns`).
+        ``interval_kind``, the plug-in's predictive),
+        ``household_expected_reidentified_households`` (the same risks once per
+        household) and its ``_lo``, ``_hi`` (:func:`_household_columns`).
     """
     # ---- every check before any import of PyMC or any fit
     if isinstance(specs, Sequence) and not isinstance(specs, str) and len(specs) == 0:

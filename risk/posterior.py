@@ -771,7 +771,9 @@ class GroupEvaluation:
     known, ``household_er_predictive``: per predictive draw (on the same, possibly
     thinned, draws) the realised household re-identifications
     :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{k(i)}))` of the drawn population
-    (:class:`_RealisedHouseholds`).
+    (:class:`_RealisedHouseholds`). ``household_er_households`` and
+    ``household_er_households_predictive`` are the same with each household once (weight
+    1 in place of :math:`|h|`): the expected re-identified households.
     """
 
     quantiles: tuple
@@ -959,7 +961,8 @@ def evaluate_groups(
         draws["tau2_var"] = np.full(S, np.nan)
         draws["er_var"] = np.full(S, np.nan)
         if realised is not None:
-            draws["household_er_predictive"] = realised.finish()
+            (draws["household_er_predictive"],
+             draws["household_er_households_predictive"]) = realised.finish()
     else:
         # CLT over independent cells: normal with the exact conditional mean and variance
         for key in ("tau2", "er"):
@@ -1067,7 +1070,8 @@ def record_level_draws(
     r"""Record-level counts per draw from per-group risks (records of a group share its risk).
 
     Fills ``draws["n_above_benchmark"]`` (and ``"n_above_threshold"``,
-    ``"household_er"``) for ``inv1`` of shape (draws, groups) and ``n_rec`` records per
+    ``"household_er"``, ``"household_er_households"``: the same household risks summed
+    once per household) for ``inv1`` of shape (draws, groups) and ``n_rec`` records per
     group, in chunks of draws; returns the per-household mean risk (or None).
 
     The household risk is sdcMicro's hierarchical risk :math:`1 - \prod_{i \in h}(1 -
@@ -1095,7 +1099,7 @@ def record_level_draws(
         ).astype(float)
     if household_pairs is None:
         return None
-    hh_mean, draws["household_er"] = _household(
+    hh_mean, draws["household_er"], draws["household_er_households"] = _household(
         inv1, household_pairs, n_households, max_household_draws, risk_mean
     )
     return hh_mean
@@ -1145,7 +1149,11 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
     r_i(\theta_s))` (sdcMicro's ``measure_risk`` household formula, seed ``001_…``
     Section 3.3, applied to the records' risks given :math:`\theta_s`). Returns its
     mean over the draws per household (H,) and, per draw, the household expected
-    re-identifications :math:`\sum_h |h|\,(1 - \prod_{i \in h}(1 - r_i(\theta_s)))`.
+    re-identifications :math:`\sum_h |h|\,(1 - \prod_{i \in h}(1 - r_i(\theta_s)))`
+    and the expected re-identified households :math:`\sum_h (1 - \prod_{i \in h}(1 -
+    r_i(\theta_s)))` (each household once, as
+    :func:`sdcbayes.risk.assess.assess_closed_form`'s
+    ``household_expected_reidentified_households``): ``(means, er, er_households)``.
 
     Every draw is used, the draws of the record risk, so a one-record household's risk
     equals its record's and no household's is below a member's. For mates sharing one
@@ -1178,6 +1186,7 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
     S, G = rows_all.shape
     total = np.zeros(K)
     er = np.empty(S)
+    er_households = np.empty(S)
     # log P(no member re-identified) = sum over pairs of count x log(1 - r_group): a
     # sparse (compositions x groups) matrix of counts times log(1 - r) per draw
     counts = sparse.csr_matrix((ccnt, (comp, cgrp)), shape=(K, G))
@@ -1190,6 +1199,8 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
         risk = -np.expm1(counts @ log_one_minus.T)  # (compositions, draws in the chunk)
         total += risk.sum(axis=1)
         er[s0 : s0 + rows.shape[0]] = (size * n_same) @ risk
+        # each household once (weight 1, not |h|): the same risks, no further pass
+        er_households[s0 : s0 + rows.shape[0]] = n_same @ risk
     mean = total / max(S, 1)
     # the record risk's own mean (risk_mean of evaluate_groups), not a draws x households
     # copy: inv1[:, solo_grp].mean(0) took 357 MB on the memory benchmark (audit AA4)
@@ -1198,7 +1209,7 @@ def _household(inv1: np.ndarray, pairs, n_households: int, max_draws: int | None
     mean[solo] = risk_mean[solo_grp[solo]]
     # a household without pairs (every member dropped) has no risk to combine: 0
     hh_mean = np.where(of_household >= 0, mean[np.maximum(of_household, 0)] if K else 0.0, 0.0)
-    return hh_mean, er
+    return hh_mean, er, er_households
 
 
 def _thinned_rows(S: int, max_draws: int | None) -> np.ndarray | None:
@@ -1224,7 +1235,12 @@ class _RealisedHouseholds:
     1/F in place of its risk: the household truth of that population (what
     :attr:`sdcbayes.datasets.sampling.Truth.household_expected_reidentifications` is for the
     real one), so its quantiles over the draws are a posterior predictive interval, as
-    the ER's are of :math:`\sum_i 1/F_{u(i)}`.
+    the ER's are of :math:`\sum_i 1/F_{u(i)}`. The same pass also gives the realised
+    re-identified households :math:`\sum_h (1 - \prod_{i \in h}(1 - 1/F_{u(i)}))` (each
+    household once, weight 1 in place of :math:`|h|`; the households' truth as
+    :attr:`~sdcbayes.datasets.sampling.Truth.household_expected_reidentified_households`).
+    A household of one record weighs 1 either way, so the records added at once serve
+    both sums; only the larger households' (:func:`_household`) differ.
 
     The units' 1/F arrive chunk by chunk (:meth:`add`, (draws, units of the chunk)),
     whatever the caller's order. Records in a household of one add their 1/F at once
@@ -1267,23 +1283,27 @@ class _RealisedHouseholds:
             self.inv2[:, c[sel]] = inv[:, sel]
 
     def finish(self, risk_mean=None):
-        r"""The household re-identifications per (kept) draw.
+        r"""The household re-identifications and re-identified households per (kept) draw.
 
+        Returns ``(er, er_households)``: per draw :math:`\sum_h |h|(1 - \prod_i(1 -
+        x_i))` and :math:`\sum_h (1 - \prod_i(1 - x_i))`, x what :meth:`add` was given.
         With ``risk_mean`` (per unit, the mean over the draws of what :meth:`add` was
         given) also each larger household's mean over the draws, numbered in the order
-        of the household codes: ``(means, per draw)``. The same sums serve a risk given
-        the parameters (:class:`sdcbayes.risk.released._Households` adds the patterns'
-        :math:`E(1/F_p\mid\theta)`): :func:`_household`'s formula either way.
+        of the household codes: ``(means, er, er_households)``. The same sums serve a
+        risk given the parameters (:class:`sdcbayes.risk.released._Households` adds the
+        patterns' :math:`E(1/F_p\mid\theta)`): :func:`_household`'s formula either way.
         """
         if not self.units2.size:
-            er = self.er.copy()
-            return er if risk_mean is None else (np.zeros(0), er)
+            er, er_h = self.er.copy(), self.er.copy()
+            return (er, er_h) if risk_mean is None else (np.zeros(0), er, er_h)
         # risk_mean given: the per-household means (unused without it) need no pass over
         # inv2
-        means, er2 = _household(self.inv2, self.pairs2, self.n2, None,
-                                risk_mean=np.zeros(self.units2.size) if risk_mean is None
-                                else np.asarray(risk_mean)[self.units2])
-        return self.er + er2 if risk_mean is None else (means, self.er + er2)
+        means, er2, er2_h = _household(self.inv2, self.pairs2, self.n2, None,
+                                       risk_mean=np.zeros(self.units2.size) if risk_mean is None
+                                       else np.asarray(risk_mean)[self.units2])
+        # the one-record households (self.er) weigh 1 in both sums
+        er, er_h = self.er + er2, self.er + er2_h
+        return (er, er_h) if risk_mean is None else (means, er, er_h)
 
 
 # --------------------------------------------------------------------------- tidy edge

@@ -183,6 +183,7 @@ _FILE_VARS = {
     "n_above_benchmark": "n_above_benchmark",
     "n_above_threshold": "n_above_threshold",
     "household_er": "household_expected_reidentifications",
+    "household_er_households": "household_expected_reidentified_households",
     "population_uniques": "population_uniques",
 }
 
@@ -210,7 +211,9 @@ class PosteriorAssessment(Assessment):
         mean is the estimate; where no F is drawn, Poisson-gamma's
         ``predictive="normal"``, the latter alone under the former's name; on the same
         draws as the others, a dim ``thinned_draw`` only where a direct caller of the
-        evaluators opted into ``max_household_draws``); Poisson-gamma also
+        evaluators opted into ``max_household_draws``), and named alike
+        ``household_expected_reidentified_households`` (and its ``_conditional_mean``):
+        the same household risks summed once per household; Poisson-gamma also
         ``population_uniques``, the population's uniques given the sample (and its
         ``_conditional_mean``; :func:`_population_uniques_draws`).
     mokken : xarray.Dataset or None
@@ -821,7 +824,9 @@ def evaluate_poisson_cells(
         ``draws["household_er_predictive"]``: per predictive draw (on the draws
         ``max_household_draws`` keeps) the drawn population's realised
         :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{k(i)}))`
-        (:class:`~sdcbayes.risk.posterior._RealisedHouseholds`).
+        (:class:`~sdcbayes.risk.posterior._RealisedHouseholds`), and
+        ``draws["household_er_households_predictive"]``, the same with each household
+        once.
     """
     qs = _check_quantiles(quantiles)
     threshold = check_threshold(threshold)
@@ -923,7 +928,8 @@ def evaluate_poisson_cells(
     draws["tau2_var"] = np.full(S, np.nan)
     draws["er_var"] = np.full(S, np.nan)
     if realised is not None:
-        draws["household_er_predictive"] = realised.finish()
+        (draws["household_er_predictive"],
+         draws["household_er_households_predictive"]) = realised.finish()
 
     n_rec = np.rint(f).astype(np.int64)
     risk_mean = mean_over_draws(inv1)
@@ -1316,6 +1322,12 @@ def assess_from_posterior(
         ``household_interval_kind`` says which the ``_interval`` is
         (:data:`INTERVAL_KIND`; :data:`HYPER_INTERVAL_KIND` under the Poisson-gamma
         model's ``predictive="normal"``, which draws no F).
+        ``summary["household_expected_reidentified_households"]`` (``_interval``,
+        ``_hyper_interval``, of the same ``household_interval_kind``): the same with each
+        household counted once, :math:`\sum_h (1 - \prod_{i \in h}(1 - r_i(\theta)))`
+        averaged over the draws (the closed form's key of that name, seed ``001_…``
+        Section 3.3), its interval over the realised :math:`\sum_h (1 - \prod_{i \in
+        h}(1 - 1/F_i))` of the same drawn populations.
 
     Raises
     ------
@@ -1442,6 +1454,11 @@ def assess_from_posterior(
     if hh_pred is not None:
         file_vars["household_er"] = "household_expected_reidentifications_conditional_mean"
         file_vars["household_er_predictive"] = "household_expected_reidentifications"
+        # each household once: named as the household ER's
+        file_vars["household_er_households"] = (
+            "household_expected_reidentified_households_conditional_mean")
+        file_vars["household_er_households_predictive"] = (
+            "household_expected_reidentified_households")
     for key, name in file_vars.items():
         if key not in ev.draws:
             continue
@@ -1560,6 +1577,17 @@ def assess_from_posterior(
         )
         summary["household_interval_kind"] = (HYPER_INTERVAL_KIND if hh_pred is None
                                               else INTERVAL_KIND)
+        # the same risks summed once per household (the closed form's
+        # household_expected_reidentified_households): estimate, intervals of the same kind
+        hh_pred_h = ev.draws.get("household_er_households_predictive")
+        hh_h = d["household_er_households"]
+        summary["household_expected_reidentified_households"] = float(hh_h.mean())
+        summary["household_expected_reidentified_households_interval"] = _interval(
+            hh_h if hh_pred is None else hh_pred_h, qs
+        )
+        summary["household_expected_reidentified_households_hyper_interval"] = _interval(
+            hh_h, qs
+        )
     if pu is not None:
         # the population's uniques given the sample (README, "summary.json"): predictive
         # interval and hyper interval as tau1's; at n = N exactly the sample uniques

@@ -693,8 +693,9 @@ def assess_released(
         of a pattern sharing its drawn :math:`F_p`; ``household_interval_kind``) and
         ``_hyper_interval`` over the parameters only, and its ``file_draws``
         (``household_expected_reidentifications``, the predictive draws, and its
-        ``_conditional_mean``, the per-draw formula given the parameters; ``_Households``).
-        A file without blanks gives
+        ``_conditional_mean``, the per-draw formula given the parameters; ``_Households``),
+        and alike ``household_expected_reidentified_households`` (the same household risks
+        summed once per household). A file without blanks gives
         :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`'s household draws,
         seed for seed.
 
@@ -954,8 +955,8 @@ def assess_released(
     for i, q in enumerate(qs[1:-1], start=1):
         records[f"risk_q{q:g}"] = per_record(risk_q[i])
     if hhs is not None:  # per draw, then the mean: as assess_from_posterior's
-        hh_er, hh_risk = hhs.finish(risk)
-        hh_er_pred = hhs.finish_predictive()
+        hh_er, hh_hh, hh_risk = hhs.finish(risk)
+        hh_er_pred, hh_hh_pred = hhs.finish_predictive()
         hh_all = np.full(n_all, np.nan)  # NaN: the records the fit dropped
         hh_all[kept] = hh_risk
         records["household_risk"] = hh_all
@@ -988,6 +989,10 @@ def assess_released(
                                                        hh_er_pred.reshape(chain, draw))
         fd["household_expected_reidentifications_conditional_mean"] = (
             ("chain", "draw"), hh_er.reshape(chain, draw))
+        fd["household_expected_reidentified_households"] = (("chain", "draw"),
+                                                            hh_hh_pred.reshape(chain, draw))
+        fd["household_expected_reidentified_households_conditional_mean"] = (
+            ("chain", "draw"), hh_hh.reshape(chain, draw))
     file_draws = xr.Dataset(fd, coords={"chain": post["chain"].values,
                                         "draw": post["draw"].values})
 
@@ -1053,6 +1058,12 @@ def assess_released(
         summary["household_expected_reidentifications_interval"] = _interval(hh_er_pred, qs)
         summary["household_expected_reidentifications_hyper_interval"] = _interval(hh_er, qs)
         summary["household_interval_kind"] = INTERVAL_KIND
+        # each household once (assess_closed_form's name), of the same interval kind
+        summary["household_expected_reidentified_households"] = float(hh_hh.mean())
+        summary["household_expected_reidentified_households_interval"] = _interval(
+            hh_hh_pred, qs)
+        summary["household_expected_reidentified_households_hyper_interval"] = _interval(
+            hh_hh, qs)
     summary["diagnostics"] = _released_diagnostics(md, N, file_draws)
     if rates is not None:  # extrapolated stratum by stratum: as assess_from_posterior says
         summary["extrapolation"] = {"by": "stratum", "strata": md.strata,
@@ -1452,7 +1463,9 @@ class _Households:
     draw's realised :math:`1/F_p` of each pattern (the records of a pattern share its drawn
     :math:`F_p`, as the ER draw's :math:`m_p/F_p` does; :meth:`add_predictive`) give the
     household ER's predictive draws, :math:`\sum_h |h|(1 - \prod_i(1 - 1/F_{p(i)}))`
-    (:meth:`finish_predictive`). Both are the same sums over (household, pattern, count)
+    (:meth:`finish_predictive`); with weight 1 per household in place of :math:`|h|`, the
+    expected re-identified households, given the parameters and predictive, from the same
+    pass. Both are the same sums over (household, pattern, count)
     pairs, gathered batch by batch by
     :class:`~sdcbayes.risk.posterior._RealisedHouseholds` (records alone in their household
     added at once, the patterns of the larger households kept as one draws x those
@@ -1484,20 +1497,25 @@ class _Households:
         """Patterns ``pb``'s realised 1/F_p ``inv`` (draws, patterns) of the predictive draw."""
         self.realised.add(inv, pb)
 
-    def finish_predictive(self) -> np.ndarray:
-        """The household ER's predictive draws (per draw, the realised household ER)."""
+    def finish_predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """The predictive draws of the household ER and of the re-identified households.
+
+        Per draw the realised sums, with weight |h| and 1 per household.
+        """
         return self.realised.finish()
 
-    def finish(self, risk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-draw household ER and each kept record's household risk (mean over draws).
+    def finish(self, risk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-draw household ER and re-identified households, each record's household risk.
 
-        ``risk``: the patterns' posterior-mean risks (a one-record household's risk).
+        The re-identified households count each household once; the household risk is
+        each kept record's mean over the draws. ``risk``: the patterns' posterior-mean
+        risks (a one-record household's risk).
         """
         hrisk = risk[self.rec_pat]
-        hh_mean, er = self.given.finish(risk_mean=risk)
+        hh_mean, er, er_h = self.given.finish(risk_mean=risk)
         if self.multi.any():
             hrisk[self.multi] = hh_mean[self.h2]
-        return er, hrisk
+        return er, er_h, hrisk
 
 
 def _released_diagnostics(md, N: float, file_draws: xr.Dataset) -> dict[str, Any]:

@@ -880,6 +880,9 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
                 and resolved.get("household") == demo.household):
             # the truth of the demo's own households (another column has none)
             truth["household_expected_reidentifications"] = her
+            hh_once = demo.truth.household_expected_reidentified_households
+            if hh_once is not None:
+                truth["household_expected_reidentified_households"] = hh_once
         source = "embedded demo sample (sdcbayes.datasets.load_demo)"
         if sensitive is not None:
             from sdcbayes.microdata import resolve_columns
@@ -1151,6 +1154,11 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         rows.append(("household expected re-identifications",
                      with_truth("household_expected_reidentifications",
                                 " predictive" if pred else " over θ only")))
+        if "household_expected_reidentified_households_interval" in s:
+            # a posterior model's: the same risks once per household, same interval kind
+            rows.append(("  expected re-identified households",
+                         with_truth("household_expected_reidentified_households",
+                                    " predictive" if pred else " over θ only")))
     od = s.get("overdispersion")
     if od:
         def k(x):

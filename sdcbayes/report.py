@@ -852,7 +852,11 @@ _PARAMETER_ONLY_COLUMNS = ("risk", "p_unique")
 #: row's is predictive where ``household_interval_kind`` says so (:func:`_household_predictive`;
 #: a summary.json from before it was has no kind and an interval over the parameters).
 _PARAMETER_ONLY_ROWS = frozenset(
-    {"n_above_benchmark", "n_above_threshold", "household_expected_reidentifications"})
+    {"n_above_benchmark", "n_above_threshold", "household_expected_reidentifications",
+     "household_expected_reidentified_households"})
+#: The household rows whose interval's kind ``household_interval_kind`` gives.
+_HOUSEHOLD_ROWS = frozenset(
+    {"household_expected_reidentifications", "household_expected_reidentified_households"})
 
 
 def _household_predictive(summary: Mapping[str, Any]) -> bool:
@@ -1231,7 +1235,7 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
         row.append(lo_hi if lo_hi is not None else "")
         # the interval's kind: a row over r_i(θ) per draw has no F_k randomness in it
         given = key in _PARAMETER_ONLY_ROWS and not (
-            key == "household_expected_reidentifications" and _household_predictive(summary))
+            key in _HOUSEHOLD_ROWS and _household_predictive(summary))
         row.append("" if lo_hi is None else PARAMETERS_ONLY if given else PREDICTIVE)
         row.append(truth.get(key, "") if truth else "")
         if key in _PERCENT_FIELDS:  # a rate: in percent, as the console shows it
@@ -1996,6 +2000,16 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
              iv(after, "household_expected_reidentifications",
                 "household_expected_reidentifications_interval")),
             ("interval of", hh_kind(before), hh_kind(after)),
+        ]
+        if "household_expected_reidentified_households" in before:
+            # the same risks once per household, its interval of the same kind
+            rows.append((
+                f"expected re-identified households (latent-class), {level} interval",
+                iv(before, "household_expected_reidentified_households",
+                   "household_expected_reidentified_households_interval"),
+                iv(after, "household_expected_reidentified_households",
+                   "household_expected_reidentified_households_interval")))
+        rows += [
             ("household expected re-identifications, closed form (sdcMicro)",
              cf_b.get("household_expected_reidentifications"),
              cf_a.get("household_expected_reidentifications")),

@@ -3,9 +3,10 @@
 With households every row of the comparison, the closed form's included, carries
 sdcMicro's household (hierarchical) expected re-identifications with their interval and
 its kind (risk/compare.py, ``_household_columns``): comparison.csv's ``household_er``,
-``household_er_lo``, ``household_er_hi``, ``household_interval_kind`` (and the closed
-form's ``household_expected_reidentified_households``), summary.json's comparison rows
-under assess's key names, a column of report.html's risk table and the terminal table.
+``household_er_lo``, ``household_er_hi``, ``household_interval_kind`` and
+``household_expected_reidentified_households`` (with ``_lo``, ``_hi``), summary.json's
+comparison rows under assess's key names, a column of report.html's risk table and the
+terminal table.
 They are checked against separate ``sdcbayes assess --household`` runs of each model
 with the same data, settings and seed; without households there are none; with
 one-record households the household ER is the ER.
@@ -87,7 +88,10 @@ def test_posterior_rows_are_assess_household(capsys, compared, small_csv, tmp_pa
         assert row[key] == a[key], key
     # the same rows' tau1 and ER agree too: the comparison fitted the model assess fitted
     assert row["er"] == a["expected_reidentifications"]
-    assert "household_expected_reidentified_households" not in row  # assess has none here
+    # assess's re-identified households (each household once) and their interval too
+    for key in ("household_expected_reidentified_households",
+                "household_expected_reidentified_households_interval"):
+        assert row[key] == a[key], key
     # the household risk of households of several records exceeds the record risk sum
     assert row["household_expected_reidentifications"] > row["er"]
 
@@ -114,10 +118,12 @@ def test_cli_writes_the_columns_report_and_table(compared, check_html):
     out, stdout = compared
     cmp_ = pd.read_csv(out / "comparison.csv").set_index("name")
     cols = ["household_er", "household_er_lo", "household_er_hi", "household_interval_kind",
-            "household_expected_reidentified_households"]
+            "household_expected_reidentified_households",
+            "household_expected_reidentified_households_lo",
+            "household_expected_reidentified_households_hi"]
     # after the ER's interval kind, in this order
     i = list(cmp_.columns).index("interval_kind")
-    assert list(cmp_.columns)[i + 1: i + 6] == cols
+    assert list(cmp_.columns)[i + 1: i + 8] == cols
     rows = _rows(out)
     for name, r in rows.items():
         lo, hi = r["household_expected_reidentifications_interval"]
@@ -127,7 +133,7 @@ def test_cli_writes_the_columns_report_and_table(compared, check_html):
             == pytest.approx([lo, hi], rel=1e-12)
         assert cmp_.loc[name, "household_interval_kind"] == r["household_interval_kind"]
         assert "household_er" not in r and "household_er_lo" not in r  # assess's names only
-    assert np.isnan(cmp_.loc[["nb", "lc"], "household_expected_reidentified_households"]).all()
+    assert not np.isnan(cmp_.loc[:, "household_expected_reidentified_households"]).any()
     html = (out / "report.html").read_text()
     check_html(html)
     assert "<th>household re-identifications</th>" in html
@@ -192,9 +198,14 @@ def test_demo_has_its_households_and_their_truth(capsys, tmp_path):
     cmp_ = pd.read_csv(out / "comparison.csv")
     assert cmp_["household_er_true"].iloc[0] == pytest.approx(
         demo.truth.household_expected_reidentifications)
+    # and each household once (the truth compare and assess show as "(true ...)")
+    assert cmp_["household_expected_reidentified_households_true"].iloc[0] == pytest.approx(
+        demo.truth.household_expected_reidentified_households)
     s = json.loads((out / "summary.json").read_text())
     assert s["truth"]["household_expected_reidentifications"] == pytest.approx(
         demo.truth.household_expected_reidentifications)
+    assert s["truth"]["household_expected_reidentified_households"] == pytest.approx(
+        demo.truth.household_expected_reidentified_households)
     a_out = tmp_path / "a"
     proc = run_in_process(capsys, "assess", "--model", "closed-form", "--out", str(a_out),
                           "-q")

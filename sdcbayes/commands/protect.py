@@ -3170,6 +3170,8 @@ def _household_posterior(s: dict[str, Any]) -> dict[str, Any]:
     drawn population's realised household ER), the ``_hyper_interval`` over the parameters
     only (per draw the household risk given θ); ``household_interval_kind`` says which the
     ``_interval`` is (the summary's own; a summary without one had it over the parameters).
+    ``household_expected_reidentified_households`` (``_interval``, ``_hyper_interval``):
+    the same risks once per household, of the same kind (where the summary has them).
     """
     from sdcbayes.risk.posterior_assess import HYPER_INTERVAL_KIND
 
@@ -3177,7 +3179,10 @@ def _household_posterior(s: dict[str, Any]) -> dict[str, Any]:
         return {}
     return {key: s[key] for key in ("n_households", "household_expected_reidentifications",
                                     "household_expected_reidentifications_interval",
-                                    "household_expected_reidentifications_hyper_interval")
+                                    "household_expected_reidentifications_hyper_interval",
+                                    "household_expected_reidentified_households",
+                                    "household_expected_reidentified_households_interval",
+                                    "household_expected_reidentified_households_hyper_interval")
             if key in s} | {
         "household_interval_kind": s.get("household_interval_kind", HYPER_INTERVAL_KIND)}
 
@@ -4704,15 +4709,19 @@ def _household_lines(b: dict[str, Any], a: dict[str, Any], cf: dict[str, Any]
     if "household_expected_reidentifications" not in b:
         return []
 
-    def hh(d):
-        lo, hi = d["household_expected_reidentifications_interval"]
+    def hh(d, key="household_expected_reidentifications"):
+        lo, hi = d[f"{key}_interval"]
         kind = str(d.get("household_interval_kind") or "")
         what = "predictive" if kind.startswith("predictive") else "over θ only"
-        return f"{d['household_expected_reidentifications']:.2f} [{lo:.2f}, {hi:.2f}] {what}"
+        return f"{d[key]:.2f} [{lo:.2f}, {hi:.2f}] {what}"
 
     rows = [("household expected re-identifications", f"{hh(b)} -> {hh(a)}")]
     if "household_expected_reidentifications" in cf["before"]:
         rows.append(("  closed form (sdcMicro)",
                      f"{cf['before']['household_expected_reidentifications']:.2f} -> "
                      f"{cf['after']['household_expected_reidentifications']:.2f}"))
+    hk = "household_expected_reidentified_households"
+    if f"{hk}_interval" in b and f"{hk}_interval" in a:
+        # the same risks once per household (an older summary.json has none)
+        rows.append(("  expected re-identified households", f"{hh(b, hk)} -> {hh(a, hk)}"))
     return rows

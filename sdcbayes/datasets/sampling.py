@@ -75,6 +75,10 @@ class Truth:
         Number of key combinations observed in the population.
     n_population_uniques : int
         Number of population cells with F_k = 1 (sampled or not).
+    household_expected_reidentified_households : float or None
+        The household risk ``1 - prod_{i in household} (1 - 1/F_{k(i)})`` summed once
+        per sampled household (household designs; seed 001, section 3.3): the truth of
+        ``household_expected_reidentified_households``.
     """
 
     N: int
@@ -92,6 +96,7 @@ class Truth:
     n_sample_uniques: int
     n_population_cells: int
     n_population_uniques: int
+    household_expected_reidentified_households: float | None = None
 
     def summary(self) -> dict:
         """Scalar truth as a JSON-ready dict (the names of ``summary.json``)."""
@@ -108,6 +113,9 @@ class Truth:
         }
         if self.household_expected_reidentifications is not None:
             out["household_expected_reidentifications"] = self.household_expected_reidentifications
+        if self.household_expected_reidentified_households is not None:
+            out["household_expected_reidentified_households"] = (
+                self.household_expected_reidentified_households)
         return out
 
 
@@ -598,10 +606,14 @@ def _truth(
     unique = fk == 1
     hh_risk = None
     hh_er = None
+    hh_households = None
     if design == "household":
         hh_codes, _ = pd.factorize(sample[household])
         hh_risk = _household_risk(hh_codes.astype(np.int64), record_risk)
         hh_er = float(hh_risk.sum())
+        # each household once (its members share the risk): its first record's
+        _, first = np.unique(hh_codes, return_index=True)
+        hh_households = float(hh_risk[first].sum())
     return Truth(
         N=len(population),
         n=len(sample),
@@ -618,4 +630,5 @@ def _truth(
         n_sample_uniques=int(np.count_nonzero(unique)),
         n_population_cells=int(pop_cells.size),
         n_population_uniques=int(np.count_nonzero(pop_counts == 1)),
+        household_expected_reidentified_households=hh_households,
     )
