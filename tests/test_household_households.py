@@ -25,13 +25,12 @@ import pytest
 import xarray as xr
 from released_reference import posterior_from_draws
 from test_compare_household import LIB_RUN, LIB_SPECS, RUN, _assess, _md, sample, small_csv
-from test_household_predictive import HH, _frame, _household_er, _lc
+from test_household_predictive import HH, _frame, _household_er, _lc, spy_released_draws
 from test_released_household import _per_draw, _theta
 
 from sdcbayes import Microdata
 from sdcbayes.models.latent_class import LatentClassModel
 from sdcbayes.protection import local_suppression
-from sdcbayes.risk import released as released_module
 from sdcbayes.risk.assess import assess_closed_form
 from sdcbayes.risk.posterior_assess import (
     HYPER_INTERVAL_KIND,
@@ -113,14 +112,7 @@ def test_released_households_are_the_brute_force(monkeypatch):
     spec = LatentClassModel.from_microdata(md, n_classes=3)
     w, phi = _theta(spec, S=S)
     rel = local_suppression(df, KEYS, 3).frame
-    seen = []
-    real = released_module._Households.add_predictive
-
-    def hook(self, inv, pb):
-        seen.append((np.array(inv, copy=True), np.asarray(pb).copy()))
-        real(self, inv, pb)
-
-    monkeypatch.setattr(released_module._Households, "add_predictive", hook)
+    seen = spy_released_draws(monkeypatch)
     out = assess_released(md, rel, posterior_from_draws(md, spec, w, phi, kappa),
                           random_seed=2)
     monkeypatch.undo()

@@ -311,11 +311,12 @@ def test_released_file_without_blanks_is_assess_from_posterior_seed_for_seed(kap
     assert not np.allclose(other.file_draws[HH].values, got.file_draws[HH].values)
 
 
-def test_released_draws_combine_the_patterns_own_drawn_f(monkeypatch):
-    """Blanks and recodes: the F_p each pattern drew (a hook on the gathering) are the ER
-    draw's (Σ_p m_p/F_p), and the household draw is Σ_h |h|(1 - Π(1 - 1/F_p(i)))."""
-    df = _frame(n=100, seed=3)
-    md, idata = _lc(df, S=16, kappa=np.where(np.arange(16) % 3 == 0, np.inf, 1.5))
+def spy_released_draws(monkeypatch) -> list:
+    """The (1/F_p, pattern) pairs the released file's household gathering is handed.
+
+    A hook on ``_Households.add_predictive`` that records each call's arguments and
+    passes them on; the list fills as :func:`assess_released` runs.
+    """
     seen = []
     real = released_module._Households.add_predictive
 
@@ -324,6 +325,15 @@ def test_released_draws_combine_the_patterns_own_drawn_f(monkeypatch):
         real(self, inv, pb)
 
     monkeypatch.setattr(released_module._Households, "add_predictive", hook)
+    return seen
+
+
+def test_released_draws_combine_the_patterns_own_drawn_f(monkeypatch):
+    """Blanks and recodes: the F_p each pattern drew (a hook on the gathering) are the ER
+    draw's (Σ_p m_p/F_p), and the household draw is Σ_h |h|(1 - Π(1 - 1/F_p(i)))."""
+    df = _frame(n=100, seed=3)
+    md, idata = _lc(df, S=16, kappa=np.where(np.arange(16) % 3 == 0, np.inf, 1.5))
+    seen = spy_released_draws(monkeypatch)
     rel = local_suppression(df, KEYS, 3).frame
     out = assess_released(md, rel, idata, random_seed=2)
     assert out.summary["n_blanked_records"] > 0
