@@ -160,6 +160,29 @@ def test_swap_of_no_key_is_noted_as_unseen_by_the_risk(swapped):
     assert note in (swapped / "report.html").read_text()
 
 
+def test_a_swap_carrying_the_household_count_is_warned_about(demo, tmp_path):
+    # household_size counts each household's records: carried along with the region to
+    # a household of another size, it is still counted exactly off the released ids, and
+    # the risk after reads the exact count, so the swap of it protects nothing
+    data = tmp_path / "tenure.csv"  # a household-level profile that is not the size
+    frame = read_str(demo)
+    frame.assign(tenure=pd.to_numeric(frame[HH]) % 2).to_csv(data, index=False)
+    out = tmp_path / "o"
+    rc, _, err = main_captured(
+        "protect", str(data), "--keys", KEYS + ",household_size", "--weight", "weight",
+        "--household", HH, "--swap", "region", "--swap-similar", "tenure",
+        "--swap-carry-along", "household_size", "--swap-k", "1", "--seed", "1",
+        "--out", str(out))
+    assert rc == 0, err
+    assert "step 1 (swap) swaps household_size, but household_size is each household's " \
+        "number of records" in " ".join(err.split())
+    released = read_str(out / "protected.csv")
+    moved = released["household_size"] != frame["household_size"]
+    assert moved.any()  # the warning is about a real change
+    s = json.loads((out / "summary.json").read_text())
+    assert s["risk"]["household_completion"]["counted"] == int(moved.sum())
+
+
 def test_swap_of_a_key_runs_before_suppression_and_is_noted(demo, tmp_path):
     # region among the keys: the options run swap, then suppression (census order); the
     # risk after reads swapped values as true, which the report says (as after PRAM)

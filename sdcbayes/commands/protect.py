@@ -3546,7 +3546,7 @@ def _household_count_warnings(original, protected, keys: list[str], household: s
 _COUNT_CHANGING_STEPS = {"recode": "recodes", "band": "bands", "top_code": "top-codes",
                          "bottom_code": "bottom-codes", "pram": "PRAMs",
                          "nayak_zhang": "PRAMs", "microaggregate": "micro-aggregates",
-                         "noise": "adds noise to"}
+                         "noise": "adds noise to", "swap": "swaps"}
 
 
 def _count_key_step_warnings(steps: list[dict[str, Any]], count_keys: list[str],
