@@ -794,7 +794,7 @@ def command(
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
         + _swap_rate_warnings(steps, step_summaries) \
         + _household_mates_warnings(frame, current, key_list, household, filled) \
-        + _household_count_warnings(frame, current, key_list, household, filled)
+        + _household_count_warnings(frame, current, key_list, household)
     fit = released = None
     if md_fit is not None:
         # fitted once, on the input (the original): "before" is its assessment, "after"
@@ -3446,16 +3446,6 @@ def _completion_summary(filled: dict[str, dict[str, int]]) -> dict[str, Any]:
     return {"keys": filled, "from_mates": mates, "counted": counted, "total": mates + counted}
 
 
-def _filled_counts(original, protected, keys: list[str], household: str,
-                   filled: dict[str, dict[str, int]] | None) -> dict[str, dict[str, int]]:
-    """``household_completion``'s counts, computed when the caller has none at hand."""
-    if filled is not None:
-        return filled
-    from sdcbayes.protection.suppression import household_completion
-
-    return household_completion(original, protected, keys, household)[1]
-
-
 def _household_mates_warnings(original, protected, keys: list[str], household: str | None,
                               filled: dict[str, dict[str, int]] | None = None) -> list[str]:
     """One warning when household mates show blanked values of a household-level key.
@@ -3482,7 +3472,7 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
     counted = set(household_count_keys(original, keys, household))
     hh = pd.factorize(original[household])[0]  # no missing ids: Microdata refused them
     n_hh = int(hh.max()) + 1 if hh.size else 0
-    found, n_mates, n_read = [], 0, 0
+    found, n_mates, read_keys = [], 0, []
     for k in household_level_keys(original, keys, household):  # "auto"'s keys
         if k in counted:
             continue
@@ -3492,10 +3482,14 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
         if mates:
             found.append(f"{k!r} {mates} of its {int(blank.sum())}")
             n_mates += mates
-            n_read += _filled_counts(original, protected, keys, household,
-                                     filled).get(k, {}).get("from_mates", 0)
+            read_keys.append(k)
     if not found:
         return []
+    if filled is None:  # the completion's counts, once, when the caller has none
+        from sdcbayes.protection.suppression import household_completion
+
+        filled = household_completion(original, protected, keys, household)[1]
+    n_read = sum(filled.get(k, {}).get("from_mates", 0) for k in read_keys)
     read = ("the risk after reads them as shown" if n_read == n_mates else
             f"the risk after reads {n_read} of them as shown (the others' mates disagree)")
     return [f"--household {household}: blanked values of a household-level key (one shown "
@@ -3507,8 +3501,8 @@ def _household_mates_warnings(original, protected, keys: list[str], household: s
             "\"auto\")"]
 
 
-def _household_count_warnings(original, protected, keys: list[str], household: str | None,
-                              filled: dict[str, dict[str, int]] | None = None) -> list[str]:
+def _household_count_warnings(original, protected, keys: list[str], household: str | None
+                              ) -> list[str]:
     """One warning when a blanked key is each household's number of records.
 
     In a sample of whole households, a key such as household size that equals, in every
@@ -3516,11 +3510,10 @@ def _household_count_warnings(original, protected, keys: list[str], household: s
     (:func:`~sdcbayes.protection.suppression.household_count_keys`) is counted off the
     released file once the id is released: a blank of it hides nothing, in one member or
     in all (``--household-keys`` does not help), and the risk after reads every one as the
-    exact count (:func:`~sdcbayes.protection.suppression.household_completion`; ``filled``
-    is unused, kept for the callers' signature). A suppression step never blanks such a
-    key as a key (:func:`_count_keys_as_strata`), so these blanks come from a column
-    linked to another key; the advice names what can be done. A step that changes its
-    values otherwise is :func:`_count_key_step_warnings`'.
+    exact count (:func:`~sdcbayes.protection.suppression.household_completion`). A
+    suppression step never blanks such a key as a key (:func:`_count_keys_as_strata`),
+    so these blanks come from a column linked to another key; the advice names what can
+    be done. A step that changes its values otherwise is :func:`_count_key_step_warnings`'.
     """
     from sdcbayes.protection.suppression import household_count_keys
 

@@ -1269,9 +1269,8 @@ def household_level_keys(frame: pd.DataFrame, keys: Sequence[str] | str,
     Judged among the shown values: a household whose non-missing values of the key agree
     is consistent, a missing value being no second value (an item-missing member hides
     its own value, not the household's; a mate still shows it). A household with no
-    shown value is consistent too. (Until this change a missing value counted as a value
-    of its own, so one item-missing member anywhere took the key off the list for the
-    whole file, and the blanks its mates show went unnoticed.)
+    shown value is consistent too. (Were a missing value a value of its own, one
+    item-missing member anywhere would take the key off the list for the whole file.)
 
     Parameters
     ----------
