@@ -47,6 +47,7 @@ _EXPORTS = {
     "risky_cells": "measures",
     "global_risk_threshold": "measures",
     "linkage_risk": "linkage",
+    "interval_risk": "linkage",
     "fit_loglinear": "loglinear",
     "assess_closed_form": "assess",
     "assess_released": "released",

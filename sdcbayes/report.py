@@ -1807,6 +1807,7 @@ def protection_report(summary: Mapping[str, Any]) -> str:
         ),
     ]
     sections += _protection_l_diversity_section(s)
+    sections += _protection_numeric_risk_section(s)
     sections += _protection_loss_section(s)
     return render("Protection: risk before and after", sections, s.get("provenance"), s)
 
@@ -1899,6 +1900,59 @@ def _protection_l_diversity_section(s: Mapping[str, Any]) -> list[tuple[str, str
     )]
 
 
+def _protection_numeric_risk_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Disclosure risk of the numeric variables a numeric step changed (``risk.numeric``).
+
+    sdcMicro's interval risk ``dRisk`` (Mateo-Sanz, Sebe & Domingo-Ferrer 2004, SDID)
+    and distance-based record linkage to the input (seed 001, section 3.6), before (the
+    input against itself) and after; none without the block.
+    """
+    num = (s.get("risk") or {}).get("numeric")
+    if not isinstance(num, Mapping):
+        return []
+    b, a = num.get("before") or {}, num.get("after") or {}
+    k = num.get("interval_k")
+    rows = [(f"interval risk (sdcMicro's dRisk, k = {fmt(k)})",
+             _percent_cell(b.get("interval_risk")), _percent_cell(a.get("interval_risk"))),
+            ("records at interval risk", b.get("n_interval_risk"), a.get("n_interval_risk"))]
+    linked = "linkage_share_nearest" in a
+    if linked:
+        rows += [
+            ("record linkage: own original nearest", _percent_cell(b.get("linkage_share_nearest")),
+             _percent_cell(a.get("linkage_share_nearest"))),
+            ("record linkage: own original second nearest",
+             _percent_cell(b.get("linkage_share_second")),
+             _percent_cell(a.get("linkage_share_second"))),
+            ("record linkage: expected correct links (tie-fair)",
+             _percent_cell(b.get("linkage_expected_correct_share")),
+             _percent_cell(a.get("linkage_expected_correct_share"))),
+        ]
+    left_out = num.get("linkage_n_left_out") or 0
+    return [(
+        "Disclosure risk of the numeric variables",
+        table(rows, header=("quantity", "original", "protected"))
+        + f"<p>Variables: {esc(', '.join(map(str, num.get('variables') or [])))}.</p>"
+        + "<p class='note'>Interval risk: around each protected value an interval of ± k "
+        "standard deviations of the protected variable is put; a record is at risk when its "
+        "original values all lie inside (closed intervals; a missing value counts as inside), "
+        "the share of records at risk is the upper end of sdcMicro's “disclosure risk "
+        "between [0%; X%]” (dRisk, method SDID of Mateo-Sanz, Sebe and Domingo-Ferrer "
+        "2004); the original against itself gives 100%. Record linkage (seed 001, section "
+        "3.6, after Pagliuca and Seri): each protected record is linked to the nearest "
+        "original record in Euclidean distance on the variables divided by their standard "
+        "deviations in the input; “nearest” counts the records whose own original is the "
+        "nearest, ties in the intruder's favour, the tie-fair share the expected correct "
+        "links of an intruder picking at random among the originals at the smallest "
+        "distance (below 100% in the original where records share their values)"
+        + (f"; computed on the {fmt(num.get('linkage_n_records'))} records with every "
+           f"variable observed in both files, {fmt(left_out)} left out" if left_out and linked
+           else "")
+        + ("; skipped: too few records with every variable observed in both files"
+           if not linked else "")
+        + ".</p>",
+    )]
+
+
 def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The "Information loss" section of protect's report (none when nothing changed)."""
     sections: list[tuple[str, str]] = []
@@ -1910,6 +1964,8 @@ def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
             for var, v in loss.items()
         ]
         il1_all = (s.get("information_loss") or {}).get("il1_numeric")
+        eig = (s.get("information_loss") or {}).get("eigen_difference")
+        has_eig = "eigen_difference" in (s.get("information_loss") or {})
         sections.append(
             (
                 "Information loss",
@@ -1917,9 +1973,16 @@ def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
                                      "share lost", "IL1"))
                 + (f"<p>IL1 over all numeric variables changed: {fmt(il1_all)}</p>"
                    if il1_all is not None else "")
+                + (f"<p>Difference of eigenvalues (sdcMicro): {percent(eig)}</p>"
+                   if has_eig else "")
                 + "<p class='note'>Seed 001, section 5.1: share of values changed or set to "
                 "missing; IL1 = mean |x − z| / (√2 S) for numeric variables (Yancey, Winkler "
-                "and Creecy 2002).</p>",
+                "and Creecy 2002)"
+                + ("; difference of eigenvalues Σ |e1 − e2| / e1 over the eigenvalues of the "
+                   "correlation matrices of the original and the protected numeric variables "
+                   "(sdcMicro's dUtility “eigen”, 0 when the correlations are kept; 0 for one "
+                   "variable)" if has_eig else "")
+                + ".</p>",
             )
         )
     return sections
@@ -2064,6 +2127,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
         ),
     ]
     sections += _protection_l_diversity_section(s)
+    sections += _protection_numeric_risk_section(s)
     sections += _protection_loss_section(s)
     return render("Protection: risk before and after", sections, s.get("provenance"), s)
 

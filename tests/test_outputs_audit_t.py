@@ -393,6 +393,7 @@ def test_compare_decisions_have_the_cell_numbers_of_changed_cells(compared):
     # protect
     "`protected_file`", "`il1_numeric`", "`il1_columns`", "`n_missing_key_records`",
     "`suppression_keys`", "`suppression_strata`", "n_records_missing_key_kept`",
+    "`eigen_difference`", "`interval_risk`", "`linkage_n_left_out`", "`linkage_expected_correct_share`",
 ])
 def test_readme_documents_the_summary_fields(field):
     output_files = README.split("## Output files")[1].split("## Model catalogue")[0]

@@ -28,7 +28,11 @@ themselves live in :mod:`sdcbayes.protection`; this module
    value recoded by recode, band, top or bottom coding every input level it stands for,
    :func:`_key_level_maps`; the closed form kept beside it as ``risk.closed_form``) and
    the information loss (:mod:`sdcbayes.protection.infoloss`: changed and suppressed
-   shares per variable, IL1 for numeric variables, seed 001 section 5.1);
+   shares per variable, IL1 and sdcMicro's difference of eigenvalues for numeric
+   variables, seed 001 section 5.1); for the numeric variables a numeric step changed,
+   their disclosure risk as sdcMicro reports it after such a step (the interval risk,
+   ``dRisk``) and distance-based record linkage to the input (seed 001, 3.6), before
+   (the input against itself) and after (:func:`_numeric_risk`, ``risk.numeric``);
 5. writes the protected file in the input's format, ``log.csv`` (the change
    logs of all steps, one after the other), ``summary.json``, ``report.html``
    and, with a PRAM step, ``pram_matrices.csv`` (its transition matrices, in
@@ -182,6 +186,8 @@ SWAP_RATE_WARN_FACTOR = 2.0
 SWAP_RATE_WARN_MARGIN = 0.05
 # Steps that change numeric values (IL1 applies); the others change categories.
 _NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "noise")
+#: --interval-k's default: sdcMicro's dRisk default k (R/dRisk.R).
+DEFAULT_INTERVAL_K = 0.05
 #: Default k for counting k-anonymity violations when no suppression step sets one.
 DEFAULT_RISK_K = 3
 
@@ -393,6 +399,15 @@ DEFAULT_RISK_K = 3
     "deviation.",
 )
 @click.option(
+    "--interval-k", "interval_k", type=float, default=DEFAULT_INTERVAL_K, show_default=True,
+    metavar="K",
+    help="Half-width, as a fraction of the protected variable's standard deviation, of the "
+    "interval put around each protected value by the numeric variables' interval risk "
+    "(sdcMicro's dRisk: a record is at risk when its original values all lie inside; "
+    "summary.json's risk.numeric, reported when --noise, --microaggregate or a recipe's "
+    "top_code/bottom_code changes numeric variables). Positive.",
+)
+@click.option(
     "--strata",
     default=None,
     help="With --suppress-k and --pram: comma-separated stratum variables; k-anonymity is "
@@ -586,6 +601,7 @@ def command(
     swap_risk_variables: str | None = None,
     sensitive: str | None = None,
     l_diversity_c: float | None = None,
+    interval_k: float = DEFAULT_INTERVAL_K,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -606,6 +622,7 @@ def command(
     from sdcbayes.cli import check_sensitive_options
 
     sensitive_names, ldiv_c = check_sensitive_options(sensitive, l_diversity_c)
+    _check_interval_k(interval_k)
     # the model's options (cheap) before the file is read
     sampler = _sampler_options(model, weight, draws=draws, chains=chains, tune=tune,
                                cores=cores, missing=missing, structural_zeros=structural_zeros)
@@ -654,6 +671,15 @@ def command(
         raise InputError(
             "no protection step given: use --recode, --swap, --suppress-k, --suppress-risk, "
             "--pram, --nayak-zhang-xi, --microaggregate, --noise or --recipe"
+        )
+    from sdcbayes.cli import given
+
+    if given("interval_k") and not any(s.get("step") in _NUMERIC_STEPS for s in steps):
+        # as --noise-level without --noise: a setting that would be ignored is refused
+        raise InputError(
+            "--interval-k sets the interval risk of numeric variables that --noise, "
+            "--microaggregate or a recipe's top_code or bottom_code step changes, and no such "
+            "step is given; add one or leave out --interval-k"
         )
     if any(s.get("step") == "pram" for s in steps):
         out_files.append(PRAM_MATRICES)  # known once the recipe is read: checked again
@@ -813,6 +839,11 @@ def command(
         else _latent_class_notes(recoded=bool(level_maps), missing=missing,
                                  household=household))
     loss = _information_loss(frame, current, touched, numeric)
+    numeric_risk = None
+    if loss.get("il1_columns"):  # the numeric variables a numeric step changed
+        numeric_risk, numeric_notes = _numeric_risk(frame, current, loss["il1_columns"],
+                                                    interval_k)
+        risk_notes = risk_notes + numeric_notes
 
     from sdcbayes._version import __version__
     from sdcbayes.provenance import stamp
@@ -838,6 +869,7 @@ def command(
         | ({"household_completion": completion} if completion is not None else {})
         | ({"suppression_keys": supp["keys"], "suppression_strata": supp.get("strata")}
            if supp is not None else {})
+        | ({"numeric": numeric_risk} if numeric_risk is not None else {})
         | ({"notes": risk_notes} if supp is not None or risk_notes else {}),
         "warnings": warned,
         "information_loss": loss,
@@ -3626,7 +3658,7 @@ def _information_loss(original, protected, columns: list[str], numeric_cols: lis
     """
     import pandas as pd
 
-    from sdcbayes.protection.infoloss import categorical_loss, il1
+    from sdcbayes.protection.infoloss import categorical_loss, eigen_difference, il1
 
     if not columns:
         return {"per_variable": {}}
@@ -3647,7 +3679,91 @@ def _information_loss(original, protected, columns: list[str], numeric_cols: lis
     if num:
         out["il1_numeric"] = il1(original, protected, num)
         out["il1_columns"] = num
+        # sdcMicro's "Difference of Eigenvalues" (dUtility "eigen"); None where undefined
+        eig = eigen_difference(original, protected, num)
+        out["eigen_difference"] = eig if math.isfinite(eig) else None
     return out
+
+
+def _check_interval_k(k: float) -> None:
+    """--interval-k: a positive finite number (before any work)."""
+    if not (math.isfinite(k) and k > 0):
+        raise InputError(
+            f"--interval-k {k:g} must be a positive number, the interval's half-width as a "
+            f"fraction of the protected variable's standard deviation; e.g. --interval-k "
+            f"{DEFAULT_INTERVAL_K:g} (sdcMicro's default)"
+        )
+
+
+def _numeric_risk(original, protected, columns: list[str], k: float
+                  ) -> tuple[dict[str, Any], list[str]]:
+    """``risk.numeric``: disclosure risk of the numeric variables a numeric step changed.
+
+    As sdcMicro reports it after noise, micro-aggregation or top/bottom coding
+    (``print(sdc, "numrisk")``): the interval risk, ``dRisk`` (Mateo-Sanz, Sebe &
+    Domingo-Ferrer 2004, method SDID; :func:`sdcbayes.risk.linkage.interval_risk`),
+    and beside it distance-based record linkage of each protected record to the input
+    (seed 001, section 3.6, after Pagliuca & Seri; :func:`sdcbayes.risk.linkage.
+    linkage_risk` on the variables divided by their standard deviations in the input):
+    the share whose own original is the nearest (ties in the intruder's favour), the
+    second nearest, and the tie-fair expected share of correct links (an intruder
+    picking at random among the originals at the smallest distance). ``before`` is the
+    input against itself: interval risk 1 by construction, nearest share 1, the
+    tie-fair share below 1 where records share their values (duplicated rows).
+
+    Missing values: the interval risk reads them as sdcMicro does (a comparison with a
+    missing value counts as inside). Record linkage needs complete rows: it is computed
+    on the records complete in both files (``linkage_n_records``), the others
+    (``linkage_n_left_out``) left out with a note; with fewer than two complete
+    records it is skipped with a note.
+
+    Returns
+    -------
+    dict, list of str
+        The block and the notes for ``risk.notes``.
+    """
+    import numpy as np
+
+    from sdcbayes.risk.linkage import interval_risk, linkage_risk
+
+    x = original[columns].astype("float64")
+    z = protected[columns].astype("float64")
+    block: dict[str, Any] = {"variables": list(columns), "interval_k": k,
+                             "n_records": int(len(x))}
+    sides: dict[str, dict[str, Any]] = {}
+    for when, other in (("before", x), ("after", z)):
+        ir = interval_risk(x, other, columns, k=k)
+        sides[when] = {"interval_risk": ir.share, "n_interval_risk": ir.n_at_risk}
+    notes = []
+    complete = np.isfinite(x.to_numpy()).all(axis=1) & np.isfinite(z.to_numpy()).all(axis=1)
+    n_complete = int(complete.sum())
+    block["linkage_n_records"] = n_complete
+    block["linkage_n_left_out"] = int(len(x)) - n_complete
+    names = ", ".join(columns)
+    if n_complete < 2:
+        notes.append(
+            f"record linkage of the numeric variables ({names}) is skipped: "
+            f"{n_complete} record(s) have them all observed in the input and the protected "
+            "file, and linkage needs two; the interval risk counts a missing value as inside, "
+            "as sdcMicro does")
+    else:
+        if n_complete < len(x):
+            notes.append(
+                f"record linkage of the numeric variables ({names}) is computed on the "
+                f"{n_complete:,} records with them all observed in the input and the "
+                f"protected file; {len(x) - n_complete:,} with a missing value are left out "
+                "(the interval risk keeps them, a missing value counting as inside, as "
+                "sdcMicro does)")
+        xc, zc = x[complete], z[complete]
+        for when, other in (("before", xc), ("after", zc)):
+            link = linkage_risk(xc, other, columns, standardize=True)
+            sides[when] |= {
+                "linkage_share_nearest": link.share_nearest,
+                "linkage_share_second": link.share_second,
+                "linkage_expected_correct_share": float(link.expected_correct.mean()),
+            }
+    block["before"], block["after"] = sides["before"], sides["after"]
+    return block, notes
 
 
 def _count(name: str, v):
@@ -4528,16 +4644,47 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         if "il1" in v:
             text += f", IL1 {v['il1']:.3g}"
         rows.append((f"  {var}", text))
+    loss = s["information_loss"]
+    if loss.get("il1_columns") and len(loss["il1_columns"]) > 1:
+        # sdcMicro's numrisk lines: IL1 and the difference of eigenvalues over them all
+        eig = loss.get("eigen_difference")
+        rows.append((f"  {', '.join(loss['il1_columns'])} together",
+                     f"IL1 {loss['il1_numeric']:.3g}, difference of eigenvalues "
+                     f"{'–' if eig is None else percent(eig)}"))
     if "l_diversity" in b:  # --sensitive: assess's line, before -> after (after the loss's
         from sdcbayes.cli import _l_diversity_rows  # sub-rows, not among them)
 
         rows += _l_diversity_rows({"l_diversity": b["l_diversity"]}, after=a["l_diversity"])
     echo_table(rows)
-    for line in (_swap_lines(s["steps"]) + _household_keys_lines(s["steps"])
-                 + _household_completion_lines(s)):
+    for line in (_numeric_risk_lines(s) + _swap_lines(s["steps"])
+                 + _household_keys_lines(s["steps"]) + _household_completion_lines(s)):
         click.echo(line)
     extra = "".join(f", {f}" for f in s["output_files"] if f == PRAM_MATRICES)
     click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html{extra}")
+
+
+def _numeric_risk_lines(s: dict[str, Any]) -> list[str]:
+    """The numeric variables' interval risk and record linkage, before -> after."""
+    from sdcbayes.report import percent
+
+    num = s["risk"].get("numeric")
+    if not num:
+        return []
+    b, a = num["before"], num["after"]
+    lines = [f"numeric variables {', '.join(num['variables'])}, before -> after:",
+             f"  interval risk (sdcMicro's dRisk, k = {num['interval_k']:g}): "
+             f"{percent(b['interval_risk'])} -> {percent(a['interval_risk'])}"]
+    if "linkage_share_nearest" in a:
+        left_out = num.get("linkage_n_left_out")
+        lines.append(
+            f"  record linkage to own original: nearest {percent(b['linkage_share_nearest'])} "
+            f"-> {percent(a['linkage_share_nearest'])}, tie-fair "
+            f"{percent(b['linkage_expected_correct_share'])} -> "
+            f"{percent(a['linkage_expected_correct_share'])}"
+            + (f" ({left_out:,} records with a missing value left out)" if left_out else ""))
+    else:
+        lines.append("  record linkage: skipped (too few complete records; risk.notes)")
+    return lines
 
 
 def _swap_lines(steps: list[dict[str, Any]]) -> list[str]:

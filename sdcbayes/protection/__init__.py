@@ -19,7 +19,9 @@ Modules (NumPy, SciPy and pandas only; never PyMC):
   sdcMicro's univariate sort-and-block (``mafast``);
 - :mod:`~sdcbayes.protection.noise`: additive and correlated noise, seed 001
   section 4.2.2;
-- :mod:`~sdcbayes.protection.infoloss`: IL1, changed/suppressed shares,
+- :mod:`~sdcbayes.protection.rankswap`: rank swapping of numeric variables
+  (Moore 1996, sdcMicro's ``rankSwap``);
+- :mod:`~sdcbayes.protection.infoloss`: IL1, the eigenvalue difference, changed/suppressed shares,
   benchmarking indicators with CI overlap, seed 001 section 5.
 """
 
@@ -28,6 +30,7 @@ from sdcbayes.protection.infoloss import (
     benchmark,
     categorical_loss,
     ci_overlap,
+    eigen_difference,
     il1,
     mean_ci,
     ols_ci,
@@ -52,6 +55,7 @@ from sdcbayes.protection.pram import (
     nayak_zhang_pram,
     nayak_zhang_theta,
 )
+from sdcbayes.protection.rankswap import rank_swap
 from sdcbayes.protection.recode import band, bottom_code, merge_levels, top_code
 from sdcbayes.protection.suppression import (
     default_importance,
@@ -76,6 +80,7 @@ __all__ = [
     "ci_overlap",
     "correct_match_probability",
     "default_importance",
+    "eigen_difference",
     "household_completion",
     "household_count_keys",
     "household_level_keys",
@@ -97,6 +102,7 @@ __all__ = [
     "nayak_zhang_theta",
     "ols_ci",
     "proportion_ci",
+    "rank_swap",
     "record_swap",
     "risk_suppression",
     "top_code",

@@ -6,6 +6,9 @@ Direct measures (section 5.1) compare the original and protected values:
   IL1 = 1/(n p) Σ_i Σ_j |x_ij − z_ij| / (√2 S_j), S_j the standard deviation of
   the original variable j (sdcMicro ``dUtility(method="IL1old")``; with
   ``average=False`` the plain sum, sdcMicro's ``"IL1s"``);
+* the relative difference of the eigenvalues of the standardized original and
+  protected variables' covariance (correlation) matrices, sdcMicro
+  ``dUtility(method="eigen")``, printed as its "Difference of Eigenvalues";
 * for categorical variables, the share of values changed and the share
   suppressed (set to missing).
 
@@ -32,6 +35,7 @@ from sdcbayes.protection.base import check_columns, check_frame, check_row_order
 
 __all__ = [
     "il1",
+    "eigen_difference",
     "categorical_loss",
     "ci_overlap",
     "mean_ci",
@@ -106,6 +110,94 @@ def il1(
     terms = np.abs(x - z) / (np.sqrt(2.0) * s)
     total = float(np.nansum(terms))
     return total / x.size if average else total
+
+
+def eigen_difference(
+    original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str] | str
+) -> float:
+    """Relative difference of eigenvalues of the standardized variables (sdcMicro "eigen").
+
+    sdcMicro's ``dUtility(method = "eigen")`` (``R/dUtility.R``; Templ 2017,
+    *Statistical Disclosure Control for Microdata*, Springer, section on
+    information loss of continuous variables), which ``print(sdc, "numrisk")``
+    shows, times 100, as the "Difference of Eigenvalues":
+
+        D = Σ_j |e1_j − e2_j| / e1_j,
+
+    e1 and e2 the eigenvalues, each sorted in decreasing order, of
+    ``var(scale(x))`` and ``var(scale(z))``: the covariance matrices of the
+    original and the protected variables, each variable centred and divided by
+    its own standard deviation (ddof = 1) in its own file. D is 0 when the
+    protected file has the original's correlation structure; with one variable
+    both matrices are [1], so D is 0 whatever the protection.
+
+    Missing values as sdcMicro reads them: ``scale`` leaves them out of each
+    variable's mean and standard deviation, and the covariance of each pair of
+    variables uses the records where both are observed (R's
+    ``use = "pairwise.complete.obs"``, here :meth:`pandas.DataFrame.cov`, which
+    also centres each pair on its complete records).
+
+    Parameters
+    ----------
+    original, protected : pandas.DataFrame
+        Same records in the same order, paired by position as in :func:`il1`.
+    columns : str or sequence of str
+        Numeric variables.
+
+    Returns
+    -------
+    float
+        D >= 0. NaN where sdcMicro's ``try`` gives NA or the ratio is undefined: a
+        protected variable constant or with fewer than two observed values (its
+        standardized values are undefined), a pair of variables with fewer than two
+        records observed in both, or an original correlation matrix that is
+        singular (an eigenvalue at most 1e-12 times the number of variables, where
+        the ratio would divide by rounding noise: e.g. a variable given twice).
+
+    Raises
+    ------
+    InputError
+        Unknown columns, different numbers of rows, rows in a different order,
+        non-numeric columns, an original column that is constant (as :func:`il1`).
+    """
+    cols = _aligned(original, protected, columns)
+    mats = []
+    for role, frame in (("original", original), ("protected", protected)):
+        bad = [c for c in cols if not pd.api.types.is_numeric_dtype(frame[c])]
+        if bad:
+            raise InputError(
+                f"columns {bad} of the {role} frame are not numeric; the eigenvalue "
+                "difference compares numeric variables (leave categorical ones out)"
+            )
+        mats.append(frame[cols].to_numpy(dtype=np.float64, na_value=np.nan))
+    x, z = mats
+    s_x = np.nanstd(x, axis=0, ddof=1) if len(x) > 1 else np.full(len(cols), np.nan)
+    if (~(s_x > 0)).any():
+        bad = [c for c, v in zip(cols, s_x, strict=True) if not v > 0]
+        raise InputError(
+            f"columns {bad} are constant in the original; the eigenvalue difference "
+            "standardizes each variable by its spread, drop them"
+        )
+
+    def eigenvalues(m: np.ndarray) -> np.ndarray | None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            n_obs = np.isfinite(m).sum(axis=0)
+            if (n_obs < 2).any():
+                return None
+            sd = np.nanstd(m, axis=0, ddof=1)
+            if not (sd > 0).all():
+                return None  # R: scale() gives NaN, eigen() fails, dUtility gives NA
+            scaled = (m - np.nanmean(m, axis=0)) / sd
+        # pairwise-complete covariance, each pair centred on its own records (R's var)
+        cov = pd.DataFrame(scaled).cov(min_periods=2).to_numpy()
+        if not np.isfinite(cov).all():
+            return None
+        return np.sort(np.linalg.eigvalsh(cov))[::-1]
+
+    e1, e2 = eigenvalues(x), eigenvalues(z)
+    if e1 is None or e2 is None or e1[-1] <= 1e-12 * len(cols):
+        return float("nan")
+    return float(np.sum(np.abs(e1 - e2) / e1))
 
 
 def categorical_loss(
