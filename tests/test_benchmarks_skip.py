@@ -229,3 +229,21 @@ def test_compare_row_names_every_option_and_latent_class_option():
     assert set(_CLI_OPTION_NAMES.values()) == set(LATENT_CLASS_OPTIONS)
     for name in _CLI_OPTION_NAMES:
         assert f"{name}=" in row[0], name
+
+
+@pytest.mark.parametrize("command", ["assess", "decide", "suda", "compare", "protect"])
+def test_command_synopsis_names_every_option(command):
+    # each command's subsection opens with its synopsis in a text block: every option
+    # `sdcbayes COMMAND --help` lists is in it, and nothing else is called an option there
+    part = _section("Command reference").split(f"\n### `{command}`\n")[1].split("\n### ")[0]
+    synopsis = _block(part, "text")
+    assert synopsis.startswith(f"sdcbayes {command} ")
+    helptext = _cli(ROOT, command, "--help").stdout
+    options = set(re.findall(r"^  (?:-\w, )?(--[a-z][a-z-]*)", helptext, flags=re.M))
+    options |= set(re.findall(r"^  --[a-z][a-z-]* / (--[a-z][a-z-]*)", helptext, flags=re.M))
+    options -= {"--help"}
+    assert options, helptext
+    # compare's --models items are named after assess's options ("as assess's --classes, …")
+    named = set(re.findall(r"(--[a-z][a-z-]*)", re.sub(r"as assess's[^;]*;", "", synopsis)))
+    assert not sorted(options - named), f"{command}: options not in the README synopsis"
+    assert not sorted(named - options), f"{command}: README synopsis names unknown options"
