@@ -1730,25 +1730,27 @@ def _k_anonymity_note(s: Mapping[str, Any]) -> str:
 def _randomised_note(s: Mapping[str, Any]) -> str:
     """The caveat of the "protected" column after PRAM, Nayak-Zhang PRAM or a swap ("" without).
 
-    A swap (record swapping) counts when it exchanged a key (a hierarchy or carry-along
-    column among the keys): the risk after reads the swapped values as true, as after PRAM.
+    A swap (record swapping, or rank swapping of numeric variables) counts when it
+    exchanged a key (a hierarchy or carry-along column, a rank-swapped column, among the
+    keys): the risk after reads the swapped values as true, as after PRAM.
     """
     steps = s.get("steps") or []
     keys = set(map(str, s.get("keys") or []))
 
     def changed(st: Mapping[str, Any]) -> set[str]:
         p = st.get("parameters") or {}
-        cols = (p.get("columns") or [] if st.get("name") == "pram"
+        cols = (p.get("columns") or [] if st.get("name") in ("pram", "rank_swap")
                 else [*(p.get("hierarchy") or []), *(p.get("carry_along") or [])])
         return set(map(str, cols))
 
-    # Nayak-Zhang randomises the keys; PRAM and a swap matter here when they changed a key
+    # Nayak-Zhang randomises the keys; PRAM and the swaps matter here when they changed a key
     random_steps = [st for st in steps if st.get("name") == "nayak_zhang" or (
-        st.get("name") in ("pram", "swap") and keys & changed(st))]
+        st.get("name") in ("pram", "swap", "rank_swap") and keys & changed(st))]
     if not random_steps:
         return ""
     named = ", ".join(f"step {st.get('step')} ({st.get('name')})" for st in random_steps)
     swapped = any(st.get("name") == "swap" for st in random_steps)
+    rank_swapped = any(st.get("name") == "rank_swap" for st in random_steps)
     text = (
         f"After {named}: the “protected” column treats the randomised values as if they "
         "were true. An intruder who knows values were randomised cannot trust a match, so "
@@ -1756,6 +1758,8 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
         "where the actual risk fell."
         + (" The same holds for swapped values: a matched record's geography may be "
            "another household's." if swapped else "")
+        + (" The same holds for rank-swapped values: a matched record's value may be another "
+           "record's, a few ranks away." if rank_swapped else "")
     )
     for st in random_steps:
         p = (st.get("result") or {}).get("max_cm_probability")

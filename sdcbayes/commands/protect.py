@@ -41,22 +41,26 @@ themselves live in :mod:`sdcbayes.protection`; this module
 Order of the steps given as options (the usual workflow of seed 001, Figure 2):
 recode -> targeted record swapping -> local suppression (k-anonymity) ->
 risk-threshold suppression -> invariant PRAM -> Nayak-Zhang PRAM ->
-micro-aggregation -> noise. Swapping comes before the suppression, as in census
-practice: the swap perturbs the geography, then suppression makes the released
+micro-aggregation -> rank swapping -> noise. Swapping comes before the suppression, as in
+census practice: the swap perturbs the geography, then suppression makes the released
 file k-anonymous (a suppression before it could blank a swapped column, which a
-swap refuses). A recipe runs its steps in the order listed.
+swap refuses). Rank swapping sits with the other perturbative methods for numeric
+variables, after the suppression (a value it blanked stays blank: rank swapping leaves
+missing values missing) and before noise, so that a variable given to both is ranked on
+its own values, not noisy ones (Moore's rank range from ``r0`` or ``k0`` is computed from
+the values' variance, mean and range). A recipe runs its steps in the order listed.
 
 Variable names: wherever a command-line option or a recipe names a variable
 (``--keys``, ``--weight``, ``--strata``, ``--recode COL:...``, ``--importance
-KEY=RANK``, ``--pram``, ``--microaggregate``, ``--noise``; a recipe's
+KEY=RANK``, ``--pram``, ``--microaggregate``, ``--rank-swap``, ``--noise``; a recipe's
 ``column``, ``columns``, ``keys``, ``strata`` and the keys of an
 ``importance`` mapping) a column name or, for SPSS, Stata and SAS files, a
 variable label may be given (:func:`sdcbayes.microdata.resolve_columns`). All
 of them are resolved before any work; outputs use the column names.
 
 Randomness: one NumPy Generator, ``numpy.random.default_rng(seed)``, is handed
-to the random steps (record swapping, PRAM, Nayak-Zhang PRAM, noise) in the order
-they run, so a run is reproduced by the same steps and seed; without ``--seed`` (or a
+to the random steps (record swapping, PRAM, Nayak-Zhang PRAM, rank swapping, noise) in
+the order they run, so a run is reproduced by the same steps and seed; without ``--seed`` (or a
 recipe's seed) one is drawn and stamped in ``summary.json``.
 
 Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
@@ -75,6 +79,7 @@ Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
        {"step": "pram", "columns": ["hours"], "matrices": "pram_matrices.csv"},
        {"step": "nayak_zhang", "xi": 0.5},
        {"step": "microaggregate", "columns": ["income", "expenses"], "k": 3},
+       {"step": "rank_swap", "columns": ["expenses"], "p": 5, "top_percent": 0},
        {"step": "noise", "columns": ["income"], "level": 0.1}
      ]}
 
@@ -112,6 +117,20 @@ households, those left without a donor, selections no household could fill) and
 asked (:func:`_swap_rate_warnings`): with many fine risk variables most households are at
 risk. Under ``--model latent-class`` a swap of a key is refused, as PRAM of a key is (the
 released value is no function of the record's own).
+A ``rank_swap`` step (Moore's rank swapping, sdcMicro's ``rankSwap``,
+:func:`sdcbayes.protection.rank_swap`; options ``--rank-swap``, ``--rank-swap-p``,
+``--rank-swap-r0``, ``--rank-swap-k0``, ``--rank-swap-top``, ``--rank-swap-bottom``)
+exchanges each numeric column's values between records at most a rank range apart
+(``p`` percent of the values swapped, or Moore's range from ``r0``, default 0.95, or
+``k0``: at most one of them), the ``top_percent`` and ``bottom_percent`` (default 5)
+largest and smallest replaced by their group means. Missing values stay missing, so
+unlike noise and micro-aggregation it takes a column an earlier suppression may blank;
+infinite values are refused. ``log.csv`` gets the method's row per variable; the step's
+result is its summary (criterion, ``rank_range`` and ``rank_range_percent`` per column,
+``columns_not_swapped``) without ``source_of_record``, a row number per record. It is a
+numeric step: IL1, the difference of eigenvalues and ``risk.numeric``. Rank swapping of
+a key is warned about (the combinations change, and the risk after reads the swapped
+values as true) and refused under ``--model latent-class``.
 
 Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
 """
@@ -158,6 +177,7 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pram": (("columns",), ("pd", "alpha", "strata", "max_levels", "matrices")),
     "nayak_zhang": ((), ("xi", "keys", "theta", "group_size")),
     "microaggregate": (("columns",), ("k", "standardize", "aggregate", "method")),
+    "rank_swap": (("columns",), ("p", "r0", "k0", "top_percent", "bottom_percent")),
     "noise": (("columns",), ("level", "method")),
 }
 #: Keys a step may carry that are not parameters: set by the option parser, never by a recipe.
@@ -185,7 +205,10 @@ SWAP_PAIRS_LISTED = 10_000
 SWAP_RATE_WARN_FACTOR = 2.0
 SWAP_RATE_WARN_MARGIN = 0.05
 # Steps that change numeric values (IL1 applies); the others change categories.
-_NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "noise")
+_NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "rank_swap", "noise")
+#: A rank_swap step's default top_percent and bottom_percent (and --rank-swap-top's and
+#: --rank-swap-bottom's): :func:`sdcbayes.protection.rank_swap`'s, sdcMicro's 5.
+RANK_SWAP_GROUP_PERCENT = 5.0
 #: --interval-k's default: sdcMicro's dRisk default k (R/dRisk.R).
 DEFAULT_INTERVAL_K = 0.05
 #: Default k for counting k-anonymity violations when no suppression step sets one.
@@ -206,7 +229,8 @@ DEFAULT_RISK_K = 3
     type=click.Path(dir_okay=False, path_type=Path),
     help="A file listing the steps in order (RECIPE.json; RECIPE.yaml needs PyYAML): "
     "steps recode, band, top_code, bottom_code, swap, suppress, suppress_risk, pram, "
-    "nayak_zhang, microaggregate and noise; see the README section 'Protection recipes' "
+    "nayak_zhang, microaggregate, rank_swap and noise; see the README section 'Protection "
+    "recipes' "
     "for the format. Use either a recipe or the step options below.",
 )
 @click.option(
@@ -399,13 +423,57 @@ DEFAULT_RISK_K = 3
     "deviation.",
 )
 @click.option(
+    "--rank-swap",
+    "rank_swap",
+    default=None,
+    metavar="VARS",
+    help="Rank swapping (Moore 1996, sdcMicro's rankSwap): comma-separated numeric variables, "
+    "each on its own: its values are ranked, the --rank-swap-top and --rank-swap-bottom "
+    "percent largest and smallest replaced by their group means, and each other value "
+    "exchanged with one at most a rank range away (--rank-swap-p, or derived from "
+    "--rank-swap-r0, default 0.95, or --rank-swap-k0). The values are only moved between "
+    "records; missing values stay missing. Runs after --microaggregate and before --noise.",
+)
+@click.option(
+    "--rank-swap-p", "rank_swap_p", type=float, default=None, metavar="P",
+    help="With --rank-swap: the rank range as a percentage of the values swapped, above 0 "
+    "and at most 100 (two swapped values differ in rank by at most P%; sdcMicro's P = 0.05 "
+    "is 5 here). At most one of --rank-swap-p, --rank-swap-r0 and --rank-swap-k0.",
+)
+@click.option(
+    "--rank-swap-r0", "rank_swap_r0", type=float, default=None, metavar="R",
+    help="With --rank-swap: the share of a correlation between two swapped variables to "
+    "keep, above 0 and below 1; sets each variable's rank range by Moore's formula. "
+    "[default: 0.95 when none of --rank-swap-p, --rank-swap-r0, --rank-swap-k0 is given, as "
+    "sdcMicro]",
+)
+@click.option(
+    "--rank-swap-k0", "rank_swap_k0", type=float, default=None, metavar="K",
+    help="With --rank-swap: Moore's subset-mean preservation factor, positive; sets each "
+    "variable's rank range by Moore's formula.",
+)
+@click.option(
+    "--rank-swap-top", "rank_swap_top", type=float, default=RANK_SWAP_GROUP_PERCENT,
+    show_default=True,
+    metavar="T",
+    help="With --rank-swap: percentage of the largest values replaced by their mean and not "
+    "swapped (sdcMicro's TopPercent); 0 groups none.",
+)
+@click.option(
+    "--rank-swap-bottom", "rank_swap_bottom", type=float, default=RANK_SWAP_GROUP_PERCENT,
+    show_default=True,
+    metavar="B",
+    help="With --rank-swap: percentage of the smallest values replaced by their mean and not "
+    "swapped (sdcMicro's BottomPercent); 0 groups none.",
+)
+@click.option(
     "--interval-k", "interval_k", type=float, default=DEFAULT_INTERVAL_K, show_default=True,
     metavar="K",
     help="Half-width, as a fraction of the protected variable's standard deviation, of the "
     "interval put around each protected value by the numeric variables' interval risk "
     "(sdcMicro's dRisk: a record is at risk when its original values all lie inside; "
-    "summary.json's risk.numeric, reported when --noise, --microaggregate or a recipe's "
-    "top_code/bottom_code changes numeric variables). Positive.",
+    "summary.json's risk.numeric, reported when --noise, --microaggregate, --rank-swap or a "
+    "recipe's top_code/bottom_code changes numeric variables). Positive.",
 )
 @click.option(
     "--strata",
@@ -418,7 +486,8 @@ DEFAULT_RISK_K = 3
 )
 @click.option(
     "--seed", type=click.IntRange(min=0), default=None,
-    help="Random seed (reproducible swapping, PRAM and noise, and the --model latent-class "
+    help="Random seed (reproducible swapping, PRAM, rank swapping and noise, and the --model "
+    "latent-class "
     "fit); "
     "without it one is drawn and stamped in summary.json.",
 )
@@ -511,8 +580,8 @@ DEFAULT_RISK_K = 3
     "level it merges, and the closed form is reported beside it. It takes steps that blank "
     "key values (suppress, suppress_risk), that recode them level by level (recode, band, "
     "top_code, bottom_code) and steps on other columns; PRAM, Nayak-Zhang PRAM, "
-    "micro-aggregation, noise or swapping (--swap) of a key, and a step that changes the "
-    "weights, are refused.",
+    "micro-aggregation, noise, swapping (--swap) or rank swapping (--rank-swap) of a key, and "
+    "a step that changes the weights, are refused.",
 )
 @click.option(
     "--missing",
@@ -602,6 +671,12 @@ def command(
     sensitive: str | None = None,
     l_diversity_c: float | None = None,
     interval_k: float = DEFAULT_INTERVAL_K,
+    rank_swap: str | None = None,
+    rank_swap_p: float | None = None,
+    rank_swap_r0: float | None = None,
+    rank_swap_k0: float | None = None,
+    rank_swap_top: float = RANK_SWAP_GROUP_PERCENT,
+    rank_swap_bottom: float = RANK_SWAP_GROUP_PERCENT,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -610,7 +685,8 @@ def command(
     the same format (SAS .sas7bdat input is written as Parquet, since SAS files cannot
     be written). Steps given as options run in
     the order recode, record swapping, suppression, risk-threshold suppression, PRAM,
-    Nayak-Zhang PRAM, micro-aggregation, noise; a recipe runs its steps in its own order.
+    Nayak-Zhang PRAM, micro-aggregation, rank swapping, noise; a recipe runs its steps in its
+    own order.
     """
     from sdcbayes.microdata import _extension
 
@@ -649,7 +725,9 @@ def command(
         suppress_risk_key=suppress_risk_key, linked=linked, household_keys=household_keys,
         household=household, swap=swap, swap_similar=swap_similar, swap_rate=swap_rate,
         swap_k=swap_k, swap_carry_along=swap_carry_along,
-        swap_risk_variables=swap_risk_variables,
+        swap_risk_variables=swap_risk_variables, rank_swap=rank_swap,
+        rank_swap_p=rank_swap_p, rank_swap_r0=rank_swap_r0, rank_swap_k0=rank_swap_k0,
+        rank_swap_top=rank_swap_top, rank_swap_bottom=rank_swap_bottom,
     )
     if recipe is not None:
         if flag_steps:
@@ -670,7 +748,7 @@ def command(
     if not steps:
         raise InputError(
             "no protection step given: use --recode, --swap, --suppress-k, --suppress-risk, "
-            "--pram, --nayak-zhang-xi, --microaggregate, --noise or --recipe"
+            "--pram, --nayak-zhang-xi, --microaggregate, --rank-swap, --noise or --recipe"
         )
     from sdcbayes.cli import given
 
@@ -678,8 +756,8 @@ def command(
         # as --noise-level without --noise: a setting that would be ignored is refused
         raise InputError(
             "--interval-k sets the interval risk of numeric variables that --noise, "
-            "--microaggregate or a recipe's top_code or bottom_code step changes, and no such "
-            "step is given; add one or leave out --interval-k"
+            "--microaggregate, --rank-swap or a recipe's top_code or bottom_code step changes, "
+            "and no such step is given; add one or leave out --interval-k"
         )
     if any(s.get("step") == "pram" for s in steps):
         out_files.append(PRAM_MATRICES)  # known once the recipe is read: checked again
@@ -819,6 +897,7 @@ def command(
     warned = early + [n for n in after_notes if n not in input_notes] + \
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
         + _swap_rate_warnings(steps, step_summaries) \
+        + _rank_swap_warnings(steps, step_summaries) \
         + _household_mates_warnings(frame, current, key_list, household, filled) \
         + _household_count_warnings(frame, current, key_list, household)
     fit = released = None
@@ -951,7 +1030,10 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                         suppress_risk_key=None, linked=(), household_keys=None,
                         household=None, swap=None, swap_similar=(), swap_rate=0.05,
                         swap_k=3, swap_carry_along=None,
-                        swap_risk_variables=None) -> list[dict[str, Any]]:
+                        swap_risk_variables=None, rank_swap=None, rank_swap_p=None,
+                        rank_swap_r0=None, rank_swap_k0=None,
+                        rank_swap_top=RANK_SWAP_GROUP_PERCENT,
+                        rank_swap_bottom=RANK_SWAP_GROUP_PERCENT) -> list[dict[str, Any]]:
     """The option steps in the fixed workflow order (module docstring).
 
     Each step records in ``_option`` the option that named its variables, so that
@@ -1003,6 +1085,12 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
         ("pram_pd", "--pram-pd", pram_cols, "--pram COLUMNS", "pd"),
         ("mdav_k", "--mdav-k", mdav_cols, "--microaggregate COLUMNS", "k"),
         ("noise_level", "--noise-level", noise_cols, "--noise COLUMNS", "level"),
+        ("rank_swap_p", "--rank-swap-p", rank_swap, "--rank-swap COLUMNS", "p"),
+        ("rank_swap_r0", "--rank-swap-r0", rank_swap, "--rank-swap COLUMNS", "r0"),
+        ("rank_swap_k0", "--rank-swap-k0", rank_swap, "--rank-swap COLUMNS", "k0"),
+        ("rank_swap_top", "--rank-swap-top", rank_swap, "--rank-swap COLUMNS", "top_percent"),
+        ("rank_swap_bottom", "--rank-swap-bottom", rank_swap, "--rank-swap COLUMNS",
+         "bottom_percent"),
     ):
         if step_cols is None and given(param):
             raise InputError(
@@ -1051,6 +1139,23 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                 "k": mdav_k, "_option": "--microaggregate"}
         if microaggregate_method is not None:
             step["method"] = microaggregate_method
+        steps.append(step)
+    if rank_swap is not None:
+        # after micro-aggregation, before noise (module docstring)
+        ranges = [(o, v) for o, v in (("--rank-swap-p", rank_swap_p),
+                                      ("--rank-swap-r0", rank_swap_r0),
+                                      ("--rank-swap-k0", rank_swap_k0)) if v is not None]
+        if len(ranges) > 1:
+            raise InputError(
+                f"{' and '.join(o for o, _ in ranges)} are "
+                f"{'both' if len(ranges) == 2 else 'all'} given; give one of "
+                "--rank-swap-p, --rank-swap-r0 and --rank-swap-k0 (three ways of setting the "
+                "same rank range, as in sdcMicro's rankSwap; none: r0 0.95)")
+        step = {"step": "rank_swap", "columns": split_names(rank_swap) or [],
+                "top_percent": rank_swap_top, "bottom_percent": rank_swap_bottom,
+                "_option": "--rank-swap"}
+        step |= {param: v for param, v in (("p", rank_swap_p), ("r0", rank_swap_r0),
+                                           ("k0", rank_swap_k0)) if v is not None}
         steps.append(step)
     if noise_cols is not None:
         steps.append({"step": "noise", "columns": split_names(noise_cols) or [],
@@ -1360,7 +1465,10 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                    ("swap", "swap_rate"): "--swap-rate", ("swap", "k"): "--swap-k",
                    ("suppress_risk", "threshold"): "--suppress-risk",
                    ("nayak_zhang", "xi"): "--nayak-zhang-xi", ("microaggregate", "k"): "--mdav-k",
-                   ("noise", "level"): "--noise-level"}.get((name, param))
+                   ("noise", "level"): "--noise-level", ("rank_swap", "p"): "--rank-swap-p",
+                   ("rank_swap", "r0"): "--rank-swap-r0", ("rank_swap", "k0"): "--rank-swap-k0",
+                   ("rank_swap", "top_percent"): "--rank-swap-top",
+                   ("rank_swap", "bottom_percent"): "--rank-swap-bottom"}.get((name, param))
             # an option's step names its option; a recipe's names its own field
             what = f"{param} ({opt})" if opt and from_option else param
             # null is no value: an optional parameter is left out to get its default
@@ -1492,11 +1600,41 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
     elif name == "noise":
         number("level", lo=0, default=0.1)
         choice("method", ("additive", "correlated"))
+    elif name == "rank_swap":
+        _validated_rank_swap(where, s, number, from_option)
     elif name == "swap":
         number("swap_rate", lo=0, hi=1, default=0.05)
         number("k", lo=1, integer=True, default=3)
         _validated_swap(where, s, frame, keys, household, resolve, from_option)
     return s
+
+
+def _validated_rank_swap(where: str, s: dict[str, Any], number, from_option) -> None:
+    """A ``rank_swap`` step's numbers, as :func:`sdcbayes.protection.rank_swap` takes them.
+
+    Its rules (``rankswap._check_parameters``), worded as the options or the recipe's
+    fields: ``p`` in (0, 100], ``r0`` in (0, 1), ``k0`` > 0, at most one of the three
+    (none: the library's r0 = 0.95, sdcMicro's default); ``top_percent`` and
+    ``bottom_percent`` in [0, 100) (default 5, sdcMicro's), their sum below 100.
+    """
+    number("p", lo=0, hi=100, lo_open=True)
+    number("r0", lo=0, hi=1, lo_open=True, hi_open=True)
+    number("k0", lo=0, lo_open=True)
+    number("top_percent", lo=0, hi=100, hi_open=True, default=RANK_SWAP_GROUP_PERCENT)
+    number("bottom_percent", lo=0, hi=100, hi_open=True, default=RANK_SWAP_GROUP_PERCENT)
+    given = [p for p in ("p", "r0", "k0") if p in s]
+    if len(given) > 1:  # the options' own check said it before the file was read
+        raise InputError(
+            f"{where}: {' and '.join(given)} are {'both' if len(given) == 2 else 'all'} "
+            "given; give one of p, r0 and k0 (three "
+            "ways of setting the same rank range, as in sdcMicro's rankSwap; none: r0 0.95)")
+    total = s["top_percent"] + s["bottom_percent"]
+    if total >= 100:
+        what = ("--rank-swap-top and --rank-swap-bottom" if from_option
+                else "top_percent and bottom_percent")
+        raise InputError(
+            f"{where}: {what} add up to {total:g}% of the values, which leaves nothing to "
+            "swap; keep their sum below 100")
 
 
 def _validated_swap(where: str, s: dict[str, Any], frame, keys: list[str],
@@ -1904,6 +2042,10 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
             for c in step["columns"]:
                 _check_numeric_complete(where, c, state(c), method, first_bad_record, options,
                                         name)
+        if name == "rank_swap":  # numeric, finite; missing values stay missing
+            for c in step["columns"]:
+                _check_numeric_kind(where, c, state(c), "rank swapping")
+                _check_finite(where, c, state(c), frame[c])
         if name == "pram":
             for c in step["columns"]:
                 _check_pram_input(where, c, state(c), step.get("max_levels", 1000))
@@ -1995,6 +2137,17 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
                                          st.missing_by, st.changed + [where])
                 if name != "swap":
                     per_record.setdefault(c, f"{where} changes it record by record")
+        elif name == "rank_swap":
+            # values exchanged between records (dtype, missing values and fraction kept);
+            # with top/bottom grouping the extremes become group means (float64)
+            grouped = step["top_percent"] > 0 or step["bottom_percent"] > 0
+            how = f"{where} replaces its extremes by group means"
+            for c in step["columns"]:
+                st = state(c)
+                states[c] = _ColumnState(
+                    None, "numeric", True if grouped else st.fraction, st.missing,
+                    how if grouped else st.kind_by, st.missing_by, st.changed + [where])
+                per_record.setdefault(c, f"{where} changes it record by record")
         elif name in ("microaggregate", "noise"):
             if name == "microaggregate":
                 # group means of whole numbers are fractional but for equal groups; group
@@ -2049,9 +2202,8 @@ def _as_left(col: str, changed: list[str]) -> str:
             else f" ({col!r} as {', '.join(changed)} leave it)")
 
 
-def _check_numeric_complete(where: str, c: str, st: _ColumnState, method: str,
-                            first_bad_record, options: bool, name: str) -> None:
-    """Micro-aggregation and noise need a complete numeric column (``_numeric_matrix``)."""
+def _check_numeric_kind(where: str, c: str, st: _ColumnState, method: str) -> None:
+    """A numeric method's column is numeric (not boolean), in the input and by its step."""
     if st.kind not in (None, "numeric"):
         if st.kind_by is None:
             what = ("boolean (True/False); {m} needs numeric measurements: protect a yes/no "
@@ -2063,6 +2215,42 @@ def _check_numeric_complete(where: str, c: str, st: _ColumnState, method: str,
             f"{where}: column {c!r} is {st.kind} after {st.kind_by}; {method} needs numeric "
             f"variables: put this step before that one, or leave {c!r} out of one of them"
         )
+
+
+def _check_finite(where: str, c: str, st: _ColumnState, column) -> None:
+    """Rank swapping takes missing values (they stay missing) but no infinite one.
+
+    While only level steps changed the column its values at the step are known
+    (``st.values``); otherwise the input's are checked: of the steps that may run before,
+    only a top or bottom coding removes an infinite value, and after a random step its
+    values are no longer followed, so such a chain is refused (the run would pass).
+    """
+    import numpy as np
+    import pandas as pd
+
+    values = column if st.values is None else st.values
+    if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(
+            values.dtype):  # a kind not known before the run: the run's own check
+        return
+    x = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    if not np.isinf(x).any():
+        return
+    if st.values is not None and st.changed:
+        raise InputError(
+            f"{where}: column {c!r} has infinite values{_as_left(c, st.changed)}; replace "
+            "them by missing or by a finite top code before rank swapping")
+    raise InputError(
+        f"{where}: column {c!r} has infinite values (first at record "
+        f"{int(np.flatnonzero(np.isinf(x))[0])}"
+        + (" of the input" if st.changed else "")
+        + "); replace them by missing or by a finite top code (a top_code step before "
+        "this one) before rank swapping")
+
+
+def _check_numeric_complete(where: str, c: str, st: _ColumnState, method: str,
+                            first_bad_record, options: bool, name: str) -> None:
+    """Micro-aggregation and noise need a complete numeric column (``_numeric_matrix``)."""
+    _check_numeric_kind(where, c, st, method)
     if not st.missing:
         return
     if st.missing_by is None:
@@ -2621,7 +2809,44 @@ def _run_step(step: dict[str, Any], frame, rng):
     if name == "noise":
         return P.add_noise(frame, step["columns"], step["level"],
                            method=step.get("method", "additive"), seed=rng)
+    if name == "rank_swap":
+        return _rank_swap(step, frame, rng)
     raise AssertionError(name)  # pragma: no cover - _validate_step rejects unknown steps
+
+
+def _rank_swap(step: dict[str, Any], frame, rng):
+    """A ``rank_swap`` step: :func:`sdcbayes.protection.rank_swap`, its summary trimmed.
+
+    The log is the method's, one row per variable (``rank_range``, ``n_swapped``,
+    ``correlation``, ...). The summary loses ``source_of_record`` (one row number per
+    record and variable: a file's worth, not a summary's) and gains
+    ``columns_not_swapped``: the variables whose rank range came out below one record
+    although their swapped values differ, so that nothing was swapped (the method's
+    warning; :func:`_rank_swap_warnings` words it for the command line).
+    """
+    import dataclasses
+    import warnings
+
+    import numpy as np
+
+    from sdcbayes import protection as P
+
+    ranges = {k: step[k] for k in ("p", "r0", "k0") if k in step}
+    with warnings.catch_warnings():  # said by _rank_swap_warnings, in the options' words
+        warnings.filterwarnings("ignore", r"rank swapping of .* nothing is swapped")
+        res = P.rank_swap(frame, step["columns"], top_percent=step["top_percent"],
+                          bottom_percent=step["bottom_percent"], seed=rng, **ranges)
+    unswapped = []
+    for row in res.log.itertuples(index=False):
+        if row.rank_range >= 1 or row.n_ranked < 2:
+            continue
+        x = frame[row.variable].to_numpy(dtype=np.float64, na_value=np.nan)
+        x = np.sort(x[~np.isnan(x)])[::-1]  # the method's order: largest first
+        mid = x[row.n_top:row.n_observed - row.n_bottom]  # the values it swaps
+        if mid.min() < mid.max():
+            unswapped.append(row.variable)
+    summary = {k: v for k, v in res.summary.items() if k != "source_of_record"}
+    return dataclasses.replace(res, summary=summary | {"columns_not_swapped": unswapped})
 
 
 def _swap_value_log(res, frame, columns: list[str]):
@@ -2804,6 +3029,7 @@ _RANDOM_KEY_STEPS = {
     "swap": "by exchanging them between households",
     "microaggregate": "to means over groups of records",
     "noise": "at random",
+    "rank_swap": "by exchanging them between records",
 }
 #: How the latent-class fit reads a missing key value under ``--missing``.
 MISSING_READING = {
@@ -3361,15 +3587,18 @@ def _log_integers(log, integer: set):
 
 
 def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> list[str]:
-    """One warning per noise or micro-aggregation step that changes a key.
+    """One warning per noise, micro-aggregation or rank swapping step that changes a key.
 
     Legitimate (a continuous variable an intruder knows), but a key so perturbed gets
     values of its own rather than fewer levels: the key cells split, and with noise
-    every record becomes unique on the keys.
+    every record becomes unique on the keys. Rank swapping keeps the key's values (but
+    the grouped extremes) and moves them between records: the combinations change
+    without getting fewer, and the risk after reads the swapped values as true (as after
+    PRAM or record swapping), not the protection the exchange gives.
     """
     out = []
     for i, step in enumerate(steps, start=1):
-        if step["step"] not in ("noise", "microaggregate"):
+        if step["step"] not in ("noise", "microaggregate", "rank_swap"):
             continue
         hit = [c for c in step["columns"] if c in keys]
         if not hit:
@@ -3379,6 +3608,10 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
         if step["step"] == "noise":
             effect = ("becomes continuous: every record gets a value of its own, so every "
                       "record is unique on the keys after protection")
+        elif step["step"] == "rank_swap":
+            effect = ("keeps its values but moves them between records: the key "
+                      "combinations change rather than merge, and the risk after reads the "
+                      "swapped values as true, as after PRAM or record swapping")
         else:
             effect = (f"gets group means as values (about one level per {step['k']} "
                       "records), which splits the key combinations rather than merging them")
@@ -3571,7 +3804,8 @@ def _household_count_warnings(original, protected, keys: list[str], household: s
 _COUNT_CHANGING_STEPS = {"recode": "recodes", "band": "bands", "top_code": "top-codes",
                          "bottom_code": "bottom-codes", "pram": "PRAMs",
                          "nayak_zhang": "PRAMs", "microaggregate": "micro-aggregates",
-                         "noise": "adds noise to", "swap": "swaps"}
+                         "noise": "adds noise to", "swap": "swaps",
+                         "rank_swap": "rank-swaps"}
 
 
 def _count_key_step_warnings(steps: list[dict[str, Any]], count_keys: list[str],
@@ -4657,6 +4891,7 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         rows += _l_diversity_rows({"l_diversity": b["l_diversity"]}, after=a["l_diversity"])
     echo_table(rows)
     for line in (_numeric_risk_lines(s) + _swap_lines(s["steps"])
+                 + _rank_swap_lines(s["steps"])
                  + _household_keys_lines(s["steps"]) + _household_completion_lines(s)):
         click.echo(line)
     extra = "".join(f", {f}" for f in s["output_files"] if f == PRAM_MATRICES)
@@ -4706,6 +4941,53 @@ def _swap_lines(steps: list[dict[str, Any]]) -> list[str]:
             f"{r['n_no_donor']:,} selected but left unswapped for want of a donor"
             + (f"; {r['unfilled_selections']:,} of the rate's selections unmade (their unit "
                "ran out of households with a donor)" if r.get("unfilled_selections") else ""))
+    return out
+
+
+def _rank_swap_warnings(steps: list[dict[str, Any]],
+                        step_summaries: list[dict[str, Any]]) -> list[str]:
+    """A warning per rank_swap step that swapped nothing in a variable whose values differ.
+
+    Its rank range, floor(P m) for m values swapped, came out below one record: a small
+    ``p`` on few records, or an ``r0`` close to 1 (``result.columns_not_swapped``).
+    """
+    out = []
+    for step, st in zip(steps, step_summaries, strict=True):
+        cols = (st.get("result") or {}).get("columns_not_swapped")
+        if step["step"] != "rank_swap" or not cols:
+            continue
+        fix = ("raise --rank-swap-p, or lower --rank-swap-r0, or raise --rank-swap-k0"
+               if step.get("_option") else
+               'raise the step\'s "p", or lower its "r0", or raise its "k0"')
+        pct = st["result"].get("rank_range_percent") or {}
+        shown = ", ".join(f"{c!r} ({pct[c]:.3g}% of its values)" if c in pct else repr(c)
+                          for c in cols)
+        out.append(f"step {st['step']} (rank_swap): the rank range of {shown} is below one "
+                   f"record, so nothing of {'them' if len(cols) > 1 else 'it'} is swapped "
+                   f"(only the top and bottom groups changed); {fix}")
+    return out
+
+
+def _rank_swap_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """One line per rank_swap step: how its rank range was set and how far it reaches.
+
+    The values changed and IL1 are in the information loss above; this says the range
+    each variable got (records, and percent of the values swapped) and the top and bottom
+    groups replaced by their means.
+    """
+    out = []
+    for st in steps:
+        r = st.get("result") or {}
+        if st.get("name") != "rank_swap" or "rank_range" not in r:
+            continue
+        how = (f"{r['criterion']} = {r['criterion_value']:g}"
+               + (", the default" if r["criterion"] == "r0" and r.get("r0") is None else ""))
+        ranges = ", ".join(f"{c} {n:,} records ({r['rank_range_percent'][c]:.3g}%)"
+                           for c, n in r["rank_range"].items())
+        grouped = (f"top {r['top_percent']:g}% and bottom {r['bottom_percent']:g}% "
+                   "replaced by their means" if r["top_percent"] or r["bottom_percent"]
+                   else "no values grouped")
+        out.append(f"step {st['step']} (rank_swap, {how}): rank range {ranges}; {grouped}")
     return out
 
 
