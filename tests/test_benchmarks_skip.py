@@ -187,9 +187,12 @@ def test_recipe_example_prints_the_quoted_numbers(tutorial_files):
 
 
 def test_printed_warnings_are_where_the_readme_says(tutorial_files, tmp_path):
-    row = [line for line in _section("Output files").splitlines()
-           if line.startswith("| `warnings`, `data` |")]
-    assert len(row) == 1 and "`diagnostics.problems`" in row[0]
+    fields = _section("Output files")
+    assert len([line for line in fields.splitlines()
+                if line.startswith("| `warnings`, `data` |")]) == 1
+    # the row's explanation: the block below the field table, up to `records.csv`'s list
+    row = [fields.split("\n**`warnings`**", 1)[1].split("\n\n`records.csv`", 1)[0]]
+    assert "`diagnostics.problems`" in row[0]
     # a fit's warnings (short chains, few classes: convergence and truncation) are the
     # diagnostics' problems, word for word, and there is no `warnings` key
     proc = _cli(tmp_path, "assess", "--seed", "1", "--draws", "20", "--tune", "10",
