@@ -127,7 +127,16 @@ class LinkageResult:
 
     @property
     def expected_correct(self) -> np.ndarray:
-        """Per record: probability of a correct link, picking at random among tied nearest."""
+        """Per record: probability of a correct link, picking at random among tied nearest.
+
+        This links each protected record to the originals (the direction of the
+        ranks). Records that share one protected value (a micro-aggregation
+        group) share its tied nearest originals: each member among them gets
+        ``1/t``, the others 0, so a group's values sum to at most 1. It is not
+        ``1/k`` per member, the other direction's value (an original facing
+        ``k`` equal protected records), though the file-level mean agrees when
+        the nearest original is a group member.
+        """
         out = np.zeros(self.n_records)
         hit = self.rank == 1
         out[hit] = 1.0 / self.n_tied[hit]
@@ -184,6 +193,8 @@ def _as_matrix(
     measure: str = "distance-based linkage",
     allow_missing: bool = False,
 ) -> tuple[np.ndarray, list[str]]:
+    if variables is not None:
+        _check_distinct(list(variables), measure)
     if isinstance(data, pd.DataFrame):
         names = list(data.columns) if variables is None else list(variables)
         absent = [v for v in names if v not in data.columns]
@@ -192,15 +203,31 @@ def _as_matrix(
                 f"variable(s) {', '.join(map(repr, absent))} not in the {role} file; "
                 f"available columns: {', '.join(map(str, data.columns))}."
             )
+        # a label the frame itself repeats would select several columns as one variable
+        _check_distinct([c for c in data.columns if c in set(names)], measure,
+                        f"the {role} file's column labels")
         bad = [v for v in names if not pd.api.types.is_numeric_dtype(data[v])]
         if bad:
             raise InputError(
                 f"variable(s) {', '.join(map(repr, bad))} of the {role} file are not numeric; "
                 f"{measure} needs numeric variables (code categories first)."
             )
+        cplx = [v for v in names if pd.api.types.is_complex_dtype(data[v])]
+        if cplx:
+            raise InputError(
+                f"variable(s) {', '.join(map(repr, cplx))} of the {role} file are complex; "
+                f"{measure} needs real values (pass the real part or the modulus)."
+            )
         x = data[names].to_numpy(dtype=float)
     else:
-        x = np.asarray(data, dtype=float)
+        raw = np.asarray(data)
+        if np.iscomplexobj(raw):
+            # a float conversion would drop the imaginary parts with only a warning
+            raise InputError(
+                f"the {role} file is complex; {measure} needs real values "
+                "(pass the real part or the modulus)."
+            )
+        x = np.asarray(raw, dtype=float)
         if x.ndim == 1:
             x = x[:, None]
         if x.ndim != 2:
@@ -222,7 +249,7 @@ def _as_matrix(
         if np.isinf(x).any():
             raise InputError(
                 f"the {role} file has infinite values in the {measure} variables; "
-                f"recode or drop them before measuring {measure} risk."
+                f"recode or drop them before measuring the {measure}."
             )
     elif not np.isfinite(x).all():
         raise InputError(
@@ -230,6 +257,16 @@ def _as_matrix(
             "impute or drop them before measuring linkage risk."
         )
     return x, [str(v) for v in names]
+
+
+def _check_distinct(names: list[Any], measure: str, where: str = "variables") -> None:
+    """Refuse a repeated variable: it would silently count twice (double weight)."""
+    dup = sorted({str(v) for v in names if names.count(v) > 1})
+    if dup:
+        raise InputError(
+            f"{where} repeat {', '.join(map(repr, dup))}; {measure} would count such a "
+            "variable twice. Name each variable once."
+        )
 
 
 def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -400,7 +437,7 @@ def linkage_risk(
     ------
     InputError
         Different numbers of records, rows in a different order (see above),
-        unknown or non-numeric variables, missing values.
+        unknown, repeated, non-numeric or complex variables, missing values.
     """
     if isinstance(variables, str):
         variables = [variables]  # one name, not a sequence of one-letter names
@@ -579,7 +616,8 @@ def interval_risk(
     ------
     InputError
         ``k`` not positive and finite; different numbers of records or rows in a
-        different order; unknown or non-numeric variables; infinite values.
+        different order; unknown, repeated (a variable named twice would count
+        twice), non-numeric or complex variables; infinite values.
     """
     k = _check_interval_k(k)
     if isinstance(variables, str):

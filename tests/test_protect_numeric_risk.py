@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from clitools import assert_one_line_error, run_in_process
 
-from sdcbayes.protection.infoloss import eigen_difference
+from sdcbayes.protection.infoloss import eigen_difference, il1
 from sdcbayes.risk.linkage import interval_risk, linkage_risk
 
 NUM = ["income", "exp"]
@@ -172,3 +172,42 @@ def test_interval_k_without_a_numeric_step_is_refused(capsys, tmp_path, monkeypa
     proc = run_in_process(capsys, "protect", str(csv), "--keys", "age,sex", "--suppress-k",
                           "2", "--interval-k", "0.1", "--out", str(tmp_path / "o"))
     assert_one_line_error(proc, "--interval-k", "--noise", "--microaggregate")
+
+
+def test_infinite_input_values_leave_the_column_out_of_il1_with_a_note(capsys, tmp_path,
+                                                                     monkeypatch):
+    # IL1 divides by the input's standard deviation, the interval risk by the protected
+    # one's: undefined with an infinite value in the input, even after a top code removed
+    # it. The run completes, the column is named in information_loss.il1_skipped, and
+    # neither IL1, the eigenvalue difference nor risk.numeric is reported for it.
+    frame = pd.DataFrame({"age": list("aabbaabbab"), "sex": list("mfmfmfmfmf"),
+                          "income": [10, 50, 200, np.inf, 30, 150, 60, 70, 80, 90.0],
+                          "exp": [1.0, 4, 2, 8, 5, 7, 3, 6, 9, 2]})
+    csv = tmp_path / "inf.csv"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(csv, index=False)
+    recipe = tmp_path / "r.json"
+    recipe.write_text(json.dumps({"steps": [
+        {"step": "top_code", "column": "income", "threshold": 100}]}))
+    proc, s, prot, _ = _protect(capsys, tmp_path, monkeypatch, csv, "--recipe", str(recipe))
+    assert np.isfinite(prot["income"]).all() and prot["income"].max() == 100
+    line = [x for x in proc.stdout.splitlines() if x.strip().startswith("income")]
+    assert len(line) == 1 and "IL1 and numeric risk skipped (infinite values" in line[0]
+    loss = s["information_loss"]
+    assert list(loss["il1_skipped"]) == ["income"]
+    assert "infinite values in the input" in loss["il1_skipped"]["income"]
+    assert "il1" not in loss["per_variable"]["income"]
+    assert loss["per_variable"]["income"]["n_changed"] == 3  # the shares are still there
+    assert "il1_columns" not in loss and "eigen_difference" not in loss
+    assert "numeric" not in s["risk"]
+    # a finite numeric column top-coded in the same run keeps IL1 and the numeric risk
+    recipe.write_text(json.dumps({"steps": [
+        {"step": "top_code", "column": "income", "threshold": 100},
+        {"step": "top_code", "column": "exp", "threshold": 7}]}))
+    _, s, prot, _ = _protect(capsys, tmp_path / "two", monkeypatch, csv, "--recipe",
+                             str(recipe))
+    loss = s["information_loss"]
+    assert loss["il1_columns"] == ["exp"] and list(loss["il1_skipped"]) == ["income"]
+    assert s["risk"]["numeric"]["variables"] == ["exp"]
+    assert loss["per_variable"]["exp"]["il1"] == pytest.approx(
+        il1(frame, prot, ["exp"]), rel=1e-12)

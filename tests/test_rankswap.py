@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -270,3 +271,106 @@ def test_errors(kwargs, match):
 def test_not_a_frame():
     with pytest.raises(InputError, match="must be a pandas DataFrame"):
         rank_swap(np.zeros((5, 2)), "x")
+
+
+@pytest.mark.parametrize("n,top,bottom", [(199, 5, 3), (3000, 2.3, 4.1), (1000, 32.3, 0.7)])
+def test_group_sizes_are_the_floor_of_the_decimal_product(n, top, bottom):
+    # n * pct / 100 not whole, so floor and ceil differ (199 * 5 % = 9.95 -> 9); and
+    # decimal percentages whose binary product falls just below a whole number
+    # (3000 * 2.3 / 100 = 68.99999999999999 in floating point, 69 exactly)
+    x = np.random.default_rng(n).permutation(np.arange(float(n)))
+    res = rank_swap(pd.DataFrame({"x": x}), "x", p=5, top_percent=top,
+                    bottom_percent=bottom, seed=1)
+    want_top = n * round(top * 10) // 1000  # integer arithmetic on tenths of a percent
+    want_bottom = n * round(bottom * 10) // 1000
+    row = res.log.iloc[0]
+    assert (row["n_top"], row["n_bottom"]) == (want_top, want_bottom)
+    # and those are the records grouped: the want_top largest share their mean
+    z = res.frame["x"].to_numpy()
+    top_rows = np.argsort(-x)[:want_top]
+    np.testing.assert_allclose(z[top_rows], x[top_rows].mean(), rtol=1e-12)
+    assert (z == x[top_rows].mean()).sum() == want_top
+
+
+def test_window_end_is_reached_and_never_passed():
+    # two swapped values differ in rank by 1 .. L, L = floor(P m): over a few seeds the
+    # distance L occurs (sdcMicro's window stops at L - 1) and L + 1 never does
+    n, p = 60, 10
+    x = np.random.default_rng(0).permutation(np.arange(float(n)))
+    rank = descending_rank(x)
+    L = n * p // 100
+    seen = set()
+    for seed in range(8):
+        res = rank_swap(pd.DataFrame({"x": x}), "x", p=p, top_percent=0, bottom_percent=0,
+                        seed=seed)
+        assert res.log["rank_range"].iloc[0] == L
+        src = res.summary["source_of_record"]["x"]
+        moved = np.flatnonzero(src != np.arange(n))
+        seen |= set(np.abs(rank[moved] - rank[src[moved]]).tolist())
+    assert max(seen) == L and min(seen) == 1
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("kwargs", [{"p": 100}, {"r0": 0.5}, {"k0": 1.0}, {}])
+def test_tiny_inputs(n, kwargs):
+    df = pd.DataFrame({"x": np.arange(1.0, n + 1)})
+    seen = set()
+    # the default r0 = 0.95 gives a range below one record for 2 or 3 values: said
+    below_one = not kwargs and n >= 2
+    for seed in range(6):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = rank_swap(df, "x", top_percent=0, bottom_percent=0, seed=seed, **kwargs)
+        messages = [str(w.message) for w in caught]
+        if below_one:
+            assert any("below one" in m for m in messages)
+            assert res.log["n_swapped"].iloc[0] == 0
+        else:
+            assert messages == []
+        z = res.frame["x"].to_numpy()
+        np.testing.assert_array_equal(np.sort(z), df["x"].to_numpy())  # only exchanges
+        assert res.log["n_top"].iloc[0] == res.log["n_bottom"].iloc[0] == 0
+        seen.add(tuple(z))
+    if n == 1:
+        assert seen == {(1.0,)}
+    if n >= 2 and kwargs == {"p": 100}:
+        # L = m - 1: the largest value is always exchanged, with any of the others
+        assert {s[-1] for s in seen} == set(range(1, n)) and all(s[-1] != n for s in seen)
+    # with the default 5 % grouping, floor(n / 20) = 0 for n <= 3: nothing grouped
+    res = rank_swap(df, "x", p=50, seed=0)
+    assert res.log["n_top"].iloc[0] == 0 and res.frame["x"].dtype == df["x"].dtype
+
+
+def test_all_equal_column_is_unchanged_without_warning():
+    df = pd.DataFrame({"x": np.full(50, 7.0), "y": np.arange(50)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = rank_swap(df, "x", p=1, top_percent=0, bottom_percent=0, seed=0)
+    pd.testing.assert_frame_equal(res.frame, df)
+    assert res.log["n_changed"].iloc[0] == 0
+
+
+def test_duplicate_rows_under_a_row_permutation():
+    # records identical in every column are interchangeable: after permuting the rows,
+    # each set of identical input records receives the same multiset of new values
+    base = frame(80, seed=9)[["age", "score"]]
+    df = pd.concat([base, base.iloc[:30], base.iloc[:10]], ignore_index=True)
+    perm = np.random.default_rng(3).permutation(len(df))
+    a = rank_swap(df, ["age", "score"], p=10, seed=5).frame
+    b = rank_swap(df.iloc[perm].reset_index(drop=True), ["age", "score"], p=10, seed=5).frame
+    b.index = perm  # back to the input's records
+    b = b.sort_index()
+    key = df.apply(tuple, axis=1)
+    for _, rows in df.groupby(list(df.columns)).groups.items():
+        for c in ["age", "score"]:
+            assert sorted(a.loc[rows, c]) == sorted(b.loc[rows, c])
+    assert key.duplicated().sum() == 40  # the example has the duplicates it names
+    assert (a.to_numpy() != df.to_numpy()).any()
+
+
+def test_repeated_or_complex_columns_are_refused():
+    df = pd.DataFrame({"x": np.arange(10.0), "c": np.arange(10.0) + 1j})
+    with pytest.raises(InputError, match="repeats"):
+        rank_swap(df, ["x", "x"], p=10, seed=0)
+    with pytest.raises(InputError, match="complex"):
+        rank_swap(df, ["x", "c"], p=10, seed=0)

@@ -3888,8 +3888,14 @@ def _information_loss(original, protected, columns: list[str], numeric_cols: lis
 
     IL1 is added for the variables a numeric method changed (micro-aggregation,
     noise, top/bottom coding) when they are still numeric: on integer codes of a
-    categorical variable it would mean nothing.
+    categorical variable it would mean nothing. A variable with infinite values in
+    the input or the protected file (a top code of ``inf``, say) is left out of IL1,
+    hence of ``il1_columns``, the eigenvalue difference and ``risk.numeric``: IL1
+    divides by the input's standard deviation and the interval risk's intervals by
+    the protected one's, both undefined there. ``il1_skipped`` names such variables
+    and why.
     """
+    import numpy as np
     import pandas as pd
 
     from sdcbayes.protection.infoloss import categorical_loss, eigen_difference, il1
@@ -3900,15 +3906,29 @@ def _information_loss(original, protected, columns: list[str], numeric_cols: lis
     # to_dict keeps each column's type (iterrows made every row float: 801.0 counts)
     per_var = {c: {k: _count(k, _plain(v)) for k, v in row.items()}
                for c, row in cat.to_dict(orient="index").items()}
+    skipped: dict[str, str] = {}
     for c in numeric_cols:
         a, b = original[c], protected[c]
         numeric = all(
             pd.api.types.is_numeric_dtype(x.dtype) and not isinstance(x.dtype, pd.CategoricalDtype)
+            and not pd.api.types.is_complex_dtype(x.dtype)
             for x in (a, b)
         )
-        if numeric and a.nunique(dropna=True) > 1:
+        if not numeric:
+            continue
+        infinite = [role for role, x in (("input", a), ("protected file", b))
+                    if np.isinf(x.to_numpy(dtype=np.float64, na_value=np.nan)).any()]
+        if infinite:
+            skipped[c] = (
+                f"infinite values in the {' and the '.join(infinite)}: IL1 (scaled by the "
+                "input's standard deviation), the eigenvalue difference and the numeric "
+                "disclosure risk are undefined on it; replace them by missing values to "
+                "measure these")
+        elif a.nunique(dropna=True) > 1:
             per_var[c]["il1"] = il1(original, protected, [c])
     out: dict[str, Any] = {"per_variable": per_var}
+    if skipped:
+        out["il1_skipped"] = skipped
     num = [c for c in numeric_cols if "il1" in per_var[c]]
     if num:
         out["il1_numeric"] = il1(original, protected, num)
@@ -4877,6 +4897,8 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         )
         if "il1" in v:
             text += f", IL1 {v['il1']:.3g}"
+        elif var in s["information_loss"].get("il1_skipped", {}):
+            text += ", IL1 and numeric risk skipped (infinite values; information_loss.il1_skipped)"
         rows.append((f"  {var}", text))
     loss = s["information_loss"]
     if loss.get("il1_columns") and len(loss["il1_columns"]) > 1:

@@ -59,6 +59,55 @@ def _aligned(original: pd.DataFrame, protected: pd.DataFrame, columns: Any) -> l
     return cols
 
 
+def _real_matrices(
+    original: pd.DataFrame, protected: pd.DataFrame, cols: list[str], measure: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both frames' ``cols`` as float64 (NaN for missing); non-real columns refused."""
+    mats = []
+    for role, frame in (("original", original), ("protected", protected)):
+        bad = [c for c in cols if not pd.api.types.is_numeric_dtype(frame[c])]
+        if bad:
+            raise InputError(
+                f"columns {bad} of the {role} frame are not numeric; {measure} compares "
+                "numeric variables (leave categorical ones out)"
+            )
+        cplx = [c for c in cols if pd.api.types.is_complex_dtype(frame[c])]
+        if cplx:
+            # a float conversion would drop the imaginary parts with only a warning
+            raise InputError(
+                f"columns {cplx} of the {role} frame are complex; {measure} needs real "
+                "values (pass the real part or the modulus)"
+            )
+        mats.append(frame[cols].to_numpy(dtype=np.float64, na_value=np.nan))
+    return mats[0], mats[1]
+
+
+def _original_spread(x: np.ndarray, cols: list[str], measure: str) -> tuple[np.ndarray, list]:
+    """Sample sd (ddof = 1) of each original column, NaN below two observed values.
+
+    Refuses infinite values and constant columns (two or more observed values, all
+    equal): the measure divides by the spread. Returns the sds and the columns
+    with fewer than two observed values (no spread), for the caller to decide.
+    """
+    inf = [c for c, v in zip(cols, np.isinf(x).any(axis=0), strict=True) if v]
+    if inf:
+        raise InputError(
+            f"columns {inf} have infinite values in the original; {measure} scales by "
+            "each variable's spread, which is then undefined: recode (top-code) or drop them"
+        )
+    n_obs = np.isfinite(x).sum(axis=0)
+    s = np.full(len(cols), np.nan)
+    for j in np.flatnonzero(n_obs > 1):  # no "degrees of freedom" warning below 2 values
+        s[j] = np.std(x[np.isfinite(x[:, j]), j], ddof=1)
+    const = [c for c, k, v in zip(cols, n_obs, s, strict=True) if k > 1 and not v > 0]
+    if const:
+        raise InputError(
+            f"columns {const} are constant in the original; {measure} scales by each "
+            "variable's spread, drop them"
+        )
+    return s, [c for c, k in zip(cols, n_obs, strict=True) if k < 2]
+
+
 def il1(
     original: pd.DataFrame,
     protected: pd.DataFrame,
@@ -97,16 +146,19 @@ def il1(
     Raises
     ------
     InputError
-        Unknown columns, different numbers of rows, rows in a different order
-        (see above), constant columns.
+        Unknown, repeated, non-numeric or complex columns, different numbers of
+        rows, rows in a different order (see above); original columns that are
+        constant, have infinite values or fewer than two observed values (S_j
+        undefined).
     """
     cols = _aligned(original, protected, columns)
-    x = original[cols].to_numpy(dtype=np.float64, na_value=np.nan)
-    z = protected[cols].to_numpy(dtype=np.float64, na_value=np.nan)
-    s = np.nanstd(x, axis=0, ddof=1)
-    if (~(s > 0)).any():
-        bad = [c for c, v in zip(cols, s, strict=True) if not v > 0]
-        raise InputError(f"columns {bad} are constant; IL1 scales by their spread, drop them")
+    x, z = _real_matrices(original, protected, cols, "IL1")
+    s, few = _original_spread(x, cols, "IL1")
+    if few:
+        raise InputError(
+            f"columns {few} have fewer than two observed values in the original; IL1 "
+            "scales by their standard deviation, which needs two: drop them"
+        )
     terms = np.abs(x - z) / (np.sqrt(2.0) * s)
     total = float(np.nansum(terms))
     return total / x.size if average else total
@@ -147,37 +199,34 @@ def eigen_difference(
     Returns
     -------
     float
-        D >= 0. NaN where sdcMicro's ``try`` gives NA or the ratio is undefined: a
-        protected variable constant or with fewer than two observed values (its
-        standardized values are undefined), a pair of variables with fewer than two
-        records observed in both, or an original correlation matrix that is
-        singular (an eigenvalue at most 1e-12 times the number of variables, where
-        the ratio would divide by rounding noise: e.g. a variable given twice).
+        D >= 0. NaN where sdcMicro's ``try`` gives NA or the ratio is undefined:
+
+        * a variable with fewer than two observed values in the original or the
+          protected file, or constant in the protected file (its standardized
+          values are undefined; sdcMicro gives NA);
+        * a pair of variables with fewer than two records observed in both;
+        * an original matrix whose smallest eigenvalue is at most 1e-12 times the
+          number of variables: singular (e.g. a variable given under two names),
+          where the ratio would divide by rounding noise, or -- possible with
+          pairwise-complete covariances, which need not form a positive
+          semi-definite matrix -- clearly negative, where the "relative
+          difference" to a negative eigenvalue means nothing. sdcMicro returns
+          a finite number in this last case; here it is NaN.
 
     Raises
     ------
     InputError
-        Unknown columns, different numbers of rows, rows in a different order,
-        non-numeric columns, an original column that is constant (as :func:`il1`).
+        Unknown, repeated, non-numeric or complex columns, different numbers of
+        rows, rows in a different order; an original column that is constant
+        (two or more observed values, all equal) or has infinite values, as for
+        :func:`il1`.
     """
     cols = _aligned(original, protected, columns)
-    mats = []
-    for role, frame in (("original", original), ("protected", protected)):
-        bad = [c for c in cols if not pd.api.types.is_numeric_dtype(frame[c])]
-        if bad:
-            raise InputError(
-                f"columns {bad} of the {role} frame are not numeric; the eigenvalue "
-                "difference compares numeric variables (leave categorical ones out)"
-            )
-        mats.append(frame[cols].to_numpy(dtype=np.float64, na_value=np.nan))
-    x, z = mats
-    s_x = np.nanstd(x, axis=0, ddof=1) if len(x) > 1 else np.full(len(cols), np.nan)
-    if (~(s_x > 0)).any():
-        bad = [c for c, v in zip(cols, s_x, strict=True) if not v > 0]
-        raise InputError(
-            f"columns {bad} are constant in the original; the eigenvalue difference "
-            "standardizes each variable by its spread, drop them"
-        )
+    what = "the eigenvalue difference"
+    x, z = _real_matrices(original, protected, cols, what)
+    _, few = _original_spread(x, cols, what)
+    if few:
+        return float("nan")  # sd undefined: R's scale() gives NaN, dUtility gives NA
 
     def eigenvalues(m: np.ndarray) -> np.ndarray | None:
         with np.errstate(invalid="ignore", divide="ignore"):

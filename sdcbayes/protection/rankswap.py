@@ -10,9 +10,10 @@ microdata", U.S. Bureau of the Census, SRD Report RR 96-04, 1996; as sdcMicro's
 1. the observed values are ranked, the largest first (sdcMicro's order);
 2. top and bottom grouping: the ``floor(n_obs * top_percent / 100)`` largest
    values are all replaced by their mean, likewise the
-   ``floor(n_obs * bottom_percent / 100)`` smallest; grouped values take no part
-   in the swapping (sdcMicro's C++ ``RankSwap``, ``src/RankSwapping.h``, flags
-   them as swapped);
+   ``floor(n_obs * bottom_percent / 100)`` smallest, the products exact for the
+   percentages as written in decimal (2.3 % of 3000 is 69); grouped values take
+   no part in the swapping (sdcMicro's C++ ``RankSwap``, ``src/RankSwapping.h``,
+   flags them as swapped);
 3. the m remaining values are swapped in rank order: each value not yet swapped,
    at rank i, is exchanged with a value drawn uniformly among the values not yet
    swapped at ranks i + 1 .. i + L, L = floor(P m) the rank range. The range is
@@ -53,7 +54,7 @@ middle, and R0 is a target, not a guarantee.
 Where this follows sdcMicro (``R/rankSwap.R``, ``src/RankSwapping.h``, sdcMicro
 5.8.0) exactly: the default R0 = 0.95 when none of ``p``, ``r0``, ``k0`` is given
 and the rule that at most one is given; the largest-first order; the top/bottom
-group sizes and group means; the variance, mean and Δ in Moore's formulas,
+group means; the variance, mean and Δ in Moore's formulas,
 computed per variable on the values that are swapped; the range counted in those
 m values; the uniform choice among the unswapped values of the window; missing
 values left missing and out of the ranking.
@@ -62,6 +63,11 @@ Where it differs:
 
 * the random numbers cannot match R's, so results equal sdcMicro's in
   distribution, not value by value;
+* the top/bottom group sizes: here floor(n_obs * pct / 100) exactly; sdcMicro's
+  C++ computes ``(int)(n_obs * (pct * 0.01f))`` in single precision, and
+  ``5.0f * 0.01f`` is 0.049999997f, so where n_obs * pct / 100 is a whole number
+  (every multiple of 20 records at the default 5 %; also at 2.5, 10, 15, 20 %)
+  sdcMicro groups one value fewer at each end (20 records at 5 %: no group);
 * sdcMicro's window is ranks i + 1 .. i + floor(P m) - 1 (a C++ ``<``); here it
   is i + 1 .. i + floor(P m), sdcMicro's documented |i - j| <= P N / 100;
 * sdcMicro documents ``P`` as a percentage but passes it to the C++ unscaled, so
@@ -88,6 +94,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -160,7 +167,7 @@ def _check_parameters(p: Any, r0: Any, k0: Any, top_percent: Any,
 
 
 def _observed_values(frame: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
-    """Each column as float64 with NaN for missing; refuses bool, non-numeric and inf."""
+    """Each column as float64 with NaN for missing; refuses bool, complex, non-numeric, inf."""
     flags = [c for c in columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
     if flags:
         raise InputError(
@@ -172,6 +179,13 @@ def _observed_values(frame: pd.DataFrame, columns: list[str]) -> dict[str, np.nd
         raise InputError(
             f"columns {bad} are not numeric; rank swapping needs numeric variables (convert "
             "an ordinal variable to its codes, protect a categorical one by recoding or PRAM)"
+        )
+    # a float conversion would drop the imaginary parts with only a warning
+    cplx = [c for c in columns if pd.api.types.is_complex_dtype(frame[c].dtype)]
+    if cplx:
+        raise InputError(
+            f"columns {cplx} are complex; rank swapping ranks real values (pass the real "
+            "part or the modulus)"
         )
     values = {}
     for c in columns:
@@ -221,6 +235,16 @@ def rank_range_fraction(values: np.ndarray, criterion: str, value: float,
     else:
         frac = math.sqrt(8.0 / 3.0) * value * abs(float(values.mean())) / delta
     return min(frac, 1.0)
+
+
+def _group_size(n_obs: int, percent: float) -> int:
+    """floor(n_obs * percent / 100), exact for the percentage as written in decimal.
+
+    In binary floating point 3000 * 2.3 / 100 is 68.99999999999999, which floors
+    to 68; the shortest decimal of the float (``repr``: "2.3") is what the user
+    gave, and rational arithmetic on it gives 69.
+    """
+    return math.floor(n_obs * Fraction(repr(float(percent))) / 100)
 
 
 def _swap_partners(m: int, width: int, rng: np.random.Generator) -> np.ndarray:
@@ -317,9 +341,11 @@ def rank_swap(
         two swapped values differ in rank by at most floor(p m / 100).
     top_percent, bottom_percent : float, default 5
         Percentages (in [0, 100), sum below 100) of the largest and smallest
-        observed values grouped before swapping: each group's values are
-        replaced by the group's mean and not swapped (sdcMicro's ``TopPercent``,
-        ``BottomPercent``). 0 groups none.
+        observed values grouped before swapping: the floor(n_obs * percent /
+        100) largest (smallest) values, the percentage read as the decimal it is
+        written as, are replaced by the group's mean and not swapped (sdcMicro's
+        ``TopPercent``, ``BottomPercent``; see the module docstring for where its
+        group sizes differ). 0 groups none.
     r0 : float, optional
         Correlation-preservation factor R0 = R1 / R2 in (0, 1) (R1, R2 the
         correlation of two fields after and before swapping); sets, per
@@ -358,7 +384,8 @@ def rank_swap(
     Raises
     ------
     InputError
-        Unknown, non-numeric, boolean or columns with infinite values; more
+        Unknown, repeated, non-numeric, boolean or complex columns, or columns
+        with infinite values; more
         than one of ``p``, ``r0``, ``k0``; a parameter out of its range; a bad
         seed. All before any work.
 
@@ -402,8 +429,8 @@ def rank_swap(
             by_value = np.lexsort((tie_key[obs], -xo))
         order = obs[by_value]
         n_obs = order.size
-        n_top = math.floor(n_obs * top_percent / 100)
-        n_bottom = math.floor(n_obs * bottom_percent / 100)
+        n_top = _group_size(n_obs, top_percent)
+        n_bottom = _group_size(n_obs, bottom_percent)
         top_rows, mid_rows = order[:n_top], order[n_top:n_obs - n_bottom]
         bottom_rows = order[n_obs - n_bottom:]
         # t and b of Moore's Δ, as sdcMicro: the group boundaries, else the extremes
