@@ -153,7 +153,7 @@ COMPARE_MODELS = ("latent-class", "poisson-gamma", "negbin", "closed-form")
 #: pointwise log-likelihood).
 LIKELIHOOD_FAMILY = {
     "latent-class": None,
-    "poisson-gamma": "counts of counts (Poisson-gamma, seed 000 eq. 10)",
+    "poisson-gamma": "counts of counts (Poisson-gamma, Mokken et al. 1992, eq. 10)",
     "negbin": "within-cell spread of the weights (negbin)",
     "closed-form": None,
 }

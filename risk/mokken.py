@@ -981,7 +981,8 @@ def _ordered_keys(f_a: Any, f_u: Any, axis: int) -> tuple[np.ndarray, np.ndarray
     if np.any(np.diff(f_a, axis=axis) > 0) or np.any(np.diff(f_u, axis=axis) < 0):
         raise InputError(
             "keys must be ordered from least to most detailed, with f_a non-increasing and "
-            "f_u non-decreasing along the key axis (seed 000 assumption 24); reorder the keys."
+            "f_u non-decreasing along the key axis (Mokken et al. 1992, assumption 24); "
+            "reorder the keys."
         )
     return f_a, f_u
 

@@ -52,6 +52,15 @@ NA_VALUES_HELP = (
     "declared missing values are missing."
 )
 
+#: ``--encoding``, the same option in every command that reads a data file.
+ENCODING_HELP = (
+    "Text encoding of the data file, e.g. --encoding latin-1 or cp1252 (a Python codec "
+    "name; sdcbayes.microdata.read_microdata's encoding): CSV/TSV files are read as UTF-8 "
+    "without it (a byte-order mark is fine); for SPSS, Stata and SAS files it overrides "
+    "the encoding the file declares; refused for Parquet (UTF-8 by definition) and .por. "
+    "protect writes its CSV back in it. [default: utf-8]"
+)
+
 #: ``--quiet`` of every command (warnings go to stderr whatever it says).
 QUIET_HELP = "Print nothing on success but warnings (on stderr)."
 
@@ -77,6 +86,39 @@ def parse_na_values(text: str | None, option: str = "--na-values") -> list[str] 
         raise InputError(f"{option} is empty; give the codes that mean missing, e.g. "
                          f"{option} -9,99,.")
     return codes
+
+
+def parse_encoding(text: str | None, data: Path | None,
+                   option: str = "--encoding") -> str | None:
+    """``--encoding``'s codec under its canonical name (``latin-1`` -> ``iso8859-1``).
+
+    Checked before any work: an unknown codec name (:func:`codecs.lookup`), a data
+    file whose encoding cannot be given (Parquet, SPSS portable), or the option
+    without a data file (the demo) is refused in one line. None when not given. The
+    name returned is what provenance records and what the readers are given
+    (:func:`sdcbayes.microdata._check_encoding`).
+    """
+    import codecs
+
+    if text is None:
+        return None
+    if data is None:
+        raise InputError(f"{option} gives a data file's text encoding; give the file (DATA), "
+                         f"or leave out {option} for the demo")
+    from sdcbayes.microdata import _NO_ENCODING, _extension
+
+    try:
+        name = codecs.lookup(text.strip()).name
+    except LookupError:
+        raise InputError(
+            f"{option} {text!r} is not a text encoding Python knows; give a codec name such "
+            "as utf-8, latin-1 (ISO-8859-1), cp1252 (Windows Western European), iso8859-15 "
+            "or utf-16") from None
+    ext = _extension(Path(data))
+    if ext in _NO_ENCODING:
+        raise InputError(f"{option} cannot be given for '{Path(data).name}': "
+                         f"{_NO_ENCODING[ext]}; leave out {option}")
+    return name
 
 
 def split_names(value: str | None) -> list[str] | None:
@@ -146,6 +188,7 @@ def check_out_dir(
     out: Path,
     writes: Iterable[str] = (),
     inputs: Mapping[str, Path | None] | None = None,
+    command: str | None = None,
 ) -> None:
     """Refuse, before any work, an ``--out`` the output could not be written to.
 
@@ -164,6 +207,11 @@ def check_out_dir(
     file of the user's there (not an old output) named like a file this run writes.
     Any other file of the user's, an input among them, is carried over.
 
+    With ``command``, an earlier output of another command (:func:`previous_command`)
+    is refused too, naming its files: replacing it as a whole silently removed, e.g.,
+    a ``protect`` output's protected file under ``assess --out`` (audit UX F3). The
+    same command's earlier output is replaced, as documented.
+
     Parameters
     ----------
     out : Path
@@ -173,6 +221,8 @@ def check_out_dir(
     inputs : mapping of str to Path or None, optional
         The run's input files by the name the user knows them by (``"DATA"``,
         ``"--recipe"``); None for an input not given.
+    command : str, optional
+        This run's command (``"assess"``, ``"protect"``, ...).
 
     Raises
     ------
@@ -182,9 +232,68 @@ def check_out_dir(
     try:
         _check_out_dir(out)
         if out.is_dir():
+            # an input in the folder first: its message names that file
             _check_out_files(out, frozenset(writes), inputs or {})
+            if command is not None:
+                _check_same_command(out, command)
     except OSError as e:  # e.g. out.exists() on a name longer than the file system allows
         raise _unwritable(out, e.strerror or str(e)) from None
+
+
+#: The commands, as summary.json and the command line name them.
+COMMANDS = ("assess", "compare", "decide", "suda", "protect")
+
+
+def previous_command(out: Path) -> str | None:
+    """The command whose earlier output ``out`` holds, or None when it cannot be told.
+
+    From its summary.json (an sdcbayes output, :func:`previous_outputs`): the top-level
+    ``command`` (compare, decide, protect, suda); else the first command word in
+    ``provenance.command``, the command line stamped (assess); else the files listed
+    only one command writes (a protected file or log.csv: protect; comparison.csv:
+    compare; frontier.csv: decide; records.csv without a top-level ``command``:
+    assess, as suda names itself).
+    """
+    if previous_outputs(out) is None:
+        return None
+    try:
+        info = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if info.get("command") in COMMANDS:
+        return info["command"]
+    prov = info.get("provenance")
+    line = prov.get("command") if isinstance(prov, dict) else None
+    if isinstance(line, str):
+        words = line.split()
+        if words and words[0].endswith("sdcbayes"):  # as typed, not a test runner's argv
+            named = next((w for w in words[1:] if w in COMMANDS), None)
+            if named is not None:
+                return named
+    listed = set(info.get("output_files") or ()) if isinstance(
+        info.get("output_files"), list) else set()
+    if info.get("protected_file") or "log.csv" in listed:
+        return "protect"
+    if "comparison.csv" in listed:
+        return "compare"
+    if "frontier.csv" in listed:
+        return "decide"
+    if "records.csv" in listed and "command" not in info:  # suda names itself at the top
+        return "assess"
+    return None
+
+
+def _check_same_command(out: Path, command: str) -> None:
+    """Refuse to replace another command's earlier output in ``out`` (audit UX F3)."""
+    other = previous_command(out)
+    if other is None or other == command:
+        return
+    names = previous_outputs(out) or frozenset()
+    present = sorted(n for n in names if os.path.lexists(out / n))
+    raise InputError(
+        f"--out {out} holds the output of an earlier 'sdcbayes {other}' run "
+        f"({', '.join(present)}), which this {command} run would remove; choose another "
+        f"--out, or delete the folder (or move those files) first")
 
 
 def _entries_in(folder: Path, path: Path) -> list[str]:

@@ -17,6 +17,7 @@ import click
 
 from sdcbayes._cliutils import (
     CORES_HELP,
+    ENCODING_HELP,
     EXIT_INPUT,
     L_DIVERSITY_C_HELP,
     NA_VALUES_HELP,
@@ -26,6 +27,7 @@ from sdcbayes._cliutils import (
     echo_table,
     json_default,
     nan_to_none,
+    parse_encoding,
     parse_na_values,
     split_names,
     write_csv,
@@ -44,11 +46,12 @@ LARGE_FILE_BYTES = 50 * 2**20
 
 
 def read_data(path: Path, *, quiet: bool, na_values: list[str] | None = None,
-              columns: list[str] | None = None):
+              columns: list[str] | None = None, encoding: str | None = None):
     """Read a data file, with a status line on stderr for large files.
 
     ``read_microdata`` reads the file (``na_values``: the codes of ``--na-values``,
-    missing in every column; ``columns``: only these, in this order, all by default);
+    missing in every column; ``columns``: only these, in this order, all by default;
+    ``encoding``: the codec of ``--encoding``, :func:`parse_encoding`);
     the status costs one ``stat`` and ``len(frame)``, nothing per record.
     """
     from sdcbayes.microdata import read_microdata
@@ -56,7 +59,7 @@ def read_data(path: Path, *, quiet: bool, na_values: list[str] | None = None,
     size = path.stat().st_size if path.is_file() else 0
     if not quiet and size > LARGE_FILE_BYTES:
         click.echo(f"reading {path} ({size / 2**20:,.0f} MB) ...", err=True)
-    frame = read_microdata(path, na_values=na_values, columns=columns)
+    frame = read_microdata(path, na_values=na_values, columns=columns, encoding=encoding)
     if not quiet and len(frame) > LARGE_FILE_ROWS:
         click.echo(f"read {path} ({len(frame):,} rows); building the cell table ...", err=True)
     return frame
@@ -64,7 +67,7 @@ def read_data(path: Path, *, quiet: bool, na_values: list[str] | None = None,
 
 def read_variables(path: Path, keys: list[str], *, quiet: bool,
                    na_values: list[str] | None = None, sensitive: list[str] | None = None,
-                   **single: str | None):
+                   encoding: str | None = None, **single: str | None):
     """Read only the columns that ``--keys`` and the single-column options name.
 
     The names (column names or variable labels, :func:`resolve_variables`) are
@@ -89,7 +92,7 @@ def read_variables(path: Path, keys: list[str], *, quiet: bool,
     """
     from sdcbayes.microdata import _read_header, resolve_columns
 
-    header = _read_header(path)
+    header = _read_header(path, encoding=encoding)
     key_list, resolved = resolve_variables(header, path.name, keys, **single)
     sensitive_cols: list[str] = []
     if sensitive is not None:
@@ -98,7 +101,8 @@ def read_variables(path: Path, keys: list[str], *, quiet: bool,
         check_sensitive_roles(sensitive_cols, key_list, resolved)
     wanted = {*key_list, *(c for c in resolved.values() if c is not None), *sensitive_cols}
     needed = [c for c in header.columns if c in wanted]
-    frame = read_data(path, quiet=quiet, na_values=na_values, columns=needed)
+    frame = read_data(path, quiet=quiet, na_values=na_values, columns=needed,
+                      encoding=encoding)
     if sensitive is not None:
         resolved["sensitive"] = sensitive_cols  # type: ignore[assignment]
     return frame, key_list, resolved
@@ -373,6 +377,7 @@ def cli() -> None:
     "variable passed as a key). [default: 1000]",
 )
 @click.option("--na-values", metavar="CODES", default=None, help=NA_VALUES_HELP)
+@click.option("--encoding", metavar="ENC", default=None, help=ENCODING_HELP)
 @click.option(
     "--threshold",
     type=float,
@@ -454,6 +459,7 @@ def assess(
     na_values: str | None = None,
     sensitive: str | None = None,
     l_diversity_c: float | None = None,
+    encoding: str | None = None,
 ) -> None:
     """Assess disclosure risk per record and for the whole file.
 
@@ -462,6 +468,14 @@ def assess(
     With no DATA, the embedded demo sample is used (its true population
     frequencies are known, so the true tau1 and tau2 are printed beside the
     estimates).
+
+    On screen, "records above benchmark" counts sdcMicro's benchmark rule: records
+    whose risk is above 0.1 and above the median risk plus twice the median absolute
+    deviation (MAD). Posterior models print [90% intervals]: "predictive" ones take in
+    both the model's parameter uncertainty and the randomness of the unknown population
+    counts; those marked "parameter uncertainty only" leave the latter out (they are
+    computed from each record's risk given the parameters), so they are narrower and a
+    posterior mean can lie just outside them.
     """
     from sdcbayes.microdata import (
         require_one_cell_per_record,
@@ -473,8 +487,9 @@ def assess(
     may_write = ["posterior.nc"] if model != "closed-form" and write_posterior else []
     rules_file = structural_zeros_file(structural_zeros)
     check_out_dir(out, writes=[*out_files, *may_write],
-                  inputs={"DATA": data, "--structural-zeros": rules_file})
+                  inputs={"DATA": data, "--structural-zeros": rules_file}, command="assess")
     na_codes = parse_na_values(na_values)
+    codec = parse_encoding(encoding, data)
     if na_codes is not None and data is None:
         raise InputError("--na-values declares missing-value codes of a data file; give the "
                          "file (DATA), or leave out --na-values for the demo")
@@ -553,7 +568,7 @@ def assess(
     frame, key_list, roles, truth, source = load_input(
         data, keys, weight=weight, household=household, strata=strata, quiet=quiet or as_json,
         sampling_fraction=sampling_fraction, na_values=na_codes, household_truth=True,
-        sensitive=sensitive_names,
+        sensitive=sensitive_names, encoding=codec,
     )
     weight, household, strata = roles["weight"], roles["household"], roles["strata"]
     sensitive_cols = roles.get("sensitive")
@@ -687,7 +702,8 @@ def assess(
         summary["truth"] = truth
     # the file's fingerprint (and --na-values) beside the result's own stamp (a copy: the
     # result keeps its own)
-    summary["provenance"] = {**result.provenance, "input": input_record(data, na_codes)}
+    summary["provenance"] = {**result.provenance,
+                             "input": input_record(data, na_codes, codec)}
     if rules_file is not None:
         # the rules themselves are stamped by the fit (settings' structural_zero_rules)
         summary["provenance"]["settings"] = {**summary["provenance"].get("settings", {}),
@@ -845,7 +861,7 @@ def check_applicable(*, model: str, fit_method: str | None, method: str, missing
 def load_input(data: Path | None, keys: str | None, *, quiet: bool,
                sampling_fraction: float | None = None, na_values: list[str] | None = None,
                household_truth: bool = False, sensitive: list[str] | None = None,
-               **roles: str | None):
+               encoding: str | None = None, **roles: str | None):
     """The frame a command works on: DATA read and its variables resolved, or the demo.
 
     Of DATA only the columns of ``keys`` and ``roles`` are read (:func:`read_variables`).
@@ -854,7 +870,8 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
     true tau1, tau2 and expected re-identifications (None for a user's file, and for
     the demo on other keys than its own: the truth is that of the demo's keys). The
     demo's weight stands in for ``--weight`` unless ``sampling_fraction`` is given.
-    ``na_values``: the codes of ``--na-values`` (:func:`read_data`).
+    ``na_values``: the codes of ``--na-values`` (:func:`read_data`); ``encoding``: the
+    codec of ``--encoding`` (:func:`parse_encoding`).
     ``household_truth``: also the demo's true household expected re-identifications
     (``assess`` and ``compare``, which report them), when its household column is the
     one used.
@@ -899,7 +916,7 @@ def load_input(data: Path | None, keys: str | None, *, quiet: bool,
     # only the columns the options name (a wide file costs memory for each one read)
     frame, key_list, resolved = read_variables(data, key_list, quiet=quiet,
                                                na_values=na_values, sensitive=sensitive,
-                                               **roles)
+                                               encoding=encoding, **roles)
     return frame, key_list, resolved, None, str(data)
 
 
@@ -1118,7 +1135,7 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         if interval is not None:
             # a count of records over their r_i(θ) per draw: over the parameters only,
             # not predictive (README, "*_interval")
-            v += f"  [{interval[0]:,.0f}, {interval[1]:,.0f}] over θ only"
+            v += f"  [{interval[0]:,.0f}, {interval[1]:,.0f}] parameter uncertainty only"
         return v
 
     click.echo(f"sdcbayes {s['sdcbayes_version']} — model: {s['model']} [{s.get('method', '')}]")
@@ -1153,12 +1170,13 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
         pred = str(s.get("household_interval_kind") or "").startswith("predictive")
         rows.append(("household expected re-identifications",
                      with_truth("household_expected_reidentifications",
-                                " predictive" if pred else " over θ only")))
+                                " predictive" if pred else " parameter uncertainty only")))
         if "household_expected_reidentified_households_interval" in s:
             # a posterior model's: the same risks once per household, same interval kind
             rows.append(("  expected re-identified households",
                          with_truth("household_expected_reidentified_households",
-                                    " predictive" if pred else " over θ only")))
+                                    " predictive" if pred
+                                    else " parameter uncertainty only")))
     od = s.get("overdispersion")
     if od:
         def k(x):
@@ -1239,13 +1257,20 @@ def _zeros(option: str):
     return None if option == "none" else option
 
 
-def input_record(data: Path | None, na_values: list[str] | None) -> dict[str, Any] | None:
-    """summary.json's ``provenance.input``: the file's fingerprint and ``--na-values``."""
+def input_record(data: Path | None, na_values: list[str] | None,
+                 encoding: str | None = None) -> dict[str, Any] | None:
+    """summary.json's ``provenance.input``: the fingerprint, ``--na-values``, ``--encoding``.
+
+    The file's fingerprint, and each option when given (``--encoding`` as its codec's
+    canonical name, :func:`parse_encoding`).
+    """
     from sdcbayes.provenance import file_fingerprint
 
     record = file_fingerprint(data)
     if record is not None and na_values is not None:
         record["na_values"] = list(na_values)
+    if record is not None and encoding is not None:
+        record["encoding"] = encoding
     return record
 
 

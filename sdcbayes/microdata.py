@@ -380,16 +380,69 @@ def _first_position(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def _row_ref(index: pd.Index, position: int) -> str:
-    """Name the record at ``position`` in a message, e.g. ``row 3 (index label 1003)``.
+def _row_ref(frame: pd.DataFrame, position: int) -> str:
+    """Name the record at ``position`` (0-based) in a message, counting from 1.
 
-    ``record 3`` for the default index ``0..n-1``, else the row and its label: the
-    position alone would send a user who looks the record up with ``frame.loc[3]``
-    to another record whenever the labels are not the positions.
+    One convention for every record named in an error (audit UX F5, where "record 5"
+    counted from 0 in two messages, said so in a third, and the ragged-line error gave
+    1-based file lines): ``record 6 (line 7 of the file)`` for a frame
+    :func:`read_microdata` read from a CSV/TSV file, untouched since (the line is
+    found again in the file, :func:`_csv_record_line`); else ``record 6, counting from
+    1``; for an index other than ``0..n-1`` also the label, ``record 4, counting from
+    1 (index label 1003)``: the position alone would send a user who looks the record
+    up with ``frame.loc[...]`` to another record whenever the labels are not the
+    positions.
     """
+    index = frame.index
+    number = position + 1
     if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
-        return f"record {position}"
-    return f"row {position} (index label {_label_text(index[position])})"
+        line = _csv_record_line(frame, position)
+        if line is not None:
+            return f"record {number} (line {line} of the file)"
+        return f"record {number}, counting from 1"
+    return f"record {number}, counting from 1 (index label {_label_text(index[position])})"
+
+
+def _csv_record_line(frame: pd.DataFrame, position: int) -> int | None:
+    """The line of the CSV/TSV file where record ``position`` (0-based) starts, or None.
+
+    Only for a frame whose ``attrs["csv_source"]`` (:func:`_read_csv`) still describes
+    it (as many rows as the file has records); the file is read again up to that
+    record, as :func:`_ragged_line` reads it (blank lines skipped, a quoted value may
+    span lines), so this costs nothing unless an error names a record.
+    """
+    import csv
+
+    src = frame.attrs.get("csv_source")
+    if not isinstance(src, dict) or src.get("n_records") != len(frame):
+        return None
+    try:
+        p = Path(src["path"])
+        with _csv_open(p, src.get("encoding")) as fh:
+            for _ in range(src["skip"]):
+                fh.readline()
+            reader = csv.reader(fh, delimiter=src["sep"])
+            start, header, seen = src["skip"] + 1, True, -1
+            for row in reader:
+                if row and not header:
+                    seen += 1
+                    if seen == position:
+                        return start
+                header = header and not row
+                start = src["skip"] + reader.line_num + 1
+    except (OSError, KeyError, TypeError, UnicodeDecodeError, csv.Error):
+        return None
+    return None
+
+
+def _counted(n: int, what: str) -> str:
+    """``"1 value"``, ``"2 values"``: a count and its noun, in the number it needs."""
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _first_at(n: int) -> str:
+    """``"at"`` for the one offending record, ``"first at"`` for the first of several."""
+    return "at" if n == 1 else "first at"
 
 
 def _label_text(label: Any) -> str:
@@ -1015,10 +1068,12 @@ class Microdata:
                                  "column cannot use both ',' and '.' as the decimal mark, "
                                  "and thousands separators are not read; save the numbers "
                                  "with one decimal mark and no thousands separator")
+                n_bad = int(bad.sum())
                 raise DataError(
                     f"weight column {col!r} is not numeric (dtype {s.dtype}): "
-                    f"{int(bad.sum())} values are not numbers (first at "
-                    f"{_row_ref(frame.index, i)}: {v!r})"
+                    + (f"{n_bad} values are not numbers (first at " if n_bad > 1
+                       else "1 value is not a number (at ")
+                    + f"{_row_ref(frame, i)}: {v!r})"
                     + (comma if "," in v else "") + others
                     + "; make every value a number or drop those records (in Python, e.g. "
                     "pandas.to_numeric)"
@@ -1034,30 +1089,31 @@ class Microdata:
         wk = np.where(kept, w, 1.0)
         bad = ~np.isfinite(wk)
         if bad.any():
-            where = _row_ref(frame.index, _first_position(bad))
-            if where.startswith("record "):  # a data row of a CSV is record + 2 (header)
-                where += ", counting from 0"
+            where = _row_ref(frame, _first_position(bad))
             listed = frame.attrs.get("na_values")
             why = (f"; na_values (--na-values) {', '.join(map(str, listed))} apply to the "
                    "weight too: a weight equal to one of them is missing" if listed else "")
             raise DataError(
-                f"weight column {col!r} has {int(bad.sum())} missing or non-finite values "
-                f"(first at {where}{why}); impute them or drop those records"
+                f"weight column {col!r} has "
+                f"{_counted(int(bad.sum()), 'missing or non-finite value')} "
+                f"({_first_at(int(bad.sum()))} {where}{why}); impute them or drop those records"
             )
         bad = wk <= 0
         if bad.any():
             i = _first_position(bad)
             raise DataError(
-                f"weight column {col!r} has {int(bad.sum())} zero or negative values (first at "
-                f"{_row_ref(frame.index, i)}: {w[i]:g}); survey weights must be positive, fix or "
-                "drop those records"
+                f"weight column {col!r} has "
+                f"{_counted(int(bad.sum()), 'zero or negative value')} "
+                f"({_first_at(int(bad.sum()))} {_row_ref(frame, i)}: {w[i]:g}); survey "
+                "weights must be positive, fix or drop those records"
             )
         bad = wk < 1
         if bad.any() and not self.allow_weights_below_one:
             i = int(np.argmin(wk))
             raise DataError(
-                f"weight column {col!r} has {int(bad.sum())} values below 1 (smallest {w[i]:g} at "
-                f"{_row_ref(frame.index, i)}), so Fk_hat < fk would be possible; use inverse "
+                f"weight column {col!r} has {_counted(int(bad.sum()), 'value')} below 1 "
+                f"(smallest {w[i]:g} at "
+                f"{_row_ref(frame, i)}), so Fk_hat < fk would be possible; use inverse "
                 "inclusion "
                 "probabilities (>= 1) or pass allow_weights_below_one=True"
             )
@@ -1151,10 +1207,11 @@ class Microdata:
         s = frame[col]
         isna = s.isna().to_numpy()
         if isna.any():
-            what = "ids" if role == "household" else "values"
+            n_na = int(isna.sum())
+            what = _counted(n_na, "missing id" if role == "household" else "missing value")
             raise DataError(
-                f"{role} column {col!r} has {int(isna.sum())} missing {what} (first at "
-                f"{_row_ref(frame.index, _first_position(isna))}); give every record a {role} "
+                f"{role} column {col!r} has {what} ({_first_at(n_na)} "
+                f"{_row_ref(frame, _first_position(isna))}); give every record a {role} "
                 f"value or leave {role}=None"
             )
         try:
@@ -1663,11 +1720,55 @@ def _text_encoding_error(p: Path, head: bytes) -> DataError | None:
     enc = "utf-32" if name == "UTF-32" else "utf-16"
     return DataError(
         f"could not read '{p.name}': it is {name} text, not UTF-8 (Excel's 'Unicode Text' "
-        "export is UTF-16); save it as UTF-8 (Excel: 'CSV UTF-8'; or convert it: "
-        f"iconv -f {enc.upper()} -t UTF-8 '{p.name}' > utf8.csv), or read it with "
-        "pandas.read_csv(..., "
-        f"encoding='{enc}') and pass the DataFrame to Microdata"
+        f"export is UTF-16); give its encoding, --encoding {enc} (read_microdata(..., "
+        f"encoding='{enc}') in Python), or save it as UTF-8 (Excel: 'CSV UTF-8'; or "
+        f"convert it: iconv -f {enc.upper()} -t UTF-8 '{p.name}' > utf8.csv)"
     )
+
+
+#: File types whose text encoding is fixed or stored in the file, which pyreadstat's
+#: reader cannot be told (Parquet is UTF-8 by definition; read_por has no ``encoding``).
+_NO_ENCODING = {".parquet": "Parquet files are UTF-8 by definition",
+                ".pq": "Parquet files are UTF-8 by definition",
+                ".por": "SPSS portable files carry their own character set, and pyreadstat's "
+                        "read_por takes no encoding"}
+
+
+def _check_encoding(encoding, ext: str, p: Path) -> str | None:
+    """The text encoding to read ``p`` with: None for UTF-8 (the default), else its name.
+
+    ``encoding`` is a Python codec name or alias (``latin-1``, ``cp1252``,
+    ``utf-16``), looked up with :func:`codecs.lookup` and returned under its
+    canonical name (``iso8859-1``), which pyarrow, pandas and pyreadstat's iconv all
+    take for the common Western ones. UTF-8 given explicitly is the default (a
+    byte-order mark is skipped as without it).
+
+    Raises
+    ------
+    InputError
+        Not a text, an unknown codec, or a file type whose encoding cannot be given
+        (:data:`_NO_ENCODING`).
+    """
+    import codecs
+
+    if encoding is None:
+        return None
+    if not isinstance(encoding, str):
+        raise InputError(f"encoding must be a codec name such as 'latin-1', got "
+                         f"{type(encoding).__name__}")
+    try:
+        name = codecs.lookup(encoding.strip()).name
+    except LookupError:
+        raise InputError(
+            f"unknown encoding {encoding!r}; give a codec name Python knows, e.g. utf-8, "
+            "latin-1 (ISO-8859-1), cp1252 (Windows Western European), iso8859-15, utf-16"
+        ) from None
+    if ext in _NO_ENCODING:
+        raise InputError(
+            f"an encoding cannot be given for '{p.name}': {_NO_ENCODING[ext]}; leave out "
+            "--encoding (encoding=) for this file"
+        )
+    return None if name in ("utf-8", "utf-8-sig") else name
 
 
 #: Excel's separator line, ``sep=;`` before the header (a spreadsheet reads the file
@@ -1675,7 +1776,7 @@ def _text_encoding_error(p: Path, head: bytes) -> DataError | None:
 _SEP_LINE = re.compile(r"sep=(.)", re.IGNORECASE)
 
 
-def _csv_layout(path: Path, ext: str = ".csv") -> tuple[str, int]:
+def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> tuple[str, int]:
     """The separator of a CSV/TSV file and the number of lines before its header.
 
     Spreadsheets in many European locales save "CSV" with semicolons (the comma being
@@ -1687,6 +1788,8 @@ def _csv_layout(path: Path, ext: str = ".csv") -> tuple[str, int]:
     blank line as one column, audit BB4 F3). An Excel separator line ``sep=X`` before
     it sets the separator to ``X`` and is skipped, as Excel reads it.
 
+    ``encoding``: the file's text encoding (:func:`_check_encoding`; None: UTF-8).
+
     Returns
     -------
     (sep, skip)
@@ -1696,7 +1799,8 @@ def _csv_layout(path: Path, ext: str = ".csv") -> tuple[str, int]:
     Raises
     ------
     DataError
-        The file is UTF-16 or UTF-32 text (:func:`_text_encoding_error`).
+        The file is UTF-16 or UTF-32 text (:func:`_text_encoding_error`) and no
+        ``encoding`` is given.
     """
     import gzip
 
@@ -1705,10 +1809,11 @@ def _csv_layout(path: Path, ext: str = ".csv") -> tuple[str, int]:
     skip, header, given = 0, None, None
     try:
         with opener(path, "rb") as fh:
-            bad = _text_encoding_error(path, fh.read(4))
+            bad = _text_encoding_error(path, fh.read(4)) if encoding is None else None
         if bad is not None:
             raise bad
-        with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+        with opener(path, "rt", encoding=encoding or "utf-8-sig", errors="replace",
+                    newline="") as fh:
             for line in fh:
                 text = line.rstrip("\r\n")
                 if not text.strip():  # pandas skips it; so does pyarrow, once told to
@@ -1722,7 +1827,7 @@ def _csv_layout(path: Path, ext: str = ".csv") -> tuple[str, int]:
                 break
     except (OSError, EOFError):
         return default, 0  # the reader below reports what is wrong with the file
-    if header is not None and "\x00" in header:
+    if header is not None and "\x00" in header and encoding is None:
         raise _text_encoding_error(path, b"\x00")
     if given is not None:
         return given, skip
@@ -2000,8 +2105,23 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool,
     return out
 
 
-def _not_utf8(p: Path, exc: Exception) -> DataError:
-    """The error for a text file that is not UTF-8, naming the ways out."""
+def _not_utf8(p: Path, exc: Exception, names: list[str] | None = None,
+              encoding: str | None = None, sep: str | None = None,
+              skip: int = 0) -> DataError:
+    """The error for a text file that is not UTF-8 (or not ``encoding``), naming the ways out.
+
+    It says where: the file's first line that does not decode (counting from 1) and,
+    for a CSV whose header ``names`` and separator are known, the column by its
+    header, not pyarrow's own wording ("In CSV column #2: CSV conversion error to
+    large_string: invalid UTF8 data", a 0-based position; audit UX F11).
+    """
+    where = _undecodable_line(p, encoding or "utf-8-sig", names, sep, skip)
+    if encoding is not None:
+        return DataError(
+            f"could not read '{p.name}': it is not {encoding} text{where}; give the file's "
+            "own encoding with --encoding (encoding= in read_microdata): latin-1 or cp1252 "
+            "for Western European files from Windows, utf-8 by default"
+        )
     try:  # UTF-16/32 (Excel's "Unicode Text"): Latin-1 would garble it (audit BB4 F4)
         import gzip
 
@@ -2013,23 +2133,54 @@ def _not_utf8(p: Path, exc: Exception) -> DataError:
         return utf16
     # No silent retry in Latin-1: it decodes any bytes, right or wrong.
     return DataError(
-        f"could not read '{p.name}': it is not UTF-8 text ({_one_line(exc)}); save it "
-        "as UTF-8 (Excel: 'CSV UTF-8'), or read it with pandas.read_csv(..., "
-        "encoding='latin-1') and pass the DataFrame to Microdata"
+        f"could not read '{p.name}': it is not UTF-8 text{where}; give its encoding, "
+        "--encoding latin-1 (or cp1252 for a Windows file; in Python read_microdata(..., "
+        "encoding='latin-1')), or save it as UTF-8 (Excel: 'CSV UTF-8')"
     )
 
 
-def _csv_open(p: Path):
+def _undecodable_line(p: Path, encoding: str, names, sep, skip: int) -> str:
+    """`` (line 7, column 'region': byte 0xe9)``: where a text file first fails to decode.
+
+    Empty when the file cannot be read or decodes whole (the error came from elsewhere).
+    Read line by line in binary, so only up to the bad line; the column is the field
+    of that line holding the bad byte, named by its header when the line has as many
+    fields as the header (a quoted separator may shift it: then no column is named).
+    """
+    import codecs
+    import gzip
+
+    try:
+        decoder = codecs.getincrementaldecoder(encoding)()
+        with (gzip.open if p.name.lower().endswith(".gz") else open)(p, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                try:
+                    decoder.decode(raw)
+                except UnicodeDecodeError as e:
+                    column = ""
+                    if names and sep and number > skip + 1:
+                        fields = raw.split(sep.encode("ascii", "replace"))
+                        if len(fields) == len(names):
+                            at = raw[:e.start].count(sep.encode("ascii", "replace"))
+                            column = f", column {names[at]!r}"
+                    return f" (line {number}{column}: byte 0x{raw[e.start]:02x})"
+    except (OSError, EOFError, LookupError, IndexError):
+        return ""
+    return ""
+
+
+def _csv_open(p: Path, encoding: str | None = None):
     import gzip
 
     opener = gzip.open if p.name.lower().endswith(".gz") else open
-    return opener(p, "rt", encoding="utf-8-sig", newline="")
+    return opener(p, "rt", encoding=encoding or "utf-8-sig", newline="")
 
 
-def _csv_header(p: Path, sep: str, skip: int = 0) -> list[str]:
+def _csv_header(p: Path, sep: str, skip: int = 0, encoding: str | None = None) -> list[str]:
     """The column names of a CSV file, as ``pandas.read_csv`` gives them, checked.
 
-    ``skip``: the lines before the header (:func:`_csv_layout`).
+    ``skip``: the lines before the header (:func:`_csv_layout`); ``encoding``: the
+    file's text encoding (None: UTF-8, :func:`_check_encoding`).
 
     Refused (:class:`DataError`): a file with no header line (empty, or blank lines
     only), and a header that names a column twice (pandas would rename the second
@@ -2038,9 +2189,11 @@ def _csv_header(p: Path, sep: str, skip: int = 0) -> list[str]:
     from pandas.errors import EmptyDataError
 
     try:
-        names = [str(c) for c in pd.read_csv(p, sep=sep, nrows=0, skiprows=skip).columns]
+        enc = encoding or "utf-8"  # pandas skips a UTF-8 byte-order mark
+        names = [str(c) for c in pd.read_csv(p, sep=sep, nrows=0, skiprows=skip,
+                                             encoding=enc).columns]
         raw = pd.read_csv(p, sep=sep, nrows=1, header=None, dtype=str, skiprows=skip,
-                          keep_default_na=False).iloc[0].tolist()
+                          keep_default_na=False, encoding=enc).iloc[0].tolist()
     except EmptyDataError:
         raise DataError(
             f"could not read '{p.name}': the file is empty (no header line); give a file "
@@ -2059,7 +2212,8 @@ def _csv_header(p: Path, sep: str, skip: int = 0) -> list[str]:
     return names
 
 
-def _ragged_line(p: Path, sep: str, width: int, skip: int = 0) -> tuple[int, int, str] | None:
+def _ragged_line(p: Path, sep: str, width: int, skip: int = 0,
+                 encoding: str | None = None) -> tuple[int, int, str] | None:
     """The first line of a CSV file whose field count differs from the header's.
 
     ``(line number, fields, text)`` (the line of the file where the record starts,
@@ -2069,7 +2223,7 @@ def _ragged_line(p: Path, sep: str, width: int, skip: int = 0) -> tuple[int, int
     import csv
 
     try:
-        with _csv_open(p) as fh:
+        with _csv_open(p, encoding) as fh:
             for _ in range(skip):
                 fh.readline()
             reader = csv.reader(fh, delimiter=sep)
@@ -2086,7 +2240,8 @@ def _ragged_line(p: Path, sep: str, width: int, skip: int = 0) -> tuple[int, int
     return None
 
 
-def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0) -> pd.DataFrame:
+def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0,
+              encoding: str | None = None) -> pd.DataFrame:
     """Read a CSV/TSV file, every value keeping its identity (:func:`_csv_column`).
 
     pyarrow's reader takes every column as text, and keeps quoted fields apart
@@ -2097,14 +2252,17 @@ def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0) -> pd.DataFr
     :func:`_csv_header`).
     A line with more or fewer fields than the header is an error (pandas filled
     missing fields, and took an extra first field for the row index). ``skip``: the
-    lines before the header (:func:`_csv_layout`: blank ones, Excel's ``sep=;``).
+    lines before the header (:func:`_csv_layout`: blank ones, Excel's ``sep=;``);
+    ``encoding``: the file's text encoding (None: UTF-8, :func:`_check_encoding`),
+    which pyarrow decodes with Python's codec. ``attrs["csv_source"]`` remembers the
+    file and its layout, so that an error can name a record's line (:func:`_row_ref`).
     """
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
     declared = {str(v).strip() for v in na_values or ()}
     defaults = set(CSV_NA_VALUES)
-    names = _csv_header(p, sep, skip)
+    names = _csv_header(p, sep, skip, encoding)
     # pyarrow reads the header line as a row of its own (f0, f1, ...: positions,
     # so repeated or blank names and blank lines before the header are no matter)
     fields = [f"f{j}" for j in range(len(names))]
@@ -2113,16 +2271,20 @@ def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0) -> pd.DataFr
         table = pcsv.read_csv(
             p,
             # skip_rows counts blank lines too, as _csv_layout does
-            read_options=pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip),
+            read_options=pcsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip,
+                                          encoding=encoding or "utf8"),
             parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=True),
             convert_options=pcsv.ConvertOptions(
                 column_types={f: pa.large_string() for f in fields},
                 include_columns=keep, null_values=sorted(defaults | declared),
                 strings_can_be_null=True, quoted_strings_can_be_null=False))
+    except UnicodeDecodeError as exc:  # pyarrow decoding with a codec of --encoding
+        raise _not_utf8(p, exc, names, encoding, sep, skip) from exc
     except pa.ArrowInvalid as exc:
         if "invalid UTF8" in str(exc):  # the header was UTF-8, a later line is not
-            raise _not_utf8(p, exc) from exc
-        ragged = _ragged_line(p, sep, len(names), skip) if "Expected" in str(exc) else None
+            raise _not_utf8(p, exc, names, encoding, sep, skip) from exc
+        ragged = (_ragged_line(p, sep, len(names), skip, encoding) if "Expected" in str(exc)
+                  else None)
         if ragged is not None:
             line, count, text = ragged
             raise DataError(
@@ -2141,6 +2303,8 @@ def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0) -> pd.DataFr
     }, index=index)
     if splits:  # Microdata warns for the keys among them (_numbers_written_two_ways)
         frame.attrs["split_numbers"] = splits
+    frame.attrs["csv_source"] = {"path": str(p), "sep": sep, "skip": skip,
+                                 "encoding": encoding, "n_records": len(frame)}
     return frame
 
 
@@ -2172,7 +2336,7 @@ def _readable_path(path) -> tuple[Path, str]:
     return p, ext
 
 
-def _read_header(path) -> pd.DataFrame:
+def _read_header(path, encoding: str | None = None) -> pd.DataFrame:
     """The columns of a microdata file, without its records: an empty DataFrame.
 
     Its columns are those :func:`read_microdata` gives (a CSV header as pandas reads
@@ -2184,20 +2348,24 @@ def _read_header(path) -> pd.DataFrame:
     the columns) on it as on the whole file, and a caller can then read only the
     columns it needs (``read_microdata(path, columns=...)``). It costs the header
     line, the Parquet footer or the pyreadstat metadata, nothing per record.
+    ``encoding``: as :func:`read_microdata`'s.
 
     Raises
     ------
     InputError
-        As :func:`read_microdata`, for the path.
+        As :func:`read_microdata`, for the path and the encoding.
     DataError
         The header could not be read (an empty CSV, a repeated column name, a
         damaged file).
     """
     p, ext = _readable_path(path)
+    encoding = _check_encoding(encoding, ext, p)
     labels: dict[str, str] | None = None
+    sep, skip = None, 0
     try:
         if ext in (".csv", ".csv.gz", ".tsv"):
-            names = _csv_header(p, *_csv_layout(p, ext))
+            sep, skip = _csv_layout(p, ext, encoding)
+            names = _csv_header(p, sep, skip, encoding)
         elif ext in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
@@ -2209,7 +2377,8 @@ def _read_header(path) -> pd.DataFrame:
             index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}
             names = [c for c in schema.names if c not in index]
         else:
-            _, meta = _readstat_reader(ext)(str(p), metadataonly=True)
+            _, meta = _readstat_reader(ext)(str(p), metadataonly=True,
+                                            **_readstat_encoding(encoding))
             names = list(meta.column_names)
             to_labels = getattr(meta, "column_names_to_labels", None) or {}
             # as _read_readstat keeps them
@@ -2218,8 +2387,10 @@ def _read_header(path) -> pd.DataFrame:
     except (InputError, DataError):
         raise
     except UnicodeDecodeError as exc:
-        raise _not_utf8(p, exc) from exc
+        raise _not_utf8(p, exc, None, encoding, sep, skip) from exc
     except Exception as exc:  # any parser failure -> one readable line, as read_microdata
+        if encoding is not None and "character set" in str(exc):
+            raise _readstat_charset_error(p, encoding) from exc
         raise DataError(
             f"could not read '{p.name}' as a {_FORMAT_NAMES[ext]} file: {_one_line(exc)}; "
             "check that the file is complete and of that type"
@@ -2230,7 +2401,7 @@ def _read_header(path) -> pd.DataFrame:
     return frame
 
 
-def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
+def read_microdata(path, *, columns=None, na_values=None, encoding=None) -> pd.DataFrame:
     """Read a microdata file into a DataFrame, value labels becoming categories.
 
     Parameters
@@ -2259,6 +2430,16 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         value labels, a category whose name or whose code in the file is listed
         (the category is then removed, so it does not count in K). Survey files
         in any format often carry codes such as -9 or -8 for non-response.
+    encoding : str, optional
+        The text encoding of the file, a Python codec name (``"latin-1"``,
+        ``"cp1252"``, ``"utf-16"``; :func:`codecs.lookup`). CSV/TSV files are
+        read as UTF-8 by default (an initial byte-order mark skipped); a Latin-1
+        or Windows-1252 export, common at statistical offices, needs
+        ``encoding="latin-1"`` or ``"cp1252"``. SPSS ``.sav``/``.zsav``, Stata
+        ``.dta``, SAS ``.sas7bdat`` and ``.xpt``: passed to pyreadstat's reader,
+        overriding the encoding the file declares (for old files that declare
+        none or a wrong one). Refused for Parquet (UTF-8 by definition) and SPSS
+        portable ``.por`` files (``read_por`` takes none).
 
     Returns
     -------
@@ -2308,9 +2489,10 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
       10.5), the European spreadsheet convention; thousands separators are not
       read, and a column holding both a comma and a point (``12,5`` and
       ``2.500``) stays text.
-    - The file must be UTF-8 (an initial byte-order mark is fine). UTF-16 and
-      UTF-32 files (Excel's "Unicode Text") are refused with a message saying so
-      and how to convert them.
+    - The file must be UTF-8 (an initial byte-order mark is fine) unless
+      ``encoding`` names another. Without it, UTF-16 and UTF-32 files (Excel's
+      "Unicode Text") and other non-UTF-8 text are refused with a message saying
+      where the first byte that is not UTF-8 is, and naming ``encoding``.
 
     In every format, text values (and category names, value labels included)
     are stripped of surrounding blanks, and a text that is then empty is
@@ -2325,8 +2507,9 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
     Raises
     ------
     InputError
-        The file does not exist, its ending is not one of the above, or
-        ``na_values`` is neither a code nor a list of codes.
+        The file does not exist, its ending is not one of the above,
+        ``na_values`` is neither a code nor a list of codes, or ``encoding`` is
+        not a known codec or is given for a Parquet or ``.por`` file.
     DataError
         The file could not be parsed (a text file not in UTF-8 included), or
         ``columns`` names columns it lacks.
@@ -2336,24 +2519,28 @@ def read_microdata(path, *, columns=None, na_values=None) -> pd.DataFrame:
         columns = [columns] if isinstance(columns, str) else list(columns)
     if na_values is not None:
         na_values = _na_value_list(na_values)
+    encoding = _check_encoding(encoding, ext, p)
+    sep, skip = None, 0
     try:
         if ext in (".csv", ".csv.gz", ".tsv"):
-            sep, skip = _csv_layout(p, ext)
+            sep, skip = _csv_layout(p, ext, encoding)
             if columns is not None:
-                _check_columns(columns, _csv_header(p, sep, skip), p)
-            frame = _read_csv(p, sep, columns, na_values, skip)
+                _check_columns(columns, _csv_header(p, sep, skip, encoding), p)
+            frame = _read_csv(p, sep, columns, na_values, skip, encoding)
         elif ext in (".parquet", ".pq"):
             names = _parquet_names(p)
             if columns is not None:
                 _check_columns(columns, names, p)
             frame = _strip_text(pd.read_parquet(p, engine="pyarrow", columns=columns))
         else:
-            frame = _strip_text(_read_readstat(p, ext, columns))
+            frame = _strip_text(_read_readstat(p, ext, columns, encoding))
     except (InputError, DataError):
         raise
     except UnicodeDecodeError as exc:
-        raise _not_utf8(p, exc) from exc
+        raise _not_utf8(p, exc, None, encoding, sep, skip) from exc
     except Exception as exc:  # any parser failure -> one readable line
+        if encoding is not None and "character set" in str(exc):
+            raise _readstat_charset_error(p, encoding) from exc
         raise DataError(
             f"could not read '{p.name}' as a {_FORMAT_NAMES[ext]} file: {_one_line(exc)}; "
             "check that the file is complete and of that type"
@@ -2536,18 +2723,37 @@ def _readstat_reader(ext: str):
     }[ext]
 
 
-def _read_readstat(p: Path, ext: str, columns) -> pd.DataFrame:
+def _readstat_encoding(encoding: str | None) -> dict:
+    """The ``encoding=`` of pyreadstat's reader, from :func:`_check_encoding` ({} for UTF-8).
+
+    pyreadstat hands it to iconv, which takes the canonical Python names of the common
+    codecs (``iso8859-1``, ``cp1252``) but not every alias (``latin-1`` is refused).
+    """
+    return {} if encoding is None else {"encoding": encoding}
+
+
+def _readstat_charset_error(p: Path, encoding: str) -> DataError:
+    """The error for an ``encoding`` pyreadstat's iconv does not know, naming its spellings."""
+    return DataError(
+        f"could not read '{p.name}' with encoding {encoding!r}: pyreadstat (iconv) does "
+        "not know that character set; give it as iconv names it (e.g. ISO-8859-1, "
+        "WINDOWS-1252, CP1250), or leave out --encoding to use the one the file declares"
+    )
+
+
+def _read_readstat(p: Path, ext: str, columns, encoding: str | None = None) -> pd.DataFrame:
     reader = _readstat_reader(ext)
+    enc = _readstat_encoding(encoding)
     if columns is not None:
-        _, meta = reader(str(p), metadataonly=True)
+        _, meta = reader(str(p), metadataonly=True, **enc)
         _check_columns(columns, meta.column_names, p)
-    frame, meta = reader(str(p), usecols=columns)
+    frame, meta = reader(str(p), usecols=columns, **enc)
     labels = getattr(meta, "variable_value_labels", None) or {}
     ranges: dict = {}
     if labels and ext in (".sav", ".zsav"):
         # the user-missing declarations are only reported when asked for (read_por has
         # no such option: portable files expose none)
-        _, full = reader(str(p), metadataonly=True, user_missing=True)
+        _, full = reader(str(p), metadataonly=True, user_missing=True, **enc)
         ranges = getattr(full, "missing_ranges", None) or {}
     value_codes: dict[str, dict] = {}
     for col, lab in labels.items():

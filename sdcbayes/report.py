@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -214,23 +215,32 @@ def _estimate_interval_text(value: Any, lo: Any, hi: Any, digits: int = 4) -> st
     quantiles of counts, ``[8, 19]``) leaves the estimate as :func:`fmt` writes it, as
     does a missing or infinite estimate or bound.
     """
+    return " ".join(_estimate_interval_parts(value, lo, hi, digits))
+
+
+def _estimate_interval_parts(value: Any, lo: Any, hi: Any, digits: int = 4) -> tuple[str, str]:
+    """The estimate's text and its interval's, in one format (see :func:`_estimate_interval_text`).
+
+    For tables that put the two in separate columns (assess's file-level risk): "101.21"
+    beside "[94.78, 108.07]", not "101.2".
+    """
     interval = _interval_text(lo, hi, digits)
     if not _is_number(value) or _is_missing(value) or not math.isfinite(float(value)) \
             or isinstance(value, (bool, np.bool_)):
-        return f"{fmt(value, digits)} {interval}"
+        return fmt(value, digits), interval
     bounds = interval[1:-1].split(", ")
     v = float(value)
     if len(bounds) != 2 or not all(_looks_numeric(b) for b in bounds):
-        return f"{fmt(value, digits)} {interval}"
+        return fmt(value, digits), interval
     if any("e" in b for b in bounds):
         text = "0" if v == 0 else f"{v:.{digits - 1}e}"
     else:
         d = max(_decimals(b) for b in bounds)
         if d == 0 and not float(v).is_integer():
             # whole-number bounds of counts: the mean keeps fmt's decimals
-            return f"{fmt(value, digits)} {interval}"
+            return fmt(value, digits), interval
         text = f"{v:,.{d}f}"
-    return f"{text} {interval}"
+    return text, interval
 
 
 def _looks_numeric(text: str) -> bool:
@@ -334,7 +344,7 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) ->
     for row in rows:
         cells = []
         for v in row:
-            cls = ' class="num"' if _is_number(v) else ""
+            cls = ' class="num"' if _is_number(v) or isinstance(v, _Number) else ""
             cells.append(f"<td{cls}>{fmt(v)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
@@ -586,13 +596,53 @@ def svg_lines(
     return "".join(parts)
 
 
+#: The sources the reports cite, by their inline short form: a regular expression
+#: matching the short citation in the page's HTML, and the full reference listed once
+#: under "References" (:func:`references_section`). These are the papers of the
+#: project's reference folder (seeds 000-004); a reader outside the project can look
+#: them up by these references, not by the folder's file names.
+REFERENCES: tuple[tuple[str, str], ...] = (
+    (r"Mokken et al\.",
+     "Mokken, R.J., Kooiman, P., Pannekoek, J. and Willenborg, L.C.R.J. (1992). Disclosure "
+     "risks for microdata. <i>Statistica Neerlandica</i> 46(1), 49–67."),
+    (r"Templ et al\.",
+     "Templ, M., Meindl, B., Kowarik, A. and Chen, S. (2014). Introduction to Statistical "
+     "Disclosure Control (SDC). IHSN Working Paper No. 007, International Household Survey "
+     "Network."),
+    (r"Nayak (?:&amp;|&|and) Zhang|Nayak-Zhang",
+     "Nayak, T. and Zhang, C. (2015). Measuring identification risk in microdata release "
+     "and its control by post-randomization. The George Washington University."),
+    (r"Zaslavsky (?:&amp;|&|and) Horton",
+     "Zaslavsky, A.M. and Horton, N.J. (1998). Balancing disclosure risk against the loss "
+     "of nonpublication. <i>Journal of Official Statistics</i> 14(4), 411–419."),
+    (r"Polettini",
+     "Polettini, S. A note on the individual risk of disclosure. ISTAT (EU project CASC, "
+     "Computational Aspects of Statistical Confidentiality)."),
+)
+
+
+def references_section(html_text: str) -> str:
+    """The "References" list of the sources ``html_text`` cites ("" when none).
+
+    Only the references whose short form (:data:`REFERENCES`) occurs in the page, in
+    the order of :data:`REFERENCES`, so that each report lists what it cites and
+    nothing else.
+    """
+    cited = [full for pattern, full in REFERENCES if re.search(pattern, html_text)]
+    if not cited:
+        return ""
+    return "<ul class='refs'>" + "".join(f"<li>{c}</li>" for c in cited) + "</ul>"
+
+
 def render(title: str, sections: Sequence[tuple[str, str]], provenance: Mapping | None,
            summary: Mapping[str, Any] | None = None) -> str:
     """Assemble a complete HTML page from ``(heading, html)`` sections.
 
     With ``summary``, its warnings (e.g. the sampling diagnostics' ``problems``) and
     notes come first, in boxes under the title: a reader who stops at the headline
-    numbers must still see that they are unreliable.
+    numbers must still see that they are unreliable. The sources the page cites follow
+    the sections under "References" (:func:`references_section`), before the
+    provenance.
     """
     body = [f"<h1>{esc(title)}</h1>"]
     if summary:
@@ -601,6 +651,9 @@ def render(title: str, sections: Sequence[tuple[str, str]], provenance: Mapping 
             body.append(boxes)
     for heading, content in sections:
         body.append(f"<h2>{esc(heading)}</h2>\n{content}")
+    refs = references_section("\n".join(body))
+    if refs:
+        body.append(f"<h2>References</h2>\n{refs}")
     if provenance:
         versions = provenance.get("versions", {})
         body.append("<h2>How this report was produced</h2>")
@@ -624,6 +677,16 @@ def render(title: str, sections: Sequence[tuple[str, str]], provenance: Mapping 
         + "\n".join(body)
         + "\n</body></html>\n"
     )
+
+
+#: Summary fields that count records (their intervals are quantiles of a count: shown
+#: as whole numbers, [6, 19]).
+_COUNT_FIELDS = frozenset({"tau1", "n_above_benchmark", "n_above_threshold",
+                           "population_uniques", "n_sample_uniques"})
+
+
+class _Number(Html):
+    """A number already formatted (escaped text): :func:`table` right-aligns it as a number."""
 
 
 #: Summary fields that are shares: shown in percent (:func:`percent`).
@@ -671,8 +734,8 @@ _MODEL_TEXT = {
     "closed-form": (
         "Benedetti-Franconi individual risk: with an improper prior on cell probabilities, "
         "F<sub>k</sub> − f<sub>k</sub> | f<sub>k</sub> is negative binomial with success "
-        "probability p<sub>k</sub>, estimated by f<sub>k</sub>/F̂<sub>k</sub> (Polettini, seed "
-        "004, eq. 1–3). This plug-in is known to understate risk badly on real files; use a "
+        "probability p<sub>k</sub>, estimated by f<sub>k</sub>/F̂<sub>k</sub> (Polettini, "
+        "eq. 1–3). This plug-in is known to understate risk badly on real files; use a "
         "posterior model for intervals."
     ),
     "poisson-gamma": (
@@ -834,7 +897,7 @@ def benchmark_caveat(summary: Mapping[str, Any], command_line: bool = False) -> 
 
 # Columns of the riskiest-cells table, explained when present.
 _CELL_COLUMNS = {
-    "fk": "f<sub>k</sub>, records in the sample",
+    "fk": "the number of sample records in the cell (f<sub>k</sub>)",
     "Fk_hat": "F̂<sub>k</sub>, the sum of the cell's weights (estimated population count)",
     "f_exact": "records in the cell counting missing key values exactly",
     "risk": "E(1/F<sub>k</sub> | f<sub>k</sub>), the risk of each record in the cell",
@@ -842,6 +905,9 @@ _CELL_COLUMNS = {
     "F_mean": "posterior predictive mean of F<sub>k</sub>",
 }
 
+
+#: Riskiest-cells columns that count records: whole numbers, shown without ".0".
+_CELL_COUNT_COLUMNS = frozenset({"fk", "f_exact", "F_lo", "F_hi"})
 
 #: Cell columns whose _lo/_hi are quantiles over the parameters' posterior of a
 #: conditional given the parameters (not predictive); F_lo/F_hi are predictive.
@@ -922,6 +988,39 @@ def _kappa_infinite(od: Mapping[str, Any]) -> dict[str, Any]:
     return {k: inf(v) if k in _KAPPA_FIELDS else v for k, v in od.items()}
 
 
+#: Readable labels of ``summary["overdispersion"]``'s fields (risk/posterior_assess.py
+#: writes them; the cross-validation's are models/latent_class.py's ``cv_kappa``).
+_OVERDISPERSION_LABELS = {
+    "method": "how kappa is set (cv: cross-validation)",
+    "kappa_median": "kappa, posterior median",
+    "kappa_interval": "kappa, interval",
+    "share_poisson": "share of draws with Poisson cells (kappa ∞)",
+    "cv_observed_uniques": "held-out sample uniques, observed",
+    "cv_predicted_uniques_poisson": "held-out sample uniques that Poisson cells predict",
+    "kappa_prior": "prior of kappa",
+    "cv_parts_fit": "how the mixture is fitted to each part",
+    "cv_splits": "random partitions of the records per part size",
+    "cv_ratios": "part sizes: 1/r of the records, for r",
+    "cv_partition_parts": "parts each partition has",
+    "cv_prior_dominated": "parts too small for the data to move kappa's prior",
+    "cv_kappa_median_by_ratio": "kappa's median for each part size r",
+    "cv_dispersion": "variance factor of the held-out count (1: none beyond Bernoulli)",
+    "cv_caveats": "what the cross-validation could not do",
+}
+
+
+def _overdispersion_table(od: Mapping[str, Any]) -> str:
+    """The overdispersion fields, each with a readable label and its summary.json name.
+
+    A field without a label (one added later) shows its name as the label; every value
+    reads as :func:`dict_table` shows it.
+    """
+    rows = [(_OVERDISPERSION_LABELS.get(k, k.replace("_", " ")),
+             v if _is_number(v) else setting(k, v), Html(f"<code>{esc(k)}</code>"))
+            for k, v in od.items()]
+    return table(rows, header=("quantity", "value", "summary.json field"))
+
+
 def _model_section(summary: Mapping[str, Any]) -> str:
     model = summary.get("model", "")
     parts = [
@@ -944,7 +1043,7 @@ def _model_section(summary: Mapping[str, Any]) -> str:
             f"mixture fitted to {_cv_parts_text(od.get('cv_ratios'))} of the records "
             "predicting which of its uniques the rest leaves unique; kappa ∞ = no "
             "overdispersion, Poisson cells; – = does not apply):</p>"
-            + dict_table(_kappa_infinite(od))
+            + _overdispersion_table(_kappa_infinite(od))
         )
     ppc = summary.get("predictive_check")
     if ppc:
@@ -1232,7 +1331,14 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
             label = f"records with risk above {fmt(summary['risk_threshold'])}"
         row = [label, summary[key]]
         lo_hi = summary.get(f"{key}_interval")
+        if key in _COUNT_FIELDS and _is_interval(lo_hi):
+            # quantiles of a count: [6, 19], not [6.0, 19.0]
+            lo_hi = [_count(v) for v in lo_hi]
         row.append(lo_hi if lo_hi is not None else "")
+        if _is_interval(lo_hi) and key not in _PERCENT_FIELDS:
+            # the estimate in its interval's decimals: 101.21 beside [94.78, 108.07]
+            est, iv_text = _estimate_interval_parts(summary[key], *lo_hi)
+            row[1:3] = [_Number(esc(est)), Html(esc(iv_text))]
         # the interval's kind: a row over r_i(θ) per draw has no F_k randomness in it
         given = key in _PARAMETER_ONLY_ROWS and not (
             key in _HOUSEHOLD_ROWS and _household_predictive(summary))
@@ -1298,7 +1404,10 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
     show = [c for c in cells.columns if c not in ("cell",)]
     keys = set(getattr(md, "keys", ()) or ())
     is_key = [c in keys for c in show]
-    cell_rows = ([_label(v) if k else v for v, k in zip(row, is_key, strict=True)]
+    # counts of records (F_lo/F_hi: quantiles of the predictive count) as whole numbers
+    is_count = [c in _CELL_COUNT_COLUMNS for c in show]
+    cell_rows = ([_label(v) if k else _count(v) if n else v
+                  for v, k, n in zip(row, is_key, is_count, strict=True)]
                  for row in cells[show].itertuples(index=False, name=None))
     sections.append(
         (
@@ -1409,8 +1518,8 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
                "given the point estimate of the hyperparameters ("
                + ("maximum likelihood" if h.get("source") == "ml" else "fixed")
                + "; nothing is averaged over them)")
-            + " (seed 003, Section 2). A domain with R1 = R0 = 0 (y = 0: no disclosure loss "
-            "either way) is published.</p>",
+            + " (Zaslavsky &amp; Horton 1998, Section 2). A domain with R1 = R0 = 0 (y = 0: "
+            "no disclosure loss either way) is published.</p>",
         ),
         (
             "Hyperparameters of the Beta prior",
@@ -1466,8 +1575,8 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
             )
             + "<p class='note'>Domains are published in order of R1/R0; each point is the "
             "state after publishing one more domain, both losses normalised to run from 0 to "
-            "1 (seed 003, Figure 1). Alternative rankings are evaluated with the reference "
-            "losses; the straight line is random suppression.</p>"
+            "1 (Zaslavsky &amp; Horton 1998, Figure 1). Alternative rankings are evaluated "
+            "with the reference losses; the straight line is random suppression.</p>"
             + f"<p>Suppression needed to bring disclosure risk down to "
             f"{percent(float(s.get('target_risk', 0)))} of its full-publication value, "
             f"{INTERPOLATED} (publishing the marginal domain with a probability"
@@ -1500,9 +1609,10 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
                 + f"<p>The {len(jrows)} domains where the plug-in is furthest off:</p>"
                 + table(jrows, header=(domain_col or "domain", "E[Y | y]", "plug-in L1",
                                        "R1", "R1 − plug-in"))
-                + "<p class='note'>Seed 003, Section 3: for a loss convex in Y (the "
-                "uniques losses) plugging in the posterior mean of Y is never larger than "
-                "the expected loss, so plug-in rules understate disclosure risk.</p>",
+                + "<p class='note'>Zaslavsky &amp; Horton 1998, Section 3: for a loss "
+                "convex in Y (the uniques losses) plugging in the posterior mean of Y is "
+                "never larger than the expected loss, so plug-in rules understate "
+                "disclosure risk.</p>",
             )
         )
     t = result.table.sort_values("order").head(top)
@@ -1539,9 +1649,9 @@ def _msu_score_text(s: Mapping[str, Any]) -> str:
                 "sdcMicro's original_scores = FALSE).")
     if isinstance(m, int) and n_keys and n_keys - m - 1 >= 2:  # 0! = 1! = 1: no change
         return (f"{among} (M − k)!/(M − m − 1)! = (M − k)!/{n_keys - m - 1}!, with m = {m} "
-                "the largest MSU size searched (the product of M − i over i = k..m; seed 001, "
-                "section 3.5).")
-    return f"{among} (M − k)! (seed 001, section 3.5)."
+                "the largest MSU size searched (the product of M − i over i = k..m; Templ et "
+                "al. 2014, section 3.5).")
+    return f"{among} (M − k)! (Templ et al. 2014, section 3.5)."
 
 
 #: How ``suda`` counts missing key values (summary.json's ``missing_rule``), for its report.
@@ -1798,7 +1908,7 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             "Disclosure risk before and after",
             table(rows, header=("quantity", "original", "protected"))
             + "<p class='note'>Closed-form individual risk r = E(1/F | f) with the plug-in "
-            "p = f/F̂ (Benedetti-Franconi; seed 004, eq. 1–3), as sdcMicro computes it; "
+            "p = f/F̂ (Benedetti-Franconi; Polettini, eq. 1–3), as sdcMicro computes it; "
             "missing key values (e.g. after local suppression) match any value: in the "
             "original column the values missing in the input, in the protected one also those "
             "the steps blanked; “records with a missing key value” counts records, so a "
@@ -1941,8 +2051,8 @@ def _protection_numeric_risk_section(s: Mapping[str, Any]) -> list[tuple[str, st
         "original values all lie inside (closed intervals; a missing value counts as inside), "
         "the share of records at risk is the upper end of sdcMicro's “disclosure risk "
         "between [0%; X%]” (dRisk, method SDID of Mateo-Sanz, Sebe and Domingo-Ferrer "
-        "2004); the original against itself gives 100%. Record linkage (seed 001, section "
-        "3.6, after Pagliuca and Seri): each protected record is linked to the nearest "
+        "2004); the original against itself gives 100%. Record linkage (Templ et al. 2014, "
+        "section 3.6, after Pagliuca and Seri): each protected record is linked to the nearest "
         "original record in Euclidean distance on the variables divided by their standard "
         "deviations in the input; “nearest” counts the records whose own original is the "
         "nearest, ties in the intruder's favour, the tie-fair share the expected correct "
@@ -1979,9 +2089,9 @@ def _protection_loss_section(s: Mapping[str, Any]) -> list[tuple[str, str]]:
                    if il1_all is not None else "")
                 + (f"<p>Difference of eigenvalues (sdcMicro): {percent(eig)}</p>"
                    if has_eig else "")
-                + "<p class='note'>Seed 001, section 5.1: share of values changed or set to "
-                "missing; IL1 = mean |x − z| / (√2 S) for numeric variables (Yancey, Winkler "
-                "and Creecy 2002)"
+                + "<p class='note'>Templ et al. 2014, section 5.1: share of values changed "
+                "or set to missing; IL1 = mean |x − z| / (√2 S) for numeric variables "
+                "(Yancey, Winkler and Creecy 2002)"
                 + ("; difference of eigenvalues Σ |e1 − e2| / e1 over the eigenvalues of the "
                    "correlation matrices of the original and the protected numeric variables "
                    "(sdcMicro's dUtility “eigen”, 0 when the correlations are kept; 0 for one "
@@ -2113,7 +2223,7 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
                "every released record)" if after_pred else
                "is over the parameters' posterior only, not predictive, so narrower")
             + ". The closed-form rows are Benedetti-Franconi's plug-in "
-            "(seed 004, eq. 1–3) as sdcMicro computes it, with missing key values matching "
+            "(Polettini, eq. 1–3) as sdcMicro computes it, with missing key values matching "
             "any value; it understates a sample's risk. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
             f"{esc(s.get('weight') or 'none')}.</p>"
@@ -2142,6 +2252,18 @@ def _whole(v: Any) -> Any:
     if isinstance(v, (float, np.floating)) and math.isfinite(float(v)) \
             and float(v).is_integer():
         return int(v)
+    return None if _is_missing(v) else v
+
+
+def _count(v: Any) -> Any:
+    """A count, or a quantile of one, as a whole number (19.0 -> 19, 300.05 -> 300).
+
+    Quantiles of integer draws can be interpolated between two counts; as the terminal
+    does, they are shown rounded to the nearest whole number. Missing stays missing
+    (None), anything not a finite number unchanged.
+    """
+    if _is_number(v) and math.isfinite(float(v)):
+        return int(round(float(v)))
     return None if _is_missing(v) else v
 
 
@@ -2222,7 +2344,9 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     # --household: the household expected re-identifications in a column after the ER
     households = "household_er" in t.columns
     risk_rows = [
-        (r.name, iv(r.tau1, r.tau1_lo, r.tau1_hi), iv(r.tau2, r.tau2_lo, r.tau2_hi),
+        # τ1's bounds are quantiles of a count: [6, 19], not [6.0, 19.0]
+        (r.name, iv(r.tau1, _count(r.tau1_lo), _count(r.tau1_hi)),
+         iv(r.tau2, r.tau2_lo, r.tau2_hi),
          iv(r.er, r.er_lo, r.er_hi),
          *((iv(r.household_er, r.household_er_lo, r.household_er_hi),) if households else ()),
          r.interval_kind if one_level else f"{level or 'level unknown'}, {r.interval_kind}")
@@ -2330,8 +2454,8 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
                                     "trade-off c", "suppressed share at target"))
             + f"<p class='note'>Cells are published in order of R1/R0 until the disclosure "
             f"loss is {percent(float(s.get('target_risk') or 0))} of its full-publication "
-            "value (seed 003, Sections 2 and 4). Under the default pair R1/R0 is the "
-            "individual risk E(1/F<sub>k</sub>).</p>",
+            "value (Zaslavsky &amp; Horton 1998, Sections 2 and 4). Under the default pair "
+            "R1/R0 is the individual risk E(1/F<sub>k</sub>).</p>",
         ),
     ]
     fr = result.frontiers
@@ -2353,7 +2477,8 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
                 + table([(r.model, r.suppression_at_target) for r in sup.itertuples()],
                         header=("model", "suppressed share at target"))
                 + "<p class='note'>Each model's cells in its own order of R1/R0 under this "
-                "pair, both losses normalised to run from 0 to 1 (seed 003, Figure 1).</p>",
+                "pair, both losses normalised to run from 0 to 1 (Zaslavsky &amp; Horton 1998, "
+                "Figure 1).</p>",
             )
         )
     for name, ppc in (s.get("predictive_checks") or {}).items():

@@ -125,10 +125,11 @@ def test_weight_message_gives_row_and_index_label_when_labels_are_not_positions(
     frame = _frame(n=30)
     frame.index = frame.index + 1000
     frame.loc[1003, "w"] = -1.0
-    with pytest.raises(DataError, match=r"first at row 3 \(index label 1003\): -1\)"):
+    with pytest.raises(DataError, match=r"at record 4, counting from 1 \(index label 1003\): -1\)"):
         Microdata(frame, keys=KEYS, weight="w")
     frame.index = [f"id{i}" for i in range(30)]
-    with pytest.raises(DataError, match=r"first at row 3 \(index label 'id3'\): -1\)"):
+    with pytest.raises(DataError,
+                       match=r"at record 4, counting from 1 \(index label 'id3'\): -1\)"):
         Microdata(frame, keys=KEYS, weight="w")
 
 
@@ -138,19 +139,21 @@ def test_every_positional_message_names_the_label():
     cases = []
     f = base.copy()
     f.loc[50, "w"] = np.nan
-    cases.append((f, {"weight": "w"}, "missing or non-finite values (first at row 5 "
-                                     "(index label 50))"))
+    cases.append((f, {"weight": "w"}, "missing or non-finite value (at record 6, "
+                                     "counting from 1 (index label 50))"))
     f = base.copy()
     f["w"] = f["w"].astype(object)
     f.loc[70, "w"] = "n/a"
-    cases.append((f, {"weight": "w"}, "first at row 7 (index label 70): 'n/a'"))
+    cases.append((f, {"weight": "w"}, "at record 8, counting from 1 (index label 70): 'n/a'"))
     f = base.copy()
     f.loc[20, "w"] = 0.5
-    cases.append((f, {"weight": "w"}, "smallest 0.5 at row 2 (index label 20))"))
+    cases.append((f, {"weight": "w"},
+                  "smallest 0.5 at record 3, counting from 1 (index label 20))"))
     f = base.copy()
     f["hid"] = np.arange(30.0)
     f.loc[40, "hid"] = np.nan
-    cases.append((f, {"household": "hid"}, "missing ids (first at row 4 (index label 40))"))
+    cases.append((f, {"household": "hid"},
+                  "missing id (at record 5, counting from 1 (index label 40))"))
     for frame, kw, text in cases:
         with pytest.raises(DataError) as err:
             Microdata(frame, keys=KEYS, **kw)
@@ -161,7 +164,7 @@ def test_every_positional_message_names_the_label():
 def test_default_index_keeps_the_record_wording():
     frame = _frame(n=30)
     frame.loc[3, "w"] = -1.0
-    with pytest.raises(DataError, match=r"first at record 3: -1\)"):
+    with pytest.raises(DataError, match=r"at record 4, counting from 1: -1\)"):
         Microdata(frame, keys=KEYS, weight="w")
 
 

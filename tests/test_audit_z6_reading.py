@@ -165,7 +165,7 @@ def test_weight_made_missing_by_na_values_says_so(tmp_path):
     with pytest.raises(DataError) as err:
         Microdata(frame, keys=["region"], weight="w")
     msg = str(err.value)
-    assert "first at record 1, counting from 0" in msg, msg
+    assert "at record 2 (line 3 of the file)" in msg, msg
     assert "na_values (--na-values) 99" in msg, msg
     frame = read_microdata(tmp_path / "w.csv")
     frame.loc[1, "w"] = np.nan

@@ -142,17 +142,19 @@ def _overdispersion(**changes):
 
 def test_infinite_kappa_reads_as_infinity_and_other_nulls_as_missing():
     text = _text(_model_section(_overdispersion(kappa_interval=[1.259, None])))
-    assert "kappa_interval [1.259, ∞]" in text
-    assert "cv_kappa_median_by_ratio 4: 6.31, 8: ∞" in text
+    # each field: its readable label, its value, its summary.json name (UX audit F9)
+    assert "kappa, interval [1.259, ∞] kappa_interval" in text
+    assert "kappa's median for each part size r 4: 6.31, 8: ∞ cv_kappa_median_by_ratio" in text
     text = _text(_model_section(_overdispersion(kappa_median=None, kappa_interval=[None, None])))
-    assert "kappa_median ∞" in text and "kappa_interval [∞, ∞]" in text
+    assert "kappa, posterior median ∞ kappa_median" in text
+    assert "kappa, interval [∞, ∞] kappa_interval" in text
     # a fixed kappa: the cross-validation's fields do not apply, and are not infinite
     fixed = _model_section(_overdispersion(method="fixed", cv_observed_uniques=None,
                                            kappa_prior=None, cv_parts_fit=None))
     text = _text(fixed)
     assert "none (inf)" not in text
     for field in ("cv_observed_uniques", "kappa_prior", "cv_parts_fit"):
-        assert f"{field} –" in text, field
+        assert f"– {field}" in text, field
 
 
 # --------------------------------------------------------------------------- F6
@@ -324,10 +326,10 @@ def test_an_intervals_bounds_share_one_format(interval, text):
 
 def test_compare_report_intervals_share_one_format(cf_comparison):
     result = cf_comparison
-    table = result.table.assign(tau1=218.3, tau1_lo=212.0, tau1_hi=225.996)
+    table = result.table.assign(tau2=218.3, tau2_lo=212.0, tau2_hi=225.996)
     page = comparison_report(dataclasses.replace(result, table=table), result.summary())
     risk = page.split("Risk: ")[1]
-    assert "218.3 [212.0, 226.0]" in _row(risk, "cf")[0]
+    assert "218.3 [212.0, 226.0]" in _row(risk, "cf")[1]
 
 
 def test_protect_note_says_the_missing_row_counts_records():
@@ -369,3 +371,56 @@ def test_dropped_records_weight_sums_are_labelled():
     assert "sum of the weights of all input records" in text
     assert "before their adjustment for the dropped records" in text
     assert "sum weights input" not in text
+
+
+# --------------------------------------------------------------------------- UX audit F9
+def _cell_column(page: str, column: str) -> list[str]:
+    """The riskiest-cells table's cells (decoded text) in ``column``."""
+    section = page.split("riskiest key combinations")[1].split("</table>")[0]
+    header = re.findall(r"<th>(.*?)</th>", section)
+    i = header.index(column)
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row)[i]
+            for row in re.findall(r"<tr><td.*?</tr>", section)]
+
+
+def test_counts_show_as_whole_numbers_and_estimates_in_their_intervals_decimals(posterior):
+    res, md = posterior
+    s = dict(res.summary) | {
+        "tau1": 12.22, "tau1_interval": [6.0, 19.0],
+        "expected_reidentifications": 101.2147,
+        "expected_reidentifications_interval": [94.78, 108.07],
+        # an interpolated quantile of a count: rounded as the terminal rounds it
+        "n_above_benchmark": 223.695, "n_above_benchmark_interval": [163.0, 300.05]}
+    page = assessment_report(res, md, s)
+    assert _row(page, "τ1: sample uniques that are population uniques")[:2] == [
+        "12.22", "[6, 19]"]
+    # was "101.2" beside "[94.78, 108.07]"
+    assert _row(page, "expected re-identifications")[:2] == ["101.21", "[94.78, 108.07]"]
+    assert _row(page, "records above the benchmark rule")[:2] == ["223.7", "[163, 300]"]
+    # the estimate stays right-aligned as a number
+    assert re.search(r"<tr><td>expected re-identifications</td><td class=\"num\">101.21<",
+                     page)
+    # the cells' predictive bounds of F_k are counts: no ".0"
+    for column in ("fk", "F_lo", "F_hi"):
+        cells = _cell_column(page, column)
+        assert cells and all(re.fullmatch(r"[\d,]+|–", c) for c in cells), (column, cells)
+
+
+def test_cell_legend_and_overdispersion_fields_are_explained(posterior):
+    res, md = posterior
+    text = _text(assessment_report(res, md, res.summary))
+    assert "fk: the number of sample records in the cell" in text
+    assert "fk: f k , records in the sample" not in text  # was "fk: fk, records ..."
+    od = _text(_model_section(_overdispersion(share_poisson=0.25, cv_splits=1,
+                                              cv_dispersion=1.0)))
+    assert "share of draws with Poisson cells (kappa ∞) 0.25 share_poisson" in od
+    assert "how the mixture is fitted to each part em cv_parts_fit" in od
+    assert "random partitions of the records per part size 1 cv_splits" in od
+    assert "variance factor of the held-out count" in od
+
+
+def test_compare_report_shows_tau1_bounds_as_counts(cf_comparison):
+    result = cf_comparison
+    table = result.table.assign(tau1=218.3, tau1_lo=212.0, tau1_hi=225.996)
+    page = comparison_report(dataclasses.replace(result, table=table), result.summary())
+    assert _row(page.split("Risk: ")[1], "cf")[0] == "218.3 [212, 226]"  # was [212.0, 226.0]

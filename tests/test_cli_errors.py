@@ -179,14 +179,17 @@ def test_weight_and_household_problems(files, tmp_path, run):
     out = tmp_path / "out"
     args = ("--keys", "age,sex", "--weight", "w", "--out", str(out))
     proc = run("assess", str(files["nonfinite"]), *args)
-    check_error(proc, out, "'w'", "2 missing or non-finite", "record 3", "impute")
+    check_error(proc, out, "'w'", "2 missing or non-finite", "record 4 (line 5 of the file)",
+                "impute")
     proc = run("assess", str(files["zero"]), *args)
-    check_error(proc, out, "'w'", "zero or negative", "record 4", "positive")
+    check_error(proc, out, "'w'", "zero or negative", "record 5 (line 6 of the file)", "positive")
     proc = run("assess", str(files["below_one"]), *args)
-    check_error(proc, out, "'w'", "below 1", "0.5", "record 9", "--allow-weights-below-one")
+    check_error(proc, out, "'w'", "below 1", "0.5", "record 10 (line 11 of the file)",
+                "--allow-weights-below-one")
     proc = run("assess", str(files["no_hid"]), "--keys", "age", "--household", "hid",
                "--out", str(out))
-    check_error(proc, out, "'hid'", "1 missing ids", "record 11", "--household")
+    check_error(proc, out, "'hid'", "1 missing id (at record 12 (line 13 of the file))",
+                "--household")
     # the flag named in the message does accept such weights
     ok = run("assess", str(files["below_one"]), *args[:-1], str(tmp_path / "ok"),
              "--allow-weights-below-one", "--model", "closed-form", "-q")

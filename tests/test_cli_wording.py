@@ -204,14 +204,14 @@ CASES = {
         [MAX_LEVELS], ["--max-levels -1 must be a positive integer"]),
     "household-missing-assess": (
         "assess", lambda f: [f["no_hid"], "--keys", "age", "--household", "hid"],
-        [LEAVE], ["'hid'", "record 11", "leave out --household"]),
+        [LEAVE], ["'hid'", "record 12 (line 13 of the file)", "leave out --household"]),
     "household-missing-compare": (
         "compare", lambda f: [f["no_hid"], "--keys", "age", "--household", "hid",
                               "--models", "c=closed-form"],
         [LEAVE], ["leave out --household"]),
     "strata-missing": (
         "assess", lambda f: [f["no_region"], "--keys", "age", "--strata", "region"],
-        [LEAVE], ["'region'", "record 7", "leave out --strata"]),
+        [LEAVE], ["'region'", "record 8 (line 9 of the file)", "leave out --strata"]),
     "drop-removes-every-record": (
         "assess", lambda f: [f["all_missing_sex"], "--keys", "age,sex", "--missing", "drop"],
         [USE_MISSING, MISSING],
@@ -234,7 +234,8 @@ CASES = {
         "assess", lambda f: [f["good"], "--keys", "age", "--weight", "sex",
                              "--model", "closed-form"],
         [TO_NUMERIC], ["weight column 'sex' is not numeric",
-                       "(first at record 0: ", "drop those records in the file"]),
+                       "(first at record 1 (line 2 of the file): ",
+                       "drop those records in the file"]),
     "unknown-file-type": (
         "assess", lambda f: [f["xlsx"], "--keys", "age"],
         [PANDAS], ["'.xlsx'", "save the data as one of"]),

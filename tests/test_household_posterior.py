@@ -249,7 +249,7 @@ def test_console_marks_the_household_interval_as_over_theta_and_prints_its_truth
     line = next(x for x in capsys.readouterr().out.splitlines()
                 if x.lstrip().startswith("household expected re-identifications"))
     assert line.split("household expected re-identifications")[1].strip() == (
-        "502.73  [490.27, 515.03] over θ only   (true 502.00)")
+        "502.73  [490.27, 515.03] parameter uncertainty only   (true 502.00)")
 
 
 def test_console_marks_the_benchmark_count_interval_as_over_theta(tmp_path, capsys):
@@ -262,9 +262,9 @@ def test_console_marks_the_benchmark_count_interval_as_over_theta(tmp_path, caps
     _print_summary(s, tmp_path)
     lines = capsys.readouterr().out.splitlines()
     bench = next(x for x in lines if x.lstrip().startswith("records above benchmark"))
-    assert bench.rstrip().endswith("383.8  [369, 400] over θ only")
+    assert bench.rstrip().endswith("383.8  [369, 400] parameter uncertainty only")
     thr = next(x for x in lines if x.lstrip().startswith("records with risk > 0.1"))
-    assert thr.rstrip().endswith("5  [4, 6] over θ only")
+    assert thr.rstrip().endswith("5  [4, 6] parameter uncertainty only")
 
 
 def test_compare_household_help_says_compare_reports_household_risk():

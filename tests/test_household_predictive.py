@@ -376,7 +376,8 @@ def test_protect_household_keys_carry_the_kind_and_the_hyper_interval():
     assert label == "household expected re-identifications"
     assert text == "12.50 [10.00, 15.00] predictive -> 12.50 [10.00, 15.00] predictive"
     (_, text), = _household_lines(_risk_side(None, hyper=False), got, cf)
-    assert text == "12.50 [10.00, 15.00] over θ only -> 12.50 [10.00, 15.00] predictive"
+    assert text == ("12.50 [10.00, 15.00] parameter uncertainty only -> "
+                    "12.50 [10.00, 15.00] predictive")
 
 
 def test_protect_report_labels_the_household_interval_by_its_kind():
@@ -413,7 +414,7 @@ def test_assess_terminal_row_says_predictive_where_it_is(tmp_path, capsys):
     }
     for kind, want in ((INTERVAL_KIND, "502.73  [488.10, 517.20] predictive   (true 502.00)"),
                        (HYPER_INTERVAL_KIND,
-                        "502.73  [488.10, 517.20] over θ only   (true 502.00)")):
+                        "502.73  [488.10, 517.20] parameter uncertainty only   (true 502.00)")):
         _print_summary(base | {"household_interval_kind": kind}, tmp_path)
         line = next(x for x in capsys.readouterr().out.splitlines()
                     if x.lstrip().startswith("household expected re-identifications"))

@@ -569,11 +569,14 @@ def test_too_many_levels_suggests_recoding():
 @pytest.mark.parametrize(
     ("w", "fragments"),
     [
-        ([10.0, nan, 30.0], ["'w'", "1 missing or non-finite", "record 1", "impute"]),
-        ([10.0, np.inf, 30.0], ["'w'", "non-finite", "record 1"]),
-        ([10.0, 0.0, 30.0], ["'w'", "zero or negative", "record 1", "positive"]),
-        ([-1.0, 2.0, 30.0], ["'w'", "zero or negative", "record 0: -1"]),
-        ([10.0, 0.5, 30.0], ["'w'", "below 1", "record 1", "allow_weights_below_one=True"]),
+        ([10.0, nan, 30.0], ["'w'", "1 missing or non-finite value (at record 2, counting from 1)",
+                             "impute"]),
+        ([10.0, np.inf, 30.0], ["'w'", "non-finite", "record 2, counting from 1"]),
+        ([10.0, 0.0, 30.0], ["'w'", "1 zero or negative value (at record 2, counting from 1",
+                             "positive"]),
+        ([-1.0, 2.0, 30.0], ["'w'", "zero or negative", "record 1, counting from 1: -1"]),
+        ([10.0, 0.5, 30.0], ["'w'", "1 value below 1", "record 2, counting from 1",
+                              "allow_weights_below_one=True"]),
     ],
 )
 def test_bad_weights(w, fragments):
@@ -602,10 +605,12 @@ def test_missing_household_ids_and_strata():
     with pytest.raises(DataError) as info:
         Microdata(frame, keys=["age"], household="hid")
     msg = str(info.value)
-    for frag in ("household column 'hid'", "1 missing ids", "record 1", "household=None"):
+    for frag in ("household column 'hid'", "1 missing id (at record 2, counting from 1)",
+                 "household=None"):
         assert frag in msg
     frame = _frame().assign(st=["a", None, "b"])
-    with pytest.raises(DataError, match=r"strata column 'st' has 1 missing values.*strata=None"):
+    with pytest.raises(DataError,
+                       match=r"strata column 'st' has 1 missing value \(at.*strata=None"):
         Microdata(frame, keys=["age"], strata="st")
 
 
@@ -647,10 +652,11 @@ def test_non_numeric_weights_name_the_first_bad_value():
     with pytest.raises(DataError) as info:
         Microdata(frame, keys=["age"], weight="w")
     msg = str(info.value)
-    assert "2 values are not numbers (first at record 2: 'abc')" in msg, msg
+    assert "2 values are not numbers (first at record 3, counting from 1: 'abc')" in msg, msg
     assert "thousands" not in msg
     frame["w"] = ["10", "1,234.5", "12", "13"]
-    with pytest.raises(DataError, match=r"record 1: '1,234.5'\), and a comma, as thousands"):
+    with pytest.raises(DataError, match=r"record 2, counting from 1: '1,234.5'\), and a comma, "
+                                        r"as thousands"):
         Microdata(frame, keys=["age"], weight="w")
 
 

@@ -213,7 +213,8 @@ def test_labelled_spss_weight_is_accepted_once_labelled_rows_are_dropped(tmp_pat
 
 def test_weights_that_are_no_numbers_are_all_named():
     df = pd.DataFrame({"sex": [1, 2, 1, 2], "w": pd.Series([1.5, "x", 2, "y"], dtype=object)})
-    with pytest.raises(DataError, match=r"not numeric.*first at record 1: 'x'.*'x', 'y'"):
+    with pytest.raises(DataError,
+                       match=r"not numeric.*first at record 2, counting from 1: 'x'.*'x', 'y'"):
         Microdata(df, ["sex"], weight="w")
 
 

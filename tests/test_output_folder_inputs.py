@@ -135,7 +135,12 @@ def test_an_input_of_the_users_own_in_out_is_used_and_carried_over(tmp_path, cap
     assert json.loads((out / "summary.json").read_text())["data"] == str(notes)
     assert sorted(p.name for p in out.iterdir()) == [
         "notes.csv", "records.csv", "report.html", "summary.json"]
-    # protect too: its input stays, its protected file is written beside it
+    # protect too, over its own earlier output (another command's is refused, audit UX
+    # F3): its input stays, its protected file is written beside it
+    out = tmp_path / "prot"
+    assert protect(capsys, data, out).returncode == 0
+    notes = out / "notes.csv"
+    notes.write_bytes(data.read_bytes())
     assert protect(capsys, notes, out).returncode == 0
     assert notes.read_bytes() == data.read_bytes()
     assert sorted(p.name for p in out.iterdir()) == [
@@ -150,20 +155,22 @@ def test_an_out_that_does_not_exist_yet_is_no_problem(tmp_path, capsys, data):
 
 # --------------------------------------------------------------------------- (b) ownership
 def test_a_users_file_named_like_another_commands_output_survives(tmp_path, capsys, data):
+    # the same command twice (another command's output is refused, audit UX F3)
     out = tmp_path / "X"
-    assert assess(capsys, data, out).returncode == 0
+    assert protect(capsys, data, out).returncode == 0
     (out / "decisions.csv").write_text("my decisions")
     (out / "frontier.csv").write_text("my frontier")
+    (out / "records.csv").write_text("my records")
     (out / "notes.txt").write_text("my notes")
     proc = protect(capsys, data, out)
     assert proc.returncode == 0, proc.stderr
     assert (out / "decisions.csv").read_text() == "my decisions"
     assert (out / "frontier.csv").read_text() == "my frontier"
+    assert (out / "records.csv").read_text() == "my records"
     assert (out / "notes.txt").read_text() == "my notes"
-    # assess's records.csv was an output of the old run: gone
     assert sorted(p.name for p in out.iterdir()) == [
         "decisions.csv", "frontier.csv", "log.csv", "notes.txt", "protected.csv",
-        "report.html", "summary.json"]
+        "records.csv", "report.html", "summary.json"]
 
 
 def test_a_folder_of_an_older_version_still_has_its_outputs_replaced_by_name(
@@ -176,11 +183,12 @@ def test_a_folder_of_an_older_version_still_has_its_outputs_replaced_by_name(
         (out / name).write_text("stale")
     (out / "notes.txt").write_text("mine")
     assert cliutils.previous_outputs(out) == cliutils.OUTPUT_FILES | {"protected.sav"}
-    proc = assess(capsys, data, out)
+    # protect again (another command's earlier output is refused, audit UX F3)
+    proc = protect(capsys, data, out)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "notes.txt", "records.csv", "report.html", "summary.json"]
-    assert (out / "records.csv").read_text() != "stale"
+        "log.csv", "notes.txt", "protected.csv", "report.html", "summary.json"]
+    assert (out / "log.csv").read_text() != "stale"
 
 
 def test_previous_outputs_reads_the_list_of_written_files(tmp_path):

@@ -162,7 +162,8 @@ def test_terminal_names_the_model_and_labels_each_interval(run):
                      + re.escape(f"{cf['before']['expected_reidentifications']:.2f} -> "
                                  f"{cf['after']['expected_reidentifications']:.2f}"), out)
     assert re.search(r"records with a blank\s+" + re.escape(
-        f"{a['n_blanked_records']:,} ({a['n_blanks']:,} values): "
+        f"{a['n_blanked_records']:,} ({a['n_blanks']:,} values), expected "
+        f"re-identifications among them "
         f"{a['expected_reidentifications_blanked_records']:.2f} ["), out)
     # the model-free rows stay
     for row in ("sample uniques", "records violating 3-anonymity",

@@ -34,6 +34,7 @@ from click.core import ParameterSource
 
 from sdcbayes._cliutils import (
     CORES_HELP,
+    ENCODING_HELP,
     NA_VALUES_HELP,
     QUIET_HELP,
     SingleValueCommand,
@@ -41,6 +42,7 @@ from sdcbayes._cliutils import (
     echo_table,
     json_default,
     nan_to_none,
+    parse_encoding,
     parse_na_values,
     split_names,
     write_csv,
@@ -107,6 +109,7 @@ DEFAULT_MODELS = (
     "[default: 1000]",
 )
 @click.option("--na-values", metavar="CODES", default=None, help=NA_VALUES_HELP)
+@click.option("--encoding", metavar="ENC", default=None, help=ENCODING_HELP)
 @click.option(
     "--models",
     default=DEFAULT_MODELS,
@@ -179,7 +182,8 @@ DEFAULT_MODELS = (
     default="reidentifications",
     show_default=True,
     help="Loss of publishing a cell: reidentifications (f/F: the cell's expected "
-    "re-identified records), or a seed-003 loss such as uniques-equal:S=10, threshold:Ymin=3.",
+    "re-identified records), or a loss of Zaslavsky & Horton (1998) such as "
+    "uniques-equal:S=10, threshold:Ymin=3 (as `sdcbayes decide --disclosure-loss`).",
 )
 @click.option(
     "--suppression-loss",
@@ -251,6 +255,7 @@ def command(
     na_values: str | None = None,
     cores: int | None = None,
     strata: str | None = None,
+    encoding: str | None = None,
 ) -> None:
     """Fit several models or priors to one file and compare risk, fit and decisions.
 
@@ -281,8 +286,9 @@ def command(
                                              or data is None else [])], inputs={
         "DATA": data, "--priors-file": priors_file,
         **{"--models' structural-zeros file" + (f" {k}" if k else ""): path
-           for k, path in enumerate(rule_files.values())}})
+           for k, path in enumerate(rule_files.values())}}, command="compare")
     na_codes = parse_na_values(na_values)
+    codec = parse_encoding(encoding, data)
     if na_codes is not None and data is None:
         raise InputError("--na-values declares missing-value codes of a data file; give the "
                          "file (DATA), or leave out --na-values for the demo")
@@ -328,7 +334,7 @@ def command(
         quiet=quiet or as_json,
         household_truth=True,  # the demo's own households: their true household ER
         sampling_fraction=sampling_fraction,  # the demo's weights give way to it
-        na_values=na_codes,
+        na_values=na_codes, encoding=codec,
     )
     # the demo's own stratum (region) without DATA, as `assess` takes it
     weight, household, strata = roles["weight"], roles["household"], roles["strata"]
@@ -467,6 +473,8 @@ def command(
         summary["provenance"]["data"] = {**data_stamp, "alpha": None}
     if na_codes is not None and summary["provenance"]["input"] is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
+    if codec is not None and summary["provenance"]["input"] is not None:
+        summary["provenance"]["input"]["encoding"] = codec
     if rule_files:
         # the rules themselves are in "models" (each specification's options)
         summary["structural_zeros_files"] = {n: str(p) for n, p in rule_files.items()}
@@ -686,11 +694,19 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
     click.echo(f"sdcbayes {s['sdcbayes_version']} — compare: {len(t)} model(s); "
                f"decisions under {result.pairs[0]} at target {s['target_risk']}")
     click.echo(f"data: {s['data']}")
+    click.echo("  tau1: sample uniques unique in the population; tau2: expected correct matches "
+               "of sample uniques; ER: expected re-identifications; elpd: PSIS-LOO fit, "
+               "comparable only between fits of one likelihood")
     rows = []
     plug_in_kind = None
+    # fits with a LOO per likelihood (a model's fits share one): a lone fit has no rank
+    n_ranked = t.loc[t["elpd_loo"].notna(), "model"].value_counts()
     for r in t.itertuples(index=False):
         loo = ("–" if r.elpd_loo != r.elpd_loo
-               else f"elpd {r.elpd_loo:.1f} (rank {int(r.loo_rank)})")
+               else f"elpd {r.elpd_loo:.1f} (only model of its likelihood)"
+               if n_ranked.get(r.model, 0) < 2
+               else f"elpd {r.elpd_loo:.1f} (rank {int(r.loo_rank)} of "
+               f"{n_ranked[r.model]} {r.model} fits, 0 = best)")
         # The closed form's intervals are the plug-in's predictive spread, not a
         # posterior interval (`assess --model closed-form` shows none): marked, with
         # comparison.csv's interval_kind as the footnote.

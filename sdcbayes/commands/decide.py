@@ -47,12 +47,14 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    ENCODING_HELP,
     QUIET_HELP,
     SingleValueCommand,
     check_out_dir,
     echo_table,
     json_default,
     nan_to_none,
+    parse_encoding,
     write_csv,
     write_json,
     write_output_folder,
@@ -112,19 +114,19 @@ _DISCLOSURE_EXAMPLES = (
     "--disclosure-loss",
     default="uniques-equal:S=10",
     show_default=True,
-    help="Loss L1 of publishing a domain (seed 003, Sec. 3): uniques-equal:S=10 counts "
-    "the expected sample uniques an intruder can disclose when the class splits into S "
-    "equal subclasses, y·exp(-Y/S); uniques-gamma:S=10,a=2 lets subclass sizes vary "
-    "(Gamma shape a); uniques-proportions:pi=0.5/0.3/0.2 gives the subclass shares "
+    help="Loss L1 of publishing a domain (Zaslavsky & Horton 1998, Sec. 3): uniques-equal:S=10"
+    " counts the expected sample uniques an intruder can disclose when the class splits "
+    "into S equal subclasses, y·exp(-Y/S); uniques-gamma:S=10,a=2 lets subclass sizes "
+    "vary (Gamma shape a); uniques-proportions:pi=0.5/0.3/0.2 gives the subclass shares "
     "themselves, '/'-separated, y·sum(pi·exp(-Y·pi)); threshold:Ymin=5 is the rule "
-    "'population count below Ymin'; known-respondents:S=10 assumes the intruder knows who "
-    "was sampled, y·exp(-y/S).",
+    "'population count below Ymin'; known-respondents:S=10 assumes the intruder knows who"
+    " was sampled, y·exp(-y/S).",
 )
 @click.option(
     "--suppression-loss",
     default="y",
     show_default=True,
-    help="Loss L0 of suppressing a domain (seed 003, Sec. 3): y (sample records "
+    help="Loss L0 of suppressing a domain (Zaslavsky & Horton 1998, Sec. 3): y (sample records "
     "concealed), constant (each suppressed domain counts 1), Y (population units "
     "concealed), n or N (size of the domain).",
 )
@@ -168,7 +170,7 @@ _DISCLOSURE_EXAMPLES = (
     type=float,
     default=None,
     help="Advanced: fix alpha of the Beta prior instead of estimating it (with --beta), "
-    "e.g. --alpha 1 --beta 10 reproduces seed 003's Tables 1-2.",
+    "e.g. --alpha 1 --beta 10 reproduces Tables 1-2 of Zaslavsky & Horton (1998).",
 )
 @click.option("--beta", type=float, default=None, help="Advanced: fix beta (with --alpha).")
 @click.option(
@@ -176,8 +178,9 @@ _DISCLOSURE_EXAMPLES = (
     "weight_col",
     help="Advanced: column with a multiplicity for each row, the number of identical "
     "domains it stands for (a whole number; the row counts that many times in the estimate "
-    "of alpha and beta and in every total), or, with --alpha/--beta, a probability (seed "
-    "003, Table 2's P(n, N)·P(y | n, N)) that scales the row's share of every total.",
+    "of alpha and beta and in every total), or, with --alpha/--beta, a probability "
+    "(Zaslavsky & Horton 1998, Table 2's P(n, N)·P(y | n, N)) that scales the row's share "
+    "of every total.",
 )
 @click.option(
     "--draws",
@@ -229,6 +232,7 @@ _DISCLOSURE_EXAMPLES = (
     show_default=True,
     help="Output folder: decisions.csv, frontier.csv, summary.json, report.html.",
 )
+@click.option("--encoding", metavar="ENC", default=None, help=ENCODING_HELP)
 @click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def command(
@@ -255,6 +259,7 @@ def command(
     quiet: bool,
     as_json: bool,
     target_accept: float = 0.9,
+    encoding: str | None = None,
 ) -> None:
     """Decide which domains of a table to publish and which to suppress.
 
@@ -287,7 +292,8 @@ def command(
 
     # ---- every check before any work ----------------------------------------------
     out_files = ["summary.json", "decisions.csv", "frontier.csv", "report.html"]
-    check_out_dir(out, writes=out_files, inputs={"DOMAINS": domains})
+    check_out_dir(out, writes=out_files, inputs={"DOMAINS": domains}, command="decide")
+    codec = parse_encoding(encoding, domains)
     if not (math.isfinite(target_risk) and 0.0 < target_risk < 1.0):
         raise InputError(
             f"--target-risk must lie strictly between 0 and 1 (a fraction of the "
@@ -334,7 +340,7 @@ def command(
         route = hyperparameters or "posterior"
     seed_ignored = _check_sampler_options(route)
 
-    table = read_microdata(domains)
+    table = read_microdata(domains, encoding=codec)
     wanted = {"--y": y_col, "--n": n_col, "--N": N_col}
     if domain_col is not None:
         wanted["--domain"] = domain_col
@@ -499,6 +505,8 @@ def command(
         # fixed values have none (null, as decide() stamps)
         provenance["priors"] = priors
     provenance["input"] = file_fingerprint(domains)
+    if codec is not None:  # as the other commands stamp --encoding
+        provenance["input"]["encoding"] = codec
     summary["provenance"] = json_safe(provenance)
 
     from sdcbayes.cli import cli_worded_summary

@@ -146,6 +146,7 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    ENCODING_HELP,
     L_DIVERSITY_C_HELP,
     NA_VALUES_HELP,
     QUIET_HELP,
@@ -154,6 +155,7 @@ from sdcbayes._cliutils import (
     echo_table,
     json_default,
     nan_to_none,
+    parse_encoding,
     parse_na_values,
     split_names,
     write_csv,
@@ -308,7 +310,9 @@ DEFAULT_RISK_K = 3
     default=None,
     help="Local suppression: blank out as few key values as possible until every "
     "combination of keys is shared by at least K records (k-anonymity; a blank matches "
-    "any value). K is at most the number of records.",
+    "any value). K is at most the number of records. The output's row 'as the suppression "
+    "judges it' counts the records below K as this step does: each blank matching any "
+    "value, within --strata.",
 )
 @click.option(
     "--importance",
@@ -361,7 +365,7 @@ DEFAULT_RISK_K = 3
     "pram_cols",
     default=None,
     help="Invariant PRAM: comma-separated categorical variables whose values are changed at "
-    "random, keeping their expected frequencies (seed 001, 4.1.3).",
+    "random, keeping their expected frequencies (Templ et al. 2014, 4.1.3).",
 )
 @click.option(
     "--pram-pd",
@@ -377,8 +381,8 @@ DEFAULT_RISK_K = 3
     "--nayak-zhang-xi",
     type=float,
     default=None,
-    help="Nayak-Zhang PRAM of the key combination (seed 002): randomise sample uniques and "
-    "pairs so that the probability of a correct match is at most XI (at least 1/3 and "
+    help="Nayak-Zhang PRAM of the key combination (Nayak & Zhang 2015): randomise sample "
+    "uniques and pairs so that the probability of a correct match is at most XI (at least 1/3 and "
     "below 1, e.g. 0.5).",
 )
 @click.option(
@@ -386,10 +390,11 @@ DEFAULT_RISK_K = 3
     "mdav_cols",
     default=None,
     help="Micro-aggregation (MDAV): comma-separated numeric variables replaced by the mean "
-    "of groups of at least --mdav-k similar records (seed 001, 4.2.1). MDAV's time grows "
-    "with the square of the records (O(n^2/k)): about 1 min for 10^5 records and over an "
-    "hour for 10^6 at k=3 (one core), with a warning above 50,000 records; "
-    "--microaggregate-method sorted takes n log n (about 1 s for 10^5).",
+    "of groups of at least --mdav-k similar records (Templ et al. 2014, 4.2.1). MDAV's time "
+    "grows with the square of the records (O(n^2/k)): about 1 min for 10^5 records and "
+    "over an hour for 10^6 at k=3 (one core), with a warning above 50,000 records; "
+    "--microaggregate-method sorted takes n log n (about 1 s for 10^5). IL1 in the output: "
+    "see --noise.",
 )
 @click.option(
     "--mdav-k",
@@ -412,7 +417,10 @@ DEFAULT_RISK_K = 3
     "noise_cols",
     default=None,
     help="Noise addition: comma-separated numeric variables to which random normal noise "
-    "is added (seed 001, 4.2.2).",
+    "is added (Templ et al. 2014, 4.2.2). The output's IL1, here and after "
+    "--microaggregate or --rank-swap, is the information loss of a numeric variable: the "
+    "mean absolute change of its values over √2 times its standard deviation (0: "
+    "unchanged).",
 )
 @click.option(
     "--noise-level",
@@ -473,7 +481,11 @@ DEFAULT_RISK_K = 3
     "interval put around each protected value by the numeric variables' interval risk "
     "(sdcMicro's dRisk: a record is at risk when its original values all lie inside; "
     "summary.json's risk.numeric, reported when --noise, --microaggregate, --rank-swap or a "
-    "recipe's top_code/bottom_code changes numeric variables). Positive.",
+    "recipe's top_code/bottom_code changes numeric variables). Positive. The record "
+    "linkage reported beside it links each protected record to the nearest original one: "
+    "'nearest' is the share linked to their own original (ties counted as correct), "
+    "'tie-fair' the expected share when an intruder picks at random among equally near "
+    "originals.",
 )
 @click.option(
     "--strata",
@@ -559,6 +571,7 @@ DEFAULT_RISK_K = 3
     help=NA_VALUES_HELP + " The protected file keeps these codes where no step changed the "
     "cell (a -9 stays -9).",
 )
+@click.option("--encoding", metavar="ENC", default=None, help=ENCODING_HELP)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),  # a file: refused by check_out_dir, fix named
@@ -677,6 +690,7 @@ def command(
     rank_swap_k0: float | None = None,
     rank_swap_top: float = RANK_SWAP_GROUP_PERCENT,
     rank_swap_bottom: float = RANK_SWAP_GROUP_PERCENT,
+    encoding: str | None = None,
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -707,7 +721,8 @@ def command(
     rules_file = None if structural_zeros is None else structural_zeros_file(structural_zeros)
     out_files = ["summary.json", _output_name(_extension(data))[0], "log.csv", "report.html"]
     out_inputs = {"DATA": data, "--recipe": recipe, "--structural-zeros": rules_file}
-    check_out_dir(out, writes=out_files, inputs=out_inputs)
+    check_out_dir(out, writes=out_files, inputs=out_inputs, command="protect")
+    codec = parse_encoding(encoding, data)
     zero_rules = None
     if rules_file is not None:  # the rules' form now; their keys and levels once read
         from sdcbayes.cli import read_structural_zero_rules
@@ -761,12 +776,12 @@ def command(
         )
     if any(s.get("step") == "pram" for s in steps):
         out_files.append(PRAM_MATRICES)  # known once the recipe is read: checked again
-        check_out_dir(out, writes=out_files, inputs=out_inputs)
+        check_out_dir(out, writes=out_files, inputs=out_inputs, command="protect")
     ext = _extension(data)
     na_codes = parse_na_values(na_values)
     from sdcbayes.cli import read_data, resolve_variables
 
-    frame = read_data(data, quiet=quiet or as_json, na_values=na_codes)
+    frame = read_data(data, quiet=quiet or as_json, na_values=na_codes, encoding=codec)
     # --keys, --weight and --household: column names or variable labels (SPSS/Stata/SAS)
     key_list, roles = resolve_variables(frame, data.name, key_list, weight=weight,
                                         household=household)
@@ -989,6 +1004,8 @@ def command(
     )
     if na_codes is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
+    if codec is not None:  # the protected CSV is written back in it too
+        summary["provenance"]["input"]["encoding"] = codec
     if ldiv is not None:  # as assess stamps them: beside the keys, beside the settings
         prov = summary["provenance"]
         prov["data"] = {**(prov.get("data") or {}), "sensitive": list(sensitive_cols)}
@@ -997,7 +1014,7 @@ def command(
         from sdcbayes.cli import cli_worded_summary
 
         cli_worded_summary(summary)  # problems and warnings as the terminal printed them
-    log = _log_integers(_concat_logs(logs), _integer_columns(frame, data, ext))
+    log = _log_integers(_concat_logs(logs), _integer_columns(frame, data, ext, codec))
 
     from sdcbayes.report import protection_report
 
@@ -1007,7 +1024,7 @@ def command(
         {
             "summary.json": lambda p: write_json(p, summary),
             out_name: lambda p: _write_protected(p, current, data, ext, original=frame,
-                                                 na_values=na_codes),
+                                                 na_values=na_codes, encoding=codec),
             "log.csv": lambda p: log.to_csv(p, index=False),  # codes as the input has them
             "report.html": lambda p: p.write_text(html, encoding="utf-8"),
         }
@@ -1547,7 +1564,9 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             # be blanked (the step lowers k only per stratum, for strata below k)
             what = "--suppress-k" if from_option else f"{where}: k"
             raise InputError(
-                f"{what} {max(ks)} exceeds the {n_records} records; choose k <= {n_records}"
+                f"{what} {max(ks)} exceeds the "
+                + ("file's only record" if n_records == 1 else f"{n_records} records")
+                + f"; choose k <= {n_records}"
             )
         if "importance" in s:
             imp = s["importance"]
@@ -2241,8 +2260,9 @@ def _check_finite(where: str, c: str, st: _ColumnState, column) -> None:
             "them by missing or by a finite top code before rank swapping")
     raise InputError(
         f"{where}: column {c!r} has infinite values (first at record "
-        f"{int(np.flatnonzero(np.isinf(x))[0])}"
-        + (" of the input" if st.changed else "")
+        # counting from 1, as every record named in an error (microdata._row_ref)
+        f"{int(np.flatnonzero(np.isinf(x))[0]) + 1}"
+        + (" of the input" if st.changed else "") + ", counting from 1"
         + "); replace them by missing or by a finite top code (a top_code step before "
         "this one) before rank swapping")
 
@@ -2256,7 +2276,7 @@ def _check_numeric_complete(where: str, c: str, st: _ColumnState, method: str,
     if st.missing_by is None:
         raise InputError(
             f"{where}: column {c!r} has missing or infinite values (first at record "
-            f"{first_bad_record(c)}); impute or drop them before {method}"
+            f"{first_bad_record(c) + 1}, counting from 1); impute or drop them before {method}"
         )
     if "suppress" in st.missing_by:
         fix = (f"leave {c!r} out of --keys, or give the steps in a --recipe that runs "
@@ -3524,8 +3544,10 @@ def _weight_blame(steps: list[dict[str, Any]], weight: str | None) -> str:
             "not the input's values: leave it out of those steps)")
 
 
-def _integer_columns(frame, source: Path, ext: str) -> set:
+def _integer_columns(frame, source: Path, ext: str, encoding: str | None = None) -> set:
     """Columns of the input whose values are whole numbers written as integers.
+
+    ``encoding``: the input's text encoding (``--encoding``; None: UTF-8).
 
     A CSV column counts when pandas read it as integers or its text has only integer
     literals (:func:`_integers_kept`: blanks make pandas read 3 as 3.0); in the
@@ -3538,8 +3560,8 @@ def _integer_columns(frame, source: Path, ext: str) -> set:
     out = {c for c in frame.columns if pd.api.types.is_integer_dtype(frame[c].dtype)
            and not pd.api.types.is_bool_dtype(frame[c].dtype)}
     if ext in (".csv", ".csv.gz", ".tsv"):
-        sep = _input_separator(source, "\t" if ext == ".tsv" else ",")
-        kept = _integers_kept(frame, source, sep, frame)
+        sep = _input_separator(source, "\t" if ext == ".tsv" else ",", encoding)
+        kept = _integers_kept(frame, source, sep, frame, encoding)
         out |= {c for c in kept.columns if pd.api.types.is_integer_dtype(kept[c].dtype)}
         return out
     for c in frame.columns:
@@ -4206,7 +4228,7 @@ _NUMERIC_FORMAT = re.compile(
 
 
 def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
-                     na_values=None) -> None:
+                     na_values=None, encoding: str | None = None) -> None:
     """Write ``frame`` in the input's format, keeping all the steps did not change.
 
     Parameters
@@ -4228,6 +4250,12 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
         and no step changed gets its code back, in every format (CSV: its text, as
         every unchanged cell; the other formats: its value as read without them,
         :func:`_na_codes_restored`).
+    encoding : str, optional
+        The input's text encoding (``--encoding``; None: UTF-8). A CSV/TSV is read
+        again and written back in it, so the user's file stays in their encoding
+        (a Latin-1 file is not turned into UTF-8 beside their other files); the
+        SPSS, Stata and SAS metadata are read again with it. pyreadstat writes
+        SPSS and Stata files in UTF-8, which those formats declare.
 
     Notes
     -----
@@ -4244,11 +4272,11 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
     """
     if ext in (".csv", ".csv.gz", ".tsv"):
         # written with the input's separator: a semicolon "CSV" goes back to its spreadsheet
-        sep = _input_separator(source, "\t" if ext == ".tsv" else ",")
-        _write_csv(path, frame, source, sep, original)
+        sep = _input_separator(source, "\t" if ext == ".tsv" else ",", encoding)
+        _write_csv(path, frame, source, sep, original, encoding)
         return
     if na_values and original is not None:
-        frame = _na_codes_restored(frame, original, source)
+        frame = _na_codes_restored(frame, original, source, encoding)
     if ext in (".parquet", ".pq", ".sas7bdat"):
         _arrow_safe(frame).to_parquet(path, index=False)
         return
@@ -4258,7 +4286,7 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
 
     from sdcbayes.exceptions import DataError
 
-    meta = _source_metadata(source, ext)
+    meta = _source_metadata(source, ext, encoding)
     ranges = _declared_missing(meta) if ext in (".sav", ".zsav") else {}
     df, labels = _labelled(frame, meta, reserved=ranges)
     if ext == ".dta":
@@ -4267,7 +4295,7 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
     if labels and ext in (".sav", ".zsav", ".dta"):
         options["variable_value_labels"] = labels
     if ranges:
-        df, kept = _user_missing_restored(df, original, source, ext, ranges)
+        df, kept = _user_missing_restored(df, original, source, ext, ranges, encoding)
         if kept:
             options["missing_ranges"] = kept
     if ext == ".zsav":
@@ -4294,7 +4322,7 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
         ) from None
 
 
-def _na_codes_restored(frame, original, source: Path):
+def _na_codes_restored(frame, original, source: Path, encoding: str | None = None):
     """``frame`` with the ``--na-values`` codes back in the cells no step changed.
 
     The input is read again without ``na_values``: a cell missing in ``frame`` and in
@@ -4310,7 +4338,7 @@ def _na_codes_restored(frame, original, source: Path):
     from sdcbayes.microdata import read_microdata
 
     try:
-        raw = read_microdata(source)
+        raw = read_microdata(source, encoding=encoding)
     except Exception:  # the codes are a nicety: the protected values are right without them
         return frame
     if list(raw.columns) != list(original.columns) or len(raw) != len(original) \
@@ -4343,7 +4371,8 @@ def _na_codes_restored(frame, original, source: Path):
     return out
 
 
-def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None:
+def _write_csv(path: Path, frame, source: Path, sep: str, original=None,
+               encoding: str | None = None) -> None:
     """Write ``frame`` as CSV, cells no step changed with the input's own text.
 
     pandas' parsing is lossy (``001`` -> 1, ``NA`` -> missing, ``TRUE`` -> True,
@@ -4353,7 +4382,7 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
     value as read (both missing counts as unchanged). Rows are in input order:
     no step adds, drops or reorders records. Without ``original``, or when the
     text read does not line up with it (columns, rows), the parsed values are
-    written as before.
+    written as before. ``encoding``: the input's (None: UTF-8), read and written.
     """
     import io
 
@@ -4366,12 +4395,13 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
             and list(original.columns) == list(frame.columns) and frame.columns.is_unique):
         try:
             text = pd.read_csv(source, sep=sep, dtype=str, keep_default_na=False,
-                               skiprows=_input_skip(source))
+                               skiprows=_input_skip(source, encoding),
+                               encoding=encoding or "utf-8")
         except Exception:  # the text is a nicety: the parsed values are still right
             text = None
     if text is None or list(text.columns) != list(frame.columns) or len(text) != len(frame):
-        _csv_out(path, _integers_kept(frame, source, sep, original), frame, sep,
-                 _decimal_mark(sep, None, original))
+        _csv_out(path, _integers_kept(frame, source, sep, original, encoding), frame, sep,
+                 _decimal_mark(sep, None, original), encoding)
         return
     decimal = _decimal_mark(sep, text, original)
     changed = {}
@@ -4385,8 +4415,8 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
         cols = list(changed)
         # the changed cells as pandas writes them (34 not 34.0, blanks for suppressions)
         buf = io.StringIO()
-        _integers_kept(frame[cols], source, sep, original).to_csv(buf, index=False, sep=sep,
-                                                                  decimal=decimal)
+        _integers_kept(frame[cols], source, sep, original, encoding).to_csv(
+            buf, index=False, sep=sep, decimal=decimal)
         buf.seek(0)
         new = pd.read_csv(buf, sep=sep, dtype=str, keep_default_na=False)
         for j, c in enumerate(cols):
@@ -4394,7 +4424,7 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None) -> None
             mask = changed[c]
             values[mask] = new.iloc[:, j].to_numpy(dtype=object)[mask]
             out[c] = values
-    _csv_out(path, out, frame, sep, decimal)
+    _csv_out(path, out, frame, sep, decimal, encoding)
 
 
 def _decimal_mark(sep: str, text, original) -> str:
@@ -4421,7 +4451,8 @@ def _decimal_mark(sep: str, text, original) -> str:
     return "." if point and not comma else ","
 
 
-def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".") -> None:
+def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".",
+             encoding: str | None = None) -> None:
     """Write ``out`` with pandas, quoting the observed values that read as missing.
 
     read_microdata takes an unquoted ``NA`` (and ``#N/A``, ``NaN``, ``nan``) for
@@ -4429,7 +4460,8 @@ def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".") -> None:
     both unquoted. Where some observed value of ``frame`` is written as one of
     those texts, the file is written here instead, with exactly those cells
     quoted (and the cells CSV needs quoted), so the level survives the round
-    trip; otherwise pandas writes it, as before.
+    trip; otherwise pandas writes it, as before. ``encoding``: the input's (None:
+    UTF-8), which the file is written in.
     """
     import io
 
@@ -4450,7 +4482,7 @@ def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".") -> None:
              & frame[c].notna().to_numpy()
              for c in frame.columns} if frame.columns.is_unique else {}
     if not any(m.any() for m in force.values()):
-        out.to_csv(path, index=False, sep=sep, decimal=decimal)
+        out.to_csv(path, index=False, sep=sep, decimal=decimal, encoding=encoding or "utf-8")
         return
 
     def quoted(values, must):
@@ -4462,18 +4494,25 @@ def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".") -> None:
     header = quoted(list(cells.columns), np.zeros(len(cells.columns), dtype=bool))
     columns = [quoted(cells[c].to_numpy(dtype=object), force[c]) for c in cells.columns]
     lines = [sep.join(header)] + [sep.join(row) for row in zip(*columns, strict=True)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8", newline="")
+    text = "\n".join(lines) + "\n"
+    if path.name.lower().endswith(".gz"):  # as pandas writes a .csv.gz: compressed
+        import gzip
+
+        with gzip.open(path, "wt", encoding=encoding or "utf-8", newline="") as fh:
+            fh.write(text)
+        return
+    path.write_text(text, encoding=encoding or "utf-8", newline="")
 
 
-def _input_separator(source: Path, sep: str) -> str:
+def _input_separator(source: Path, sep: str, encoding: str | None = None) -> str:
     """The separator the input was read with: a .csv may use semicolons, tabs or bars."""
-    from sdcbayes.microdata import _csv_separator
+    from sdcbayes.microdata import _csv_layout
 
     # read_microdata's own detection, so both read the same columns
-    return sep if sep != "," else _csv_separator(source)
+    return sep if sep != "," else _csv_layout(source, ".csv", encoding)[0]
 
 
-def _input_skip(source: Path) -> int:
+def _input_skip(source: Path, encoding: str | None = None) -> int:
     """The lines before the input's header (blank ones, Excel's ``sep=;``).
 
     As read_microdata skips them (:func:`sdcbayes.microdata._csv_layout`), so that the
@@ -4481,10 +4520,12 @@ def _input_skip(source: Path) -> int:
     """
     from sdcbayes.microdata import _csv_layout
 
-    return _csv_layout(source, ".tsv" if source.name.lower().endswith(".tsv") else ".csv")[1]
+    return _csv_layout(source, ".tsv" if source.name.lower().endswith(".tsv") else ".csv",
+                       encoding)[1]
 
 
-def _integers_kept(frame, source: Path, sep: str, original=None):
+def _integers_kept(frame, source: Path, sep: str, original=None,
+                   encoding: str | None = None):
     """Float columns the input wrote as integers, back to nullable ``Int64``.
 
     pandas reads an integer column with a blank as float64 and writes it back as
@@ -4514,7 +4555,8 @@ def _integers_kept(frame, source: Path, sep: str, original=None):
     if unsure:
         try:
             text = pd.read_csv(source, sep=sep, usecols=unsure, dtype=str,
-                               skiprows=_input_skip(source))
+                               skiprows=_input_skip(source, encoding),
+                               encoding=encoding or "utf-8")
         except Exception:  # the input's text is a nicety here; write those as floats
             text = None
         for c in unsure if text is not None else []:
@@ -4529,16 +4571,19 @@ def _integers_kept(frame, source: Path, sep: str, original=None):
     return out
 
 
-def _source_metadata(source: Path, ext: str):
+def _source_metadata(source: Path, ext: str, encoding: str | None = None):
     """The input's metadata read by pyreadstat (SPSS: with the user-missing declarations).
 
     ``None`` when they cannot be read: metadata are a nicety, the data are written anyway.
+    ``encoding``: ``--encoding``, as the data were read with it.
     """
     import pyreadstat
 
     reader = getattr(pyreadstat, _READERS[ext])
     # missing_ranges are filled only when user-missing values are asked for
     extra = {"user_missing": True} if ext in (".sav", ".zsav") else {}
+    if encoding is not None:
+        extra["encoding"] = encoding
     try:
         _, meta = reader(str(source), metadataonly=True, **extra)
     except Exception:
@@ -4567,7 +4612,8 @@ def _in_ranges(values, pairs) -> Any:
     return hit
 
 
-def _user_missing_restored(df, original, source: Path, ext: str, ranges):
+def _user_missing_restored(df, original, source: Path, ext: str, ranges,
+                           encoding: str | None = None):
     """Put back the SPSS user-missing codes of the cells no step changed.
 
     A cell gets its code back when it is missing in the protected data, was
@@ -4590,8 +4636,9 @@ def _user_missing_restored(df, original, source: Path, ext: str, ranges):
     raw = None
     if original is not None and cols:
         try:
-            raw, _ = getattr(pyreadstat, _READERS[ext])(str(source), user_missing=True,
-                                                         usecols=cols)
+            raw, _ = getattr(pyreadstat, _READERS[ext])(
+                str(source), user_missing=True, usecols=cols,
+                **({} if encoding is None else {"encoding": encoding}))
         except Exception:  # no codes to restore; the declarations still hold
             raw = None
     kept: dict[str, list] = {}
@@ -4890,6 +4937,8 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
         rows.append((f"records with {'' if cf is None else 'closed-form '}risk above "
                      f"{s['risk']['threshold']:g}",
                      f"{tb['n_above_threshold']:,} -> {ta['n_above_threshold']:,}"))
+    if s["information_loss"]["per_variable"]:  # a header: the lines below are not the sub-row's
+        rows.append(("information loss per variable", "share of its values"))
     for var, v in s["information_loss"]["per_variable"].items():
         text = (
             f"{percent(v['share_changed'])} changed, "
@@ -5124,7 +5173,8 @@ def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:
 
     pred = "expected_reidentifications_interval" in a
     after_iv, after_what = (("expected_reidentifications_interval", "predictive") if pred
-                            else ("expected_reidentifications_hyper_interval", "over θ only"))
+                            else ("expected_reidentifications_hyper_interval",
+                                  "parameter uncertainty only"))
     lo, hi = a["expected_reidentifications_blanked_records_interval" if pred
                else "expected_reidentifications_blanked_records_hyper_interval"]
     return [
@@ -5132,7 +5182,8 @@ def _latent_class_lines(s: dict[str, Any]) -> list[tuple[str, str]]:
          er(b, "expected_reidentifications_interval", "predictive") + " -> "
          + er(a, after_iv, after_what)),
         ("  records with a blank",
-         f"{a['n_blanked_records']:,} ({a['n_blanks']:,} values): "
+         f"{a['n_blanked_records']:,} ({a['n_blanks']:,} values), expected "
+         f"re-identifications among them "
          f"{a['expected_reidentifications_blanked_records']:.2f} [{lo:.2f}, {hi:.2f}] "
          f"{after_what}"),
         ("  closed form (sdcMicro)",
@@ -5156,7 +5207,7 @@ def _household_lines(b: dict[str, Any], a: dict[str, Any], cf: dict[str, Any]
     def hh(d, key="household_expected_reidentifications"):
         lo, hi = d[f"{key}_interval"]
         kind = str(d.get("household_interval_kind") or "")
-        what = "predictive" if kind.startswith("predictive") else "over θ only"
+        what = "predictive" if kind.startswith("predictive") else "parameter uncertainty only"
         return f"{d[key]:.2f} [{lo:.2f}, {hi:.2f}] {what}"
 
     rows = [("household expected re-identifications", f"{hh(b)} -> {hh(a)}")]

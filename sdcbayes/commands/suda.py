@@ -25,6 +25,7 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    ENCODING_HELP,
     NA_VALUES_HELP,
     QUIET_HELP,
     SingleValueCommand,
@@ -32,6 +33,7 @@ from sdcbayes._cliutils import (
     echo_table,
     json_default,
     nan_to_none,
+    parse_encoding,
     parse_na_values,
     split_names,
     write_csv,
@@ -88,6 +90,7 @@ CONTRIBUTIONS_NOTE = (
     "in the keys as listed the two give the same scores.",
 )
 @click.option("--na-values", metavar="CODES", default=None, help=NA_VALUES_HELP)
+@click.option("--encoding", metavar="ENC", default=None, help=ENCODING_HELP)
 @click.option(
     "--score-method",
     type=click.Choice(["elliot", "ihsn"]),
@@ -96,7 +99,7 @@ CONTRIBUTIONS_NOTE = (
     # the seed's product over i = k..M of (ATT - i), as risk/suda.py's msu_size_weights:
     # "(M - k)!" with M the --max-size is wrong once M < ATT (7 keys, M = 3: 120, 20, 4)
     help="Weight of an MSU of size k, with ATT the number of keys and M the --max-size: "
-    "elliot (seed 001 section 3.5, sdcMicro's original_scores = TRUE) gives (ATT - k)! "
+    "elliot (Templ et al. 2014, section 3.5; sdcMicro's original_scores = TRUE) gives (ATT - k)! "
     "when all sizes are searched (the default) and, with M below ATT, the product "
     "(ATT - k)(ATT - k - 1)...(ATT - M) = (ATT - k)!/(ATT - M - 1)! (e.g. 7 keys and "
     "--max-size 3 score sizes 1, 2, 3 as 120, 20, 4); ihsn is the older IHSN/OECD "
@@ -122,6 +125,7 @@ def command(
     quiet: bool,
     as_json: bool,
     na_values: str | None = None,
+    encoding: str | None = None,
 ) -> None:
     """Score every record by its special uniques (SUDA) and estimate DIS-SUDA risk.
 
@@ -140,7 +144,7 @@ def command(
     if dup:
         raise InputError(f"--keys repeats {dup}; name each key once")
     out_files = ["summary.json", "records.csv", "report.html"]
-    check_out_dir(out, writes=out_files, inputs={"DATA": data})
+    check_out_dir(out, writes=out_files, inputs={"DATA": data}, command="suda")
     if max_size is not None and not 1 <= max_size <= len(key_list):
         raise InputError(
             f"--max-size must be between 1 and the number of keys ({len(key_list)}); got {max_size}"
@@ -152,11 +156,12 @@ def command(
         )
     missing = _parse_missing(missing_codes)
     na_codes = parse_na_values(na_values)
+    codec = parse_encoding(encoding, data)
     from sdcbayes.cli import cli_wording, read_variables
 
     # the keys' columns only (names or variable labels), checked against the header first
     frame, key_list, _ = read_variables(data, key_list, quiet=quiet or as_json,
-                                        na_values=na_codes)
+                                        na_values=na_codes, encoding=codec)
     dup = sorted({k for k in key_list if key_list.count(k) > 1})
     if dup:  # a label and its column name, or two labels of one column
         raise InputError(f"--keys names the column(s) {dup} twice (by name and by label); "
@@ -227,6 +232,8 @@ def command(
     )
     if na_codes is not None:
         summary["provenance"]["input"]["na_values"] = na_codes
+    if codec is not None:
+        summary["provenance"]["input"]["encoding"] = codec
 
     from sdcbayes.report import suda_report
 

@@ -663,7 +663,7 @@ def nayak_zhang_theta(xi: float, counts: Sequence[int] = (1, 2)) -> float:
         raise InputError(f"xi={xi!r} must be a probability in [1/3, 1); e.g. xi=0.5")
     if xi < 1.0 / 3.0 - 1e-12:
         raise InputError(
-            f"xi={xi!r} is below 1/3, which Nayak-Zhang PRAM cannot guarantee (seed 002: "
+            f"xi={xi!r} is below 1/3, which Nayak-Zhang PRAM cannot guarantee (Nayak & Zhang 2015: "
             "'limited to xi >= 1/3'); use xi >= 1/3"
         )
     thetas = []
