@@ -98,27 +98,14 @@ def parse_encoding(text: str | None, data: Path | None,
     name returned is what provenance records and what the readers are given
     (:func:`sdcbayes.microdata._check_encoding`).
     """
-    import codecs
-
     if text is None:
         return None
     if data is None:
         raise InputError(f"{option} gives a data file's text encoding; give the file (DATA), "
                          f"or leave out {option} for the demo")
-    from sdcbayes.microdata import _NO_ENCODING, _extension
+    from sdcbayes.microdata import _codec_name, _extension
 
-    try:
-        name = codecs.lookup(text.strip()).name
-    except LookupError:
-        raise InputError(
-            f"{option} {text!r} is not a text encoding Python knows; give a codec name such "
-            "as utf-8, latin-1 (ISO-8859-1), cp1252 (Windows Western European), iso8859-15 "
-            "or utf-16") from None
-    ext = _extension(Path(data))
-    if ext in _NO_ENCODING:
-        raise InputError(f"{option} cannot be given for '{Path(data).name}': "
-                         f"{_NO_ENCODING[ext]}; leave out {option}")
-    return name
+    return _codec_name(text, _extension(Path(data)), Path(data), what=option)
 
 
 def split_names(value: str | None) -> list[str] | None:

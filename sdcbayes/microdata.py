@@ -1734,14 +1734,10 @@ _NO_ENCODING = {".parquet": "Parquet files are UTF-8 by definition",
                         "read_por takes no encoding"}
 
 
-def _check_encoding(encoding, ext: str, p: Path) -> str | None:
-    """The text encoding to read ``p`` with: None for UTF-8 (the default), else its name.
+def _codec_name(encoding, ext: str, p: Path, what: str = "encoding=") -> str:
+    """``encoding``'s canonical codec name (``latin-1`` -> ``iso8859-1``), checked for ``p``.
 
-    ``encoding`` is a Python codec name or alias (``latin-1``, ``cp1252``,
-    ``utf-16``), looked up with :func:`codecs.lookup` and returned under its
-    canonical name (``iso8859-1``), which pyarrow, pandas and pyreadstat's iconv all
-    take for the common Western ones. UTF-8 given explicitly is the default (a
-    byte-order mark is skipped as without it).
+    ``what`` names the setting in messages (``--encoding`` on the command line).
 
     Raises
     ------
@@ -1751,23 +1747,40 @@ def _check_encoding(encoding, ext: str, p: Path) -> str | None:
     """
     import codecs
 
-    if encoding is None:
-        return None
     if not isinstance(encoding, str):
-        raise InputError(f"encoding must be a codec name such as 'latin-1', got "
+        raise InputError(f"{what} must be a codec name such as 'latin-1', got "
                          f"{type(encoding).__name__}")
     try:
         name = codecs.lookup(encoding.strip()).name
     except LookupError:
         raise InputError(
-            f"unknown encoding {encoding!r}; give a codec name Python knows, e.g. utf-8, "
-            "latin-1 (ISO-8859-1), cp1252 (Windows Western European), iso8859-15, utf-16"
-        ) from None
+            f"{what} {encoding!r} is not a text encoding Python knows; give a codec name such "
+            "as utf-8, latin-1 (ISO-8859-1), cp1252 (Windows Western European), iso8859-15 "
+            "or utf-16") from None
     if ext in _NO_ENCODING:
-        raise InputError(
-            f"an encoding cannot be given for '{p.name}': {_NO_ENCODING[ext]}; leave out "
-            "--encoding (encoding=) for this file"
-        )
+        raise InputError(f"{what} cannot be given for '{p.name}': {_NO_ENCODING[ext]}; "
+                         f"leave out {what}")
+    return name
+
+
+def _check_encoding(encoding, ext: str, p: Path) -> str | None:
+    """The text encoding to read ``p`` with: None for UTF-8 (the default), else its name.
+
+    ``encoding`` is a Python codec name or alias (``latin-1``, ``cp1252``,
+    ``utf-16``), looked up with :func:`codecs.lookup` and returned under its
+    canonical name (``iso8859-1``), which pyarrow, pandas and pyreadstat's iconv all
+    take for the common Western ones (:func:`_codec_name`). UTF-8 given explicitly is
+    the default (a byte-order mark is skipped as without it).
+
+    Raises
+    ------
+    InputError
+        Not a text, an unknown codec, or a file type whose encoding cannot be given
+        (:data:`_NO_ENCODING`).
+    """
+    if encoding is None:
+        return None
+    name = _codec_name(encoding, ext, p)
     return None if name in ("utf-8", "utf-8-sig") else name
 
 

@@ -137,6 +137,41 @@ def check_columns(frame: pd.DataFrame, columns: Any, what: str = "columns") -> l
     return names
 
 
+def check_numeric_columns(frame: pd.DataFrame, columns: list[str], method: str) -> None:
+    """Refuse boolean, non-numeric and complex ``columns`` of a numeric method.
+
+    ``method`` names the step in the messages (micro-aggregation, noise addition,
+    rank swapping).
+
+    Raises
+    ------
+    InputError
+        Naming the columns and how such a variable is protected instead.
+    """
+    flags = [c for c in columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
+    if flags:
+        # bool counts as numeric to pandas, but averaging, jittering or ranking a yes/no
+        # variable gives values like 0.33 or reorders ties that mean nothing
+        raise InputError(
+            f"columns {flags} are boolean (True/False); {method} needs numeric "
+            "measurements: protect a yes/no variable with PRAM or recoding"
+        )
+    bad = [c for c in columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
+    if bad:
+        raise InputError(
+            f"columns {bad} are not numeric; {method} needs numeric variables (a categorical "
+            f"variable is protected by recoding or PRAM, not by {method}; an ordinal one "
+            "may be given as its codes)"
+        )
+    # a float conversion would drop the imaginary parts with only a warning
+    cplx = [c for c in columns if pd.api.types.is_complex_dtype(frame[c].dtype)]
+    if cplx:
+        raise InputError(
+            f"columns {cplx} are complex; {method} needs real values (pass the real part or "
+            "the modulus)"
+        )
+
+
 def check_row_order(original: Any, protected: Any) -> None:
     """Refuse two frames whose rows carry the same index labels in a different order.
 

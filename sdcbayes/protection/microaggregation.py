@@ -54,6 +54,7 @@ from sdcbayes.protection.base import (
     ProtectionResult,
     check_columns,
     check_frame,
+    check_numeric_columns,
     code_strata,
     output_frame,
     stamped,
@@ -65,20 +66,7 @@ __all__ = ["mdav_groups", "mdav", "sorted_groups", "sorted_microaggregation"]
 def _numeric_matrix(frame: pd.DataFrame, columns: list[str],
                     method: str = "micro-aggregation") -> np.ndarray:
     """The numeric ``columns`` as a float matrix; ``method`` names the step in errors."""
-    flags = [c for c in columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
-    if flags:
-        # bool counts as numeric to pandas, but averaging or jittering a yes/no
-        # variable gives values like 0.33 that mean nothing
-        raise InputError(
-            f"columns {flags} are boolean (True/False); {method} needs numeric "
-            "measurements: protect a yes/no variable with PRAM or recoding"
-        )
-    bad = [c for c in columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
-    if bad:
-        raise InputError(
-            f"columns {bad} are not numeric; {method} needs numeric variables (a categorical "
-            f"variable is protected by recoding or PRAM, not by {method})"
-        )
+    check_numeric_columns(frame, columns, method)
     x = frame[columns].to_numpy(dtype=np.float64)
     if not np.isfinite(x).all():
         rows = np.flatnonzero(~np.isfinite(x).all(axis=1))[:5].tolist()

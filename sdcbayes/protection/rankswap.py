@@ -105,6 +105,7 @@ from sdcbayes.protection.base import (
     ProtectionResult,
     check_columns,
     check_frame,
+    check_numeric_columns,
     output_frame,
     seeded_rng,
     stamped,
@@ -168,25 +169,7 @@ def _check_parameters(p: Any, r0: Any, k0: Any, top_percent: Any,
 
 def _observed_values(frame: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
     """Each column as float64 with NaN for missing; refuses bool, complex, non-numeric, inf."""
-    flags = [c for c in columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
-    if flags:
-        raise InputError(
-            f"columns {flags} are boolean (True/False); rank swapping needs numeric or "
-            "ordinal measurements: protect a yes/no variable with PRAM or recoding"
-        )
-    bad = [c for c in columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
-    if bad:
-        raise InputError(
-            f"columns {bad} are not numeric; rank swapping needs numeric variables (convert "
-            "an ordinal variable to its codes, protect a categorical one by recoding or PRAM)"
-        )
-    # a float conversion would drop the imaginary parts with only a warning
-    cplx = [c for c in columns if pd.api.types.is_complex_dtype(frame[c].dtype)]
-    if cplx:
-        raise InputError(
-            f"columns {cplx} are complex; rank swapping ranks real values (pass the real "
-            "part or the modulus)"
-        )
+    check_numeric_columns(frame, columns, "rank swapping")
     values = {}
     for c in columns:
         x = frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
