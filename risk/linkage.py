@@ -269,6 +269,41 @@ def _check_distinct(names: list[Any], measure: str, where: str = "variables") ->
         )
 
 
+def _paired_matrices(original: Any, protected: Any, variables: Any, measure: str,
+                     needs: str, allow_missing: bool = False
+                     ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The original's and the protected file's variables as matrices, record by record.
+
+    Tables (pandas, or anything with ``to_pandas()``, converted first: else
+    ``variables`` would be ignored) are read by column name, arrays by position;
+    ``variables`` None takes every column of ``original``. ``measure`` and ``needs``
+    name the measure in messages.
+
+    Raises
+    ------
+    InputError
+        Different shapes, rows in a different order (:func:`check_row_order`), or what
+        :func:`_as_matrix` refuses.
+    """
+    original, protected = as_pandas_frame(original), as_pandas_frame(protected)
+    if variables is None and isinstance(original, pd.DataFrame):
+        variables = list(original.columns)
+    x, names = _as_matrix(original, variables, "original", measure=measure,
+                          allow_missing=allow_missing)
+    z, _ = _as_matrix(
+        protected, names if isinstance(protected, pd.DataFrame) else variables, "protected",
+        measure=measure, allow_missing=allow_missing,
+    )
+    if x.shape != z.shape:
+        raise InputError(
+            f"original has {x.shape[0]} records x {x.shape[1]} variables, protected "
+            f"{z.shape[0]} x {z.shape[1]}; {needs} needs the protected file "
+            "made record by record from the original, in the same order."
+        )
+    check_row_order(original, protected)
+    return x, z, names
+
+
 def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct rows of ``x`` by exact float equality (``-0.0 == 0.0``).
 
@@ -441,21 +476,8 @@ def linkage_risk(
     """
     if isinstance(variables, str):
         variables = [variables]  # one name, not a sequence of one-letter names
-    # tables with named columns, not arrays: else `variables` would be ignored
-    original, protected = as_pandas_frame(original), as_pandas_frame(protected)
-    if variables is None and isinstance(original, pd.DataFrame):
-        variables = list(original.columns)
-    x_orig, names = _as_matrix(original, variables, "original")
-    x_prot, _ = _as_matrix(
-        protected, names if isinstance(protected, pd.DataFrame) else variables, "protected"
-    )
-    if x_orig.shape != x_prot.shape:
-        raise InputError(
-            f"original has {x_orig.shape[0]} records x {x_orig.shape[1]} variables, protected "
-            f"{x_prot.shape[0]} x {x_prot.shape[1]}; record linkage needs the protected file "
-            "made record by record from the original, in the same order."
-        )
-    check_row_order(original, protected)
+    x_orig, x_prot, names = _paired_matrices(original, protected, variables,
+                                             "distance-based linkage", "record linkage")
     n = x_orig.shape[0]
     scale = np.ones(x_orig.shape[1])
     if standardize and n > 1:
@@ -622,22 +644,8 @@ def interval_risk(
     k = _check_interval_k(k)
     if isinstance(variables, str):
         variables = [variables]
-    original, protected = as_pandas_frame(original), as_pandas_frame(protected)
-    if variables is None and isinstance(original, pd.DataFrame):
-        variables = list(original.columns)
-    what = "interval risk"
-    x, names = _as_matrix(original, variables, "original", measure=what, allow_missing=True)
-    z, _ = _as_matrix(
-        protected, names if isinstance(protected, pd.DataFrame) else variables, "protected",
-        measure=what, allow_missing=True,
-    )
-    if x.shape != z.shape:
-        raise InputError(
-            f"original has {x.shape[0]} records x {x.shape[1]} variables, protected "
-            f"{z.shape[0]} x {z.shape[1]}; the interval risk needs the protected file "
-            "made record by record from the original, in the same order."
-        )
-    check_row_order(original, protected)
+    x, z, names = _paired_matrices(original, protected, variables, "interval risk",
+                                   "the interval risk", allow_missing=True)
     observed = np.isfinite(z)
     n_obs = observed.sum(axis=0)
     sd = np.full(z.shape[1], np.nan)
