@@ -1481,7 +1481,9 @@ def decision_report(result, summary: Mapping[str, Any], domain_col: str | None =
     reference losses, and random suppression, as in the seed's Figure 1), the
     sensitivity table, the Jensen check (seed 003, Section 3: plugging in
     ``E[Y | y]`` understates a loss convex in ``Y``) and the domains in
-    publication order.
+    publication order. The domains are named by ``result.table["domain"]`` (the CLI
+    joins several ``--domain`` columns' values, ``"R01 / 0-9"``), under the heading
+    ``domain_col`` (their names joined alike; None: ``domain``).
     """
     s = summary
     h = s.get("hyperparameters") or {}

@@ -23,7 +23,9 @@ Every input check (files, columns, counts, loss names, numbers) runs before the
 model is fitted, so a typo costs no sampling time. The column options (``--y``,
 ``--n``, ``--N``, ``--domain``, ``--weight``) take a column name or, for SPSS,
 Stata and SAS files, a variable label (:func:`sdcbayes.microdata.resolve_columns`);
-the outputs use the column names.
+the outputs use the column names. ``--domain`` takes one or more columns
+(``region,age_group``): a table of small areas by age group identifies a domain by
+the pair, and its outputs keep both columns rather than a row number.
 
 Speed of the posterior route: the defaults (2 chains x 500 draws after 500
 tuning steps, risks averaged over ``--max-draws 200`` evenly spaced draws) cost
@@ -75,6 +77,9 @@ _NONPUBLICATION_NAMES = ("constant", "y", "Y", "n", "N")
 _DECISIONS_COLUMNS = ("R1", "R0", "ratio", "publish", "order")
 _FRONTIER_COLUMNS = ("step", "position", "disclosure_share", "nonpublication_share",
                      "disclosure", "nonpublication")
+#: How the values of several --domain columns are joined into one label (report.html,
+#: error messages): "R01 / 0-9" for region R01, age group 0-9.
+_LABEL_JOIN = " / "
 
 _DISCLOSURE_EXAMPLES = (
     "uniques-equal:S=10, uniques-gamma:S=10,a=2, uniques-proportions:pi=0.5/0.3/0.2, "
@@ -107,8 +112,12 @@ _DISCLOSURE_EXAMPLES = (
 @click.option(
     "--domain",
     "domain_col",
-    help="Column with domain labels (e.g. area codes); labels must be unique. "
-    "Default: domains are numbered by row, from 0, in decisions.csv's domain column.",
+    metavar="COL[,COL...]",
+    help="Column(s) identifying each domain, comma-separated (e.g. region,age_group): the "
+    "combination must be unique per row and never missing. decisions.csv and frontier.csv "
+    "carry these columns, under their names and in this order; report.html shows their "
+    "values joined ('R01 / 0-9'). Default: domains are numbered by row, from 0, in "
+    "decisions.csv's domain column.",
 )
 @click.option(
     "--disclosure-loss",
@@ -286,7 +295,8 @@ def command(
     import numpy as np
     import pandas as pd
 
-    from sdcbayes.microdata import read_microdata, resolve_columns
+    from sdcbayes._cliutils import split_names
+    from sdcbayes.microdata import _row_ref, read_microdata, resolve_columns
     from sdcbayes.risk.decisions import parse_alternative
     from sdcbayes.risk.losses import parse_loss
 
@@ -339,57 +349,47 @@ def command(
     else:
         route = hyperparameters or "posterior"
     seed_ignored = _check_sampler_options(route)
+    domain_given = split_names(domain_col) if domain_col is not None else None
+    if domain_col is not None and domain_given is None:
+        raise InputError(
+            f"--domain {domain_col!r} names no column; give the column(s) that identify a "
+            "domain, comma-separated (e.g. --domain region,age_group), or leave out --domain "
+            "(domains are then numbered by row)"
+        )
 
     table = read_microdata(domains, encoding=codec)
     wanted = {"--y": y_col, "--n": n_col, "--N": N_col}
-    if domain_col is not None:
-        wanted["--domain"] = domain_col
     if weight_col is not None:
         wanted["--weight"] = weight_col
     # column names or variable labels; an unknown one: one line with close matches
     resolved = {opt: resolve_columns(table, [col], option=opt, source=domains.name)[0]
                 for opt, col in wanted.items()}
     y_col, n_col, N_col = resolved["--y"], resolved["--n"], resolved["--N"]
-    domain_col = resolved.get("--domain")
     weight_col = resolved.get("--weight")
-    if domain_col in _DECISIONS_COLUMNS + _FRONTIER_COLUMNS:
-        where, taken = (("decisions.csv", _DECISIONS_COLUMNS)
-                        if domain_col in _DECISIONS_COLUMNS else
-                        ("frontier.csv", _FRONTIER_COLUMNS))
-        raise InputError(
-            f"--domain column {domain_col!r} is named like an output column of {where} "
-            f"({', '.join(taken)}), which would overwrite its labels: rename it in "
-            f"{domains.name} (e.g. to '{domain_col}_label'), or leave out --domain "
-            "(domains are then numbered by row)"
-        )
+    # --domain: one or more columns, split at commas as --keys is (a comma in a column
+    # name is refused by resolve_columns, with the fix)
+    domain_cols = (resolve_columns(table, domain_given, option="--domain",
+                                   source=domains.name) if domain_given else [])
+    _check_domain_columns(domain_cols, domain_given or [], domains.name)
     if len(table) == 0:
         raise InputError(f"{domains.name} has no rows; give one row per domain")
     y = _counts(table, y_col, "--y")
     n = _counts(table, n_col, "--n")
     N = _counts(table, N_col, "--N")
-    names = None
-    if domain_col is not None:
-        labels = table[domain_col]
-        if labels.isna().any():
-            raise InputError(f"--domain column {domain_col!r} has missing labels; fill them")
-        if labels.duplicated().any():
-            dup = labels[labels.duplicated()].astype(str).unique()[:5].tolist()
-            raise InputError(
-                f"--domain column {domain_col!r} repeats labels {dup}; each domain needs one row"
-            )
-        names = labels.to_numpy(dtype=object)
+    names = _domain_names(table, domain_cols) if domain_cols else None
     for bad, what, a, b in ((y > n, ("y", y_col, "n", n_col), y, n),
                             (n > N, ("n", n_col, "N", N_col), n, N)):
         if bad.any():
             # name each offending domain and its two counts, not only its row
             s1, c1, s2, c2 = what
             rows = np.flatnonzero(bad)
-            dom = [f"domain {names[i]!r}: " if names is not None else "" for i in rows[:5]]
-            shown = "; ".join(f"row {i} ({d}{s1}={a[i]}, {s2}={b[i]})"
+            dom = [f"domain {names[i]!r}, " if names is not None else "" for i in rows[:5]]
+            # records counted from 1, as every record named in an error (microdata._row_ref)
+            shown = "; ".join(f"{_row_ref(table, i)}: {d}{s1}={a[i]}, {s2}={b[i]}"
                               for i, d in zip(rows[:5].tolist(), dom, strict=True))
-            more = f"; and {rows.size - 5} more row(s)" if rows.size > 5 else ""
+            more = f"; and {rows.size - 5} more record(s)" if rows.size > 5 else ""
             raise InputError(
-                f"{s1} ({c1}) > {s2} ({c2}) in {shown}{more} (rows 0-based); counts must "
+                f"{s1} ({c1}) > {s2} ({c2}) in {shown}{more}; counts must "
                 f"satisfy 0 <= y <= n <= N: fix {c1} or {c2} there"
             )
     weights = None
@@ -406,7 +406,7 @@ def command(
             # (posterior) or the boundary test (ml) arbitrarily (audit BB6, F1)
             i = int(frac[0])
             raise InputError(
-                f"--weight column {weight_col!r} holds {wv[i]:g} (row {i}, 0-based): when "
+                f"--weight column {weight_col!r} holds {wv[i]:g} ({_row_ref(table, i)}): when "
                 "alpha and beta are estimated a weight is a multiplicity, the number of "
                 "domains the row stands for, and must be a whole number; give counts, or "
                 "fix --alpha and --beta to weight configurations by probability (seed 003, "
@@ -465,12 +465,16 @@ def command(
         }
     result = decide(y, n, N, **kwargs)
 
-    decisions = _decisions_frame(result, domain_col)
-    frontier = _frontier_frame(result.frontier, domain_col)
+    decisions = _decisions_frame(result, table, domain_cols)
+    frontier = _frontier_frame(result.frontier, table, domain_cols)
     summary: dict[str, Any] = {"command": "decide", "data": str(domains),
                                "output_files": out_files}  # previous_outputs reads it
     summary |= {
-        "columns": {"y": y_col, "n": n_col, "N": N_col, "domain": domain_col, "weight": weight_col},
+        # one --domain column: its name, as before; several: the list, in the order given
+        "columns": {"y": y_col, "n": n_col, "N": N_col,
+                    "domain": (None if not domain_cols else domain_cols[0]
+                               if len(domain_cols) == 1 else list(domain_cols)),
+                    "weight": weight_col},
         **result.summary(),
     }
     hyper = summary["hyperparameters"]
@@ -514,7 +518,10 @@ def command(
 
     cli_worded_summary(summary)
 
-    html = decision_report(result, summary, domain_col=domain_col)
+    # the report's domain column is headed by the --domain columns joined as their values
+    # are ("region / age_group" over "R01 / 0-9")
+    html = decision_report(result, summary,
+                           domain_col=_LABEL_JOIN.join(domain_cols) if domain_cols else None)
     write_output_folder(
         out,
         {
@@ -590,17 +597,108 @@ def _counts(table, column: str, option: str):
     import numpy as np
     import pandas as pd
 
+    from sdcbayes.microdata import _row_ref
+
     s = table[column]
     values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
     if bad.any():
-        rows = np.flatnonzero(bad)[:5].tolist()
-        shown = s.iloc[rows].astype(str).tolist()
+        rows = np.flatnonzero(bad)
+        # records counted from 1, as every record named in an error (microdata._row_ref)
+        shown = "; ".join(f"{_row_ref(table, i)} holds {str(s.iloc[i])!r}"
+                          for i in rows[:5].tolist())
+        more = f"; and {rows.size - 5} more record(s)" if rows.size > 5 else ""
         raise InputError(
-            f"{option} column {column!r} must hold whole numbers >= 0 (counts); rows {rows} "
-            f"(0-based) hold {shown}"
+            f"{option} column {column!r} must hold whole numbers >= 0 (counts); "
+            f"{shown}{more}"
         )
     return values.astype(np.int64)
+
+
+def _check_domain_columns(columns: list[str], given: list[str], source: str) -> None:
+    """Refuse --domain columns that would collide in the outputs (before reading values).
+
+    A column named twice (by name and by label, say) would be written twice; one named
+    like a column decide writes itself would overwrite it in decisions.csv or
+    frontier.csv (audit BB6, F3).
+    """
+    seen: dict[str, str] = {}
+    for col, name in zip(columns, given, strict=True):
+        if col in seen:
+            how = "" if name == seen[col] else f" (as {seen[col]!r} and {name!r})"
+            raise InputError(
+                f"--domain names column {col!r} twice{how}; give each column once"
+            )
+        seen[col] = name
+    for col in columns:
+        if col in _DECISIONS_COLUMNS + _FRONTIER_COLUMNS:
+            where, taken = (("decisions.csv", _DECISIONS_COLUMNS)
+                            if col in _DECISIONS_COLUMNS else
+                            ("frontier.csv", _FRONTIER_COLUMNS))
+            raise InputError(
+                f"--domain column {col!r} is named like an output column of {where} "
+                f"({', '.join(taken)}), which would overwrite its labels: rename it in "
+                f"{source} (e.g. to '{col}_label'), or leave out --domain "
+                "(domains are then numbered by row)"
+            )
+
+
+def _domain_names(table, columns: list[str]):
+    """The domains' labels from the --domain columns; InputError on a missing or repeated one.
+
+    One column: its values, as they are. Several: each row's values joined by
+    :data:`_LABEL_JOIN` (``"R01 / 0-9"``), the label report.html and the messages show;
+    decisions.csv and frontier.csv keep the columns themselves. Each domain is one row,
+    so the combination must be unique (Zaslavsky & Horton 1998 decide per domain: two
+    rows with one label would be two decisions no output could tell apart) and complete.
+    """
+    import numpy as np
+
+    from sdcbayes.microdata import _row_ref
+
+    what = (f"--domain column {columns[0]!r}" if len(columns) == 1 else
+            f"--domain columns {', '.join(map(repr, columns))}")
+    missing = table[list(columns)].isna().to_numpy()
+    if missing.any():
+        # the first record with a missing label, and every --domain column missing there
+        i = int(np.flatnonzero(missing.any(axis=1))[0])
+        where = [c for c, m in zip(columns, missing[i], strict=True) if m]
+        n_rows = int(missing.any(axis=1).sum())
+        raise InputError(
+            f"--domain column{'s' if len(where) > 1 else ''} {', '.join(map(repr, where))} "
+            f"{'have' if len(where) > 1 else 'has'} a missing label in {_row_ref(table, i)}"
+            + (f" ({n_rows - 1} more record(s) miss one too)" if n_rows > 1 else "")
+            + "; fill them, so that every domain is named"
+        )
+    keys = table[list(columns)]
+    repeated = keys.duplicated(keep=False).to_numpy()
+    if repeated.any():
+        # the first repeated combination, and every record that holds it
+        group = keys.groupby(list(columns), sort=False, observed=True).ngroup().to_numpy()
+        first = int(np.flatnonzero(repeated)[0])
+        same = np.flatnonzero(group == group[first])
+        values = [str(v) for v in keys.iloc[first]]
+        shown = (f"label {values[0]!r}" if len(columns) == 1 else "the combination "
+                 + ", ".join(f"{c}={v!r}" for c, v in zip(columns, values, strict=True)))
+        refs = [_row_ref(table, int(i)) for i in same[:5]]
+        if same.size > 5:
+            refs.append(f"{same.size - 5} more")
+        refs = ", ".join(refs[:-1]) + " and " + refs[-1]
+        n_groups = int(np.unique(group[repeated]).size)
+        kind = "label" if len(columns) == 1 else "combination"
+        others = f" ({n_groups - 1} other {kind}(s) repeat too)" if n_groups > 1 else ""
+        raise InputError(
+            f"{what} repeat{'s' if len(columns) == 1 else ''} {shown} in {refs}{others}; "
+            "each domain needs one row: "
+            "merge those rows"
+            + (", or add the column(s) that tell them apart (--domain COL,COL)"
+               if len(columns) == 1 else "")
+        )
+    if len(columns) == 1:
+        return table[columns[0]].to_numpy(dtype=object)
+    text = [table[c].astype(str).to_numpy(dtype=object) for c in columns]
+    return np.array([_LABEL_JOIN.join(parts) for parts in zip(*text, strict=True)],
+                    dtype=object)
 
 
 def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target_accept=0.9,
@@ -646,20 +744,21 @@ def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target
     return a, b, diag, json_safe(dict(model.priors))
 
 
-def _decisions_frame(result, domain_col: str | None):
-    """decisions.csv: the domain column, R1, R0, ratio, publish, order (input order).
+def _decisions_frame(result, table, domain_cols: list[str]):
+    """decisions.csv: the domain column(s), R1, R0, ratio, publish, order (input order).
 
-    The domain column is ``--domain``'s labels under its name, or, without
-    ``--domain``, ``domain``: the domains numbered by row from 0, so that the rows can
-    be joined back to the input table (frontier.csv's ``position`` numbers them so too).
+    The domain columns are ``--domain``'s columns, each under its name in the order
+    given, with the input's values; without ``--domain``, ``domain``: the domains
+    numbered by row from 0, so that the rows can be joined back to the input table
+    (frontier.csv's ``position`` numbers them so too).
     """
     import numpy as np
 
-    t = result.table
+    t = result.table  # input order, as ``table``
     cols = {}
-    if domain_col is not None:
-        cols[domain_col] = t["domain"].to_numpy()
-    else:
+    for col in domain_cols:
+        cols[col] = table[col].to_numpy(dtype=object)
+    if not domain_cols:
         cols["domain"] = np.arange(len(t), dtype=np.int64)
     for k in ("R1", "R0", "ratio", "publish", "order"):
         cols[k] = t[k].to_numpy()
@@ -668,12 +767,13 @@ def _decisions_frame(result, domain_col: str | None):
     return pd.DataFrame(cols)
 
 
-def _frontier_frame(fr, domain_col: str | None):
-    """frontier.csv: step, position, [domain column], the two shares and the raw sums.
+def _frontier_frame(fr, table, domain_cols: list[str]):
+    """frontier.csv: step, position, [domain columns], the two shares and the raw sums.
 
     Row ``j`` is the state after publishing the first ``j`` domains of the
     publication order (row 0: nothing published); ``position`` is the 0-based
-    input row of the domain published at step ``j`` (empty on row 0).
+    input row of the domain published at step ``j`` (empty on row 0), and the
+    ``--domain`` columns hold that row's values (empty on row 0).
     """
     import pandas as pd
 
@@ -682,16 +782,17 @@ def _frontier_frame(fr, domain_col: str | None):
         "step": fr["step"].to_numpy(),
         "position": pd.array([None if c < 0 else int(c) for c in cell], dtype="Int64"),
     }
-    if domain_col is not None:
-        out[domain_col] = fr["name"].to_numpy(dtype=object)
+    for col in domain_cols:
+        values = table[col].to_numpy(dtype=object)
+        out[col] = [None if c < 0 else values[int(c)] for c in cell]
     out["disclosure_share"] = fr["disclosure_share"].to_numpy()
     out["nonpublication_share"] = fr["nonpublication_share"].to_numpy()
     out["disclosure"] = fr["disclosure"].to_numpy()
     out["nonpublication"] = fr["nonpublication"].to_numpy()
     frame = pd.DataFrame(out)
-    if domain_col is not None:
+    for col in domain_cols:
         # Mixed None/label columns confuse pyarrow's type inference: write text.
-        frame[domain_col] = frame[domain_col].map(lambda v: None if pd.isna(v) else str(v))
+        frame[col] = frame[col].map(lambda v: None if pd.isna(v) else str(v))
     return frame
 
 
