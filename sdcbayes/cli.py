@@ -1547,6 +1547,9 @@ def _suda_max_size(match) -> str:
 _CLI_WORDING_BY_COMMAND: dict[str, list[tuple[str, Any]]] = {
     "compare": [
         (r"\bn_classes=(\d+)", r"classes=\1 in the model's --models item"),
+        # the predictive check's advice, inside the comparison it points to (audit UX F7)
+        (r" \(recode them\), check structural zeros, and compare models \(sdcbayes compare\)",
+         " (recode them) and check structural zeros"),
     ],
     # risk.suda: the number of attribute subsets (max_size defaults to all the keys)
     "suda": [

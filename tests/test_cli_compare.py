@@ -468,10 +468,15 @@ def test_warnings_name_their_model_and_logs_get_no_progress_table(csv_file, tmp_
     )
     assert proc.returncode == 0, proc.stderr
     warned = [ln for ln in proc.stderr.splitlines() if ln.startswith("sdcbayes: warning:")]
-    owners = [ln.removeprefix("sdcbayes: warning: ").split(": ")[0] for ln in warned]
-    assert set(owners) == {"pg", "pg-wide"}, proc.stderr  # both, and every line has one
-    assert owners == sorted(owners, key=["pg", "pg-wide"].index)  # in the order fitted
-    assert any("pg-wide: parameter" in ln and "ESS" in ln for ln in warned)
+    # "pg, pg-wide: ...": a warning both fits give is said once, naming both (audit UX F7)
+    heads = [ln.removeprefix("sdcbayes: warning: ").split(": ", 1) for ln in warned]
+    owners = [head.split(", ") for head, _ in heads]
+    assert {o for names in owners for o in names} == {"pg", "pg-wide"}, proc.stderr
+    assert all(names == sorted(names, key=["pg", "pg-wide"].index) for names in owners)
+    texts = [text for _, text in heads]
+    assert len(set(texts)) == len(texts), proc.stderr  # no text said twice
+    assert any("pg-wide" in names and "parameter" in text and "ESS" in text
+               for names, text in zip(owners, texts, strict=True))
     # progress: a line per chain and model, no rich table
     assert sum(ln.startswith("chain ") for ln in proc.stderr.splitlines()) == 4, proc.stderr
     assert "Diverg" not in proc.stderr and "━" not in proc.stderr

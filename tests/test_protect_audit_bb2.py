@@ -102,7 +102,7 @@ CONFLICTS = {
     "input-missing-microaggregate": (
         ["--microaggregate", "inc_na"], None,
         ["step 1 (microaggregate): column 'inc_na' has missing or infinite values (first at "
-         "record 5)"]),
+         "record 6 (line 7 of the file))"]),
 }
 
 

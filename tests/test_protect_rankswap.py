@@ -334,7 +334,7 @@ def test_infinite_values_are_refused(capsys, tmp_path, monkeypatch, with_inf,
     proc = run_in_process(capsys, "protect", str(csv), "--keys", "sex", "--rank-swap",
                           "income", "--out", str(tmp_path / "o"))
     assert_one_line_error(proc, "step 1 (rank_swap): column 'income' has infinite values "
-                          "(first at record 4, counting from 1)")
+                          "(first at record 4 (line 5 of the file))")
 
 
 def test_a_top_code_before_the_swap_removes_infinite_values(with_inf):

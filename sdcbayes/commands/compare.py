@@ -397,6 +397,8 @@ def command(
         # models were refused or left out above), named by its model as the fits' warnings
         input_warnings += [f"{s.name}: {CLOSED_FORM_NO_WEIGHTS_NOTE}"
                            for s in specs if s.model == "closed-form"]
+    # said once for all the models it concerns ("a, b: ...")
+    input_warnings = merge_model_warnings(input_warnings, [s.name for s in specs])
     for msg in input_warnings:  # on stderr also under --quiet and --json, as `assess` does
         click.echo("sdcbayes: warning: " + msg, err=True)
     quiet_fit = quiet or as_json
@@ -431,13 +433,16 @@ def command(
     from sdcbayes.inference.diagnostics import SdcbayesWarning
 
     fit_warnings: list[str] = []
-    for w in caught:  # on stderr also under --quiet and --json, as `assess` does
+    for w in caught:
         if issubclass(w.category, SdcbayesWarning):
             # the fix as an option (--draws, --tune, --target-accept), as `assess` words
             # it; compare_models has put the model's name first
-            msg = cli_wording(" ".join(str(w.message).split()), "compare")
-            click.echo("sdcbayes: warning: " + msg, err=True)
-            fit_warnings.append(msg)
+            fit_warnings.append(cli_wording(" ".join(str(w.message).split()), "compare"))
+    # a warning several models give (lc and lc-poisson's truncation, ~700 characters)
+    # said once, naming them; summary.json and report.html keep what was printed
+    fit_warnings = merge_model_warnings(fit_warnings, [s.name for s in specs])
+    for msg in fit_warnings:  # on stderr also under --quiet and --json, as `assess` does
+        click.echo("sdcbayes: warning: " + msg, err=True)
 
     from sdcbayes._version import __version__
 
@@ -502,6 +507,64 @@ def command(
         click.echo(json.dumps(nan_to_none(summary), indent=2, default=json_default))
     elif not quiet:
         _print_summary(result, summary, out)
+
+
+#: A number standing alone in a warning (30, 1.019, 100%), not the digit of a name (tau1)
+_NUMBER = r"(?<![\w.])(\d+(?:[.,]\d+)*%?)"
+
+
+def merge_model_warnings(messages: list[str], names: list[str]) -> list[str]:
+    """Warnings that several models give said once, naming the models (audit UX F7).
+
+    ``compare_models`` puts the model's name first (``"lc: all 30 latent classes ..."``).
+    Messages whose texts after the name are equal become one, ``"lc, lc-poisson: all
+    30 latent classes ..."``; where they differ in one number only (the share of draws,
+    an R-hat) that number is listed per model, ``"... in 100% (lc), 97% (lc-poisson) of
+    the draws ..."``. Other messages, and those without a model's name first, are kept
+    as they are, in their order (a merged one where its first message was). Exact
+    repeats are dropped.
+
+    Parameters
+    ----------
+    messages : list of str
+        The warnings, each ``"<name>: <text>"`` or a text of the whole run.
+    names : list of str
+        The models' names (``--models``), so that a name holding ``": "`` is read whole.
+
+    Returns
+    -------
+    list of str
+        The warnings to print and to keep in summary.json.
+    """
+    import re
+
+    by_length = sorted(set(names), key=len, reverse=True)  # "lc-poisson" before "lc"
+    groups: dict[Any, list[tuple[str, list[str]]]] = {}
+    for msg in dict.fromkeys(messages):
+        name = next((n for n in by_length if msg.startswith(f"{n}: ")), None)
+        if name is None:  # a warning of the whole run: kept as it is (None: no skeleton)
+            groups[(None, msg)] = [("", [msg])]
+            continue
+        parts = re.split(_NUMBER, msg[len(name) + 2:])  # text, number, text, ...
+        groups.setdefault(tuple(parts[0::2]), []).append((name, parts))
+    out = []
+    for key, entries in groups.items():
+        if key[0] is None:
+            out.append(key[1])
+            continue
+        models = [n for n, _ in entries]
+        numbers = [parts[1::2] for _, parts in entries]
+        differ = [j for j in range(len(numbers[0])) if len({t[j] for t in numbers}) > 1]
+        if len(entries) == 1 or len(set(models)) < len(models) or len(differ) > 1:
+            out += [f"{n}: {''.join(parts)}" for n, parts in entries]
+            continue
+        parts = list(entries[0][1])
+        if differ:  # the one number they differ in, per model
+            j = differ[0]
+            parts[2 * j + 1] = ", ".join(f"{t[j]} ({n})" for n, t in zip(models, numbers,
+                                                                          strict=True))
+        out.append(f"{', '.join(models)}: {''.join(parts)}")
+    return out
 
 
 #: Columns of by_stratum.csv: the model specification's name, then assess's by_stratum fields.

@@ -860,7 +860,7 @@ def command(
     # a step that will run for long says so before it starts (the input is valid by now);
     # so do the input's own caveats (Microdata's: a key writing one number two ways, ...)
     early = (input_notes + count_notes + _mdav_cost_warnings(steps, len(frame))
-             + _weight_warnings(steps, weight))
+             + _weight_warnings(steps, weight) + _constant_column_warnings(steps, frame))
     for msg in early:  # on stderr also under --quiet and --json, as the others
         click.echo(f"sdcbayes: warning: {msg}", err=True)
 
@@ -900,8 +900,11 @@ def command(
         scored, filled = household_completion(frame, current, key_list, household)
     try:
         # l-diversity on the frame the risk after reads (with --household the completed
-        # one): the cells an intruder groups the released records into
-        after, after_notes = _risk(scored, key_list, weight, risk_k, suppression=supp,
+        # one): the cells an intruder groups the released records into. The input's
+        # caveat of a key writing one number two ways was said about the input: not again
+        # with the protected file's counts (_without_split_numbers)
+        after, after_notes = _risk(_without_split_numbers(scored), key_list, weight, risk_k,
+                                   suppression=supp,
                                    threshold=threshold, household=household,
                                    l_diversity=ldiv, **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
@@ -2038,14 +2041,17 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
             states[col] = _state_from_values(_distinct_values(frame[col]))
         return states[col]
 
-    def first_bad_record(col: str) -> int:
+    def first_bad_record(col: str) -> str:
+        """The first record of the input whose ``col`` is missing or infinite, named."""
         import numpy as np
+
+        from sdcbayes.microdata import _row_ref
 
         s = frame[col]
         bad = s.isna().to_numpy()
         if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
             bad = bad | np.isinf(s.to_numpy(dtype=np.float64, na_value=np.nan))
-        return int(np.flatnonzero(bad)[0]) if bad.any() else -1
+        return _row_ref(frame, int(np.flatnonzero(bad)[0]))
 
     options = any(s.get("_option") for s in steps)
     # column -> how an earlier step changed it record by record (no longer one value per
@@ -2064,7 +2070,7 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
         if name == "rank_swap":  # numeric, finite; missing values stay missing
             for c in step["columns"]:
                 _check_numeric_kind(where, c, state(c), "rank swapping")
-                _check_finite(where, c, state(c), frame[c])
+                _check_finite(where, c, state(c), frame)
         if name == "pram":
             for c in step["columns"]:
                 _check_pram_input(where, c, state(c), step.get("max_levels", 1000))
@@ -2236,7 +2242,7 @@ def _check_numeric_kind(where: str, c: str, st: _ColumnState, method: str) -> No
         )
 
 
-def _check_finite(where: str, c: str, st: _ColumnState, column) -> None:
+def _check_finite(where: str, c: str, st: _ColumnState, frame) -> None:
     """Rank swapping takes missing values (they stay missing) but no infinite one.
 
     While only level steps changed the column its values at the step are known
@@ -2247,7 +2253,9 @@ def _check_finite(where: str, c: str, st: _ColumnState, column) -> None:
     import numpy as np
     import pandas as pd
 
-    values = column if st.values is None else st.values
+    from sdcbayes.microdata import _row_ref
+
+    values = frame[c] if st.values is None else st.values
     if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(
             values.dtype):  # a kind not known before the run: the run's own check
         return
@@ -2259,10 +2267,10 @@ def _check_finite(where: str, c: str, st: _ColumnState, column) -> None:
             f"{where}: column {c!r} has infinite values{_as_left(c, st.changed)}; replace "
             "them by missing or by a finite top code before rank swapping")
     raise InputError(
-        f"{where}: column {c!r} has infinite values (first at record "
-        # counting from 1, as every record named in an error (microdata._row_ref)
-        f"{int(np.flatnonzero(np.isinf(x))[0]) + 1}"
-        + (" of the input" if st.changed else "") + ", counting from 1"
+        f"{where}: column {c!r} has infinite values (first at "
+        # named as every record in an error is (microdata._row_ref)
+        f"{_row_ref(frame, int(np.flatnonzero(np.isinf(x))[0]))}"
+        + (", in the input" if st.changed else "")
         + "); replace them by missing or by a finite top code (a top_code step before "
         "this one) before rank swapping")
 
@@ -2275,8 +2283,8 @@ def _check_numeric_complete(where: str, c: str, st: _ColumnState, method: str,
         return
     if st.missing_by is None:
         raise InputError(
-            f"{where}: column {c!r} has missing or infinite values (first at record "
-            f"{first_bad_record(c) + 1}, counting from 1); impute or drop them before {method}"
+            f"{where}: column {c!r} has missing or infinite values (first at "
+            f"{first_bad_record(c)}); impute or drop them before {method}"
         )
     if "suppress" in st.missing_by:
         fix = (f"leave {c!r} out of --keys, or give the steps in a --recipe that runs "
@@ -2912,6 +2920,22 @@ def _household_args(step: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- measures
+def _without_split_numbers(frame):
+    """``frame`` without the CSV reader's ``attrs["split_numbers"]`` mark.
+
+    The mark (:func:`sdcbayes.microdata._numbers_written_two_ways`: a key writing one
+    number as two texts, ``'0'`` and ``'0.0'``) is the input file's; the steps' frames
+    inherit it, so the "after" :class:`~sdcbayes.Microdata` repeated the input's
+    warning with other counts (a blank takes a text out), and summary.json held it
+    twice (audit UX F6). A shallow copy: the values are not copied.
+    """
+    if "split_numbers" not in frame.attrs:
+        return frame
+    out = frame.copy(deep=False)
+    out.attrs = {k: v for k, v in frame.attrs.items() if k != "split_numbers"}
+    return out
+
+
 def _risk(frame, keys: list[str], weight: str | None, k: int,
           suppression: dict[str, Any] | None = None, threshold: float | None = None,
           household: str | None = None, l_diversity: dict[str, Any] | None = None,
@@ -3640,6 +3664,45 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
         out.append(f"{how} changes the key {names}, which {effect}; to protect a key, "
                    'recode it into fewer levels (--recode, or a "band" step of a --recipe), '
                    "or leave it out of --keys")
+    return out
+
+
+#: What a numeric step does to a column holding one value, for its warning.
+_NOTHING_CHANGED = {
+    "noise": "noise changes nothing (its standard deviation is a multiple of the column's, 0)",
+    "microaggregate": "micro-aggregation changes nothing (every group mean is that value)",
+    "rank_swap": "rank swapping changes nothing (it exchanges equal values)",
+}
+
+
+def _constant_column_warnings(steps: list[dict[str, Any]], frame) -> list[str]:
+    """One warning per constant column of a noise, micro-aggregation or rank swapping step.
+
+    A column with one value (standard deviation 0) or none comes out of the step as it
+    went in: the log says "0% changed" and IL1 and the numeric disclosure risk, which
+    divide by the standard deviation, leave it out, so nothing said that the step did
+    nothing (audit UX F12). Judged on the input, before the steps run; a column an
+    earlier step changed is not judged (what it holds then is known only after the run).
+    """
+    out = []
+    changed: set = set()
+    for i, step in enumerate(steps, start=1):
+        constant = []  # left constant by this step: still judged by the next ones
+        if step["step"] in _NOTHING_CHANGED:
+            if step.get("_option"):
+                how, fix = step["_option"], f"leave it out of {step['_option']}"
+            else:
+                how, fix = f"step {i} ({step['step']})", 'leave it out of the step\'s "columns"'
+            for c in step["columns"]:
+                if c in changed or c not in frame.columns or frame[c].nunique(dropna=True) > 1:
+                    continue
+                values = frame[c].dropna().unique()
+                what = (f"is constant (every value is {_plain(values[0])!r})" if len(values)
+                        else "holds no value (every value is missing)")
+                out.append(f"{how}: column {c!r} {what}, so {_NOTHING_CHANGED[step['step']]}, "
+                           f"and IL1 and the numeric disclosure risk leave it out; {fix}")
+                constant.append(c)
+        changed.update(c for c in _columns_of(step) if c not in constant)
     return out
 
 

@@ -84,7 +84,9 @@ CONTRIBUTIONS_NOTE = (
     default=None,
     help="Comma-separated codes that mean 'missing' in the key columns besides empty cells "
     "(e.g. -999,99), applied by SUDA to the keys after reading (a number matches a number or "
-    "its text). A missing value is never part of a special unique and matches no value "
+    "its text); a code that matches no key value is warned about. Not a rule as in assess, "
+    "compare and protect: wildcard, category and drop are refused, since suda has one rule: "
+    "a missing value is never part of a special unique and matches no value "
     "(sdcMicro's SUDA2 behaviour). --na-values, the spelling assess, compare and protect "
     "share, declares codes missing in every column as the file is read; for codes written "
     "in the keys as listed the two give the same scores.",
@@ -154,7 +156,7 @@ def command(
             f"--dis-fraction must lie in (0, 1] (sample size / population size; 1: the file "
             f"is the population); got {dis_fraction}"
         )
-    missing = _parse_missing(missing_codes)
+    missing = _parse_missing(missing_codes)  # refuses assess's rule words (audit UX F4)
     na_codes = parse_na_values(na_values)
     codec = parse_encoding(encoding, data)
     from sdcbayes.cli import cli_wording, read_variables
@@ -168,6 +170,11 @@ def command(
                          "name each key once")
     if len(frame) == 0:
         raise InputError(f"{data.name} has no records")
+    # a code that matches nothing is most likely misspelt (or meant for another option):
+    # said before the work, and kept in summary.json's warnings
+    code_notes = _unmatched_code_warnings(frame, key_list, missing_codes, na_codes)
+    for note in code_notes:
+        click.echo(f"sdcbayes: warning: {note}", err=True)
 
     import warnings
 
@@ -191,6 +198,7 @@ def command(
     notes = [cli_wording(" ".join(n.split())) for n in _numbers_written_two_ways(frame, key_list)]
     for note in notes:
         click.echo(f"sdcbayes: warning: {note}", err=True)
+    notes = code_notes + notes
     for w in caught:  # the library's caveats as one line each, and in summary.json
         if issubclass(w.category, SdcbayesWarning):
             notes.append(" ".join(str(w.message).split()))
@@ -252,11 +260,19 @@ def command(
         _print_summary(summary, out)
 
 
+#: ``--missing``'s values in assess, compare and protect: a rule, not a code. Taken by
+#: suda as codes they would match nothing and change nothing, silently (audit UX F4).
+MISSING_RULE_WORDS = ("wildcard", "category", "drop")
+
+
 def _parse_missing(text: str | None) -> list[Any] | None:
     """``"-999,99,NA"`` -> ``[-999, 99, 'NA']``: numbers as numbers, the rest as text.
 
     Each number is given both as int/float and as its text, so that a code
-    matches whether the column was read as numbers or as strings.
+    matches whether the column was read as numbers or as strings. The rule words of
+    the other commands' ``--missing`` (:data:`MISSING_RULE_WORDS`) are refused: suda
+    has one rule for missing key values, sdcMicro's ``suda2`` (a missing value matches
+    no value and is never part of a minimal sample unique; :mod:`sdcbayes.risk.suda`).
     """
     if text is None:
         return None
@@ -264,6 +280,14 @@ def _parse_missing(text: str | None) -> list[Any] | None:
     for raw in (t.strip() for t in text.split(",")):
         if not raw:
             continue
+        if raw.lower() in MISSING_RULE_WORDS:
+            raise InputError(
+                f"--missing {raw!r} is a rule of assess, compare and protect, but suda's "
+                "--missing lists missing-value codes (e.g. --missing -999,99); suda has one "
+                "rule, sdcMicro's suda2: a missing key value matches no value and is never "
+                "part of a special unique (in the sample uniques U and P it is a level of "
+                "its own, as under assess --missing category); leave out --missing, or list "
+                "the codes that mean missing with --missing CODES or --na-values CODES")
         out.append(raw)
         try:
             v = float(raw)
@@ -275,6 +299,34 @@ def _parse_missing(text: str | None) -> list[Any] | None:
     if not out:
         raise InputError("--missing is empty; give codes such as --missing -999,99")
     return list(dict.fromkeys(out))
+
+
+def _unmatched_code_warnings(frame, keys: list[str], text: str | None,
+                             na_codes: list[str] | None) -> list[str]:
+    """One warning naming the ``--missing`` codes that match no value of any key.
+
+    Such a code changes nothing (a misspelling, or a code of another column), and
+    nothing else would say so. A code also listed in ``--na-values`` is left out: the
+    reader has made its values missing already.
+    """
+    if text is None:
+        return []
+    declared = set(na_codes or [])
+    unmatched = []
+    for raw in dict.fromkeys(t.strip() for t in text.split(",") if t.strip()):
+        if raw in declared:
+            continue
+        variants = _parse_missing(raw) or []
+        if not any(frame[k].isin(variants).any() for k in keys):
+            unmatched.append(raw)
+    if not unmatched:
+        return []
+    codes = ", ".join(map(repr, unmatched))
+    which = (f"code {codes} matches" if len(unmatched) == 1 else f"codes {codes} match")
+    it = "it changes" if len(unmatched) == 1 else "they change"
+    return [f"--missing {which} no value of the keys ({', '.join(map(str, keys))}), so {it} "
+            "nothing; check the codes against the file (suda's --missing lists the "
+            "codes that mean missing in the keys)"]
 
 
 def _print_summary(s: dict[str, Any], out: Path) -> None:
