@@ -730,8 +730,17 @@ def _groups_of(
 
 
 def _missing_values(missing: Any) -> list[Any]:
+    """``missing=`` as a list of codes; a bare rule word of the other models is refused."""
     if missing is None:
         return []
+    if isinstance(missing, str) and missing.strip().lower() in ("wildcard", "category", "drop"):
+        # the Microdata/assess missing= rule, which SUDA does not take: as a code it would
+        # silently match nothing
+        raise InputError(
+            f"missing={missing!r} lists the codes that mean missing in the keys, not a rule: "
+            "SUDA has one rule, sdcMicro's suda2 (a missing value matches no value and is "
+            "never part of a minimal sample unique); give the codes, e.g. missing=[-999], or "
+            f"missing=[{missing!r}] if {missing!r} really is a code in the data")
     if isinstance(missing, (list, tuple, set, frozenset, np.ndarray, pd.Index)):
         return list(missing)
     return [missing]

@@ -411,8 +411,8 @@ def cli() -> None:
     default=Path("sdcbayes-output"),
     show_default=True,
     help="Output folder: summary.json, records.csv, report.html, and posterior.nc for the "
-    "posterior models. An earlier sdcbayes output there is replaced (files of your own in "
-    "it are kept); a folder holding other files is refused.",
+    "posterior models. An earlier assess output there is replaced (files of your own in "
+    "it are kept); a folder holding another command's output or other files is refused.",
 )
 @click.option(
     "--posterior/--no-posterior", "write_posterior", default=True, show_default=True,

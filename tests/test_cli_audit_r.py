@@ -333,7 +333,7 @@ def test_protect_names_mdav_k_and_nayak_zhang_xi(capsys, tmp_path):
     path = _csv(tmp_path, _frame(n=1))
     proc = run_in_process(capsys, "protect", str(path), "--keys", KEYS, "--microaggregate",
                           "inc", "--out", str(tmp_path / "o"))
-    assert_one_line_error(proc, "only 1 records for groups of at least 3 records",
+    assert_one_line_error(proc, "only 1 record for groups of at least 3 records",
                           "lower --mdav-k")
     assert "k=" not in proc.stderr
     proc = run_in_process(capsys, "protect", str(path), "--keys", KEYS, "--nayak-zhang-xi",

@@ -241,7 +241,8 @@ def test_cli_count_error_names_the_domain(tmp_path, capsys):
     out = tmp_path / "out"
     proc = run_in_process(capsys, "decide", str(path), "--y", "cnt", "--n", "ss", "--N", "pop",
                           "--domain", "area", "--hyperparameters", "ml", "--out", str(out))
-    assert_one_line_error(proc, "n (ss) > N (pop)", "row 1 (domain 'B': n=10, N=8)")
+    assert_one_line_error(proc, "n (ss) > N (pop)",
+                          "record 2 (line 3 of the file): domain 'B', n=10, N=8")
     assert not out.exists()
 
 

@@ -224,3 +224,16 @@ def test_protect_no_constant_warning_for_varying_columns(capsys, const_csv):
                           "--noise", "income", "--out", "o")
     assert proc.returncode == 0, proc.stderr
     assert not _warning_lines(proc.stderr, "is constant"), proc.stderr
+
+
+@pytest.mark.parametrize("word", ["category", "Drop", "wildcard"])
+def test_suda_api_refuses_a_bare_rule_word_as_missing(word):
+    # the CLI refuses them in --missing; the function as well, where a code list is meant
+    # (a rule word in a list is taken as the code it says it is)
+    from sdcbayes.exceptions import InputError
+    from sdcbayes.risk.suda import suda
+
+    frame = pd.DataFrame({"a": list("xxyz"), "b": list("1122")})
+    with pytest.raises(InputError, match="not a rule"):
+        suda(frame, ["a", "b"], missing=word)
+    assert suda(frame, ["a", "b"], missing=[word]).summary()["n_records"] == 4

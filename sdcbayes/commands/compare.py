@@ -755,7 +755,8 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
     t = result.table
     truth = s.get("truth")
     click.echo(f"sdcbayes {s['sdcbayes_version']} — compare: {len(t)} model(s); "
-               f"decisions under {result.pairs[0]} at target {s['target_risk']}")
+               f"decisions under the loss pair {result.pairs[0]} (disclosure / suppression) "
+               f"at target risk {s['target_risk']}")
     click.echo(f"data: {s['data']}")
     click.echo("  tau1: sample uniques unique in the population; tau2: expected correct matches "
                "of sample uniques; ER: expected re-identifications; elpd: PSIS-LOO fit, "

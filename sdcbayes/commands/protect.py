@@ -2067,6 +2067,14 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
             for c in step["columns"]:
                 _check_numeric_complete(where, c, state(c), method, first_bad_record, options,
                                         name)
+        if name == "microaggregate" and len(frame) < step.get("k", 3):
+            # before any work and before the warnings (a one-record file's columns are all
+            # constant): the run's own check would come after them
+            n = len(frame)
+            raise InputError(
+                f"{where}: only {n} record{'s' if n != 1 else ''} for groups of at least "
+                f"{step.get('k', 3)} records; lower --mdav-k (or the \"k\" of a "
+                "\"microaggregate\" step of a --recipe) or add records")
         if name == "rank_swap":  # numeric, finite; missing values stay missing
             for c in step["columns"]:
                 _check_numeric_kind(where, c, state(c), "rank swapping")
