@@ -56,9 +56,11 @@ NA_VALUES_HELP = (
 ENCODING_HELP = (
     "Text encoding of the data file, e.g. --encoding latin-1 or cp1252 (a Python codec "
     "name; sdcbayes.microdata.read_microdata's encoding): CSV/TSV files are read as UTF-8 "
-    "without it (a byte-order mark is fine); for SPSS, Stata and SAS files it overrides "
-    "the encoding the file declares; refused for Parquet (UTF-8 by definition) and .por. "
-    "protect writes its CSV back in it. [default: utf-8]"
+    "without it (a byte-order mark is fine; UTF-16 without one: utf-16-le or utf-16-be); "
+    "for SPSS, Stata and SAS files it overrides the encoding the file declares (utf-8 "
+    "too); refused for Parquet (UTF-8 by definition) and .por. protect writes its CSV "
+    "back in it, so a recode's new values must be written in it. [default: utf-8 for "
+    "CSV/TSV, the declared one for SPSS, Stata and SAS]"
 )
 
 #: ``--quiet`` of every command (warnings go to stderr whatever it says).

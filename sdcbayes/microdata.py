@@ -409,7 +409,11 @@ def _csv_record_line(frame: pd.DataFrame, position: int) -> int | None:
     Only for a frame whose ``attrs["csv_source"]`` (:func:`_read_csv`) still describes
     it (as many rows as the file has records); the file is read again up to that
     record, as :func:`_ragged_line` reads it (blank lines skipped, a quoted value may
-    span lines), so this costs nothing unless an error names a record.
+    span lines), so this costs nothing unless an error names a record. pandas carries
+    ``attrs`` through ``sort_values``, ``sample``, ``reset_index`` and edits, so the
+    record found is compared with the frame's row (:func:`_same_record`) and the line
+    is named only when they agree (audit AU3 G3): a reordered frame, or a file
+    changed on disk since, gives None ("counting from 1") rather than a wrong line.
     """
     import csv
 
@@ -427,12 +431,54 @@ def _csv_record_line(frame: pd.DataFrame, position: int) -> int | None:
                 if row and not header:
                     seen += 1
                     if seen == position:
-                        return start
+                        same = _same_record(row, frame.iloc[position], src["names"],
+                                            src["sep"] == ";")
+                        return start if same else None
                 header = header and not row
                 start = src["skip"] + reader.line_num + 1
-    except (OSError, KeyError, TypeError, UnicodeDecodeError, csv.Error):
+    except (OSError, KeyError, TypeError, ValueError, IndexError, UnicodeError, csv.Error):
         return None
     return None
+
+
+def _same_record(fields: list[str], row: pd.Series, names: list[str],
+                 decimal_comma: bool) -> bool:
+    """Whether the file's ``fields`` (under header ``names``) hold the values of ``row``.
+
+    Each column of ``row`` that the file has is compared as :func:`_read_csv` typed
+    it: a text with the stripped field, a number with the field read as a number
+    (a decimal comma in a semicolon file). A missing value matches any field (an
+    ``NA``, a blank, a ``--na-values`` code); columns the file lacks are not compared.
+    Not every record is told apart (two records may be equal), but a row moved by a
+    sort or an edit almost always differs from the record in its place.
+    """
+    if len(fields) != len(names):
+        return False
+    for col, value in row.items():
+        if col not in names:
+            continue
+        text = fields[names.index(col)].strip()
+        if isinstance(value, (str, np.str_)):
+            if text != value:
+                return False
+            continue
+        try:
+            if pd.isna(value):
+                continue
+        except (TypeError, ValueError):
+            return False
+        if isinstance(value, (bool, np.bool_)):
+            return False  # _read_csv gives no booleans: the frame was changed
+        if isinstance(value, (int, float, np.integer, np.floating)):
+            try:
+                number = float(text.replace(",", ".") if decimal_comma else text)
+            except ValueError:
+                return False
+            if number != float(value):
+                return False
+            continue
+        return False  # a type _read_csv does not give (a category, a date): changed
+    return True
 
 
 def _counted(n: int, what: str) -> str:
@@ -489,6 +535,23 @@ def require_unique_index(frame: pd.DataFrame, what: str = "frame") -> None:
 
 def _quote_list(names) -> str:
     return ", ".join(repr(str(x)) for x in names)
+
+
+def _short_name(name, width: int = 40) -> str:
+    """A column name for a message, cut to ``width`` characters (``"abc..."``).
+
+    A file read with a wrong encoding can have a "column name" holding records of the
+    file (audit AU3 G2): an error quoting it whole would print microdata.
+    """
+    text = str(name)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _names_shown(names, limit: int = 20) -> str:
+    """The first ``limit`` of ``names`` (each cut by :func:`_short_name`), and how many more."""
+    names = [str(n) for n in names]
+    shown = ", ".join(_short_name(n) for n in names[:limit])
+    return shown + (f", … {len(names) - limit} more" if len(names) > limit else "")
 
 
 # --------------------------------------------------------------------------------------
@@ -1718,12 +1781,50 @@ def _text_encoding_error(p: Path, head: bytes) -> DataError | None:
     else:
         return None
     enc = "utf-32" if name == "UTF-32" else "utf-16"
+    if name.startswith("UTF-16 or"):
+        # No byte-order mark: Python's "utf-16" codec then refuses the file ("UTF-16
+        # stream does not start with BOM", audit AU3 G1), so the byte order is named.
+        enc = _bomless_codec(head)
     return DataError(
         f"could not read '{p.name}': it is {name} text, not UTF-8 (Excel's 'Unicode Text' "
         f"export is UTF-16); give its encoding, --encoding {enc} (read_microdata(..., "
         f"encoding='{enc}') in Python), or save it as UTF-8 (Excel: 'CSV UTF-8'; or "
         f"convert it: iconv -f {enc.upper()} -t UTF-8 '{p.name}' > utf8.csv)"
     )
+
+
+def _byte_order(head: bytes) -> str | None:
+    """``"utf-16-le"`` and the like when the first bytes show UTF-16/32 and their order."""
+    if head.startswith(b"\xff\xfe\x00\x00"):
+        return "utf-32-le"
+    if head.startswith(b"\x00\x00\xfe\xff"):
+        return "utf-32-be"
+    if head.startswith(b"\xff\xfe"):
+        return "utf-16-le"
+    if head.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    if b"\x00" in head:
+        guess = _bomless_codec(head)
+        return None if " or " in guess else guess
+    return None
+
+
+def _bomless_codec(head: bytes) -> str:
+    """The codec of UTF-16/32 text without a byte-order mark, guessed from its first bytes.
+
+    ASCII text (a CSV header) in UTF-16-LE is ``r\\x00e\\x00``, in UTF-16-BE
+    ``\\x00r\\x00e``; UTF-32 has three NUL bytes per ASCII character. When the
+    bytes do not tell (too few of them), both UTF-16 orders are named.
+    """
+    if len(head) >= 4 and head[1:4] == b"\x00\x00\x00" and head[0]:
+        return "utf-32-le"
+    if len(head) >= 4 and head[:3] == b"\x00\x00\x00" and head[3]:
+        return "utf-32-be"
+    if len(head) >= 2 and head[0] and not head[1]:
+        return "utf-16-le"
+    if len(head) >= 2 and not head[0] and head[1]:
+        return "utf-16-be"
+    return "utf-16-le or utf-16-be"
 
 
 #: File types whose text encoding is fixed or stored in the file, which pyreadstat's
@@ -1751,12 +1852,17 @@ def _codec_name(encoding, ext: str, p: Path, what: str = "encoding=") -> str:
         raise InputError(f"{what} must be a codec name such as 'latin-1', got "
                          f"{type(encoding).__name__}")
     try:
-        name = codecs.lookup(encoding.strip()).name
+        info = codecs.lookup(encoding.strip())
     except LookupError:
+        info = None
+    # rot13, hex, base64 are codecs but not text encodings (bytes<->bytes or str<->str):
+    # refused here, not later with "use codecs.open()" (audit AU3 N2)
+    if info is None or not getattr(info, "_is_text_encoding", True):
         raise InputError(
             f"{what} {encoding!r} is not a text encoding Python knows; give a codec name such "
             "as utf-8, latin-1 (ISO-8859-1), cp1252 (Windows Western European), iso8859-15 "
             "or utf-16") from None
+    name = info.name
     if ext in _NO_ENCODING:
         raise InputError(f"{what} cannot be given for '{p.name}': {_NO_ENCODING[ext]}; "
                          f"leave out {what}")
@@ -1770,7 +1876,9 @@ def _check_encoding(encoding, ext: str, p: Path) -> str | None:
     ``utf-16``), looked up with :func:`codecs.lookup` and returned under its
     canonical name (``iso8859-1``), which pyarrow, pandas and pyreadstat's iconv all
     take for the common Western ones (:func:`_codec_name`). UTF-8 given explicitly is
-    the default (a byte-order mark is skipped as without it).
+    the default for CSV/TSV files (a byte-order mark is skipped as without it); for the
+    files read by pyreadstat it is passed on as ``"utf-8"``, since leaving it out there
+    means the encoding the file declares, not UTF-8 (audit AU3 B2).
 
     Raises
     ------
@@ -1781,7 +1889,9 @@ def _check_encoding(encoding, ext: str, p: Path) -> str | None:
     if encoding is None:
         return None
     name = _codec_name(encoding, ext, p)
-    return None if name in ("utf-8", "utf-8-sig") else name
+    if ext in (".csv", ".csv.gz", ".tsv"):
+        return None if name in ("utf-8", "utf-8-sig") else name
+    return "utf-8" if name == "utf-8-sig" else name
 
 
 #: Excel's separator line, ``sep=;`` before the header (a spreadsheet reads the file
@@ -1822,12 +1932,30 @@ def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> t
     skip, header, given = 0, None, None
     try:
         with opener(path, "rb") as fh:
-            bad = _text_encoding_error(path, fh.read(4)) if encoding is None else None
+            head = fh.read(4)
+        bad = _text_encoding_error(path, head) if encoding is None else None
         if bad is not None:
             raise bad
+        order = _byte_order(head)
+        if (encoding in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
+                and order is not None and order[:6] == encoding[:6] and order != encoding):
+            # the other byte order decodes without an error, into CJK-looking text
+            raise _header_not_text(path, encoding, head, f"is in {order} byte order (by its "
+                                   "first bytes)")
         with opener(path, "rt", encoding=encoding or "utf-8-sig", errors="replace",
                     newline="") as fh:
-            for line in fh:
+            while True:
+                # at most _HEADER_LIMIT characters at a time: a wrong codec can find no
+                # line break in the whole file (UTF-16-LE read as UTF-16-BE)
+                line = fh.readline(_HEADER_LIMIT + 1)
+                if not line:
+                    break
+                if len(line) > _HEADER_LIMIT and not line.endswith(("\n", "\r")):
+                    if not any(c in line for c in ",;\t|"):
+                        raise _header_not_text(path, encoding, head, "is over "
+                                               f"{_HEADER_LIMIT:,} characters long with "
+                                               "no separator in it")
+                    line += fh.readline()  # a wide header: read the rest of the line
                 text = line.rstrip("\r\n")
                 if not text.strip():  # pandas skips it; so does pyarrow, once told to
                     skip += 1
@@ -1840,8 +1968,11 @@ def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> t
                 break
     except (OSError, EOFError):
         return default, 0  # the reader below reports what is wrong with the file
-    if header is not None and "\x00" in header and encoding is None:
-        raise _text_encoding_error(path, b"\x00")
+    if header is not None and "\x00" in header:
+        if encoding is None:
+            raise _text_encoding_error(path, b"\x00")
+        # UTF-16 read with a one-byte codec: names such as 'r\x00e\x00g\x00' (AU3 G2)
+        raise _header_not_text(path, encoding, head, "holds NUL characters")
     if given is not None:
         return given, skip
     if header is None or ext == ".tsv":
@@ -1853,6 +1984,36 @@ def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> t
     counts = {c: header.count(c) for c in (";", "\t", "|")}
     best = max(counts, key=counts.get)
     return (best if counts[best] > 0 else ","), skip
+
+
+#: The longest header line (in characters) read without a separator in it: a wrong
+#: ``--encoding`` can decode a whole file without a line break, and its "column
+#: names", the file's records, would then fill the errors (audit AU3 G2).
+_HEADER_LIMIT = 65536
+
+
+def _header_not_text(p: Path, encoding: str | None, head: bytes, what: str) -> DataError:
+    """The error for a header line that shows the file is not in ``encoding``.
+
+    ``what`` says what is wrong with the line; ``head``, the file's first bytes, picks
+    the encoding suggested (UTF-16/32 by a byte-order mark or NUL bytes). The header
+    itself is not quoted: in a wrong codec it can be the whole file.
+    """
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        hint = "it starts with a UTF-32 byte-order mark: give --encoding utf-32"
+    elif head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        hint = "it starts with a UTF-16 byte-order mark: give --encoding utf-16"
+    elif b"\x00" in head:
+        hint = ("it holds NUL bytes, as UTF-16 text does: give --encoding "
+                f"{_bomless_codec(head)}")
+    else:
+        hint = ("give the file's own encoding with --encoding (encoding= in read_microdata): "
+                "utf-8 (the default), latin-1 or cp1252 for Western European files from "
+                "Windows")
+    return DataError(
+        f"could not read '{p.name}': its header line {what}, so the file is not "
+        f"{encoding or 'UTF-8'} text; {hint}"
+    )
 
 
 def _csv_separator(path: Path) -> str:
@@ -2129,19 +2290,31 @@ def _not_utf8(p: Path, exc: Exception, names: list[str] | None = None,
     large_string: invalid UTF8 data", a 0-based position; audit UX F11).
     """
     where = _undecodable_line(p, encoding or "utf-8-sig", names, sep, skip)
-    if encoding is not None:
-        return DataError(
-            f"could not read '{p.name}': it is not {encoding} text{where}; give the file's "
-            "own encoding with --encoding (encoding= in read_microdata): latin-1 or cp1252 "
-            "for Western European files from Windows, utf-8 by default"
-        )
-    try:  # UTF-16/32 (Excel's "Unicode Text"): Latin-1 would garble it (audit BB4 F4)
+    try:
         import gzip
 
         with (gzip.open if p.name.lower().endswith(".gz") else open)(p, "rb") as fh:
-            utf16 = _text_encoding_error(p, fh.read(4))
+            head = fh.read(4)
     except (OSError, EOFError):
-        utf16 = None
+        head = b""
+    if encoding is not None:
+        if (b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff"))
+                and not isinstance(exc, UnicodeDecodeError)):
+            # Python's "utf-16"/"utf-32" want a byte-order mark ("UTF-16 stream does not
+            # start with BOM", a plain UnicodeError): name the byte order (audit AU3 G1)
+            return DataError(
+                f"could not read '{p.name}': it is not {encoding} text (it has no byte-order "
+                f"mark); give the byte order with --encoding {_bomless_codec(head)} "
+                "(encoding= in read_microdata)"
+            )
+        why = "" if where or isinstance(exc, UnicodeDecodeError) else f" ({_one_line(exc)})"
+        return DataError(
+            f"could not read '{p.name}': it is not {encoding} text{where}{why}; give the "
+            "file's own encoding with --encoding (encoding= in read_microdata): latin-1 or "
+            "cp1252 for Western European files from Windows, utf-8 by default"
+        )
+    # UTF-16/32 (Excel's "Unicode Text"): Latin-1 would garble it (audit BB4 F4)
+    utf16 = _text_encoding_error(p, head) if head else None
     if utf16 is not None:
         return utf16
     # No silent retry in Latin-1: it decodes any bytes, right or wrong.
@@ -2177,8 +2350,8 @@ def _undecodable_line(p: Path, encoding: str, names, sep, skip: int) -> str:
                             at = raw[:e.start].count(sep.encode("ascii", "replace"))
                             column = f", column {names[at]!r}"
                     return f" (line {number}{column}: byte 0x{raw[e.start]:02x})"
-    except (OSError, EOFError, LookupError, IndexError):
-        return ""
+    except (OSError, EOFError, LookupError, IndexError, UnicodeError):
+        return ""  # UnicodeError: a UTF-16/32 codec's missing byte-order mark
     return ""
 
 
@@ -2248,7 +2421,7 @@ def _ragged_line(p: Path, sep: str, width: int, skip: int = 0,
                     return start, len(row), text if len(text) <= 60 else text[:57] + "..."
                 header = header and not row
                 start = skip + reader.line_num + 1
-    except (OSError, UnicodeDecodeError, csv.Error):
+    except (OSError, UnicodeError, csv.Error):
         return None
     return None
 
@@ -2291,7 +2464,7 @@ def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0,
                 column_types={f: pa.large_string() for f in fields},
                 include_columns=keep, null_values=sorted(defaults | declared),
                 strings_can_be_null=True, quoted_strings_can_be_null=False))
-    except UnicodeDecodeError as exc:  # pyarrow decoding with a codec of --encoding
+    except UnicodeError as exc:  # pyarrow decoding with a codec of --encoding
         raise _not_utf8(p, exc, names, encoding, sep, skip) from exc
     except pa.ArrowInvalid as exc:
         if "invalid UTF8" in str(exc):  # the header was UTF-8, a later line is not
@@ -2317,7 +2490,8 @@ def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0,
     if splits:  # Microdata warns for the keys among them (_numbers_written_two_ways)
         frame.attrs["split_numbers"] = splits
     frame.attrs["csv_source"] = {"path": str(p), "sep": sep, "skip": skip,
-                                 "encoding": encoding, "n_records": len(frame)}
+                                 "encoding": encoding, "n_records": len(frame),
+                                 "names": list(names)}
     return frame
 
 
@@ -2399,7 +2573,7 @@ def _read_header(path, encoding: str | None = None) -> pd.DataFrame:
                       if c in set(names) and lab is not None and str(lab).strip()}
     except (InputError, DataError):
         raise
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:  # UnicodeDecodeError, or "UTF-16 stream does not start with BOM"
         raise _not_utf8(p, exc, None, encoding, sep, skip) from exc
     except Exception as exc:  # any parser failure -> one readable line, as read_microdata
         if encoding is not None and "character set" in str(exc):
@@ -2451,7 +2625,8 @@ def read_microdata(path, *, columns=None, na_values=None, encoding=None) -> pd.D
         ``encoding="latin-1"`` or ``"cp1252"``. SPSS ``.sav``/``.zsav``, Stata
         ``.dta``, SAS ``.sas7bdat`` and ``.xpt``: passed to pyreadstat's reader,
         overriding the encoding the file declares (for old files that declare
-        none or a wrong one). Refused for Parquet (UTF-8 by definition) and SPSS
+        none or a wrong one; ``"utf-8"`` too, which for these files is not the
+        default). Refused for Parquet (UTF-8 by definition) and SPSS
         portable ``.por`` files (``read_por`` takes none).
 
     Returns
@@ -2505,7 +2680,11 @@ def read_microdata(path, *, columns=None, na_values=None, encoding=None) -> pd.D
     - The file must be UTF-8 (an initial byte-order mark is fine) unless
       ``encoding`` names another. Without it, UTF-16 and UTF-32 files (Excel's
       "Unicode Text") and other non-UTF-8 text are refused with a message saying
-      where the first byte that is not UTF-8 is, and naming ``encoding``.
+      where the first byte that is not UTF-8 is, and naming ``encoding`` (for
+      UTF-16 without a byte-order mark, ``"utf-16-le"`` or ``"utf-16-be"`` by its
+      first bytes). A header line that holds NUL characters, or runs past 65,536
+      characters with no separator, is refused as not in ``encoding`` (a wrong
+      codec), without being quoted.
 
     In every format, text values (and category names, value labels included)
     are stripped of surrounding blanks, and a text that is then empty is
@@ -2549,7 +2728,7 @@ def read_microdata(path, *, columns=None, na_values=None, encoding=None) -> pd.D
             frame = _strip_text(_read_readstat(p, ext, columns, encoding))
     except (InputError, DataError):
         raise
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:  # UnicodeDecodeError, or "UTF-16 stream does not start with BOM"
         raise _not_utf8(p, exc, None, encoding, sep, skip) from exc
     except Exception as exc:  # any parser failure -> one readable line
         if encoding is not None and "character set" in str(exc):
@@ -2673,7 +2852,7 @@ def _check_columns(columns, available, p: Path) -> None:
     if absent:
         raise DataError(
             f"column(s) {_quote_list(absent)} not in '{p.name}' (available: "
-            f"{', '.join(map(str, list(available)[:20]))}); check the column names"
+            f"{_names_shown(available)}); check the column names"
         )
 
 
@@ -2890,18 +3069,20 @@ def resolve_columns(
     # a label is shown with the column it belongs to.
     candidates: dict[str, str] = {}
     for col in columns:
-        candidates.setdefault(col.casefold(), repr(col))
+        candidates.setdefault(col.casefold(), repr(_short_name(col)))
     for col, lab in labels.items():
-        candidates.setdefault(lab.strip().casefold(), f"{lab.strip()!r} (label of {col!r})")
+        candidates.setdefault(lab.strip().casefold(),
+                              f"{_short_name(lab.strip())!r} (label of {_short_name(col)!r})")
 
     def suggestions(name: str) -> list[str]:
         text = name.strip()
-        same = [repr(c) for c in columns if c.strip().casefold() == text.casefold()]
+        same = [repr(_short_name(c)) for c in columns
+                if c.strip().casefold() == text.casefold()]
         if same:
             return same[:3]
         exact = difflib.get_close_matches(text, columns, n=3, cutoff=0.6)
         if exact:
-            return [repr(c) for c in exact]
+            return [repr(_short_name(c)) for c in exact]
         close = difflib.get_close_matches(text.casefold(), list(candidates), n=3, cutoff=0.6)
         return [candidates[c] for c in close]
 
@@ -2910,7 +3091,7 @@ def resolve_columns(
         close = suggestions(name)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         parts.append(f"{name!r}{hint}")
-    shown = ", ".join(columns[:20]) + (", ..." if len(columns) > 20 else "")
+    shown = _names_shown(columns)
     what = "is neither a column name nor a variable label" if len(unknown) == 1 else (
         "are neither column names nor variable labels"
     )

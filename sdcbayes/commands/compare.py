@@ -509,8 +509,12 @@ def command(
         _print_summary(result, summary, out)
 
 
-#: A number standing alone in a warning (30, 1.019, 100%), not the digit of a name (tau1)
-_NUMBER = r"(?<![\w.])(\d+(?:[.,]\d+)*%?)"
+#: A number standing alone in a warning (30, 1.019, 100%, -0.5, 1e-05), not the digit of a
+#: name (tau1): its sign is part of it unless the "-" joins two words or numbers (R-hat,
+#: 3-5), and so is an exponent, so that merging never drops a sign nor splits 1e-05
+#: (audit AU3 N1)
+_NUMBER = (r"((?:(?<![\w.-])-?|(?<=[\w.]-))"  # a sign, or a hyphen of a compound before it
+           r"\d+(?:[.,]\d+)*(?:[eE][+-]?\d+)?%?)")
 
 
 def merge_model_warnings(messages: list[str], names: list[str]) -> list[str]:

@@ -116,8 +116,9 @@ _DISCLOSURE_EXAMPLES = (
     help="Column(s) identifying each domain, comma-separated (e.g. region,age_group): the "
     "combination must be unique per row and never missing. decisions.csv and frontier.csv "
     "carry these columns, under their names and in this order; report.html shows their "
-    "values joined ('R01 / 0-9'). Default: domains are numbered by row, from 0, in "
-    "decisions.csv's domain column.",
+    "values joined ('R01 / 0-9'; a value that holds ' / ' or starts with a double quote "
+    "is shown in double quotes, so that two combinations never show alike). Default: "
+    "domains are numbered by row, from 0, in decisions.csv's domain column.",
 )
 @click.option(
     "--disclosure-loss",
@@ -680,10 +681,7 @@ def _domain_names(table, columns: list[str]):
         values = [str(v) for v in keys.iloc[first]]
         shown = (f"label {values[0]!r}" if len(columns) == 1 else "the combination "
                  + ", ".join(f"{c}={v!r}" for c, v in zip(columns, values, strict=True)))
-        refs = [_row_ref(table, int(i)) for i in same[:5]]
-        if same.size > 5:
-            refs.append(f"{same.size - 5} more")
-        refs = ", ".join(refs[:-1]) + " and " + refs[-1]
+        refs = _records_named(table, same)
         n_groups = int(np.unique(group[repeated]).size)
         kind = "label" if len(columns) == 1 else "combination"
         others = f" ({n_groups - 1} other {kind}(s) repeat too)" if n_groups > 1 else ""
@@ -697,8 +695,43 @@ def _domain_names(table, columns: list[str]):
     if len(columns) == 1:
         return table[columns[0]].to_numpy(dtype=object)
     text = [table[c].astype(str).to_numpy(dtype=object) for c in columns]
-    return np.array([_LABEL_JOIN.join(parts) for parts in zip(*text, strict=True)],
-                    dtype=object)
+    return np.array([_LABEL_JOIN.join(map(_label_part, parts))
+                     for parts in zip(*text, strict=True)], dtype=object)
+
+
+def _label_part(value: str) -> str:
+    """One --domain value in a joined label, quoted when it could blur the join.
+
+    ``("x / y", "z")`` and ``("x", "y / z")`` are two domains, which a plain join shows
+    alike, ``x / y / z`` (audit AU3 G5); a value holding :data:`_LABEL_JOIN` (or
+    starting with a double quote) is written in double quotes, inner ones doubled as
+    CSV doubles them: ``"x / y" / z`` and ``x / "y / z"``. Other values are as they are.
+    """
+    if _LABEL_JOIN in value or value.startswith('"'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def _records_named(table, positions, limit: int = 5) -> str:
+    """``"records 1 and 5, counting from 1"``: the records at 0-based ``positions``, named.
+
+    As :func:`sdcbayes.microdata._row_ref` names each (its file line when known), the
+    first ``limit`` of them; when none has a line or an index label, the numbers share one
+    "counting from 1" (audit AU3 N5: "record 1, counting from 1 and record 5, counting
+    from 1").
+    """
+    import re
+
+    from sdcbayes.microdata import _row_ref
+
+    refs = [_row_ref(table, int(i)) for i in positions[:limit]]
+    more = [f"{len(positions) - limit} more"] if len(positions) > limit else []
+    plain = [re.fullmatch(r"record (\d+), counting from 1", r) for r in refs]
+    if all(plain):
+        parts = [m.group(1) for m in plain] + more
+        return f"records {', '.join(parts[:-1])} and {parts[-1]}, counting from 1"
+    parts = refs + more
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _posterior_draws(y, n, N, names, *, draws, chains, tune, seed, quiet, target_accept=0.9,
@@ -773,27 +806,34 @@ def _frontier_frame(fr, table, domain_cols: list[str]):
     Row ``j`` is the state after publishing the first ``j`` domains of the
     publication order (row 0: nothing published); ``position`` is the 0-based
     input row of the domain published at step ``j`` (empty on row 0), and the
-    ``--domain`` columns hold that row's values (empty on row 0).
+    ``--domain`` columns hold that row's values (empty on row 0), typed as
+    decisions.csv's (:func:`_decisions_frame`), so that the two files write one value
+    alike and join on those columns (audit AU3 G4: ``str`` wrote a float 7 as ``7.0``
+    here, and pyarrow as ``7`` there).
     """
     import pandas as pd
+    import pyarrow as pa
 
     cell = fr["cell"].to_numpy()
     out = {
         "step": fr["step"].to_numpy(),
         "position": pd.array([None if c < 0 else int(c) for c in cell], dtype="Int64"),
     }
+    take = pa.array([None if c < 0 else int(c) for c in cell], type=pa.int64())
     for col in domain_cols:
-        values = table[col].to_numpy(dtype=object)
-        out[col] = [None if c < 0 else values[int(c)] for c in cell]
+        values = table[col].to_numpy(dtype=object)  # as _decisions_frame hands them over
+        try:
+            # the Arrow type write_csv infers for decisions.csv's column, row 0 null
+            typed = pa.array(values, from_pandas=True)
+            out[col] = pd.Series(typed.take(take), dtype=pd.ArrowDtype(typed.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types: text, as before
+            out[col] = pd.Series([None if c < 0 else str(values[int(c)]) for c in cell],
+                                 dtype=object)
     out["disclosure_share"] = fr["disclosure_share"].to_numpy()
     out["nonpublication_share"] = fr["nonpublication_share"].to_numpy()
     out["disclosure"] = fr["disclosure"].to_numpy()
     out["nonpublication"] = fr["nonpublication"].to_numpy()
-    frame = pd.DataFrame(out)
-    for col in domain_cols:
-        # Mixed None/label columns confuse pyarrow's type inference: write text.
-        frame[col] = frame[col].map(lambda v: None if pd.isna(v) else str(v))
-    return frame
+    return pd.DataFrame(out)
 
 
 def _print_summary(s: dict[str, Any], out: Path) -> None:

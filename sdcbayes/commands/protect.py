@@ -765,6 +765,8 @@ def command(
             "no protection step given: use --recode, --swap, --suppress-k, --suppress-risk, "
             "--pram, --nayak-zhang-xi, --microaggregate, --rank-swap, --noise or --recipe"
         )
+    # a new value the protected CSV cannot hold in the input's encoding (AU3 B1)
+    _check_new_values_encodable(steps, codec, _extension(data))
     from sdcbayes.cli import given
 
     if given("interval_k") and not any(s.get("step") in _NUMERIC_STEPS for s in steps):
@@ -1990,6 +1992,49 @@ def _state_from_values(values, kind_by=None, missing_by=None, changed=()) -> _Co
             fraction = float(frac[0]) if frac.size else False
     return _ColumnState(values, kind, fraction, missing, kind_by,
                         missing_by if missing else None, changed)
+
+
+def _check_new_values_encodable(steps: list[dict[str, Any]], codec: str | None,
+                                ext: str) -> None:
+    """Refuse a recode's new value or a band label the protected CSV cannot be written in.
+
+    A CSV/TSV input is written back in its own encoding (``--encoding``; UTF-8 by
+    default, :func:`_write_protected`), so a new value with a character that encoding
+    lacks (``'Nord–Ost'``'s en dash in Latin-1) would fail only when the file is
+    written, after all the work (audit AU3 B1). Checked before the file is read.
+    Other formats are written in UTF-8 or Parquet, which hold any text.
+    """
+    if ext not in (".csv", ".csv.gz", ".tsv"):
+        return
+    enc = codec or "utf-8"
+    for i, step in enumerate(steps, start=1):
+        name = step.get("step")
+        if name == "recode" and isinstance(step.get("mapping"), dict):
+            values, what = list(step["mapping"].values()), "new value"
+        elif name == "band" and isinstance(step.get("labels"), list):
+            values, what = step["labels"], "label"
+        else:
+            continue
+        for value in values:
+            if not isinstance(value, str):
+                continue
+            try:
+                value.encode(enc)
+            except UnicodeEncodeError as e:
+                where = ("--recode" if step.get("_option") == "--recode"
+                         else f"step {i} ({name})")
+                raise InputError(
+                    f"{where}: {what} {value!r} cannot be written in the input's encoding "
+                    f"{enc}, in which the protected file is written: "
+                    f"{_unencodable(e)}; choose a {what} without it, or convert the data "
+                    f"file to UTF-8 (e.g. iconv -f {enc.upper()} -t UTF-8) and run on that "
+                    "copy without --encoding") from None
+
+
+def _unencodable(e: UnicodeEncodeError) -> str:
+    """``"'–' (U+2013) is not in it"``: the first character an encoding has no code for."""
+    char = e.object[e.start:e.start + 1]
+    return f"{char!r} (U+{ord(char):04X}) is not in it" if char else "a character is not in it"
 
 
 def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
@@ -4344,7 +4389,17 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
     if ext in (".csv", ".csv.gz", ".tsv"):
         # written with the input's separator: a semicolon "CSV" goes back to its spreadsheet
         sep = _input_separator(source, "\t" if ext == ".tsv" else ",", encoding)
-        _write_csv(path, frame, source, sep, original, encoding)
+        try:
+            _write_csv(path, frame, source, sep, original, encoding)
+        except UnicodeEncodeError as e:
+            # what _check_new_values_encodable did not foresee: one line, not a traceback
+            # (write_output_folder removes the partial folder; --out stays as it was)
+            enc = encoding or "utf-8"
+            raise InputError(
+                f"the protected file cannot be written in the input's encoding {enc}: a "
+                f"value {_unencodable(e)}; recode it to a value without that character, or "
+                f"convert the data file to UTF-8 (e.g. iconv -f {enc.upper()} -t UTF-8) and "
+                "run on that copy without --encoding") from None
         return
     if na_values and original is not None:
         frame = _na_codes_restored(frame, original, source, encoding)

@@ -172,7 +172,10 @@ def command(
         raise InputError(f"{data.name} has no records")
     # a code that matches nothing is most likely misspelt (or meant for another option):
     # said before the work, and kept in summary.json's warnings
-    code_notes = _unmatched_code_warnings(frame, key_list, missing_codes, na_codes)
+    from sdcbayes.microdata import _extension
+
+    code_notes = _unmatched_code_warnings(frame, key_list, missing_codes, na_codes,
+                                          csv=_extension(data) in (".csv", ".csv.gz", ".tsv"))
     for note in code_notes:
         click.echo(f"sdcbayes: warning: {note}", err=True)
 
@@ -302,19 +305,37 @@ def _parse_missing(text: str | None) -> list[Any] | None:
 
 
 def _unmatched_code_warnings(frame, keys: list[str], text: str | None,
-                             na_codes: list[str] | None) -> list[str]:
+                             na_codes: list[str] | None, csv: bool = False) -> list[str]:
     """One warning naming the ``--missing`` codes that match no value of any key.
 
     Such a code changes nothing (a misspelling, or a code of another column), and
-    nothing else would say so. A code also listed in ``--na-values`` is left out: the
-    reader has made its values missing already.
+    nothing else would say so. Left out: the codes the reader has made missing
+    already, which the file does hold (audit AU3 G6): one listed in ``--na-values``,
+    as text or as the same number (``-9.0`` with ``--na-values -9``, which
+    :func:`~sdcbayes.microdata.read_microdata` matches in a numeric column), and in a
+    CSV/TSV file (``csv``) the reader's own missing texts
+    (:data:`~sdcbayes.microdata.CSV_NA_VALUES`: ``NA``, ``NaN``, ...) and a lone
+    ``"."`` (SAS's and Stata's missing number).
     """
+    from sdcbayes.microdata import CSV_NA_VALUES
+
     if text is None:
         return []
     declared = set(na_codes or [])
+    if csv:
+        declared |= set(CSV_NA_VALUES) | {"."}
+
+    def number(code: str) -> float | None:
+        try:
+            value = float(code)
+        except ValueError:
+            return None
+        return value if value == value else None  # "nan" is a text code, not a number
+
+    numbers = {v for v in map(number, na_codes or []) if v is not None}
     unmatched = []
     for raw in dict.fromkeys(t.strip() for t in text.split(",") if t.strip()):
-        if raw in declared:
+        if raw in declared or number(raw) in numbers:
             continue
         variants = _parse_missing(raw) or []
         if not any(frame[k].isin(variants).any() for k in keys):
