@@ -494,7 +494,61 @@ def test_closed_form_interval_is_marked_as_the_plug_ins(capsys, tmp_path):
                           "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     row = next(ln for ln in proc.stdout.splitlines() if ln.strip().startswith("closed "))
-    assert row.count("]*") == 3, row  # tau1, ER and household ER (the demo's households)
-    kind = pd.read_csv(out / "comparison.csv")["interval_kind"].iloc[0]
+    # tau1, tau2, ER and household ER (the demo's households)
+    assert row.count("]*") == 4, row
+    cmp_ = pd.read_csv(out / "comparison.csv").iloc[0]
+    # tau2 with its interval, as comparison.csv gives it (audit UX F9)
+    assert f"tau2 {cmp_['tau2']:.1f} [{cmp_['tau2_lo']:.1f}, {cmp_['tau2_hi']:.1f}]*" in row
+    kind = cmp_["interval_kind"]
     foot = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("* ")]
     assert len(foot) == 1 and kind in foot[0] and "not a posterior interval" in foot[0]
+
+
+def _summary_table(names, models, elpd, household):
+    """A comparison table as compare_models returns it, for ``_print_summary`` alone."""
+    n = len(names)
+    t = pd.DataFrame({
+        "name": names, "model": models,
+        "tau1": [21.9] * n, "tau1_lo": [15.0] * n, "tau1_hi": [30.0] * n,
+        "tau2": [72.54] * n, "tau2_lo": [64.71] * n, "tau2_hi": [81.03] * n,
+        "er": [98.7] * n, "er_lo": [90.4] * n, "er_hi": [107.2] * n,
+        "elpd_loo": elpd, "loo_rank": [0.0, 1.0][:n], "n_suppressed": [622] * n,
+    })
+    if household:
+        t["household_er"], t["household_er_lo"], t["household_er_hi"] = 280.9, 255.0, 305.3
+    return t
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_tau2_interval_shown_and_the_table_no_wider_than_its_legend(capsys, wide):
+    """tau2 has its interval like tau1 and ER (audit UX F9); a row that would then be
+    wider than the legend line above the table (two latent-class fits ranked by LOO,
+    household ER) gets tau2 on a sub-row under tau1, so no row grows past it."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from sdcbayes.commands.compare import _print_summary
+
+    names = ["lc-poisson-long", "lc-multinomial"] if wide else ["pg"]
+    models = ["latent-class"] * 2 if wide else ["poisson-gamma"]
+    elpd = [-12345.6, -12350.1] if wide else [float("nan")]
+    result = SimpleNamespace(table=_summary_table(names, models, elpd, wide),
+                             pairs=["reidentifications/y"])
+    s = {"sdcbayes_version": "0", "target_risk": 0.2, "data": "x.csv", "truth": None,
+         "n_changed_cells": 3, "n_cells": 40}
+    _print_summary(result, s, Path("out"))
+    lines = capsys.readouterr().out.splitlines()
+    legend = next(ln for ln in lines if ln.startswith("  tau1: "))
+    table = lines[lines.index(legend) + 1:]
+    table = table[:next(i for i, ln in enumerate(table) if ln.startswith("written: "))]
+    assert all(len(ln) <= len(legend) for ln in table), table
+    tau2 = "tau2 72.5 [64.7, 81.0]"
+    assert sum(tau2 in ln for ln in table) == len(names), table
+    for name in names:
+        i = next(i for i, ln in enumerate(table) if ln.split()[0] == name)
+        column = table[i].index("tau1 ")
+        if wide:  # the next line holds tau2 alone, under tau1
+            assert tau2 not in table[i]
+            assert table[i + 1].index(tau2) == column and table[i + 1].strip() == tau2
+        else:  # beside tau1, before ER, as in report.html
+            assert table[i].index(tau2) < table[i].index("ER ")

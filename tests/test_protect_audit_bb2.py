@@ -310,6 +310,7 @@ def test_protect_keeps_integers_of_a_file_with_an_excel_sep_line(tmp_path, capsy
                           "--weight", "w", "--suppress-k", "2", "--out", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     written = (out / "protected.csv").read_text(encoding="utf-8").splitlines()
-    assert written[0] == "age;region;hours;w"
-    hours = [line.split(";")[2] for line in written[1:]]
+    # the sep= line is written back (audit AU3 N3), then the header
+    assert written[:2] == ["sep=;", "age;region;hours;w"]
+    hours = [line.split(";")[2] for line in written[2:]]
     assert hours[3] == "" and all(h.isdigit() for i, h in enumerate(hours) if i != 3), hours

@@ -762,10 +762,13 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
                f"decisions under the loss pair {result.pairs[0]} (disclosure / suppression) "
                f"at target risk {s['target_risk']}")
     click.echo(f"data: {s['data']}")
-    click.echo("  tau1: sample uniques unique in the population; tau2: expected correct matches "
-               "of sample uniques; ER: expected re-identifications; elpd: PSIS-LOO fit, "
-               "comparable only between fits of one likelihood")
-    rows = []
+    legend = ("  tau1: sample uniques unique in the population; tau2: expected correct matches "
+              "of sample uniques; ER: expected re-identifications; elpd: PSIS-LOO fit, "
+              "comparable only between fits of one likelihood")
+    click.echo(legend)
+    # a model's measures, each "name value [lo, hi]", and its tau2's the same way (audit UX
+    # F9: comparison.csv and report.html give its interval too)
+    models: list[tuple[str, list[str], str]] = []
     plug_in_kind = None
     # fits with a LOO per likelihood (a model's fits share one): a lone fit has no rank
     n_ranked = t.loc[t["elpd_loo"].notna(), "model"].value_counts()
@@ -783,16 +786,29 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
             mark = _PLUG_IN_MARK
             plug_in_kind = getattr(r, "interval_kind", None) or (
                 "predictive given the plug-in p (no parameter uncertainty)")
-        rows.append((
-            r.name,
-            f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]{mark}  tau2 {r.tau2:.1f}  "
-            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]{mark}  "
+        parts = [
+            f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]{mark}",
+            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]{mark}",
             # --household: the household ER beside the ER (its interval of the row's kind)
-            + (f"household ER {r.household_er:.1f} [{r.household_er_lo:.1f}, "
-               f"{r.household_er_hi:.1f}]{mark}  " if "household_er" in t.columns else "")
-            + f"{loo}  "
+            *([f"household ER {r.household_er:.1f} [{r.household_er_lo:.1f}, "
+               f"{r.household_er_hi:.1f}]{mark}"] if "household_er" in t.columns else []),
+            loo,
             f"suppress {r.n_suppressed:,} cells",
-        ))
+        ]
+        models.append((r.name, parts, f"tau2 {r.tau2:.1f} [{r.tau2_lo:.1f}, "
+                                      f"{r.tau2_hi:.1f}]{mark}"))
+    keys = [name for name, _, _ in models] + ["cells whose decision changes"] \
+        + (["truth"] if truth else [])
+    width = max(len(k) for k in keys)
+    rows = []
+    for name, parts, tau2 in models:
+        inline = "  ".join([parts[0], tau2, *parts[1:]])
+        # no wider than the legend above (echo_table: "  name  row"); a wider row (a long
+        # elpd note, household ER) gets tau2 on a sub-row under tau1 instead
+        if 2 + width + 2 + len(inline) <= len(legend):
+            rows.append((name, inline))
+        else:
+            rows += [(name, "  ".join(parts)), ("", tau2)]
     if truth:
         her = truth.get("household_expected_reidentifications")
         rows.append(("truth", f"tau1 {truth['tau1']:.1f}  tau2 {truth['tau2']:.1f}  "

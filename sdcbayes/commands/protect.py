@@ -4380,6 +4380,8 @@ def _write_protected(path: Path, frame, source: Path, ext: str, original=None,
       changed cells are written from ``frame``, suppressed ones as empty fields,
       and columns the input wrote as integers stay integers where the steps left
       whole numbers (a suppression's blanks would otherwise print 34 as 34.0).
+      The input's Excel ``sep=X`` line and CRLF line endings are kept
+      (:func:`_input_conventions`).
     - SPSS, Stata, SPSS portable, SAS transport: variable labels and the file label
       are written again; SPSS and Stata also the value labels and numeric display
       formats; SPSS the measurement levels, display widths, notes and the
@@ -4516,6 +4518,7 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None,
 
     from sdcbayes.protection.base import same_cells
 
+    sep_line, eol = _input_conventions(source, sep, encoding)
     text = None
     if (original is not None and len(original) == len(frame)
             and list(original.columns) == list(frame.columns) and frame.columns.is_unique):
@@ -4527,7 +4530,7 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None,
             text = None
     if text is None or list(text.columns) != list(frame.columns) or len(text) != len(frame):
         _csv_out(path, _integers_kept(frame, source, sep, original, encoding), frame, sep,
-                 _decimal_mark(sep, None, original), encoding)
+                 _decimal_mark(sep, None, original), encoding, sep_line, eol)
         return
     decimal = _decimal_mark(sep, text, original)
     changed = {}
@@ -4550,7 +4553,63 @@ def _write_csv(path: Path, frame, source: Path, sep: str, original=None,
             mask = changed[c]
             values[mask] = new.iloc[:, j].to_numpy(dtype=object)[mask]
             out[c] = values
-    _csv_out(path, out, frame, sep, decimal, encoding)
+    _csv_out(path, out, frame, sep, decimal, encoding, sep_line, eol)
+
+
+def _input_conventions(source: Path, sep: str, encoding: str | None = None
+                       ) -> tuple[str | None, str]:
+    """The input's Excel separator line and line ending, which the protected CSV keeps.
+
+    A semicolon file saved for Excel in a comma locale may open with ``sep=;``, which
+    read_microdata skips (:func:`sdcbayes.microdata._csv_layout`); written without it,
+    the protected file opens in that Excel as one column (audit AU3 N3). A file saved
+    on Windows ends its lines in CRLF. Both are the user's conventions, kept as the
+    rest of the file's text is.
+
+    Parameters
+    ----------
+    source : Path
+        The input CSV/TSV (``.gz`` read compressed).
+    sep : str
+        The separator the input was read with (:func:`_input_separator`).
+    encoding : str, optional
+        The input's text encoding (None: UTF-8, a BOM skipped).
+
+    Returns
+    -------
+    (sep_line, eol)
+        ``sep_line``: the input's ``sep=X`` line as it is written there (its case
+        kept, without its line ending) when it opens the file (after blank lines, as
+        the reader finds it) and names ``sep``; otherwise None. ``eol``: ``"\r\n"``
+        when the input's first line ends in CRLF, otherwise ``"\n"``.
+    """
+    import gzip
+
+    from sdcbayes.microdata import _HEADER_LIMIT, _SEP_LINE
+
+    opener = gzip.open if source.name.lower().endswith(".gz") else open
+    sep_line, eol, first = None, "\n", True
+    try:
+        with opener(source, "rt", encoding=encoding or "utf-8-sig", errors="replace",
+                    newline="") as fh:
+            while True:
+                line = fh.readline(_HEADER_LIMIT + 1)
+                if not line:
+                    break
+                if first:
+                    if not line.endswith(("\n", "\r")):
+                        line += fh.readline()  # a wide first line: its ending is further on
+                    eol, first = ("\r\n" if line.endswith("\r\n") else "\n"), False
+                text = line.rstrip("\r\n")
+                if not text.strip():  # blank lines before the header: the reader skips them
+                    continue
+                found = _SEP_LINE.fullmatch(text)
+                if found is not None and found.group(1) == sep:
+                    sep_line = text
+                break
+    except (OSError, EOFError, UnicodeError, LookupError):  # the conventions are a nicety
+        pass
+    return sep_line, eol
 
 
 def _decimal_mark(sep: str, text, original) -> str:
@@ -4578,7 +4637,8 @@ def _decimal_mark(sep: str, text, original) -> str:
 
 
 def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".",
-             encoding: str | None = None) -> None:
+             encoding: str | None = None, sep_line: str | None = None,
+             eol: str = "\n") -> None:
     """Write ``out`` with pandas, quoting the observed values that read as missing.
 
     read_microdata takes an unquoted ``NA`` (and ``#N/A``, ``NaN``, ``nan``) for
@@ -4587,7 +4647,9 @@ def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".",
     those texts, the file is written here instead, with exactly those cells
     quoted (and the cells CSV needs quoted), so the level survives the round
     trip; otherwise pandas writes it, as before. ``encoding``: the input's (None:
-    UTF-8), which the file is written in.
+    UTF-8), which the file is written in (a ``.gz`` name: compressed, as pandas
+    would). ``sep_line``: the input's Excel ``sep=X`` line, written first when
+    given; ``eol``: the line ending (:func:`_input_conventions`).
     """
     import io
 
@@ -4608,7 +4670,10 @@ def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".",
              & frame[c].notna().to_numpy()
              for c in frame.columns} if frame.columns.is_unique else {}
     if not any(m.any() for m in force.values()):
-        out.to_csv(path, index=False, sep=sep, decimal=decimal, encoding=encoding or "utf-8")
+        with _text_out(path, encoding) as fh:
+            if sep_line is not None:
+                fh.write(sep_line + eol)
+            out.to_csv(fh, index=False, sep=sep, decimal=decimal, lineterminator=eol)
         return
 
     def quoted(values, must):
@@ -4620,22 +4685,32 @@ def _csv_out(path: Path, out, frame, sep: str, decimal: str = ".",
     header = quoted(list(cells.columns), np.zeros(len(cells.columns), dtype=bool))
     columns = [quoted(cells[c].to_numpy(dtype=object), force[c]) for c in cells.columns]
     lines = [sep.join(header)] + [sep.join(row) for row in zip(*columns, strict=True)]
-    text = "\n".join(lines) + "\n"
-    if path.name.lower().endswith(".gz"):  # as pandas writes a .csv.gz: compressed
+    if sep_line is not None:
+        lines.insert(0, sep_line)
+    with _text_out(path, encoding) as fh:
+        fh.write(eol.join(lines) + eol)
+
+
+def _text_out(path: Path, encoding: str | None = None):
+    """``path`` opened for text in ``encoding`` (None: UTF-8), line endings as written.
+
+    A ``.gz`` name is written compressed, as pandas writes a ``.csv.gz``. A BOM
+    encoding (``utf-8-sig``, ``utf-16``) writes its mark once, at the start.
+    """
+    if path.name.lower().endswith(".gz"):
         import gzip
 
-        with gzip.open(path, "wt", encoding=encoding or "utf-8", newline="") as fh:
-            fh.write(text)
-        return
-    path.write_text(text, encoding=encoding or "utf-8", newline="")
+        return gzip.open(path, "wt", encoding=encoding or "utf-8", newline="")
+    return open(path, "w", encoding=encoding or "utf-8", newline="")
 
 
 def _input_separator(source: Path, sep: str, encoding: str | None = None) -> str:
     """The separator the input was read with: a .csv may use semicolons, tabs or bars."""
     from sdcbayes.microdata import _csv_layout
 
-    # read_microdata's own detection, so both read the same columns
-    return sep if sep != "," else _csv_layout(source, ".csv", encoding)[0]
+    # read_microdata's own detection, so both read the same columns (a .tsv too: its
+    # Excel sep= line, which the protected file keeps, sets the separator there)
+    return _csv_layout(source, ".tsv" if sep == "\t" else ".csv", encoding)[0]
 
 
 def _input_skip(source: Path, encoding: str | None = None) -> int:
