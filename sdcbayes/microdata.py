@@ -1902,6 +1902,15 @@ _SEP_LINE = re.compile(r"sep=(.)", re.IGNORECASE)
 def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> tuple[str, int]:
     """The separator of a CSV/TSV file and the number of lines before its header.
 
+    :func:`_csv_head`'s first two items.
+    """
+    return _csv_head(path, ext, encoding)[:2]
+
+
+def _csv_head(path: Path, ext: str = ".csv", encoding: str | None = None
+              ) -> tuple[str, int, str | None, str]:
+    """The separator of a CSV/TSV file, the lines before its header, its conventions.
+
     Spreadsheets in many European locales save "CSV" with semicolons (the comma being
     the decimal mark); read with commas such a file is one column whose name holds the
     whole header. So in a ``.csv`` whose header has no comma outside quoted names, the
@@ -1915,9 +1924,12 @@ def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> t
 
     Returns
     -------
-    (sep, skip)
+    (sep, skip, sep_line, eol)
         ``skip``: the lines before the header (blank ones and the ``sep=`` line), which
         both readers are told to skip, so that they read the same header line.
+        ``sep_line``: the ``sep=X`` line as written (its case kept, no line ending), or
+        None; ``eol``: ``"\r\n"`` when the file's first line ends in CRLF, else
+        ``"\n"`` -- the conventions ``protect`` writes its CSV back with.
 
     Raises
     ------
@@ -1929,7 +1941,7 @@ def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> t
 
     default = "\t" if ext == ".tsv" else ","
     opener = gzip.open if path.name.lower().endswith(".gz") else open
-    skip, header, given = 0, None, None
+    skip, header, given, sep_text, eol = 0, None, None, None, None
     try:
         with opener(path, "rb") as fh:
             head = fh.read(4)
@@ -1956,34 +1968,37 @@ def _csv_layout(path: Path, ext: str = ".csv", encoding: str | None = None) -> t
                                                f"{_HEADER_LIMIT:,} characters long with "
                                                "no separator in it")
                     line += fh.readline()  # a wide header: read the rest of the line
+                if eol is None:
+                    eol = "\r\n" if line.endswith("\r\n") else "\n"
                 text = line.rstrip("\r\n")
                 if not text.strip():  # pandas skips it; so does pyarrow, once told to
                     skip += 1
                     continue
                 sep_line = _SEP_LINE.fullmatch(text)
                 if sep_line is not None and given is None and sep_line.group(1) != '"':
-                    given, skip = sep_line.group(1), skip + 1
+                    given, skip, sep_text = sep_line.group(1), skip + 1, text
                     continue
                 header = text
                 break
     except (OSError, EOFError):
-        return default, 0  # the reader below reports what is wrong with the file
+        return default, 0, None, "\n"  # the reader below reports what is wrong with the file
+    eol = eol or "\n"
     if header is not None and "\x00" in header:
         if encoding is None:
             raise _text_encoding_error(path, b"\x00")
         # UTF-16 read with a one-byte codec: names such as 'r\x00e\x00g\x00' (AU3 G2)
         raise _header_not_text(path, encoding, head, "holds NUL characters")
     if given is not None:
-        return given, skip
+        return given, skip, sep_text, eol
     if header is None or ext == ".tsv":
-        return default, skip
+        return default, skip, None, eol
     # a quoted name may hold any separator ("inc, net";"k"): count those outside quotes
     header = re.sub(r'"(?:[^"]|"")*"', "", header)
     if "," in header:
-        return ",", skip
+        return ",", skip, None, eol
     counts = {c: header.count(c) for c in (";", "\t", "|")}
     best = max(counts, key=counts.get)
-    return (best if counts[best] > 0 else ","), skip
+    return (best if counts[best] > 0 else ","), skip, None, eol
 
 
 #: The longest header line (in characters) read without a separator in it: a wrong

@@ -4583,32 +4583,16 @@ def _input_conventions(source: Path, sep: str, encoding: str | None = None
         the reader finds it) and names ``sep``; otherwise None. ``eol``: ``"\r\n"``
         when the input's first line ends in CRLF, otherwise ``"\n"``.
     """
-    import gzip
+    from sdcbayes.exceptions import DataError
+    from sdcbayes.microdata import _csv_head
 
-    from sdcbayes.microdata import _HEADER_LIMIT, _SEP_LINE
-
-    opener = gzip.open if source.name.lower().endswith(".gz") else open
-    sep_line, eol, first = None, "\n", True
+    ext = ".tsv" if source.name.lower().endswith((".tsv", ".tsv.gz")) else ".csv"
     try:
-        with opener(source, "rt", encoding=encoding or "utf-8-sig", errors="replace",
-                    newline="") as fh:
-            while True:
-                line = fh.readline(_HEADER_LIMIT + 1)
-                if not line:
-                    break
-                if first:
-                    if not line.endswith(("\n", "\r")):
-                        line += fh.readline()  # a wide first line: its ending is further on
-                    eol, first = ("\r\n" if line.endswith("\r\n") else "\n"), False
-                text = line.rstrip("\r\n")
-                if not text.strip():  # blank lines before the header: the reader skips them
-                    continue
-                found = _SEP_LINE.fullmatch(text)
-                if found is not None and found.group(1) == sep:
-                    sep_line = text
-                break
-    except (OSError, EOFError, UnicodeError, LookupError):  # the conventions are a nicety
-        pass
+        _, _, sep_line, eol = _csv_head(source, ext, encoding)
+    except (OSError, EOFError, UnicodeError, LookupError, DataError):
+        return None, "\n"  # the conventions are a nicety (the file was read already)
+    if sep_line is not None and sep_line[-1] != sep:  # a sep= line names its separator last
+        sep_line = None
     return sep_line, eol
 
 
