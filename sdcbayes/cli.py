@@ -687,7 +687,9 @@ def assess(
             ) | ({"max_global_risk": max_global_risk} if max_global_risk is not None else {}),
             target_accept=target_accept, cores=cores,
         )
-    summary = dict(result.summary)  # --max-global-risk: the library's entries, every model
+    # --max-global-risk: the library's entries, every model; `command` first, as every
+    # other command's summary.json has it (audit UX F10)
+    summary = {"command": "assess", **result.summary}
     summary["data"] = source
     if md.strata is not None:
         summary["by_stratum"] = by_stratum(md, result.cells)

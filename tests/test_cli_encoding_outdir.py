@@ -186,3 +186,13 @@ def test_one_record_is_not_the_1_records(tmp_path, capsys, monkeypatch):
     assert_one_line_error(proc, "--suppress-k 3 exceeds the file's only record",
                           "choose k <= 1")
     assert "the 1 records" not in proc.stderr
+
+
+def test_every_command_names_itself_in_summary_json(capsys, tmp_path, monkeypatch):
+    # assess's summary.json lacked the top-level `command` the other four write (audit UX
+    # F10); the --out check reads it first
+    monkeypatch.chdir(tmp_path)
+    proc = run_in_process(capsys, "assess", "--model", "closed-form", "--out", "a")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert next(iter(summary)) == "command" and summary["command"] == "assess"
