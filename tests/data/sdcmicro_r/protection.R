@@ -1,0 +1,223 @@
+# sdcMicro's protection and utility methods on sdcMicro's own data files, for
+# tests/test_sdcmicro_r_protection.py (which compares sdcbayes with these outputs
+# and never needs R).
+#
+# Usage (R 4.2.2, sdcMicro 5.8.0; see protection/README.md):
+#   R_LIBS=<lib> Rscript tests/data/sdcmicro_r/protection.R \
+#       /path/to/shared/data/sdcmicro tests/data/sdcmicro_r/protection
+#
+# Argument 1: the folder of sdcMicro's data sets as CSV (testdata.csv, free1.csv):
+# R and Python read the same bytes. Argument 2: the output folder (created).
+# Numbers are written with sprintf("%.17g"), so they round-trip exactly to doubles.
+
+suppressPackageStartupMessages({
+  library(sdcMicro)
+  library(MASS)
+})
+
+args <- commandArgs(trailingOnly = TRUE)
+if (length(args) != 2) {
+  stop("usage: Rscript protection.R <sdcmicro data folder> <output folder>")
+}
+data_dir <- args[1]
+out_dir <- args[2]
+dir.create(out_dir, showWarnings = FALSE, recursive = TRUE)
+
+testdata <- read.csv(file.path(data_dir, "testdata.csv"))
+free1 <- read.csv(file.path(data_dir, "free1.csv"))
+num_vars <- c("expend", "income", "savings")
+free_vars <- c("INCOME", "MONEY", "ASSETS", "DEBTS")  # free1[, 31:34]
+
+fmt <- function(v) ifelse(is.na(v), "NA", sprintf("%.17g", v))
+
+# write a data.frame of numbers (or strings) as CSV, gzipped when asked
+# (text columns quoted: interval labels such as "(9,19]" contain commas)
+write_table <- function(df, name, gz = FALSE) {
+  text <- which(!vapply(df, is.numeric, logical(1)))
+  df[] <- lapply(df, function(col) if (is.numeric(col)) fmt(col) else as.character(col))
+  path <- file.path(out_dir, name)
+  con <- if (gz) gzfile(path, "w") else file(path, "w")
+  write.csv(df, con, row.names = FALSE, quote = if (length(text)) text else FALSE)
+  close(con)
+}
+
+scalars <- list()  # name -> value, written to scalars.csv at the end
+add_scalar <- function(name, value) scalars[[name]] <<- value
+
+# ------------------------------------------------------------------ 1. microaggregation
+ma <- data.frame(row = seq_len(nrow(testdata)))
+for (aggr in c(3, 5)) {
+  m <- microaggregation(testdata[, num_vars], variables = num_vars, method = "mdav",
+                        aggr = aggr)$mx
+  for (v in num_vars) ma[[paste0("mdav", aggr, "_", v)]] <- m[[v]]
+}
+# mdav within strata (sex): microaggregationWORK splits by strata_variables
+m <- microaggregation(testdata[, c(num_vars, "sex")], variables = num_vars, method = "mdav",
+                      aggr = 3, strata_variables = "sex")$mx
+for (v in num_vars) ma[[paste0("mdav3sex_", v)]] <- m[[v]]
+# one variable: microaggregation calls mafast whatever the method
+for (v in c("expend", "income")) {
+  ma[[paste0("mafast3_", v)]] <- microaggregation(testdata[, num_vars], variables = v,
+                                                  method = "mdav", aggr = 3)$mx[[v]]
+}
+ma[["mafast3sex_income"]] <- microaggregation(testdata[, c(num_vars, "sex")],
+                                              variables = "income", aggr = 3,
+                                              strata_variables = "sex")$mx[["income"]]
+ma[["mafast5_savings"]] <- microaggregation(testdata[, num_vars], variables = "savings",
+                                            aggr = 5)$mx[["savings"]]
+# individual ranking ("onedims"): each variable sorted and blocked on its own
+for (aggr in c(3, 5)) {
+  m <- microaggregation(testdata[, num_vars], variables = num_vars, method = "onedims",
+                        aggr = aggr)$mx
+  for (v in num_vars) ma[[paste0("onedims", aggr, "_", v)]] <- m[[v]]
+}
+ma$row <- NULL
+write_table(ma, "microaggregation_testdata.csv.gz", gz = TRUE)
+
+mf <- data.frame(row = seq_len(nrow(free1)))
+for (aggr in c(3, 5)) {
+  m <- microaggregation(free1[, free_vars], variables = free_vars, method = "mdav",
+                        aggr = aggr)$mx
+  for (v in free_vars) mf[[paste0("mdav", aggr, "_", v)]] <- m[[v]]
+}
+mf$row <- NULL
+write_table(mf, "microaggregation_free1.csv.gz", gz = TRUE)
+
+# ------------------------------------------------------------------ 2. localSuppression
+keys <- c("urbrur", "roof", "walls", "water", "electcon", "relat", "sex")
+ls_rows <- list()
+ls_summary <- list()
+importances <- list(default = NULL, reversed = 7:1, given = c(1, 4, 2, 6, 3, 7, 5))
+for (k in c(2, 3)) {
+  for (imp_name in names(importances)) {
+    imp <- importances[[imp_name]]
+    res <- localSuppression(testdata[, keys], keyVars = keys, k = k, importance = imp)
+    anon <- as.data.frame(res$xAnon)
+    config <- paste0("k", k, "_", imp_name)
+    for (v in keys) {
+      rows <- which(is.na(anon[[v]]) & !is.na(testdata[[v]]))
+      if (length(rows)) {
+        ls_rows[[length(ls_rows) + 1]] <- data.frame(config = config, record = rows,
+                                                    variable = v)
+      }
+      ls_summary[[length(ls_summary) + 1]] <- data.frame(
+        config = config, variable = v, suppressed = length(rows),
+        importance = if (is.null(imp)) NA else imp[match(v, keys)])
+    }
+    fk <- freqCalc(anon, keyVars = keys)
+    add_scalar(paste0("ls_", config, "_min_fk"), min(fk$fk))
+  }
+}
+write_table(do.call(rbind, ls_rows), "localsuppression_cells.csv.gz", gz = TRUE)
+write_table(do.call(rbind, ls_summary), "localsuppression_counts.csv")
+
+# ------------------------------------------------------------------ 3. recoding
+rec <- data.frame(
+  income_top = topBotCoding(testdata, value = 9e7, replacement = 9.5e7, kind = "top",
+                            column = "income")$income,
+  expend_bottom = topBotCoding(testdata, value = 1e6, replacement = 5e5, kind = "bottom",
+                               column = "expend")$expend,
+  savings_top = topBotCoding(testdata, value = 5e6, replacement = 5e6, kind = "top",
+                             column = "savings")$savings
+)
+# globalRecode with a breaks vector: cut(x, breaks, dig.lab = 8), right-closed,
+# include.lowest = FALSE
+age_rc <- globalRecode(testdata, column = "age", breaks = c(-1, 9, 19, 39, 59, 95))$age
+rec$age_code <- as.integer(age_rc)
+rec$age_label <- as.character(age_rc)
+# breaks starting at the minimum (0): the age-0 records fall outside (NA in R)
+age_rc0 <- globalRecode(testdata, column = "age", breaks = c(0, 15, 30, 65, 95))$age
+rec$age0_code <- as.integer(age_rc0)
+rec$age0_label <- as.character(age_rc0)
+# groupAndRename on factors
+wf <- factor(testdata$water)
+rec$water_grouped <- as.character(groupAndRename(data.frame(water = wf), var = "water",
+                                                 before = c("1", "2"), after = "1_2")$water)
+rf <- factor(testdata$roof)
+rec$roof_grouped <- as.character(groupAndRename(data.frame(roof = rf), var = "roof",
+                                                before = c("5", "6", "9"),
+                                                after = "other")$roof)
+write_table(rec, "recode_testdata.csv.gz", gz = TRUE)
+
+# ------------------------------------------------------------------ 4. PRAM matrices
+# calcTransitionMatrix draws runif(L, pd, 1) first (no strata, one variable), then
+# samples; the diagonal is re-drawn here from the same seed to store it.
+pram_rows <- list()
+pram_cases <- list(list(var = "water", pd = 0.8, alpha = 0.5, seed = 11),
+                   list(var = "roof", pd = 0.6, alpha = 0.3, seed = 12),
+                   list(var = "relat", pd = 0.8, alpha = 0.5, seed = 13),
+                   list(var = "walls", pd = 0.5, alpha = 1.0, seed = 14))
+for (case in pram_cases) {
+  f <- factor(testdata[[case$var]])
+  L <- nlevels(f)
+  set.seed(case$seed)
+  pds <- runif(L, min = case$pd, max = 1)
+  set.seed(case$seed)
+  res <- pram(f, pd = case$pd, alpha = case$alpha)
+  Rs <- attr(res, "pram_params")$x$Rs
+  for (i in seq_len(L)) {
+    pram_rows[[length(pram_rows) + 1]] <- data.frame(
+      variable = case$var, pd = case$pd, alpha = case$alpha, seed = case$seed,
+      level = levels(f)[i], count = sum(f == levels(f)[i]), diagonal_drawn = pds[i],
+      matrix(Rs[i, ], nrow = 1, dimnames = list(NULL, paste0("to_", seq_len(L)))))
+  }
+}
+all_cols <- unique(unlist(lapply(pram_rows, names)))
+pram_rows <- lapply(pram_rows, function(d) {
+  for (cn in setdiff(all_cols, names(d))) d[[cn]] <- NA
+  d[, all_cols]
+})
+write_table(do.call(rbind, pram_rows), "pram_matrices.csv")
+
+# ------------------------------------------------------------------ 5./7. noise, utility, risk
+x <- testdata[, num_vars]
+set.seed(21)
+noise_add <- addNoise(x, variables = num_vars, noise = 150, method = "additive")$xm
+set.seed(22)
+noise_cor <- addNoise(x, variables = num_vars, noise = 50, method = "correlated")$xm
+noise <- data.frame(noise_add, noise_cor)
+names(noise) <- c(paste0("additive150_", num_vars), paste0("correlated50_", num_vars))
+write_table(noise, "addnoise_testdata.csv.gz", gz = TRUE)
+add_scalar("addnoise_additive150_seed", 21)
+add_scalar("addnoise_correlated50_seed", 22)
+
+ma3 <- as.data.frame(ma[, paste0("mdav3_", num_vars)])
+names(ma3) <- num_vars
+pairs <- list(additive150 = as.data.frame(noise_add), correlated50 = as.data.frame(noise_cor),
+              mdav3 = ma3)
+for (p in names(pairs)) {
+  xm <- pairs[[p]]
+  names(xm) <- num_vars
+  for (meth in c("IL1", "IL1old", "IL1s", "eigen")) {
+    add_scalar(paste0("dUtility_", meth, "_", p), dUtility(x, xm = xm, method = meth))
+  }
+  add_scalar(paste0("dRisk_default_", p), dRisk(x, xm = xm))
+  add_scalar(paste0("dRisk_k0.1_", p), dRisk(x, xm = xm, k = 0.1))
+  add_scalar(paste0("dRisk_k0.01_", p), dRisk(x, xm = xm, k = 0.01))
+}
+
+# ------------------------------------------------------------------ 6. rankSwap
+rs_cases <- list(P005_s1 = list(P = 0.05, seed = 1), P005_s2 = list(P = 0.05, seed = 2),
+                 P002_s3 = list(P = 0.02, seed = 3), P5_s4 = list(P = 5, seed = 4),
+                 R0_s5 = list(P = NULL, seed = 5))
+rs <- data.frame(row = seq_len(nrow(testdata)))
+for (nm in names(rs_cases)) {
+  case <- rs_cases[[nm]]
+  out <- suppressMessages(rankSwap(testdata[, num_vars], variables = num_vars,
+                                   P = case$P, seed = case$seed))
+  for (v in num_vars) rs[[paste0(nm, "_", v)]] <- out[[v]]
+}
+rs$row <- NULL
+write_table(rs, "rankswap_testdata.csv.gz", gz = TRUE)
+
+# ------------------------------------------------------------------ stamp
+write_table(data.frame(name = names(scalars), value = unlist(scalars)), "scalars.csv")
+writeLines(c(
+  paste0("R: ", R.version.string),
+  paste0("sdcMicro: ", as.character(packageVersion("sdcMicro"))),
+  paste0("MASS: ", as.character(packageVersion("MASS"))),
+  paste0("RNG: ", paste(RNGkind(), collapse = ", ")),
+  paste0("date: ", format(Sys.Date())),
+  paste0("command: R_LIBS=<lib> Rscript tests/data/sdcmicro_r/protection.R ",
+         "/path/to/shared/data/sdcmicro tests/data/sdcmicro_r/protection")
+), file.path(out_dir, "stamp.txt"))
