@@ -9,8 +9,10 @@ timed ones). Then times the whole command
 ``sdcbayes assess FILE.parquet --keys ... --weight ... --household ... --model closed-form``
 on the 10^6 file, reading and writing included.
 
-Peer (sdcMicro 5.8.1 ``measure_risk`` on this machine): 0.19 s at 10^5, 2.75 s
-at 10^6 (428 MB peak), 18.9 s at 10^6 with a household id.
+Peer, as the issue quoted it (sdcMicro 5.8.1 ``measure_risk`` on this machine): 0.19 s
+at 10^5, 2.75 s at 10^6 (428 MB peak), 18.9 s at 10^6 with a household id. Measured here
+since with sdcMicro 5.8.0 on the file in memory (``benchmarks/vs_sdcmicro.py``): 0.079 s
+at 10^5, 1.08 s at 10^6, 7.8 s with a household id.
 Targets: at 10^6 <= 0.5 s without and <= 1 s with households, <= 500 MB peak;
 10^7 in <= 10 s; the whole command at 10^6 faster than 2.75 s.
 
@@ -106,7 +108,8 @@ def main() -> None:
         print("whole command at 10^6 records, households included, reading parquet and "
               "writing summary.json, records.csv, report.html:")
         print(f"  median {statistics.median(times):.2f} s over {len(times)} runs "
-              f"(min {min(times):.2f} s); sdcMicro measure_risk alone: 2.75 s")
+              f"(min {min(times):.2f} s); sdcMicro 5.8.0 measure_risk alone, file in memory: "
+              "1.08 s (benchmarks/vs_sdcmicro.py)")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ MSU search, scores, DIS-SUDA, contributions, the result DataFrames), with the
 number of distinct key combinations, full-key uniques, records with an MSU and
 attribute subsets actually grouped (of 31).
 
-Peer: sdcMicro ``suda2`` takes 4.8 s on 10^6 records with 5 keys on this machine.
+Peer: sdcMicro 5.8.0's ``suda2`` takes 2.8 s on the ``zipf`` file of 10^6 records
+(``benchmarks/vs_sdcmicro.py``; the issue quoted 4.8 s).
 
 Usage: python benchmarks/suda.py [--sizes 1e4,1e5,1e6] [--repeats 3] [--stress]
 """

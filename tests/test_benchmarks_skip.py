@@ -250,3 +250,19 @@ def test_command_synopsis_names_every_option(command):
     named = set(re.findall(r"(--[a-z][a-z-]*)", re.sub(r"as assess's[^;]*;", "", synopsis)))
     assert not sorted(options - named), f"{command}: options not in the README synopsis"
     assert not sorted(named - options), f"{command}: README synopsis names unknown options"
+
+
+def test_vs_sdcmicro_times_sdcbayes_alone_without_r(tmp_path):
+    # a fresh machine has no R: the sdcMicro column says so and sdcbayes is still timed;
+    # a tiny file, every operation, so that an API change breaks this and not the study
+    out = _run(tmp_path, "vs_sdcmicro.py", "--sizes", "300", "--repeats", "1", "--no-r",
+               data_dir=None)
+    assert out.returncode == 0, out.stderr
+    assert "sdcMicro: not timed (--no-r" in out.stdout
+    rows = [line for line in out.stdout.splitlines() if line.rstrip().endswith("-")
+            and "300" in line]
+    # 7 operations and the greedy suppression, each with its sdcbayes time and no ratio
+    assert len(rows) == 8, out.stdout
+    for line in rows:
+        fields = line.split()
+        assert fields[-3] == "-" and float(fields[-2]) >= 0, line
