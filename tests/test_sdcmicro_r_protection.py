@@ -15,11 +15,14 @@ amplified: rtol 1e-9 (observed 1.2e-12). Counts and sets are compared exactly.
 Where the draws of a random method cannot match (different random streams), the
 test checks what is deterministic (PRAM's matrix given R's drawn diagonal; the
 noise's scale given R's own normal draws, rebuilt from ``set.seed``) or the claims
-sdcbayes documents about sdcMicro (rank swapping), on R's real output.
+sdcbayes documents about sdcMicro (rank swapping, record swapping), on R's real output.
+Part 8 checks the sequential local suppression with strata, combs, missing values and
+ghost variables, localSupp, PRAM within strata and with NA, and recordSwap.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -29,13 +32,20 @@ import pytest
 from rtools import RRunif
 from scipy.special import ndtri
 
+from sdcbayes.microdata import Microdata
 from sdcbayes.protection.infoloss import eigen_difference, il1
 from sdcbayes.protection.microaggregation import mdav, sorted_microaggregation
 from sdcbayes.protection.noise import add_noise
-from sdcbayes.protection.pram import invariant_transition_matrix
+from sdcbayes.protection.pram import invariant_pram, invariant_transition_matrix
 from sdcbayes.protection.rankswap import rank_range_fraction, rank_swap
 from sdcbayes.protection.recode import band, bottom_code, merge_levels, top_code
-from sdcbayes.protection.suppression import local_suppression, wildcard_frequencies
+from sdcbayes.protection.suppression import (
+    local_suppression,
+    risk_suppression,
+    wildcard_frequencies,
+)
+from sdcbayes.protection.swapping import record_swap
+from sdcbayes.risk.assess import assess_closed_form
 from sdcbayes.risk.linkage import interval_risk
 
 R_OUT = Path(__file__).parent / "data" / "sdcmicro_r" / "protection"
@@ -458,3 +468,304 @@ def test_own_rank_swap_window(testdata, column):
         assert log["rank_range"] - 1 <= dist.max() <= log["rank_range"]
     else:  # expend distinct, savings one tie: exact distances
         assert dist.max() == log["rank_range"]
+
+
+# ------------------------------------------------------------------ 8. wave 2: strata, combs,
+# missing values, ghost variables, localSupp, PRAM within strata, recordSwap
+
+GIVEN = [1, 4, 2, 6, 3, 7, 5]
+KEYS6 = KEYS[:-1]  # testdata's keys without sex, which stratifies them
+
+
+@pytest.fixture(scope="module")
+def testdata2(sdcmicro_csv):
+    # ageG = R's cut(age, 5) code, stored by R (sdcMicro's own tests stratify by it)
+    t2 = sdcmicro_csv("testdata2.csv")
+    return t2.assign(ageG=r_table("testdata2_ageG.csv")["ageG_code"].to_numpy())
+
+
+def with_missing_keys(testdata):
+    # protection.R's t_na: water missing in every 23rd record, relat in every 31st (1-based)
+    t = testdata[KEYS].astype(float)
+    t.loc[np.arange(22, len(t), 23), "water"] = np.nan
+    t.loc[np.arange(30, len(t), 31), "relat"] = np.nan
+    return t
+
+
+@pytest.fixture(scope="module")
+def r_cells2():
+    cells = r_table("localsuppression_wave2_cells.csv.gz")
+    return {cfg: set(zip(part["record"] - 1, part["variable"], strict=True))
+            for cfg, part in cells.groupby("config")}
+
+
+@pytest.fixture(scope="module")
+def scalars2():
+    return r_table("scalars_wave2.csv").set_index("name")["value"]
+
+
+# config -> (data, keys, k, keyword arguments of local_suppression); protection.R's 8a/8b
+LS2 = {
+    "t2_ageG_k2_default": ("t2", KEYS, 2, {"strata": "ageG"}),
+    "t2_ageG_k2_given": ("t2", KEYS, 2, {"strata": "ageG", "importance": GIVEN}),
+    "t1_sex_k3_default": ("t1", KEYS6, 3, {"strata": "sex"}),
+    "t1_sex_k3_reversed": ("t1", KEYS6, 3, {"strata": "sex", "importance": [6, 5, 4, 3, 2, 1]}),
+    "t2_combs32_k32_default": ("t2", KEYS, [3, 2], {"combs": [3, 2]}),
+    "t2_combs32_k32_given": ("t2", KEYS, [3, 2], {"combs": [3, 2], "importance": GIVEN}),
+    "t1_combs4_k2_default": ("t1", KEYS, 2, {"combs": 4}),
+    "t1_combs4_k2_given": ("t1", KEYS, 2, {"combs": 4, "importance": GIVEN}),
+    "t1_na_k2_default": ("t1_na", KEYS, 2, {}),
+    "t1_na_k3_default": ("t1_na", KEYS, 3, {}),
+    "t2_ghost_k2_default": ("t2", KEYS, 2,
+                            {"linked": {"water": ["water2", "water3"], "relat": ["relat2"]}}),
+}
+
+
+def ls2_data(name, testdata, testdata2):
+    if name == "t1_na":
+        return with_missing_keys(testdata)
+    return testdata if name == "t1" else testdata2
+
+
+def blanked_cells(res):
+    return set(zip(res.log["record"], res.log["variable"], strict=True))
+
+
+@pytest.mark.parametrize("config", list(LS2))
+def test_sequential_suppression_wave2_equals_r(testdata, testdata2, r_cells2, config):
+    # localSuppression(..., strataVars =, combs =, importance =) and, for the ghost run,
+    # createSdcObj(testdata2, ghostVars = ...) then localSuppression(obj, k = 2): the same
+    # cells blanked, linked columns included. Equality is what sdcbayes claims where
+    # - strata: each stratum is searched on its own, as sdcMicro's split;
+    # - combs with the keys as the data's first columns: sdcMicro's importance[kV] is then
+    #   each key's own rank, so no subset reorders importance (difference (1) absent);
+    # - missing values (t1_na) and combs: sdcMicro's thinning (difference (2)) happens
+    #   not to change a blank on these files (the t2_ageG_combs53 run below is where it does)
+    name, keys, k, kwargs = LS2[config]
+    frame = ls2_data(name, testdata, testdata2)
+    res = local_suppression(frame, keys, k, method="sequential", **kwargs)
+    assert blanked_cells(res) == r_cells2[config]
+
+
+@pytest.mark.parametrize("config, keys, k, strata", [
+    ("t2_ageG_k2_default", KEYS, 2, "ageG"), ("t2_ageG_k2_given", KEYS, 2, "ageG"),
+    ("t1_sex_k3_default", KEYS6, 3, "sex"), ("t1_sex_k3_reversed", KEYS6, 3, "sex"),
+    ("t1_na_k2_default", KEYS, 2, None), ("t1_na_k3_default", KEYS, 3, None)])
+def test_wave2_r_files_k_anonymous(testdata, testdata2, r_cells2, scalars2, config, keys, k,
+                                   strata):
+    # R's freqCalc of its own output (within strata) says k; sdcbayes's wildcard
+    # frequencies of R's file agree that it is k-anonymous
+    assert scalars2[f"ls_{config}_min_fk"] == k
+    name = LS2[config][0]
+    r_file = ls2_data(name, testdata, testdata2).copy()
+    r_file[keys] = r_file[keys].astype(float)
+    for rec, var in r_cells2[config]:
+        r_file.loc[rec, var] = np.nan
+    assert wildcard_frequencies(r_file, keys, strata=strata).min() >= k
+
+
+def test_combs_importance_by_column_number(testdata2, r_cells2):
+    # suppression.py's difference (1): sdcMicro ranks each subset by importance[kV], kV
+    # the keys' column numbers in the data. With the key columns in reverse order
+    # (testdata2[, rev(keys)], keyVars = keys), key i gets the rank given for key 8 - i:
+    # R's run with importance GIVEN is sdcbayes's with rev(GIVEN), not with GIVEN.
+    r = r_cells2["t2_combs32_k32_given_revcols"]
+    kwargs = {"combs": [3, 2], "method": "sequential"}
+    as_given = local_suppression(testdata2, KEYS, [3, 2], importance=GIVEN, **kwargs)
+    reversed_ = local_suppression(testdata2, KEYS, [3, 2], importance=GIVEN[::-1], **kwargs)
+    assert blanked_cells(reversed_) == r
+    assert blanked_cells(as_given) == r_cells2["t2_combs32_k32_given"] != r  # 81 vs 87
+
+
+def test_combs_within_strata_thinning(testdata2, r_cells2):
+    # strata ageG and combs c(5, 3), k = 2: sdcMicro blanks one value more, sex of record 1
+    # (0 here). The 5-key subsets leave missing values, and sdcMicro's thinning for the
+    # 3-key subsets gives a missing value the column's first value, here record 1's own
+    # (the first record of every stratum it is in): difference (2), which can suppress in
+    # a record that is k-anonymous in the full file. sdcbayes's blanks are all R's, and
+    # its file is 2-anonymous on every subset within every stratum.
+    res = local_suppression(testdata2, KEYS, 2, method="sequential", strata="ageG", combs=[5, 3])
+    ours, r = blanked_cells(res), r_cells2["t2_ageG_combs53_k2_default"]
+    assert ours < r and r - ours == {(0, "sex")}
+    for size in (5, 3):
+        for sub in itertools.combinations(KEYS, size):
+            assert wildcard_frequencies(res.frame, list(sub), strata="ageG").min() >= 2
+
+
+# ------------------------------------------------------------------ localSupp
+
+
+@pytest.fixture(scope="module")
+def r_localsupp():
+    return r_table("localsupp_testdata.csv.gz")
+
+
+def test_closed_form_risk_is_localsupps_risk(testdata, r_localsupp):
+    # localSupp reads obj@risk$individual[, "risk"] (createSdcObj with weightVar
+    # household_weights): the approximate Benedetti-Franconi risk, assess_closed_form's
+    # method "approx" (observed 4.4e-16)
+    md = Microdata(testdata, KEYS, weight="household_weights")
+    ours = assess_closed_form(md, method="approx").records["risk"]
+    close(ours, r_localsupp["risk"])
+
+
+@pytest.mark.parametrize("threshold, tag", [(0.15, "015"), (0.05, "005")])
+@pytest.mark.parametrize("key", ["water", "relat"])
+def test_risk_suppression_equals_localsupp(testdata, r_localsupp, threshold, tag, key):
+    # localSupp(obj, threshold, keyVar = key): the records with risk > threshold (76 at
+    # 0.15, 194 at 0.05) lose key; the ghost column water_g (= water %/% 3, ghostVars
+    # list(list("water", "water_g"))) follows water's blanks only
+    frame = testdata.assign(water_g=testdata["water"] // 3)
+    res = risk_suppression(frame, KEYS, r_localsupp["risk"].to_numpy(), threshold, key=key,
+                           linked={"water": ["water_g"]})
+    blanked = res.frame[key].isna().to_numpy().astype(int)
+    np.testing.assert_array_equal(blanked, r_localsupp[f"blanked_{key}_{tag}"])
+    assert blanked.sum() == {"015": 76, "005": 194}[tag]
+    np.testing.assert_array_equal(res.frame["water_g"].isna().to_numpy().astype(int),
+                                  r_localsupp[f"water_g_blanked_{key}_{tag}"])
+
+
+# ------------------------------------------------------------------ PRAM within strata, NA
+
+
+@pytest.fixture(scope="module")
+def r_pram2():
+    return r_table("pram_wave2_matrices.csv", dtype={"level": str, "stratum": str})
+
+
+PRAM2 = {"water_by_urbrur": ("water", ["urbrur"]),
+         "roof_by_sex_urbrur": ("roof", ["sex", "urbrur"]),
+         "water_na": ("water", None)}
+
+
+def pram2_frame(testdata, case):
+    if case != "water_na":
+        return testdata
+    # protection.R's water_na: water missing in every 23rd record
+    frame = testdata.copy()
+    frame["water"] = frame["water"].astype(float)
+    frame.loc[np.arange(22, len(frame), 23), "water"] = np.nan
+    return frame
+
+
+@pytest.mark.parametrize("case", list(PRAM2))
+def test_invariant_matrix_last_stratum_equals_r(testdata, r_pram2, scalars2, case):
+    # set.seed(s); pram(data.frame(x, s = strata), "x", strata_variables = "s", pd, alpha):
+    # per stratum (sorted labels "<sex>_<urbrur>") runif(L) then one uniform per record;
+    # sdcMicro keeps only the last stratum's matrix. Its counts (NA left out) and R's own
+    # draws, skipped to that stratum, rebuild it (R's rebuild: scalars_wave2.csv).
+    g = r_pram2[r_pram2["case"] == case]
+    variable, strata = PRAM2[case]
+    frame = pram2_frame(testdata, case)
+    n_lev = len(g)
+    pd_min, alpha, seed = float(g["pd"].iloc[0]), float(g["alpha"].iloc[0]), int(g["seed"].iloc[0])
+    in_last = np.ones(len(frame), dtype=bool)
+    skip = 0
+    if strata:
+        label = frame[strata].astype(str).agg("_".join, axis=1)
+        assert g["stratum"].iloc[0] == sorted(label.unique())[-1]
+        in_last = (label == g["stratum"].iloc[0]).to_numpy()
+        n_before = (frame.loc[~in_last, variable].notna()
+                    .groupby(label[~in_last]).sum().to_numpy())
+        skip = int((n_lev + n_before).sum())
+    assert int(g["skip"].iloc[0]) == skip
+    levels = np.sort(frame[variable].dropna().unique())
+    counts = frame.loc[in_last, variable].value_counts().reindex(levels, fill_value=0)
+    np.testing.assert_array_equal(counts.to_numpy(), g["count"].to_numpy())
+    runif = RRunif(seed)
+    runif(skip)
+    np.testing.assert_array_equal(runif(n_lev, pd_min, 1.0), g["diagonal_drawn"])
+    assert scalars2[f"pram_{case}_rebuilt_max_abs_diff"] <= 1e-15
+    gen = _RUniformDiagonal(seed)
+    gen._runif(skip)
+    ours = invariant_transition_matrix(counts.to_numpy(), pd_min, alpha, seed=gen)
+    close(ours, g[[f"to_{i + 1}" for i in range(n_lev)]].to_numpy(dtype=float))
+
+
+def test_pram_leaves_missing_values(testdata):
+    # pram's do.pram only draws for the non-NA records: NA stays NA and no value becomes
+    # NA, in R's output and in invariant_pram's
+    frame = pram2_frame(testdata, "water_na")
+    r = r_table("pram_wave2_water_na.csv.gz")["water_na_pram"]
+    np.testing.assert_array_equal(r.isna().to_numpy(), frame["water"].isna().to_numpy())
+    assert r.isna().sum() == len(frame) // 23
+    ours = invariant_pram(frame, "water", pd_min=0.8, alpha=0.5, seed=1).frame["water"]
+    np.testing.assert_array_equal(ours.isna().to_numpy(), frame["water"].isna().to_numpy())
+
+
+# ------------------------------------------------------------------ recordSwap
+
+SWAP = {"household": "ori_hid", "hierarchy": ["urbrur", "water"], "similar": "roof",
+        "risk_variables": ["sex", "hhcivil"], "k_anonymity": 3, "carry_along": "electcon"}
+SWAP_RUNS = [("rate05_s41", 0.05), ("rate1_s42", 0.1), ("rate2_s43", 0.2)]
+
+
+@pytest.fixture(scope="module")
+def r_swap():
+    return r_table("recordswap_testdata.csv.gz")
+
+
+def test_record_swap_risk_is_sdcmicros(testdata, r_swap):
+    # setRisk_cpp: r_il = 1/c_il, c_il the records of unit (urbrur[, water]) with the
+    # record's sex x hhcivil; every member gets the household's largest (the module
+    # docstring's step 1). Exact: the same divisions.
+    hh = testdata["ori_hid"]
+    for lv, name in enumerate(["risk_urbrur", "risk_water"]):
+        cols = SWAP["hierarchy"][:lv + 1] + SWAP["risk_variables"]
+        r = 1.0 / testdata.groupby(cols)["ori_hid"].transform("size")
+        np.testing.assert_array_equal(r.groupby(hh).transform("max"), r_swap[name])
+
+
+def test_record_swap_levels_equal_sdcmicros(testdata, r_swap):
+    # setLevels_cpp(risk, 1/k): the coarsest level with risk > 1/3; sdcbayes's
+    # high_risk_by_level counts the same households (1 at urbrur, 13 at water), and with
+    # no household left without a donor every high-risk one is swapped
+    level = r_swap["level"].groupby(testdata["ori_hid"]).first()
+    res = record_swap(testdata, swap_rate=0.05, seed=1, **SWAP)
+    assert res.summary["high_risk_by_level"] == {
+        "urbrur": int((level == 0).sum()), "water": int((level == 1).sum())} == {
+        "urbrur": 1, "water": 13}
+    assert res.summary["n_no_donor"] == 0
+    swapped_high = set(res.log.loc[res.log["high_risk"], "household"])
+    assert swapped_high == set(level.index[level < 2])
+
+
+@pytest.mark.parametrize("run, rate", SWAP_RUNS)
+def test_r_record_swap_claims(testdata, r_swap, run, rate):
+    # R's draws cannot be matched (std::mt19937 with its own sampling); what the module
+    # docstring says of the method holds on R's output:
+    hh = testdata["ori_hid"].to_numpy()
+    partner = r_swap[f"{run}_ori_hid_swapped"].to_numpy()
+    first = pd.Series(np.arange(len(hh))).groupby(hh).first()
+    part_of = pd.Series(partner).groupby(hh)
+    # households swapped whole: every member carries the same partner id
+    assert (part_of.nunique() == 1).all()
+    p_hh = part_of.first()
+    moved = p_hh[p_hh.index != p_hh.to_numpy()]
+    # pairs: the partner's partner is the household itself
+    assert (p_hh.loc[moved.to_numpy()].to_numpy() == moved.index.to_numpy()).all()
+    # every member gets the partner's geography and carry-along column; the similarity
+    # profile (roof) and the household's other values stay
+    src = first.loc[partner].to_numpy()
+    for col in SWAP["hierarchy"] + ["electcon"]:
+        np.testing.assert_array_equal(r_swap[f"{run}_{col}"], testdata[col].to_numpy()[src])
+    np.testing.assert_array_equal(r_swap[f"{run}_roof"], testdata["roof"])
+    np.testing.assert_array_equal(testdata["roof"].to_numpy()[src], testdata["roof"])
+    # high-risk households are swapped across their level: outside their unit there
+    level = r_swap["level"].groupby(hh).first()
+    for lv in (0, 1):
+        at = level.index[level == lv]
+        assert set(at) <= set(moved.index)
+        cols = SWAP["hierarchy"][:lv + 1]
+        own = testdata[cols].to_numpy()[first.loc[at]]
+        theirs = testdata[cols].to_numpy()[first.loc[p_hh.loc[at].to_numpy()]]
+        assert (own != theirs).any(axis=1).all()
+    # the count: the rate's selections, each swapping two households, rounded at random
+    # and drawn at once per unit (module docstring, steps 3-4), so R's count is even and
+    # near swap_rate * H, not at least it (observed 60, 102, 198 of 50, 100, 200);
+    # sdcbayes's reaches swap_rate * H unless a selection finds no donor
+    n_r = len(moved)
+    assert n_r % 2 == 0 and n_r == {"rate05_s41": 60, "rate1_s42": 102, "rate2_s43": 198}[run]
+    ours = record_swap(testdata, swap_rate=rate, seed=1, **SWAP).summary
+    if ours["n_no_donor"] == 0 and ours["unfilled_selections"] == 0:
+        assert ours["swapped_households"] >= rate * len(level)

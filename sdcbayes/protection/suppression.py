@@ -1122,8 +1122,9 @@ def risk_suppression(
     risk : array-like or pandas.Series
         Individual risk r_i of every record, e.g. the closed form
         ``assess_closed_form(Microdata(frame, keys, weight=...)).records["risk"]``
-        (Benedetti-Franconi, seed 004 eq. 1-3, the risk sdcMicro's ``localSupp``
-        reads from its object) or a posterior mean risk. A Series is aligned to
+        (Benedetti-Franconi, seed 004 eq. 1-3; with ``method="approx"`` it is the
+        risk sdcMicro's ``localSupp`` reads from its object, the default ``"exact"``
+        differs from it) or a posterior mean risk. A Series is aligned to
         the frame by its index, anything else is taken in row order. A NaN risk
         (a record a model dropped) is never above the threshold.
     threshold : float, default 0.15

@@ -6,7 +6,8 @@
 #   R_LIBS=<lib> Rscript tests/data/sdcmicro_r/protection.R \
 #       /path/to/shared/data/sdcmicro tests/data/sdcmicro_r/protection
 #
-# Argument 1: the folder of sdcMicro's data sets as CSV (testdata.csv, free1.csv):
+# Argument 1: the folder of sdcMicro's data sets as CSV (testdata.csv, testdata2.csv,
+# free1.csv):
 # R and Python read the same bytes. Argument 2: the output folder (created).
 # Numbers are written with sprintf("%.17g"), so they round-trip exactly to doubles.
 
@@ -209,6 +210,211 @@ for (nm in names(rs_cases)) {
 }
 rs$row <- NULL
 write_table(rs, "rankswap_testdata.csv.gz", gz = TRUE)
+
+# ------------------------------------------------------------------ 8. wave 2
+# Written after every earlier output (each draw below is seeded on its own), so the
+# files above do not change; scalars of this part go to scalars_wave2.csv.
+scalars2 <- list()
+add_scalar2 <- function(name, value) scalars2[[name]] <<- value
+testdata2 <- read.csv(file.path(data_dir, "testdata2.csv"))
+
+# 8a. localSuppression with strata, combs, missing values; one row per blanked cell
+# (record 1-based, variable). Configs: see protection/README.md.
+ls2_rows <- list()
+ls2_add <- function(config, orig, anon, vars) {
+  for (v in vars) {
+    rows <- which(is.na(anon[[v]]) & !is.na(orig[[v]]))
+    if (length(rows)) {
+      ls2_rows[[length(ls2_rows) + 1]] <<- data.frame(config = config, record = rows,
+                                                     variable = v)
+    }
+  }
+}
+ls2_fk <- function(config, anon, vars, strata = NULL) {
+  df <- as.data.frame(anon)[, vars, drop = FALSE]
+  if (!is.null(strata)) {
+    fk <- ave(seq_len(nrow(df)), strata, FUN = function(i) freqCalc(df[i, , drop = FALSE],
+                                                                   keyVars = vars)$fk)
+  } else {
+    fk <- freqCalc(df, keyVars = vars)$fk
+  }
+  add_scalar2(paste0("ls_", config, "_min_fk"), min(fk))
+}
+ageG <- cut(testdata2$age, 5)  # sdcMicro's own tests stratify testdata2 by this
+strata_out <- data.frame(ageG_code = as.integer(ageG), ageG_label = as.character(ageG))
+write_table(strata_out, "testdata2_ageG.csv")
+d2 <- data.frame(testdata2[, keys], ageG = ageG)
+for (imp_name in c("default", "given")) {
+  imp <- importances[[imp_name]]
+  res <- localSuppression(d2, keyVars = keys, strataVars = "ageG", k = 2, importance = imp)
+  cfg <- paste0("t2_ageG_k2_", imp_name)
+  ls2_add(cfg, d2, res$xAnon, keys)
+  ls2_fk(cfg, res$xAnon, keys, strata = ageG)
+}
+# testdata, six keys within sex
+keys6 <- setdiff(keys, "sex")
+d1 <- testdata[, c(keys6, "sex")]
+for (imp_name in c("default", "reversed")) {
+  imp <- if (imp_name == "default") NULL else 6:1
+  res <- localSuppression(d1, keyVars = keys6, strataVars = "sex", k = 3, importance = imp)
+  cfg <- paste0("t1_sex_k3_", imp_name)
+  ls2_add(cfg, d1, res$xAnon, keys6)
+  ls2_fk(cfg, res$xAnon, keys6, strata = d1$sex)
+}
+# combs: the keys are the data's first columns (importance[kV] is then each key's own)
+for (imp_name in c("default", "given")) {
+  imp <- importances[[imp_name]]
+  res <- localSuppression(testdata2[, keys], keyVars = keys, k = c(3, 2), combs = c(3, 2),
+                          importance = imp)
+  cfg <- paste0("t2_combs32_k32_", imp_name)
+  ls2_add(cfg, testdata2, res$xAnon, keys)
+  res <- localSuppression(testdata[, keys], keyVars = keys, k = 2, combs = 4,
+                          importance = imp)
+  cfg <- paste0("t1_combs4_k2_", imp_name)
+  ls2_add(cfg, testdata, res$xAnon, keys)
+}
+# combs with the key columns in reverse order: importance[kV] then gives key i the
+# rank given for key 8 - i, i.e. rev(importance) (suppression.py's difference (1))
+res <- localSuppression(testdata2[, rev(keys)], keyVars = keys, k = c(3, 2), combs = c(3, 2),
+                        importance = importances$given)
+ls2_add("t2_combs32_k32_given_revcols", testdata2, res$xAnon, keys)
+# combs and strata together
+res <- localSuppression(d2, keyVars = keys, strataVars = "ageG", k = 2, combs = c(5, 3))
+ls2_add("t2_ageG_combs53_k2_default", d2, res$xAnon, keys)
+# missing values: water and relat blanked in every 23rd / 31st record (1-based)
+t_na <- testdata[, keys]
+t_na$water[seq(23, nrow(t_na), by = 23)] <- NA
+t_na$relat[seq(31, nrow(t_na), by = 31)] <- NA
+for (k in c(2, 3)) {
+  res <- localSuppression(t_na, keyVars = keys, k = k)
+  cfg <- paste0("t1_na_k", k, "_default")
+  ls2_add(cfg, t_na, res$xAnon, keys)
+  ls2_fk(cfg, res$xAnon, keys)
+}
+
+# 8b. ghostVars on testdata2: water -> water2, water3; relat -> relat2
+ghost <- list(list("water", c("water2", "water3")), list("relat", "relat2"))
+ghost_cols <- c("water2", "water3", "relat2")
+sdc_g <- createSdcObj(testdata2, keyVars = keys, weightVar = "sampling_weight",
+                      ghostVars = ghost)
+sdc_ls <- localSuppression(sdc_g, k = 2)
+ls2_add("t2_ghost_k2_default", testdata2, get.sdcMicroObj(sdc_ls, "manipKeyVars"), keys)
+ls2_add("t2_ghost_k2_default", testdata2, get.sdcMicroObj(sdc_ls, "manipGhostVars"),
+        ghost_cols)
+write_table(do.call(rbind, ls2_rows), "localsuppression_wave2_cells.csv.gz", gz = TRUE)
+
+# 8c. localSupp (risk threshold, one key) on testdata with household_weights (varying;
+# sampling_weight is the constant 100, where no risk exceeds 0.05); the ghost column
+# water_g = water %/% 3 follows water
+td_g <- data.frame(testdata, water_g = testdata$water %/% 3)
+sdc_t <- createSdcObj(td_g, keyVars = keys, weightVar = "household_weights",
+                      ghostVars = list(list("water", "water_g")))
+lsupp <- data.frame(risk = get.sdcMicroObj(sdc_t, "risk")$individual[, "risk"])
+for (th in c(0.15, 0.05)) {
+  for (kv in c("water", "relat")) {
+    res <- localSupp(sdc_t, threshold = th, keyVar = kv)
+    out <- get.sdcMicroObj(res, "manipKeyVars")
+    nm <- paste0(kv, "_", sub("\\.", "", format(th)))
+    lsupp[[paste0("blanked_", nm)]] <- as.integer(is.na(out[[kv]]))
+    lsupp[[paste0("water_g_blanked_", nm)]] <-
+      as.integer(is.na(get.sdcMicroObj(res, "manipGhostVars")$water_g))
+  }
+}
+write_table(lsupp, "localsupp_testdata.csv.gz", gz = TRUE)
+
+# 8d. pram within strata (sdcMicro keeps the last stratum's matrix) and with NA
+pram2_rows <- list()
+calc_rs <- function(counts, pds, alpha) {  # calcTransitionMatrix given its draws
+  L <- length(counts)
+  P <- matrix((1 - pds) / (L - 1), L, L)
+  diag(P) <- pds
+  p <- counts / sum(counts)
+  Q <- P
+  for (k in seq(L)) {
+    s <- sum(p * P[, k])
+    for (j in seq(L)) Q[k, j] <- P[j, k] * p[j] / s
+  }
+  alpha * (P %*% Q) + (1 - alpha) * diag(L)
+}
+pram2_case <- function(name, f, strata, pd, alpha, seed) {
+  L <- nlevels(f)
+  df <- data.frame(x = f)
+  set.seed(seed)
+  res <- if (is.null(strata)) pram(df, variables = "x", pd = pd, alpha = alpha) else
+    pram(data.frame(df, s = strata), variables = "x", strata_variables = "s", pd = pd,
+         alpha = alpha)
+  Rs <- attr(res, "pram_params")$x$Rs
+  # the draws: per stratum (sorted labels) runif(L), then one uniform per record drawn
+  # (sample with prob, fewer than 200 levels); the last stratum's diagonal is rebuilt
+  st <- if (is.null(strata)) factor(rep(1, length(f))) else factor(strata)
+  last <- tail(levels(st), 1)
+  set.seed(seed)
+  skip <- 0
+  for (s in levels(st)) {
+    pds <- runif(L, pd, 1)
+    n_s <- sum(st == s & !is.na(f))
+    if (s != last) {
+      invisible(runif(n_s))
+      skip <- skip + L + n_s
+    }
+  }
+  in_last <- st == last & !is.na(f)
+  counts <- as.numeric(table(f[in_last]))
+  add_scalar2(paste0("pram_", name, "_rebuilt_max_abs_diff"),
+              max(abs(calc_rs(counts, pds, alpha) - Rs)))
+  for (i in seq_len(L)) {
+    pram2_rows[[length(pram2_rows) + 1]] <<- data.frame(
+      case = name, pd = pd, alpha = alpha, seed = seed, stratum = last, skip = skip,
+      level = levels(f)[i], count = counts[i], diagonal_drawn = pds[i],
+      matrix(Rs[i, ], nrow = 1, dimnames = list(NULL, paste0("to_", seq_len(L)))))
+  }
+  invisible(res$x_pram)
+}
+pram2_case("water_by_urbrur", factor(testdata$water), testdata$urbrur, 0.8, 0.5, 31)
+pram2_case("roof_by_sex_urbrur", factor(testdata$roof),
+           paste0(testdata$sex, "_", testdata$urbrur), 0.6, 0.7, 32)
+water_na <- testdata$water
+water_na[seq(23, length(water_na), by = 23)] <- NA  # as in 8a
+pna <- pram2_case("water_na", factor(water_na), NULL, 0.8, 0.5, 33)
+pram2_cols <- unique(unlist(lapply(pram2_rows, names)))
+pram2_rows <- lapply(pram2_rows, function(d) {
+  for (cn in setdiff(pram2_cols, names(d))) d[[cn]] <- NA
+  d[, pram2_cols]
+})
+write_table(do.call(rbind, pram2_rows), "pram_wave2_matrices.csv")
+write_table(data.frame(water_na_pram = as.integer(as.character(pna))),
+            "pram_wave2_water_na.csv.gz", gz = TRUE)
+
+# 8e. recordSwap on testdata: households ori_hid, geography urbrur > water, donors of
+# the same roof, risk by sex x hhcivil, electcon carried along
+rs_hier <- c("urbrur", "water")
+rs_risk <- c("sex", "hhcivil")
+ord <- order(testdata$ori_hid)  # recordSwap sorts by hid; testdata is sorted already
+stopifnot(identical(ord, seq_len(nrow(testdata))))
+cols <- c("ori_hid", rs_hier, rs_risk)
+d_rs <- data.table::transpose(data.table::as.data.table(testdata[, cols]))
+risk_rs <- do.call(rbind, sdcMicro:::setRisk_cpp(d_rs, hierarchy = 1:2,
+                                                 risk_variables = 3:4, hid = 0))
+lev_rs <- sdcMicro:::setLevels_cpp(lapply(seq_len(nrow(risk_rs)), function(i) risk_rs[i, ]),
+                                   1 / 3)
+swap <- data.frame(risk_urbrur = risk_rs[, 1], risk_water = risk_rs[, 2], level = lev_rs)
+for (case in list(list(rate = 0.05, seed = 41), list(rate = 0.1, seed = 42),
+                  list(rate = 0.2, seed = 43))) {
+  out <- suppressMessages(suppressWarnings(recordSwap(
+    testdata, hid = "ori_hid", hierarchy = rs_hier, similar = "roof",
+    risk_variables = rs_risk, k_anonymity = 3, swaprate = case$rate,
+    carry_along = "electcon", return_swapped_id = TRUE, seed = case$seed,
+    log_file_name = file.path(tempdir(), "TRS_logfile.txt"))))
+  out <- as.data.frame(out)
+  stopifnot(identical(out$ori_hid, testdata$ori_hid))
+  nm <- paste0("rate", sub("0\\.", "", format(case$rate)), "_s", case$seed)
+  for (v in c(rs_hier, "electcon", "roof", "ori_hid_swapped")) {
+    swap[[paste0(nm, "_", v)]] <- out[[v]]
+  }
+}
+write_table(swap, "recordswap_testdata.csv.gz", gz = TRUE)
+write_table(data.frame(name = names(scalars2), value = unlist(scalars2)),
+            "scalars_wave2.csv")
 
 # ------------------------------------------------------------------ stamp
 write_table(data.frame(name = names(scalars), value = unlist(scalars)), "scalars.csv")
