@@ -15,7 +15,8 @@ src <- args[1]
 out <- args[2]
 dir.create(out, showWarnings = FALSE, recursive = TRUE)
 
-num <- function(x) ifelse(is.na(x), "NA", sprintf("%.17g", as.numeric(x)))
+# NA stays NA (written unquoted, as R writes missing values), not the quoted text "NA"
+num <- function(x) ifelse(is.na(x), NA_character_, sprintf("%.17g", as.numeric(x)))
 write_num <- function(df, name) {
   df <- as.data.frame(df)
   for (v in names(df)) if (is.numeric(df[[v]])) df[[v]] <- num(df[[v]])
