@@ -1844,10 +1844,29 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
 
     A swap (record swapping, or rank swapping of numeric variables) counts when it
     exchanged a key (a hierarchy or carry-along column, a rank-swapped column, among the
-    keys): the risk after reads the swapped values as true, as after PRAM.
+    keys): the risk after reads the swapped values as true. After PRAM of a key the risk
+    after is misclassification-adjusted (summary.json ``risk.after.misclassification``,
+    Shlomo & Skinner 2010): one sentence says so, and PRAM is then no step this caveat
+    is about (unless the block says why it was not adjusted).
     """
     steps = s.get("steps") or []
     keys = set(map(str, s.get("keys") or []))
+    mis = ((s.get("risk") or {}).get("after") or {}).get("misclassification") or {}
+    adjusted = bool(mis) and "not_adjusted_because" not in mis
+    said = ""
+    if adjusted:
+        said = (f"Risk after: {mis.get('method')}: each record's risk times the probability "
+                "PRAM kept its key values (mean "
+                f"{fmt(mis.get('mean_keep_probability'))}); read as true, "
+                f"{fmt((mis.get('unadjusted') or {}).get('expected_reidentifications'))} "
+                "expected re-identifications.")
+        for st in steps:  # Nayak-Zhang's own bound, beside the adjusted risk
+            p = (st.get("result") or {}).get("max_cm_probability")
+            if st.get("name") == "nayak_zhang" and p is not None:
+                said += (f" Step {st.get('step')} bounds a correct match's probability by "
+                         f"at most {fmt(p)} (max_cm_probability).")
+    elif mis:
+        said = f"Risk after: not adjusted for PRAM ({mis.get('not_adjusted_because')})."
 
     def changed(st: Mapping[str, Any]) -> set[str]:
         p = st.get("parameters") or {}
@@ -1856,15 +1875,17 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
         return set(map(str, cols))
 
     # Nayak-Zhang randomises the keys; PRAM and the swaps matter here when they changed a key
-    random_steps = [st for st in steps if st.get("name") == "nayak_zhang" or (
-        st.get("name") in ("pram", "swap", "rank_swap") and keys & changed(st))]
+    random_steps = [st for st in steps if (st.get("name") == "nayak_zhang" and not adjusted) or (
+        st.get("name") in (("swap", "rank_swap") if adjusted else ("pram", "swap", "rank_swap"))
+        and keys & changed(st))]
     if not random_steps:
-        return ""
+        return f"<p class='note'>{esc(said)}</p>" if said else ""
     named = ", ".join(f"step {st.get('step')} ({st.get('name')})" for st in random_steps)
     swapped = any(st.get("name") == "swap" for st in random_steps)
     rank_swapped = any(st.get("name") == "rank_swap" for st in random_steps)
     text = (
-        f"After {named}: the “protected” column treats the randomised values as if they "
+        (said + " " if said else "")
+        + f"After {named}: the “protected” column treats the randomised values as if they "
         "were true. An intruder who knows values were randomised cannot trust a match, so "
         "this measure ignores the protection PRAM gives; it can rise (new sample uniques) "
         "where the actual risk fell."
@@ -1891,8 +1912,9 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     Benedetti-Franconi risk, seed 004 eq. 1-3; k-anonymity with missing values
     as wildcards, seed 001 section 3.2, also as the suppression step judges it),
     information loss per variable (seed 001 section 5.1) and the provenance. After
-    PRAM of a key or Nayak-Zhang PRAM a note says that the "after" risk treats the
-    randomised values as true. With ``--sensitive`` a section gives the l-diversity before
+    PRAM of a key or Nayak-Zhang PRAM a note says that the "after" risk is
+    misclassification-adjusted (Shlomo & Skinner 2010), and after a swap of a key that it
+    treats the swapped values as true. With ``--sensitive`` a section gives the l-diversity before
     and after (:func:`_protection_l_diversity_section`). Under ``protect --model
     latent-class`` (summary.json's
     ``risk.closed_form``) the risk is the model's, with the closed form beside it and a

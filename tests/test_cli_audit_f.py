@@ -7,7 +7,8 @@
 * Modifier options without their step (protect) and sampler options without a
   posterior (decide) are refused; decide's --seed is warned about.
 * report.html: the SUDA score note follows --score-method and --max-size; the
-  protect report says that the "after" risk treats randomised values as true.
+  protect report says how the "after" risk reads randomised keys (adjusted for the
+  misclassification since PRAM of a key is scored by Shlomo & Skinner's approximation).
 """
 
 from __future__ import annotations
@@ -270,14 +271,15 @@ def _keyed_file(tmp_path):
     (("--pram", "c"), False),
     (("--nayak-zhang-xi", "0.5"), True),
 ])
-def test_protect_report_says_randomised_values_taken_as_true(capsys, tmp_path, steps, nz):
+def test_protect_report_says_how_randomised_keys_are_read(capsys, tmp_path, steps, nz):
     data = _keyed_file(tmp_path)
     out = tmp_path / "o"
     proc = run_in_process(capsys, "protect", str(data), "--keys", "a,b,c", *steps, "--seed",
                           "1", "--out", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     html = (out / "report.html").read_text()
-    assert "treats the randomised values as if they were true" in html
+    assert "misclassification-adjusted, Shlomo &amp; Skinner 2010" in html
+    assert "treats the randomised values as if they were true" not in html
     assert ("max_cm_probability" in html) == nz
     if nz:
         summary = json.loads((out / "summary.json").read_text())

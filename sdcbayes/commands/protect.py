@@ -26,8 +26,12 @@ themselves live in :mod:`sdcbayes.protection`; this module
    ``--model latent-class`` also scored from the same draws,
    :func:`sdcbayes.risk.released.assess_released`: a blank matches every level, a key
    value recoded by recode, band, top or bottom coding every input level it stands for,
-   :func:`_key_level_maps`; the closed form kept beside it as ``risk.closed_form``) and
-   the information loss (:mod:`sdcbayes.protection.infoloss`: changed and suppressed
+   :func:`_key_level_maps`; the closed form kept beside it as ``risk.closed_form``;
+   after PRAM or Nayak-Zhang PRAM of a key the closed form's risk of each record times
+   the probability PRAM kept its key values, Shlomo & Skinner 2010,
+   :func:`_misclassification`, the unadjusted numbers in
+   ``risk.after.misclassification``) and the information loss
+   (:mod:`sdcbayes.protection.infoloss`: changed and suppressed
    shares per variable, IL1 and sdcMicro's difference of eigenvalues for numeric
    variables, seed 001 section 5.1); for the numeric variables a numeric step changed,
    their disclosure risk as sdcMicro reports it after such a step (the interval risk,
@@ -365,7 +369,10 @@ DEFAULT_RISK_K = 3
     "pram_cols",
     default=None,
     help="Invariant PRAM: comma-separated categorical variables whose values are changed at "
-    "random, keeping their expected frequencies (Templ et al. 2014, 4.1.3).",
+    "random, keeping their expected frequencies (Templ et al. 2014, 4.1.3). After PRAM of a "
+    "key the closed-form risk after is misclassification-adjusted (Shlomo & Skinner 2010): "
+    "each record's risk times the probability PRAM kept its key values; summary.json keeps "
+    "the unadjusted numbers beside it (risk.after.misclassification).",
 )
 @click.option(
     "--pram-pd",
@@ -383,7 +390,8 @@ DEFAULT_RISK_K = 3
     default=None,
     help="Nayak-Zhang PRAM of the key combination (Nayak & Zhang 2015): randomise sample "
     "uniques and pairs so that the probability of a correct match is at most XI (at least 1/3 and "
-    "below 1, e.g. 0.5).",
+    "below 1, e.g. 0.5). The risk after is misclassification-adjusted, as after --pram of a "
+    "key.",
 )
 @click.option(
     "--microaggregate",
@@ -874,11 +882,14 @@ def command(
     current = frame
     logs, step_summaries, touched, numeric = [], [], [], []
     pram_tables = []  # each PRAM step's matrices, long form, for pram_matrices.csv
+    key_keeps = []  # per PRAM step of a key: its keep probabilities (risk after, Shlomo-Skinner)
     for i, step in enumerate(steps, start=1):
         try:
             res = _run_step(step, current, rng)
         except InputError as e:  # what slipped through the checks: name the step, not the file
             raise type(e)(f"step {i} ({step['step']}): {e}") from e
+        if step["step"] in ("pram", "nayak_zhang"):
+            key_keeps += _key_keep_probabilities(i, step, current, res, key_list)
         logs.append(_tag_log(res.log, i, step["step"]))
         # the steps draw from the run's one stream (its seed is the summary's): a step's
         # own "seed" (None for a Generator) would read as an unseeded step
@@ -900,6 +911,8 @@ def command(
         from sdcbayes.protection.suppression import household_completion
 
         scored, filled = household_completion(frame, current, key_list, household)
+    # PRAM of a key: the risk after is misclassification-adjusted (None without one)
+    keep, misclassification = _misclassification(steps, key_keeps, current, exact=count_keys)
     try:
         # l-diversity on the frame the risk after reads (with --household the completed
         # one): the cells an intruder groups the released records into. The input's
@@ -908,11 +921,13 @@ def command(
         after, after_notes = _risk(_without_split_numbers(scored), key_list, weight, risk_k,
                                    suppression=supp,
                                    threshold=threshold, household=household,
-                                   l_diversity=ldiv, **md_options)
+                                   l_diversity=ldiv, keep=keep, **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
         raise type(e)(f"after the steps, the protected file: {e}"
                       + _weight_blame(steps, weight)) from e
     ldiv_after = after.pop("l_diversity", None)
+    if misclassification is not None:
+        after["misclassification"] = misclassification | after.pop("misclassification", {})
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
         _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
@@ -2992,7 +3007,7 @@ def _without_split_numbers(frame):
 def _risk(frame, keys: list[str], weight: str | None, k: int,
           suppression: dict[str, Any] | None = None, threshold: float | None = None,
           household: str | None = None, l_diversity: dict[str, Any] | None = None,
-          **md_options) -> tuple[dict[str, Any], list[str]]:
+          keep=None, **md_options) -> tuple[dict[str, Any], list[str]]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
 
     Returns the counts and the file's :class:`sdcbayes.microdata.MicrodataWarning`
@@ -3018,6 +3033,13 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     (:func:`~sdcbayes.protection.suppression.household_completion`: the blanks the
     released ids give away read as shown). ``md_options``
     (``allow_weights_below_one``, ``max_levels``) go to :class:`Microdata`.
+
+    ``keep`` (after PRAM of a key: per record the probability M_jj that PRAM kept its
+    released key combination, :func:`_misclassification`) makes the risk of each record
+    M_jj r_i (Shlomo & Skinner 2010, :func:`sdcbayes.protection.pram.keep_probability`):
+    the expected re-identifications, their rate, the largest risk, the benchmark and
+    threshold counts and the household risk (1 - Π(1 - M_jj r_j)) are then the adjusted
+    ones, and ``misclassification["unadjusted"]`` keeps those of the risks read as true.
 
     ``l_diversity`` (``--sensitive``: ``{"sensitive": columns, "c": c}``) adds
     ``l_diversity``, assess's block (:func:`sdcbayes.cli.l_diversity_outputs`; seed 001,
@@ -3053,6 +3075,9 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     if threshold is not None:
         out["n_above_threshold"] = s["n_above_threshold"]
     out |= {key: s[key] for key in _HOUSEHOLD_CLOSED_FORM if key in s}
+    if keep is not None:
+        _adjust_for_misclassification(out, res.records["risk"].to_numpy(dtype=float), md,
+                                      keep, threshold)
     if l_diversity is not None:  # the block only: protect writes no records.csv
         from sdcbayes.cli import l_diversity_outputs
 
@@ -3065,6 +3090,131 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
         out["k_anonymity_violations_suppression"] = int(np.count_nonzero(
             wildcard_frequencies(frame, suppression["keys"], suppression.get("strata")) < k))
     return out, notes
+
+
+def _adjust_for_misclassification(out: dict[str, Any], risk, md, keep,
+                                  threshold: float | None) -> None:
+    """``_risk``'s numbers from the risks M_jj r_i; the unadjusted ones kept beside them.
+
+    Shlomo & Skinner (2010), Ann. Appl. Stat. 4(3):1291-1310: a released record in key
+    combination j is the target an intruder knows to be in j with probability about
+    M_jj / Σ_k M_jk F_k, and r_i, the closed form on the released file, estimates
+    1 / Σ_k M_jk F_k (the released sample is one of the misclassified population);
+    :func:`sdcbayes.protection.pram.keep_probability` says when the approximation is
+    poor. The household risk is 1 - Π(1 - M_jj r_j) over the household, as elsewhere.
+    """
+    import numpy as np
+
+    from sdcbayes.risk.measures import benchmark_rule, household_risk
+
+    names = ["expected_reidentifications", "expected_reidentification_rate", "max_risk",
+             "n_above_benchmark", *(["n_above_threshold"] if threshold is not None else []),
+             *(k for k in _HOUSEHOLD_CLOSED_FORM[1:] if k in out)]
+    unadjusted = {k: out[k] for k in names}
+    r_all = risk * np.asarray(keep, dtype=float)
+    ok = ~np.isnan(r_all)
+    r = r_all[ok]
+    out["expected_reidentifications"] = float(r.sum())
+    out["expected_reidentification_rate"] = float(r.sum() / max(r.size, 1))
+    out["max_risk"] = float(r.max()) if r.size else float("nan")
+    out["n_above_benchmark"] = int(np.count_nonzero(benchmark_rule(r)))
+    if threshold is not None:
+        out["n_above_threshold"] = int(np.count_nonzero(r > threshold))
+    hh = getattr(md, "household_index", None)
+    if hh is not None and "household_expected_reidentifications" in out:
+        hh = np.asarray(hh)
+        hrisk = household_risk(r_all, hh)
+        _, first = np.unique(hh[ok], return_index=True)
+        out["household_expected_reidentifications"] = float(hrisk[ok].sum())
+        out["household_expected_reidentified_households"] = float(hrisk[ok][first].sum())
+    out["misclassification"] = {"unadjusted": unadjusted}
+
+
+def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
+                            keys: list[str]) -> list[dict[str, Any]]:
+    """A PRAM step's keep probabilities of the keys it changed ([] when it changed none).
+
+    ``pram``: per PRAMmed key, the diagonal R_jj of the record's stratum's matrix at the
+    value the step released (:func:`sdcbayes.protection.pram.keep_probability`).
+    ``nayak_zhang``: 1 − θ/T_j of the released cell
+    (:func:`sdcbayes.protection.pram.nayak_zhang_keep_probability`), one vector for the
+    combination of its keys.
+    """
+    from sdcbayes.protection.pram import keep_probability, nayak_zhang_keep_probability
+
+    if step["step"] == "nayak_zhang":
+        cols = list(step["keys"])
+        return [{"step": i, "name": "nayak_zhang", "columns": cols,
+                 "keep": {"+".join(cols): nayak_zhang_keep_probability(
+                     frame, res.frame, cols, res.summary)}}]
+    cols = [c for c in step["columns"] if c in keys and c in (res.summary.get("matrices") or {})]
+    if not cols:
+        return []
+    keep = {c: keep_probability(
+        res.frame, {"matrices": {c: res.summary["matrices"][c]},
+                    "levels": {c: res.summary["levels"][c]}}, step.get("strata"))
+        for c in cols}
+    return [{"step": i, "name": "pram", "columns": cols, "keep": keep}]
+
+
+def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, Any]],
+                       released, exact=()):
+    """The per-record M_jj of the released file after PRAM of keys, and its summary block.
+
+    (None, None) when no step PRAMmed a key. M_jj is the product of the steps' factors
+    (Shlomo & Skinner 2010; :func:`sdcbayes.protection.pram.keep_probability`); a key a
+    later step blanks contributes 1 (a wildcard, which the closed form already reads as
+    any value). Not adjusted (None, with the reason in the block) when a key is PRAMmed
+    by two steps (the keep probability of successive PRAMs is the diagonal of their
+    product) or a later step other than suppression changes a PRAMmed key (the value
+    released is then not the one PRAM drew): the risk after then reads the keys as true.
+    ``exact``: count keys the released household ids give exactly (``--household``), which
+    the risk after reads as the exact count whatever PRAM drew: they count as not PRAMmed.
+    """
+    import numpy as np
+
+    from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
+
+    key_keeps = [k | {"columns": [c for c in k["columns"] if c not in exact],
+                      "keep": {n: v for n, v in k["keep"].items() if n not in exact}}
+                 if k["name"] == "pram" else k for k in key_keeps]
+    key_keeps = [k for k in key_keeps if k["columns"]]
+    if not key_keeps:
+        return None, None
+    block: dict[str, Any] = {
+        "method": MISCLASSIFICATION_METHOD,
+        "reference": "Shlomo & Skinner (2010), Annals of Applied Statistics 4(3):1291-1310, "
+                     "doi:10.1214/09-AOAS317",
+        "steps": [k["step"] for k in key_keeps],
+        "keys": sorted({c for k in key_keeps for c in k["columns"]}),
+    }
+    reason = None
+    seen: dict[str, int] = {}
+    for k in key_keeps:
+        for c in k["columns"]:
+            if c in seen and reason is None:
+                reason = (f"key {c!r} is PRAMmed by steps {seen[c]} and {k['step']}: the keep "
+                          "probability of successive PRAMs is the diagonal of their product")
+            seen.setdefault(c, k["step"])
+        for j, later in enumerate(steps[k["step"]:], start=k["step"] + 1):
+            hit = [c for c in _columns_of(later) if c in k["columns"]]
+            if (hit and later["step"] not in ("suppress", "suppress_risk", "pram",
+                                              "nayak_zhang") and reason is None):
+                reason = (f"step {j} ({later['step']}) changes {hit[0]!r} after PRAM step "
+                          f"{k['step']}: the value released is not the one PRAM drew")
+    if reason is not None:
+        block["method"] = "none: the risk after reads the PRAMmed keys as true"
+        block["not_adjusted_because"] = reason
+        return None, block
+    keep = np.ones(len(released))
+    for k in key_keeps:
+        for name, vec in k["keep"].items():
+            if k["name"] == "pram":  # blanked later: a wildcard, no released value to trust
+                vec = np.where(released[name].isna().to_numpy(), 1.0, vec)
+            keep = keep * vec
+    block["mean_keep_probability"] = float(keep.mean()) if keep.size else float("nan")
+    block["min_keep_probability"] = float(keep.min()) if keep.size else float("nan")
+    return keep, block
 
 
 #: assess_closed_form's household keys, which ``_risk`` keeps (with ``--household``).
@@ -3693,7 +3843,7 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
     every record becomes unique on the keys. Rank swapping keeps the key's values (but
     the grouped extremes) and moves them between records: the combinations change
     without getting fewer, and the risk after reads the swapped values as true (as after
-    PRAM or record swapping), not the protection the exchange gives.
+    record swapping), not the protection the exchange gives.
     """
     out = []
     for i, step in enumerate(steps, start=1):
@@ -3710,7 +3860,7 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
         elif step["step"] == "rank_swap":
             effect = ("keeps its values but moves them between records: the key "
                       "combinations change rather than merge, and the risk after reads the "
-                      "swapped values as true, as after PRAM or record swapping")
+                      "swapped values as true, as after record swapping")
         else:
             effect = (f"gets group means as values (about one level per {step['k']} "
                       "records), which splits the key combinations rather than merging them")
@@ -5146,12 +5296,24 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
 
         rows += _l_diversity_rows({"l_diversity": b["l_diversity"]}, after=a["l_diversity"])
     echo_table(rows)
-    for line in (_numeric_risk_lines(s) + _swap_lines(s["steps"])
+    for line in (_misclassification_lines(a) + _numeric_risk_lines(s) + _swap_lines(s["steps"])
                  + _rank_swap_lines(s["steps"])
                  + _household_keys_lines(s["steps"]) + _household_completion_lines(s)):
         click.echo(line)
     extra = "".join(f", {f}" for f in s["output_files"] if f == PRAM_MATRICES)
     click.echo(f"written: {out}/{s['protected_file']}, log.csv, summary.json, report.html{extra}")
+
+
+def _misclassification_lines(after: dict[str, Any]) -> list[str]:
+    """One line on how the risk after reads PRAMmed keys ([] when no key was PRAMmed)."""
+    m = after.get("misclassification")
+    if not m:
+        return []
+    if "not_adjusted_because" in m:
+        return [f"risk after: reads the PRAMmed keys as true ({m['not_adjusted_because']})"]
+    return [f"risk after: {m['method']} (each record's risk times the probability PRAM kept "
+            f"its key values, mean {m['mean_keep_probability']:.3f}); read as true: "
+            f"{m['unadjusted']['expected_reidentifications']:.2f} expected re-identifications"]
 
 
 def _numeric_risk_lines(s: dict[str, Any]) -> list[str]:
