@@ -66,6 +66,29 @@ ENCODING_HELP = (
 #: ``--quiet`` of every command (warnings go to stderr whatever it says).
 QUIET_HELP = "Print nothing on success but warnings (on stderr)."
 
+#: ``--method`` of assess and protect: the closed form's formula, two of
+#: :data:`sdcbayes.risk.individual.RISK_METHODS` (not imported: ``--help`` stays fast).
+CLOSED_FORM_METHODS = ("exact", "approx")
+#: What ``--method``'s words mean (each command's help says where it applies).
+CLOSED_FORM_METHOD_HELP = (
+    "exact E(1/F | f), or the approximation sdcMicro/mu-Argus use (sdcMicro's "
+    "measure_risk default)."
+)
+
+
+def closed_form_method_option(help_text: str, name: str = "method"):
+    """``--method exact|approx`` (default exact): the same choices and default everywhere.
+
+    ``help_text`` is the command's help (it ends with :data:`CLOSED_FORM_METHOD_HELP`);
+    ``name`` the parameter the command receives. A value outside
+    :data:`CLOSED_FORM_METHODS` is refused by click before the command runs (one line,
+    exit 2, as every other choice).
+    """
+    return click.option(
+        "--method", name, type=click.Choice(list(CLOSED_FORM_METHODS)), default="exact",
+        show_default=True, help=help_text,
+    )
+
 #: --cores of assess and compare.
 CORES_HELP = (
     "Posterior models: chains run at once. latent-class: threads, default all CPUs up to "

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    CLOSED_FORM_METHOD_HELP,
     CORES_HELP,
     ENCODING_HELP,
     EXIT_INPUT,
@@ -24,6 +25,7 @@ from sdcbayes._cliutils import (
     QUIET_HELP,
     SingleValueCommand,
     check_out_dir,
+    closed_form_method_option,
     echo_table,
     json_default,
     nan_to_none,
@@ -338,14 +340,7 @@ def cli() -> None:
     help="Posterior models: fail (exit 2) instead of warning when r_hat, ESS or "
     "divergences show the sampler did not converge.",
 )
-@click.option(
-    "--method",
-    type=click.Choice(["exact", "approx"]),
-    default="exact",
-    show_default=True,
-    help="closed-form only: exact E(1/F | f), or the approximation sdcMicro/mu-Argus use "
-    "(sdcMicro's measure_risk default).",
-)
+@closed_form_method_option("closed-form only: " + CLOSED_FORM_METHOD_HELP)
 @click.option(
     "--missing",
     type=click.Choice(["wildcard", "category", "drop"]),

@@ -12,7 +12,9 @@ themselves live in :mod:`sdcbayes.protection`; this module
    micro-aggregated, a key a suppression may blank is no stratum, ...);
 2. measures risk on the original file with the closed-form assessment
    (:func:`sdcbayes.risk.assess.assess_closed_form`, Benedetti-Franconi
-   individual risk, seed 004 eq. 1-3; ``risk.estimator`` in summary.json, and
+   individual risk, seed 004 eq. 1-3, exactly or, with ``--method approx``, as
+   sdcMicro's measure_risk and localSupp approximate it, which also sets the risk a
+   ``suppress_risk`` step reads; ``risk.estimator`` in summary.json, and
    with ``--weight`` a note that on a sample it understates the risk, before and
    after); with ``--model latent-class`` also fits the latent-class model once on
    the input (:func:`sdcbayes.cli._fit_posterior`, as ``assess``, with the class
@@ -150,12 +152,14 @@ from typing import Any
 import click
 
 from sdcbayes._cliutils import (
+    CLOSED_FORM_METHOD_HELP,
     ENCODING_HELP,
     L_DIVERSITY_C_HELP,
     NA_VALUES_HELP,
     QUIET_HELP,
     SingleValueCommand,
     check_out_dir,
+    closed_form_method_option,
     echo_table,
     json_default,
     nan_to_none,
@@ -198,8 +202,13 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: within the exact counts instead (``--household``: :func:`_count_keys_as_strata`).
 _INTERNAL = ("_from_text", "_option", "_olds", "_measure", "_matrices", "_household",
              "_default_key", "_count_strata")
-#: The estimator of the risk before and after (summary.json's ``risk.estimator``).
+#: The estimator of the risk before and after (summary.json's ``risk.estimator``), by
+#: ``--method``: the exact E(1/F | f) (the default) keeps its name of old.
 RISK_ESTIMATOR = "closed form (Benedetti-Franconi)"
+RISK_ESTIMATORS = {
+    "exact": RISK_ESTIMATOR,
+    "approx": "closed form (Benedetti-Franconi, sdcMicro's approximation)",
+}
 #: The file of the PRAM steps' transition matrices (summary.json keeps a digest of them).
 PRAM_MATRICES = "pram_matrices.csv"
 #: A swap step's result lists its first so many pairs (summary.json's ``pairs``);
@@ -343,7 +352,8 @@ DEFAULT_RISK_K = 3
     help="Risk-threshold local suppression (sdcMicro's localSupp, mu-Argus's individual-risk "
     "route): blank one key (--suppress-risk-key) in every record whose individual risk is "
     "above R (0 <= R < 1, e.g. 0.15). The risk is the closed form (Benedetti-Franconi) on "
-    "--keys and --weight, measured on the file as the steps before leave it. Runs after "
+    "--keys and --weight, measured on the file as the steps before leave it, by --method "
+    "(approx: localSupp's risk). Runs after "
     "--suppress-k; a record still above R afterwards needs another key (a recipe with a "
     "second suppress_risk step).",
 )
@@ -604,6 +614,14 @@ DEFAULT_RISK_K = 3
     "micro-aggregation, noise, swapping (--swap) or rank swapping (--rank-swap) of a key, and "
     "a step that changes the weights, are refused.",
 )
+@closed_form_method_option(
+    "The closed-form risk's formula: " + CLOSED_FORM_METHOD_HELP + " It sets the risk before "
+    "and after and the risk --suppress-risk (a recipe's suppress_risk steps) reads: approx "
+    "blanks the records sdcMicro's localSupp blanks. With --model latent-class it sets only "
+    "the closed form kept beside the model's risk (summary.json's risk.closed_form) and "
+    "the suppress_risk steps' risk.",
+    name="risk_method",
+)
 @click.option(
     "--missing",
     type=click.Choice(["category", "drop"]),
@@ -699,6 +717,7 @@ def command(
     rank_swap_top: float = RANK_SWAP_GROUP_PERCENT,
     rank_swap_bottom: float = RANK_SWAP_GROUP_PERCENT,
     encoding: str | None = None,
+    risk_method: str = "exact",
 ) -> None:
     """Protect a microdata file and compare disclosure risk before and after.
 
@@ -838,7 +857,8 @@ def command(
     # a suppress_risk step measures the risk as "before" and "after" do, on its own input
     for s in steps:
         if s["step"] == "suppress_risk":
-            s["_measure"] = {"keys": key_list, "weight": weight, "options": md_options}
+            s["_measure"] = {"keys": key_list, "weight": weight, "options": md_options,
+                             "method": risk_method}
     # records above the risk threshold are counted before and after (the last such step's)
     threshold = next((s["threshold"] for s in reversed(steps) if s["step"] == "suppress_risk"),
                      None)
@@ -865,7 +885,7 @@ def command(
     # The "before" assessment doubles as validation of keys and weights.
     before, input_notes = _risk(read_in, key_list, weight, risk_k, suppression=supp,
                                 threshold=threshold, household=household,
-                                l_diversity=ldiv, **md_options)
+                                l_diversity=ldiv, method=risk_method, **md_options)
     ldiv_before = before.pop("l_diversity", None)  # summary.json's risk.before, both models
     # a step that will run for long says so before it starts (the input is valid by now);
     # so do the input's own caveats (Microdata's: a key writing one number two ways, ...)
@@ -921,7 +941,8 @@ def command(
         after, after_notes = _risk(_without_split_numbers(scored), key_list, weight, risk_k,
                                    suppression=supp,
                                    threshold=threshold, household=household,
-                                   l_diversity=ldiv, keep=keep, **md_options)
+                                   l_diversity=ldiv, keep=keep, method=risk_method,
+                                   **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
         raise type(e)(f"after the steps, the protected file: {e}"
                       + _weight_blame(steps, weight)) from e
@@ -949,7 +970,7 @@ def command(
     risk_notes = _k_anonymity_notes(steps, supp_i, after, risk_k,
                                     completed=0 if completion is None else completion["total"]) + \
         _swap_unseen_notes(steps, key_list) + (
-        _estimator_notes(weight) if fit is None
+        _estimator_notes(weight, risk_method) if fit is None
         else _latent_class_notes(recoded=bool(level_maps), missing=missing,
                                  household=household))
     loss = _information_loss(frame, current, touched, numeric)
@@ -974,10 +995,11 @@ def command(
         "household": household,
         "seed": seed,
         "steps": step_summaries,
-        "risk": ({"estimator": RISK_ESTIMATOR, "k": risk_k, "before": before, "after": after}
+        "risk": ({"estimator": RISK_ESTIMATORS[risk_method], "k": risk_k, "before": before,
+                  "after": after}
                  if fit is None else _latent_class_risk(
                      fit, released, before, after, risk_k, sampler, seed, recodes=level_maps,
-                     missing=missing,
+                     missing=missing, closed_form_method=risk_method,
                      structural_zeros=None if zero_rules is None else (rules_file, zero_rules)))
         | ({"threshold": threshold} if threshold is not None else {})
         | ({"household_completion": completion} if completion is not None else {})
@@ -999,6 +1021,9 @@ def command(
         # summary.json keeps the caveats here, its convergence problems under diagnostics
         summary["warnings"] = [*warned, *fit.summary.get("warnings", [])]
     step_settings = {"steps": [_params(s) | {"step": s["step"]} for s in steps], "seed": seed}
+    # --method, as assess stamps it (settings.method); under latent-class "method" is the
+    # fit's sampler, so the closed form's is closed_form_method there
+    step_settings["method" if fit is None else "closed_form_method"] = risk_method
     summary["provenance"] = stamp(
         "closed-form" if fit is None else "latent-class",
         # the fit's own stamp (as `assess` stamps it) beside the steps
@@ -2877,7 +2902,7 @@ def _run_step(step: dict[str, Any], frame, rng):
 
         m = step["_measure"]
         md, _ = microdata_with_notes(frame, keys=m["keys"], weight=m["weight"], **m["options"])
-        risk = _closed_form(md).records["risk"].to_numpy()
+        risk = _closed_form(md, method=m.get("method", "exact")).records["risk"].to_numpy()
         del md
         return P.risk_suppression(frame, m["keys"], risk, step["threshold"], key=step["key"],
                                   linked=step.get("linked"), **_household_args(step))
@@ -3007,8 +3032,13 @@ def _without_split_numbers(frame):
 def _risk(frame, keys: list[str], weight: str | None, k: int,
           suppression: dict[str, Any] | None = None, threshold: float | None = None,
           household: str | None = None, l_diversity: dict[str, Any] | None = None,
-          keep=None, **md_options) -> tuple[dict[str, Any], list[str]]:
+          keep=None, method: str = "exact", **md_options) -> tuple[dict[str, Any], list[str]]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
+
+    ``method`` (``--method``): the closed form's formula, ``"exact"`` E(1/F | f) (seed 004
+    eq. 3) or ``"approx"``, the approximation sdcMicro's measure_risk and localSupp read
+    (:func:`sdcbayes.risk.assess.assess_closed_form`'s ``method``); every number below,
+    the misclassification-adjusted ones after PRAM of a key included, is of its risks.
 
     Returns the counts and the file's :class:`sdcbayes.microdata.MicrodataWarning`
     caveats as one-line notes (:func:`sdcbayes.cli.microdata_with_notes`), which
@@ -3056,7 +3086,7 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     md, notes = microdata_with_notes(frame, keys=keys, weight=weight,
                                      **({"household": household} if household else {}),
                                      **md_options)
-    res = _closed_form(md, threshold)
+    res = _closed_form(md, threshold, method=method)
     s = res.summary
     fk = res.records["fk"].to_numpy(dtype=float)
     out = {
@@ -3222,8 +3252,11 @@ _HOUSEHOLD_CLOSED_FORM = ("n_households", "household_expected_reidentifications"
                           "household_expected_reidentified_households")
 
 
-def _closed_form(md, threshold: float | None = None):
+def _closed_form(md, threshold: float | None = None, method: str = "exact"):
     """:func:`sdcbayes.risk.assess.assess_closed_form` without its Python warnings.
+
+    ``method``: ``"exact"`` or ``"approx"`` (``--method``; Benedetti-Franconi, seed 004
+    eq. 3, or sdcMicro's approximation of it).
 
     The file's caveats come from :func:`sdcbayes.cli.microdata_with_notes` (printed
     once, as ``sdcbayes: warning:`` lines) and ``--weight``'s help says what a file
@@ -3237,10 +3270,16 @@ def _closed_form(md, threshold: float | None = None):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MicrodataWarning)
-        return assess_closed_form(md, threshold=threshold)
+        return assess_closed_form(md, method=method, threshold=threshold)
 
 
-def _estimator_notes(weight: str | None) -> list[str]:
+#: The demo's closed-form expected re-identifications before and after k = 3 local
+#: suppression (greedy), by ``--method``: the numbers :func:`_estimator_notes` quotes
+#: (recomputed by tests/test_protect_audit_dd5.py and tests/test_protect_method.py).
+_DEMO_CLOSED_FORM = {"exact": ("98.68", "14.88"), "approx": ("98.78", "14.92")}
+
+
+def _estimator_notes(weight: str | None, method: str = "exact") -> list[str]:
     """What the risk before and after is, and how far to trust it for a sample file.
 
     The closed form reads a file with blanks (wildcards) on its own; the latent-class
@@ -3249,18 +3288,22 @@ def _estimator_notes(weight: str | None) -> list[str]:
     known, audit DD5) 98.68 expected
     re-identifications against a true 245.31 before protection, and after k = 3
     local suppression 14.88 against a true 29.19. Without a weight the file is taken
-    as the whole population, where the closed form is exact (risk 1/f).
+    as the whole population, where the closed form is exact (risk 1/f). ``method``
+    (``--method``) names the formula (:data:`RISK_ESTIMATORS`) and picks the demo's numbers
+    of that formula (:data:`_DEMO_CLOSED_FORM`).
     """
     if weight is None:
         return []
+    before, after = _DEMO_CLOSED_FORM[method]
     return [
-        f"Risk before and after: the {RISK_ESTIMATOR}, the plug-in sdcMicro and mu-Argus "
-        "report. It understates the risk of a sample file, also after protection: on the "
-        "demo sample, whose population is known, 98.68 expected re-identifications against "
-        "a true 245.31 before, and 14.88 against a true 29.19 after local suppression to "
-        "k = 3. The posterior models (sdcbayes assess) cannot yet measure a file with "
-        "suppressed values on their own; protect --model latent-class measures the risk "
-        "before and after from one fit of the input (about 29 after k = 3 on the demo)."
+        f"Risk before and after: the {RISK_ESTIMATORS[method]}, the plug-in sdcMicro and "
+        "mu-Argus report. It understates the risk of a sample file, also after protection: "
+        f"on the demo sample, whose population is known, {before} expected "
+        f"re-identifications against a true 245.31 before, and {after} against a true "
+        "29.19 after local suppression to k = 3. The posterior models (sdcbayes assess) "
+        "cannot yet measure a file with suppressed values on their own; protect --model "
+        "latent-class measures the risk before and after from one fit of the input (about "
+        "29 after k = 3 on the demo)."
     ]
 
 
@@ -3594,8 +3637,12 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
                        k: int, sampler: dict[str, Any], seed: int,
                        recodes: dict[str, dict[Any, Any]] | None = None,
                        missing: str | None = None,
-                       structural_zeros: tuple[Path, list] | None = None) -> dict[str, Any]:
+                       structural_zeros: tuple[Path, list] | None = None,
+                       closed_form_method: str = "exact") -> dict[str, Any]:
     """summary.json's ``risk`` under ``--model latent-class``.
+
+    ``closed_form_method`` (``--method``) names the closed form's formula in
+    ``closed_form.estimator`` (:data:`RISK_ESTIMATORS`).
 
     ``fit`` also names, when given, ``--missing`` (``missing``), the recoded keys
     (``recoded_keys``: per key the fit's levels and the released values they map to,
@@ -3648,7 +3695,8 @@ def _latent_class_risk(fit, released, before_cf: dict[str, Any], after_cf: dict[
         "k": k,
         "before": before,
         "after": after,
-        "closed_form": {"estimator": RISK_ESTIMATOR, "before": before_cf, "after": after_cf},
+        "closed_form": {"estimator": RISK_ESTIMATORS[closed_form_method], "before": before_cf,
+                        "after": after_cf},
         "fit": {
             "fitted_on": "the input, before the steps",
             "method": settings.get("method", "gibbs"),
