@@ -1859,10 +1859,14 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
                 "PRAM kept its key values (mean "
                 f"{fmt(mis.get('mean_keep_probability'))}); read as true, "
                 f"{fmt((mis.get('unadjusted') or {}).get('expected_reidentifications'))} "
-                "expected re-identifications.")
+                "expected re-identifications. Adjusted: the expected re-identifications, "
+                "their rate, the largest risk, the counts above the benchmark and threshold "
+                "and the household risk; the cells, sample uniques and k-anonymity still read "
+                "the PRAMmed values as true (they can rise where the actual risk fell).")
         for st in steps:  # Nayak-Zhang's own bound, beside the adjusted risk
             p = (st.get("result") or {}).get("max_cm_probability")
-            if st.get("name") == "nayak_zhang" and p is not None:
+            if st.get("name") == "nayak_zhang" and isinstance(p, int | float) \
+                    and math.isfinite(p):
                 said += (f" Step {st.get('step')} bounds a correct match's probability by "
                          f"at most {fmt(p)} (max_cm_probability).")
     elif mis:

@@ -253,3 +253,63 @@ def test_protect_without_pram_of_a_key_is_unadjusted(capsys, tmp_path, small_csv
     assert proc.returncode == 0, proc.stderr
     risk = pd.read_csv(tmp_path / "a" / "records.csv")["risk"].to_numpy()
     assert after["expected_reidentifications"] == pytest.approx(float(risk.sum()), rel=1e-9)
+
+
+def _nayak_zhang_recipe(tmp_path, keys):
+    path = tmp_path / "nz.json"
+    path.write_text(json.dumps({"steps": [{"step": "nayak_zhang", "keys": keys, "xi": 0.5}]}))
+    return path
+
+
+@pytest.mark.parametrize("nz_keys, adjusted_block", [
+    (["note"], False),            # no key randomised: nothing to adjust
+    (["region", "note"], True),   # a key with a non-key: read as true, the reason said
+])
+def test_nayak_zhang_beyond_the_keys_is_read_as_true(capsys, tmp_path, small_csv, monkeypatch,
+                                                     nz_keys, adjusted_block):
+    # audit: the whole combination's keep probability 1 - θ/T_j understates how often the
+    # keys' part of it is kept, and scaled the risk down after a step that changed no key
+    monkeypatch.chdir(tmp_path)
+    frame = pd.read_csv(small_csv)
+    # a non-key of many levels: its combinations hold the uniques Nayak-Zhang randomises
+    frame["note"] = np.random.default_rng(9).integers(0, 150, len(frame)).astype(str)
+    data = tmp_path / "n.csv"
+    frame.to_csv(data, index=False)
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "protect", str(data), "--keys", "age,sex,region",
+                          "--weight", "w", "--recipe", str(_nayak_zhang_recipe(tmp_path, nz_keys)),
+                          "--seed", "3", "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["steps"][0]["result"]["n_moved"] > 0
+    after = s["risk"]["after"]
+    if adjusted_block:
+        reason = after["misclassification"]["not_adjusted_because"]
+        assert "'note'" in reason and "Nayak-Zhang" in reason
+    else:
+        assert "misclassification" not in after
+    proc = run_in_process(capsys, "assess", str(out / "protected.csv"), "--keys",
+                          "age,sex,region", "--weight", "w", "--model", "closed-form",
+                          "--out", str(tmp_path / "a"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    risk = pd.read_csv(tmp_path / "a" / "records.csv")["risk"].to_numpy()
+    assert after["expected_reidentifications"] == pytest.approx(float(risk.sum()), rel=1e-9)
+
+
+def test_a_key_blanked_after_its_randomisation_counts_one():
+    # audit: a suppression after Nayak-Zhang blanks a key of its combination; the shown
+    # part is kept at least as often as the whole, so the record's factor is 1, as after PRAM
+    from sdcbayes.commands.protect import _misclassification
+
+    released = pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1.0, np.nan, 2.0, 1.0],
+                             "c": ["u", "v", None, "u"]})
+    steps = [{"step": "nayak_zhang", "keys": ["a", "b"]}, {"step": "pram", "columns": ["c"]},
+             {"step": "suppress", "keys": ["a", "b", "c"]}]
+    key_keeps = [
+        {"step": 1, "name": "nayak_zhang", "columns": ["a", "b"], "non_keys": [],
+         "keep": {"a+b": np.array([0.5, 0.5, 0.75, 1.0])}},
+        {"step": 2, "name": "pram", "columns": ["c"], "keep": {"c": np.full(4, 0.8)}},
+    ]
+    keep, block = _misclassification(steps, key_keeps, released)
+    np.testing.assert_allclose(keep, [0.5 * 0.8, 1.0 * 0.8, 0.75 * 1.0, 1.0 * 0.8])
+    assert block["keys"] == ["a", "b", "c"] and "not_adjusted_because" not in block

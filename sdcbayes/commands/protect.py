@@ -3174,7 +3174,13 @@ def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
 
     if step["step"] == "nayak_zhang":
         cols = list(step["keys"])
+        if not any(c in keys for c in cols):  # no key changed: the risk after reads them
+            return []
+        # its 1 - θ/T_j is the whole combination's keep probability: where the combination
+        # holds a column that is no key, the keys' part is kept more often than that
+        # (_misclassification then reads the keys as true)
         return [{"step": i, "name": "nayak_zhang", "columns": cols,
+                 "non_keys": [c for c in cols if c not in keys],
                  "keep": {"+".join(cols): nayak_zhang_keep_probability(
                      frame, res.frame, cols, res.summary)}}]
     cols = [c for c in step["columns"] if c in keys and c in (res.summary.get("matrices") or {})]
@@ -3200,6 +3206,10 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
     released is then not the one PRAM drew): the risk after then reads the keys as true.
     ``exact``: count keys the released household ids give exactly (``--household``), which
     the risk after reads as the exact count whatever PRAM drew: they count as not PRAMmed.
+    A Nayak-Zhang step randomises its keys' combination as a whole: not adjusted when that
+    combination holds a column the risk after does not read as PRAMmed (a non-key, or
+    such a count key), whose keep probability would understate the keys'. A record with a
+    key blanked after its PRAM or Nayak-Zhang step gets 1 from that step.
     """
     import numpy as np
 
@@ -3221,6 +3231,13 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
     reason = None
     seen: dict[str, int] = {}
     for k in key_keeps:
+        if k["name"] == "nayak_zhang" and reason is None:
+            beyond = k.get("non_keys", []) + [c for c in k["columns"] if c in exact]
+            if beyond:
+                reason = (f"Nayak-Zhang step {k['step']} randomises {beyond[0]!r} with the keys, "
+                          "which the risk after does not read as PRAMmed (a non-key, or a "
+                          "count the household ids give exactly): the keep probability of its "
+                          "whole combination would understate how often the keys are kept")
         for c in k["columns"]:
             if c in seen and reason is None:
                 reason = (f"key {c!r} is PRAMmed by steps {seen[c]} and {k['step']}: the keep "
@@ -3239,8 +3256,10 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
     keep = np.ones(len(released))
     for k in key_keeps:
         for name, vec in k["keep"].items():
-            if k["name"] == "pram":  # blanked later: a wildcard, no released value to trust
-                vec = np.where(released[name].isna().to_numpy(), 1.0, vec)
+            # blanked later: a wildcard, no released value to trust; for Nayak-Zhang any of
+            # its keys blanked (its shown part is kept at least as often: 1, conservative)
+            cols = k["columns"] if k["name"] == "nayak_zhang" else [name]
+            vec = np.where(released[cols].isna().any(axis=1).to_numpy(), 1.0, vec)
             keep = keep * vec
     block["mean_keep_probability"] = float(keep.mean()) if keep.size else float("nan")
     block["min_keep_probability"] = float(keep.min()) if keep.size else float("nan")
@@ -5361,7 +5380,10 @@ def _misclassification_lines(after: dict[str, Any]) -> list[str]:
         return [f"risk after: reads the PRAMmed keys as true ({m['not_adjusted_because']})"]
     return [f"risk after: {m['method']} (each record's risk times the probability PRAM kept "
             f"its key values, mean {m['mean_keep_probability']:.3f}); read as true: "
-            f"{m['unadjusted']['expected_reidentifications']:.2f} expected re-identifications"]
+            f"{m['unadjusted']['expected_reidentifications']:.2f} expected re-identifications",
+            "  adjusted: re-identifications, their rate, the largest risk, the benchmark and "
+            "threshold counts, household risk; read as true: cells, sample uniques, "
+            "k-anonymity"]
 
 
 def _numeric_risk_lines(s: dict[str, Any]) -> list[str]:
