@@ -189,14 +189,20 @@ def _assessed_risk(capsys, tmp_path, protected, out):
     return pd.read_csv(out / "records.csv")["risk"].to_numpy()
 
 
+def _protect(capsys, tmp_path, data, *args):
+    """``protect DATA --keys age,sex,region,job --weight w ARGS --out tmp_path/o``."""
+    out = tmp_path / "o"
+    proc = run_in_process(capsys, "protect", str(data), "--keys", "age,sex,region,job",
+                          "--weight", "w", *args, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return proc, out
+
+
 def test_protect_pram_of_a_key_adjusts_the_risk_after(capsys, tmp_path, small_csv,
                                                       monkeypatch):
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "o"
-    proc = run_in_process(capsys, "protect", str(small_csv), "--keys", "age,sex,region,job",
-                          "--weight", "w", "--pram", "region,job", "--strata", "sex",
-                          "--seed", "4", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
+    proc, out = _protect(capsys, tmp_path, small_csv, "--pram", "region,job", "--strata",
+                         "sex", "--seed", "4")
     s = json.loads((out / "summary.json").read_text())
     after = s["risk"]["after"]
     mis = after["misclassification"]
@@ -220,11 +226,8 @@ def test_protect_pram_of_a_key_adjusts_the_risk_after(capsys, tmp_path, small_cs
 def test_protect_household_risk_after_uses_the_adjusted_risks(capsys, tmp_path, small_csv,
                                                               monkeypatch):
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "o"
-    proc = run_in_process(capsys, "protect", str(small_csv), "--keys", "age,sex,region,job",
-                          "--weight", "w", "--pram", "region", "--household", "hid",
-                          "--seed", "5", "--out", str(out), "-q")
-    assert proc.returncode == 0, proc.stderr
+    _, out = _protect(capsys, tmp_path, small_csv, "--pram", "region", "--household", "hid",
+                      "--seed", "5", "-q")
     after = json.loads((out / "summary.json").read_text())["risk"]["after"]
     released = pd.read_csv(out / "protected.csv")
     keep = keep_probability(released, pd.read_csv(out / "pram_matrices.csv"))
