@@ -1909,6 +1909,15 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
     return f"<p class='note'>{esc(text)}</p>"
 
 
+def _closed_form_formula(s: Mapping[str, Any]) -> str:
+    """How protect's closed form was computed: its ``--method`` (stamped in the settings)."""
+    settings = (s.get("provenance") or {}).get("settings") or {}
+    method = settings.get("closed_form_method") or settings.get("method")
+    if method == "approx":
+        return "with the approximation sdcMicro's measure_risk uses (--method approx)"
+    return "computed exactly (sdcMicro's measure_risk approximates it: --method approx)"
+
+
 def protection_report(summary: Mapping[str, Any]) -> str:
     """The ``report.html`` of ``sdcbayes protect`` (seed 001, sections 4-5).
 
@@ -1936,7 +1945,8 @@ def protection_report(summary: Mapping[str, Any]) -> str:
             "Disclosure risk before and after",
             table(rows, header=("quantity", "original", "protected"))
             + "<p class='note'>Closed-form individual risk r = E(1/F | f) with the plug-in "
-            "p = f/F̂ (Benedetti-Franconi; Polettini, eq. 1–3), as sdcMicro computes it; "
+            "p = f/F̂ (Benedetti-Franconi; Polettini, eq. 1–3), "
+            + esc(_closed_form_formula(s)) + "; "
             "missing key values (e.g. after local suppression) match any value: in the "
             "original column the values missing in the input, in the protected one also those "
             "the steps blanked; “records with a missing key value” counts records, so a "
@@ -2251,7 +2261,8 @@ def _protection_report_latent_class(s: Mapping[str, Any]) -> str:
                "every released record)" if after_pred else
                "is over the parameters' posterior only, not predictive, so narrower")
             + ". The closed-form rows are Benedetti-Franconi's plug-in "
-            "(Polettini, eq. 1–3) as sdcMicro computes it, with missing key values matching "
+            "(Polettini, eq. 1–3), " + esc(_closed_form_formula(s)) + ", with missing key "
+            "values matching "
             "any value; it understates a sample's risk. "
             f"Key variables: {esc(', '.join(map(str, s.get('keys', []))))}; weight: "
             f"{esc(s.get('weight') or 'none')}.</p>"

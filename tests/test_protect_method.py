@@ -203,6 +203,11 @@ def test_method_is_stamped_and_named(capsys, survey, check_html):
     page = Path("pa/report.html").read_text(encoding="utf-8")
     check_html(page)
     assert "<td>method</td><td>approx</td>" in page.replace(" ", "")  # the settings table
+    # the risk table's note names the formula the run used
+    assert "with the approximation sdcMicro&#x27;s measure_risk uses" in page \
+        or "with the approximation sdcMicro's measure_risk uses" in page
+    plain = Path("pd/report.html").read_text(encoding="utf-8")
+    assert "computed exactly" in plain and "computed exactly" not in page
 
 
 def test_the_demo_numbers_the_approx_note_quotes_hold():
