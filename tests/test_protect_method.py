@@ -126,8 +126,10 @@ def r_localsupp():
 
 @pytest.fixture
 def testdata_csv(sdcmicro_csv, tmp_path, monkeypatch):
+    # read before the chdir: the shared data folder is found beside the working directory
+    frame = sdcmicro_csv("testdata.csv")
     monkeypatch.chdir(tmp_path)
-    sdcmicro_csv("testdata.csv").to_csv("testdata.csv", index=False)
+    frame.to_csv("testdata.csv", index=False)
     return "testdata.csv"
 
 
