@@ -1158,7 +1158,10 @@ def keep_probability(
     a released record is M_jj times its usual risk computed on the released file.
     Variables PRAMmed independently make M_jj the product, over the PRAMmed columns, of
     each column's diagonal entry R_jj at the released value (in the record's stratum
-    when PRAM ran per stratum); an unPRAMmed column contributes 1.
+    when PRAM ran per stratum); an unPRAMmed column contributes 1. The record's own
+    stratum's matrix is exact where the stratum is released and among the keys; where
+    it is not, the inflow into j comes from every stratum's units and this is an
+    approximation.
 
     The approximation treats the released record as a random draw from the units PRAM
     puts in j (P(true j | released j) ≈ M_jj F_j / Σ_k M_jk F_k) and ignores that
