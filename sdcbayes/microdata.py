@@ -1039,7 +1039,8 @@ class Microdata:
                 self.n_levels[k] = 1
         self._codes = codes
         self._missing_cols = miss_cols
-        for note in _numbers_written_two_ways(frame, keys, self.levels):
+        for note in (_numbers_written_two_ways(frame, keys, self.levels)
+                     + _quoted_missing_texts(frame, keys, self.levels)):
             warn_at_caller(note, MicrodataWarning)
 
         if self._K_given is not None:
@@ -2168,6 +2169,38 @@ def _same_number_groups(texts, decimal_comma: bool) -> list[list[str]]:
             for _, g in both.groupby("number", sort=True)["text"]]
 
 
+def _quoted_missing_texts(frame: pd.DataFrame, keys, levels=None) -> list[str]:
+    """Warnings for the key columns of a CSV file holding numbers and a quoted ``"NA"``.
+
+    :func:`read_microdata` reads a quoted ``"NA"`` as the text NA, a level (Namibia),
+    and an unquoted NA as missing, as R's ``write.csv`` writes them. A writer that
+    quotes every field writes missing values as ``"NA"`` too: then a key of numbers
+    gets a level "NA" that matches only itself instead of a missing value that matches
+    every level, and the risk comes out far higher (sdcMicro's testdata with missing
+    keys: 296 sample uniques instead of 94). The CSV reader marks such columns in
+    ``frame.attrs["quoted_missing_texts"]``; this names, for each of ``keys`` so marked
+    that still holds the text (``levels``: each key's values, if known), the count and
+    the fix.
+    """
+    marked = frame.attrs.get("quoted_missing_texts") or {}
+    notes = []
+    for k in keys:
+        if k not in marked or k not in frame.columns:
+            continue
+        text = marked[k]["text"]
+        values = levels[k] if levels is not None and k in levels else frame[k].dropna()
+        if text not in set(map(str, values)):  # rows taken out since the file was read
+            continue
+        notes.append(
+            f"key {k!r} holds numbers and the quoted text {text!r} "
+            f"({marked[k]['count']:,} record{'s' * (marked[k]['count'] != 1)} in the file): "
+            f"the reader takes a quoted {text!r} as a level of its own (e.g. Namibia), which "
+            "matches only itself, not as a missing value, which matches every level; if it "
+            f"means missing, read the file with --na-values {text} (na_values= in "
+            "read_microdata)")
+    return notes
+
+
 def _numbers_written_two_ways(frame: pd.DataFrame, keys, levels=None) -> list[str]:
     """Warnings for the key columns of a CSV file that write one number as two texts.
 
@@ -2204,7 +2237,7 @@ def _numbers_written_two_ways(frame: pd.DataFrame, keys, levels=None) -> list[st
 
 
 def _csv_column(text, index, name, defaults, declared, decimal_comma: bool,
-                splits: dict | None = None) -> pd.Series:
+                splits: dict | None = None, quoted: dict | None = None) -> pd.Series:
     """One CSV column, read as raw text -> stripped text, or numbers when that loses nothing.
 
     ``text`` is the column as the file has it (an arrow array of strings), null
@@ -2225,7 +2258,10 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool,
     with missing values give a nullable ``Int64`` column (float64 would merge them).
     A column kept as text because two of its texts give one number is noted in
     ``splits`` (``splits[name] = {"decimal_comma": ...}``), for the warning of
-    :func:`_numbers_written_two_ways`.
+    :func:`_numbers_written_two_ways`. A column kept as text only because some of its
+    values are a quoted default missing text (``"NA"`` among numbers: a writer that
+    quotes every field) is noted in ``quoted`` (``quoted[name] = {"text": ..., "count":
+    ...}``), for the warning of :func:`_quoted_missing_texts`.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -2287,6 +2323,14 @@ def _csv_column(text, index, name, defaults, declared, decimal_comma: bool,
         full = np.full(len(text), np.nan)
         full[present] = arr
         return pd.Series(full, index=index, name=name)
+    if quoted is not None:
+        q = pc.fill_null(pc.and_not(among(defaults), na), False)
+        if pc.any(q).as_py():
+            rest = pc.filter(text, pc.invert(pc.or_(q, na)))
+            if len(rest) and _csv_numbers(rest, decimal_comma) is not None:
+                texts = pc.value_counts(pc.filter(text, q)).to_pylist()
+                top = max(texts, key=lambda t: t["counts"])
+                quoted[name] = {"text": top["values"], "count": int(pc.sum(q).as_py())}
     out = pc.if_else(na, pa.scalar(None, pa.large_string()), text).to_pandas()
     if out.dtype == object:  # pandas < 3: object column, None -> NaN as read_csv has it
         out = out.astype(object).where(out.notna(), np.nan)
@@ -2498,12 +2542,16 @@ def _read_csv(p: Path, sep: str, columns, na_values, skip: int = 0,
     table = table.rename_columns([names[fields.index(f)] for f in keep])
     index = pd.RangeIndex(table.num_rows)
     splits: dict[str, dict] = {}
+    quoted: dict[str, dict] = {}
     frame = pd.DataFrame({
-        c: _csv_column(table.column(j), index, c, defaults, declared, sep == ";", splits)
+        c: _csv_column(table.column(j), index, c, defaults, declared, sep == ";", splits,
+                       quoted)
         for j, c in enumerate(table.column_names)
     }, index=index)
     if splits:  # Microdata warns for the keys among them (_numbers_written_two_ways)
         frame.attrs["split_numbers"] = splits
+    if quoted:  # and for these (_quoted_missing_texts)
+        frame.attrs["quoted_missing_texts"] = quoted
     frame.attrs["csv_source"] = {"path": str(p), "sep": sep, "skip": skip,
                                  "encoding": encoding, "n_records": len(frame),
                                  "names": list(names)}

@@ -195,10 +195,12 @@ def command(
             missing=missing,
             score_method=score_method,
         )
-    from sdcbayes.microdata import _numbers_written_two_ways
+    from sdcbayes.microdata import _numbers_written_two_ways, _quoted_missing_texts
 
-    # a key writing one number two ways (3 / 3.0) splits its level, as in assess
-    notes = [cli_wording(" ".join(n.split())) for n in _numbers_written_two_ways(frame, key_list)]
+    # a key writing one number two ways (3 / 3.0) splits its level, as in assess; a quoted
+    # "NA" among numbers is a level, not missing
+    notes = [cli_wording(" ".join(n.split())) for n in
+             _numbers_written_two_ways(frame, key_list) + _quoted_missing_texts(frame, key_list)]
     for note in notes:
         click.echo(f"sdcbayes: warning: {note}", err=True)
     notes = code_notes + notes
