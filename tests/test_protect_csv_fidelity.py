@@ -41,6 +41,11 @@ def _text(rows, head: list[str], eol: str, sep_line: str | None = None) -> str:
 HEAD = ["region", "age", "income", "w"]
 
 
+def _recoded(rows: list[list[str]]) -> list[list[str]]:
+    """The rows as protect's recode of the first column (MERGED) writes them."""
+    return [[MERGED.get(r[0], r[0]), *r[1:]] for r in rows]
+
+
 def _protect(capsys, data: str, *extra: str):
     return run_in_process(capsys, "protect", data, "--keys", "region,age", "--weight", "w",
                           "--recode", "region:Évry+Orléans=Centre", "--out", "out", "-q",
@@ -56,7 +61,7 @@ def test_excel_sep_line_crlf_and_latin1_round_trip_byte_for_byte(tmp_path, monke
     proc = _protect(capsys, "excel.csv", "--encoding", "latin-1")
     assert proc.returncode == 0, proc.stderr
     # the input's text with the recoded regions replaced, and nothing else
-    recoded = [[MERGED.get(r[0], r[0]), *r[1:]] for r in rows]
+    recoded = _recoded(rows)
     expected = _text(recoded, HEAD, "\r\n", "sep=;").encode("latin-1")
     assert expected != data  # the recode changed something
     written = (tmp_path / "out" / "protected.csv").read_bytes()
@@ -70,7 +75,7 @@ def test_plain_utf8_lf_file_stays_lf_without_a_sep_line(tmp_path, monkeypatch, c
     proc = _protect(capsys, "plain.csv")
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / "out" / "protected.csv").read_bytes()
-    recoded = [[MERGED.get(r[0], r[0]), *r[1:]] for r in rows]
+    recoded = _recoded(rows)
     assert written == _text(recoded, HEAD, "\n").encode("utf-8")
     assert b"\r" not in written and not written.startswith(b"sep=")
 
@@ -92,7 +97,7 @@ def test_sep_line_kept_as_written_in_a_gz_file_read_after_blank_lines(tmp_path, 
     assert proc.returncode == 0, proc.stderr
     with gzip.open(tmp_path / "out" / "protected.csv.gz", "rb") as fh:
         written = fh.read()
-    recoded = [[MERGED.get(r[0], r[0]), *r[1:]] for r in rows]
+    recoded = _recoded(rows)
     sep_line = lead.strip()
     assert written == _text(recoded, HEAD, "\r\n", sep_line).encode("utf-8")
 
@@ -108,7 +113,7 @@ def test_quoted_na_text_path_keeps_sep_line_and_crlf(tmp_path, monkeypatch, caps
     proc = _protect(capsys, "na.csv")
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / "out" / "protected.csv").read_bytes()
-    recoded = [[MERGED.get(r[0], r[0]), *r[1:]] for r in rows]
+    recoded = _recoded(rows)
     assert written == _text(recoded, head, "\r\n", "sep=;").encode("utf-8")
 
 
@@ -125,5 +130,5 @@ def test_tsv_with_an_excel_sep_line_is_written_with_that_separator(tmp_path, mon
     proc = _protect(capsys, "d.tsv")
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / "out" / "protected.tsv").read_bytes()
-    recoded = [[MERGED.get(r[0], r[0]), *r[1:]] for r in rows]
+    recoded = _recoded(rows)
     assert written == _text(recoded, HEAD, "\n", "sep=;").encode("utf-8")
