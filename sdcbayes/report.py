@@ -1844,10 +1844,13 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
 
     A swap (record swapping, or rank swapping of numeric variables) counts when it
     exchanged a key (a hierarchy or carry-along column, a rank-swapped column, among the
-    keys): the risk after reads the swapped values as true. After PRAM of a key the risk
-    after is misclassification-adjusted (summary.json ``risk.after.misclassification``,
-    Shlomo & Skinner 2010): one sentence says so, and PRAM is then no step this caveat
-    is about (unless the block says why it was not adjusted).
+    keys): the risk after reads rank-swapped values as true (an intruder can look near a
+    numeric value). After PRAM of a key the risk after is misclassification-adjusted
+    (summary.json ``risk.after.misclassification``, Shlomo & Skinner 2010), and after a
+    record swap of a key the records it changed count as non-matching (the block's
+    ``swap``, Shlomo, Tudor & Groom 2010): one sentence says each, and PRAM or the record
+    swap is then no step this caveat is about (unless the block says why it was not
+    adjusted).
     """
     steps = s.get("steps") or []
     keys = set(map(str, s.get("keys") or []))
@@ -1855,14 +1858,11 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
     adjusted = bool(mis) and "not_adjusted_because" not in mis
     said = ""
     if adjusted:
-        said = (f"Risk after: {mis.get('method')}: each record's risk times the probability "
-                "PRAM kept its key values (mean "
-                f"{fmt(mis.get('mean_keep_probability'))}); read as true, "
-                f"{fmt((mis.get('unadjusted') or {}).get('expected_reidentifications'))} "
-                "expected re-identifications. Adjusted: the expected re-identifications, "
-                "their rate, the largest risk, the counts above the benchmark and threshold "
-                "and the household risk; the cells, sample uniques and k-anonymity still read "
-                "the PRAMmed values as true (they can rise where the actual risk fell).")
+        what = " and ".join(["PRAMmed"] * pram_adjusted + ["swapped"] * bool(swap_block))
+        said += (" Adjusted: the expected re-identifications, "
+                 "their rate, the largest risk, the counts above the benchmark and threshold "
+                 "and the household risk; the cells, sample uniques and k-anonymity still read "
+                 f"the {what} values as true (they can rise where the actual risk fell).")
         for st in steps:  # Nayak-Zhang's own bound, beside the adjusted risk
             p = (st.get("result") or {}).get("max_cm_probability")
             if st.get("name") == "nayak_zhang" and isinstance(p, int | float) \
@@ -1880,7 +1880,9 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
 
     # Nayak-Zhang randomises the keys; PRAM and the swaps matter here when they changed a key
     random_steps = [st for st in steps if (st.get("name") == "nayak_zhang" and not adjusted) or (
-        st.get("name") in (("swap", "rank_swap") if adjusted else ("pram", "swap", "rank_swap"))
+        st.get("name") in (("rank_swap", "shuffle") if swap_block
+                           else ("swap", "rank_swap", "shuffle") if adjusted
+                           else ("pram", "swap", "rank_swap", "shuffle"))
         and keys & changed(st))]
     if not random_steps:
         return f"<p class='note'>{esc(said)}</p>" if said else ""
@@ -1910,7 +1912,29 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
 
 
 def _closed_form_formula(s: Mapping[str, Any]) -> str:
+    swap_block = mis.get("swap") if adjusted else None
+    pram_adjusted = adjusted and MISCLASSIFICATION_METHOD in str(mis.get("method"))
+    read_true = (f"read as true, "
+                 f"{fmt((mis.get('unadjusted') or {}).get('expected_reidentifications'))} "
+                 "expected re-identifications")
     """How protect's closed form was computed: its ``--method`` (stamped in the settings)."""
+    if pram_adjusted:
+        said = (f"Risk after: {MISCLASSIFICATION_METHOD}: each record's risk times the "
+                "probability PRAM kept its key values"
+                + ("" if swap_block else
+                   f" (mean {fmt(mis.get('mean_keep_probability'))}); {read_true}") + ".")
+    if swap_block:
+        blanked = sum(e.get("blanked_records") or 0 for e in swap_block.get("steps") or [])
+        said += ((" " if said else "Risk after: ")
+                 + f"{fmt(mis.get('swapped_records'))} records a swap made non-matching "
+                 f"count 0 ({swap_block.get('method')}: they show another household's key "
+                 "values, so an intruder who knows a target's true keys does not find it "
+                 "there, and a match on its released keys is someone else; "
+                 f"{swap_block.get('reference')})"
+                 + (f"; {fmt(blanked)} swapped records whose changed keys were blanked later "
+                    "keep their risk (a blank matches the true value)" if blanked else "")
+                 + (f"; mean factor {fmt(mis.get('mean_keep_probability'))}"
+                    if pram_adjusted else "") + f"; {read_true}.")
     settings = (s.get("provenance") or {}).get("settings") or {}
     method = settings.get("closed_form_method") or settings.get("method")
     if method == "approx":
@@ -1926,12 +1950,13 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     as wildcards, seed 001 section 3.2, also as the suppression step judges it),
     information loss per variable (seed 001 section 5.1) and the provenance. After
     PRAM of a key or Nayak-Zhang PRAM a note says that the "after" risk is
-    misclassification-adjusted (Shlomo & Skinner 2010), and after a swap of a key that it
-    treats the swapped values as true. With ``--sensitive`` a section gives the l-diversity before
-    and after (:func:`_protection_l_diversity_section`). Under ``protect --model
-    latent-class`` (summary.json's
-    ``risk.closed_form``) the risk is the model's, with the closed form beside it and a
-    section on the fit (:func:`_protection_report_latent_class`).
+    misclassification-adjusted (Shlomo & Skinner 2010), after a record swap of a key that
+    the records it changed count as non-matching (Shlomo, Tudor & Groom 2010), and after
+    rank swapping of a key that it treats the swapped values as true. With ``--sensitive``
+    a section gives the l-diversity before and after
+    (:func:`_protection_l_diversity_section`). Under ``protect --model latent-class``
+    (summary.json's ``risk.closed_form``) the risk is the model's, with the closed form
+    beside it and a section on the fit (:func:`_protection_report_latent_class`).
     """
     s = summary
     risk = s.get("risk") or {}

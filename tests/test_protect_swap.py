@@ -185,7 +185,8 @@ def test_a_swap_carrying_the_household_count_is_warned_about(demo, tmp_path):
 
 def test_swap_of_a_key_runs_before_suppression_and_is_noted(demo, tmp_path):
     # region among the keys: the options run swap, then suppression (census order); the
-    # risk after reads swapped values as true, which the report says (as after PRAM)
+    # risk after counts the records whose region the swap changed as non-matching, which
+    # the report says
     out = tmp_path / "o"
     rc, stdout, err = main_captured(
         "protect", str(demo), "--keys", KEYS + ",region", "--weight", "weight",
@@ -202,7 +203,8 @@ def test_swap_of_a_key_runs_before_suppression_and_is_noted(demo, tmp_path):
     assert f"step 1 (swap): {moved:,} of {n_hh:,} households swapped" in stdout
     # region is swapped, so counted within units it is not a risk variable
     assert s["steps"][0]["parameters"]["risk_variables"] == KEYS.split(",")
-    assert "The same holds for swapped values" in (out / "report.html").read_text()
+    assert "records a swap made non-matching count 0" in (out / "report.html").read_text()
+    assert s["risk"]["after"]["misclassification"]["swapped_records"] > 0
     # a key swapped: the risk after sees the swap, so no note says it does not
     assert not any("does not see the swap" in n for n in s["risk"].get("notes") or [])
 

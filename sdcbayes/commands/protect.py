@@ -65,7 +65,8 @@ variable label may be given (:func:`sdcbayes.microdata.resolve_columns`). All
 of them are resolved before any work; outputs use the column names.
 
 Randomness: one NumPy Generator, ``numpy.random.default_rng(seed)``, is handed
-to the random steps (record swapping, PRAM, Nayak-Zhang PRAM, rank swapping, noise) in
+to the random steps (record swapping, PRAM, Nayak-Zhang PRAM, rank swapping, shuffling,
+noise) in
 the order they run, so a run is reproduced by the same steps and seed; without ``--seed`` (or a
 recipe's seed) one is drawn and stamped in ``summary.json``.
 
@@ -121,7 +122,12 @@ households, those left without a donor, selections no household could fill) and
 ``pairs``, the swapped pairs as [household, partner, level] (the first
 :data:`SWAP_PAIRS_LISTED`). A warning says when the rate achieved is far above the rate
 asked (:func:`_swap_rate_warnings`): with many fine risk variables most households are at
-risk. Under ``--model latent-class`` a swap of a key is refused, as PRAM of a key is (the
+risk. With a hierarchy or carry-along column among the keys, the risk after counts a
+record whose key values the swap changed as non-matching (risk 0: it shows another
+household's values; Shlomo, Tudor & Groom 2010), times PRAM's keep probability where both
+ran (:func:`_misclassification`, summary.json ``risk.after.misclassification``); cells,
+sample uniques and k-anonymity read the released values. Under ``--model latent-class`` a
+swap of a key is refused, as PRAM of a key is (the
 released value is no function of the record's own).
 A ``rank_swap`` step (Moore's rank swapping, sdcMicro's ``rankSwap``,
 :func:`sdcbayes.protection.rank_swap`; options ``--rank-swap``, ``--rank-swap-p``,
@@ -136,7 +142,28 @@ result is its summary (criterion, ``rank_range`` and ``rank_range_percent`` per 
 ``columns_not_swapped``) without ``source_of_record``, a row number per record. It is a
 numeric step: IL1, the difference of eigenvalues and ``risk.numeric``. Rank swapping of
 a key is warned about (the combinations change, and the risk after reads the swapped
-values as true) and refused under ``--model latent-class``.
+values as true: unlike a record swap's, a moved numeric value is not counted as
+non-matching, since an intruder can look near it) and refused under ``--model latent-class``.
+A ``shuffle`` step (Muralidhar & Sarathy's data shuffling, sdcMicro's ``shuffle``,
+:func:`sdcbayes.protection.shuffle`; options ``--shuffle``, ``--shuffle-by``,
+``--shuffle-method``, ``--shuffle-cov``) perturbs two or more complete numeric
+``columns`` by a normal-copula model given the complete ``predictors`` (numeric, or
+categorical as indicators of their levels but the first) and releases in each column its
+own original values, reassigned in the order of the perturbed ones (``method`` "ds", the
+default, or sdcMicro's "mvn"; ``covmethod`` "spearman", the default, or "pearson").
+``log.csv`` gets the method's row per variable. It is a numeric step (IL1, eigenvalues,
+``risk.numeric``); shuffling a key is warned about as rank swapping is and refused under
+``--model latent-class``.
+A ``noise`` step (sdcMicro's ``addNoise``, :func:`sdcbayes.protection.add_noise`; options
+``--noise``, ``--noise-level``, ``--noise-method``, ``--noise-delta``, ``--noise-p``)
+perturbs complete numeric ``columns`` by ``method`` (:data:`NOISE_METHODS`):
+"additive" (the default; ``level`` 0.1 the noise sd per variable's sd), "correlated"
+(noise covariance ``level`` times the covariance), "correlated2" (``delta``, default
+0.1), "restr" (a deterministic shrink toward the means set by ``level``, as sdcMicro's)
+or "ROMM" (random orthogonal matrix masking, ``p``, default 0.001; at most 5000
+records). ``delta`` belongs to correlated2 only, ``p`` to ROMM only, and ``level`` is
+refused with either of them (sdcMicro ignores it there); sdcMicro's "outdect" is
+refused (its robust MCD outlier rule cannot be reproduced).
 
 Heavy libraries are imported inside the command so ``sdcbayes --help`` stays fast.
 """
@@ -902,13 +929,15 @@ def command(
     current = frame
     logs, step_summaries, touched, numeric = [], [], [], []
     pram_tables = []  # each PRAM step's matrices, long form, for pram_matrices.csv
-    key_keeps = []  # per PRAM step of a key: its keep probabilities (risk after, Shlomo-Skinner)
+    # per PRAM step of a key: its keep probabilities (risk after, Shlomo-Skinner); per swap
+    # step of a key: the records whose key values it changed (non-matching after)
+    key_keeps = []
     for i, step in enumerate(steps, start=1):
         try:
             res = _run_step(step, current, rng)
         except InputError as e:  # what slipped through the checks: name the step, not the file
             raise type(e)(f"step {i} ({step['step']}): {e}") from e
-        if step["step"] in ("pram", "nayak_zhang"):
+        if step["step"] in ("pram", "nayak_zhang", "swap"):
             key_keeps += _key_keep_probabilities(i, step, current, res, key_list)
         logs.append(_tag_log(res.log, i, step["step"]))
         # the steps draw from the run's one stream (its seed is the summary's): a step's
@@ -931,8 +960,10 @@ def command(
         from sdcbayes.protection.suppression import household_completion
 
         scored, filled = household_completion(frame, current, key_list, household)
-    # PRAM of a key: the risk after is misclassification-adjusted (None without one)
-    keep, misclassification = _misclassification(steps, key_keeps, current, exact=count_keys)
+    # PRAM or a swap of a key: the risk after is misclassification-adjusted (None without);
+    # a swapped key's blanks are read on the frame the risk after scores (a mate may show it)
+    keep, misclassification = _misclassification(steps, key_keeps, current, exact=count_keys,
+                                                 shown=scored)
     try:
         # l-diversity on the frame the risk after reads (with --household the completed
         # one): the cells an intruder groups the released records into. The input's
@@ -3065,11 +3096,14 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     (``allow_weights_below_one``, ``max_levels``) go to :class:`Microdata`.
 
     ``keep`` (after PRAM of a key: per record the probability M_jj that PRAM kept its
-    released key combination, :func:`_misclassification`) makes the risk of each record
-    M_jj r_i (Shlomo & Skinner 2010, :func:`sdcbayes.protection.pram.keep_probability`):
-    the expected re-identifications, their rate, the largest risk, the benchmark and
-    threshold counts and the household risk (1 - Π(1 - M_jj r_j)) are then the adjusted
-    ones, and ``misclassification["unadjusted"]`` keeps those of the risks read as true.
+    released key combination; after a swap of a key: 0 for a record whose key values the
+    swap changed, else 1; their product after both: :func:`_misclassification`) makes the
+    risk of each record M_jj r_i (Shlomo & Skinner 2010,
+    :func:`sdcbayes.protection.pram.keep_probability`; a swapped record is matched
+    correctly with probability 0, Shlomo, Tudor & Groom 2010): the expected
+    re-identifications, their rate, the largest risk, the benchmark and threshold counts
+    and the household risk (1 - Π(1 - M_jj r_j)) are then the adjusted ones, and
+    ``misclassification["unadjusted"]`` keeps those of the risks read as true.
 
     ``l_diversity`` (``--sensitive``: ``{"sensitive": columns, "c": c}``) adds
     ``l_diversity``, assess's block (:func:`sdcbayes.cli.l_diversity_outputs`; seed 001,
@@ -3131,7 +3165,10 @@ def _adjust_for_misclassification(out: dict[str, Any], risk, md, keep,
     M_jj / Σ_k M_jk F_k, and r_i, the closed form on the released file, estimates
     1 / Σ_k M_jk F_k (the released sample is one of the misclassified population);
     :func:`sdcbayes.protection.pram.keep_probability` says when the approximation is
-    poor. The household risk is 1 - Π(1 - M_jj r_j) over the household, as elsewhere.
+    poor. After a swap of a key ``keep`` holds 0 for the records whose key values it
+    changed (their correct-match probability 1[x̃_i = x_i] / F_{x̃_i} is 0; Shlomo, Tudor
+    & Groom 2010), times M_jj where PRAM ran too. The household risk is
+    1 - Π(1 - M_jj r_j) over the household, as elsewhere.
     """
     import numpy as np
 
@@ -3168,7 +3205,10 @@ def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
     value the step released (:func:`sdcbayes.protection.pram.keep_probability`).
     ``nayak_zhang``: 1 − θ/T_j of the released cell
     (:func:`sdcbayes.protection.pram.nayak_zhang_keep_probability`), one vector for the
-    combination of its keys.
+    combination of its keys. ``swap``: no probabilities but ``changed``, per record and
+    swapped key (hierarchy or carry-along column among ``keys``) whether the step changed
+    its value (:func:`sdcbayes.protection.swapping.swapped_values`), which
+    :func:`_misclassification` turns into a factor 0 or 1 once the later blanks are known.
     """
     from sdcbayes.protection.pram import keep_probability, nayak_zhang_keep_probability
 
@@ -3194,16 +3234,34 @@ def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
 
 
 def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, Any]],
-                       released, exact=()):
-    """The per-record M_jj of the released file after PRAM of keys, and its summary block.
+                       released, exact=(), shown=None):
+    """The per-record factor of the risk after PRAM or a swap of keys, and its summary block.
 
-    (None, None) when no step PRAMmed a key. M_jj is the product of the steps' factors
-    (Shlomo & Skinner 2010; :func:`sdcbayes.protection.pram.keep_probability`); a key a
-    later step blanks contributes 1 (a wildcard, which the closed form already reads as
-    any value). Not adjusted (None, with the reason in the block) when a key is PRAMmed
-    by two steps (the keep probability of successive PRAMs is the diagonal of their
-    product) or a later step other than suppression changes a PRAMmed key (the value
-    released is then not the one PRAM drew): the risk after then reads the keys as true.
+    (None, None) when no step PRAMmed or swapped a key. The factor is the product of the
+    steps' factors:
+
+    - PRAM, Nayak-Zhang: M_jj (Shlomo & Skinner 2010;
+      :func:`sdcbayes.protection.pram.keep_probability`); a key a later step blanks
+      contributes 1 (a wildcard, which the closed form already reads as any value).
+    - swap (targeted record swapping of the hierarchy and carry-along columns): 0 for a
+      record whose key values the swap changed, else 1
+      (:func:`sdcbayes.protection.swapping.swapped_match_factor`). Given the released file
+      a record is correctly matched with probability 1[x̃_i = x_i] / F_{x̃_i}: one showing
+      another household's geography is not found by an intruder who knows its true keys,
+      and one who matches it on its released keys links it to someone else, so the risk
+      after counts the records the swap left unperturbed (Shlomo, Tudor & Groom 2010). A
+      record whose changed keys a later suppression all blanked gets 1 (the wildcards
+      match its true values: findable through its other keys; conservative). The block
+      adds ``swap`` (its method, rule, reference and one entry per swap step:
+      ``changed_records``, ``blanked_records``, ``non_matching_records``) and
+      ``swapped_records``, the records a swap left non-matching (factor 0).
+
+    Not adjusted (None, with the reason in the block) when a key is PRAMmed by two steps
+    (the keep probability of successive PRAMs is the diagonal of their product) or a later
+    step other than suppression changes a PRAMmed key (the value released is then not the
+    one PRAM drew), or a later step other than suppression changes a swapped key (whether
+    the value released is the record's own is then not known here): the risk after then
+    reads the keys as true.
     ``exact``: count keys the released household ids give exactly (``--household``), which
     the risk after reads as the exact count whatever PRAM drew: they count as not PRAMmed.
     A Nayak-Zhang step randomises its keys' combination as a whole: not adjusted when that
@@ -3215,22 +3273,28 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
 
     from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
 
-    key_keeps = [k | {"columns": [c for c in k["columns"] if c not in exact],
-                      "keep": {n: v for n, v in k["keep"].items() if n not in exact}}
-                 if k["name"] == "pram" else k for k in key_keeps]
-    key_keeps = [k for k in key_keeps if k["columns"]]
+    def without_exact(k):
+        if k["name"] == "pram":
+            return k | {"columns": [c for c in k["columns"] if c not in exact],
+                        "keep": {n: v for n, v in k["keep"].items() if n not in exact}}
+        if k["name"] == "swap":
+            j = [n for n, c in enumerate(k["columns"]) if c not in exact]
+            return k | {"columns": [k["columns"][n] for n in j], "changed": k["changed"][:, j]}
+        return k
+
+    key_keeps = [k for k in map(without_exact, key_keeps) if k["columns"]]
     if not key_keeps:
         return None, None
     block: dict[str, Any] = {
-        "method": MISCLASSIFICATION_METHOD,
-        "reference": "Shlomo & Skinner (2010), Annals of Applied Statistics 4(3):1291-1310, "
-                     "doi:10.1214/09-AOAS317",
+        "method": "; ".join([MISCLASSIFICATION_METHOD] * bool(prams)
+                            + [SWAP_RISK_METHOD] * bool(swaps)),
+        "reference": "; ".join([pram_ref] * bool(prams) + [SWAP_RISK_REFERENCE] * bool(swaps)),
         "steps": [k["step"] for k in key_keeps],
         "keys": sorted({c for k in key_keeps for c in k["columns"]}),
     }
     reason = None
     seen: dict[str, int] = {}
-    for k in key_keeps:
+    for k in prams:
         if k["name"] == "nayak_zhang" and reason is None:
             beyond = k.get("non_keys", []) + [c for c in k["columns"] if c in exact]
             if beyond:
@@ -3250,11 +3314,12 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
                 reason = (f"step {j} ({later['step']}) changes {hit[0]!r} after PRAM step "
                           f"{k['step']}: the value released is not the one PRAM drew")
     if reason is not None:
-        block["method"] = "none: the risk after reads the PRAMmed keys as true"
+        what = " and ".join(["PRAMmed"] * bool(prams) + ["swapped"] * bool(swaps))
+        block["method"] = f"none: the risk after reads the {what} keys as true"
         block["not_adjusted_because"] = reason
         return None, block
     keep = np.ones(len(released))
-    for k in key_keeps:
+    for k in prams:
         for name, vec in k["keep"].items():
             # blanked later: a wildcard, no released value to trust; for Nayak-Zhang any of
             # its keys blanked (its shown part is kept at least as often: 1, conservative)
@@ -3385,6 +3450,16 @@ def _sampler_options(model: str, weight: str | None, *, draws: int | None,
             "you have confirmed, --structural-zeros RULES.json, or leave the option out")
     if weight is None:
         raise InputError(
+    if step["step"] == "swap":
+        from sdcbayes.protection.swapping import swapped_values
+
+        moved = step["hierarchy"] + [c for c in step["carry_along"]
+                                     if c not in step["hierarchy"]]
+        cols = [c for c in moved if c in keys]
+        if not cols:  # no key exchanged: the risk after reads the keys it sees (a note says)
+            return []
+        return [{"step": i, "name": "swap", "columns": cols, "keep": {},
+                 "changed": swapped_values(frame, res.frame, cols)}]
             "--model latent-class estimates the population counts, so it needs the sampling "
             "weights: give --weight, or use --model closed-form (without weights every record "
             "counts as its own population)")
@@ -3424,10 +3499,22 @@ def _check_released_route(steps: list[dict[str, Any]], frame, keys: list[str],
         hit = [c for c in cols if c in keys and c not in counted] if how else []
         if hit:
             raise InputError(
+    ``shown``: the frame the risk after scores (default ``released``; with
+    ``--household`` the completed one, where a mate may show a blanked swapped key), on
+    which a swapped key's blanks are read.
+
+    Rank swapping, noise and micro-aggregation of a key are not adjusted (read as true, a
+    warning says so): an intruder can look near a perturbed numeric value, which an
+    exact-match count does not describe.
                 f"step {i} ({s['step']}) changes the values of key(s) {', '.join(hit)} {how}, "
                 "so a released value is no function of the record's own: --model latent-class "
                 "scores key values kept, blanked (suppress, suppress_risk) or recoded level by "
                 "level (recode, band, top_code, bottom_code); use --model closed-form, or "
+    from sdcbayes.protection.swapping import (
+        SWAP_RISK_METHOD,
+        SWAP_RISK_REFERENCE,
+        swapped_match_factor,
+    )
                 f"leave the key{'s' if len(hit) > 1 else ''} out of the step")
         if weight is not None and weight in cols:
             raise InputError(
@@ -3435,6 +3522,10 @@ def _check_released_route(steps: list[dict[str, Any]], frame, keys: list[str],
                 "values the --model latent-class fit extrapolates with: use --model "
                 "closed-form, or leave the weight column out of the step")
     holes = [k for k in keys if bool(frame[k].isna().any())]
+    swaps = [k for k in key_keeps if k["name"] == "swap"]
+    prams = [k for k in key_keeps if k["name"] != "swap"]
+    pram_ref = ("Shlomo & Skinner (2010), Annals of Applied Statistics 4(3):1291-1310, "
+                "doi:10.1214/09-AOAS317")
     if holes and missing is None:
         n = int(frame[holes].isna().any(axis=1).sum())
         raise InputError(
@@ -3482,6 +3573,30 @@ def _key_level_maps(steps: list[dict[str, Any]], frame, md, keys: list[str]
         Key -> {level: released value} for each key whose values a step changes
         (``recodes=`` of :func:`sdcbayes.risk.released.assess_released`); the keys no step
         changes are left out, so a run without level steps on keys gives ``{}``.
+    if swaps:
+        shown = released if shown is None else shown
+        matchable = np.ones(len(released))
+        entries = []
+        for k in swaps:
+            factor = swapped_match_factor(k["changed"], shown, k["columns"])
+            changed = k["changed"].any(axis=1)
+            entries.append({"step": k["step"], "keys": k["columns"],
+                            "changed_records": int(changed.sum()),
+                            "blanked_records": int(np.count_nonzero(changed & (factor == 1))),
+                            "non_matching_records": int(np.count_nonzero(factor == 0))})
+            matchable = matchable * factor
+        keep = keep * matchable
+        block["swap"] = {
+            "method": SWAP_RISK_METHOD,
+            "rule": "a record whose key values a swap changed counts 0 (it shows another "
+                    "household's values: not found on its true keys, and a match on its "
+                    "released keys is someone else), unless a later suppression blanked "
+                    "every changed key (a wildcard: 1); the others count their closed-form "
+                    "risk. Cells, sample uniques and k-anonymity read the released values",
+            "reference": SWAP_RISK_REFERENCE,
+            "steps": entries,
+        }
+        block["swapped_records"] = int(np.count_nonzero(matchable == 0))
 
     Raises
     ------
@@ -3909,8 +4024,10 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
     values of its own rather than fewer levels: the key cells split, and with noise
     every record becomes unique on the keys. Rank swapping keeps the key's values (but
     the grouped extremes) and moves them between records: the combinations change
-    without getting fewer, and the risk after reads the swapped values as true (as after
-    record swapping), not the protection the exchange gives.
+    without getting fewer, and the risk after reads the swapped values as true, not the
+    protection the exchange gives. Unlike after record swapping, a record whose value moved
+    is not counted as non-matching: the values are numeric and an intruder can look near
+    a value (a few ranks away), which an exact-match count does not describe.
     """
     out = []
     for i, step in enumerate(steps, start=1):
@@ -3927,7 +4044,12 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
         elif step["step"] == "rank_swap":
             effect = ("keeps its values but moves them between records: the key "
                       "combinations change rather than merge, and the risk after reads the "
-                      "swapped values as true, as after record swapping")
+                      "swapped values as true (an intruder can look near a value, so "
+                      "they are not counted as non-matching, as after record swapping)")
+        elif step["step"] == "shuffle":
+            effect = ("keeps its values but reassigns them between records: the key "
+                      "combinations change rather than merge, and the risk after reads the "
+                      "shuffled values as true")
         else:
             effect = (f"gets group means as values (about one level per {step['k']} "
                       "records), which splits the key combinations rather than merging them")
@@ -5372,18 +5494,46 @@ def _print_summary(s: dict[str, Any], out: Path) -> None:
 
 
 def _misclassification_lines(after: dict[str, Any]) -> list[str]:
-    """One line on how the risk after reads PRAMmed keys ([] when no key was PRAMmed)."""
+    """Lines on how the risk after reads PRAMmed and swapped keys ([] when none was).
+
+    After a swap of a key: how many records it made non-matching (risk 0: they show another
+    household's key values; Shlomo, Tudor & Groom 2010) and what still reads the released
+    values as true (cells, sample uniques, k-anonymity).
+    """
+    from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
+    from sdcbayes.protection.swapping import SWAP_RISK_METHOD
+
     m = after.get("misclassification")
     if not m:
         return []
     if "not_adjusted_because" in m:
-        return [f"risk after: reads the PRAMmed keys as true ({m['not_adjusted_because']})"]
-    return [f"risk after: {m['method']} (each record's risk times the probability PRAM kept "
-            f"its key values, mean {m['mean_keep_probability']:.3f}); read as true: "
-            f"{m['unadjusted']['expected_reidentifications']:.2f} expected re-identifications",
-            "  adjusted: re-identifications, their rate, the largest risk, the benchmark and "
-            "threshold counts, household risk; read as true: cells, sample uniques, "
-            "k-anonymity"]
+        what = m["method"].removeprefix("none: the risk after reads the ").removesuffix(
+            " keys as true") if m["method"].startswith("none: ") else "PRAMmed"
+        return [f"risk after: reads the {what} keys as true ({m['not_adjusted_because']})"]
+    swap = m.get("swap")
+    read_true = f"{m['unadjusted']['expected_reidentifications']:.2f} expected re-identifications"
+    if swap:
+        steps = ", ".join(str(e["step"]) for e in swap["steps"])
+        blanked = sum(e["blanked_records"] for e in swap["steps"])
+        many = "s" if len(swap["steps"]) > 1 else ""
+        said = (f"{m['swapped_records']:,} records made non-matching by swap step{many} {steps} "
+                "count 0, showing another household's key values"
+                + (f"; {blanked:,} swapped but blanked later keep their risk, the blank "
+                   "matching the true value" if blanked else ""))
+    lines = []
+    pram = MISCLASSIFICATION_METHOD in m["method"]
+    if pram:
+        lines.append(f"risk after: {MISCLASSIFICATION_METHOD} (each record's risk times the "
+                     "probability PRAM kept its key values"
+                     + (f"; {said}; mean factor" if swap else ", mean")
+                     + f" {m['mean_keep_probability']:.3f}); read as true: {read_true}")
+    elif swap:
+        lines.append(f"risk after: {SWAP_RISK_METHOD}: {said}; read as true: {read_true}")
+    what = " and ".join(["PRAMmed"] * pram + ["swapped"] * bool(swap))
+    return lines + [
+        "  adjusted: re-identifications, their rate, the largest risk, the benchmark and "
+        "threshold counts, household risk; read as true: cells, sample uniques, "
+        "k-anonymity" + ("" if what == "PRAMmed" else f" (they read the {what} values)")]
 
 
 def _numeric_risk_lines(s: dict[str, Any]) -> list[str]:

@@ -93,7 +93,14 @@ from sdcbayes.protection.base import (
 )
 from sdcbayes.provenance import json_safe
 
-__all__ = ["check_record_swap_input", "record_swap"]
+__all__ = ["SWAP_RISK_METHOD", "SWAP_RISK_REFERENCE", "check_record_swap_input", "record_swap",
+           "swapped_match_factor", "swapped_values"]
+
+#: How ``protect`` names the risk after a swap of a key (summary.json ``risk.after``).
+SWAP_RISK_METHOD = "swapped records non-matching, Shlomo, Tudor & Groom 2010"
+#: The paper counting the risk after swapping on the records the swap left unperturbed.
+SWAP_RISK_REFERENCE = ("Shlomo, Tudor & Groom (2010), Data swapping for protecting census "
+                       "tables, Privacy in Statistical Databases, LNCS 6344, pp. 41-51")
 
 
 # --------------------------------------------------------------------------- input checks
@@ -731,3 +738,56 @@ def record_swap(
         "seed": seed_used,
     }
     return ProtectionResult(out, log, summary)
+
+
+# --------------------------------------------------------------------------- risk after
+
+
+def swapped_values(before: pd.DataFrame, after: pd.DataFrame,
+                   columns: Sequence[str]) -> np.ndarray:
+    """Where a swap changed each of ``columns``: boolean, one row per record.
+
+    ``before`` and ``after`` are the file the swap step read and the one it returned
+    (same rows, same order). A value swapped to an equal one (the partner household
+    shows the same region, say) is unchanged; two missing values are equal.
+    """
+    from sdcbayes.protection.base import same_cells
+
+    out = np.zeros((len(after), len(columns)), dtype=bool)
+    for j, c in enumerate(columns):
+        out[:, j] = ~same_cells(before[c], after[c])
+    return out
+
+
+def swapped_match_factor(changed: np.ndarray, shown: pd.DataFrame,
+                         columns: Sequence[str]) -> np.ndarray:
+    """Per record, 1 where the swap left it matchable on its true key values, else 0.
+
+    Given the released file, record i is correctly matched by an intruder who knows the
+    target's true keys x_i with probability 1[x̃_i = x_i] / F_{x̃_i} (F counted on the
+    population's true values): a record showing another household's geography is not
+    found by the one who knows its true keys, and one who matches it on its released keys
+    links it to someone else. So the risk after a swap is counted on the records the swap
+    left unperturbed (Shlomo, Tudor & Groom 2010, :data:`SWAP_RISK_REFERENCE`), and the
+    closed-form risk r_i, which estimates 1 / F_{x̃_i}, is multiplied by this factor.
+
+    Parameters
+    ----------
+    changed : numpy.ndarray
+        :func:`swapped_values` of the swap step, one column per entry of ``columns``.
+    shown : pandas.DataFrame
+        The file the risk after reads: a value missing there is a wildcard (a later
+        suppression's blank), which matches the true value, so a record whose changed
+        values are all blanked counts 1 (findable through its true other keys;
+        conservative, as it may still be matched to another record).
+    columns : sequence of str
+        The swapped columns that are keys (hierarchy and carry-along columns).
+
+    Returns
+    -------
+    numpy.ndarray
+        0.0 where a changed value is still shown, else 1.0.
+    """
+    visible = np.column_stack([~pd.isna(shown[c]).to_numpy() for c in columns]) \
+        if len(columns) else np.zeros((len(shown), 0), dtype=bool)
+    return np.where((np.asarray(changed, dtype=bool) & visible).any(axis=1), 0.0, 1.0)
