@@ -1870,11 +1870,14 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
                 said += (f" Step {st.get('step')} bounds a correct match's probability by "
                          f"at most {fmt(p)} (max_cm_probability).")
     elif mis:
-        said = f"Risk after: not adjusted for PRAM ({mis.get('not_adjusted_because')})."
+        method = str(mis.get("method"))  # "none: the risk after reads the ... keys as true"
+        what = " or ".join(["PRAM"] * ("PRAMmed" in method or "swapped" not in method)
+                           + ["the swap"] * ("swapped" in method))
+        said = f"Risk after: not adjusted for {what} ({mis.get('not_adjusted_because')})."
 
     def changed(st: Mapping[str, Any]) -> set[str]:
         p = st.get("parameters") or {}
-        cols = (p.get("columns") or [] if st.get("name") in ("pram", "rank_swap")
+        cols = (p.get("columns") or [] if st.get("name") in ("pram", "rank_swap", "shuffle")
                 else [*(p.get("hierarchy") or []), *(p.get("carry_along") or [])])
         return set(map(str, cols))
 
@@ -1907,17 +1910,18 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
                 f" The risk that accounts for the randomisation is that of step "
                 f"{st.get('step')}: a correct match has probability at most {fmt(p)} "
                 "(max_cm_probability)."
+    from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
+
             )
     return f"<p class='note'>{esc(text)}</p>"
 
 
-def _closed_form_formula(s: Mapping[str, Any]) -> str:
     swap_block = mis.get("swap") if adjusted else None
     pram_adjusted = adjusted and MISCLASSIFICATION_METHOD in str(mis.get("method"))
     read_true = (f"read as true, "
                  f"{fmt((mis.get('unadjusted') or {}).get('expected_reidentifications'))} "
                  "expected re-identifications")
-    """How protect's closed form was computed: its ``--method`` (stamped in the settings)."""
+def _closed_form_formula(s: Mapping[str, Any]) -> str:
     if pram_adjusted:
         said = (f"Risk after: {MISCLASSIFICATION_METHOD}: each record's risk times the "
                 "probability PRAM kept its key values"
@@ -1935,6 +1939,7 @@ def _closed_form_formula(s: Mapping[str, Any]) -> str:
                     "keep their risk (a blank matches the true value)" if blanked else "")
                  + (f"; mean factor {fmt(mis.get('mean_keep_probability'))}"
                     if pram_adjusted else "") + f"; {read_true}.")
+    """How protect's closed form was computed: its ``--method`` (stamped in the settings)."""
     settings = (s.get("provenance") or {}).get("settings") or {}
     method = settings.get("closed_form_method") or settings.get("method")
     if method == "approx":
@@ -1944,6 +1949,7 @@ def _closed_form_formula(s: Mapping[str, Any]) -> str:
 
 def protection_report(summary: Mapping[str, Any]) -> str:
     """The ``report.html`` of ``sdcbayes protect`` (seed 001, sections 4-5).
+    shuffled = any(st.get("name") == "shuffle" for st in random_steps)
 
     Sections: the steps applied, risk before and after (closed-form
     Benedetti-Franconi risk, seed 004 eq. 1-3; k-anonymity with missing values
@@ -1954,6 +1960,8 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     the records it changed count as non-matching (Shlomo, Tudor & Groom 2010), and after
     rank swapping of a key that it treats the swapped values as true. With ``--sensitive``
     a section gives the l-diversity before and after
+        + (" The same holds for shuffled values: a matched record's value is another "
+           "record's, reassigned by rank." if shuffled else "")
     (:func:`_protection_l_diversity_section`). Under ``protect --model latent-class``
     (summary.json's ``risk.closed_form``) the risk is the model's, with the closed form
     beside it and a section on the fit (:func:`_protection_report_latent_class`).

@@ -281,7 +281,8 @@ def test_provenance_settings_are_the_arguments_with_defaults_and_the_seed_used()
     noise = P.add_noise(frame, ["income"], 0.2, seed=5)
     assert noise.provenance["model"] == "add_noise"
     assert noise.provenance["settings"] == {"columns": ["income"], "level": 0.2,
-                                            "method": "additive", "seed": 5}
+                                            "method": "additive", "delta": 0.1, "p": 0.001,
+                                            "seed": 5}
 
 
 def test_protection_result_keeps_its_old_constructor_and_unpacking():

@@ -258,8 +258,8 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(data, tmp_path, capsys,
 @pytest.mark.parametrize(
     ("recipe", "fragments"),
     [
-        ({"steps": [{"step": "shuffle", "columns": ["age"]}]},
-         ["shuffle", "valid steps", "suppress"]),
+        ({"steps": [{"step": "scramble", "columns": ["age"]}]},
+         ["scramble", "valid steps", "suppress"]),
         ({"steps": [{"step": "suppress", "k": 3, "kk": 2}]}, ["kk"]),
         ({"steps": [{"step": "noise"}]}, ["columns"]),
         ({"steps": []}, ["non-empty list"]),

@@ -47,14 +47,17 @@ themselves live in :mod:`sdcbayes.protection`; this module
 Order of the steps given as options (the usual workflow of seed 001, Figure 2):
 recode -> targeted record swapping -> local suppression (k-anonymity) ->
 risk-threshold suppression -> invariant PRAM -> Nayak-Zhang PRAM ->
-micro-aggregation -> rank swapping -> noise. Swapping comes before the suppression, as in
+micro-aggregation -> rank swapping -> shuffling -> noise. Swapping comes before the
+suppression, as in
 census practice: the swap perturbs the geography, then suppression makes the released
 file k-anonymous (a suppression before it could blank a swapped column, which a
 swap refuses). Rank swapping sits with the other perturbative methods for numeric
 variables, after the suppression (a value it blanked stays blank: rank swapping leaves
 missing values missing) and before noise, so that a variable given to both is ranked on
 its own values, not noisy ones (Moore's rank range from ``r0`` or ``k0`` is computed from
-the values' variance, mean and range). A recipe runs its steps in the order listed.
+the values' variance, mean and range). Shuffling, which also reassigns a column's own
+values between records, follows rank swapping, before noise for the same reason. A recipe
+runs its steps in the order listed.
 
 Variable names: wherever a command-line option or a recipe names a variable
 (``--keys``, ``--weight``, ``--strata``, ``--recode COL:...``, ``--importance
@@ -87,6 +90,8 @@ Recipe (``--recipe RECIPE.json``; YAML when PyYAML is installed)::
        {"step": "nayak_zhang", "xi": 0.5},
        {"step": "microaggregate", "columns": ["income", "expenses"], "k": 3},
        {"step": "rank_swap", "columns": ["expenses"], "p": 5, "top_percent": 0},
+       {"step": "shuffle", "columns": ["income", "savings"], "predictors": ["age", "sex"],
+        "method": "ds", "covmethod": "spearman"},
        {"step": "noise", "columns": ["income"], "level": 0.1}
      ]}
 
@@ -215,7 +220,8 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "nayak_zhang": ((), ("xi", "keys", "theta", "group_size")),
     "microaggregate": (("columns",), ("k", "standardize", "aggregate", "method")),
     "rank_swap": (("columns",), ("p", "r0", "k0", "top_percent", "bottom_percent")),
-    "noise": (("columns",), ("level", "method")),
+    "shuffle": (("columns", "predictors"), ("method", "covmethod")),
+    "noise": (("columns",), ("level", "method", "delta", "p")),
 }
 #: Keys a step may carry that are not parameters: set by the option parser, never by a recipe.
 #: ``_olds``: a --recode's OLD text, split on "+" once the column's levels are known.
@@ -247,10 +253,14 @@ SWAP_PAIRS_LISTED = 10_000
 SWAP_RATE_WARN_FACTOR = 2.0
 SWAP_RATE_WARN_MARGIN = 0.05
 # Steps that change numeric values (IL1 applies); the others change categories.
-_NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "rank_swap", "noise")
+_NUMERIC_STEPS = ("top_code", "bottom_code", "microaggregate", "rank_swap", "shuffle",
+                  "noise")
 #: A rank_swap step's default top_percent and bottom_percent (and --rank-swap-top's and
 #: --rank-swap-bottom's): :func:`sdcbayes.protection.rank_swap`'s, sdcMicro's 5.
 RANK_SWAP_GROUP_PERCENT = 5.0
+#: A noise step's methods (--noise-method's choices): sdcbayes.protection.noise's
+#: NOISE_METHODS, restated so that the CLI starts without importing NumPy.
+NOISE_METHODS = ("additive", "correlated", "correlated2", "restr", "ROMM")
 #: --interval-k's default: sdcMicro's dRisk default k (R/dRisk.R).
 DEFAULT_INTERVAL_K = 0.05
 #: Default k for counting k-anonymity violations when no suppression step sets one.
@@ -271,7 +281,8 @@ DEFAULT_RISK_K = 3
     type=click.Path(dir_okay=False, path_type=Path),
     help="A file listing the steps in order (RECIPE.json; RECIPE.yaml needs PyYAML): "
     "steps recode, band, top_code, bottom_code, swap, suppress, suppress_risk, pram, "
-    "nayak_zhang, microaggregate, rank_swap and noise; see the README section 'Protection "
+    "nayak_zhang, microaggregate, rank_swap, shuffle and noise; see the README section "
+    "'Protection "
     "recipes' "
     "for the format. Use either a recipe or the step options below.",
 )
@@ -473,7 +484,32 @@ DEFAULT_RISK_K = 3
     default=0.1,
     show_default=True,
     help="With --noise: noise standard deviation as a fraction of each variable's standard "
-    "deviation.",
+    "deviation (sdcMicro's noise / 100; correlated: noise covariance level × Σ; restr: "
+    "sets the shrinking factor; unused by correlated2 and ROMM).",
+)
+@click.option(
+    "--noise-method",
+    type=click.Choice(list(NOISE_METHODS)),
+    default=None,
+    help="With --noise: sdcMicro's addNoise method. additive (the default, Brand 2002): "
+    "independent noise per variable; correlated: noise with the variables' covariance "
+    "(correlations kept in expectation); correlated2 (sdcMicro's formula after Kim 1986): "
+    "√(1-δ²) x + (1-√(1-δ²)) mean + δ sd noise per variable (means and variances kept in "
+    "expectation; see --noise-delta); restr: each value shrunk toward its variable's mean "
+    "by Kim's factor, no random part, as in sdcMicro (means and correlations kept "
+    "exactly); ROMM (Ting, Fienberg & Trottini 2008): the records multiplied by a random "
+    "orthogonal matrix near the identity (x'x kept exactly; see --noise-p; at most 5000 "
+    "records). sdcMicro's outdect is not offered (its robust MCD cannot be reproduced).",
+)
+@click.option(
+    "--noise-delta", "noise_delta", type=float, default=None, metavar="DELTA",
+    help="With --noise-method correlated2: the noise share δ in (0, 1]. [default: 0.1, "
+    "sdcMicro's]",
+)
+@click.option(
+    "--noise-p", "noise_p", type=float, default=None, metavar="P",
+    help="With --noise-method ROMM: the weight p > 0 of the random matrix M in I + p M, "
+    "whose Gram-Schmidt orthonormalisation masks the records. [default: 0.001, sdcMicro's]",
 )
 @click.option(
     "--rank-swap",
@@ -518,6 +554,38 @@ DEFAULT_RISK_K = 3
     metavar="B",
     help="With --rank-swap: percentage of the smallest values replaced by their mean and not "
     "swapped (sdcMicro's BottomPercent); 0 groups none.",
+)
+@click.option(
+    "--shuffle",
+    "shuffle",
+    default=None,
+    metavar="VARS",
+    help="Data shuffling (Muralidhar & Sarathy 2006, sdcMicro's shuffle): two or more "
+    "comma-separated numeric variables without missing values, perturbed by a normal-copula "
+    "model given --shuffle-by; then each variable's original values are reassigned to the "
+    "records in the order of the perturbed ones, so every value released is an original one "
+    "(each margin kept exactly, rank correlations approximately). Runs after --rank-swap "
+    "and before --noise.",
+)
+@click.option(
+    "--shuffle-by", "shuffle_by", default=None, metavar="VARS",
+    help="With --shuffle (required): comma-separated predictors the shuffle conditions on, "
+    "without missing values; numeric ones enter as numbers, others as indicators of their "
+    "levels but the first (R's treatment contrasts).",
+)
+@click.option(
+    "--shuffle-method", "shuffle_method", type=click.Choice(["ds", "mvn"]), default="ds",
+    show_default=True,
+    help="With --shuffle: 'ds' is Muralidhar & Sarathy's data shuffling; 'mvn' sdcMicro's "
+    "simplification from a freshly drawn normal sample, for parity with sdcMicro only: it "
+    "keeps neither the records' relation to the predictors nor the variables' mutual rank "
+    "correlations.",
+)
+@click.option(
+    "--shuffle-cov", "shuffle_cov", type=click.Choice(["spearman", "pearson"]),
+    default="spearman", show_default=True,
+    help="With --shuffle: the correlations of the model, rank (spearman) or Pearson "
+    "(sdcMicro's covmethod).",
 )
 @click.option(
     "--interval-k", "interval_k", type=float, default=DEFAULT_INTERVAL_K, show_default=True,
@@ -743,6 +811,13 @@ def command(
     rank_swap_k0: float | None = None,
     rank_swap_top: float = RANK_SWAP_GROUP_PERCENT,
     rank_swap_bottom: float = RANK_SWAP_GROUP_PERCENT,
+    noise_method: str | None = None,
+    noise_delta: float | None = None,
+    noise_p: float | None = None,
+    shuffle: str | None = None,
+    shuffle_by: str | None = None,
+    shuffle_method: str = "ds",
+    shuffle_cov: str = "spearman",
     encoding: str | None = None,
     risk_method: str = "exact",
 ) -> None:
@@ -797,6 +872,9 @@ def command(
         swap_risk_variables=swap_risk_variables, rank_swap=rank_swap,
         rank_swap_p=rank_swap_p, rank_swap_r0=rank_swap_r0, rank_swap_k0=rank_swap_k0,
         rank_swap_top=rank_swap_top, rank_swap_bottom=rank_swap_bottom,
+        noise_method=noise_method, noise_delta=noise_delta, noise_p=noise_p,
+        shuffle=shuffle, shuffle_by=shuffle_by, shuffle_method=shuffle_method,
+        shuffle_cov=shuffle_cov,
     )
     if recipe is not None:
         if flag_steps:
@@ -817,7 +895,8 @@ def command(
     if not steps:
         raise InputError(
             "no protection step given: use --recode, --swap, --suppress-k, --suppress-risk, "
-            "--pram, --nayak-zhang-xi, --microaggregate, --rank-swap, --noise or --recipe"
+            "--pram, --nayak-zhang-xi, --microaggregate, --rank-swap, --shuffle, --noise or "
+            "--recipe"
         )
     # a new value the protected CSV cannot hold in the input's encoding (AU3 B1)
     _check_new_values_encodable(steps, codec, _extension(data))
@@ -827,7 +906,8 @@ def command(
         # as --noise-level without --noise: a setting that would be ignored is refused
         raise InputError(
             "--interval-k sets the interval risk of numeric variables that --noise, "
-            "--microaggregate, --rank-swap or a recipe's top_code or bottom_code step changes, "
+            "--microaggregate, --rank-swap, --shuffle or a recipe's top_code or bottom_code "
+            "step changes, "
             "and no such step is given; add one or leave out --interval-k"
         )
     if any(s.get("step") == "pram" for s in steps):
@@ -1126,7 +1206,10 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                         swap_risk_variables=None, rank_swap=None, rank_swap_p=None,
                         rank_swap_r0=None, rank_swap_k0=None,
                         rank_swap_top=RANK_SWAP_GROUP_PERCENT,
-                        rank_swap_bottom=RANK_SWAP_GROUP_PERCENT) -> list[dict[str, Any]]:
+                        rank_swap_bottom=RANK_SWAP_GROUP_PERCENT, shuffle=None,
+                        shuffle_by=None, shuffle_method="ds",
+                        shuffle_cov="spearman", noise_method=None, noise_delta=None,
+                        noise_p=None) -> list[dict[str, Any]]:
     """The option steps in the fixed workflow order (module docstring).
 
     Each step records in ``_option`` the option that named its variables, so that
@@ -1178,12 +1261,18 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
         ("pram_pd", "--pram-pd", pram_cols, "--pram COLUMNS", "pd"),
         ("mdav_k", "--mdav-k", mdav_cols, "--microaggregate COLUMNS", "k"),
         ("noise_level", "--noise-level", noise_cols, "--noise COLUMNS", "level"),
+        ("noise_method", "--noise-method", noise_cols, "--noise COLUMNS", "method"),
+        ("noise_delta", "--noise-delta", noise_cols, "--noise COLUMNS", "delta"),
+        ("noise_p", "--noise-p", noise_cols, "--noise COLUMNS", "p"),
         ("rank_swap_p", "--rank-swap-p", rank_swap, "--rank-swap COLUMNS", "p"),
         ("rank_swap_r0", "--rank-swap-r0", rank_swap, "--rank-swap COLUMNS", "r0"),
         ("rank_swap_k0", "--rank-swap-k0", rank_swap, "--rank-swap COLUMNS", "k0"),
         ("rank_swap_top", "--rank-swap-top", rank_swap, "--rank-swap COLUMNS", "top_percent"),
         ("rank_swap_bottom", "--rank-swap-bottom", rank_swap, "--rank-swap COLUMNS",
          "bottom_percent"),
+        ("shuffle_by", "--shuffle-by", shuffle, "--shuffle COLUMNS", "predictors"),
+        ("shuffle_method", "--shuffle-method", shuffle, "--shuffle COLUMNS", "method"),
+        ("shuffle_cov", "--shuffle-cov", shuffle, "--shuffle COLUMNS", "covmethod"),
     ):
         if step_cols is None and given(param):
             raise InputError(
@@ -1250,9 +1339,29 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
         step |= {param: v for param, v in (("p", rank_swap_p), ("r0", rank_swap_r0),
                                            ("k0", rank_swap_k0)) if v is not None}
         steps.append(step)
+    if shuffle is not None:
+        # with rank swapping (values reassigned between records), before noise
+        if shuffle_by is None:
+            raise InputError(
+                "--shuffle needs --shuffle-by: the predictors the shuffle conditions on, "
+                "e.g. --shuffle income,expenses --shuffle-by age,sex")
+        steps.append({"step": "shuffle", "columns": split_names(shuffle) or [],
+                      "predictors": split_names(shuffle_by) or [], "method": shuffle_method,
+                      "covmethod": shuffle_cov, "_option": "--shuffle"})
     if noise_cols is not None:
-        steps.append({"step": "noise", "columns": split_names(noise_cols) or [],
-                      "level": noise_level, "_option": "--noise"})
+        if noise_method in ("correlated2", "ROMM") and given("noise_level"):
+            raise InputError(
+                f"--noise-level is not used by --noise-method {noise_method} (sdcMicro's "
+                f"{noise_method} ignores its noise); leave it out"
+                + (" (--noise-delta sets correlated2's noise)" if noise_method == "correlated2"
+                   else " (--noise-p sets ROMM's perturbation)"))
+        step = {"step": "noise", "columns": split_names(noise_cols) or [],
+                "level": noise_level, "_option": "--noise"}
+        # only what was given: the step's validation refuses a delta or p the method
+        # would ignore, and reports them under their options' names
+        step |= {param: v for param, v in (("method", noise_method), ("delta", noise_delta),
+                                           ("p", noise_p)) if v is not None}
+        steps.append(step)
     return steps
 
 
@@ -1463,7 +1572,8 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                    "key": "--suppress-risk-key", "household_keys": "--household-keys",
                    "similar": "--swap-similar",
                    "carry_along": "--swap-carry-along",
-                   "risk_variables": "--swap-risk-variables"}.get(param, from_option)
+                   "risk_variables": "--swap-risk-variables",
+                   "predictors": "--shuffle-by"}.get(param, from_option)
         return resolve_columns(frame, names, option=how, source=source)
 
     given = {k for k in step if k != "step" and k not in _INTERNAL}
@@ -1488,7 +1598,7 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         if not isinstance(v, list) or not v or not all(isinstance(c, str) for c in v):
             raise InputError(f"{where}: columns must be a non-empty list of column names")
         s["columns"] = resolve("columns", v)
-    for opt in ("keys", "strata"):
+    for opt in ("keys", "strata", "predictors"):
         if opt in s:
             v = split_names(s[opt]) if isinstance(s[opt], str) else s[opt]
             if not isinstance(v, list) or not v or not all(isinstance(c, str) for c in v):
@@ -1558,7 +1668,8 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                    ("swap", "swap_rate"): "--swap-rate", ("swap", "k"): "--swap-k",
                    ("suppress_risk", "threshold"): "--suppress-risk",
                    ("nayak_zhang", "xi"): "--nayak-zhang-xi", ("microaggregate", "k"): "--mdav-k",
-                   ("noise", "level"): "--noise-level", ("rank_swap", "p"): "--rank-swap-p",
+                   ("noise", "level"): "--noise-level", ("noise", "delta"): "--noise-delta",
+                   ("noise", "p"): "--noise-p", ("rank_swap", "p"): "--rank-swap-p",
                    ("rank_swap", "r0"): "--rank-swap-r0", ("rank_swap", "k0"): "--rank-swap-k0",
                    ("rank_swap", "top_percent"): "--rank-swap-top",
                    ("rank_swap", "bottom_percent"): "--rank-swap-bottom"}.get((name, param))
@@ -1693,15 +1804,76 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
             raise InputError(f"{where}: standardize applies to method \"mdav\" (distances "
                              "between records); method \"sorted\" sorts each column alone")
     elif name == "noise":
-        number("level", lo=0, default=0.1)
-        choice("method", ("additive", "correlated"))
+        _validated_noise(where, s, number, choice, from_option)
     elif name == "rank_swap":
         _validated_rank_swap(where, s, number, from_option)
+    elif name == "shuffle":
+        _validated_shuffle(where, s, from_option)
     elif name == "swap":
         number("swap_rate", lo=0, hi=1, default=0.05)
         number("k", lo=1, integer=True, default=3)
         _validated_swap(where, s, frame, keys, household, resolve, from_option)
     return s
+
+
+def _validated_shuffle(where: str, s: dict[str, Any], from_option) -> None:
+    """A ``shuffle`` step's settings, as :func:`sdcbayes.protection.shuffle` takes them.
+
+    ``method`` "ds" (default) or "mvn", ``covmethod`` "spearman" (default) or "pearson"
+    (sdcMicro's "mlm", "mcd" and robust regression are not offered: the library's
+    message names why); at least two columns, none of them also a predictor.
+    """
+    from sdcbayes.protection.shuffling import _check_choices
+
+    s.setdefault("method", "ds")
+    s.setdefault("covmethod", "spearman")
+    try:  # the library's own check and wording ("mlm" fails in sdcMicro, ...)
+        _check_choices(s["method"], s["covmethod"])
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None
+    cols = "--shuffle" if from_option else "columns"
+    if len(s["columns"]) < 2:
+        raise InputError(
+            f"{where}: {cols} names {len(s['columns'])} variable; shuffling needs at least 2 "
+            "numeric variables (sdcMicro's shuffle too): add another, or use rank swapping "
+            "or noise for one")
+    both = [c for c in s["columns"] if c in s["predictors"]]
+    if both:
+        preds = "--shuffle-by" if from_option else "predictors"
+        raise InputError(
+            f"{where}: {', '.join(map(repr, both))} in both {cols} and {preds}; a variable is "
+            "shuffled or conditioned on, not both")
+
+
+def _validated_noise(where: str, s: dict[str, Any], number, choice, from_option) -> None:
+    """A ``noise`` step's settings, as :func:`sdcbayes.protection.add_noise` takes them.
+
+    ``method`` one of NOISE_METHODS (default additive); ``level`` >= 0 (default 0.1),
+    which correlated2 and ROMM do not use; ``delta`` in (0, 1] for correlated2 only and
+    ``p`` > 0 for ROMM only (their defaults sdcMicro's 0.1 and 0.001). A setting the
+    method would ignore is refused, worded as the options or the recipe's fields.
+    """
+    if s.get("method") == "outdect":
+        raise InputError(f"{where}: method \"outdect\" (sdcMicro's) is not available: its "
+                         "outliers come from robustbase's covMcd, which sdcbayes cannot "
+                         "reproduce; choose one of " + ", ".join(map(repr, NOISE_METHODS)))
+    choice("method", NOISE_METHODS)
+    method = s.get("method", "additive")
+    if method in ("correlated2", "ROMM") and "level" in s and not from_option:
+        # an option step always carries --noise-level (its default): checked by the options
+        raise InputError(f"{where}: level is not used by method {method!r} (sdcMicro's "
+                         f"{method} ignores its noise); leave out level"
+                         + (" and give delta" if method == "correlated2" else " and give p"))
+    number("level", lo=0, default=0.1)
+    number("delta", lo=0, hi=1, lo_open=True)
+    number("p", lo=0, lo_open=True)
+    for param, owner in (("delta", "correlated2"), ("p", "ROMM")):
+        if param in s and method != owner:
+            what = (f"--noise-{param} applies to --noise-method {owner}" if from_option
+                    else f"{where}: {param} applies to method {owner!r}")
+            fix = (f"add --noise-method {owner} or leave out --noise-{param}" if from_option
+                   else f'give "method": "{owner}" or leave out {param}')
+            raise InputError(f"{what}, not {method!r}; {fix}")
 
 
 def _validated_rank_swap(where: str, s: dict[str, Any], number, from_option) -> None:
@@ -2195,6 +2367,21 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
             for c in step["columns"]:
                 _check_numeric_kind(where, c, state(c), "rank swapping")
                 _check_finite(where, c, state(c), frame)
+        if name == "shuffle":  # complete numeric columns, complete predictors of any kind
+            for c in step["columns"]:
+                _check_numeric_complete(where, c, state(c), "shuffling", first_bad_record,
+                                        options, name)
+            for c in step["predictors"]:
+                _check_shuffle_predictor(where, c, state(c), first_bad_record)
+            for c in step["columns"] + step["predictors"]:
+                st = state(c)
+                if st.values is not None and st.values.nunique(dropna=True) < 2:
+                    # the library's refusal, said before any work
+                    raise InputError(
+                        f"{where}: column {c!r} holds one value"
+                        + (f" after {st.changed[-1]}" if st.changed else "")
+                        + "; its correlations are undefined, so shuffling cannot use it: "
+                        "leave it out of the step")
         if name == "pram":
             for c in step["columns"]:
                 _check_pram_input(where, c, state(c), step.get("max_levels", 1000))
@@ -2286,6 +2473,13 @@ def _check_step_chain(steps: list[dict[str, Any]], frame) -> None:
                                          st.missing_by, st.changed + [where])
                 if name != "swap":
                     per_record.setdefault(c, f"{where} changes it record by record")
+        elif name == "shuffle":
+            # original values reassigned between records: dtype, fraction kept; complete
+            for c in step["columns"]:
+                st = state(c)
+                states[c] = _ColumnState(None, "numeric", st.fraction, False, st.kind_by, None,
+                                         st.changed + [where])
+                per_record.setdefault(c, f"{where} changes it record by record")
         elif name == "rank_swap":
             # values exchanged between records (dtype, missing values and fraction kept);
             # with top/bottom grouping the extremes become group means (float64)
@@ -2423,6 +2617,21 @@ def _check_numeric_complete(where: str, c: str, st: _ColumnState, method: str,
         f"complete columns: map those levels to values instead, or leave {c!r} out of one "
         "of the two steps"
     )
+
+
+def _check_shuffle_predictor(where: str, c: str, st: _ColumnState, first_bad_record) -> None:
+    """A shuffle's predictor may be of any kind but has no missing value (the model's)."""
+    if not st.missing:
+        return
+    if st.missing_by is None:
+        raise InputError(
+            f"{where}: predictor {c!r} has missing or infinite values (first at "
+            f"{first_bad_record(c)}); impute or drop them, or leave {c!r} out of the "
+            "predictors")
+    raise InputError(
+        f"{where}: predictor {c!r} may have missing values after {st.missing_by}, and "
+        "shuffling needs complete predictors; put this step before that one, or leave "
+        f"{c!r} out of the predictors")
 
 
 def _check_pram_input(where: str, c: str, st: _ColumnState, max_levels: int) -> None:
@@ -2959,10 +3168,14 @@ def _run_step(step: dict[str, Any], frame, rng):
         kw = {k: step[k] for k in ("standardize", "aggregate") if k in step}
         return P.mdav(frame, step["columns"], step["k"], **kw)
     if name == "noise":
+        kw = {k: step[k] for k in ("delta", "p") if k in step}  # else sdcMicro's defaults
         return P.add_noise(frame, step["columns"], step["level"],
-                           method=step.get("method", "additive"), seed=rng)
+                           method=step.get("method", "additive"), seed=rng, **kw)
     if name == "rank_swap":
         return _rank_swap(step, frame, rng)
+    if name == "shuffle":
+        return P.shuffle(frame, step["columns"], step["predictors"], method=step["method"],
+                         covmethod=step["covmethod"], seed=rng)
     raise AssertionError(name)  # pragma: no cover - _validate_step rejects unknown steps
 
 
@@ -3212,6 +3425,16 @@ def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
     """
     from sdcbayes.protection.pram import keep_probability, nayak_zhang_keep_probability
 
+    if step["step"] == "swap":
+        from sdcbayes.protection.swapping import swapped_values
+
+        moved = step["hierarchy"] + [c for c in step["carry_along"]
+                                     if c not in step["hierarchy"]]
+        cols = [c for c in moved if c in keys]
+        if not cols:  # no key exchanged: the risk after reads the keys it sees (a note says)
+            return []
+        return [{"step": i, "name": "swap", "columns": cols, "keep": {},
+                 "changed": swapped_values(frame, res.frame, cols)}]
     if step["step"] == "nayak_zhang":
         cols = list(step["keys"])
         if not any(c in keys for c in cols):  # no key changed: the risk after reads them
@@ -3263,15 +3486,28 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
     the value released is the record's own is then not known here): the risk after then
     reads the keys as true.
     ``exact``: count keys the released household ids give exactly (``--household``), which
-    the risk after reads as the exact count whatever PRAM drew: they count as not PRAMmed.
+    the risk after reads as the exact count whatever PRAM drew or a swap carried: they
+    count as neither PRAMmed nor swapped.
     A Nayak-Zhang step randomises its keys' combination as a whole: not adjusted when that
     combination holds a column the risk after does not read as PRAMmed (a non-key, or
     such a count key), whose keep probability would understate the keys'. A record with a
     key blanked after its PRAM or Nayak-Zhang step gets 1 from that step.
+    ``shown``: the frame the risk after scores (default ``released``; with
+    ``--household`` the completed one, where a mate may show a blanked swapped key), on
+    which a swapped key's blanks are read.
+
+    Rank swapping, noise and micro-aggregation of a key are not adjusted (read as true, a
+    warning says so): an intruder can look near a perturbed numeric value, which an
+    exact-match count does not describe.
     """
     import numpy as np
 
     from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
+    from sdcbayes.protection.swapping import (
+        SWAP_RISK_METHOD,
+        SWAP_RISK_REFERENCE,
+        swapped_match_factor,
+    )
 
     def without_exact(k):
         if k["name"] == "pram":
@@ -3285,6 +3521,10 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
     key_keeps = [k for k in map(without_exact, key_keeps) if k["columns"]]
     if not key_keeps:
         return None, None
+    swaps = [k for k in key_keeps if k["name"] == "swap"]
+    prams = [k for k in key_keeps if k["name"] != "swap"]
+    pram_ref = ("Shlomo & Skinner (2010), Annals of Applied Statistics 4(3):1291-1310, "
+                "doi:10.1214/09-AOAS317")
     block: dict[str, Any] = {
         "method": "; ".join([MISCLASSIFICATION_METHOD] * bool(prams)
                             + [SWAP_RISK_METHOD] * bool(swaps)),
@@ -3313,6 +3553,13 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
                                               "nayak_zhang") and reason is None):
                 reason = (f"step {j} ({later['step']}) changes {hit[0]!r} after PRAM step "
                           f"{k['step']}: the value released is not the one PRAM drew")
+    for k in swaps:  # only a blank may follow: it hides the swapped value, changes none
+        for j, later in enumerate(steps[k["step"]:], start=k["step"] + 1):
+            hit = [c for c in _columns_of(later) if c in k["columns"]]
+            if hit and later["step"] not in ("suppress", "suppress_risk") and reason is None:
+                reason = (f"step {j} ({later['step']}) changes {hit[0]!r} after swap step "
+                          f"{k['step']}: whether the value released is the record's own is "
+                          "not known from the swap alone")
     if reason is not None:
         what = " and ".join(["PRAMmed"] * bool(prams) + ["swapped"] * bool(swaps))
         block["method"] = f"none: the risk after reads the {what} keys as true"
@@ -3326,6 +3573,30 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
             cols = k["columns"] if k["name"] == "nayak_zhang" else [name]
             vec = np.where(released[cols].isna().any(axis=1).to_numpy(), 1.0, vec)
             keep = keep * vec
+    if swaps:
+        shown = released if shown is None else shown
+        matchable = np.ones(len(released))
+        entries = []
+        for k in swaps:
+            factor = swapped_match_factor(k["changed"], shown, k["columns"])
+            changed = k["changed"].any(axis=1)
+            entries.append({"step": k["step"], "keys": k["columns"],
+                            "changed_records": int(changed.sum()),
+                            "blanked_records": int(np.count_nonzero(changed & (factor == 1))),
+                            "non_matching_records": int(np.count_nonzero(factor == 0))})
+            matchable = matchable * factor
+        keep = keep * matchable
+        block["swap"] = {
+            "method": SWAP_RISK_METHOD,
+            "rule": "a record whose key values a swap changed counts 0 (it shows another "
+                    "household's values: not found on its true keys, and a match on its "
+                    "released keys is someone else), unless a later suppression blanked "
+                    "every changed key (a wildcard: 1); the others count their closed-form "
+                    "risk. Cells, sample uniques and k-anonymity read the released values",
+            "reference": SWAP_RISK_REFERENCE,
+            "steps": entries,
+        }
+        block["swapped_records"] = int(np.count_nonzero(matchable == 0))
     block["mean_keep_probability"] = float(keep.mean()) if keep.size else float("nan")
     block["min_keep_probability"] = float(keep.min()) if keep.size else float("nan")
     return keep, block
@@ -3404,6 +3675,7 @@ _RANDOM_KEY_STEPS = {
     "microaggregate": "to means over groups of records",
     "noise": "at random",
     "rank_swap": "by exchanging them between records",
+    "shuffle": "by reassigning them between records",
 }
 #: How the latent-class fit reads a missing key value under ``--missing``.
 MISSING_READING = {
@@ -3450,16 +3722,6 @@ def _sampler_options(model: str, weight: str | None, *, draws: int | None,
             "you have confirmed, --structural-zeros RULES.json, or leave the option out")
     if weight is None:
         raise InputError(
-    if step["step"] == "swap":
-        from sdcbayes.protection.swapping import swapped_values
-
-        moved = step["hierarchy"] + [c for c in step["carry_along"]
-                                     if c not in step["hierarchy"]]
-        cols = [c for c in moved if c in keys]
-        if not cols:  # no key exchanged: the risk after reads the keys it sees (a note says)
-            return []
-        return [{"step": i, "name": "swap", "columns": cols, "keep": {},
-                 "changed": swapped_values(frame, res.frame, cols)}]
             "--model latent-class estimates the population counts, so it needs the sampling "
             "weights: give --weight, or use --model closed-form (without weights every record "
             "counts as its own population)")
@@ -3499,22 +3761,10 @@ def _check_released_route(steps: list[dict[str, Any]], frame, keys: list[str],
         hit = [c for c in cols if c in keys and c not in counted] if how else []
         if hit:
             raise InputError(
-    ``shown``: the frame the risk after scores (default ``released``; with
-    ``--household`` the completed one, where a mate may show a blanked swapped key), on
-    which a swapped key's blanks are read.
-
-    Rank swapping, noise and micro-aggregation of a key are not adjusted (read as true, a
-    warning says so): an intruder can look near a perturbed numeric value, which an
-    exact-match count does not describe.
                 f"step {i} ({s['step']}) changes the values of key(s) {', '.join(hit)} {how}, "
                 "so a released value is no function of the record's own: --model latent-class "
                 "scores key values kept, blanked (suppress, suppress_risk) or recoded level by "
                 "level (recode, band, top_code, bottom_code); use --model closed-form, or "
-    from sdcbayes.protection.swapping import (
-        SWAP_RISK_METHOD,
-        SWAP_RISK_REFERENCE,
-        swapped_match_factor,
-    )
                 f"leave the key{'s' if len(hit) > 1 else ''} out of the step")
         if weight is not None and weight in cols:
             raise InputError(
@@ -3522,10 +3772,6 @@ def _check_released_route(steps: list[dict[str, Any]], frame, keys: list[str],
                 "values the --model latent-class fit extrapolates with: use --model "
                 "closed-form, or leave the weight column out of the step")
     holes = [k for k in keys if bool(frame[k].isna().any())]
-    swaps = [k for k in key_keeps if k["name"] == "swap"]
-    prams = [k for k in key_keeps if k["name"] != "swap"]
-    pram_ref = ("Shlomo & Skinner (2010), Annals of Applied Statistics 4(3):1291-1310, "
-                "doi:10.1214/09-AOAS317")
     if holes and missing is None:
         n = int(frame[holes].isna().any(axis=1).sum())
         raise InputError(
@@ -3573,30 +3819,6 @@ def _key_level_maps(steps: list[dict[str, Any]], frame, md, keys: list[str]
         Key -> {level: released value} for each key whose values a step changes
         (``recodes=`` of :func:`sdcbayes.risk.released.assess_released`); the keys no step
         changes are left out, so a run without level steps on keys gives ``{}``.
-    if swaps:
-        shown = released if shown is None else shown
-        matchable = np.ones(len(released))
-        entries = []
-        for k in swaps:
-            factor = swapped_match_factor(k["changed"], shown, k["columns"])
-            changed = k["changed"].any(axis=1)
-            entries.append({"step": k["step"], "keys": k["columns"],
-                            "changed_records": int(changed.sum()),
-                            "blanked_records": int(np.count_nonzero(changed & (factor == 1))),
-                            "non_matching_records": int(np.count_nonzero(factor == 0))})
-            matchable = matchable * factor
-        keep = keep * matchable
-        block["swap"] = {
-            "method": SWAP_RISK_METHOD,
-            "rule": "a record whose key values a swap changed counts 0 (it shows another "
-                    "household's values: not found on its true keys, and a match on its "
-                    "released keys is someone else), unless a later suppression blanked "
-                    "every changed key (a wildcard: 1); the others count their closed-form "
-                    "risk. Cells, sample uniques and k-anonymity read the released values",
-            "reference": SWAP_RISK_REFERENCE,
-            "steps": entries,
-        }
-        block["swapped_records"] = int(np.count_nonzero(matchable == 0))
 
     Raises
     ------
@@ -4018,7 +4240,7 @@ def _log_integers(log, integer: set):
 
 
 def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> list[str]:
-    """One warning per noise, micro-aggregation or rank swapping step that changes a key.
+    """One warning per noise, micro-aggregation, rank swapping or shuffling step changing a key.
 
     Legitimate (a continuous variable an intruder knows), but a key so perturbed gets
     values of its own rather than fewer levels: the key cells split, and with noise
@@ -4031,7 +4253,7 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
     """
     out = []
     for i, step in enumerate(steps, start=1):
-        if step["step"] not in ("noise", "microaggregate", "rank_swap"):
+        if step["step"] not in ("noise", "microaggregate", "rank_swap", "shuffle"):
             continue
         hit = [c for c in step["columns"] if c in keys]
         if not hit:
@@ -4282,7 +4504,7 @@ _COUNT_CHANGING_STEPS = {"recode": "recodes", "band": "bands", "top_code": "top-
                          "bottom_code": "bottom-codes", "pram": "PRAMs",
                          "nayak_zhang": "PRAMs", "microaggregate": "micro-aggregates",
                          "noise": "adds noise to", "swap": "swaps",
-                         "rank_swap": "rank-swaps"}
+                         "rank_swap": "rank-swaps", "shuffle": "shuffles"}
 
 
 def _count_key_step_warnings(steps: list[dict[str, Any]], count_keys: list[str],

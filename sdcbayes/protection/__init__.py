@@ -21,6 +21,8 @@ Modules (NumPy, SciPy and pandas only; never PyMC):
   section 4.2.2;
 - :mod:`~sdcbayes.protection.rankswap`: rank swapping of numeric variables
   (Moore 1996, sdcMicro's ``rankSwap``);
+- :mod:`~sdcbayes.protection.shuffling`: data shuffling of numeric variables given
+  predictors (Muralidhar & Sarathy 2006, sdcMicro's ``shuffle``);
 - :mod:`~sdcbayes.protection.infoloss`: IL1, the eigenvalue difference, changed/suppressed shares,
   benchmarking indicators with CI overlap, seed 001 section 5.
 """
@@ -58,6 +60,7 @@ from sdcbayes.protection.pram import (
 )
 from sdcbayes.protection.rankswap import rank_swap
 from sdcbayes.protection.recode import band, bottom_code, merge_levels, top_code
+from sdcbayes.protection.shuffling import shuffle
 from sdcbayes.protection.suppression import (
     default_importance,
     household_completion,
@@ -107,6 +110,7 @@ __all__ = [
     "rank_swap",
     "record_swap",
     "risk_suppression",
+    "shuffle",
     "top_code",
     "wildcard_frequencies",
 ]
