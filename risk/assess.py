@@ -25,7 +25,7 @@ import pandas as pd
 
 from sdcbayes.exceptions import InputError, warn_at_caller
 from sdcbayes.microdata import Microdata, MicrodataWarning
-from sdcbayes.provenance import stamp
+from sdcbayes.provenance import seed_or_drawn, stamp
 from sdcbayes.risk.individual import (
     RISK_METHODS,
     benedetti_franconi_risk,
@@ -39,7 +39,8 @@ from sdcbayes.risk.measures import (
 )
 
 # the declared public surface (the posterior route, decisions and the CLI import these;
-# the CLI also imports the constant CLOSED_FORM_NO_WEIGHTS_NOTE)
+# the CLI also imports the constant CLOSED_FORM_NO_WEIGHTS_NOTE, compare and the tests the
+# PLUG_IN_* constants)
 __all__ = [
     "Assessment",
     "SummaryRepr",
@@ -48,6 +49,8 @@ __all__ = [
     "check_microdata",
     "check_threshold",
     "global_threshold_summary",
+    "plug_in_p",
+    "plug_in_predictive",
     "record_index",
 ]
 
@@ -61,6 +64,22 @@ CLOSED_FORM_NO_WEIGHTS_NOTE = (
     "the whole population (each key combination's population count is its sample count), "
     "so every sample unique has risk 1; for a sample, give its weights or n/N (for a "
     "census, sampling_fraction=1 says so)"
+)
+
+
+#: What the closed form's intervals are over (its ``interval_kind``, in ``assess`` and in
+#: ``compare``'s closed-form row): the unknown F_k given the plug-in p̂_k alone.
+PLUG_IN_INTERVAL_KIND = "predictive given the plug-in p (no parameter uncertainty)"
+
+#: Replicates of the plug-in predictive (:func:`plug_in_predictive`) by default:
+#: ``compare_models``' ``plug_in_draws`` and ``assess_closed_form``'s ``n_draws``.
+PLUG_IN_DRAWS = 400
+
+#: Why a closed form of a file that is its own population has no interval.
+PLUG_IN_DEGENERATE_NOTE = (
+    "no interval: every key combination's plug-in p = f/F_hat is 1 (the file is taken as "
+    "its own population, F_k = f_k), so the closed form's expected re-identifications, "
+    "tau1 and tau2 are known counts with no spread"
 )
 
 
@@ -388,8 +407,168 @@ def _weights_below_count_warning(n_below: int, model: str) -> str:
             f"(weights below 1 were allowed); {model} takes them as fully sampled (p = 1), "
             "which gives them the largest risk their count allows, 1/f_k")
 
+def plug_in_p(md) -> np.ndarray:
+    """The plug-in inclusion probability p̂_k = min(f_k / F̂_k, 1) of every cell of ``md``.
+
+    Seed ``004_…`` eq. 4; a cell whose weights sum below its count (weights below 1)
+    is taken as fully sampled, p̂_k = 1, as :func:`assess_closed_form` takes it.
+    """
+    fk = np.asarray(md.cells.fk, dtype=float)
+    return np.minimum(fk / np.asarray(md.cells.Fk_hat, dtype=float), 1.0)
+
+
+def _check_draws_and_seed(n_draws, random_seed, caller: str) -> None:
+    """Refuse a ``n_draws`` below 2 or a ``random_seed`` that is no integer >= 0 (or None)."""
+    if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 2:
+        raise InputError(f"{caller}: n_draws must be an integer >= 2 (replicates of the "
+                         f"plug-in predictive, {PLUG_IN_DRAWS} by default); got {n_draws!r}")
+    if random_seed is not None and (isinstance(random_seed, bool) or not isinstance(
+            random_seed, int | np.integer) or random_seed < 0):
+        raise InputError(f"{caller}: random_seed must be None (a seed is drawn and stamped) "
+                         f"or an integer >= 0; got {random_seed!r}")
+
+
+class _RecordSum:
+    """Per draw Σ_k m_k / F_k from the chunks of 1/F_k that the simulation hands over."""
+
+    def __init__(self, m: np.ndarray, S: int) -> None:
+        self.m = m
+        self.total = np.zeros(S)
+
+    def add(self, inv: np.ndarray, units) -> None:
+        self.total += inv @ self.m[units]
+
+
+class _Sinks:
+    """Hands each chunk of realised 1/F_k to several collectors (they draw nothing)."""
+
+    def __init__(self, sinks) -> None:
+        self.sinks = sinks
+
+    def add(self, inv: np.ndarray, units) -> None:
+        for sink in self.sinks:
+            sink.add(inv, units)
+
+
+def plug_in_predictive(md, *, n_draws: int = PLUG_IN_DRAWS, random_seed: int,
+                       quantiles=(0.05, 0.95)) -> dict[str, Any]:
+    r"""The closed form's predictive intervals: the unknown F_k drawn given the plug-in p̂_k.
+
+    Under the Benedetti-Franconi model (seed ``004_…`` eq. 1-2) the unknown population
+    count of cell k is :math:`F_k = f_k + X_k`, :math:`X_k \sim \mathrm{NegBin}(f_k,
+    \hat p_k)` independently over cells, with :math:`\hat p_k = f_k/\hat F_k`
+    (:func:`plug_in_p`). Each of the ``n_draws`` replicates draws one F_k per cell and
+    evaluates the file's realised quantities
+
+    * :math:`\mathrm{ER} = \sum_i 1 / F_{k(i)}` over the records (re-identifications;
+      :math:`\sum_k f_k / F_k` for complete keys),
+    * :math:`\tau_1 = \#\{k : f_k = 1, F_k = 1\}`, :math:`\tau_2 = \sum_{f_k = 1} 1/F_k`,
+    * with households, sdcMicro's hierarchical risk of the drawn population
+      :math:`\sum_h |h|(1 - \prod_{i \in h}(1 - 1/F_{k(i)}))` and the same once per
+      household (seed ``001_…`` Section 3.3),
+
+    whose means are the closed form's estimates (:math:`E(1/F_k \mid f_k)`, :math:`P(F_k
+    = 1 \mid f_k = 1) = \hat p_k`) and whose quantiles are the intervals. They carry the
+    randomness of F_k given :math:`\hat p_k` only, no uncertainty about p
+    (:data:`PLUG_IN_INTERVAL_KIND`). This one function gives both
+    :func:`assess_closed_form`'s intervals and the closed-form row of
+    :func:`sdcbayes.risk.compare.compare_models`, so that equal seeds and replicates give
+    equal numbers. The draws are those of the posterior engine's exact simulation
+    (:func:`sdcbayes.risk.posterior.evaluate_groups` on the plug-in as ``n_draws``
+    identical draws of p, one group per cell): the same random stream, without the
+    per-draw risks that identical draws would repeat.
+
+    Cost: ``n_draws`` x cells negative-binomial draws, in chunks of cells; never draws x
+    records (the households' sums go over (household, cell) pairs).
+
+    Parameters
+    ----------
+    md : sdcbayes.Microdata
+        The microdata (its cell table, and ``household_index`` when it has households).
+    n_draws : int, default :data:`PLUG_IN_DRAWS`
+        Replicates of the predictive, at least 2.
+    random_seed : int
+        Seed of the draws (an integer >= 0; the callers draw one when none is given).
+    quantiles : sequence of float, default (0.05, 0.95)
+        The lowest and highest bound the intervals (the 90% interval by default).
+
+    Returns
+    -------
+    dict
+        ``quantiles`` (sorted), ``interval_level``, ``interval_kind``, ``n_draws``,
+        ``random_seed``; ``expected_reidentifications_interval``, ``tau1_interval``,
+        ``tau2_interval`` (``[lo, hi]``) and, with households,
+        ``household_expected_reidentifications_interval`` and
+        ``household_expected_reidentified_households_interval``; ``draws``: the
+        per-replicate values (keys ``er``, ``tau1``, ``tau2`` and ``household_er``,
+        ``household_er_households``).
+    """
+    from sdcbayes.risk.posterior import (
+        ConditionalGroups,
+        _check_quantiles,
+        _RealisedHouseholds,
+        _simulate_exact,
+    )
+
+    qs = _check_quantiles(quantiles)
+    _check_draws_and_seed(n_draws, random_seed, "plug_in_predictive")
+    S = int(n_draws)
+    fk = np.asarray(md.cells.fk, dtype=float)
+    C = fk.size
+    # the plug-in as S identical draws: broadcast views, no S x cells copy of p
+    r = np.broadcast_to(fk, (S, C))
+    rho = np.broadcast_to(plug_in_p(md), (S, C))
+    # per_cell=False: no per-cell quantiles of F (the stream does not depend on it)
+    groups = ConditionalGroups(f=fk, r=r, rho=rho, cell_group=np.arange(C, dtype=np.int64))
+    record_cell = np.asarray(md.record_cell)
+    kept = record_cell >= 0
+    # ER is summed over records, each with its cell's 1/F_k: m_k records per cell, which is
+    # f_k for complete keys and fewer under wildcard matching (a record with a missing key
+    # counts in the f_k of every cell it matches, but is one record of its own cell)
+    records = _RecordSum(np.bincount(record_cell[kept], minlength=C).astype(float), S)
+    sinks: list[Any] = [records]
+    realised = None
+    hh = getattr(md, "household_index", None)
+    if hh is not None:
+        # records per (household, cell) pair: the household sums never need the records
+        hh = np.asarray(hh)
+        pair, counts = np.unique(hh[kept] * C + record_cell[kept], return_counts=True)
+        realised = _RealisedHouseholds((pair // C, pair % C, counts.astype(float)), C, S)
+        sinks.append(realised)
+    draws: dict[str, np.ndarray] = {}
+    # the generator as evaluate_groups seeds it, which draws nothing before these F_k
+    _simulate_exact(groups, r, rho, np.random.default_rng(random_seed), draws, qs,
+                    _Sinks(sinks))
+    draws["er"] = records.total
+    if realised is not None:
+        draws["household_er"], draws["household_er_households"] = realised.finish()
+
+    def interval(x) -> list[float]:
+        # as risk/posterior_assess.py's intervals: NumPy's default (linear) quantiles
+        return [float(np.quantile(x, qs[0])), float(np.quantile(x, qs[-1]))]
+
+    out: dict[str, Any] = {
+        "quantiles": list(qs),
+        "interval_level": round(qs[-1] - qs[0], 10),
+        "interval_kind": PLUG_IN_INTERVAL_KIND,
+        "n_draws": S,
+        "random_seed": random_seed,
+        "expected_reidentifications_interval": interval(draws["er"]),
+        "tau1_interval": interval(draws["tau1"]),
+        "tau2_interval": interval(draws["tau2"]),
+    }
+    if realised is not None:
+        out["household_expected_reidentifications_interval"] = interval(draws["household_er"])
+        out["household_expected_reidentified_households_interval"] = interval(
+            draws["household_er_households"])
+    out["draws"] = draws
+    return out
+
+
 def assess_closed_form(md, method: str = "exact", threshold: float | None = None, *,
-                       max_global_risk: float | None = None) -> Assessment:
+                       max_global_risk: float | None = None, interval: bool = False,
+                       n_draws: int = PLUG_IN_DRAWS, random_seed: int | None = None,
+                       quantiles=(0.05, 0.95)) -> Assessment:
     """Assess ``md`` with the closed-form (Benedetti-Franconi) individual risk.
 
     Parameters
@@ -410,6 +589,33 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         individual risk above which records are to be protected
         (:func:`sdcbayes.risk.measures.global_risk_threshold`; the entries of
         :func:`global_threshold_summary`). Default: none computed.
+    interval : bool, default False
+        Also give predictive intervals given the plug-in (:func:`plug_in_predictive`):
+        ``summary["expected_reidentifications_interval"]``, ``"tau1_interval"``,
+        ``"tau2_interval"`` (and with households
+        ``"household_expected_reidentifications_interval"``,
+        ``"household_expected_reidentified_households_interval"``), with
+        ``interval_kind`` (and ``household_interval_kind``)
+        :data:`PLUG_IN_INTERVAL_KIND`, ``quantiles``, ``interval_level`` and
+        ``plug_in_draws``: the unknown F_k drawn given p̂_k, no parameter uncertainty.
+        They are the numbers of ``compare_models``' closed-form row for the same
+        ``random_seed`` and ``n_draws`` (its ``plug_in_draws``). The estimates are
+        unchanged by it (bit for bit): they stay the closed-form formulas. With
+        ``method="approx"`` the intervals are the same draws' (the realised
+        re-identifications Σ f_k/F_k of each drawn population, and τ1, τ2 alike, need
+        no formula for E(1/F_k | f_k)); only the estimate is sdcMicro's approximation,
+        which can sit off the centre of the interval. Where every p̂_k is 1 (no weight
+        and no sampling fraction, or a census) F_k = f_k is known: no interval is given,
+        and ``summary["interval_note"]`` says why (:data:`PLUG_IN_DEGENERATE_NOTE`).
+    n_draws : int, default :data:`PLUG_IN_DRAWS` (400)
+        Replicates of the predictive (``interval=True`` only), at least 2.
+    random_seed : int, optional
+        Seed of the replicates (``interval=True`` only), an integer >= 0; without one a
+        seed is drawn. Stamped as the provenance's ``settings["random_seed"]``: passing
+        it back repeats the intervals.
+    quantiles : sequence of float, default (0.05, 0.95)
+        Lowest and highest bound of the intervals (``interval=True`` only): the 90%
+        interval by default.
 
     Returns
     -------
@@ -427,7 +633,9 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     ------
     InputError
         Before any work: ``md`` is no :class:`sdcbayes.Microdata`, an unknown
-        ``method``, or a ``threshold`` or ``max_global_risk`` outside (0, 1).
+        ``method``, a ``threshold`` or ``max_global_risk`` outside (0, 1), or (with
+        ``interval=True``) ``n_draws`` below 2, a negative ``random_seed`` or
+        ``quantiles`` that are not two different probabilities.
 
     Warns
     -----
@@ -464,6 +672,14 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
     threshold = check_threshold(threshold)
     if max_global_risk is not None:
         max_global_risk = check_max_global_risk(max_global_risk)
+    if not isinstance(interval, bool | np.bool_):
+        raise InputError(f"assess_closed_form: interval is True or False (whether to give "
+                         f"the plug-in's predictive intervals); got {interval!r}")
+    if interval:
+        from sdcbayes.risk.posterior import _check_quantiles
+
+        quantiles = _check_quantiles(quantiles)
+        _check_draws_and_seed(n_draws, random_seed, "assess_closed_form")
     cells = md.cells
     fk = np.asarray(cells.fk, dtype=float)
     Fk_hat = np.asarray(cells.Fk_hat, dtype=float)
@@ -541,6 +757,28 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         summary["n_households"] = int(first.size)
         summary["household_expected_reidentifications"] = float(hrisk[kept].sum())
         summary["household_expected_reidentified_households"] = float(hrisk[kept][first].sum())
+    interval_settings: dict[str, Any] = {}
+    if interval:
+        # the seed is drawn here when none is given, and stamped: passing it back repeats
+        random_seed = seed_or_drawn(random_seed)
+        interval_settings = {"random_seed": random_seed, "plug_in_draws": int(n_draws),
+                             "quantiles": list(quantiles)}
+        if np.all(pk >= 1.0):
+            # F_k = f_k in every cell: an interval of width 0 would read as certainty
+            # measured, not as a file taken as its own population; said instead
+            summary["interval_note"] = PLUG_IN_DEGENERATE_NOTE
+        else:
+            pred = plug_in_predictive(md, n_draws=int(n_draws), random_seed=random_seed,
+                                      quantiles=quantiles)
+            summary |= {"quantiles": pred["quantiles"], "interval_level": pred["interval_level"]}
+            summary |= {k: pred[k] for k in (
+                "expected_reidentifications_interval", "tau1_interval", "tau2_interval",
+                "household_expected_reidentifications_interval",
+                "household_expected_reidentified_households_interval") if k in pred}
+            summary["interval_kind"] = PLUG_IN_INTERVAL_KIND
+            if hh is not None:
+                summary["household_interval_kind"] = PLUG_IN_INTERVAL_KIND
+            summary["plug_in_draws"] = int(n_draws)
 
     cell_frame = cells.table.copy()
     cell_frame["risk"] = risk_cell
@@ -549,7 +787,9 @@ def assess_closed_form(md, method: str = "exact", threshold: float | None = None
         data_summary=md.summary(),
         # max_global_risk only when given: the stamp of a run without it is unchanged
         settings={"method": method, "threshold": threshold}
-        | ({"max_global_risk": max_global_risk} if max_global_risk is not None else {}),
+        | ({"max_global_risk": max_global_risk} if max_global_risk is not None else {})
+        # likewise the intervals' seed and replicates, only with interval=True
+        | interval_settings,
     )
     summary = {"sdcbayes_version": prov["sdcbayes_version"]} | summary
     return Assessment(records=records, cells=cell_frame, summary=summary, provenance=prov)

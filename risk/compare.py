@@ -90,7 +90,10 @@ The closed-form reference row
 every "draw" equal to the plug-in, so its means are exactly
 :func:`sdcbayes.risk.assess.assess_closed_form`'s and its intervals carry the
 randomness of the unknown :math:`F_k` given :math:`\hat p_k` only (no parameter
-uncertainty; column ``interval_kind``).
+uncertainty; column ``interval_kind``). The intervals come from
+:func:`sdcbayes.risk.assess.plug_in_predictive`, which also gives ``sdcbayes assess
+--model closed-form`` its intervals: the same numbers for the same seed and
+``plug_in_draws``.
 
 Imports NumPy, pandas, xarray and the ``risk`` modules at import time;
 :mod:`sdcbayes.models` and :mod:`sdcbayes.inference` (and with them PyMC) only
@@ -117,7 +120,13 @@ import xarray as xr
 
 from sdcbayes.exceptions import DataError, InputError, warn_at_caller
 from sdcbayes.provenance import json_safe, seed_or_drawn, stamp
-from sdcbayes.risk.assess import check_threshold
+from sdcbayes.risk.assess import (
+    PLUG_IN_DRAWS,
+    PLUG_IN_INTERVAL_KIND,
+    check_threshold,
+    plug_in_p,
+    plug_in_predictive,
+)
 from sdcbayes.risk.decisions import (
     DecisionResult,
     _check_c,
@@ -1179,8 +1188,7 @@ def _cell_risks(loss: Loss, groups, fk, n, N, cell_risk, max_draws) -> np.ndarra
 
 def _plug_in_posterior(md, n_draws: int) -> xr.Dataset:
     """The Benedetti-Franconi plug-in p_k = f_k / F̂_k as ``n_draws`` identical draws."""
-    fk = np.asarray(md.cells.fk, dtype=float)
-    p = np.minimum(fk / np.asarray(md.cells.Fk_hat, dtype=float), 1.0)
+    p = plug_in_p(md)
     return xr.Dataset(
         {"p": (("chain", "draw", "cell"), np.broadcast_to(p, (1, n_draws, p.size)).copy())},
         coords={"chain": [0], "draw": np.arange(n_draws), "cell": np.arange(p.size)},
@@ -1223,7 +1231,8 @@ def _household_columns(md, a, model: str, interval_kind: str) -> dict[str, Any]:
     :func:`sdcbayes.risk.assess.assess_closed_form`'s estimate and, as there, the
     expected re-identified households (the sum of the household risks, one per
     household); its interval is that of its ER, over :math:`F_k` given the plug-in
-    alone, and its kind says so (``interval_kind``), where assess gives no interval.
+    alone (:func:`sdcbayes.risk.assess.plug_in_predictive`, assess's with
+    ``--model closed-form`` for the same seed), and its kind says so (``interval_kind``).
     A posterior model's row has assess's expected re-identified households
     (:func:`sdcbayes.risk.posterior_assess.assess_from_posterior`'s
     ``household_expected_reidentified_households``, each household once); every row's
@@ -1360,7 +1369,7 @@ def compare_models(
     c: float | None = None,
     max_draws: int | None = 100,
     truth: Mapping[str, float] | None = None,
-    plug_in_draws: int = 400,
+    plug_in_draws: int = PLUG_IN_DRAWS,
     progressbar: bool = False,
     cores: int | None = None,
     ppc: int | None = None,
@@ -1445,7 +1454,10 @@ def compare_models(
         columns (``household_er_true`` the last). Other keys, and values that are not finite
         numbers >= 0, are refused.
     plug_in_draws : int, default 400
-        Replicates of the plug-in used for the closed-form row's predictive intervals.
+        Replicates of the plug-in used for the closed-form row's predictive intervals
+        (:func:`sdcbayes.risk.assess.plug_in_predictive`, which also gives
+        ``assess_closed_form(md, interval=True, n_draws=plug_in_draws,
+        random_seed=random_seed)`` its intervals: the same numbers).
     progressbar : bool, default False
         Show each fit's sampling progress on stderr, as ``sdcbayes compare`` does;
         False (the default): the fits print nothing.
@@ -1584,6 +1596,13 @@ def compare_models(
                 a = assess_from_posterior(md, post, "negbin", threshold=threshold,
                                           random_seed=random_seed,
                                           settings={"method": "plug-in p = f/F_hat"})
+                # the intervals of assess --model closed-form: one function for both, so
+                # that equal seeds and replicates give equal numbers
+                pred = plug_in_predictive(md, n_draws=plug_in_draws, random_seed=random_seed)
+                a.summary |= {k: v for k, v in pred.items() if k.endswith("_interval")}
+                a.summary["interval_kind"] = PLUG_IN_INTERVAL_KIND
+                if "household_expected_reidentifications" in a.summary:
+                    a.summary["household_interval_kind"] = PLUG_IN_INTERVAL_KIND
                 if below is not None:
                     # assess_closed_form's own caveat (and count), as `assess` prints it
                     msg = _weights_below_count_warning(below[0], "the closed form")
@@ -1677,9 +1696,7 @@ def compare_models(
             lo, hi = sm[f"{key}_interval"]
             row |= {col: sm[key], f"{col}_lo": lo, f"{col}_hi": hi}
         row["interval_kind"] = (
-            "predictive given the plug-in p (no parameter uncertainty)"
-            if s.model == "closed-form"
-            else "posterior predictive"
+            PLUG_IN_INTERVAL_KIND if s.model == "closed-form" else "posterior predictive"
         )
         if "household_expected_reidentifications" in sm:  # md has households
             row |= _household_columns(md, a, s.model, row["interval_kind"])

@@ -204,8 +204,9 @@ def cli() -> None:
     "the least biased on real files (README, Accuracy), though its intervals are not yet "
     "calibrated on every design. closed-form: Benedetti-Franconi individual risk with "
     "p = f/F̂ (sdcMicro's measure_risk and mu-Argus report its approximation, --method "
-    "approx; the default --method exact evaluates it exactly; no intervals; understates "
-    "tau1 by 55-98% on real files). "
+    "approx; the default --method exact evaluates it exactly; its 90% intervals are "
+    "predictive given the plug-in p, without parameter uncertainty, as compare's "
+    "closed-form row; understates tau1 by 55-98% on real files). "
     "poisson-gamma: Bethlehem-Keller-Pannekoek superpopulation model fitted with full "
     "posterior on the counts of counts. negbin: Benedetti-Franconi with uncertain "
     "inclusion probabilities learnt from the spread of the weights. Posterior models "
@@ -324,8 +325,9 @@ def cli() -> None:
     help=CORES_HELP,
 )
 @click.option("--seed", type=click.IntRange(min=0), default=None,
-              help="Random seed (posterior models), a whole number >= 0; without it one is "
-              "drawn and stamped in summary.json's settings.")
+              help="Random seed (posterior models, and the closed form's predictive "
+              "intervals), a whole number >= 0; without it one is drawn and stamped in "
+              "summary.json's settings.")
 @click.option(
     "--fit-method",
     type=click.Choice(["nuts", "nutpie", "advi", "map", "gibbs"]),
@@ -470,7 +472,10 @@ def assess(
     both the model's parameter uncertainty and the randomness of the unknown population
     counts; those marked "parameter uncertainty only" leave the latter out (they are
     computed from each record's risk given the parameters), so they are narrower and a
-    posterior mean can lie just outside them.
+    posterior mean can lie just outside them. The closed form's [90% intervals] are
+    predictive given the plug-in p: the unknown population counts drawn given p = f/F̂,
+    with no parameter uncertainty (compare's closed-form row, the same numbers for the
+    same --seed).
     """
     from sdcbayes.microdata import (
         require_one_cell_per_record,
@@ -657,8 +662,11 @@ def assess(
             # its caveat of a file without weights (a MicrodataWarning) is also in
             # result.summary["warnings"], printed just below: not a raw Python warning too
             warnings.filterwarnings("ignore", re.escape(CLOSED_FORM_NO_WEIGHTS_NOTE_PY))
+            # its predictive intervals given the plug-in (compare's closed-form row's,
+            # the same numbers for the same --seed); a seed is drawn and stamped without one
             result = assess_closed_form(md, method=method, threshold=threshold,
-                                        max_global_risk=max_global_risk)
+                                        max_global_risk=max_global_risk, interval=True,
+                                        random_seed=seed)
         for note in result.summary.get("warnings", []):  # as the fits' warnings
             click.echo(f"sdcbayes: warning: {cli_wording(note)}", err=True)
     else:
@@ -806,11 +814,15 @@ LATENT_CLASS_OPTIONS = {"classes": "--classes", "structural_zeros": "--structura
                         "overdispersion": "--overdispersion", "profile_prior": "--profile-prior",
                         "ppc": "--ppc"}
 #: assess options of the posterior samplers: the closed form has nothing to sample, and
-#: scripts pass them routinely, so a closed-form run warns rather than refuses.
+#: scripts pass them routinely, so a closed-form run warns rather than refuses (all but
+#: --seed, which also drives the closed form's predictive intervals:
+#: CLOSED_FORM_USES).
 SAMPLER_OPTIONS = {"draws": "--draws", "chains": "--chains", "tune": "--tune",
                    "seed": "--seed", "cores": "--cores", "strict": "--strict",
                    "target_accept": "--target-accept",
                    "write_posterior": "--posterior/--no-posterior"}
+#: Of SAMPLER_OPTIONS, those the closed form uses: --seed draws its predictive intervals.
+CLOSED_FORM_USES = frozenset({"seed"})
 
 
 def check_applicable(*, model: str, fit_method: str | None, method: str, missing: str,
@@ -843,7 +855,8 @@ def check_applicable(*, model: str, fit_method: str | None, method: str, missing
             raise InputError(f"--fit-method {fit_method} chooses a posterior model's sampler, "
                              "but --model closed-form fits nothing: leave out --fit-method or "
                              "choose a posterior --model")
-        unused = [option for name, option in SAMPLER_OPTIONS.items() if given(name)]
+        unused = [option for name, option in SAMPLER_OPTIONS.items()
+                  if given(name) and name not in CLOSED_FORM_USES]
         if unused:
             warnings.append(f"{', '.join(unused)} set the posterior models' sampler; --model "
                             "closed-form samples nothing and ignores them")
@@ -1137,7 +1150,17 @@ def _print_summary(s: dict[str, Any], out: Path, posterior: bool = True) -> None
 
     click.echo(f"sdcbayes {s['sdcbayes_version']} — model: {s['model']} [{s.get('method', '')}]")
     if any(f"{k}_interval" in s for k in ("tau1", "tau2")):
-        click.echo("estimates are posterior means with [90% intervals]")
+        if s["model"] == "closed-form":
+            # the plug-in's: F_k drawn given p = f/F_hat (compare's closed-form row's)
+            level = s.get("interval_level")
+            pct = f"{100 * level:.0f}%" if isinstance(level, (int, float)) else "90%"
+            click.echo(f"estimates are the closed form's with [{pct} intervals, "
+                       f"{s.get('interval_kind', 'predictive given the plug-in p')}]")
+        else:
+            click.echo("estimates are posterior means with [90% intervals]")
+    elif s.get("interval_note"):
+        # a file taken as its own population: F_k = f_k, no interval to give
+        click.echo(s["interval_note"])
     click.echo(f"data: {s['data']}")
     rows = [
         ("records", f"{s['n_records']:,}"),

@@ -735,8 +735,10 @@ _MODEL_TEXT = {
         "Benedetti-Franconi individual risk: with an improper prior on cell probabilities, "
         "F<sub>k</sub> − f<sub>k</sub> | f<sub>k</sub> is negative binomial with success "
         "probability p<sub>k</sub>, estimated by f<sub>k</sub>/F̂<sub>k</sub> (Polettini, "
-        "eq. 1–3). This plug-in is known to understate risk badly on real files; use a "
-        "posterior model for intervals."
+        "eq. 1–3). This plug-in is known to understate risk badly on real files. Its "
+        "intervals, where given, are predictive given the plug-in p̂<sub>k</sub>: they leave "
+        "out the uncertainty about p<sub>k</sub>; use a posterior model for intervals that "
+        "take it in."
     ),
     "poisson-gamma": (
         "Poisson-gamma superpopulation model (Bethlehem, Keller and Pannekoek 1990; Mokken et "
@@ -826,8 +828,14 @@ def _quantile_bounds(summary: Mapping[str, Any]) -> tuple[float, float] | None:
 def _file_level_definitions(summary: Mapping[str, Any], intervals: bool = True) -> str:
     """The notation and definitions under the file-level table, naming the run's level.
 
-    ``intervals``: whether the table shows intervals (a closed form's does not).
+    ``intervals``: whether the table shows intervals (a closed form's without
+    ``interval_kind``, or of a file that is its own population, does not). A closed form's
+    intervals are defined as what they are, predictive given the plug-in
+    (:func:`_plug_in_interval_definitions`).
     """
+    if summary.get("model") == "closed-form":
+        return _FILE_LEVEL_DEFINITIONS_HEAD + _plug_in_interval_definitions(
+            summary, intervals) + "</dl>"
     if not intervals:
         return _FILE_LEVEL_DEFINITIONS_HEAD + "</dl>"
     bounds = _quantile_bounds(summary)
@@ -859,6 +867,50 @@ def _file_level_definitions(summary: Mapping[str, Any], intervals: bool = True) 
         "The same holds for the risks of records.csv and of the cells below against their "
         "risk_lo and risk_hi.</dd>"
         "</dl>"
+    )
+
+
+#: The "interval of" column of a closed form's rows (its summary's ``interval_kind``,
+#: risk.assess.PLUG_IN_INTERVAL_KIND, shortened).
+PLUG_IN_PREDICTIVE = "predictive given the plug-in p̂ (no parameter uncertainty)"
+
+
+def _plug_in_interval_definitions(summary: Mapping[str, Any], intervals: bool) -> str:
+    """The closed form's interval and estimate, defined (entries of the definitions list).
+
+    Its intervals (``assess --model closed-form``; risk.assess.plug_in_predictive) draw
+    the unknown F_k given the plug-in p̂_k, as compare's closed-form row's; where every
+    p̂_k is 1 there is none, and ``interval_note`` says why.
+    """
+    note = summary.get("interval_note")
+    if not intervals:
+        return (f"<dt>interval</dt><dd>{esc(note)}.</dd>" if note else "")
+    bounds = _quantile_bounds(summary)
+    what = (f"From the {fmt(bounds[0])} to the {fmt(bounds[1])} quantile"
+            if bounds is not None else "The quantiles")
+    n = summary.get("plug_in_draws")
+    over = f" over {n:,} replicates" if isinstance(n, int) else ""
+    hh = ("; the household rows: per drawn population the realised Σ 1 − Π(1 − "
+          "1/F<sub>k(j)</sub>) over the records' households"
+          if "household_expected_reidentifications_interval" in summary else "")
+    return (
+        f"<dt>{esc(_interval_name(summary))}</dt>"
+        f"<dd>{what}{esc(over)} of the population counts drawn given the plug-in: "
+        "F<sub>k</sub> − f<sub>k</sub> ~ NegBin(f<sub>k</sub>, p̂<sub>k</sub>), "
+        "p̂<sub>k</sub> = f<sub>k</sub>/F̂<sub>k</sub>, independently per cell, and in each "
+        "drawn population the realised τ1 (sample uniques with F<sub>k</sub> = 1), τ2 "
+        "(Σ 1/F<sub>k</sub> over them) and re-identifications Σ f<sub>k</sub>/F<sub>k</sub>"
+        f"{hh} (column “interval of”: {esc(PLUG_IN_PREDICTIVE)}). The randomness of the "
+        "unknown F<sub>k</sub> only: p̂<sub>k</sub> is taken as known, so the interval is "
+        "narrower than one that took its uncertainty in (a posterior model's). The same "
+        "draws as "
+        "<code>sdcbayes compare</code>'s closed-form row for the same seed. The rows of the "
+        "benchmark rule and the risk threshold have none (their risks are fixed).</dd>"
+        "<dt>estimate</dt>"
+        "<dd>The closed form's: E(1/F<sub>k</sub> | f<sub>k</sub>) at p̂<sub>k</sub>, the "
+        "mean of the draws above; with method approx sdcMicro's approximation of it, which "
+        "can lie off the draws' centre (the interval is that of the same draws: the "
+        "realised counts need no formula).</dd>"
     )
 
 
@@ -1342,7 +1394,10 @@ def assessment_report(result, md, summary: Mapping[str, Any], top: int = 20, *,
         # the interval's kind: a row over r_i(θ) per draw has no F_k randomness in it
         given = key in _PARAMETER_ONLY_ROWS and not (
             key in _HOUSEHOLD_ROWS and _household_predictive(summary))
-        row.append("" if lo_hi is None else PARAMETERS_ONLY if given else PREDICTIVE)
+        row.append("" if lo_hi is None
+                   # the closed form's: F_k drawn given the plug-in, no parameters
+                   else PLUG_IN_PREDICTIVE if summary.get("model") == "closed-form"
+                   else PARAMETERS_ONLY if given else PREDICTIVE)
         row.append(truth.get(key, "") if truth else "")
         if key in _PERCENT_FIELDS:  # a rate: in percent, as the console shows it
             row = [row[0], *(_percent_cell(v) for v in row[1:])]
@@ -1852,11 +1907,35 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
     swap is then no step this caveat is about (unless the block says why it was not
     adjusted).
     """
+    from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
+
     steps = s.get("steps") or []
     keys = set(map(str, s.get("keys") or []))
     mis = ((s.get("risk") or {}).get("after") or {}).get("misclassification") or {}
     adjusted = bool(mis) and "not_adjusted_because" not in mis
+    swap_block = mis.get("swap") if adjusted else None
+    pram_adjusted = adjusted and MISCLASSIFICATION_METHOD in str(mis.get("method"))
+    read_true = (f"read as true, "
+                 f"{fmt((mis.get('unadjusted') or {}).get('expected_reidentifications'))} "
+                 "expected re-identifications")
     said = ""
+    if pram_adjusted:
+        said = (f"Risk after: {MISCLASSIFICATION_METHOD}: each record's risk times the "
+                "probability PRAM kept its key values"
+                + ("" if swap_block else
+                   f" (mean {fmt(mis.get('mean_keep_probability'))}); {read_true}") + ".")
+    if swap_block:
+        blanked = sum(e.get("blanked_records") or 0 for e in swap_block.get("steps") or [])
+        said += ((" " if said else "Risk after: ")
+                 + f"{fmt(mis.get('swapped_records'))} records a swap made non-matching "
+                 f"count 0 ({swap_block.get('method')}: they show another household's key "
+                 "values, so an intruder who knows a target's true keys does not find it "
+                 "there, and a match on its released keys is someone else; "
+                 f"{swap_block.get('reference')})"
+                 + (f"; {fmt(blanked)} swapped records whose changed keys were blanked later "
+                    "keep their risk (a blank matches the true value)" if blanked else "")
+                 + (f"; mean factor {fmt(mis.get('mean_keep_probability'))}"
+                    if pram_adjusted else "") + f"; {read_true}.")
     if adjusted:
         what = " and ".join(["PRAMmed"] * pram_adjusted + ["swapped"] * bool(swap_block))
         said += (" Adjusted: the expected re-identifications, "
@@ -1892,6 +1971,7 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
     named = ", ".join(f"step {st.get('step')} ({st.get('name')})" for st in random_steps)
     swapped = any(st.get("name") == "swap" for st in random_steps)
     rank_swapped = any(st.get("name") == "rank_swap" for st in random_steps)
+    shuffled = any(st.get("name") == "shuffle" for st in random_steps)
     text = (
         (said + " " if said else "")
         + f"After {named}: the “protected” column treats the randomised values as if they "
@@ -1902,6 +1982,8 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
            "another household's." if swapped else "")
         + (" The same holds for rank-swapped values: a matched record's value may be another "
            "record's, a few ranks away." if rank_swapped else "")
+        + (" The same holds for shuffled values: a matched record's value is another "
+           "record's, reassigned by rank." if shuffled else "")
     )
     for st in random_steps:
         p = (st.get("result") or {}).get("max_cm_probability")
@@ -1910,35 +1992,11 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
                 f" The risk that accounts for the randomisation is that of step "
                 f"{st.get('step')}: a correct match has probability at most {fmt(p)} "
                 "(max_cm_probability)."
-    from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
-
             )
     return f"<p class='note'>{esc(text)}</p>"
 
 
-    swap_block = mis.get("swap") if adjusted else None
-    pram_adjusted = adjusted and MISCLASSIFICATION_METHOD in str(mis.get("method"))
-    read_true = (f"read as true, "
-                 f"{fmt((mis.get('unadjusted') or {}).get('expected_reidentifications'))} "
-                 "expected re-identifications")
 def _closed_form_formula(s: Mapping[str, Any]) -> str:
-    if pram_adjusted:
-        said = (f"Risk after: {MISCLASSIFICATION_METHOD}: each record's risk times the "
-                "probability PRAM kept its key values"
-                + ("" if swap_block else
-                   f" (mean {fmt(mis.get('mean_keep_probability'))}); {read_true}") + ".")
-    if swap_block:
-        blanked = sum(e.get("blanked_records") or 0 for e in swap_block.get("steps") or [])
-        said += ((" " if said else "Risk after: ")
-                 + f"{fmt(mis.get('swapped_records'))} records a swap made non-matching "
-                 f"count 0 ({swap_block.get('method')}: they show another household's key "
-                 "values, so an intruder who knows a target's true keys does not find it "
-                 "there, and a match on its released keys is someone else; "
-                 f"{swap_block.get('reference')})"
-                 + (f"; {fmt(blanked)} swapped records whose changed keys were blanked later "
-                    "keep their risk (a blank matches the true value)" if blanked else "")
-                 + (f"; mean factor {fmt(mis.get('mean_keep_probability'))}"
-                    if pram_adjusted else "") + f"; {read_true}.")
     """How protect's closed form was computed: its ``--method`` (stamped in the settings)."""
     settings = (s.get("provenance") or {}).get("settings") or {}
     method = settings.get("closed_form_method") or settings.get("method")
@@ -1949,7 +2007,6 @@ def _closed_form_formula(s: Mapping[str, Any]) -> str:
 
 def protection_report(summary: Mapping[str, Any]) -> str:
     """The ``report.html`` of ``sdcbayes protect`` (seed 001, sections 4-5).
-    shuffled = any(st.get("name") == "shuffle" for st in random_steps)
 
     Sections: the steps applied, risk before and after (closed-form
     Benedetti-Franconi risk, seed 004 eq. 1-3; k-anonymity with missing values
@@ -1960,8 +2017,6 @@ def protection_report(summary: Mapping[str, Any]) -> str:
     the records it changed count as non-matching (Shlomo, Tudor & Groom 2010), and after
     rank swapping of a key that it treats the swapped values as true. With ``--sensitive``
     a section gives the l-diversity before and after
-        + (" The same holds for shuffled values: a matched record's value is another "
-           "record's, reassigned by rank." if shuffled else "")
     (:func:`_protection_l_diversity_section`). Under ``protect --model latent-class``
     (summary.json's ``risk.closed_form``) the risk is the model's, with the closed form
     beside it and a section on the fit (:func:`_protection_report_latent_class`).

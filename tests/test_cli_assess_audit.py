@@ -172,10 +172,13 @@ def test_sampler_options_given_to_the_closed_form_are_reported_as_ignored(tmp_pa
     assert proc.returncode == 0, proc.stderr
     line = [x for x in proc.stderr.splitlines() if "ignores them" in x]
     assert len(line) == 1 and line[0].startswith("sdcbayes: warning: ")
-    for option in ("--draws", "--chains", "--tune", "--seed", "--strict", "--target-accept"):
+    for option in ("--draws", "--chains", "--tune", "--strict", "--target-accept"):
         assert option in line[0]
+    # --seed is not ignored: it draws the closed form's predictive intervals, and is stamped
+    assert "--seed" not in line[0]
     summary = json.loads((out / "summary.json").read_text())
     assert line[0].removeprefix("sdcbayes: warning: ") in summary["warnings"]
+    assert summary["provenance"]["settings"]["random_seed"] == 9
 
 
 def test_alpha_is_accepted_with_wildcards(tmp_path, capsys):

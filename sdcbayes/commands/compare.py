@@ -779,8 +779,9 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
                else f"elpd {r.elpd_loo:.1f} (rank {int(r.loo_rank)} of "
                f"{n_ranked[r.model]} {r.model} fits, 0 = best)")
         # The closed form's intervals are the plug-in's predictive spread, not a
-        # posterior interval (`assess --model closed-form` shows none): marked, with
-        # comparison.csv's interval_kind as the footnote.
+        # posterior interval (`assess --model closed-form` shows the same ones for the
+        # same --seed, risk.assess.plug_in_predictive): marked, with comparison.csv's
+        # interval_kind as the footnote.
         mark = ""
         if r.model == "closed-form":
             mark = _PLUG_IN_MARK
