@@ -62,8 +62,9 @@ def run(tmp_path_factory):
     frame = _frame()
     path = d / "survey.csv"
     frame.to_csv(path, index=False)
-    stdout, _ = _assess(path, d / "out", "--sensitive", "s1,s2")
-    _assess(path, d / "plain")
+    # one seed: the closed form's predictive intervals are drawn
+    stdout, _ = _assess(path, d / "out", "--sensitive", "s1,s2", "--seed", "1")
+    _assess(path, d / "plain", "--seed", "1")
     return {"frame": frame, "path": path, "out": d / "out", "plain": d / "plain",
             "stdout": stdout, "dir": d}
 

@@ -124,7 +124,7 @@ def test_report_and_readme_say_an_estimate_can_lie_outside_its_interval(posterio
     records = records[:records.index("`posterior.nc`")]
     assert "outside" in records
     # the field table's row points to the block below the table that explains it
-    assert "| `*_interval` (posterior models) |" in readme
+    assert "| `*_interval` | posterior models: " in readme
     fields = readme[readme.index("**`*_interval`** (posterior models)"):]
     fields = fields[:fields.index("\n\n**")]
     assert "can lie outside" in fields
