@@ -1902,10 +1902,11 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
     keys): the risk after reads rank-swapped values as true (an intruder can look near a
     numeric value). After PRAM of a key the risk after is misclassification-adjusted
     (summary.json ``risk.after.misclassification``, Shlomo & Skinner 2010), and after a
-    record swap of a key the records it changed count as non-matching (the block's
-    ``swap``, Shlomo, Tudor & Groom 2010): one sentence says each, and PRAM or the record
-    swap is then no step this caveat is about (unless the block says why it was not
-    adjusted).
+    record swap of a key the records it changed count as non-matching and the others'
+    risks are counted on their pre-swap cells (the block's ``swap`` and
+    ``adjusted_on_released_counts``, Shlomo, Tudor & Groom 2010): one sentence says each,
+    and PRAM or the record swap is then no step this caveat is about (unless the block
+    says why it was not adjusted).
     """
     from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
 
@@ -1926,6 +1927,8 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
                    f" (mean {fmt(mis.get('mean_keep_probability'))}); {read_true}") + ".")
     if swap_block:
         blanked = sum(e.get("blanked_records") or 0 for e in swap_block.get("steps") or [])
+        on_released = (mis.get("adjusted_on_released_counts") or {}).get(
+            "expected_reidentifications")
         said += ((" " if said else "Risk after: ")
                  + f"{fmt(mis.get('swapped_records'))} records a swap made non-matching "
                  f"count 0 ({swap_block.get('method')}: they show another household's key "
@@ -1934,6 +1937,12 @@ def _randomised_note(s: Mapping[str, Any]) -> str:
                  f"{swap_block.get('reference')})"
                  + (f"; {fmt(blanked)} swapped records whose changed keys were blanked later "
                     "keep their risk (a blank matches the true value)" if blanked else "")
+                 + "; the others' risks are counted on their pre-swap cells (F is the "
+                 "count of their true values, which the released cells understate where "
+                 "the swap moved rare records out"
+                 + (f"; on the released cells, "
+                    f"{fmt(on_released)} expected re-identifications"
+                    if on_released is not None else "") + ")"
                  + (f"; mean factor {fmt(mis.get('mean_keep_probability'))}"
                     if pram_adjusted else "") + f"; {read_true}.")
     if adjusted:

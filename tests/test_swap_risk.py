@@ -6,9 +6,14 @@ population's true values): a record showing another household's geography is not
 on its true keys, and a match on its released keys links it to someone else. So the risk
 after a swap is counted on the records the swap left unperturbed (Shlomo, Tudor & Groom
 2010, "Data swapping for protecting census tables", PSD 2010, LNCS 6344, pp. 41-51):
-``protect`` multiplies each record's closed-form risk on the released file by 0 where a
-swap changed one of its key values (and a later suppression did not blank them all), else
-by 1, times PRAM's keep probability M_jj where PRAM ran too (tests/test_pram_risk.py).
+``protect`` multiplies each record's closed-form risk by 0 where a swap changed one of its
+key values (and a later suppression did not blank them all), else by 1, times PRAM's keep
+probability M_jj where PRAM ran too (tests/test_pram_risk.py). The closed-form risk r_i,
+an estimate of 1 / F_{x_i}, is counted on the pre-swap cells: the frame the risk after
+scores with every swapped value still shown put back to its pre-swap one (a later blank
+stays blank; PRAMmed values stay as released). Counted on the released cells it overstates
+the truth: a targeted swap moves records out of rare cells, so the records left in place
+look rarer there than they are (the brute force below measures both).
 """
 
 from __future__ import annotations
@@ -21,9 +26,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcbayes.commands.protect import _key_keep_probabilities, _misclassification, _risk
+from sdcbayes.commands.protect import (
+    _key_keep_probabilities,
+    _misclassification,
+    _pre_swap_counts,
+    _risk,
+)
 from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD, keep_probability
-from sdcbayes.protection.swapping import SWAP_RISK_METHOD, record_swap
+from sdcbayes.protection.swapping import (
+    SWAP_RISK_FREQUENCIES,
+    SWAP_RISK_METHOD,
+    record_swap,
+)
 from tests.clitools import run_in_process
 
 KEYS = "age,sex,region"
@@ -89,7 +103,10 @@ def test_swap_sets_exactly_the_records_whose_keys_changed_to_zero(capsys, tmp_pa
     region is a key, district is not: a pair swapped across districts of one region keeps
     its region (no key changed: factor 1); one across regions shows another household's
     region (factor 0). Every number after follows from r_i × 1[region kept], and the
-    terminal line and the report say how many records the swap made non-matching.
+    terminal line and the report say how many records the swap made non-matching. r_i is
+    counted on the pre-swap cells: region is the only swapped key and nothing is blanked,
+    so they are the input's own (``assess`` of the input); the adjusted ER on the released
+    cells is kept beside it, and the unadjusted numbers are the released file's.
     """
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "o"
@@ -110,8 +127,11 @@ def test_swap_sets_exactly_the_records_whose_keys_changed_to_zero(capsys, tmp_pa
     assert (released["district"] != frame["district"]).to_numpy()[kept_region].all()
 
     risk = _assessed_risk(capsys, released, tmp_path)
-    r = risk * ~changed
+    pre_swap = _assessed_risk(capsys, frame, tmp_path)  # the true cells' counts
+    r = pre_swap * ~changed
     assert r.max() > 0 and risk[changed].max() > 0  # records that had risk were zeroed
+    # the counts matter here: some record left in place has another risk on its true cell
+    assert not np.allclose(r, risk * ~changed)
     after = s["risk"]["after"]
     assert after["expected_reidentifications"] == pytest.approx(r.sum(), rel=1e-9)
     assert after["expected_reidentification_rate"] == pytest.approx(r.sum() / len(r), rel=1e-9)
@@ -129,6 +149,9 @@ def test_swap_sets_exactly_the_records_whose_keys_changed_to_zero(capsys, tmp_pa
     assert un["n_above_benchmark"] == _benchmark(risk)
     assert un["household_expected_reidentifications"] == pytest.approx(
         _household_risk(risk, released["hid"]).sum(), rel=1e-9)
+    assert mis["adjusted_on_released_counts"]["expected_reidentifications"] == pytest.approx(
+        (risk * ~changed).sum(), rel=1e-9)
+    assert mis["swap"]["frequencies"] == SWAP_RISK_FREQUENCIES
     assert mis["method"] == SWAP_RISK_METHOD and "LNCS 6344" in mis["reference"]
     assert mis["swapped_records"] == int(changed.sum())
     assert mis["swap"]["steps"] == [{"step": 1, "keys": ["region"],
@@ -141,9 +164,12 @@ def test_swap_sets_exactly_the_records_whose_keys_changed_to_zero(capsys, tmp_pa
     assert f"{int(changed.sum()):,} records made non-matching by swap step 1 count 0" \
         in lines[0]
     assert f"read as true: {risk.sum():.2f} expected re-identifications" in lines[0]
+    assert ("the others' risks counted on their pre-swap cells (on the released cells: "
+            f"{(risk * ~changed).sum():.2f})") in lines[0]
     assert "read as true: cells, sample uniques, k-anonymity" in proc.stdout
     report = html.unescape((out / "report.html").read_text())
     assert f"{int(changed.sum())} records a swap made non-matching count 0" in report
+    assert "the others' risks are counted on their pre-swap cells" in report
     assert "The same holds for swapped values" not in report  # no longer read as true
 
 
@@ -219,6 +245,92 @@ def test_pram_and_swap_give_the_product():
     assert block["mean_keep_probability"] == pytest.approx(keep.mean())
 
 
+# --------------------------------------------------------------------------- the counts
+
+
+def _thinned():
+    """Record 1 (A, 1) swaps its region with record 2 (B, 2): weights 1, so r = 1 / f.
+
+    Released, records 0 (A, 1) and 3 (B, 2) each lost the mate of their cell (f = 1);
+    their true cells hold two records (f = 2). Records 4-6 are unique either way.
+    """
+    before = pd.DataFrame({"region": list("AABBCCC"), "age": list("1122312"), "w": 1.0})
+    after = before.assign(region=list("ABABCCC"))
+    step = {"step": "swap", "hierarchy": ["region"], "carry_along": []}
+    entries = _key_keep_probabilities(1, step, before, SimpleNamespace(frame=after),
+                                      ["region", "age"])
+    return before, after, step, entries
+
+
+def test_a_record_left_in_place_keeps_the_risk_of_its_pre_swap_cell():
+    """Record 0's mate was swapped out: its risk after is 1/2 (its true cell), not 1/1."""
+    before, after, step, entries = _thinned()
+    keep, block = _misclassification([step], entries, after)
+    np.testing.assert_array_equal(keep, [1, 0, 0, 1, 1, 1, 1])
+    counts = _pre_swap_counts(entries, after, block)
+    pd.testing.assert_frame_equal(counts, before)  # every swapped value put back
+    out, _ = _risk(after, ["region", "age"], "w", 3, keep=keep, frequencies=counts)
+    truth = [1 / 2, 0, 0, 1 / 2, 1, 1, 1]  # 1[x̃ = x] / f of the true cell, by hand
+    assert out["expected_reidentifications"] == pytest.approx(sum(truth), rel=1e-12)
+    assert out["expected_reidentification_rate"] == pytest.approx(sum(truth) / 7, rel=1e-12)
+    mis = out["misclassification"]
+    # on the released cells every record is unique: 1 + 1 + 1 + 1 + 1 kept, 7 read as true
+    assert mis["adjusted_on_released_counts"]["expected_reidentifications"] == pytest.approx(5)
+    assert mis["unadjusted"]["expected_reidentifications"] == pytest.approx(7)
+    assert block["swap"]["frequencies"] == SWAP_RISK_FREQUENCIES
+    # the cells, sample uniques and k-anonymity stay the released file's: 7 uniques
+    assert out["n_sample_uniques"] == 7 and out["k_anonymity_violations"] == 7
+    # without a swap adjustment nothing is put back (nor counted twice)
+    assert _pre_swap_counts(entries, after, None) is None
+    _, not_adjusted = _misclassification(
+        [step, {"step": "recode", "column": "region", "mapping": {"A": "AB", "B": "AB"}}],
+        entries, after)
+    assert _pre_swap_counts(entries, after, not_adjusted) is None
+
+
+def test_a_value_blanked_after_the_swap_stays_blank_in_the_counts():
+    """Record 2's swapped region blanked later: a wildcard in the counts too, not its B.
+
+    Counted with the blank, (·, 2) matches records 2, 3 and 6: 1/3 for record 2 (factor 1,
+    every changed key blanked), 1/2 for 3 and 6; put back to B it would be 1/2, 1/2, 1.
+    """
+    before, after, step, entries = _thinned()
+    released = after.copy()
+    released.loc[2, "region"] = None
+    suppress = {"step": "suppress", "keys": ["region", "age"], "k": 2}
+    keep, block = _misclassification([step, suppress], entries, released)
+    np.testing.assert_array_equal(keep, [1, 0, 1, 1, 1, 1, 1])
+    counts = _pre_swap_counts(entries, released, block)
+    pd.testing.assert_frame_equal(counts, before.assign(region=["A", "A", None, "B", "C", "C",
+                                                                "C"]))
+    out, _ = _risk(released, ["region", "age"], "w", 3, keep=keep, frequencies=counts)
+    truth = [1 / 2, 0, 1 / 3, 1 / 2, 1, 1, 1 / 2]
+    assert out["expected_reidentifications"] == pytest.approx(sum(truth), rel=1e-12)
+    # the frame passed stays as it was (the counts are a copy)
+    assert released["region"].isna().tolist() == [False, False, True, False, False, False,
+                                                  False]
+    assert released.loc[1, "region"] == "B"
+
+
+def test_pram_and_swap_counts_put_back_the_swapped_values_only():
+    """PRAM of age after the swap: its M_jj multiplies, its values are counted as released."""
+    before, after, step, entries = _thinned()
+    released = after.assign(age=list("1122322"))  # PRAM moved record 5's age 1 -> 2
+    pram_keep = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3])
+    entries = entries + [{"step": 2, "name": "pram", "columns": ["age"],
+                          "keep": {"age": pram_keep}}]
+    keep, block = _misclassification([step, {"step": "pram", "columns": ["age"]}], entries,
+                                     released)
+    np.testing.assert_allclose(keep, pram_keep * [1, 0, 0, 1, 1, 1, 1])
+    counts = _pre_swap_counts(entries, released, block)
+    pd.testing.assert_frame_equal(counts, before.assign(age=released["age"]))
+    out, _ = _risk(released, ["region", "age"], "w", 3, keep=keep, frequencies=counts)
+    # counted: (A,1) f=2, (B,2) f=2, (C,3) 1, (C,2) f=2 (records 5 and 6)
+    r = np.array([1 / 2, 1 / 2, 1 / 2, 1 / 2, 1, 1 / 2, 1 / 2])
+    assert out["expected_reidentifications"] == pytest.approx(float((keep * r).sum()),
+                                                              rel=1e-12)
+
+
 @pytest.mark.parametrize("later, fragment", [
     ({"step": "recode", "column": "region", "mapping": {"A": "AB", "B": "AB"}},
      "step 2 (recode) changes 'region' after swap step 1"),
@@ -253,7 +365,9 @@ def _brute_force(reps, seed=20100922, fraction=0.02):
     households, so a swapped record's region is another's). adjusted / unadjusted: the
     released file's closed-form ER with / without protect's swap factor. own: the closed
     form on the sample's true values times the same factor (the rule with the closed
-    form's own estimate of 1/F); cf0, truth0: the unswapped sample's closed form and truth.
+    form's own estimate of 1/F); released: the adjusted ER with r_i counted on the
+    released cells (summary.json's ``adjusted_on_released_counts``); cf0, truth0: the
+    unswapped sample's closed form and truth.
     """
     rng = np.random.default_rng(seed)
     pop = _population(rng)
@@ -268,9 +382,10 @@ def _brute_force(reps, seed=20100922, fraction=0.02):
         res = record_swap(smp, household="hid", hierarchy=["region"], similar="hs",
                           risk_variables=["age", "sex", "job"], swap_rate=0.2, k_anonymity=1,
                           seed=rng)
-        keep, _ = _misclassification([step], _key_keep_probabilities(1, step, smp, res, keys),
-                                     res.frame)
-        after, _ = _risk(res.frame, keys, "w", 3, keep=keep)
+        entries = _key_keep_probabilities(1, step, smp, res, keys)
+        keep, block = _misclassification([step], entries, res.frame)
+        after, _ = _risk(res.frame, keys, "w", 3, keep=keep,
+                         frequencies=_pre_swap_counts(entries, res.frame, block))
         own, _ = _risk(smp, keys, "w", 3, keep=keep)
         kept = (res.frame["region"] == smp["region"]).to_numpy()
         f_rel = counts.reindex(pd.MultiIndex.from_frame(res.frame[keys])).fillna(np.inf)
@@ -279,12 +394,15 @@ def _brute_force(reps, seed=20100922, fraction=0.02):
                      after["misclassification"]["unadjusted"]["expected_reidentifications"],
                      own["expected_reidentifications"],
                      own["misclassification"]["unadjusted"]["expected_reidentifications"],
-                     np.sum(1 / f_true.to_numpy())))
+                     np.sum(1 / f_true.to_numpy()),
+                     after["misclassification"]["adjusted_on_released_counts"][
+                         "expected_reidentifications"]))
     return pd.DataFrame(rows, columns=["truth", "adjusted", "unadjusted", "own", "cf0",
-                                       "truth0"])
+                                       "truth0", "released"])
 
 
-def _check_brute_force(d: pd.DataFrame) -> None:
+def _check_brute_force(d: pd.DataFrame) -> dict[str, float]:
+    """The brute force's assertions; returns the means and the bound for the record."""
     se = d.std(ddof=1) / np.sqrt(len(d))
 
     def paired(a, b):  # mean and standard error of a paired difference
@@ -293,30 +411,37 @@ def _check_brute_force(d: pd.DataFrame) -> None:
 
     # where the closed form itself is good (Monte-Carlo error of its own truth, 4 SE plus
     # 5% for the estimator's bias: a two-sided 6e-5 chance under normality, fixed seed) ...
-    m, e = paired("cf0", "truth0")
-    assert abs(m) <= 4 * e + 0.05 * d["truth0"].mean()
+    m0, e0 = paired("cf0", "truth0")
+    assert abs(m0) <= 4 * e0 + 0.05 * d["truth0"].mean()
     # ... the rule, the closed form times 1[x̃_i = x_i], is the truth within that error
     m, e = paired("own", "truth")
     assert abs(m) <= 4 * e + 0.05 * d["truth"].mean()
+    # one-person households, nothing blanked: the pre-swap cells protect counts are the
+    # sample's true ones, so its adjusted ER is that rule's, draw by draw
+    np.testing.assert_allclose(d["adjusted"], d["own"], rtol=1e-9)
+    # so it is the truth within Monte-Carlo error (4 SE of the paired difference) plus the
+    # closed form's own error on the unswapped file (its measured bias, itself up to 4 SE)
+    m, e = paired("adjusted", "truth")
+    bound = 4 * e + abs(m0) + 4 * e0
+    assert abs(m) <= bound
     # read as true, the swapped records' risks more than double the truth
     assert d["unadjusted"].mean() > 2 * d["truth"].mean() + 4 * se["unadjusted"]
-    # the released file's adjusted ER stays above the truth (conservative: the swap thins
-    # the rare cells the unswapped records are counted in), by a fraction of the
-    # unadjusted's overstatement
-    m, e = paired("adjusted", "truth")
-    over, _ = paired("unadjusted", "truth")
-    assert -4 * e <= m <= 0.2 * over
+    # counted on the released cells the adjusted ER overstates it (the swap thins the rare
+    # cells of the records left in place): beyond the Monte-Carlo error and the bound
+    m_rel, e_rel = paired("released", "truth")
+    assert m_rel > 4 * e_rel and m_rel > bound
+    return d.mean().to_dict() | {"bound": bound, "se_adjusted_minus_truth": e}
 
 
 def test_adjusted_risk_against_brute_force_correct_matches():
-    _check_brute_force(_brute_force(reps=120))
+    print({k: round(float(v), 4) for k, v in
+           _check_brute_force(_brute_force(reps=120)).items()})
 
 
 @pytest.mark.slow
 def test_adjusted_risk_against_brute_force_correct_matches_many_draws():
-    d = _brute_force(reps=1000, seed=7)
-    print(d.mean().round(4).to_dict())
-    _check_brute_force(d)
+    print({k: round(float(v), 4) for k, v in
+           _check_brute_force(_brute_force(reps=1000, seed=7)).items()})
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -348,10 +473,14 @@ def test_protect_swap_then_pram_multiplies_the_factors(capsys, tmp_path, hand_cs
     pram = keep_probability(released, pd.read_csv(out / "pram_matrices.csv"))
     assert (~swap).any() and (pram < 1).any()
     risk = _assessed_risk(capsys, released, tmp_path)
+    # the counts: the swapped region put back, the PRAMmed age as released
+    counted = _assessed_risk(capsys, released.assign(region=frame["region"]), tmp_path)
     after = json.loads((out / "summary.json").read_text())["risk"]["after"]
     assert after["expected_reidentifications"] == pytest.approx(
-        float((pram * swap * risk).sum()), rel=1e-9)
+        float((pram * swap * counted).sum()), rel=1e-9)
     mis = after["misclassification"]
+    assert mis["adjusted_on_released_counts"]["expected_reidentifications"] == pytest.approx(
+        float((pram * swap * risk).sum()), rel=1e-9)
     assert mis["swapped_records"] == int((~swap).sum())
     assert mis["unadjusted"]["expected_reidentifications"] == pytest.approx(risk.sum(),
                                                                              rel=1e-9)

@@ -129,7 +129,8 @@ households, those left without a donor, selections no household could fill) and
 asked (:func:`_swap_rate_warnings`): with many fine risk variables most households are at
 risk. With a hierarchy or carry-along column among the keys, the risk after counts a
 record whose key values the swap changed as non-matching (risk 0: it shows another
-household's values; Shlomo, Tudor & Groom 2010), times PRAM's keep probability where both
+household's values; Shlomo, Tudor & Groom 2010), the others' closed-form risks counted on
+their pre-swap cells (:func:`_pre_swap_counts`), times PRAM's keep probability where both
 ran (:func:`_misclassification`, summary.json ``risk.after.misclassification``); cells,
 sample uniques and k-anonymity read the released values. Under ``--model latent-class`` a
 swap of a key is refused, as PRAM of a key is (the
@@ -1044,6 +1045,8 @@ def command(
     # a swapped key's blanks are read on the frame the risk after scores (a mate may show it)
     keep, misclassification = _misclassification(steps, key_keeps, current, exact=count_keys,
                                                  shown=scored)
+    # a swap of a key: the records' risks are counted on their pre-swap cells (None without)
+    pre_swap = _pre_swap_counts(key_keeps, scored, misclassification, exact=count_keys)
     try:
         # l-diversity on the frame the risk after reads (with --household the completed
         # one): the cells an intruder groups the released records into. The input's
@@ -1053,7 +1056,8 @@ def command(
                                    suppression=supp,
                                    threshold=threshold, household=household,
                                    l_diversity=ldiv, keep=keep, method=risk_method,
-                                   **md_options)
+                                   frequencies=None if pre_swap is None
+                                   else _without_split_numbers(pre_swap), **md_options)
     except InputError as e:  # the input passed "before": the steps made these values
         raise type(e)(f"after the steps, the protected file: {e}"
                       + _weight_blame(steps, weight)) from e
@@ -3276,7 +3280,8 @@ def _without_split_numbers(frame):
 def _risk(frame, keys: list[str], weight: str | None, k: int,
           suppression: dict[str, Any] | None = None, threshold: float | None = None,
           household: str | None = None, l_diversity: dict[str, Any] | None = None,
-          keep=None, method: str = "exact", **md_options) -> tuple[dict[str, Any], list[str]]:
+          keep=None, method: str = "exact", frequencies=None,
+          **md_options) -> tuple[dict[str, Any], list[str]]:
     """Closed-form risk of a file (seed 004 eq. 1-3) and its k-anonymity violations.
 
     ``method`` (``--method``): the closed form's formula, ``"exact"`` E(1/F | f) (seed 004
@@ -3318,6 +3323,17 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     and the household risk (1 - Π(1 - M_jj r_j)) are then the adjusted ones, and
     ``misclassification["unadjusted"]`` keeps those of the risks read as true.
 
+    ``frequencies`` (with ``keep``, after a swap of a key: :func:`_pre_swap_counts`, the
+    same records with each swapped value still shown put back to its pre-swap one) is the
+    frame whose cells count the r_i of the adjusted numbers: r_i then estimates
+    1 / F_{x_i} from the records' true cell memberships, as the truth Σ_i 1[x̃_i = x_i] /
+    F_{x̃_i} needs (Shlomo, Tudor & Groom 2010), rather than from the released cells,
+    which the swap thinned. Its closed form is computed only then; the cells, sample
+    uniques, k-anonymity, l-diversity and ``misclassification["unadjusted"]`` stay those
+    of ``frame`` (the released file), and ``misclassification`` adds
+    ``adjusted_on_released_counts``, the adjusted expected re-identifications with the
+    released file's r_i (the difference the counts make).
+
     ``l_diversity`` (``--sensitive``: ``{"sensitive": columns, "c": c}``) adds
     ``l_diversity``, assess's block (:func:`sdcbayes.cli.l_diversity_outputs`; seed 001,
     Section 3.2) over the cells of the same :class:`Microdata`: its ``record_cell`` are
@@ -3353,8 +3369,12 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
         out["n_above_threshold"] = s["n_above_threshold"]
     out |= {key: s[key] for key in _HOUSEHOLD_CLOSED_FORM if key in s}
     if keep is not None:
-        _adjust_for_misclassification(out, res.records["risk"].to_numpy(dtype=float), md,
-                                      keep, threshold)
+        released_risk = res.records["risk"].to_numpy(dtype=float)
+        risk = released_risk if frequencies is None else _pre_swap_risk(
+            frequencies, keys, weight, household, threshold, method, md_options)
+        _adjust_for_misclassification(out, risk, md, keep, threshold,
+                                      released_risk=None if frequencies is None
+                                      else released_risk)
     if l_diversity is not None:  # the block only: protect writes no records.csv
         from sdcbayes.cli import l_diversity_outputs
 
@@ -3369,8 +3389,23 @@ def _risk(frame, keys: list[str], weight: str | None, k: int,
     return out, notes
 
 
+def _pre_swap_risk(frame, keys: list[str], weight: str | None, household: str | None,
+                   threshold: float | None, method: str, md_options) -> Any:
+    """Per record, the closed-form risk r_i of ``frame`` (:func:`_pre_swap_counts`'s).
+
+    Seed 004 eq. 3 on the pre-swap cells; the frame's caveats are not said (it is not
+    released, and its values are the input's and the released file's).
+    """
+    from sdcbayes.cli import microdata_with_notes
+
+    md, _ = microdata_with_notes(frame, keys=keys, weight=weight,
+                                 **({"household": household} if household else {}),
+                                 **md_options)
+    return _closed_form(md, threshold, method=method).records["risk"].to_numpy(dtype=float)
+
+
 def _adjust_for_misclassification(out: dict[str, Any], risk, md, keep,
-                                  threshold: float | None) -> None:
+                                  threshold: float | None, released_risk=None) -> None:
     """``_risk``'s numbers from the risks M_jj r_i; the unadjusted ones kept beside them.
 
     Shlomo & Skinner (2010), Ann. Appl. Stat. 4(3):1291-1310: a released record in key
@@ -3380,8 +3415,12 @@ def _adjust_for_misclassification(out: dict[str, Any], risk, md, keep,
     :func:`sdcbayes.protection.pram.keep_probability` says when the approximation is
     poor. After a swap of a key ``keep`` holds 0 for the records whose key values it
     changed (their correct-match probability 1[x̃_i = x_i] / F_{x̃_i} is 0; Shlomo, Tudor
-    & Groom 2010), times M_jj where PRAM ran too. The household risk is
-    1 - Π(1 - M_jj r_j) over the household, as elsewhere.
+    & Groom 2010), times M_jj where PRAM ran too, and ``risk`` is then r_i counted on
+    the pre-swap cells (:func:`_pre_swap_counts`), which estimates 1 / F_{x_i} from the
+    true cell memberships: ``released_risk``, the released file's r_i, gives
+    ``misclassification["adjusted_on_released_counts"]`` (its adjusted expected
+    re-identifications, which overstate the truth where the swap thinned rare cells). The
+    household risk is 1 - Π(1 - M_jj r_j) over the household, as elsewhere.
     """
     import numpy as np
 
@@ -3408,6 +3447,10 @@ def _adjust_for_misclassification(out: dict[str, Any], risk, md, keep,
         out["household_expected_reidentifications"] = float(hrisk[ok].sum())
         out["household_expected_reidentified_households"] = float(hrisk[ok][first].sum())
     out["misclassification"] = {"unadjusted": unadjusted}
+    if released_risk is not None:  # the same factors on the released counts: the difference
+        r_rel = (released_risk * np.asarray(keep, dtype=float))[ok]
+        out["misclassification"]["adjusted_on_released_counts"] = {
+            "expected_reidentifications": float(r_rel.sum())}
 
 
 def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
@@ -3421,8 +3464,13 @@ def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
     combination of its keys. ``swap``: no probabilities but ``changed``, per record and
     swapped key (hierarchy or carry-along column among ``keys``) whether the step changed
     its value (:func:`sdcbayes.protection.swapping.swapped_values`), which
-    :func:`_misclassification` turns into a factor 0 or 1 once the later blanks are known.
+    :func:`_misclassification` turns into a factor 0 or 1 once the later blanks are known,
+    and ``before``, those keys' values in ``frame`` (the file the step read) for the
+    records it changed, indexed by row position: :func:`_pre_swap_counts` puts them back
+    to count the risks after on the pre-swap cells.
     """
+    import numpy as np
+
     from sdcbayes.protection.pram import keep_probability, nayak_zhang_keep_probability
 
     if step["step"] == "swap":
@@ -3433,8 +3481,13 @@ def _key_keep_probabilities(i: int, step: dict[str, Any], frame, res,
         cols = [c for c in moved if c in keys]
         if not cols:  # no key exchanged: the risk after reads the keys it sees (a note says)
             return []
+        changed = swapped_values(frame, res.frame, cols)
+        # only the changed records' values (a small share of the file): what the counts of
+        # the risk after put back (_pre_swap_counts)
+        rows = np.flatnonzero(changed.any(axis=1))
+        before = frame[cols].iloc[rows].set_axis(rows)
         return [{"step": i, "name": "swap", "columns": cols, "keep": {},
-                 "changed": swapped_values(frame, res.frame, cols)}]
+                 "changed": changed, "before": before}]
     if step["step"] == "nayak_zhang":
         cols = list(step["keys"])
         if not any(c in keys for c in cols):  # no key changed: the risk after reads them
@@ -3474,9 +3527,12 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
       and one who matches it on its released keys links it to someone else, so the risk
       after counts the records the swap left unperturbed (Shlomo, Tudor & Groom 2010). A
       record whose changed keys a later suppression all blanked gets 1 (the wildcards
-      match its true values: findable through its other keys; conservative). The block
-      adds ``swap`` (its method, rule, reference and one entry per swap step:
-      ``changed_records``, ``blanked_records``, ``non_matching_records``) and
+      match its true values: findable through its other keys; conservative). The r_i it
+      multiplies, an estimate of 1 / F_{x_i} with F the population's count of the TRUE
+      values, is then counted on the pre-swap cells (:func:`_pre_swap_counts`), not on
+      the released ones, which a targeted swap thins where the records were rare. The
+      block adds ``swap`` (its method, rule, ``frequencies``, reference and one entry per
+      swap step: ``changed_records``, ``blanked_records``, ``non_matching_records``) and
       ``swapped_records``, the records a swap left non-matching (factor 0).
 
     Not adjusted (None, with the reason in the block) when a key is PRAMmed by two steps
@@ -3504,6 +3560,7 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
 
     from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
     from sdcbayes.protection.swapping import (
+        SWAP_RISK_FREQUENCIES,
         SWAP_RISK_METHOD,
         SWAP_RISK_REFERENCE,
         swapped_match_factor,
@@ -3514,8 +3571,7 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
             return k | {"columns": [c for c in k["columns"] if c not in exact],
                         "keep": {n: v for n, v in k["keep"].items() if n not in exact}}
         if k["name"] == "swap":
-            j = [n for n, c in enumerate(k["columns"]) if c not in exact]
-            return k | {"columns": [k["columns"][n] for n in j], "changed": k["changed"][:, j]}
+            return _swap_without(k, exact)
         return k
 
     key_keeps = [k for k in map(without_exact, key_keeps) if k["columns"]]
@@ -3592,7 +3648,11 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
                     "household's values: not found on its true keys, and a match on its "
                     "released keys is someone else), unless a later suppression blanked "
                     "every changed key (a wildcard: 1); the others count their closed-form "
-                    "risk. Cells, sample uniques and k-anonymity read the released values",
+                    "risk, with the frequencies of their true cells: every swapped value "
+                    "still shown put back to its pre-swap one (the released counts "
+                    "understate them where the swap moved the rare records out). Cells, "
+                    "sample uniques and k-anonymity read the released values",
+            "frequencies": SWAP_RISK_FREQUENCIES,
             "reference": SWAP_RISK_REFERENCE,
             "steps": entries,
         }
@@ -3600,6 +3660,43 @@ def _misclassification(steps: list[dict[str, Any]], key_keeps: list[dict[str, An
     block["mean_keep_probability"] = float(keep.mean()) if keep.size else float("nan")
     block["min_keep_probability"] = float(keep.min()) if keep.size else float("nan")
     return keep, block
+
+
+def _swap_without(k: dict[str, Any], exact) -> dict[str, Any]:
+    """A swap step's ``key_keeps`` entry without the count keys in ``exact``."""
+    j = [n for n, c in enumerate(k["columns"]) if c not in exact]
+    cols = [k["columns"][n] for n in j]
+    return k | {"columns": cols, "changed": k["changed"][:, j], "before": k["before"][cols]}
+
+
+def _pre_swap_counts(key_keeps: list[dict[str, Any]], shown, misclassification,
+                     exact=()):
+    """The frame whose cells count the adjusted risks after a swap of a key (else None).
+
+    None unless :func:`_misclassification`'s block holds an adjusted ``swap``. Else
+    ``shown`` (the frame the risk after scores: with ``--household`` the completed one)
+    with every value a swap step changed, and that is still shown, put back to the value
+    it had before that step (a later blank stays blank; values no swap changed, PRAMmed
+    ones included, stay as released): :func:`sdcbayes.protection.swapping.pre_swap_frame`
+    per swap step. The truth the risk after estimates is Σ_i 1[x̃_i = x_i] / F_{x̃_i}, F
+    the population's count of the true values (Shlomo, Tudor & Groom 2010): the records
+    the swap left in place have the same key values in both frames, and only their cell
+    counts (f_k, F̂_k) change; the swapped ones get factor 0 anyway. The data holder has
+    the pre-swap values: the risk is its measure, not what an intruder computes.
+    """
+    from sdcbayes.protection.swapping import pre_swap_frame
+
+    if not misclassification or "not_adjusted_because" in misclassification \
+            or "swap" not in misclassification:
+        return None
+    out = shown
+    for k in key_keeps:
+        if k["name"] != "swap":
+            continue
+        k = _swap_without(k, exact)
+        if k["columns"]:  # no step changes its keys later (else not adjusted): any order
+            out = pre_swap_frame(out, k["changed"], k["before"], k["columns"])
+    return out
 
 
 #: assess_closed_form's household keys, which ``_risk`` keeps (with ``--household``).
@@ -5719,8 +5816,9 @@ def _misclassification_lines(after: dict[str, Any]) -> list[str]:
     """Lines on how the risk after reads PRAMmed and swapped keys ([] when none was).
 
     After a swap of a key: how many records it made non-matching (risk 0: they show another
-    household's key values; Shlomo, Tudor & Groom 2010) and what still reads the released
-    values as true (cells, sample uniques, k-anonymity).
+    household's key values; Shlomo, Tudor & Groom 2010), that the others' risks are counted
+    on their pre-swap cells (with the adjusted number on the released cells beside it) and
+    what still reads the released values as true (cells, sample uniques, k-anonymity).
     """
     from sdcbayes.protection.pram import MISCLASSIFICATION_METHOD
     from sdcbayes.protection.swapping import SWAP_RISK_METHOD
@@ -5738,10 +5836,15 @@ def _misclassification_lines(after: dict[str, Any]) -> list[str]:
         steps = ", ".join(str(e["step"]) for e in swap["steps"])
         blanked = sum(e["blanked_records"] for e in swap["steps"])
         many = "s" if len(swap["steps"]) > 1 else ""
+        on_released = (m.get("adjusted_on_released_counts") or {}).get(
+            "expected_reidentifications")
         said = (f"{m['swapped_records']:,} records made non-matching by swap step{many} {steps} "
                 "count 0, showing another household's key values"
                 + (f"; {blanked:,} swapped but blanked later keep their risk, the blank "
-                   "matching the true value" if blanked else ""))
+                   "matching the true value" if blanked else "")
+                + "; the others' risks counted on their pre-swap cells"
+                + (f" (on the released cells: {on_released:.2f})"
+                   if on_released is not None else ""))
     lines = []
     pram = MISCLASSIFICATION_METHOD in m["method"]
     if pram:

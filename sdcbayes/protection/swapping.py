@@ -93,14 +93,18 @@ from sdcbayes.protection.base import (
 )
 from sdcbayes.provenance import json_safe
 
-__all__ = ["SWAP_RISK_METHOD", "SWAP_RISK_REFERENCE", "check_record_swap_input", "record_swap",
-           "swapped_match_factor", "swapped_values"]
+__all__ = ["SWAP_RISK_FREQUENCIES", "SWAP_RISK_METHOD", "SWAP_RISK_REFERENCE",
+           "check_record_swap_input", "pre_swap_frame", "record_swap", "swapped_match_factor",
+           "swapped_values"]
 
 #: How ``protect`` names the risk after a swap of a key (summary.json ``risk.after``).
 SWAP_RISK_METHOD = "swapped records non-matching, Shlomo, Tudor & Groom 2010"
 #: The paper counting the risk after swapping on the records the swap left unperturbed.
 SWAP_RISK_REFERENCE = ("Shlomo, Tudor & Groom (2010), Data swapping for protecting census "
                        "tables, Privacy in Statistical Databases, LNCS 6344, pp. 41-51")
+#: What the records' closed-form risks after a swap of a key are counted on
+#: (summary.json ``risk.after.misclassification.swap.frequencies``, :func:`pre_swap_frame`).
+SWAP_RISK_FREQUENCIES = "pre-swap values of the swapped keys"
 
 
 # --------------------------------------------------------------------------- input checks
@@ -770,6 +774,10 @@ def swapped_match_factor(changed: np.ndarray, shown: pd.DataFrame,
     links it to someone else. So the risk after a swap is counted on the records the swap
     left unperturbed (Shlomo, Tudor & Groom 2010, :data:`SWAP_RISK_REFERENCE`), and the
     closed-form risk r_i, which estimates 1 / F_{x̃_i}, is multiplied by this factor.
+    ``protect`` counts that r_i on the pre-swap cells (:func:`pre_swap_frame`): F is the
+    population's count of the true values, which the released counts misstate after a
+    targeted swap (it moves records out of the rare cells, so the records left in place
+    look rarer there than they are).
 
     Parameters
     ----------
@@ -791,3 +799,49 @@ def swapped_match_factor(changed: np.ndarray, shown: pd.DataFrame,
     visible = np.column_stack([~pd.isna(shown[c]).to_numpy() for c in columns]) \
         if len(columns) else np.zeros((len(shown), 0), dtype=bool)
     return np.where((np.asarray(changed, dtype=bool) & visible).any(axis=1), 0.0, 1.0)
+
+
+def pre_swap_frame(shown: pd.DataFrame, changed: np.ndarray, before: pd.DataFrame,
+                   columns: Sequence[str]) -> pd.DataFrame:
+    """``shown`` with each value a swap changed, and still shown, put back to its own.
+
+    The risk after a swap of a key is Σ_i 1[x̃_i = x_i] / F_{x̃_i}, F the population's
+    count of the true values (:func:`swapped_match_factor`). For a record the swap left in
+    place x̃_i = x_i, but its released cell count is not an estimate of F_{x_i}: a
+    targeted swap moves the records of rare cells elsewhere, so those left in place look
+    rarer in the released file than they are (their cells lose the swapped-out mates and
+    gain records that are not theirs). The closed form on this frame, the one the data
+    holder had before the swap, estimates 1 / F_{x_i} from the true cell memberships, as
+    the correct-match probability (Shlomo, Tudor & Groom 2010, :data:`SWAP_RISK_REFERENCE`)
+    needs. The swapped records still get factor 0.
+
+    Parameters
+    ----------
+    shown : pandas.DataFrame
+        The file the risk after reads (with ``--household`` the completed one).
+    changed : numpy.ndarray
+        :func:`swapped_values` of the swap step, one column per entry of ``columns``.
+    before : pandas.DataFrame
+        The values of ``columns`` the swap step read, for the records it changed: its
+        index the records' row positions (0-based) in ``shown``.
+    columns : sequence of str
+        The swapped columns that are keys.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A shallow copy of ``shown`` whose ``columns`` hold the pre-swap value wherever the
+        swap changed it and ``shown`` does not show a blank (a later suppression's blank
+        stays a blank); every other value as shown.
+    """
+    out = shown.copy(deep=False)
+    rows = before.index.to_numpy()
+    for j, c in enumerate(columns):
+        col = shown[c]
+        put = np.asarray(changed, dtype=bool)[rows, j] & ~pd.isna(col.iloc[rows]).to_numpy()
+        if not put.any():
+            continue
+        col = col.copy()
+        col.iloc[rows[put]] = before[c].to_numpy()[put]
+        out[c] = col
+    return out
