@@ -219,7 +219,8 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "suppress_risk": (("threshold",), ("key", "linked", "household_keys")),
     "pram": (("columns",), ("pd", "alpha", "strata", "max_levels", "matrices")),
     "nayak_zhang": ((), ("xi", "keys", "theta", "group_size")),
-    "microaggregate": (("columns",), ("k", "standardize", "aggregate", "method")),
+    "microaggregate": (("columns",), ("k", "standardize", "aggregate", "method", "varsort",
+                                      "trim")),
     "rank_swap": (("columns",), ("p", "r0", "k0", "top_percent", "bottom_percent")),
     "shuffle": (("columns", "predictors"), ("method", "covmethod")),
     "noise": (("columns",), ("level", "method", "delta", "p")),
@@ -462,12 +463,36 @@ DEFAULT_RISK_K = 3
 )
 @click.option(
     "--microaggregate-method",
-    type=click.Choice(["mdav", "sorted"]),
+    type=click.Choice(["mdav", "sorted", "pca", "single", "simple"]),
     default=None,
     help="With --microaggregate: mdav (the default) groups the records on all the columns "
     "jointly, in time quadratic in the records; sorted aggregates each column on its own, "
     "sorted and cut into blocks of --mdav-k (sdcMicro's mafast, what its microaggregation "
-    "does for one variable), in time n log n.",
+    "does for one variable), in time n log n. pca, single and simple (sdcMicro's methods) "
+    "order the records by the first principal component of the columns' z-scores, by one "
+    "column (--microaggregate-varsort) or as in the file, and cut them into blocks of "
+    "--mdav-k, all columns with the same groups (two or more columns; n log n).",
+)
+@click.option(
+    "--microaggregate-varsort",
+    default=None,
+    help="With --microaggregate-method single: the column the records are sorted on (one of "
+    "--microaggregate's; default its first, as sdcMicro's varsort = 1).",
+)
+@click.option(
+    "--microaggregate-measure",
+    type=click.Choice(["mean", "median", "trim", "onestep"]),
+    default=None,
+    help="With --microaggregate: the value that replaces a group's values (sdcMicro's "
+    "measure): mean (the default; keeps the means), median, trim (the trimmed mean, "
+    "--microaggregate-trim) or onestep (the mean after clipping to median +- 3/1.486 MAD).",
+)
+@click.option(
+    "--microaggregate-trim",
+    type=float,
+    default=None,
+    help="With --microaggregate-measure trim: the fraction cut from each end of a group, "
+    "0 to 0.5 (R's mean(x, trim); 0.5 is the median).",
 )
 @click.option(
     "--noise",
@@ -788,6 +813,9 @@ def command(
     max_levels: int | None = None,
     na_values: str | None = None,
     microaggregate_method: str | None = None,
+    microaggregate_varsort: str | None = None,
+    microaggregate_measure: str | None = None,
+    microaggregate_trim: float | None = None,
     model: str = "closed-form",
     draws: int | None = None,
     chains: int | None = None,
@@ -867,6 +895,9 @@ def command(
         recodes, suppress_k, importance, pram_cols, pram_pd, nayak_zhang_xi,
         mdav_cols, mdav_k, noise_cols, noise_level, strata, suppress_method=suppress_method,
         microaggregate_method=microaggregate_method, suppress_risk=suppress_risk,
+        microaggregate_varsort=microaggregate_varsort,
+        microaggregate_measure=microaggregate_measure,
+        microaggregate_trim=microaggregate_trim,
         suppress_risk_key=suppress_risk_key, linked=linked, household_keys=household_keys,
         household=household, swap=swap, swap_similar=swap_similar, swap_rate=swap_rate,
         swap_k=swap_k, swap_carry_along=swap_carry_along,
@@ -1204,7 +1235,9 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                         mdav_k, noise_cols, noise_level, strata=None,
                         suppress_method=None,
                         microaggregate_method=None, suppress_risk=None,
-                        suppress_risk_key=None, linked=(), household_keys=None,
+                        microaggregate_varsort=None, microaggregate_measure=None,
+                        microaggregate_trim=None, suppress_risk_key=None, linked=(),
+                        household_keys=None,
                         household=None, swap=None, swap_similar=(), swap_rate=0.05,
                         swap_k=3, swap_carry_along=None,
                         swap_risk_variables=None, rank_swap=None, rank_swap_p=None,
@@ -1264,6 +1297,12 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
         ("swap_k", "--swap-k", swap, "--swap GEO1,GEO2", "k"),
         ("pram_pd", "--pram-pd", pram_cols, "--pram COLUMNS", "pd"),
         ("mdav_k", "--mdav-k", mdav_cols, "--microaggregate COLUMNS", "k"),
+        ("microaggregate_varsort", "--microaggregate-varsort", mdav_cols,
+         "--microaggregate COLUMNS", "varsort"),
+        ("microaggregate_measure", "--microaggregate-measure", mdav_cols,
+         "--microaggregate COLUMNS", "aggregate"),
+        ("microaggregate_trim", "--microaggregate-trim", mdav_cols,
+         "--microaggregate COLUMNS", "trim"),
         ("noise_level", "--noise-level", noise_cols, "--noise COLUMNS", "level"),
         ("noise_method", "--noise-method", noise_cols, "--noise COLUMNS", "method"),
         ("noise_delta", "--noise-delta", noise_cols, "--noise COLUMNS", "delta"),
@@ -1325,6 +1364,9 @@ def _steps_from_options(recodes, suppress_k, importance, pram_cols, pram_pd, xi,
                 "k": mdav_k, "_option": "--microaggregate"}
         if microaggregate_method is not None:
             step["method"] = microaggregate_method
+        step |= {param: v for param, v in (("varsort", microaggregate_varsort),
+                                           ("aggregate", microaggregate_measure),
+                                           ("trim", microaggregate_trim)) if v is not None}
         steps.append(step)
     if rank_swap is not None:
         # after micro-aggregation, before noise (module docstring)
@@ -1672,6 +1714,7 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
                    ("swap", "swap_rate"): "--swap-rate", ("swap", "k"): "--swap-k",
                    ("suppress_risk", "threshold"): "--suppress-risk",
                    ("nayak_zhang", "xi"): "--nayak-zhang-xi", ("microaggregate", "k"): "--mdav-k",
+                   ("microaggregate", "trim"): "--microaggregate-trim",
                    ("noise", "level"): "--noise-level", ("noise", "delta"): "--noise-delta",
                    ("noise", "p"): "--noise-p", ("rank_swap", "p"): "--rank-swap-p",
                    ("rank_swap", "r0"): "--rank-swap-r0", ("rank_swap", "k0"): "--rank-swap-k0",
@@ -1802,11 +1845,9 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
     elif name == "microaggregate":
         number("k", lo=1, integer=True, default=3)
         flag("standardize")
-        choice("aggregate", ("mean", "median"))
-        choice("method", ("mdav", "sorted"))
-        if s.get("method") == "sorted" and "standardize" in s:
-            raise InputError(f"{where}: standardize applies to method \"mdav\" (distances "
-                             "between records); method \"sorted\" sorts each column alone")
+        choice("aggregate", ("mean", "median", "trim", "onestep"))
+        choice("method", ("mdav", "sorted", "pca", "single", "simple"))
+        _validated_microaggregate(where, s, number, from_option)
     elif name == "noise":
         _validated_noise(where, s, number, choice, from_option)
     elif name == "rank_swap":
@@ -1818,6 +1859,40 @@ def _validate_step(i: int, step: dict[str, Any], frame, keys: list[str],
         number("k", lo=1, integer=True, default=3)
         _validated_swap(where, s, frame, keys, household, resolve, from_option)
     return s
+
+
+def _validated_microaggregate(where: str, s: dict[str, Any], number, from_option) -> None:
+    """A ``microaggregate`` step's settings beyond k, aggregate and method.
+
+    ``standardize`` belongs to "mdav" (distances between records); ``varsort`` to
+    "single" and must be one of the step's columns; ``trim`` (0 to 0.5) to aggregate
+    "trim"; methods "pca", "single" and "simple" order the records on two or more
+    columns (sdcMicro's microaggregation calls mafast for one variable whatever the
+    method: that is method "sorted").
+    """
+    method = s.get("method", "mdav")
+    opt = (lambda o, p: o) if from_option else (lambda o, p: p)
+    if method != "mdav" and "standardize" in s:
+        raise InputError(f"{where}: standardize applies to method \"mdav\" (distances "
+                         f"between records); method \"{method}\" does not measure distances")
+    if "varsort" in s:
+        if method != "single":
+            raise InputError(f"{where}: {opt('--microaggregate-varsort', 'varsort')} applies "
+                             f"to method \"single\"; got method \"{method}\"")
+        if s["varsort"] not in s["columns"]:
+            raise InputError(f"{where}: {opt('--microaggregate-varsort', 'varsort')} "
+                             f"{_shown(s['varsort'])} must be one of the columns "
+                             f"{s['columns']}")
+    if "trim" in s:
+        number("trim", lo=0, hi=0.5)
+        if s.get("aggregate") != "trim":
+            raise InputError(f"{where}: {opt('--microaggregate-trim', 'trim')} applies to the "
+                             f"{opt('--microaggregate-measure', 'aggregate')} trim")
+    if method in ("pca", "single", "simple") and len(s["columns"]) < 2:
+        raise InputError(f"{where}: {opt('--microaggregate-method ', 'method ')}{method} "
+                         f"orders the records on two or more columns; got {s['columns']} (for "
+                         "one column use the method sorted, what sdcMicro does for one "
+                         "variable)")
 
 
 def _validated_shuffle(where: str, s: dict[str, Any], from_option) -> None:
@@ -3166,10 +3241,14 @@ def _run_step(step: dict[str, Any], frame, rng):
         return P.nayak_zhang_pram(frame, step["keys"], xi=step["xi"], theta=step.get("theta"),
                                   group_size=step.get("group_size"), seed=rng)
     if name == "microaggregate":
+        kw = {k: step[k] for k in ("aggregate", "trim") if k in step}
         if step.get("method") == "sorted":  # sdcMicro's mafast: each column on its own
-            return P.sorted_microaggregation(frame, step["columns"], step["k"],
-                                             aggregate=step.get("aggregate", "mean"))
-        kw = {k: step[k] for k in ("standardize", "aggregate") if k in step}
+            return P.sorted_microaggregation(frame, step["columns"], step["k"], **kw)
+        if step.get("method") in ("pca", "single", "simple"):  # sdcMicro's ordered methods
+            return P.ordered_microaggregation(frame, step["columns"], step["k"],
+                                              method=step["method"],
+                                              varsort=step.get("varsort"), **kw)
+        kw |= {k: step[k] for k in ("standardize",) if k in step}
         return P.mdav(frame, step["columns"], step["k"], **kw)
     if name == "noise":
         kw = {k: step[k] for k in ("delta", "p") if k in step}  # else sdcMicro's defaults
@@ -3769,7 +3848,7 @@ _RANDOM_KEY_STEPS = {
     "pram": "at random",
     "nayak_zhang": "at random",
     "swap": "by exchanging them between households",
-    "microaggregate": "to means over groups of records",
+    "microaggregate": "to a value per group of records (its mean, median, ...)",
     "noise": "at random",
     "rank_swap": "by exchanging them between records",
     "shuffle": "by reassigning them between records",

@@ -15,8 +15,9 @@ Modules (NumPy, SciPy and pandas only; never PyMC):
   threshold (sdcMicro's ``localSupp``), with linked ("ghost") columns;
 - :mod:`~sdcbayes.protection.pram`: invariant PRAM (seed 001, 4.1.3) and
   Nayak-Zhang PRAM (seed 002);
-- :mod:`~sdcbayes.protection.microaggregation`: MDAV, seed 001 section 4.2.1, and
-  sdcMicro's univariate sort-and-block (``mafast``);
+- :mod:`~sdcbayes.protection.microaggregation`: MDAV, seed 001 section 4.2.1,
+  sdcMicro's univariate sort-and-block (``mafast``) and its methods that order the
+  records by a principal component or a column (``pca``, ``single``, ``simple``);
 - :mod:`~sdcbayes.protection.noise`: additive and correlated noise, seed 001
   section 4.2.2;
 - :mod:`~sdcbayes.protection.rankswap`: rank swapping of numeric variables
@@ -41,6 +42,7 @@ from sdcbayes.protection.infoloss import (
 from sdcbayes.protection.microaggregation import (
     mdav,
     mdav_groups,
+    ordered_microaggregation,
     sorted_groups,
     sorted_microaggregation,
 )
@@ -95,6 +97,7 @@ __all__ = [
     "local_suppression",
     "mdav",
     "mdav_groups",
+    "ordered_microaggregation",
     "sorted_groups",
     "sorted_microaggregation",
     "mean_ci",
