@@ -1,8 +1,9 @@
 """Fitting, diagnostics and posterior access (``sdcbayes.inference``).
 
 May import: PyMC, ArviZ, xarray, ``sdcbayes`` and ``sdcbayes.models``. Posterior
-groups are read through :func:`sdcbayes.inference.posterior.get_group` only, so
-the switch from ``InferenceData`` to ``xarray.DataTree`` is a one-line change.
+groups are read through :func:`sdcbayes.inference.posterior.get_group` only; the
+container is ``arviz.InferenceData`` (ArviZ 0.x, PyMC 5) or ``xarray.DataTree``
+(ArviZ 1, PyMC 6), the differences kept in :mod:`sdcbayes._compat`.
 
 Public names
 ------------

@@ -48,13 +48,13 @@ import math
 import warnings
 from dataclasses import dataclass
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy import optimize
 from scipy.special import logsumexp
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import InputError, warn_at_caller
 from sdcbayes.inference.diagnostics import SdcbayesWarning
 from sdcbayes.inference.posterior import get_group, provenance
@@ -218,19 +218,19 @@ def _loo(idata, var_name: str | None = None) -> WeightedLoo:
         obs=np.arange(per_cell.sizes["obs"])
     )
     ll_ds = xr.Dataset({var_name: flat.transpose("chain", "draw", "obs")})
-    tmp = az.InferenceData(posterior=post, log_likelihood=ll_ds)
+    tmp = _compat.make_container(posterior=post, log_likelihood=ll_ds)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Pareto-k warnings are reported, weighted, below
-        res = az.loo(tmp, pointwise=True, var_name=var_name)
+        res_loo_i, res_k, res_good_k = _compat.loo_pointwise(tmp, var_name)
     w = weights.values
-    loo_i = np.asarray(res.loo_i.values, dtype=float)
-    k = np.asarray(res.pareto_k.values, dtype=float)
+    loo_i = np.asarray(res_loo_i.values, dtype=float)
+    k = np.asarray(res_k.values, dtype=float)
     S = flat.sizes["chain"] * flat.sizes["draw"]
     lppd_i = logsumexp(flat.values.reshape(S, -1), axis=0) - np.log(S)
     n = float(w.sum())
     elpd = float((w * loo_i).sum())
     var = float((w * (loo_i - elpd / n) ** 2).sum() / n)
-    good_k = float(getattr(res, "good_k", 0.7) or 0.7)
+    good_k = float(res_good_k or 0.7)
     coords = {"obs": obs_index}
 
     def labelled(a, name):

@@ -18,12 +18,12 @@ import math
 import warnings
 from typing import Any
 
-import arviz as az
 import numpy as np
 import xarray as xr
 from scipy import fft as sp_fft
 from scipy import special
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import ConvergenceError, warn_at_caller
 from sdcbayes.inference.posterior import get_group, has_group
 
@@ -182,8 +182,8 @@ def _var_last(x: np.ndarray, ddof: int) -> np.ndarray:
     differ in the last bits, which decides whether chains stuck at constants give an
     R-hat of inf or nan (a variance of exactly zero, or of -1e-17), so follow ArviZ.
     """
-    # (az.Numba: ArviZ 0.x; without it, NumPy's variance)
-    if not getattr(getattr(az, "Numba", None), "numba_flag", False):
+    # (az.Numba: ArviZ 0.x; ArviZ 1 has no such switch: NumPy's variance)
+    if not _compat.numba_flag():
         return np.var(x, axis=-1, ddof=ddof)
     n = x.shape[-1]
     # cumsum adds left to right, as the Numba loop does (np.sum would add pairwise)

@@ -54,7 +54,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import arviz as az
 import numpy as np
 import pymc as pm
 from pymc.backends.arviz import find_constants, find_observations
@@ -62,6 +61,7 @@ from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 from scipy import optimize
 
+from sdcbayes import _compat
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import InputError, MissingDependencyError, ModelError, warn_at_caller
 from sdcbayes.inference.diagnostics import (
@@ -95,7 +95,7 @@ def _sample(pm_model, *, draws, chains, tune, random_seed, target_accept, cores,
     with warnings.catch_warnings():
         # PyMC's own convergence messages are replaced by ours (they name a fix).
         warnings.filterwarnings("ignore", message=".*(rhat|r_hat|effective samples).*")
-        return pm.sample(
+        idata = pm.sample(
             draws=draws,
             tune=tune,
             chains=chains,
@@ -105,10 +105,15 @@ def _sample(pm_model, *, draws, chains, tune, random_seed, target_accept, cores,
             progressbar=_live_progress(progressbar),
             nuts_sampler=nuts_sampler,
             compute_convergence_checks=False,
-            idata_kwargs={"log_likelihood": True},
+            # PyMC 6 deprecates idata_kwargs={"log_likelihood": True} (FutureWarning)
+            idata_kwargs={} if _compat.PYMC_6 else {"log_likelihood": True},
             model=pm_model,
             **kwargs,
         )
+    if _compat.PYMC_6 and pm_model.observed_RVs:
+        pm.compute_log_likelihood(idata, model=pm_model, extend_inferencedata=True,
+                                  progressbar=False)
+    return idata
 
 
 #: How many compiled model structures :func:`fit` keeps (least recently used dropped).
@@ -445,10 +450,16 @@ def _fit_nutpie_cached(comp: _Compiled, *, draws, chains, tune, random_seed, tar
         comp.extra["nutpie"] = compiled
     data = {v.name: v.get_value() for v in comp.pm_model.data_vars}
     seed = int(np.random.default_rng(random_seed).integers(2**31))
+    # nutpie >= 0.16 keeps the unconstrained draws only when asked, in a group of their own
+    # (before: beside the constrained ones in the posterior)
+    import inspect
+
+    own_group = "store_unconstrained" in inspect.signature(nutpie.sample).parameters
     raw = nutpie.sample(compiled.with_data(**data), draws=draws, tune=tune, chains=chains,
                         cores=1, seed=seed, target_accept=target_accept,
-                        progress_bar=_live_progress(progressbar), save_warmup=False)
-    post = get_group(raw, "posterior")
+                        progress_bar=_live_progress(progressbar), save_warmup=False,
+                        **({"store_unconstrained": True} if own_group else {}))
+    post = get_group(raw, "unconstrained_posterior" if own_group else "posterior")
     # Unconstrained draws in the order of the flat parameter vector.
     cols = [post[name].values.reshape(chains * draws, -1) for name, *_ in comp.info]
     values = np.concatenate(cols, axis=1)
@@ -524,7 +535,7 @@ def _posterior_from_value_draws(pm_model, values: np.ndarray, chains: int, draws
         extra["log_likelihood"] = {name: arrange(name) for name in ll_names}
     if sample_stats is not None:
         extra["sample_stats"] = sample_stats
-    idata = az.from_dict(
+    idata = _compat.from_dict(
         posterior={name: arrange(name) for name in out_names},
         observed_data=groups["observed_data"],
         constant_data=groups["constant_data"],
@@ -642,7 +653,7 @@ def _fit_advi(pm_model, *, draws, chains, random_seed, progressbar, advi_iterati
         for name in post.data_vars
     }
     groups = _data_groups(pm_model)
-    idata = az.from_dict(
+    idata = _compat.from_dict(
         posterior=posterior,
         observed_data=groups["observed_data"],
         constant_data=groups["constant_data"],
@@ -872,7 +883,7 @@ def _run(model, method, comp, pm_model, settings, *, draws, chains, tune, random
         settings |= {"laplace": laplace} if method == "map" else {}
         if method == "advi":
             settings["advi_iterations"] = advi_iterations
-        if "log_likelihood" not in idata.groups():  # the cached point function adds it
+        if "log_likelihood" not in _compat.group_names(idata):  # the cached point function adds it
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 pm.compute_log_likelihood(
@@ -1038,9 +1049,9 @@ def fit(
                                 laplace=laplace, sampler_kwargs=sampler_kwargs)
         else:
             groups = _data_groups(pm_model)
-            idata = az.from_dict(observed_data=groups["observed_data"],
-                                 constant_data=groups["constant_data"],
-                                 coords=groups["coords"], dims=groups["dims"])
+            idata = _compat.from_dict(observed_data=groups["observed_data"],
+                                      constant_data=groups["constant_data"],
+                                      coords=groups["coords"], dims=groups["dims"])
             extra = {"sampled": False}
             settings |= {"laplace": laplace} if method == "map" else {}
         if complete is not None:

@@ -1,8 +1,9 @@
 """Posterior container access, provenance stamps and posterior I/O.
 
-The posterior container is :class:`arviz.InferenceData` today. Everything in
-sdcbayes reads groups through :func:`get_group`, so the move to
-``xarray.DataTree`` (ArviZ >= 1) changes this module only.
+The posterior container is :class:`arviz.InferenceData` with ArviZ 0.x (PyMC 5) and
+:class:`xarray.DataTree` with ArviZ 1 (PyMC 6). Everything in sdcbayes reads groups
+through :func:`get_group`; what differs between the two (building, adding and removing
+groups, reading netCDF, LOO) is in :mod:`sdcbayes._compat`.
 
 Provenance lives in the attributes of the ``posterior`` group (they survive
 ``to_netcdf``) and is mirrored on ``idata.attrs``: ``sdcbayes_version``,
@@ -19,10 +20,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import arviz as az
 import numpy as np
 import xarray as xr
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import InputError
 from sdcbayes.provenance import json_safe
 
@@ -56,12 +57,8 @@ _JSON_KEYS = ("model_options", "priors", "data_summary", "settings", "diagnostic
 _JSON_FIELDS_ATTR = "sdcbayes_json_fields"
 
 
-#: ``xarray.DataTree`` where the installed xarray has it (2024.10 and later)
-_DataTree = getattr(xr, "DataTree", None)
-
-
 def _is_tree(idata) -> bool:
-    return _DataTree is not None and isinstance(idata, _DataTree)
+    return _compat.is_tree(idata)
 
 
 def _not_a_container(idata) -> InputError:
@@ -89,10 +86,8 @@ def group_names(idata) -> list[str]:
     InputError
         When ``idata`` is no posterior container (a result object, a Dataset, a path).
     """
-    if isinstance(idata, az.InferenceData):
-        return list(idata.groups())
-    if _is_tree(idata):
-        return [str(k) for k in idata.children]
+    if _compat.is_container(idata):
+        return _compat.group_names(idata)
     raise _not_a_container(idata)
 
 
@@ -148,7 +143,7 @@ def get_group(idata, name: str) -> xr.Dataset:
             f"the posterior has no group {name!r}; available groups: {names}. "
             "Fit with sdcbayes.inference.fit (it adds log_likelihood) or load a complete file"
         )
-    if isinstance(idata, az.InferenceData):
+    if not _is_tree(idata):
         return idata[name]
     return idata[name].to_dataset()
 
@@ -390,8 +385,8 @@ def save_posterior(idata, path) -> Path:
     try:
         # h5netcdf named, not left to the library: ArviZ's InferenceData defaults to it,
         # but xarray's DataTree (2024.10) falls back to the scipy engine when netCDF4 is
-        # absent, which cannot write groups (audit DD1 F5). ArviZ requires h5netcdf, so it
-        # is always installed.
+        # absent, which cannot write groups (audit DD1 F5). ArviZ 0.x requires h5netcdf;
+        # ArviZ 1 does not, so sdcbayes requires it itself (pyproject.toml).
         idata.to_netcdf(str(partial), engine="h5netcdf")
         os.replace(partial, target)
     except BaseException:
@@ -435,21 +430,20 @@ def load_posterior(path):
     try:
         # eagerly, and the file closed: a lazily read posterior keeps it open, and saving
         # it back to the same path would truncate the data it has yet to read
-        with az.rc_context({"data.load": "eager"}):
-            idata = az.from_netcdf(str(target))
+        idata = _compat.open_netcdf(str(target))
     except (OSError, ValueError) as err:
         raise InputError(
             f"{str(target)!r} is not a netCDF file ({err}); pass the posterior.nc written "
             "by save_posterior"
         ) from err
-    if not idata.groups():
+    if not _compat.group_names(idata):
         raise InputError(
             f"{str(target)!r} is a netCDF file but has no groups: not an ArviZ posterior; "
             "pass the posterior.nc written by save_posterior"
         )
-    if "posterior" not in idata.groups():
+    if "posterior" not in _compat.group_names(idata):
         raise InputError(
-            f"{str(target)!r} has no 'posterior' group (groups: {list(idata.groups())}): "
+            f"{str(target)!r} has no 'posterior' group (groups: {_compat.group_names(idata)}): "
             "not a posterior; pass the posterior.nc written by save_posterior"
         )
     if "model" not in get_group(idata, "posterior").attrs:

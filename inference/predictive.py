@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import InputError
 from sdcbayes.inference.fitting import _quiet_pymc_logs
 from sdcbayes.inference.posterior import get_group, has_group
@@ -124,11 +125,11 @@ def prior_predictive(model, draws: int = 500, random_seed: int | None = None, **
         )
     sims = model.simulate(get_group(idata, "prior"), rng, **simulate_kwargs)
     _stamp(sims, model, seed, "prior")
-    idata.add_groups(prior_predictive=sims)
+    _compat.set_group(idata, "prior_predictive", sims)
     if not has_group(idata, "observed_data"):
-        idata.add_groups(observed_data=model.observed())
+        _compat.set_group(idata, "observed_data", model.observed())
     stamps = predictive_stamps(model, seed, "prior")
-    get_group(idata, "prior").attrs.update(stamps)
+    idata["prior"].attrs.update(stamps)  # the group itself (get_group may copy it)
     idata.attrs.update(stamps)
     return idata
 
@@ -176,9 +177,7 @@ def posterior_predictive(model, idata, random_seed: int | None = None, **simulat
     rng = np.random.default_rng(seed)
     sims = model.simulate(get_group(idata, "posterior"), rng, **simulate_kwargs)
     _stamp(sims, model, seed, "posterior")
-    if has_group(idata, "posterior_predictive"):
-        del idata.posterior_predictive
-    idata.add_groups(posterior_predictive=sims)
+    _compat.set_group(idata, "posterior_predictive", sims)  # replacing an earlier one
     return idata
 
 

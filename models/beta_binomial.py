@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import DataError, InputError
 from sdcbayes.models.base import (
     PriorSpec,
@@ -121,7 +122,7 @@ class PredictiveCheck:
 
 def _stamp_group(idata, group: str, stamps: dict[str, Any]) -> None:
     """Write ``stamps`` on group ``group`` of ``idata`` (InferenceData), when present."""
-    if idata is not None and group in idata.groups():
+    if idata is not None and group in _compat.group_names(idata):
         idata[group].attrs.update(stamps)
 
 
@@ -732,15 +733,13 @@ class BetaBinomialDomainModel(SuperpopulationModel):
         ``{kind}_predictive`` holds ``y`` (chain, draw, domain) and ``observed_data``
         the observed per-domain ``y``, so ArviZ's plots pair them.
         """
-        import arviz as az
-
         theta = rng.beta(self._per_domain(params["alpha"]), self._per_domain(params["beta"]))
         y_rep = rng.binomial(np.broadcast_to(self.n, theta.shape), theta)
         coords = {"chain": params["chain"].values, "draw": params["draw"].values,
                   "domain": self.domain_names}
         rep = xr.Dataset({"y": (("chain", "draw", "domain"), y_rep)}, coords=coords)
         observed = xr.Dataset({"y": ("domain", self.y)}, coords={"domain": self.domain_names})
-        return az.InferenceData(**{f"{kind}_predictive": rep, "observed_data": observed})
+        return _compat.make_container(**{f"{kind}_predictive": rep, "observed_data": observed})
 
     def prior_predictive(self, samples: int = 500, random_seed=None) -> PredictiveCheck:
         """Simulate domain counts ``y_i`` given ``n_i`` from the prior.
@@ -772,7 +771,7 @@ class BetaBinomialDomainModel(SuperpopulationModel):
             prior = pm.sample_prior_predictive(draws=samples, model=model, var_names=names,
                                                random_seed=int(rng.integers(2**31)))
         idata = self._replicate(_group(prior, "prior"), rng, "prior")
-        idata.add_groups(prior=_group(prior, "prior"))
+        _compat.set_group(idata, "prior", _group(prior, "prior"))
         stamps = predictive_stamps(self, seed, "prior")
         for group in ("prior", "prior_predictive"):
             _stamp_group(idata, group, stamps)

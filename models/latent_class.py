@@ -151,6 +151,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.special import gammaln
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import InputError
 from sdcbayes.microdata import MISSING_LEVEL, require_one_cell_per_record
 from sdcbayes.models.base import (
@@ -3561,8 +3562,6 @@ class LatentClassModel(SuperpopulationModel):
             the seed used) and ``provenance`` (versions of the numerical stack, command,
             time).
         """
-        import arviz as az
-
         for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1),
                             ("thin", thin, 1)):
             if int(v) != v or v < lo:
@@ -3778,7 +3777,7 @@ class LatentClassModel(SuperpopulationModel):
                  "n_augmented": stack["n_augmented"]}
         if split_merge:
             stats["split_merge_accepted"] = stack["split_merge_accepted"]
-        idata = az.from_dict(
+        idata = _compat.from_dict(
             posterior=post,
             sample_stats=stats,
             observed_data={"fk": self.key_counts},
@@ -3859,10 +3858,7 @@ class LatentClassModel(SuperpopulationModel):
             "chain": np.arange(m_rep.shape[0]), "ppc_draw": ppc_keep,
             "count": np.arange(1, PPC_MAX_COUNT + 1)})
         da.attrs["tail_from"] = PPC_MAX_COUNT
-        if "posterior_predictive" in idata.groups():
-            idata.posterior_predictive["m"] = da
-        else:
-            idata.add_groups(posterior_predictive=xr.Dataset({"m": da}))
+        _compat.set_variable(idata, "posterior_predictive", "m", da)
 
     def _chains_in_threads(self, seeds, args, rate_factor, threads: int, progressbar: bool,
                            t0: float, label_moves: bool = False,
@@ -5191,7 +5187,8 @@ def excess_means(idata) -> np.ndarray:
     post = idata.posterior
     if "lam" in post:
         return post["lam"].values
-    const = idata.constant_data if "constant_data" in idata.groups() else {}
+    const = (idata["constant_data"] if "constant_data" in _compat.group_names(idata)
+             else {})
 
     def value(name):  # ArviZ stores a scalar as shape (1,)
         return float(np.ravel(const[name].values)[0]) if name in const else math.nan

@@ -35,6 +35,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import DataError, InputError
 from sdcbayes.microdata import require_one_cell_per_record
 from sdcbayes.models.base import (
@@ -278,10 +279,8 @@ def near_one_warning(info: Mapping[str, Any] | None) -> str | None:
 
 def _add_draws(idata, group: str, p: xr.DataArray) -> None:
     """Store the cells' ``p`` in ``group`` of ``idata``, creating the group if absent."""
-    if group in idata.groups():
-        idata[group]["p"] = p
-    else:  # a fixed sigma: nothing was sampled, so there is no group yet
-        idata.add_groups({group: xr.Dataset({"p": p})})
+    # a fixed sigma: nothing was sampled, so there is no group yet and it is created
+    _compat.set_variable(idata, group, "p", p)
 
 
 class NegativeBinomialModel(SuperpopulationModel):

@@ -317,6 +317,9 @@ def check_posterior_fits(md, posterior, model: str) -> None:
         N_d, which cells of the keys alone do not carry); a fit to a different cell
         table (other number of cells, records or sample uniques, or other weight sums).
     """
+    from sdcbayes import _compat
+
+    posterior = _compat.group_as_dataset(posterior)  # ArviZ 1: idata.posterior is a node
     from sdcbayes.microdata import require_one_cell_per_record
 
     # a wildcard cell's f_k counts the records it matches again, so per-cell risk summed
@@ -400,6 +403,9 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
         model's constant data ``n``, ``N``, else ``md.cells.n_records`` and the
         weight sum (or ``n / sampling_fraction``).
     """
+    from sdcbayes import _compat
+
+    posterior = _compat.group_as_dataset(posterior)  # ArviZ 1: idata.posterior is a node
     if model not in POSTERIOR_MODELS:
         raise InputError(f"unknown model {model!r}; use one of {list(POSTERIOR_MODELS)}")
     check_posterior_fits(md, posterior, model)
@@ -536,6 +542,9 @@ def latent_class_pi(md, posterior, *, n=None, N=None) -> tuple[np.ndarray, float
     pi : numpy.ndarray, shape (chain * draw, n_cells)
     n, N : float
     """
+    from sdcbayes import _compat
+
+    posterior = _compat.group_as_dataset(posterior)  # ArviZ 1: idata.posterior is a node
     post = _posterior_dataset(posterior)
     if "pi" not in post:
         if "w" in post and any(str(v).startswith("phi_") for v in post.data_vars):
@@ -689,6 +698,9 @@ def latent_class_groups(md, posterior, *, n=None, N=None, draw_index=None) -> Co
     sdcbayes.risk.posterior.ConditionalGroups
         ``r``, ``rho`` of shape (chain * draw, n_cells), or (len(draw_index), n_cells).
     """
+    from sdcbayes import _compat
+
+    posterior = _compat.group_as_dataset(posterior)  # ArviZ 1: idata.posterior is a node
     post = _posterior_dataset(posterior)
     pi, n, N = latent_class_pi(md, posterior, n=n, N=N)
     if not 0 < n <= N:
@@ -1187,12 +1199,11 @@ def _functional_diagnostics(file_draws: xr.Dataset,
         The name to diagnose each under -> its variable in ``file_draws``
         (:func:`sdcbayes.risk.released.assess_released` diagnoses the ER only).
     """
-    import arviz as az
-
+    from sdcbayes import _compat
     from sdcbayes.inference.diagnostics import compute_diagnostics
 
     ds = xr.Dataset({k: file_draws[v] for k, v in functionals.items()})
-    diag = compute_diagnostics(az.InferenceData(posterior=ds))
+    diag = compute_diagnostics(_compat.make_container(posterior=ds))
     diag["divergences"] = None
     diag["diagnosed_on"] = list(functionals)
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v
@@ -1338,6 +1349,9 @@ def assess_from_posterior(
         to another cell table (:func:`check_posterior_fits`), or a ``max_global_risk``
         outside (0, 1).
     """
+    from sdcbayes import _compat
+
+    posterior = _compat.group_as_dataset(posterior)  # ArviZ 1: idata.posterior is a node
     check_microdata(md, "assess_from_posterior")
     threshold = check_threshold(threshold)
     if max_global_risk is not None:
@@ -2187,7 +2201,10 @@ def _assess_latent_class(
             # what was asked of the cross-validation and could not be done (warned)
             **({"cv_caveats": od["caveats"]} if od.get("caveats") else {}),
         }
-    if "posterior_predictive" in idata.groups() and "m" in idata.posterior_predictive:
+    from sdcbayes import _compat
+
+    if ("posterior_predictive" in _compat.group_names(idata)
+            and "m" in idata.posterior_predictive):
         # does the fitted model reproduce the sample's cells seen once, twice, ...?
         from sdcbayes.inference.predictive import predictive_check
 
@@ -2281,6 +2298,9 @@ def mokken_posterior(
         Eq. (5) or eq. (6) forms, for every measure (``N_min`` included: it took the
         Poisson form whatever was asked until audit CC3's follow-up).
     """
+    from sdcbayes import _compat
+
+    posterior = _compat.group_as_dataset(posterior)  # ArviZ 1: idata.posterior is a node
     post = _posterior_dataset(posterior)
     if "f_u" not in post:
         raise InputError(

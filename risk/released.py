@@ -741,6 +741,9 @@ def assess_released(
     file gives exactly :func:`~sdcbayes.risk.posterior_assess.assess_from_posterior`'s ER
     and risks, and with the same ``random_seed`` its predictive ER draws.
     """
+    from sdcbayes import _compat
+
+    posterior = _compat.group_as_dataset(posterior)  # ArviZ 1: idata.posterior is a node
     from sdcbayes.models.latent_class import LatentClassModel, PatternSums
 
     # ---- every check before any work

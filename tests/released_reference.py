@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 
-import arviz as az
 import numpy as np
 import pandas as pd
 
+from sdcbayes import _compat
 from sdcbayes.models.latent_class import _safe_names, expected_inverse_frequency_f
 from sdcbayes.risk.posterior import inverse_moment_sum, mean_over_draws
 from sdcbayes.risk.released import _REMAINDER_EPS, _Scoring
@@ -203,7 +203,7 @@ def posterior_from_draws(md, spec, w: np.ndarray, phi: list[np.ndarray], kappa=N
                         for s in range(S)])
         post["lam"] = (n * pkg @ spec.excess_rates(N)).reshape(chains, d, -1)
         dims["lam"] = ["cell"]
-    idata = az.from_dict(posterior=post, dims=dims, coords=coords,
+    idata = _compat.from_dict(posterior=post, dims=dims, coords=coords,
                          observed_data={"fk": spec.key_counts},
                          constant_data={"n": np.array(n), "N": np.array(N)})
     if design:

@@ -13,13 +13,12 @@ import re
 import types
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
 from clitools import run_in_process
 
-from sdcbayes import Microdata
+from sdcbayes import Microdata, _compat
 from sdcbayes.report import (
     PARAMETERS_ONLY,
     PREDICTIVE,
@@ -66,7 +65,7 @@ def posterior():
                           "hh": np.repeat(np.arange(n // 3), 3), "w": 25.0})
     md = Microdata(frame, keys=["a", "b"], weight="w", household="hh")
     p = rng.uniform(0.02, 0.2, size=(2, 50, md.cells.n_cells))
-    idata = az.from_dict(posterior={"p": p}, dims={"p": ["cell"]})
+    idata = _compat.from_dict(posterior={"p": p}, dims={"p": ["cell"]})
     res = assess_from_posterior(md, idata, "negbin", threshold=0.05, random_seed=1)
     return res, md
 

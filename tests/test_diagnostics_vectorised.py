@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sdcbayes.inference import compute_diagnostics
+from sdcbayes import _compat
+from sdcbayes.inference import compute_diagnostics, get_group
 from sdcbayes.inference.diagnostics import (
     _rank_diagnostics,
     _rank_diagnostics_dataset,
@@ -39,7 +40,10 @@ def _quiet_arviz():
 @pytest.fixture(params=[True, False], ids=["numba-var", "numpy-var"])
 def numba_flag(request, monkeypatch):
     """Run under both of ArviZ's variance routes (Numba's one-pass formula, np.var)."""
-    monkeypatch.setattr(az.Numba, "numba_flag", request.param)
+    if not hasattr(az, "Numba") and request.param:
+        pytest.skip("ArviZ 1 has no Numba switch")
+    if hasattr(az, "Numba"):
+        monkeypatch.setattr(az.Numba, "numba_flag", request.param)
     return request.param
 
 
@@ -55,7 +59,7 @@ def _arviz(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return (
             np.asarray(az.rhat(ds)["v"].values, dtype=float),
             np.asarray(az.ess(ds, method="bulk")["v"].values, dtype=float),
-            np.asarray(az.ess(ds, method="tail")["v"].values, dtype=float),
+            np.asarray(az.ess(ds, method="tail", prob=(0.05, 0.95))["v"].values, dtype=float),
         )
 
 
@@ -158,6 +162,8 @@ def test_one_nan_draw_gives_nan_for_that_element_only():
         assert np.isnan(stat[1]) and np.isfinite(stat[[0, 2]]).all()
 
 
+@pytest.mark.xfail(_compat.ARVIZ_1, strict=True,
+                   reason="ArviZ 1: a finite tail ESS with infinite draws; sdcbayes keeps 0.23's")
 def test_infinite_draws():
     rng = np.random.default_rng(9)
     x = rng.normal(size=(4, 100, 3))
@@ -173,6 +179,8 @@ def test_integer_draws_with_many_ties(lam):
     _compare(rng.poisson(lam, size=(4, 101, 4)))
 
 
+@pytest.mark.xfail(_compat.ARVIZ_1, strict=True, raises=TypeError,
+                   reason="ArviZ 1 cannot rank boolean draws (numpy boolean subtract)")
 def test_binary_and_boolean_draws():
     rng = np.random.default_rng(11)
     x = rng.random((3, 80, 4)) < np.array([0.02, 0.3, 0.5, 0.97])
@@ -180,6 +188,8 @@ def test_binary_and_boolean_draws():
     _compare(x)
 
 
+@pytest.mark.xfail(_compat.ARVIZ_1, strict=True,
+                   reason="ArviZ 1 folds float32 draws in float64 (R-hat 5e-9 off); ours: 0.23's")
 def test_float32_draws_fold_in_float32():
     rng = np.random.default_rng(12)
     _compare(_random_walk_noise(rng, 4, 150, 4).astype(np.float32))
@@ -259,7 +269,7 @@ def _idata(rng, chains: int) -> az.InferenceData:
         {"diverging": (("chain", "draw"), rng.random((chains, draws)) < 0.02)},
         coords={"chain": np.arange(chains), "draw": np.arange(draws)},
     )
-    return az.InferenceData(posterior=post, sample_stats=stats)
+    return _compat.make_container(posterior=post, sample_stats=stats)
 
 
 @pytest.mark.parametrize("chains", [1, 4])
@@ -270,7 +280,7 @@ def test_compute_diagnostics_as_with_arviz(chains):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ref_bulk = _worst(az.ess(post, method="bulk"), largest=False)
-        ref_tail = _worst(az.ess(post, method="tail"), largest=False)
+        ref_tail = _worst(az.ess(post, method="tail", prob=(0.05, 0.95)), largest=False)
         ref_rhat = _worst(az.rhat(post), largest=True) if chains >= 2 else (math.nan, "")
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # the constant variable leaks none
@@ -291,6 +301,6 @@ def test_compute_diagnostics_with_var_names():
     rng = np.random.default_rng(30)
     idata = _idata(rng, 3)
     out = compute_diagnostics(idata, var_names=["mu"])
-    ref = _worst(az.rhat(idata.posterior[["mu"]]), largest=True)
+    ref = _worst(az.rhat(get_group(idata, "posterior")[["mu"]]), largest=True)
     assert out["max_r_hat_at"] == ref[1] == "mu"
     np.testing.assert_allclose(out["max_r_hat"], ref[0], rtol=RTOL)

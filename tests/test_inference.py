@@ -17,6 +17,7 @@ import pytest
 import xarray as xr
 from scipy import optimize, stats
 
+from sdcbayes import _compat
 from sdcbayes._version import __version__
 from sdcbayes.exceptions import ConvergenceError, InputError, MissingDependencyError
 from sdcbayes.inference import (
@@ -221,7 +222,7 @@ def synthetic_idata(shift=0.0, diverging=0):
     a[1, :, 1] += shift  # chain 1 disagrees on domain "b"
     div = np.zeros((2, 500), dtype=bool)
     div[0, :diverging] = True
-    return az.from_dict(posterior={"alpha": a}, sample_stats={"diverging": div},
+    return _compat.from_dict(posterior={"alpha": a}, sample_stats={"diverging": div},
                         coords={"domain": ["a", "b"]}, dims={"alpha": ["domain"]})
 
 
@@ -320,7 +321,7 @@ def expanded(idata):
     # float64 weights (pm.Data would wrap m_0 >= 2**31 as int32), whole numbers
     m = get_group(idata, "constant_data")["m"].values.astype(np.int64)
     per_cell = np.repeat(ll.values / m, m, axis=-1)
-    return az.InferenceData(
+    return _compat.make_container(
         posterior=get_group(idata, "posterior"),
         log_likelihood=xr.Dataset({"counts": (("chain", "draw", "cell"), per_cell)}),
     )
@@ -331,7 +332,7 @@ def test_weighted_loo_equals_expanded_per_cell_loo(small_fits):
     ours = loo(idata)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = az.loo(expanded(idata), pointwise=True)
+        ref = _compat.ElpdFields(az.loo(expanded(idata), pointwise=True))
     assert ours.n_data_points == K_SMALL == ref.n_data_points
     assert ours.elpd_loo == pytest.approx(ref.elpd_loo, rel=1e-10)
     assert ours.se == pytest.approx(ref.se, rel=1e-8)
@@ -344,7 +345,7 @@ def test_compare_matches_arviz_on_expanded_data(small_fits):
     table = compare(small_fits)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = az.compare({k: expanded(v) for k, v in small_fits.items()})
+        ref = _compat.compare_table({k: expanded(v) for k, v in small_fits.items()}, K_SMALL)
     assert list(table.index) == list(ref.index)
     for col in ("rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"):
         np.testing.assert_allclose(table[col].astype(float), ref[col].astype(float),
@@ -498,7 +499,7 @@ def test_one_chain_has_no_r_hat_and_logs_nothing(caplog):
     # r_hat needs two chains; ArviZ would log a shape warning that --quiet cannot silence
     # (the diagnostics are computed without ArviZ's per-element loop and its logger)
     rng = np.random.default_rng(0)
-    idata = az.from_dict(posterior={"tau1": rng.normal(size=(1, 200))})
+    idata = _compat.from_dict(posterior={"tau1": rng.normal(size=(1, 200))})
     with caplog.at_level(logging.DEBUG):
         d = compute_diagnostics(idata)
     assert not caplog.records
@@ -506,7 +507,7 @@ def test_one_chain_has_no_r_hat_and_logs_nothing(caplog):
     assert d["min_ess_bulk"] > 50  # ESS still computed from the one chain
     assert d["min_ess_bulk"] == pytest.approx(float(az.ess(idata)["tau1"]), rel=1e-12)
     assert check_diagnostics(d, ess_threshold=10, sampler="gibbs") == []
-    two = az.from_dict(posterior={"tau1": rng.normal(size=(2, 200))})
+    two = _compat.from_dict(posterior={"tau1": rng.normal(size=(2, 200))})
     d2 = compute_diagnostics(two)  # two chains: r_hat computed, as ArviZ computes it
     assert d2["max_r_hat"] == pytest.approx(float(az.rhat(two)["tau1"]), rel=1e-12)
 

@@ -18,6 +18,7 @@ import pytest
 import xarray as xr
 from scipy.special import expit
 
+from sdcbayes import _compat
 from sdcbayes.exceptions import InputError
 from sdcbayes.inference import (
     ConvergenceWarning,
@@ -228,14 +229,15 @@ def test_a_datatree_is_saved_with_h5netcdf_and_round_trips(tmp_path, monkeypatch
 def test_inference_data_is_saved_with_h5netcdf(tmp_path, monkeypatch):
     # the engine ArviZ uses by default for InferenceData, named so that it cannot change
     engines = []
-    original = az.InferenceData.to_netcdf
+    container = type(_compat.from_dict(posterior={"a": np.ones((1, 4))}))
+    original = container.to_netcdf
 
     def record(self, filename, *args, **kwargs):
         engines.append(kwargs.get("engine"))
         return original(self, filename, *args, **kwargs)
 
-    monkeypatch.setattr(az.InferenceData, "to_netcdf", record)
-    idata = az.from_dict(posterior={"a": np.ones((1, 4))})
+    monkeypatch.setattr(container, "to_netcdf", record)
+    idata = _compat.from_dict(posterior={"a": np.ones((1, 4))})
     stamp(idata, sdcbayes_version="0.1.0", model="poisson-gamma")
     back = load_posterior(save_posterior(idata, tmp_path))
     assert engines == ["h5netcdf"]
@@ -246,7 +248,7 @@ def test_inference_data_is_saved_with_h5netcdf(tmp_path, monkeypatch):
 def _chains(values, diverging=None):
     values = np.asarray(values, dtype=float)
     div = np.zeros(values.shape[:2], bool) if diverging is None else diverging
-    return az.from_dict(posterior={"a": values}, sample_stats={"diverging": div})
+    return _compat.from_dict(posterior={"a": values}, sample_stats={"diverging": div})
 
 
 @pytest.mark.filterwarnings("ignore::sdcbayes.inference.diagnostics.ConvergenceWarning")
@@ -254,7 +256,10 @@ def _chains(values, diverging=None):
 def test_chains_that_never_moved_give_nan_r_hat_and_a_problem(monkeypatch, numba):
     # with and without Numba (ArviZ's variance formula), as the diagnosis must not depend
     # on it (audit DD1 F4: without it, stuck chains gave a finite R-hat of about 6e15)
-    monkeypatch.setattr(az.Numba, "numba_flag", numba)
+    if not hasattr(az, "Numba") and numba:
+        pytest.skip("ArviZ 1 has no Numba switch")
+    if hasattr(az, "Numba"):
+        monkeypatch.setattr(az.Numba, "numba_flag", numba)
     rng = np.random.default_rng(0)
     # every chain at one and the same constant: R-hat undefined, nan
     d = compute_diagnostics(_chains(np.full((4, 200), 0.3)))

@@ -60,7 +60,9 @@ def test_pg_logp_beyond_int32_matches_scipy_negbin_sum(K):
     loglik = pm_model.compile_fn(pm_model.logp(vars=pm_model.observed_RVs),
                                  inputs=pm_model.value_vars, on_unused_input="ignore")
     got = float(loglik({"alpha_log__": np.log(alpha), "omega_log__": np.log(omega)}))
-    assert got == pytest.approx(expected, rel=1e-12)
+    # rel 1e-10: PyTensor 3 (PyMC 6) compiles with Numba, ~1e-11 from the C backend's sum;
+    # the int32 wrap this guards against was off by 13 000
+    assert got == pytest.approx(expected, rel=1e-10)
 
 
 def test_pg_weights_beyond_int32_reach_loo_and_the_posterior():

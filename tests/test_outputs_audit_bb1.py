@@ -33,13 +33,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
 from clitools import assert_one_line_error, run_in_process, run_main
 
 import sdcbayes._cliutils as cliutils
+from sdcbayes import _compat
 from sdcbayes.exceptions import InputError
 from sdcbayes.report import (
     MAX_STRATA_SHOWN,
@@ -308,12 +308,12 @@ def test_compute_diagnostics_has_no_divergences_without_a_sampler():
 
     rng = np.random.default_rng(0)
     post = {"alpha": rng.normal(size=(2, 200))}
-    assert compute_diagnostics(az.from_dict(posterior=post))["divergences"] is None
+    assert compute_diagnostics(_compat.from_dict(posterior=post))["divergences"] is None
     div = np.zeros((2, 200), dtype=bool)
     div[0, :2] = True
-    sampled = az.from_dict(posterior=post, sample_stats={"diverging": div})
+    sampled = _compat.from_dict(posterior=post, sample_stats={"diverging": div})
     assert compute_diagnostics(sampled)["divergences"] == 2
-    short = az.from_dict(posterior={"alpha": rng.normal(size=(2, 3))})
+    short = _compat.from_dict(posterior={"alpha": rng.normal(size=(2, 3))})
     assert compute_diagnostics(short)["divergences"] is None
     # None is read as no divergences by the check
     with pytest.warns(Warning):

@@ -219,13 +219,13 @@ def _fake_posterior(model: str | None = None, data_summary=None, model_options=N
     """An InferenceData with (2, 50) draws of ``params`` and fit-like stamps."""
     import json
 
-    import arviz as az
+    from sdcbayes import _compat
 
     rng = np.random.default_rng(0)
     # (low, high): uniform draws; an array: the draws themselves
     post = {k: v if isinstance(v, np.ndarray) else rng.uniform(*v, size=(2, 50))
             for k, v in params.items()}
-    idata = az.from_dict(posterior=post, constant_data=constant_data or {},
+    idata = _compat.from_dict(posterior=post, constant_data=constant_data or {},
                          dims={"p": ["cell"]})
     stamps = {"model": model, "data_summary": data_summary, "model_options": model_options}
     for k, v in stamps.items():

@@ -62,8 +62,7 @@ def posterior_half():
     A hand-made negbin posterior (p per cell): fast, and its level is not the 90% the
     report used to print whatever the result's.
     """
-    import arviz as az
-
+    from sdcbayes import _compat
     from sdcbayes.risk.posterior_assess import assess_from_posterior
 
     rng = np.random.default_rng(0)
@@ -71,7 +70,7 @@ def posterior_half():
                           "w": 25.0})
     md = Microdata(frame, keys=["a", "b"], weight="w")
     p = rng.uniform(0.02, 0.2, size=(2, 50, md.cells.n_cells))
-    idata = az.from_dict(posterior={"p": p}, dims={"p": ["cell"]})
+    idata = _compat.from_dict(posterior={"p": p}, dims={"p": ["cell"]})
     res = assess_from_posterior(md, idata, "negbin", quantiles=(0.25, 0.5, 0.75),
                                 threshold=0.05, random_seed=1)
     return res, md
