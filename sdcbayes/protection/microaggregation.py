@@ -56,6 +56,7 @@ This module may import NumPy and pandas only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -105,6 +106,17 @@ def _check_k(k: object, n: int) -> None:
         raise InputError(f"k={k!r} must be an integer >= 1 (the minimum group size)")
     if n < k:
         raise InputError(f"only {n} records for groups of k={k}; lower k or add records")
+
+
+def _check_strata(frame: pd.DataFrame, strata: Any, columns: list[str]) -> list[str] | None:
+    """The stratum columns (None without), refused where they are also aggregated."""
+    strata_l = check_columns(frame, strata, "strata") if strata is not None else None
+    if strata_l and set(strata_l) & set(columns):
+        raise InputError(
+            f"columns {sorted(set(strata_l) & set(columns))} are both aggregated and strata; "
+            "leave them out of one of the two"
+        )
+    return strata_l
 
 
 def _check_aggregate(aggregate: object, trim: object) -> float:
@@ -434,12 +446,7 @@ def sorted_microaggregation(
     """
     frame = check_frame(frame)
     columns = check_columns(frame, columns, "columns")
-    strata_l = check_columns(frame, strata, "strata") if strata is not None else None
-    if strata_l and set(strata_l) & set(columns):
-        raise InputError(
-            f"columns {sorted(set(strata_l) & set(columns))} are both aggregated and strata; "
-            "leave them out of one of the two"
-        )
+    strata_l = _check_strata(frame, strata, columns)
     trim = _check_aggregate(aggregate, trim)
     x = _numeric_matrix(frame, columns)
     _check_k(k, x.shape[0])
@@ -674,12 +681,7 @@ def ordered_microaggregation(
         if varsort not in columns:
             raise InputError(f"varsort={varsort!r} must be one of the columns {columns}")
     sort_col = columns.index(varsort) if varsort is not None else 0
-    strata_l = check_columns(frame, strata, "strata") if strata is not None else None
-    if strata_l and set(strata_l) & set(columns):
-        raise InputError(
-            f"columns {sorted(set(strata_l) & set(columns))} are both aggregated and strata; "
-            "leave them out of one of the two"
-        )
+    strata_l = _check_strata(frame, strata, columns)
     trim = _check_aggregate(aggregate, trim)
     x = _numeric_matrix(frame, columns)
     _check_k(k, x.shape[0])
