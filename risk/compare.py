@@ -93,7 +93,9 @@ randomness of the unknown :math:`F_k` given :math:`\hat p_k` only (no parameter
 uncertainty; column ``interval_kind``). The intervals come from
 :func:`sdcbayes.risk.assess.plug_in_predictive`, which also gives ``sdcbayes assess
 --model closed-form`` its intervals: the same numbers for the same seed and
-``plug_in_draws``.
+``plug_in_draws``. Where every :math:`\hat p_k` is 1 (no weights and no sampling
+fraction, or a census: the file is its own population, :math:`F_k = f_k`) there is
+no interval, as in ``assess``: the row's bounds are NaN and ``interval_note`` says why.
 
 Imports NumPy, pandas, xarray and the ``risk`` modules at import time;
 :mod:`sdcbayes.models` and :mod:`sdcbayes.inference` (and with them PyMC) only
@@ -121,6 +123,7 @@ import xarray as xr
 from sdcbayes.exceptions import DataError, InputError, warn_at_caller
 from sdcbayes.provenance import json_safe, seed_or_drawn, stamp
 from sdcbayes.risk.assess import (
+    PLUG_IN_DEGENERATE_NOTE,
     PLUG_IN_DRAWS,
     PLUG_IN_INTERVAL_KIND,
     check_threshold,
@@ -1483,7 +1486,11 @@ def compare_models(
         ``p_loo``, ``loo_rank`` (0 = best within the family), ``elpd_diff``,
         ``elpd_diff_se``, ``loo_warning``, ``loo_note``; ``tau1``, ``tau1_lo``,
         ``tau1_hi``, ``tau2``, ``tau2_lo``, ``tau2_hi``, ``er``, ``er_lo``, ``er_hi``
-        (means and 90% intervals), ``interval_kind``; ``max_r_hat``,
+        (means and 90% intervals), ``interval_kind``; ``interval_note`` only where
+        the closed form has no interval (every plug-in p̂_k = f_k / F̂_k is 1, the file
+        its own population: its ``_lo``/``_hi`` NaN, ``interval_kind`` "", the note
+        :data:`sdcbayes.risk.assess.PLUG_IN_DEGENERATE_NOTE` as ``assess_closed_form``
+        gives it; "" on the other rows); ``max_r_hat``,
         ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``tune`` (the tuning steps
         or burn-in sweeps the row used; None for the closed form and for methods
         ``"map"`` and ``"advi"``, which tune nothing), ``fit_seconds``
@@ -1596,13 +1603,25 @@ def compare_models(
                 a = assess_from_posterior(md, post, "negbin", threshold=threshold,
                                           random_seed=random_seed,
                                           settings={"method": "plug-in p = f/F_hat"})
-                # the intervals of assess --model closed-form: one function for both, so
-                # that equal seeds and replicates give equal numbers
-                pred = plug_in_predictive(md, n_draws=plug_in_draws, random_seed=random_seed)
-                a.summary |= {k: v for k, v in pred.items() if k.endswith("_interval")}
-                a.summary["interval_kind"] = PLUG_IN_INTERVAL_KIND
-                if "household_expected_reidentifications" in a.summary:
-                    a.summary["household_interval_kind"] = PLUG_IN_INTERVAL_KIND
+                if np.all(plug_in_p(md) >= 1.0):
+                    # every F_k = f_k (the file its own population): as assess_closed_form,
+                    # no interval, since one of width 0 would read as certainty measured;
+                    # the row's bounds NaN and its interval_note says why (audit AU4 G1)
+                    for k in [k for k in a.summary if k.endswith("_interval")]:
+                        a.summary[k] = [math.nan, math.nan]
+                    for k in ("interval_kind", "household_interval_kind", "interval_level",
+                              "quantiles"):
+                        a.summary.pop(k, None)
+                    a.summary["interval_note"] = PLUG_IN_DEGENERATE_NOTE
+                else:
+                    # the intervals of assess --model closed-form: one function for both,
+                    # so that equal seeds and replicates give equal numbers
+                    pred = plug_in_predictive(md, n_draws=plug_in_draws,
+                                              random_seed=random_seed)
+                    a.summary |= {k: v for k, v in pred.items() if k.endswith("_interval")}
+                    a.summary["interval_kind"] = PLUG_IN_INTERVAL_KIND
+                    if "household_expected_reidentifications" in a.summary:
+                        a.summary["household_interval_kind"] = PLUG_IN_INTERVAL_KIND
                 if below is not None:
                     # assess_closed_form's own caveat (and count), as `assess` prints it
                     msg = _weights_below_count_warning(below[0], "the closed form")
@@ -1698,6 +1717,10 @@ def compare_models(
         row["interval_kind"] = (
             PLUG_IN_INTERVAL_KIND if s.model == "closed-form" else "posterior predictive"
         )
+        if sm.get("interval_note"):
+            # the closed form of a file that is its own population: no interval, no kind
+            row["interval_kind"] = ""
+            row["interval_note"] = sm["interval_note"]
         if "household_expected_reidentifications" in sm:  # md has households
             row |= _household_columns(md, a, s.model, row["interval_kind"])
         if threshold is not None:
@@ -1829,6 +1852,10 @@ def compare_models(
              "tau1", "tau1_lo", "tau1_hi", "tau2", "tau2_lo", "tau2_hi", "er", "er_lo", "er_hi",
              "interval_kind"]
     table = pd.DataFrame(rows)
+    if "interval_note" in table.columns:
+        # only where a row has no interval (the closed form, every p = 1): "" elsewhere
+        table["interval_note"] = table["interval_note"].fillna("")
+        order.append("interval_note")
     # with households their columns follow interval_kind (the closed form's households
     # column, NaN on the other rows, with them, wherever the closed form's row is)
     order += [c_ for c_ in HOUSEHOLD_COLUMNS if c_ in table.columns]

@@ -2474,9 +2474,20 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
     levels = [interval_level_text((getattr(assessments.get(r.name), "summary", None) or {})
                                   .get("interval_level"))
               for r in t.itertuples(index=False)]
-    one_level = len(set(levels)) == 1 and levels[0] is not None
-    risk_title = (f"Risk: estimates with {levels[0]} intervals" if one_level
-                  else "Risk: estimates with intervals (levels per row)")
+
+    def no_interval(r) -> str:
+        # the closed form of a file that is its own population (every plug-in p = 1) has
+        # no interval, as in `assess`: its note instead (comparison.csv interval_note)
+        note = getattr(r, "interval_note", "")
+        return note if isinstance(note, str) else ""
+
+    # a row without an interval has no level: the others' decide the heading
+    with_level = [lv for r, lv in zip(t.itertuples(index=False), levels, strict=True)
+                  if not no_interval(r)]
+    one_level = len(set(with_level)) == 1 and with_level[0] is not None
+    risk_title = (f"Risk: estimates with {with_level[0]} intervals" if one_level
+                  else "Risk: estimates with intervals (levels per row)" if with_level
+                  else "Risk: estimates (no intervals)")
     # --household: the household expected re-identifications in a column after the ER
     households = "household_er" in t.columns
     risk_rows = [
@@ -2486,6 +2497,9 @@ def comparison_report(result, summary: Mapping[str, Any], top: int = 30) -> str:
          iv(r.er, r.er_lo, r.er_hi),
          *((iv(r.household_er, r.household_er_lo, r.household_er_hi),) if households else ()),
          r.interval_kind if one_level else f"{level or 'level unknown'}, {r.interval_kind}")
+        if not no_interval(r) else
+        (r.name, fmt(r.tau1), fmt(r.tau2), fmt(r.er),
+         *((fmt(r.household_er),) if households else ()), no_interval(r))
         for r, level in zip(t.itertuples(index=False), levels, strict=True)
     ]
     if truth:

@@ -256,3 +256,72 @@ def test_cli_summary_terminal_and_report(capsys, tmp_path, monkeypatch, check_ht
     assert "predictive given the plug-in p̂ (no parameter uncertainty)" in html
     lo, hi = s["tau2_interval"]
     assert f"[{lo:.2f}, {hi:.2f}]" in html
+
+
+# ---------------------------------------------------------------- (6) compare, p = 1 everywhere
+
+
+@pytest.mark.parametrize("how", ["no weights", "census"])
+def test_compare_row_of_its_own_population_has_no_interval(how):
+    # audit AU4 G1: compare printed [x, x] intervals where assess says there is none
+    from sdcbayes.risk.compare import compare_models
+
+    frame = _tiny_frame(40)
+    kw = {"sampling_fraction": 1.0} if how == "census" else {}
+    md = sdcbayes.Microdata(frame, keys=["k"], **kw)
+    with pytest.warns(MicrodataWarning) if how == "no weights" else nullcontext():
+        res = compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=2,
+                             plug_in_draws=20)
+        s = assess_closed_form(md, interval=True, random_seed=2, n_draws=20).summary
+    row = res.table.iloc[0]
+    assert row["interval_note"] == s["interval_note"] == PLUG_IN_DEGENERATE_NOTE
+    assert row["interval_kind"] == ""
+    for key, col in (("expected_reidentifications", "er"), ("tau1", "tau1"), ("tau2", "tau2")):
+        assert np.isnan(row[f"{col}_lo"]) and np.isnan(row[f"{col}_hi"]), col
+        assert row[col] == pytest.approx(s[key], rel=1e-12), col  # the estimates stay
+    # the assessment carries assess's summary: the note, no interval kind or level
+    a = res.assessments["cf"].summary
+    assert a["interval_note"] == PLUG_IN_DEGENERATE_NOTE
+    assert not any(k in a for k in ("interval_kind", "interval_level"))
+    js = res.summary()["comparison"][0]
+    assert js["interval_note"] == PLUG_IN_DEGENERATE_NOTE and js["er_lo"] is None
+
+
+def test_compare_with_weights_has_no_interval_note():
+    from sdcbayes.risk.compare import compare_models
+
+    md = sdcbayes.Microdata(_tiny_frame(40), keys=["k"], weight="w")
+    t = compare_models(md, [{"name": "cf", "model": "closed-form"}], random_seed=2,
+                       plug_in_draws=20).table
+    assert "interval_note" not in t.columns
+    assert t.loc[0, "er_lo"] < t.loc[0, "er"] < t.loc[0, "er_hi"]
+
+
+@pytest.mark.parametrize("how", [[], ["--sampling-fraction", "1"]])
+def test_cli_compare_of_its_own_population_says_no_interval(capsys, tmp_path, monkeypatch,
+                                                            check_html, how):
+    monkeypatch.chdir(tmp_path)
+    _tiny_frame(40).to_csv("d.csv", index=False)
+    a = run_main(capsys, "assess", "d.csv", "--keys", "k", *how, "--model", "closed-form",
+                 "--seed", "4", "--out", "a")
+    c = run_main(capsys, "compare", "d.csv", "--keys", "k", *how, "--models",
+                 "cf=closed-form", "--seed", "4", "--out", "c")
+    assert a.returncode == 0, a.stderr
+    assert c.returncode == 0, c.stderr
+    note = json.loads((tmp_path / "a" / "summary.json").read_text())["interval_note"]
+    assert note == PLUG_IN_DEGENERATE_NOTE
+    # terminal: the estimates without brackets, the note as the footnote
+    line = next(x for x in c.stdout.splitlines() if x.strip().startswith("cf "))
+    assert "[" not in line and "tau1 " in line and "ER " in line
+    assert f"* closed form: {note}" in c.stdout
+    assert "90% interval" not in c.stdout
+    row = json.loads((tmp_path / "c" / "summary.json").read_text())["comparison"][0]
+    assert row["interval_note"] == note
+    assert all(row[f"{col}_{end}"] is None for col in ("tau1", "tau2", "er")
+               for end in ("lo", "hi"))
+    csv = pd.read_csv(tmp_path / "c" / "comparison.csv", keep_default_na=False)
+    assert csv.loc[0, "interval_note"] == note and csv.loc[0, "er_lo"] == ""
+    html = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
+    check_html(html)
+    assert "Risk: estimates (no intervals)" in html and "[–, –]" not in html
+    assert "no interval: every key combination" in html

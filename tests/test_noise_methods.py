@@ -22,6 +22,7 @@ refusals; part 4 the ``protect`` command's options and recipe step.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ from sdcbayes.exceptions import InputError
 from sdcbayes.protection import noise as noise_module
 from sdcbayes.protection.noise import (
     NOISE_METHODS,
+    ROMM_MAX_P,
     _noise_from_draws,
     _romm_matrix,
     add_noise,
@@ -270,6 +272,9 @@ def test_romm_preserves_cross_products(frame):
     ({"method": "correlated2", "delta": True}, "delta=True must be"),
     ({"method": "ROMM", "p": 0.0}, "p=0.0 must be a positive number"),
     ({"method": "ROMM", "p": float("nan")}, "p=nan must be a positive number"),
+    # audit AU4 B3: 1e308 overflowed I + p M and blanked every value without an error
+    ({"method": "ROMM", "p": 1e308}, "above ROMM's largest p, 2**53"),
+    ({"method": "ROMM", "p": 2.0**53 * (1 + 2**-52)}, "above ROMM's largest p, 2**53"),
     ({"method": "restr", "level": 59.0}, "needs level < n - 1 = 59"),
     ({"level": -0.1}, "level=-0.1 must be a non-negative number"),
 ])
@@ -284,8 +289,74 @@ def test_bad_input_refused_before_drawing(frame, kwargs, fragment):
 
 def test_romm_refuses_more_records_than_its_limit(frame, monkeypatch):
     monkeypatch.setattr(noise_module, "ROMM_MAX_RECORDS", 100)
-    with pytest.raises(InputError, match="300 records exceed its limit of 100"):
+    with pytest.raises(InputError, match="300 records exceed its limit of 100") as err:
         add_noise(frame, ["a"], method="ROMM", seed=1)
+    # noise has no strata to protect by (audit AU4 N5): the fix it names is one it has
+    assert "stratum" not in str(err.value)
+    assert "parts of at most 100 records" in str(err.value)
+
+
+def test_romm_largest_p_gives_the_orthonormalised_m(frame):
+    # ROMM_MAX_P's rationale: at p = 2^53 the identity in I + p M is below float64's
+    # rounding, so T is the Q of M itself (positive diagonal of R), computed in finite
+    # numbers; a larger p could only overflow
+    assert ROMM_MAX_P == 2.0**53
+    m = np.random.default_rng(4).standard_normal((60, 60))
+    q, r = np.linalg.qr(m)
+    np.testing.assert_allclose(_romm_matrix(m, ROMM_MAX_P), q * np.sign(np.diag(r)),
+                               atol=1e-12)
+    x = frame[["a", "b"]].to_numpy()[:60]
+    res = add_noise(frame.iloc[:60], ["a", "b"], method="ROMM", p=ROMM_MAX_P, seed=3)
+    z = res.frame[["a", "b"]].to_numpy()
+    assert np.isfinite(z).all()
+    np.testing.assert_allclose(z.T @ z, x.T @ x, rtol=1e-11)
+
+
+@pytest.mark.parametrize("p, fragment", [(1e308, r"I \+ p M overflows float64"),
+                                         (float("inf"), "must be finite numbers")])
+def test_romm_matrix_refuses_non_finite_input(p, fragment):
+    # called directly (add_noise refuses such a p first): an InputError, not a NaN T
+    # with NumPy's overflow warning
+    m = np.random.default_rng(5).standard_normal((30, 30))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=fragment):
+            _romm_matrix(m, p)
+    m[3, 4] = np.nan
+    with pytest.raises(InputError, match="must be finite numbers"):
+        _romm_matrix(m, 0.1)
+
+
+@pytest.fixture(scope="module")
+def frame600():
+    # from 500 records restr uses the large-sample factor c = √((n - 1) / (n + n α - 1))
+    rng = np.random.default_rng(12)
+    return pd.DataFrame({"a": rng.normal(1e9, 1.0, 600), "b": rng.normal(0.0, 1.0, 600)})
+
+
+def test_restr_any_finite_level_from_500_records(frame600):
+    # the large-sample factor has no pole: a large level shrinks hard, c > 0, and the
+    # result is still sdcMicro's formula
+    x = frame600[["a", "b"]].to_numpy()
+    res = add_noise(frame600, ["a", "b"], 1e4, method="restr", seed=1)
+    c = np.sqrt(599 / (600 + 600 * 1e4 - 1))
+    assert res.summary["restr_factor"] == pytest.approx(c, rel=1e-14)
+    # a's shrunk spread (0.01) beside its mean 1e9 keeps about 5 digits in float64
+    np.testing.assert_allclose(res.frame[["a", "b"]].std(ddof=1), c * x.std(axis=0, ddof=1),
+                               rtol=1e-4)
+
+
+@pytest.mark.parametrize("level, fragment", [
+    # n α overflows: c = 0 in float64 (audit AU4 N12: every value became the mean)
+    (1e308, "which is 0 in float64"),
+    # c = 1e-8 > 0, but c (x - x̄) ~ 1e-8 rounds away against a's mean 1e9 (half its
+    # spacing 1.2e-7), not against b's, near 0: a would be replaced by its mean
+    (1e16, "every value of 'a' rounds to its mean"),
+])
+def test_restr_refuses_a_level_that_replaces_values_by_the_mean(frame600, level, fragment):
+    with pytest.raises(InputError, match=fragment) as err:
+        add_noise(frame600, ["a", "b"], level, method="restr", seed=1)
+    assert "choose a smaller level" in str(err.value)
 
 
 def test_methods_listed():
@@ -351,6 +422,10 @@ def test_protect_noise_method_equals_add_noise(capsys, monkeypatch, tmp_path, cs
      ["p (--noise-p) must be a number > 0"]),
     (["--noise", "income", "--noise-method", "ROMM", "--noise-level", "0.5"],
      ["--noise-level is not used by --noise-method ROMM", "--noise-p"]),
+    # audit AU4 B3: exit 0 with every value blanked and NumPy's overflow warning
+    (["--noise", "income,exp", "--noise-method", "ROMM", "--noise-p", "1e308"],
+     ["step 1 (noise): p (--noise-p) must be a number > 0 and <= 9007199254740992",
+      "got 1e+308"]),
 ])
 def test_protect_noise_options_refused(capsys, monkeypatch, tmp_path, csv_file, args,
                                        fragments):
@@ -383,3 +458,49 @@ def test_cli_method_choices_are_the_library_methods():
     from sdcbayes.commands import protect
 
     assert protect.NOISE_METHODS == NOISE_METHODS
+
+
+@pytest.mark.parametrize("how", ["options", "recipe"])
+def test_protect_warns_that_restr_is_undone_exactly(capsys, monkeypatch, tmp_path, csv_file,
+                                                    how):
+    # audit AU4 B2: restr is a deterministic affine map; the risk after it (interval risk,
+    # linkage on the original scale) reported protection without a word
+    monkeypatch.chdir(tmp_path)
+    path, frame = csv_file
+    if how == "options":
+        args = ["--noise", "income,exp", "--noise-method", "restr", "--noise-level", "0.5"]
+        who = "--noise with --noise-method restr"
+    else:
+        Path("recipe.json").write_text(json.dumps({"steps": [
+            {"step": "noise", "columns": ["income", "exp"], "method": "additive"},
+            {"step": "noise", "columns": ["income", "exp"], "method": "restr",
+             "level": 0.5}]}))
+        args = ["--recipe", "recipe.json"]
+        who = "step 2 (noise, method restr)"
+    proc = run_in_process(capsys, "protect", str(path), "--keys", "age,sex", *args,
+                          "--seed", "2", "--out", "out", "-q")
+    assert proc.returncode == 0, proc.stderr
+    warned = [x for x in proc.stderr.splitlines() if "adds no randomness" in x]
+    assert len(warned) == 1  # the additive step gets none
+    assert warned[0].startswith(f"sdcbayes: warning: {who} adds no randomness")
+    assert "x = (z - mean) / c + mean" in warned[0] and "understates" in warned[0]
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert warned[0].removeprefix("sdcbayes: warning: ") in s["warnings"]
+    # what the warning says holds: the released file and summary.json's c give x back
+    step = s["steps"][-1]["result"]
+    z = pd.read_csv(tmp_path / "out" / "protected.csv")[["income", "exp"]].to_numpy()
+    before = frame[["income", "exp"]].to_numpy()
+    if how == "recipe":  # the restr step's input: the additive step's output
+        before = add_noise(frame, ["income", "exp"], seed=np.random.default_rng(2)).frame[
+            ["income", "exp"]].to_numpy()
+    back = (z - z.mean(axis=0)) / step["restr_factor"] + z.mean(axis=0)
+    np.testing.assert_allclose(back, before, rtol=1e-9)
+
+
+def test_protect_other_noise_methods_not_warned_as_restr(capsys, monkeypatch, tmp_path,
+                                                         csv_file):
+    monkeypatch.chdir(tmp_path)
+    proc = run_in_process(capsys, "protect", str(csv_file[0]), "--keys", "age,sex",
+                          "--noise", "income", "--seed", "2", "--out", "out", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "adds no randomness" not in proc.stderr

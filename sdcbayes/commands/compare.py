@@ -769,7 +769,7 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
     # a model's measures, each "name value [lo, hi]", and its tau2's the same way (audit UX
     # F9: comparison.csv and report.html give its interval too)
     models: list[tuple[str, list[str], str]] = []
-    plug_in_kind = None
+    plug_in_kind = no_interval_note = None
     # fits with a LOO per likelihood (a model's fits share one): a lone fit has no rank
     n_ranked = t.loc[t["elpd_loo"].notna(), "model"].value_counts()
     for r in t.itertuples(index=False):
@@ -783,21 +783,32 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
         # same --seed, risk.assess.plug_in_predictive): marked, with comparison.csv's
         # interval_kind as the footnote.
         mark = ""
+        # the closed form of a file that is its own population (every plug-in p = 1) has
+        # no interval, as in `assess`: its estimates alone, its interval_note as footnote
+        no_interval = bool(getattr(r, "interval_note", "") or "")
         if r.model == "closed-form":
             mark = _PLUG_IN_MARK
-            plug_in_kind = getattr(r, "interval_kind", None) or (
-                "predictive given the plug-in p (no parameter uncertainty)")
+            if no_interval:
+                no_interval_note = r.interval_note
+            else:
+                plug_in_kind = getattr(r, "interval_kind", None) or (
+                    "predictive given the plug-in p (no parameter uncertainty)")
+
+        def bounds(lo, hi, digits: int, none: bool = no_interval) -> str:
+            return "" if none else f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+
         parts = [
-            f"tau1 {r.tau1:.1f} [{r.tau1_lo:.0f}, {r.tau1_hi:.0f}]{mark}",
-            f"ER {r.er:.1f} [{r.er_lo:.1f}, {r.er_hi:.1f}]{mark}",
+            f"tau1 {r.tau1:.1f}{bounds(r.tau1_lo, r.tau1_hi, 0)}{mark}",
+            f"ER {r.er:.1f}{bounds(r.er_lo, r.er_hi, 1)}{mark}",
             # --household: the household ER beside the ER (its interval of the row's kind)
-            *([f"household ER {r.household_er:.1f} [{r.household_er_lo:.1f}, "
-               f"{r.household_er_hi:.1f}]{mark}"] if "household_er" in t.columns else []),
+            *([f"household ER {r.household_er:.1f}"
+               f"{bounds(r.household_er_lo, r.household_er_hi, 1)}{mark}"]
+              if "household_er" in t.columns else []),
             loo,
             f"suppress {r.n_suppressed:,} cells",
         ]
-        models.append((r.name, parts, f"tau2 {r.tau2:.1f} [{r.tau2_lo:.1f}, "
-                                      f"{r.tau2_hi:.1f}]{mark}"))
+        models.append((r.name, parts,
+                       f"tau2 {r.tau2:.1f}{bounds(r.tau2_lo, r.tau2_hi, 1)}{mark}"))
     keys = [name for name, _, _ in models] + ["cells whose decision changes"] \
         + (["truth"] if truth else [])
     width = max(len(k) for k in keys)
@@ -820,6 +831,8 @@ def _print_summary(result, s: dict[str, Any], out: Path) -> None:
     if plug_in_kind is not None:
         click.echo(f"  {_PLUG_IN_MARK} closed form: 90% interval {plug_in_kind}, not a "
                    "posterior interval")
+    elif no_interval_note is not None:
+        click.echo(f"  {_PLUG_IN_MARK} closed form: {no_interval_note}")
     click.echo(f"written: {out}/comparison.csv, decisions.csv, frontiers.csv, "
                + ("by_stratum.csv, " if "by_stratum" in s else "")
                + "summary.json, report.html")

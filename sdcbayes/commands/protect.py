@@ -542,7 +542,8 @@ DEFAULT_RISK_K = 3
 @click.option(
     "--noise-p", "noise_p", type=float, default=None, metavar="P",
     help="With --noise-method ROMM: the weight p > 0 of the random matrix M in I + p M, "
-    "whose Gram-Schmidt orthonormalisation masks the records. [default: 0.001, sdcMicro's]",
+    "whose Gram-Schmidt orthonormalisation masks the records; at most 2**53 (beyond it T no "
+    "longer depends on p). [default: 0.001, sdcMicro's]",
 )
 @click.option(
     "--rank-swap",
@@ -1112,12 +1113,13 @@ def command(
         after["misclassification"] = misclassification | after.pop("misclassification", {})
     # the protected file's caveats the input did not already have (said once)
     warned = early + [n for n in after_notes if n not in input_notes] + \
-        _continuous_key_warnings(steps, key_list) + _suppression_warnings(steps, step_summaries) \
+        _continuous_key_warnings(steps, key_list) + _restr_warnings(steps) \
+        + _suppression_warnings(steps, step_summaries) \
         + _swap_rate_warnings(steps, step_summaries) \
         + _rank_swap_warnings(steps, step_summaries) \
+        + _shuffle_warnings(steps, step_summaries) \
         + _household_mates_warnings(frame, current, key_list, household, filled) \
         + _household_count_warnings(frame, current, key_list, household)
-        + _shuffle_warnings(steps, step_summaries) \
     fit = released = None
     if md_fit is not None:
         # fitted once, on the input (the original): "before" is its assessment, "after"
@@ -1962,7 +1964,7 @@ def _validated_noise(where: str, s: dict[str, Any], number, choice, from_option)
                          + (" and give delta" if method == "correlated2" else " and give p"))
     number("level", lo=0, default=0.1)
     number("delta", lo=0, hi=1, lo_open=True)
-    number("p", lo=0, lo_open=True)
+    number("p", lo=0, hi=2**53, lo_open=True)  # noise.ROMM_MAX_P: refused before the run
     for param, owner in (("delta", "correlated2"), ("p", "ROMM")):
         if param in s and method != owner:
             what = (f"--noise-{param} applies to --noise-method {owner}" if from_option
@@ -4478,6 +4480,33 @@ def _continuous_key_warnings(steps: list[dict[str, Any]], keys: list[str]) -> li
     return out
 
 
+def _restr_warnings(steps: list[dict[str, Any]]) -> list[str]:
+    """One warning per noise step of method ``restr``: it adds no randomness (audit B2).
+
+    sdcMicro's "restricted" noise (:func:`sdcbayes.protection.add_noise`) is the affine
+    shrink z = c x + (1 - c) x̄, with no random part: z̄ = x̄, and c (summary.json's
+    ``restr_factor``, or sd(z) / sd(x)) is known, so x = (z - z̄) / c + z̄ exactly. The
+    numeric risk after it (sdcMicro's interval risk, record linkage on the input's
+    scale) measures distances on the original scale and reports protection an intruder
+    who knows the method does not face.
+    """
+    out = []
+    for i, step in enumerate(steps, start=1):
+        if step["step"] != "noise" or step.get("method") != "restr":
+            continue
+        how = (f"{step['_option']} with --noise-method restr" if step.get("_option")
+               else f"step {i} (noise, method restr)")
+        names = ", ".join(map(repr, step["columns"]))
+        out.append(f"{how} adds no randomness: z = c x + (1 - c) mean shrinks {names} toward "
+                   "their means by a known factor c (summary.json's restr_factor; the mean "
+                   "is kept), so it is undone exactly, x = (z - mean) / c + mean, by anyone "
+                   "who knows the method; the numeric risk after it (interval risk, record "
+                   "linkage on the original scale) understates the risk of these values. "
+                   "For protection choose a random method (additive, correlated or "
+                   "correlated2)")
+    return out
+
+
 #: What a numeric step does to a column holding one value, for its warning.
 _NOTHING_CHANGED = {
     "noise": "noise changes nothing (its standard deviation is a multiple of the column's, 0)",
@@ -6031,35 +6060,6 @@ def _rank_swap_warnings(steps: list[dict[str, Any]],
     return out
 
 
-def _rank_swap_lines(steps: list[dict[str, Any]]) -> list[str]:
-    """One line per rank_swap step: how its rank range was set and how far it reaches.
-
-    The values changed and IL1 are in the information loss above; this says the range
-    each variable got (records, and percent of the values swapped) and the top and bottom
-    groups replaced by their means.
-    """
-    out = []
-    for st in steps:
-        r = st.get("result") or {}
-        if st.get("name") != "rank_swap" or "rank_range" not in r:
-            continue
-        how = (f"{r['criterion']} = {r['criterion_value']:g}"
-               + (", the default" if r["criterion"] == "r0" and r.get("r0") is None else ""))
-        ranges = ", ".join(f"{c} {n:,} records ({r['rank_range_percent'][c]:.3g}%)"
-                           for c, n in r["rank_range"].items())
-        grouped = (f"top {r['top_percent']:g}% and bottom {r['bottom_percent']:g}% "
-                   "replaced by their means" if r["top_percent"] or r["bottom_percent"]
-                   else "no values grouped")
-        out.append(f"step {st['step']} (rank_swap, {how}): rank range {ranges}; {grouped}")
-    return out
-
-
-def _swap_rate_warnings(steps: list[dict[str, Any]],
-                        step_summaries: list[dict[str, Any]]) -> list[str]:
-    """A warning per swap step whose rate achieved is far above the rate asked.
-
-    Every high-risk household is swapped whatever ``swap_rate`` (sdcMicro's recordSwap),
-    so with many fine risk variables, or a large ``k``, nearly every household is at risk
 def _shuffle_warnings(steps: list[dict[str, Any]],
                       step_summaries: list[dict[str, Any]]) -> list[str]:
     """A warning per shuffle step whose model mis-states a categorical predictor.
@@ -6095,6 +6095,35 @@ def _shuffle_warnings(steps: list[dict[str, Any]],
     return out
 
 
+def _rank_swap_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """One line per rank_swap step: how its rank range was set and how far it reaches.
+
+    The values changed and IL1 are in the information loss above; this says the range
+    each variable got (records, and percent of the values swapped) and the top and bottom
+    groups replaced by their means.
+    """
+    out = []
+    for st in steps:
+        r = st.get("result") or {}
+        if st.get("name") != "rank_swap" or "rank_range" not in r:
+            continue
+        how = (f"{r['criterion']} = {r['criterion_value']:g}"
+               + (", the default" if r["criterion"] == "r0" and r.get("r0") is None else ""))
+        ranges = ", ".join(f"{c} {n:,} records ({r['rank_range_percent'][c]:.3g}%)"
+                           for c, n in r["rank_range"].items())
+        grouped = (f"top {r['top_percent']:g}% and bottom {r['bottom_percent']:g}% "
+                   "replaced by their means" if r["top_percent"] or r["bottom_percent"]
+                   else "no values grouped")
+        out.append(f"step {st['step']} (rank_swap, {how}): rank range {ranges}; {grouped}")
+    return out
+
+
+def _swap_rate_warnings(steps: list[dict[str, Any]],
+                        step_summaries: list[dict[str, Any]]) -> list[str]:
+    """A warning per swap step whose rate achieved is far above the rate asked.
+
+    Every high-risk household is swapped whatever ``swap_rate`` (sdcMicro's recordSwap),
+    so with many fine risk variables, or a large ``k``, nearly every household is at risk
     in its unit and the geography is all but permuted (demo, five keys, k = 3: 97% of the
     households swapped at a rate of 5%). "Far above": more than
     :data:`SWAP_RATE_WARN_FACTOR` times the rate asked and more than

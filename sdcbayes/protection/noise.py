@@ -15,11 +15,14 @@ The methods of sdcMicro 5.8.0's ``addNoise`` (``method`` there, the same name he
   covariances (and correlations) shrink by the factor 1 - δ².
 * ``"restr"`` (sdcMicro's "restricted" noise): z_j = c x_j + (1 - c) x̄_j with
   Kim's (1986) factor c; as in sdcMicro there is no random part. Means and
-  correlations are preserved exactly, the covariance becomes c² Σ.
+  correlations are preserved exactly, the covariance becomes c² Σ. Being a known
+  affine map it is undone exactly, x_j = (z_j - z̄_j) / c + z̄_j (z̄ = x̄; c is
+  ``summary["restr_factor"]``, or the ratio of the two files' standard deviations):
+  no protection against an intruder who knows the method.
 * ``"ROMM"`` (random orthogonal matrix masking, Ting, Fienberg & Trottini 2008):
   z = T x with T the Gram-Schmidt orthonormalisation of I + p M, M an n × n
   matrix of standard normals. The uncentred cross-products x'x are preserved
-  exactly.
+  exactly. p is at most ``ROMM_MAX_P`` (2^53).
 
 ``"outdect"`` (noise on outliers only) is refused: its multivariate outlier rule
 calls robustbase's ``covMcd`` (FAST-MCD, random subsets), which cannot be
@@ -55,6 +58,12 @@ NOISE_METHODS = ("additive", "correlated", "correlated2", "restr", "ROMM")
 #: ROMM draws an n × n matrix and orthonormalises it (n² memory, n³ time): above this
 #: many records it is refused rather than left to exhaust the memory.
 ROMM_MAX_RECORDS = 5000
+#: ROMM's largest p, 2^53 ≈ 9.0e15. T is the Q of I + p M = p (M + I / p), the same as
+#: that of M + I / p; from p = 2^53 on, I / p (at most 2^-53, float64's unit roundoff)
+#: is below the rounding of M's entries, of order 1, so T is the orthonormalised M
+#: whatever p: a larger p perturbs no more, and near p = 1e306 I + p M overflows
+#: float64 (every value NaN). Refused above this rather than computed to no effect.
+ROMM_MAX_P = 2.0**53
 
 
 def _is_number(v: Any) -> bool:
@@ -82,6 +91,12 @@ def _check_parameters(method: Any, level: Any, delta: Any, p: Any) -> None:
     if not _is_number(p) or p <= 0:
         raise InputError(f"p={p!r} must be a positive number (ROMM's perturbation weight in "
                          "I + p M; sdcMicro's default 0.001)")
+    if method == "ROMM" and p > ROMM_MAX_P:
+        raise InputError(
+            f"p={p!r} is above ROMM's largest p, 2**53 ≈ 9.0e15: beyond it the identity in "
+            "I + p M is lost to float64 rounding (T is the orthonormalised M, whatever p) "
+            "and near 1e306 I + p M overflows; choose p <= 2**53 (p = 1000 already gives a T "
+            "as far from the identity as any larger p)")
 
 
 def _restr_factor(n: int, level: float) -> float:
@@ -102,8 +117,20 @@ def _romm_matrix(draws: np.ndarray, p: float) -> np.ndarray:
     stably (the same T to rounding while I + p M is well conditioned, as for small p).
     """
     n = draws.shape[0]
-    q, r = np.linalg.qr(np.eye(n) + p * draws)
+    # add_noise refuses p above ROMM_MAX_P; a direct call with a huge p (or non-finite
+    # draws) would otherwise orthonormalise inf/NaN into an all-NaN T without an error
+    if not (_is_number(p) and np.isfinite(draws).all()):
+        raise InputError(f"ROMM: p={p!r} and the random matrix M must be finite numbers")
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.eye(n) + p * draws
+    if not np.isfinite(a).all():
+        raise InputError(f"ROMM: I + p M overflows float64 for p={p!r}; choose p <= 2**53 "
+                         "(ROMM_MAX_P)")
+    q, r = np.linalg.qr(a)
     d = np.diag(r)
+    if not (np.isfinite(q).all() and np.isfinite(d).all()):
+        raise InputError(f"ROMM: the orthonormalisation of I + p M is not finite for "
+                         f"p={p!r}; choose a smaller p")
     # sdcMicro stops on "colinears vectors" when a singular value of I + p M is <= 1e-8;
     # here the same bound on R's diagonal (the distances Gram-Schmidt divides by)
     if np.abs(d).min() <= 1e-8:
@@ -197,6 +224,17 @@ def add_noise(
           z_j = c x_j + (1 - c) x̄_j with c = √((n - 1) / (n + n α - 1)) from 500
           records on, √((n - 1 - α) / ((n + 1)(1 + α))) below. No random part (none in
           sdcMicro either): means and correlations preserved exactly, covariance c² Σ.
+          Being deterministic it is undone exactly from the released file:
+          x_j = (z_j - z̄_j) / c + z̄_j, since z̄_j = x̄_j and c is
+          ``summary["restr_factor"]`` (or sd(z_j) / sd(x_j); even without c, each
+          file standardised by its own mean and sd is the same). It gives no
+          protection against an intruder who knows the method, and risk measures
+          computed on the original scale (interval risk, record linkage) understate
+          the risk after it (``sdcbayes protect`` warns). Below 500 records the level
+          must be below n - 1 (c > 0); from 500 records on any level gives
+          0 < c <= 1, but a level so large that c (x_j - x̄_j) vanishes against x̄_j
+          in float64 (c = 0 when n α overflows) would replace a variable by its mean,
+          and is refused.
           sdcMicro 5.8.0 adds the shift (1 - c) x̄ recycled down the rows of its data
           frame (record i of variable j gets the mean of variable ((j - 1) n + i - 1)
           mod m + 1), a slip of ``cc * x + d``; sdcbayes adds each variable's own.
@@ -209,7 +247,9 @@ def add_noise(
     delta : float, default 0.1
         ``"correlated2"``'s δ in (0, 1] (sdcMicro's ``delta``); ignored otherwise.
     p : float, default 0.001
-        ``"ROMM"``'s perturbation weight p > 0 (sdcMicro's ``p``); ignored otherwise.
+        ``"ROMM"``'s perturbation weight, 0 < p <= ``ROMM_MAX_P`` = 2^53 (sdcMicro's
+        ``p``; beyond 2^53 the identity in I + p M is lost to float64 rounding and T
+        no longer depends on p, and near 1e306 I + p M overflows); ignored otherwise.
     seed : int, Generator or None
         None draws a seed from the operating system; the seed used is recorded
         as ``summary["seed"]`` (passing it back repeats the run exactly).
@@ -250,10 +290,19 @@ def add_noise(
         raise InputError(f"level={level!r}: method 'restr' needs level < n - 1 = {n - 1} "
                          f"with {n} records (below 500 records its factor is "
                          "√((n - 1 - α) / ((n + 1)(1 + α))))")
+    if method == "restr":
+        with np.errstate(over="ignore"):
+            c_restr = _restr_factor(n, float(level))
+        if not c_restr > 0:
+            # from 500 records on any level gives c in (0, 1], but n α can overflow to c = 0
+            raise InputError(f"level={level!r}: method 'restr' shrinks by c = "
+                             f"√((n - 1) / (n + n α - 1)), which is 0 in float64 here (every "
+                             "value would become its variable's mean); choose a smaller level")
     if method == "ROMM" and n > ROMM_MAX_RECORDS:
         raise InputError(f"method 'ROMM' draws an n × n matrix: {n} records exceed its limit "
-                         f"of {ROMM_MAX_RECORDS}; protect the file in parts (e.g. by "
-                         "stratum) or choose another method")
+                         f"of {ROMM_MAX_RECORDS}; split the file into parts of at most "
+                         f"{ROMM_MAX_RECORDS} records and protect each yourself (T then mixes "
+                         "records within a part only), or choose another method")
     rng, seed_used = seeded_rng(seed)
     cov = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
     sd = np.sqrt(np.diag(cov))
@@ -272,12 +321,21 @@ def add_noise(
         extra["delta"] = float(delta)
     elif method == "restr":
         noise_cov = np.zeros_like(cov)
-        extra["restr_factor"] = _restr_factor(n, float(level))
+        extra["restr_factor"] = c_restr
     else:  # ROMM
         noise_cov = None
         draws = rng.standard_normal((n, n))
         extra["p"] = float(p)
     z = _noise_from_draws(x, draws, method, level=level, delta=delta, p=p)
+    if method == "restr":
+        # c > 0 so tiny that c (x - x̄) rounds away against x̄: the variable would be
+        # replaced by its mean, which is no noise (and nothing the risk could measure)
+        gone = [col for j, col in enumerate(columns)
+                if np.ptp(x[:, j]) > 0 and np.ptp(z[:, j]) == 0]
+        if gone:
+            raise InputError(f"level={level!r}: method 'restr' shrinks by c = {c_restr:.3g}, "
+                             "so small that every value of " + ", ".join(map(repr, gone))
+                             + " rounds to its mean in float64; choose a smaller level")
     out = output_frame(frame)  # unchanged columns shared under copy-on-write
     for j, col in enumerate(columns):
         out[col] = z[:, j]
