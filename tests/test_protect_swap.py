@@ -280,6 +280,7 @@ def test_swap_after_a_suppression_that_blanks_the_column_is_refused(demo, tmp_pa
     assert_one_line_error(proc, "step 2 (swap): hierarchy column 'region' may no longer hold "
                                 "one value per household", "after step 1 (suppress)",
                           "put the swap step before that one")
+    assert "fixed order" not in proc.stderr  # a recipe can reorder: no note on the options
     assert not (tmp_path / "o").exists()
 
 

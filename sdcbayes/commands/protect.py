@@ -997,7 +997,14 @@ def command(
         count_keys = household_count_keys(frame, key_list, household)
         count_notes = count_notes + _count_key_step_warnings(steps, count_keys, household)
     # each step against what the steps before it leave: a conflict costs no work either
-    _check_step_chain(steps, frame)
+    try:
+        _check_step_chain(steps, frame)
+    except InputError as e:
+        # options run in a fixed order, so "put this step before that one" needs a recipe
+        if "before that one" in str(e) and any(st.get("_option") for st in steps):
+            raise type(e)(f"{e} (the step options run in a fixed order: to reorder the "
+                          "steps, give them in a --recipe)") from e
+        raise
     _check_household(steps, household)  # its ids group the records before and after
     _check_sensitive(steps, sensitive_cols)  # released as read, or PRAMmed
     ldiv = None if sensitive_cols is None else {"sensitive": sensitive_cols, "c": ldiv_c}
