@@ -312,7 +312,8 @@ def at_the_fit(monkeypatch):
     (["--nayak-zhang-xi", "0.5"], ["step 1 (nayak_zhang) changes the values of key(s)",
                                    "at random"]),
     (["--microaggregate", "hhsize"],
-     ["step 1 (microaggregate) changes the values of key(s) hhsize to means over groups"]),
+     ["step 1 (microaggregate) changes the values of key(s) hhsize to a value per group of "
+      "records"]),
     (["--noise", "hhsize,income"],
      ["step 1 (noise) changes the values of key(s) hhsize at random"]),
     (["--recode", "age:0-19+20-39=0-39", "--pram", "region"],
