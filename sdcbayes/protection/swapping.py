@@ -807,10 +807,10 @@ def pre_swap_frame(shown: pd.DataFrame, changed: np.ndarray, before: pd.DataFram
 
     The risk after a swap of a key is Σ_i 1[x̃_i = x_i] / F_{x̃_i}, F the population's
     count of the true values (:func:`swapped_match_factor`). For a record the swap left in
-    place x̃_i = x_i, but its released cell count is not an estimate of F_{x_i}: a
-    targeted swap moves the records of rare cells elsewhere, so those left in place look
-    rarer in the released file than they are (their cells lose the swapped-out mates and
-    gain records that are not theirs). The closed form on this frame, the one the data
+    place x̃_i = x_i, but its released cell count is not an estimate of F_{x_i}: its cell
+    loses the swapped-out mates and gains records that are not its own, so the released
+    count errs either way (a targeted swap mostly moves records out of rare cells, which
+    makes those left look rarer than they are). The closed form on this frame, the one the data
     holder had before the swap, estimates 1 / F_{x_i} from the true cell memberships, as
     the correct-match probability (Shlomo, Tudor & Groom 2010, :data:`SWAP_RISK_REFERENCE`)
     needs. The swapped records still get factor 0.
