@@ -165,7 +165,7 @@ def loo(idata, var_name: str | None = None) -> WeightedLoo:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         A posterior from :func:`sdcbayes.inference.fit` (with ``log_likelihood``).
     var_name : str, optional
         The log-likelihood variable, when there are several.
@@ -305,7 +305,7 @@ def compare(fits: dict, var_name: str | None = None) -> pd.DataFrame:
 
     Parameters
     ----------
-    fits : dict of str to arviz.InferenceData
+    fits : dict of str to arviz.InferenceData or xarray.DataTree
         Posteriors from :func:`sdcbayes.inference.fit`, on the same data (same
         log-likelihood entries and weights, e.g. the same counts of counts, and the
         same observed and constant data).

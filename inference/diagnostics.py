@@ -509,7 +509,7 @@ def compute_diagnostics(idata, var_names: list[str] | None = None) -> dict[str, 
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         A sampled posterior (e.g. from :func:`sdcbayes.inference.fit` with NUTS):
         its ``posterior`` group (dims ``chain``, ``draw``, ...) and, when present,
         ``sample_stats`` (``diverging`` is counted).

@@ -976,7 +976,7 @@ def fit(
 
     Returns
     -------
-    arviz.InferenceData
+    arviz.InferenceData or xarray.DataTree
         Groups posterior, log_likelihood, observed_data, constant_data (and
         sample_stats for NUTS); provenance in the posterior attrs and
         ``idata.attrs``: ``sdcbayes_version``, ``model``, ``model_options``,

@@ -405,7 +405,7 @@ def load_posterior(path):
 
     Returns
     -------
-    arviz.InferenceData
+    arviz.InferenceData or xarray.DataTree
         Read into memory, the file closed: saving it back to ``path`` is safe.
 
     Raises

@@ -98,7 +98,7 @@ def prior_predictive(model, draws: int = 500, random_seed: int | None = None, **
 
     Returns
     -------
-    arviz.InferenceData
+    arviz.InferenceData or xarray.DataTree
         Groups ``prior`` (parameters, dims ``chain`` = 1, ``draw``),
         ``prior_predictive`` (e.g. ``m`` with dims ``chain, draw, [domain,] count``)
         and ``observed_data``; ``idata.attrs`` and the ``prior`` and
@@ -144,7 +144,7 @@ def posterior_predictive(model, idata, random_seed: int | None = None, **simulat
     ----------
     model : SuperpopulationModel
         The model ``idata`` was fitted with (``simulate`` and ``observed``).
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         Its posterior, from :func:`sdcbayes.inference.fit`.
     random_seed : int, optional
         As for :func:`prior_predictive`; stamped on the ``posterior_predictive`` attrs
@@ -154,7 +154,7 @@ def posterior_predictive(model, idata, random_seed: int | None = None, **simulat
 
     Returns
     -------
-    arviz.InferenceData
+    arviz.InferenceData or xarray.DataTree
         The same ``idata`` object, modified in place: its ``posterior_predictive``
         group (e.g. ``m`` with dims ``chain, draw, [domain,] count``) holds one
         replicate per posterior draw and carries the stamps above.
@@ -195,7 +195,7 @@ def predictive_check(
     ----------
     model : SuperpopulationModel
         The model whose ``observed()`` summaries are compared with the replicates.
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         With a ``prior_predictive`` or ``posterior_predictive`` group (from
         :func:`prior_predictive` / :func:`posterior_predictive`).
     kind : {"posterior", "prior"}, default "posterior"
@@ -217,7 +217,8 @@ def predictive_check(
         One row per j (and domain), indexed by ``count`` (and ``domain``): columns
         ``observed``, ``mean`` (predictive mean), ``lower`` and ``upper`` (the central
         ``prob`` interval), ``p_value`` (``P(m_rep >= m_obs)``; near 0: more than
-        the model predicts), ``p_lower`` (``P(m_rep <= m_obs)``; near 0: fewer) and ``inside`` (whether the observed value lies in the interval).
+        the model predicts), ``p_lower`` (``P(m_rep <= m_obs)``; near 0: fewer) and
+        ``inside`` (whether the observed value lies in the interval).
 
     Raises
     ------

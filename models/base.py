@@ -565,7 +565,7 @@ def check_posterior_of(model, idata, use: str) -> None:
     Parameters
     ----------
     model : SuperpopulationModel
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
     use : str
         What is being done, for the message ("predict_population").
 

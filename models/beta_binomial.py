@@ -83,7 +83,7 @@ class PredictiveCheck:
     observed : dict of str to float
         ``T`` of the observed data (NaN where the statistic has no observed counterpart,
         e.g. a population quantity).
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         The raw predictive draws as PyMC returned them, their predictive group stamped
         (:func:`sdcbayes.models.base.predictive_stamps`).
     random_seed : int or None
@@ -785,7 +785,7 @@ class BetaBinomialDomainModel(SuperpopulationModel):
 
         Parameters
         ----------
-        idata : arviz.InferenceData
+        idata : arviz.InferenceData or xarray.DataTree
             A posterior of this model (:func:`sdcbayes.inference.fit`), or any with
             ``alpha`` and ``beta`` draws (dims chain, draw[, domain]).
         random_seed : int, optional

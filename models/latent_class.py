@@ -3380,7 +3380,7 @@ class LatentClassModel(SuperpopulationModel):
                cores: int | None = None, profile_mass: str | None = None,
                label_moves: bool = False, start_classes: int | None = None,
                split_merge: int = 0, ppc: int = 0, store_profiles: bool = False):
-        r"""Blocked Gibbs sampler; returns an ``arviz.InferenceData``.
+        r"""Blocked Gibbs sampler; returns an ``arviz.InferenceData`` (a DataTree under ArviZ 1).
 
         Steps per iteration (Ishwaran & James 2001; Dunson & Xing 2009, section
         3; Manrique-Vallier & Reiter 2014, section 3): (1) allocate the f_k
@@ -3541,7 +3541,7 @@ class LatentClassModel(SuperpopulationModel):
 
         Returns
         -------
-        arviz.InferenceData
+        arviz.InferenceData or xarray.DataTree
             ``posterior``: ``w`` (chain, draw, latent_class), ``alpha``, ``pi``
             (chain, draw, cell) with coordinate ``cell`` = key cell (row of
             ``key_codes``: the model's cell table, or with a design variable its

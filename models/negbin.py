@@ -639,7 +639,7 @@ class NegativeBinomialModel(SuperpopulationModel):
 
         Parameters
         ----------
-        idata : arviz.InferenceData
+        idata : arviz.InferenceData or xarray.DataTree
             From the sampler, with ``sigma`` in its posterior when sigma is learnt.
         settings : mapping
             ``random_seed``, ``method``, ``chains``, ``draws`` (and ``laplace`` for
@@ -778,7 +778,7 @@ class NegativeBinomialModel(SuperpopulationModel):
 
         Parameters
         ----------
-        idata : arviz.InferenceData
+        idata : arviz.InferenceData or xarray.DataTree
             A posterior of this model (:func:`sdcbayes.inference.fit`).
         random_seed : int, optional
             As for :meth:`prior_predictive`.

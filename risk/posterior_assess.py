@@ -194,7 +194,7 @@ class PosteriorAssessment(Assessment):
 
     Attributes (beyond ``records``, ``cells``, ``summary``, ``provenance``)
     ----------------------------------------------------------------------
-    idata : arviz.InferenceData or None
+    idata : arviz.InferenceData, xarray.DataTree or None
         The fitted posterior (write it as ``posterior.nc``).
     cell_posterior : xarray.Dataset
         Dims ``cell`` and ``quantile``: ``risk_mean``, ``risk_quantile``,
@@ -393,7 +393,7 @@ def posterior_groups(md, posterior, model: str, *, n=None, N=None) -> Conditiona
     Parameters
     ----------
     md : sdcbayes.Microdata
-    posterior : arviz.InferenceData or xarray.Dataset
+    posterior : arviz.InferenceData, xarray.DataTree or xarray.Dataset
         A fitted posterior, or its ``posterior`` group.
     model : {"poisson-gamma", "negbin", "latent-class"}
         The latent-class posterior gives one group per cell
@@ -528,7 +528,7 @@ def latent_class_pi(md, posterior, *, n=None, N=None) -> tuple[np.ndarray, float
     Parameters
     ----------
     md : sdcbayes.Microdata
-    posterior : arviz.InferenceData or xarray.Dataset
+    posterior : arviz.InferenceData, xarray.DataTree or xarray.Dataset
         From :meth:`LatentClassModel.sample` with ``store="all"`` on
         :meth:`LatentClassModel.from_microdata` (``md``'s cell table, in order); its
         ``posterior`` group holds ``pi`` (chain, draw, cell).
@@ -684,7 +684,7 @@ def latent_class_groups(md, posterior, *, n=None, N=None, draw_index=None) -> Co
     Parameters
     ----------
     md : sdcbayes.Microdata
-    posterior : arviz.InferenceData or xarray.Dataset
+    posterior : arviz.InferenceData, xarray.DataTree or xarray.Dataset
         A latent-class fit on md's cells with ``store="all"`` (:func:`latent_class_pi`).
     n, N : float, optional
         Sample and population size (defaults as in :func:`latent_class_pi`).
@@ -1281,7 +1281,7 @@ def assess_from_posterior(
     ----------
     md : sdcbayes.Microdata
         The microdata the model was fitted to (same cell table).
-    posterior : arviz.InferenceData or xarray.Dataset
+    posterior : arviz.InferenceData, xarray.DataTree or xarray.Dataset
         The fit (its ``posterior`` group holds ``alpha``, ``beta`` for the
         Poisson-gamma model, ``p`` with dim ``cell`` for the negative binomial,
         ``pi`` with dim ``cell`` (every cell of ``md``, in order) for the latent-class
@@ -2282,7 +2282,7 @@ def mokken_posterior(
 
     Parameters
     ----------
-    posterior : arviz.InferenceData or xarray.Dataset
+    posterior : arviz.InferenceData, xarray.DataTree or xarray.Dataset
         Pooled Poisson-gamma posterior with ``f_u`` (and ``alpha``, ``beta``).
     n, N : float
         Sample and population size.

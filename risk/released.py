@@ -607,7 +607,7 @@ def assess_released(
         each key value as in the original, missing (suppressed), or, for a key of
         ``recodes``, the released value of the original's level. A value missing in the
         original stays missing.
-    posterior : arviz.InferenceData or xarray.Dataset
+    posterior : arviz.InferenceData, xarray.DataTree or xarray.Dataset
         The latent-class fit on ``md_original`` with its class profiles:
         ``assess_posterior(md_original, store_profiles=True).idata``, or
         ``LatentClassModel.from_microdata(md_original).sample(store="all", N=...,
