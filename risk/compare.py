@@ -90,8 +90,8 @@ The closed-form reference row
 every "draw" equal to the plug-in, so its means are exactly
 :func:`sdcbayes.risk.assess.assess_closed_form`'s and its intervals carry the
 randomness of the unknown :math:`F_k` given :math:`\hat p_k` only (no parameter
-uncertainty; column ``interval_kind``). The intervals come from
-:func:`sdcbayes.risk.assess.plug_in_predictive`, which also gives ``sdcbayes assess
+uncertainty; column ``interval_kind``). They are drawn from the same stream as
+:func:`sdcbayes.risk.assess.plug_in_predictive`, which gives ``sdcbayes assess
 --model closed-form`` its intervals: the same numbers for the same seed and
 ``plug_in_draws``. Where every :math:`\hat p_k` is 1 (no weights and no sampling
 fraction, or a census: the file is its own population, :math:`F_k = f_k`) there is
@@ -128,7 +128,6 @@ from sdcbayes.risk.assess import (
     PLUG_IN_INTERVAL_KIND,
     check_threshold,
     plug_in_p,
-    plug_in_predictive,
 )
 from sdcbayes.risk.decisions import (
     DecisionResult,
@@ -1458,7 +1457,7 @@ def compare_models(
         numbers >= 0, are refused.
     plug_in_draws : int, default 400
         Replicates of the plug-in used for the closed-form row's predictive intervals
-        (:func:`sdcbayes.risk.assess.plug_in_predictive`, which also gives
+        (the draws of :func:`sdcbayes.risk.assess.plug_in_predictive`, which gives
         ``assess_closed_form(md, interval=True, n_draws=plug_in_draws,
         random_seed=random_seed)`` its intervals: the same numbers).
     progressbar : bool, default False
@@ -1614,11 +1613,10 @@ def compare_models(
                         a.summary.pop(k, None)
                     a.summary["interval_note"] = PLUG_IN_DEGENERATE_NOTE
                 else:
-                    # the intervals of assess --model closed-form: one function for both,
-                    # so that equal seeds and replicates give equal numbers
-                    pred = plug_in_predictive(md, n_draws=plug_in_draws,
-                                              random_seed=random_seed)
-                    a.summary |= {k: v for k, v in pred.items() if k.endswith("_interval")}
+                    # these draws are those of plug_in_predictive (assess --model
+                    # closed-form's intervals): the same stream, so equal seeds and
+                    # replicates give equal numbers (tests/test_closed_form_interval.py)
+                    # without simulating the populations twice
                     a.summary["interval_kind"] = PLUG_IN_INTERVAL_KIND
                     if "household_expected_reidentifications" in a.summary:
                         a.summary["household_interval_kind"] = PLUG_IN_INTERVAL_KIND
